@@ -1,0 +1,19 @@
+"""overwindow: SQL window functions (OVER) in batch over pandas/Arrow, and incrementally on Spark
+Structured Streaming.
+
+>>> import pandas as pd, overwindow
+>>> overwindow.evaluate(pd.DataFrame({"t": [1, 2, 3], "x": [1.0, 2.0, 4.0]}),
+...                     "avg(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS a")["a"].tolist()
+[1.0, 1.5, 3.0]
+"""
+
+from overwindow.errors import WindowRuntimeError, WindowSpecError
+from overwindow.evaluate import evaluate
+from overwindow.logical import (Bound, Exclude, Expr, Frame, FrameUnit, Interval, SortKey, WindowCall,
+                                WindowExpression, parse_window)
+from overwindow.udaf import Aggregate, register_aggregate
+
+__all__ = [
+    "Aggregate", "Bound", "Exclude", "Expr", "Frame", "FrameUnit", "Interval", "SortKey", "WindowCall",
+    "WindowExpression", "WindowRuntimeError", "WindowSpecError", "evaluate", "parse_window", "register_aggregate",
+]

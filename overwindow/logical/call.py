@@ -1,0 +1,198 @@
+"""Window calls: what to compute, never how. Frozen, hashable, printable as SQL.
+
+>>> from overwindow.logical.parse import parse_window
+>>> str(parse_window("sum(x) OVER (PARTITION BY k ORDER BY t ROWS 2 PRECEDING) AS s").calls[0])
+'sum(x) OVER (PARTITION BY k ORDER BY t ASC NULLS FIRST ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from overwindow.errors import WindowSpecError
+from overwindow.logical.expr import Expr
+from overwindow.logical.frame import BoundKind, Exclude, Frame, FrameUnit, Interval
+from overwindow.logical.functions import Kind, lookup
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """One ORDER BY key. Spark's default null order: ASC NULLS FIRST, DESC NULLS LAST."""
+
+    expr: Expr
+    descending: bool = False
+    nulls_first: bool | None = None
+
+    def __post_init__(self):
+        if self.nulls_first is None:
+            object.__setattr__(self, "nulls_first", not self.descending)
+
+    def __str__(self) -> str:
+        return f"{self.expr} {'DESC' if self.descending else 'ASC'} NULLS {'FIRST' if self.nulls_first else 'LAST'}"
+
+
+@dataclass(frozen=True)
+class WindowCall:
+    """One window function call.
+
+    ``args`` are the value expressions (``x`` in ``sum(x)``), ``params`` the constant parameters
+    named by the catalog (``ntile(4)``, ``lag(x, 2, 0)``, ``percentile_cont(0.5)``).
+    """
+
+    function: str
+    alias: str
+    args: tuple[Expr, ...] = ()
+    params: tuple = ()
+    default: Expr | None = None  # lag/lead default value
+    filter: Expr | None = None
+    ignore_nulls: bool = False
+    partition_by: tuple[Expr, ...] = ()
+    order_by: tuple[SortKey, ...] = ()
+    frame: Frame | None = None  # None: the SQL default for this ORDER BY
+    frame_given: bool = field(default=False, compare=False)
+
+    def __post_init__(self):
+        if self.frame is None:
+            object.__setattr__(self, "frame", Frame.default(bool(self.order_by)))
+        validate(self)
+
+    @property
+    def info(self):
+        return lookup(self.function)
+
+    def columns(self) -> tuple[str, ...]:
+        """Every input column the call reads."""
+        exprs = [*self.args, *self.partition_by, *(k.expr for k in self.order_by)]
+        exprs += [e for e in (self.default, self.filter) if e is not None]
+        seen: dict[str, None] = {}
+        for e in exprs:
+            for c in e.columns():
+                seen[c] = None
+        return tuple(seen)
+
+    def function_sql(self) -> str:
+        name = self.function
+        if name == "count_star":
+            text = "count(*)"
+        elif name == "count_distinct":
+            text = f"count(DISTINCT {self.args[0]})"
+        elif name in ("percentile_cont", "percentile_disc"):
+            text = f"{name}({_lit(self.params[0])}) WITHIN GROUP (ORDER BY {self.args[0]})"
+        else:
+            items = [str(a) for a in self.args] + [_lit(p) for p in self.params]
+            if self.default is not None:
+                items.append(str(self.default))
+            text = f"{name}({', '.join(items)})"
+        if self.ignore_nulls:
+            text += " IGNORE NULLS"
+        if self.filter is not None:
+            text += f" FILTER (WHERE {self.filter})"
+        return text
+
+    def over_sql(self) -> str:
+        parts = []
+        if self.partition_by:
+            parts.append("PARTITION BY " + ", ".join(str(e) for e in self.partition_by))
+        if self.order_by:
+            parts.append("ORDER BY " + ", ".join(str(k) for k in self.order_by))
+        if self.info.kind in (Kind.VALUE, Kind.AGGREGATE):
+            parts.append(str(self.frame))
+        return " ".join(parts)
+
+    def __str__(self) -> str:
+        return f"{self.function_sql()} OVER ({self.over_sql()}) AS {self.alias}"
+
+
+def _lit(v) -> str:
+    if isinstance(v, tuple):
+        return "ARRAY(" + ", ".join(_lit(x) for x in v) + ")"
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if v is None:
+        return "NULL"
+    return repr(v) if not isinstance(v, bool) else str(v).upper()
+
+
+@dataclass(frozen=True)
+class WindowExpression:
+    """One output column: a window call, or a scalar expression over window calls
+    (``price - lag(price) OVER (...) AS diff``). ``expr`` refers to each call by its alias."""
+
+    alias: str
+    calls: tuple[WindowCall, ...]
+    expr: Expr | None = None  # None: the single call is the column
+    text: str = field(default="", compare=False)
+
+    def __str__(self) -> str:
+        return self.text or str(self.calls[0])
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def validate(call: WindowCall) -> None:
+    """Check a call against SQL's rules; raise WindowSpecError worded in SQL."""
+    info = lookup(call.function)
+    where = f"in {call.function}(...) AS {call.alias}"
+    if len(call.args) != info.n_args:
+        raise WindowSpecError(f"{call.function}() takes {info.n_args} argument column(s), got {len(call.args)} {where}")
+    if call.ignore_nulls and not info.ignore_nulls:
+        raise WindowSpecError(f"IGNORE NULLS is not allowed with {call.function}() {where}")
+    if call.filter is not None and info.kind is not Kind.AGGREGATE:
+        raise WindowSpecError(f"FILTER (WHERE ...) is only allowed with aggregate functions, not {call.function}() {where}")
+    if info.kind in (Kind.RANKING, Kind.OFFSET):
+        if not call.order_by:
+            raise WindowSpecError(f"{call.function}() requires the window to be ordered: add ORDER BY {where}")
+        if call.frame_given:
+            raise WindowSpecError(
+                f"{call.function}() does not take a window frame (ROWS/RANGE/GROUPS); remove it {where}"
+            )
+    if call.function == "ntile":
+        n = call.params[0] if call.params else None
+        if not _is_int(n) or n <= 0:
+            raise WindowSpecError(f"ntile(n) needs a positive integer constant, got {n!r} {where}")
+    if call.function in ("lag", "lead"):
+        off = call.params[0] if call.params else 1
+        if not _is_int(off):
+            raise WindowSpecError(f"{call.function}() offset must be an integer constant, got {off!r} {where}")
+    if call.function == "nth_value":
+        n = call.params[0] if call.params else None
+        if not _is_int(n) or n <= 0:
+            raise WindowSpecError(f"nth_value(x, n) needs a positive integer constant n, got {n!r} {where}")
+    if call.function in ("percentile_cont", "percentile_disc"):
+        p = call.params[0] if call.params else None
+        ps = p if isinstance(p, tuple) else (p,)
+        if not ps or any(isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1 for x in ps):
+            raise WindowSpecError(f"{call.function} needs a fraction between 0 and 1, got {p!r} {where}")
+    _validate_frame(call, where)
+
+
+def _validate_frame(call: WindowCall, where: str) -> None:
+    f = call.frame
+    if f.start.kind is BoundKind.UNBOUNDED_FOLLOWING:
+        raise WindowSpecError(f"a frame cannot start at UNBOUNDED FOLLOWING {where}")
+    if f.end.kind is BoundKind.UNBOUNDED_PRECEDING:
+        raise WindowSpecError(f"a frame cannot end at UNBOUNDED PRECEDING {where}")
+    for b in (f.start, f.end):
+        if not b.has_offset:
+            continue
+        off = b.offset
+        if isinstance(off, Interval):
+            if f.unit is not FrameUnit.RANGE:
+                raise WindowSpecError(f"an INTERVAL offset is only allowed in a RANGE frame, not {f.unit.value} {where}")
+            if off.is_negative:
+                raise WindowSpecError(f"frame offset {off} must not be negative {where}")
+        elif isinstance(off, bool) or not isinstance(off, (int, float)):
+            raise WindowSpecError(f"frame offset must be a constant number or INTERVAL, got {off!r} {where}")
+        else:
+            if off != off or off < 0:
+                raise WindowSpecError(f"frame offset must not be negative, got {off} {b.kind.value} {where}")
+            if f.unit is not FrameUnit.RANGE and not _is_int(off):
+                raise WindowSpecError(f"{f.unit.value} frame offset must be an integer, got {off} {where}")
+    if f.unit is FrameUnit.RANGE and (f.start.has_offset or f.end.has_offset) and len(call.order_by) != 1:
+        raise WindowSpecError(
+            f"RANGE with an offset needs exactly one ORDER BY column, got {len(call.order_by)} {where}"
+        )
+    if f.unit is FrameUnit.GROUPS and not call.order_by:
+        raise WindowSpecError(f"GROUPS frames require ORDER BY {where}")

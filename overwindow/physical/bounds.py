@@ -1,0 +1,181 @@
+"""Frame bounds: for every sorted row, the half-open ``[start, end)`` positions of its frame.
+
+All three units are vectorised: ROWS is clipped arithmetic, GROUPS indexes peer-group bounds, and
+RANGE with an offset is one ``searchsorted`` over a key that folds (partition, order value) into one
+ascending int64, so every partition is searched at once. EXCLUDE splits a frame into up to three
+disjoint, ordered parts. O(n log n) for RANGE offsets, O(n) otherwise.
+
+>>> lay = Layout.build([], [(Values(pa.array([1, 2, 2, 5])), False, True)])
+>>> f = frame_bounds(lay, Frame(FrameUnit.RANGE, Bound.preceding(1), Bound.current_row()), Values(pa.array([1, 2, 2, 5])))
+>>> f.parts[0][0].tolist(), f.parts[0][1].tolist()
+([0, 0, 0, 3], [1, 3, 3, 4])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from overwindow.errors import WindowSpecError
+from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
+from overwindow.physical.sorting import Layout, sort_codes
+from overwindow.physical.values import Values
+
+_I64 = np.iinfo(np.int64)
+
+
+@dataclass
+class Frames:
+    """Each row's frame as 1 to 3 disjoint ordered parts ``(start, end)`` of sorted positions."""
+
+    parts: list[tuple[np.ndarray, np.ndarray]]
+
+    @property
+    def start(self) -> np.ndarray:
+        return self.parts[0][0]
+
+    @property
+    def end(self) -> np.ndarray:
+        return self.parts[-1][1]
+
+    def count(self, prefix: np.ndarray) -> np.ndarray:
+        """Sum over the parts of ``prefix[end] - prefix[start]`` (prefix has n+1 entries)."""
+        total = prefix[self.parts[0][1]] - prefix[self.parts[0][0]]
+        for s, e in self.parts[1:]:
+            total = total + (prefix[e] - prefix[s])
+        return total
+
+    def size(self) -> np.ndarray:
+        total = self.parts[0][1] - self.parts[0][0]
+        for s, e in self.parts[1:]:
+            total = total + (e - s)
+        return total
+
+    def take(self, rows: np.ndarray) -> "Frames":
+        """The frames of the given rows only."""
+        return Frames([(s[rows], e[rows]) for s, e in self.parts])
+
+
+def frame_bounds(layout: Layout, frame: Frame, key: Values | None = None, descending: bool = False,
+                 nulls_first: bool = True) -> Frames:
+    """Frames of every sorted row. ``key`` is the (sorted) single ORDER BY column, needed for RANGE offsets."""
+    n = layout.n
+    i = np.arange(n, dtype=np.int64)
+    ps, pe = layout.part_start, layout.part_end
+    start = _bound(layout, frame, frame.start, True, i, key, descending, nulls_first)
+    end = _bound(layout, frame, frame.end, False, i, key, descending, nulls_first)
+    start = np.clip(start, ps, pe)
+    end = np.clip(end, start, pe)
+    ex = frame.exclude
+    if ex is Exclude.NO_OTHERS:
+        return Frames([(start, end)])
+    if ex is Exclude.CURRENT_ROW:
+        lo, hi = i, i + 1
+    else:
+        lo, hi = layout.group_start[layout.group_id], layout.group_end[layout.group_id]
+    parts = [(start, np.maximum(np.minimum(end, lo), start))]
+    if ex is Exclude.TIES:
+        s_mid = np.maximum(start, i)
+        parts.append((s_mid, np.maximum(np.minimum(end, i + 1), s_mid)))
+    s_hi = np.minimum(np.maximum(start, hi), end)
+    parts.append((s_hi, end))
+    return Frames(parts)
+
+
+def _bound(layout, frame, bound: Bound, is_start, i, key, descending, nulls_first) -> np.ndarray:
+    ps, pe = layout.part_start, layout.part_end
+    kind = bound.kind
+    if kind is BoundKind.UNBOUNDED_PRECEDING:
+        return ps
+    if kind is BoundKind.UNBOUNDED_FOLLOWING:
+        return pe
+    g = layout.group_id
+    if kind is BoundKind.CURRENT_ROW:
+        if frame.unit is FrameUnit.ROWS:
+            return i if is_start else i + 1
+        return layout.group_start[g] if is_start else layout.group_end[g]
+    delta = bound.offset if kind is BoundKind.FOLLOWING else -bound.offset if not isinstance(bound.offset, Interval) else bound.offset
+    if frame.unit is FrameUnit.ROWS:
+        return _saturating_add(i, delta) + (0 if is_start else 1)
+    if frame.unit is FrameUnit.GROUPS:
+        first_g = g[np.minimum(ps, len(g) - 1)] if len(g) else g
+        last_g = g[np.maximum(pe - 1, 0)] if len(g) else g
+        target = _saturating_add(g, delta)
+        clipped = np.clip(target, first_g, last_g)
+        if is_start:  # before the partition: its start; past it: its end
+            return np.where(target > last_g, pe, layout.group_start[clipped])
+        return np.where(target < first_g, ps, layout.group_end[clipped])
+    return _range_bound(layout, bound, is_start, key, descending, nulls_first)
+
+
+def _saturating_add(a: np.ndarray, delta: int) -> np.ndarray:
+    delta = int(delta)
+    if delta >= 0:
+        return np.where(a > _I64.max - delta, _I64.max, a + delta) if delta > 2**40 else a + delta
+    return np.where(a < _I64.min - delta, _I64.min, a + delta) if delta < -(2**40) else a + delta
+
+
+def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_first) -> np.ndarray:
+    """RANGE ``x PRECEDING/FOLLOWING``: the first row (start) or first row past (end) the value
+    ``key +/- x`` in sort order, within the row's partition; a NULL key's frame is its NULL peers."""
+    if key.kind not in ("int", "float", "date", "timestamp"):
+        raise WindowSpecError(f"RANGE with an offset needs a numeric, DATE or TIMESTAMP ORDER BY column, not {key.type}")
+    off = bound.offset
+    following = bound.kind is BoundKind.FOLLOWING
+    toward_larger = following != descending  # the bound moves toward larger key values
+    if isinstance(off, Interval):
+        if key.kind not in ("date", "timestamp"):
+            raise WindowSpecError(f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {key.type}")
+        values, uniq = _as_micros(key), _as_micros_uniques(key)
+        target = _shift_time(values, off, +1 if toward_larger else -1)
+    else:
+        if key.kind in ("date", "timestamp"):
+            raise WindowSpecError(f"RANGE over a {key.type} ORDER BY column needs an INTERVAL offset, not {off}")
+        values = key.numbers
+        uniq = np.asarray(key.uniques.to_numpy(zero_copy_only=False))
+        if key.kind == "float" or isinstance(off, float):
+            values, uniq = values.astype(np.float64), uniq.astype(np.float64)
+            target = values + off if toward_larger else values - off
+        else:
+            target = _saturating_add(values, off if toward_larger else -off)
+    k = len(uniq)
+    # position, among the sorted distinct values, of the first value the frame may hold
+    if not descending:
+        side = "left" if is_start else "right"
+        code_t = np.searchsorted(uniq, target, side=side)
+    else:
+        side = "right" if is_start else "left"
+        code_t = k - np.searchsorted(uniq, target, side=side)
+    codes, card = sort_codes(key, descending, nulls_first)
+    stride = card
+    pid = layout.part_id.astype(np.int64)
+    folded = pid * stride + codes  # ascending over the sorted rows
+    out = np.searchsorted(folded, pid * stride + 1 + code_t, side="left")
+    null = ~key.valid
+    if null.any():
+        g = layout.group_id[null]
+        out[null] = layout.group_start[g] if is_start else layout.group_end[g]
+    return out
+
+
+def _as_micros(key: Values) -> np.ndarray:
+    v = key.numbers.astype(np.int64)
+    if key.kind == "date":
+        return v * 86_400_000_000
+    unit = key.type.unit
+    return v * {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": 1}[unit] // (1000 if unit == "ns" else 1)
+
+
+def _as_micros_uniques(key: Values) -> np.ndarray:
+    return _as_micros(Values(key.uniques))
+
+
+def _shift_time(micros: np.ndarray, off: Interval, sign: int) -> np.ndarray:
+    out = micros
+    if off.months:
+        ts = pd.to_datetime(micros, unit="us")
+        ts = ts + pd.DateOffset(months=sign * off.months)
+        out = ts.asi8 // 1000 if ts.dtype == "datetime64[ns]" else ts.as_unit("us").asi8
+    return out + sign * (off.days * 86_400_000_000 + off.micros)

@@ -1,0 +1,124 @@
+"""The planner: ask what a call's function can do, pick one kernel. Control flows one way: the
+logical call decides, the kernel only executes.
+
+>>> from overwindow.logical.parse import parse_window
+>>> plan(parse_window("sum(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS s").calls[0], "float").name
+'exact-prefix-sum'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from overwindow.errors import WindowSpecError
+from overwindow.logical.call import WindowCall
+from overwindow.logical.frame import BoundKind, Exclude
+from overwindow.logical.functions import Kind, lookup, user_aggregate_class
+from overwindow.physical.bounds import Frames
+from overwindow.physical.kernels import aggregates, holistic, positional, python_aggregate, ranking
+from overwindow.physical.sorting import Layout
+from overwindow.physical.values import Values
+
+
+@dataclass
+class CallInput:
+    """What a kernel may read: the layout, each row's frame, the sorted argument and its mask."""
+
+    layout: Layout
+    frames: Frames | None
+    values: Values | None
+    mask: np.ndarray | None
+    default: pa.Array | None = None
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    name: str
+    run: Callable[[CallInput], pa.Array]
+
+
+_AGG_NAMES = {
+    "count": "prefix-count", "count_star": "prefix-count", "sum": "exact-prefix-sum", "avg": "exact-prefix-sum",
+    "var_samp": "exact-moments", "var_pop": "exact-moments", "stddev_samp": "exact-moments",
+    "stddev_pop": "exact-moments", "bool_and": "prefix-count", "bool_or": "prefix-count",
+    "min": "sparse-table", "max": "sparse-table", "median": "wavelet", "percentile_cont": "wavelet",
+    "percentile_disc": "wavelet", "count_distinct": "wavelet", "mode": "sliding-counts",
+}
+
+
+def check_types(call: WindowCall, kind: str | None) -> None:
+    info = lookup(call.function)
+    if info.numeric_only and kind not in ("int", "float"):
+        raise WindowSpecError(f"{call.function}({call.args[0]}) needs a numeric argument, got a {kind} column, in {call.alias}")
+    if call.function in ("bool_and", "bool_or") and kind != "bool":
+        raise WindowSpecError(f"{call.function}({call.args[0]}) needs a BOOLEAN argument, got {kind}, in {call.alias}")
+    if call.function in ("median", "percentile_cont") and kind not in ("int", "float", "date", "timestamp"):
+        raise WindowSpecError(f"{call.function}({call.args[0]}) needs a numeric, DATE or TIMESTAMP argument, got {kind}")
+
+
+def plan(call: WindowCall, kind: str | None, *, prefer_naive: bool = False) -> KernelChoice:
+    """Pick the kernel for ``call`` whose argument has type family ``kind`` (None: no argument).
+
+    ``prefer_naive`` forces the reference path for aggregates (used to test the fast kernels).
+    """
+    check_types(call, kind)
+    info = lookup(call.function)
+    if info.kind is Kind.RANKING:
+        fn = ranking.KERNELS[call.function]
+        return KernelChoice("index-arithmetic", lambda inp: fn(inp.layout, call))
+    if info.kind is Kind.OFFSET:
+        return KernelChoice("index-arithmetic", lambda inp: positional.lag_lead(inp.values, inp.layout, call, inp.default))
+    if info.kind is Kind.VALUE:
+        return _framed(call, KernelChoice("index-arithmetic", lambda inp: positional.value_function(inp.values, inp.frames, call)))
+    user = user_aggregate_class(call.function)
+    if user is not None or prefer_naive:
+        agg = user() if user is not None else reference_aggregate(call)
+        return _framed(call, _python_kernel(call, agg, force_naive=prefer_naive))
+    if call.function in ("percentile_cont", "percentile_disc"):
+        fn = partial(_percentile, call)
+    else:
+        fn = aggregates.KERNELS.get(call.function) or holistic.KERNELS[call.function]
+    return _framed(call, KernelChoice(_AGG_NAMES[call.function], lambda inp: fn(inp.values, inp.mask, inp.frames)))
+
+
+def _percentile(call, values, mask, frames):
+    return holistic.percentile(values, mask, frames, call.params[0], call.function == "percentile_cont")
+
+
+def _python_kernel(call: WindowCall, agg, force_naive: bool) -> KernelChoice:
+    # a running frame (UNBOUNDED PRECEDING, nothing excluded) only ever adds rows: it slides
+    # without retract
+    running = call.frame.start.kind is BoundKind.UNBOUNDED_PRECEDING and call.frame.exclude is Exclude.NO_OTHERS
+    if force_naive:
+        kernel, name = python_aggregate.naive, "naive"
+    elif python_aggregate.has(agg, "retract") or running:
+        kernel, name = python_aggregate.sliding, "sliding"
+    elif python_aggregate.has(agg, "merge"):
+        kernel, name = python_aggregate.segment_tree, "segment-tree"
+    else:
+        kernel, name = python_aggregate.naive, "naive"
+    return KernelChoice(name, lambda inp: kernel(agg, inp.values, inp.mask, inp.frames))
+
+
+def _framed(call: WindowCall, choice: KernelChoice) -> KernelChoice:
+    """A frame that is the whole partition: compute once per partition and broadcast."""
+    if not call.frame.is_whole_partition:
+        return choice
+
+    def run(inp: CallInput) -> pa.Array:
+        firsts = inp.layout.part_bounds[:-1]
+        once = CallInput(inp.layout, inp.frames.take(firsts), inp.values, inp.mask, inp.default)
+        return choice.run(once).take(pa.array(inp.layout.part_id))
+
+    return KernelChoice("broadcast+" + choice.name, run)
+
+
+def reference_aggregate(call: WindowCall):
+    from overwindow.physical.kernels.reference import REFERENCE
+
+    return REFERENCE[call.function](call)

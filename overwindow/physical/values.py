@@ -1,0 +1,116 @@
+"""A column in sorted-row order with the numpy views kernels need, computed once and on demand.
+
+>>> v = Values(pa.array([3, None, 1]))
+>>> v.valid.tolist(), v.codes.tolist()
+([True, False, True], [1, -1, 0])
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def kind_of(t: pa.DataType) -> str:
+    """Our type family of an Arrow type: int, float, bool, date, timestamp, string or other."""
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "float"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    return "other"
+
+
+class Values:
+    """One Arrow column (already in sorted order) plus cached numpy views.
+
+    Views: ``valid`` (not NULL), ``numbers`` (int64 or float64, NULL as 0; dates as days, timestamps in
+    their unit), ``codes`` (dense rank among the sorted distinct values, NaN greatest, NULL -1) with
+    ``uniques`` (the distinct values, sorted). Each view costs one pass (codes: one sort of the distinct values).
+    """
+
+    def __init__(self, array: pa.Array | pa.ChunkedArray):
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        if pa.types.is_decimal(array.type):
+            array = array.cast(pa.float64())
+        if pa.types.is_dictionary(array.type):
+            array = array.dictionary_decode()
+        self.array: pa.Array = array
+        self.type: pa.DataType = array.type
+        self.kind = kind_of(array.type)
+
+    def __len__(self) -> int:
+        return len(self.array)
+
+    @cached_property
+    def valid(self) -> np.ndarray:
+        if self.array.null_count == 0:
+            return np.ones(len(self.array), dtype=bool)
+        return self.array.is_valid().to_numpy(zero_copy_only=False)
+
+    @cached_property
+    def numbers(self) -> np.ndarray:
+        a = self.array
+        if self.kind == "float":
+            a = a.cast(pa.float64())
+        elif self.kind == "bool":
+            a = a.cast(pa.int64())
+        elif self.kind == "date":
+            a = a.cast(pa.int32()).cast(pa.int64())
+        elif self.kind in ("timestamp", "int"):
+            a = a.cast(pa.int64(), safe=False) if self.kind == "timestamp" else a
+            if pa.types.is_unsigned_integer(a.type) and a.type.bit_width == 64:
+                a = a.cast(pa.float64())
+            else:
+                a = a.cast(pa.int64())
+        else:
+            raise TypeError(f"column of type {self.type} has no numeric view")
+        return np.asarray(a.fill_null(0).to_numpy(zero_copy_only=False))
+
+    @cached_property
+    def uniques(self) -> pa.Array:
+        u = pc.unique(self.array.drop_null())
+        return u.take(pc.sort_indices(u))
+
+    @cached_property
+    def codes(self) -> np.ndarray:
+        idx = pc.index_in(self.array, value_set=self.uniques)
+        return np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+    def from_numbers(self, numbers: np.ndarray, valid: np.ndarray) -> pa.Array:
+        """Arrow array of this column's type from a numeric view (the inverse of ``numbers``)."""
+        mask = ~valid
+        if self.kind == "float":
+            return pa.array(numbers.astype(np.float64), mask=mask).cast(self.type)
+        if self.kind == "bool":
+            return pa.array(numbers.astype(bool), mask=mask)
+        if self.kind == "date":
+            return pa.array(numbers.astype(np.int32), mask=mask).cast(self.type)
+        return pa.array(numbers.astype(np.int64), mask=mask).cast(self.type)
+
+    def take(self, index: np.ndarray) -> pa.Array:
+        """Values at ``index`` (sorted positions); index -1 gives NULL."""
+        missing = index < 0
+        idx = pa.array(np.where(missing, 0, index), mask=missing if missing.any() else None)
+        if len(self.array) == 0:
+            return pa.nulls(len(index), self.type)
+        return self.array.take(idx)
+
+    def take_codes(self, codes: np.ndarray) -> pa.Array:
+        """Distinct values by code; code -1 gives NULL."""
+        missing = codes < 0
+        if len(self.uniques) == 0:
+            return pa.nulls(len(codes), self.type)
+        idx = pa.array(np.where(missing, 0, codes), mask=missing if missing.any() else None)
+        return self.uniques.take(idx)
