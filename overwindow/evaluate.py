@@ -51,7 +51,8 @@ def evaluate(data: pd.DataFrame | pa.Table, *calls: CallLike, prefer_naive: bool
         out = evaluate_table(table, [as_window_expression(c) for c in calls], prefer_naive)
         result = data.copy()
         for name in out.column_names[table.num_columns:]:
-            result[name] = out.column(name).to_pandas()
+            # by position: the input's index may be anything
+            result[name] = out.column(name).to_pandas().set_axis(data.index)
         return result
     if isinstance(data, (pa.Table, pa.RecordBatch)):
         table = pa.table(data) if isinstance(data, pa.RecordBatch) else data
