@@ -11,9 +11,17 @@ from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.evaluate import evaluate
 from overwindow.logical import (Bound, Exclude, Expr, Frame, FrameUnit, Interval, SortKey, WindowCall,
                                 WindowExpression, parse_window)
+from overwindow.spec import OverWindow
 from overwindow.udaf import Aggregate, register_aggregate
 
+try:  # adds GroupedData.overWindow / DataFrame.overWindow when PySpark is importable
+    from overwindow.spark.adapter import register as _register_spark
+except ImportError:  # pragma: no cover - PySpark is a dependency, but the batch engine works without it
+    pass
+else:
+    _register_spark()
+
 __all__ = [
-    "Aggregate", "Bound", "Exclude", "Expr", "Frame", "FrameUnit", "Interval", "SortKey", "WindowCall",
+    "Aggregate", "Bound", "OverWindow", "Exclude", "Expr", "Frame", "FrameUnit", "Interval", "SortKey", "WindowCall",
     "WindowExpression", "WindowRuntimeError", "WindowSpecError", "evaluate", "parse_window", "register_aggregate",
 ]

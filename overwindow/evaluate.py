@@ -61,6 +61,12 @@ def evaluate(data: pd.DataFrame | pa.Table, *calls: CallLike, prefer_naive: bool
 
 
 def evaluate_table(table: pa.Table, exprs: list[WindowExpression], prefer_naive: bool = False) -> pa.Table:
+    """``table`` plus one column per window expression."""
+    return project(table, exprs, evaluate_calls(table, exprs, prefer_naive))
+
+
+def evaluate_calls(table: pa.Table, exprs: list[WindowExpression], prefer_naive: bool = False) -> dict[str, pa.Array]:
+    """Every window call's result, by call alias, in input row order."""
     names = [e.alias for e in exprs]
     for name in names:
         if name in table.column_names:
@@ -68,10 +74,11 @@ def evaluate_table(table: pa.Table, exprs: list[WindowExpression], prefer_naive:
         if names.count(name) > 1:
             raise WindowSpecError(f"two window calls are named `{name}`; aliases must be unique")
     layouts: dict[tuple, tuple[Layout, np.ndarray]] = {}
-    results: dict[str, pa.Array] = {}
-    for e in exprs:
-        for call in e.calls:
-            results[call.alias] = _evaluate_call(table, call, layouts, prefer_naive)
+    return {call.alias: _evaluate_call(table, call, layouts, prefer_naive) for e in exprs for call in e.calls}
+
+
+def project(table: pa.Table, exprs: list[WindowExpression], results: dict[str, pa.Array]) -> pa.Table:
+    """``table`` plus each window expression's column, computed from the calls' results."""
     out = table
     for e in exprs:
         if e.expr is None:

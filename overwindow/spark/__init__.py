@@ -1,0 +1,1 @@
+"""The Spark adapter: hosts the streaming machines in ``applyInPandasWithState``."""

@@ -1,0 +1,165 @@
+"""``GroupedData.overWindow(spec)``: a thin adapter from Spark's ``applyInPandasWithState`` to the
+pure state machines in overwindow.streaming.
+
+Output: the input columns plus one column per window expression. Emit on window close runs in
+``append`` mode with ``GroupStateTimeout.EventTimeTimeout``, so keys without new rows still emit
+when the watermark passes their pending rows. State is one binary value per key (Arrow IPC).
+
+Timestamps reach pandas UDFs as wall-clock times of the session time zone; the watermark Spark
+reports is UTC milliseconds. The adapter converts the watermark into the key's wall-clock
+microseconds and wakeups back, so any session time zone works (UTC is simplest).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from typing import Iterator
+
+import pandas as pd
+import pyarrow as pa
+
+from overwindow.errors import WindowSpecError
+from overwindow.physical.expressions import resolve_column
+from overwindow.spec import OverWindow
+
+log = logging.getLogger("overwindow")
+_ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
+
+
+def _arrow_schema(struct) -> pa.Schema:
+    """Arrow schema of the pandas frames a UDF receives: timestamps are session wall-clock, tz-naive."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = to_arrow_schema(struct, timezone="UTC")
+    return pa.schema([pa.field(f.name, pa.timestamp(f.type.unit) if pa.types.is_timestamp(f.type) else f.type,
+                               f.nullable) for f in schema])
+
+
+def _output_struct(input_struct, output: pa.Schema):
+    """Spark schema of the output: the input fields as they are, then each result column's type
+    (a naive timestamp is Spark's TIMESTAMP, as in the input)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    fields = list(input_struct.fields)
+    for f in list(output)[len(fields):]:
+        fields.append(StructField(f.name, from_arrow_type(f.type, prefer_timestamp_ntz=False), True))
+    return StructType(fields)
+
+
+def check_watermark(df, spec: OverWindow) -> str:
+    """The ORDER BY column's name in ``df``; refuses a missing column or missing watermark."""
+    empty = _arrow_schema(df.schema).empty_table()
+    col = resolve_column(empty, spec.order_column)
+    if "spark.watermarkDelayMs" not in df.schema[col].metadata:
+        raise WindowSpecError(
+            f"emit on window close needs a watermark on the ORDER BY column `{col}`: "
+            f"call df.withWatermark('{col}', '<delay>') before groupBy(...).overWindow(...)")
+    return col
+
+
+def over_window(grouped, spec: OverWindow):
+    """``grouped.applyInPandasWithState`` running ``spec``'s machine; returns the streaming DataFrame."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    if not isinstance(spec, OverWindow):
+        raise TypeError(f"overWindow() takes an overwindow.OverWindow, got {type(spec).__name__}")
+    df = grouped._df
+    if spec.emit != "on_window_close":
+        raise NotImplementedError("emit='on_update' is not available on Spark yet")
+    check_watermark(df, spec)
+    input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
+    input_schema = _arrow_schema(input_struct)
+    from overwindow.streaming.window_close import WindowClose
+
+    machine = WindowClose(spec, input_schema)  # validates types; rebuilt in each worker from the same parts
+    output_struct = _output_struct(input_struct, machine.output_schema)
+    state_struct = StructType([StructField("state", BinaryType(), False)])
+    tz = df.sparkSession.conf.get("spark.sql.session.timeZone")
+    run = _Runner(spec, input_schema, tz)
+    return grouped.applyInPandasWithState(run, output_struct, state_struct, "append", GroupStateTimeout.EventTimeTimeout)
+
+
+class _Runner:
+    """The function Spark calls per key and micro-batch (pickled to the workers with its spec)."""
+
+    def __init__(self, spec: OverWindow, schema: pa.Schema, tz: str):
+        self.spec, self.schema, self.tz = spec, schema, tz
+        self._machine = None
+
+    @property
+    def machine(self):
+        if self._machine is None:
+            from overwindow.streaming.window_close import WindowClose
+
+            self._machine = WindowClose(self.spec, self.schema)
+        return self._machine
+
+    def __getstate__(self):
+        return {"spec": self.spec, "schema": self.schema, "tz": self.tz}
+
+    def __setstate__(self, d):
+        self.__init__(d["spec"], d["schema"], d["tz"])
+
+    def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+        machine = self.machine
+        tables = [pa.Table.from_pandas(p, schema=self.schema, preserve_index=False)
+                  for p in pdfs if len(p)]
+        rows = pa.concat_tables(tables) if tables else None
+        prior = state.get[0] if state.exists else None
+        wm_ms = state.getCurrentWatermarkMs()
+        watermark = self._to_key(wm_ms) if wm_ms and wm_ms > 0 else None
+        step = machine.step(prior, rows, watermark)
+        state.update((step.state,))
+        if step.wakeup is not None:
+            state.setTimeoutTimestamp(max(self._to_ms(step.wakeup), (wm_ms or 0) + 1))
+        if step.late_rows:
+            log.warning("overwindow: dropped %d late rows for key %s", step.late_rows, key)
+        yield step.output.to_pandas()
+
+    def _to_key(self, utc_ms: int):
+        """A UTC watermark in the ORDER BY key's numbers (wall-clock microseconds)."""
+        if self.machine.key_kind not in ("timestamp", "date"):
+            return utc_ms
+        ts = pd.Timestamp(utc_ms, unit="ms", tz="UTC")
+        if self.machine.key_kind == "timestamp" and self.schema.field(self.machine.order).type.tz is None:
+            ts = ts.tz_convert(self.tz)
+        return int(ts.tz_localize(None).value // 1000)
+
+    def _to_ms(self, key_micros) -> int:
+        if self.machine.key_kind not in ("timestamp", "date"):
+            return int(key_micros)
+        ts = pd.Timestamp(int(key_micros) * 1000)
+        if self.machine.key_kind == "timestamp" and self.schema.field(self.machine.order).type.tz is None:
+            ts = ts.tz_localize(self.tz, ambiguous=True, nonexistent="shift_forward")
+        else:
+            ts = ts.tz_localize("UTC")
+        return -(-ts.value // 1_000_000)
+
+
+def register() -> None:
+    """Add ``GroupedData.overWindow`` and ``DataFrame.overWindow`` for classic Spark and Spark Connect."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.group import GroupedData
+
+    targets = [(GroupedData, DataFrame)]
+    # importing pyspark.sql.connect without its dependencies (grpcio, ...) exits the process
+    if all(importlib.util.find_spec(m) is not None for m in ("grpc", "grpc_status", "google.protobuf")):
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+        from pyspark.sql.connect.group import GroupedData as ConnectGroupedData
+
+        targets.append((ConnectGroupedData, ConnectDataFrame))
+    for grouped_cls, df_cls in targets:
+        grouped_cls.overWindow = over_window
+        df_cls.overWindow = _whole_stream
+
+
+def _whole_stream(df, spec: OverWindow):
+    """``df.overWindow(spec)`` without groupBy: the whole stream is one partition."""
+    from pyspark.sql import functions as F
+
+    log.warning("overwindow: overWindow without groupBy puts the whole stream in one partition on one "
+                "executor; group by a key where you can")
+    return over_window(df.withColumn(_ALL, F.lit(0)).groupBy(_ALL), spec)

@@ -1,0 +1,104 @@
+"""``OverWindow``: the window calls of a streaming view and how to emit them.
+
+The partition comes from ``groupBy``; calls carry ORDER BY and frame. Everything that can be checked
+without data is checked here, in SQL words.
+
+>>> spec = OverWindow("avg(x) OVER (ORDER BY ts ROWS BETWEEN 10 PRECEDING AND 1 PRECEDING) AS a")
+>>> spec.order_column
+'ts'
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sqlglot import exp
+
+from overwindow.errors import WindowSpecError
+from overwindow.evaluate import as_window_expression
+from overwindow.logical.call import WindowCall, WindowExpression
+from overwindow.logical.expr import Expr
+from overwindow.logical.frame import BoundKind
+from overwindow.logical.functions import Kind
+
+EMIT_MODES = ("on_window_close", "on_update")
+
+# functions whose value depends on rows that have not arrived yet, however long one waits
+_NEEDS_WHOLE_PARTITION = {"ntile": "the partition's final size", "cume_dist": "the partition's final size",
+                          "percent_rank": "the partition's final size"}
+
+
+class OverWindow:
+    """Window calls (SQL text or WindowCall, without PARTITION BY) and an emit mode.
+
+    ``rowKey``: columns that identify a row; they break ties in ORDER BY so replays give identical
+    output (default: all input columns, in order).
+    """
+
+    def __init__(self, *calls, emit: str = "on_window_close", rowKey: str | list[str] | tuple[str, ...] | None = None):
+        if not calls:
+            raise WindowSpecError("OverWindow needs at least one window call")
+        if emit not in EMIT_MODES:
+            raise WindowSpecError(f"emit must be one of {', '.join(EMIT_MODES)}, got {emit!r}")
+        self.emit = emit
+        self.row_key = (rowKey,) if isinstance(rowKey, str) else tuple(rowKey) if rowKey else None
+        self.expressions: tuple[WindowExpression, ...] = tuple(as_window_expression(c) for c in calls)
+        for e in self.expressions:
+            for c in e.calls:
+                if c.partition_by:
+                    raise WindowSpecError(
+                        f"PARTITION BY comes from groupBy(...); remove it from {e.alias} ({e})")
+        if emit == "on_window_close":
+            _check_window_close(self)
+
+    @property
+    def calls(self) -> tuple[WindowCall, ...]:
+        return tuple(c for e in self.expressions for c in e.calls)
+
+    @property
+    def order_column(self) -> str | None:
+        """The single ORDER BY column shared by every call (None when no call orders)."""
+        keys = {c.order_by for c in self.calls if c.order_by}
+        if not keys:
+            return None
+        (key,) = keys
+        cols = key[0].expr.columns()
+        return cols[0] if cols else None
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        return tuple(e.alias for e in self.expressions)
+
+    def partitioned(self, keys: tuple[str, ...]) -> list[WindowExpression]:
+        """The same calls with ``PARTITION BY keys``: the batch query this view maintains."""
+        part = tuple(Expr.of(f"`{k}`") for k in keys)
+        out = []
+        for e in self.expressions:
+            calls = tuple(replace(c, partition_by=part) for c in e.calls)
+            out.append(WindowExpression(e.alias, calls, e.expr, e.text))
+        return out
+
+    def __repr__(self) -> str:
+        return f"OverWindow({', '.join(repr(str(e)) for e in self.expressions)}, emit={self.emit!r})"
+
+
+def _check_window_close(spec: OverWindow) -> None:
+    """Emit on window close needs one ascending ORDER BY column (the watermarked event time), the
+    same for every call, and frames that reach a bounded distance into the future."""
+    orders = {c.order_by for c in spec.calls}
+    if len(orders) > 1 or () in orders:
+        raise WindowSpecError(
+            "emit on window close needs every call to have the same ORDER BY <event-time column>; got "
+            + "; ".join(f"{c.alias}: ORDER BY {', '.join(map(str, c.order_by)) or '(none)'}" for c in spec.calls))
+    (order,) = orders
+    if len(order) != 1 or order[0].descending or not isinstance(order[0].expr.node, exp.Column):
+        raise WindowSpecError(
+            f"emit on window close needs ORDER BY exactly one column, ascending (the watermarked event time); got ORDER BY {', '.join(map(str, order))}")
+    for c in spec.calls:
+        where = f"in {c.alias}"
+        if c.function in _NEEDS_WHOLE_PARTITION:
+            raise WindowSpecError(f"{c.function}() needs {_NEEDS_WHOLE_PARTITION[c.function]}, which a stream never "
+                                  f"knows; use emit='on_update' {where}")
+        if c.info.kind in (Kind.VALUE, Kind.AGGREGATE) and c.frame.end.kind is BoundKind.UNBOUNDED_FOLLOWING:
+            raise WindowSpecError(f"a frame ending at UNBOUNDED FOLLOWING needs every future row, so it never closes; "
+                                  f"use emit='on_update' {where}")

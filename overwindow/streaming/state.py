@@ -1,0 +1,59 @@
+"""State encoding: Arrow IPC stream bytes with a format version and JSON counters in the schema
+metadata. Never pickle: the bytes outlive the code that wrote them.
+
+>>> t = pa.table({"x": [1, 2]})
+>>> tables, meta = decode(encode({"rows": t}, {"n": 3}, kind="test"), kind="test")
+>>> tables["rows"].equals(t), meta
+(True, {'n': 3})
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+FORMAT_VERSION = 1
+_KEY = b"overwindow.state"
+
+
+class StateFormatError(ValueError):
+    """State bytes this version cannot read (another format version, or not overwindow state)."""
+
+
+def encode(tables: dict[str, pa.Table], meta: dict, kind: str) -> bytes:
+    """One IPC stream per named table, concatenated with length prefixes; ``meta`` in the first."""
+    sink = pa.BufferOutputStream()
+    header = json.dumps({"version": FORMAT_VERSION, "kind": kind, "tables": list(tables), "meta": meta}).encode()
+    sink.write(len(header).to_bytes(4, "little"))
+    sink.write(header)
+    for table in tables.values():
+        buf = pa.BufferOutputStream()
+        with pa.ipc.new_stream(buf, table.schema.with_metadata({_KEY: b"1"})) as w:
+            w.write_table(table)
+        body = buf.getvalue()
+        sink.write(len(body).to_bytes(8, "little"))
+        sink.write(body)
+    return sink.getvalue().to_pybytes()
+
+
+def decode(data: bytes, kind: str) -> tuple[dict[str, pa.Table], dict]:
+    view = memoryview(data)
+    n = int.from_bytes(view[:4], "little")
+    try:
+        header = json.loads(bytes(view[4:4 + n]))
+    except ValueError:
+        raise StateFormatError("not overwindow state") from None
+    if header.get("version") != FORMAT_VERSION or header.get("kind") != kind:
+        raise StateFormatError(
+            f"state written as {header.get('kind')!r} format {header.get('version')}, this overwindow reads "
+            f"{kind!r} format {FORMAT_VERSION}; start the query from a new checkpoint")
+    pos = 4 + n
+    tables = {}
+    for name in header["tables"]:
+        size = int.from_bytes(view[pos:pos + 8], "little")
+        pos += 8
+        table = pa.ipc.open_stream(pa.py_buffer(view[pos:pos + size])).read_all()
+        tables[name] = table.replace_schema_metadata(None)
+        pos += size
+    return tables, header["meta"]
