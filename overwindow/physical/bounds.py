@@ -75,12 +75,17 @@ def frame_bounds(layout: Layout, frame: Frame, key: Values | None = None, descen
         lo, hi = i, i + 1
     else:
         lo, hi = layout.group_start[layout.group_id], layout.group_end[layout.group_id]
-    parts = [(start, np.maximum(np.minimum(end, lo), start))]
+    # Clip every cut into [previous part's end, end] so the parts stay ordered and disjoint even
+    # when the excluded rows lie outside the frame (e.g. ROWS 3 PRECEDING AND 2 PRECEDING EXCLUDE
+    # TIES): the sliding kernels read the gaps between consecutive parts as holes to remove.
+    p1_end = np.clip(lo, start, end)
+    parts = [(start, p1_end)]
+    prev = p1_end
     if ex is Exclude.TIES:
-        s_mid = np.maximum(start, i)
-        parts.append((s_mid, np.maximum(np.minimum(end, i + 1), s_mid)))
-    s_hi = np.minimum(np.maximum(start, hi), end)
-    parts.append((s_hi, end))
+        s_mid = np.clip(i, prev, end)
+        prev = np.clip(i + 1, s_mid, end)
+        parts.append((s_mid, prev))
+    parts.append((np.clip(hi, prev, end), end))
     return Frames(parts)
 
 
@@ -125,6 +130,8 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     off = bound.offset
     following = bound.kind is BoundKind.FOLLOWING
     toward_larger = following != descending  # the bound moves toward larger key values
+    if key.kind == "date" and isinstance(off, int) and not isinstance(off, bool):
+        off = Interval(days=off)  # a whole number on a DATE key counts days (as in Spark and DuckDB)
     if isinstance(off, Interval):
         if key.kind not in ("date", "timestamp"):
             raise WindowSpecError(f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {key.type}")
@@ -132,7 +139,8 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
         target = _shift_time(values, off, +1 if toward_larger else -1)
     else:
         if key.kind in ("date", "timestamp"):
-            raise WindowSpecError(f"RANGE over a {key.type} ORDER BY column needs an INTERVAL offset, not {off}")
+            raise WindowSpecError(f"RANGE over a {key.type} ORDER BY column needs an INTERVAL offset "
+                                  f"(or whole days on a DATE), not {off}")
         values = key.numbers
         uniq = np.asarray(key.uniques.to_numpy(zero_copy_only=False))
         if key.kind == "float" or isinstance(off, float):
@@ -179,3 +187,19 @@ def _shift_time(micros: np.ndarray, off: Interval, sign: int) -> np.ndarray:
         ts = ts + pd.DateOffset(months=sign * off.months)
         out = ts.asi8 // 1000 if ts.dtype == "datetime64[ns]" else ts.as_unit("us").asi8
     return out + sign * (off.days * 86_400_000_000 + off.micros)
+
+
+def key_numbers(key: Values) -> np.ndarray:
+    """The ORDER BY key in the numeric domain RANGE offsets apply to: microseconds since the epoch for
+    DATE and TIMESTAMP, the numbers themselves otherwise."""
+    return _as_micros(key) if key.kind in ("date", "timestamp") else key.numbers
+
+
+def shift_key(numbers: np.ndarray, kind: str, offset, sign: int) -> np.ndarray:
+    """``numbers + sign * offset`` in ``key_numbers``' domain: an INTERVAL (or whole days, on a DATE)
+    for DATE/TIMESTAMP keys, a number otherwise."""
+    if kind == "date" and isinstance(offset, int) and not isinstance(offset, bool):
+        offset = Interval(days=offset)
+    if isinstance(offset, Interval):
+        return _shift_time(numbers, offset, sign)
+    return numbers + sign * offset

@@ -19,14 +19,17 @@ _BINARY = {
     exp.Add: "add_checked",
     exp.Sub: "subtract_checked",
     exp.Mul: "multiply_checked",
+    exp.And: "and_kleene",
+    exp.Or: "or_kleene",
+}
+
+_COMPARE = {
     exp.EQ: "equal",
     exp.NEQ: "not_equal",
     exp.GT: "greater",
     exp.GTE: "greater_equal",
     exp.LT: "less",
     exp.LTE: "less_equal",
-    exp.And: "and_kleene",
-    exp.Or: "or_kleene",
 }
 
 _TYPES = {
@@ -77,6 +80,8 @@ def _eval(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.Mod):
         a, b = _eval(node.this, t), _eval(node.expression, t)
         return _mod(a, b)
+    if type(node) in _COMPARE:
+        return _compare(_COMPARE[type(node)], _eval(node.this, t), _eval(node.expression, t))
     if type(node) in _BINARY:
         return pc.call_function(_BINARY[type(node)], [_eval(node.this, t), _eval(node.expression, t)])
     if isinstance(node, exp.Is):
@@ -99,6 +104,24 @@ def _eval(node: exp.Expression, t: pa.Table):
         return _case(node, t)
     raise WindowSpecError(f"unsupported expression {node.sql(dialect=DIALECT)} (supported: columns, constants, "
                           "+ - * / %, comparisons, AND OR NOT, IS NULL, CAST, COALESCE, ABS, IN, CASE)")
+
+
+def _compare(fn: str, a, b):
+    """SQL comparison with Spark's NaN rule: NaN = NaN is true and NaN is greater than every other
+    value (Arrow compares IEEE-style, where every comparison with NaN is false)."""
+    plain = pc.call_function(fn, [a, b])
+    floats = [x for x in (a, b) if pa.types.is_floating(x.type)]
+    if not floats:
+        return plain
+
+    def nan_flag(x):
+        return pc.is_nan(x) if pa.types.is_floating(x.type) else pa.scalar(False)
+
+    a_nan, b_nan = nan_flag(a), nan_flag(b)
+    # compare the NaN flags instead where either side is NaN (and neither is NULL)
+    by_flag = pc.call_function(fn, [pc.cast(a_nan, pa.int8()), pc.cast(b_nan, pa.int8())])
+    use_flag = pc.and_(pc.fill_null(pc.or_(a_nan, b_nan), False), pc.is_valid(plain))
+    return pc.if_else(use_flag, by_flag, plain)
 
 
 def _mod(a, b):

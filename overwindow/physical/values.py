@@ -79,13 +79,25 @@ class Values:
         return np.asarray(a.fill_null(0).to_numpy(zero_copy_only=False))
 
     @cached_property
+    def _keys(self) -> pa.Array:
+        """The column as compared for equality and order. SQL (and Spark, which normalises
+        floating keys) has -0.0 = 0.0 and every NaN equal to every other; Arrow's hashing
+        compares bits, so -0.0 and each NaN payload would become values of their own: fold
+        -0.0 into 0.0 (x + 0.0) and every NaN into one."""
+        a = self.array
+        if not pa.types.is_floating(a.type):
+            return a
+        zero = pa.scalar(0.0, a.type)
+        return pc.if_else(pc.is_nan(a), pa.scalar(float("nan"), a.type), pc.add(a, zero))
+
+    @cached_property
     def uniques(self) -> pa.Array:
-        u = pc.unique(self.array.drop_null())
+        u = pc.unique(self._keys.drop_null())
         return u.take(pc.sort_indices(u))
 
     @cached_property
     def codes(self) -> np.ndarray:
-        idx = pc.index_in(self.array, value_set=self.uniques)
+        idx = pc.index_in(self._keys, value_set=self.uniques)
         return np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
     def from_numbers(self, numbers: np.ndarray, valid: np.ndarray) -> pa.Array:

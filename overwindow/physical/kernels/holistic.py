@@ -62,14 +62,18 @@ def _one_percentile(values: Values, wm, parts, size, p, continuous) -> pa.Array:
     hi = np.minimum(lo + 1, nm1)
     if wm.n == 0:
         return pa.nulls(len(size), pa.float64())
-    c_lo = wm.kth(parts, np.minimum(lo, nm1))
-    c_hi = wm.kth(parts, hi)
+    # kth() over an empty frame walks off the codes and returns garbage (possibly past the end of
+    # the uniques): pin empty frames to code 0; their result is masked to NULL below
+    c_lo = np.where(empty, 0, wm.kth(parts, np.minimum(lo, nm1)))
+    c_hi = np.where(empty, 0, wm.kth(parts, hi))
     uniq = Values(values.uniques)
     u = uniq.numbers.astype(np.float64)
     v_lo, v_hi = u[c_lo], u[c_hi]
     frac = pos - lo
-    with np.errstate(invalid="ignore"):
-        out = np.where((c_lo == c_hi) | (frac == 0), v_lo, v_lo + frac * (v_hi - v_lo))
+    # Spark's (and DuckDB's) interpolation lo * (1 - d) + hi * d, not lo + d * (hi - lo): it keeps
+    # -inf between -inf and a finite value (not NaN) and does not overflow between -1e308 and 1e308
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.where((c_lo == c_hi) | (frac == 0), v_lo, v_lo * (1 - frac) + v_hi * frac)
     if values.kind in ("date", "timestamp"):
         return values.from_numbers(np.round(out).astype(np.int64), ~empty)
     return pa.array(out, mask=empty)
