@@ -1,0 +1,170 @@
+"""The emit-on-window-close machine through the in-memory driver. Oracle: the batch evaluator over
+all rows, restricted to rows whose windows closed by the final watermark (from SQL's definitions)."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import overwindow
+from overwindow.errors import WindowSpecError
+from overwindow.spec import OverWindow
+from overwindow.streaming.driver import Driver
+from overwindow.streaming.window_close import WindowClose
+
+# (SQL, rows ahead, peer groups ahead, RANGE distance ahead) a row needs before its window closes
+CALLS = [
+    ("x - lag(x) OVER (ORDER BY t) AS d", 0, 0, None),
+    ("lag(x, 3, -1.0) IGNORE NULLS OVER (ORDER BY t) AS l3", 0, 0, None),
+    ("avg(x) OVER (ORDER BY t ROWS BETWEEN 10 PRECEDING AND 1 PRECEDING) AS a10", 0, 0, None),
+    ("sum(x) OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS s", 2, 0, None),
+    ("lead(x, 2) OVER (ORDER BY t) AS ld", 2, 0, None),
+    ("row_number() OVER (ORDER BY t) AS rn", 0, 0, None),
+    ("rank() OVER (ORDER BY t) AS rk", 0, 0, None),
+    ("dense_rank() OVER (ORDER BY t) AS dr", 0, 0, None),
+    ("count(*) OVER (ORDER BY t RANGE BETWEEN 5 PRECEDING AND 3 FOLLOWING) AS c", 0, 0, 3),
+    ("max(x) OVER (ORDER BY t GROUPS BETWEEN 2 PRECEDING AND 1 FOLLOWING EXCLUDE TIES) AS m", 0, 1, None),
+    ("median(x) OVER (ORDER BY t RANGE BETWEEN 7 PRECEDING AND CURRENT ROW) AS med", 0, 0, None),
+    ("first_value(x) IGNORE NULLS OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS f", 0, 0, None),
+    ("count(DISTINCT g) FILTER (WHERE x > 0) OVER (ORDER BY t ROWS 5 PRECEDING) AS cd", 0, 0, None),
+]
+COLUMNS = ["d", "l3", "a10", "s", "ld", "rn", "rk", "dr", "c", "m", "med", "f", "cd"]
+SCHEMA = pa.schema([("k", pa.int64()), ("t", pa.int64()), ("rid", pa.int64()), ("x", pa.float64()), ("g", pa.int64())])
+
+
+def _data(rng, n, keys, disorder):
+    t = np.sort(rng.integers(0, n // 2 + 1, n)) + rng.integers(0, disorder + 1, n)  # ties and disorder
+    x = rng.normal(size=n).round(2)
+    x = np.where(rng.random(n) < 0.1, np.nan, x)
+    return pa.table({"k": rng.integers(0, keys, n), "t": t, "rid": np.arange(n),
+                     "x": pa.array(x, mask=np.isnan(x)), "g": rng.integers(0, 4, n)}, schema=SCHEMA)
+
+
+def _closed(table, watermark, calls):
+    """rids whose windows have closed at ``watermark``, from the calls' look-ahead needs."""
+    closed = set()
+    for k in set(table["k"].to_pylist()):
+        part = table.filter(pa.compute.equal(table["k"], k)).sort_by([("t", "ascending"), ("rid", "ascending")])
+        t = part["t"].to_numpy()
+        rel = t <= watermark
+        n_rel = int(rel.sum())
+        groups_after = np.array([len(set(t[:n_rel][t[:n_rel] > v])) for v in t[:n_rel]])
+        ok = np.ones(n_rel, dtype=bool)
+        for _, rows, groups, dist in calls:
+            ok &= np.arange(n_rel) + rows < n_rel
+            ok &= groups_after >= groups
+            if dist is not None:
+                ok &= t[:n_rel] + dist <= watermark
+        closed |= set(part["rid"].to_numpy()[:n_rel][ok])
+    return closed
+
+
+def _run(table, batches, delay, calls=CALLS):
+    spec = OverWindow(*(c[0] for c in calls), rowKey="rid")
+    driver = Driver(spec, SCHEMA, ["k"])
+    outs, seen = [], -np.inf
+    bounds = np.sort(batches)
+    for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [table.num_rows]))):
+        part = table.slice(lo, hi - lo)
+        if part.num_rows:
+            seen = max(seen, part["t"].to_numpy().max())
+        outs.append(driver.feed(part, None if seen == -np.inf else int(seen - delay)))
+    for _ in range(2):  # watermark moves on with no rows: idle keys flush on their wakeups
+        seen += 1000
+        outs.append(driver.feed(None, int(seen - delay)))
+    return pa.concat_tables(outs), driver, int(seen - delay)
+
+
+def _check(table, out, watermark, calls=CALLS):
+    rids = out["rid"].to_pylist()
+    assert len(rids) == len(set(rids)), "a row was emitted twice"
+    assert set(rids) == _closed(table, watermark, calls)
+    spec = OverWindow(*(c[0] for c in calls), rowKey="rid")
+    batch = overwindow.evaluate(table.sort_by([("t", "ascending"), ("rid", "ascending")]), *spec.partitioned(("k",)))
+    want = batch.to_pandas().set_index("rid").loc[rids]
+    got = out.to_pandas().set_index("rid")
+    for name in [c[0].rsplit(" AS ", 1)[1] for c in calls]:
+        np.testing.assert_allclose(got[name].to_numpy(dtype=float), want[name].to_numpy(dtype=float),
+                                   rtol=1e-9, equal_nan=True, err_msg=name)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 250), keys=st.integers(1, 4),
+       disorder=st.integers(0, 6), n_batches=st.integers(1, 12))
+def test_union_of_emitted_rows_equals_batch_over_closed_windows(seed, n, keys, disorder, n_batches):
+    rng = np.random.default_rng(seed)
+    table = _data(rng, n, keys, disorder)
+    # arrival order: by time with bounded disorder, so no row is late for watermark = max seen - delay
+    table = table.take(pa.array(np.argsort(table["t"].to_numpy() - rng.integers(0, disorder + 1, n), kind="stable")))
+    batches = rng.integers(0, n + 1, n_batches)
+    out, driver, watermark = _run(table, batches, delay=2 * disorder + 1)
+    assert driver.late_rows == 0
+    _check(table, out, watermark)
+
+
+def test_state_holds_only_what_future_frames_need():
+    # distinct times, one key: after the stream the state holds the rows still waiting for 2 rows
+    # after them, plus the history the frames of those rows reach (10 rows for the ROWS frame)
+    n = 500
+    table = pa.table({"k": np.zeros(n, dtype=np.int64), "t": np.arange(n) * 10, "rid": np.arange(n),
+                      "x": np.arange(n, dtype=float), "g": np.zeros(n, dtype=np.int64)}, schema=SCHEMA)
+    calls = [CALLS[0], CALLS[2], CALLS[3]]  # lag, ROWS 10 PRECEDING .. 1 PRECEDING, ROWS 1 PRECEDING .. 2 FOLLOWING
+    out, driver, watermark = _run(table, np.arange(0, n, 37), delay=0, calls=calls)
+    _check(table, out, watermark, calls)
+    # 2 rows wait for their FOLLOWING rows; the first of them reaches back 10 rows
+    assert out.num_rows == n - 2
+    assert driver.state_rows() == 2 + 10
+
+
+def test_late_rows_are_dropped_and_counted():
+    spec = OverWindow("sum(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS s", rowKey="rid")
+    driver = Driver(spec, SCHEMA, ["k"])
+    rows = lambda ts: pa.table({"k": [1] * len(ts), "t": ts, "rid": ts, "x": [1.0] * len(ts), "g": [0] * len(ts)}, schema=SCHEMA)
+    first = driver.feed(rows([1, 2, 3, 10]), watermark=5)
+    assert first["t"].to_pylist() == [1, 2, 3]
+    second = driver.feed(rows([4, 5, 6, 12]), watermark=11)  # 4 and 5 are at or below the watermark 5
+    assert driver.late_rows == 2
+    assert second["t"].to_pylist() == [6, 10]
+    assert second["s"].to_pylist() == [3.0, 3.0]
+
+
+def test_ranks_continue_after_pruning():
+    spec = OverWindow("rank() OVER (ORDER BY t) AS r", "dense_rank() OVER (ORDER BY t) AS dr",
+                      "row_number() OVER (ORDER BY t) AS rn", rowKey="rid")
+    driver = Driver(spec, SCHEMA, ["k"])
+    ts = [1, 1, 2, 3, 3, 3, 4, 5, 5, 6]
+    table = pa.table({"k": [0] * 10, "t": ts, "rid": range(10), "x": [0.0] * 10, "g": [0] * 10}, schema=SCHEMA)
+    # each watermark stays below the next batch's first time, so no row is late
+    outs = [driver.feed(table.slice(i, 2), watermark=ts[i + 2] - 1 if i + 2 < 10 else 100) for i in range(0, 10, 2)]
+    out = pa.concat_tables(outs + [driver.feed(None, watermark=100)])
+    assert driver.state_rows() == 0
+    assert out["r"].to_pylist() == [1, 1, 3, 4, 4, 4, 7, 8, 8, 10]
+    assert out["dr"].to_pylist() == [1, 1, 2, 3, 3, 3, 4, 5, 5, 6]
+    assert out["rn"].to_pylist() == list(range(1, 11))
+
+
+@pytest.mark.parametrize("call, words", [
+    ("ntile(4) OVER (ORDER BY t) AS n", "ntile"),
+    ("cume_dist() OVER (ORDER BY t) AS c", "cume_dist"),
+    ("sum(x) OVER (ORDER BY t ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS s", "UNBOUNDED FOLLOWING"),
+    ("sum(x) OVER (ORDER BY t DESC) AS s", "ascending"),
+    ("sum(x) OVER () AS s", "ORDER BY"),
+    ("sum(x) OVER (PARTITION BY k ORDER BY t) AS s", "PARTITION BY comes from groupBy"),
+])
+def test_spec_errors_name_the_problem(call, words):
+    with pytest.raises(WindowSpecError, match=words):
+        OverWindow(call)
+
+
+def test_calls_with_different_order_by_are_refused():
+    with pytest.raises(WindowSpecError, match="same ORDER BY"):
+        OverWindow("lag(x) OVER (ORDER BY t) AS a", "lag(x) OVER (ORDER BY rid) AS b")
+
+
+def test_state_is_versioned_arrow_ipc_not_pickle():
+    machine = WindowClose(OverWindow("lag(x) OVER (ORDER BY t) AS p"), SCHEMA)
+    step = machine.step(None, pa.table({"k": [1], "t": [5], "rid": [1], "x": [1.0], "g": [0]}, schema=SCHEMA), None)
+    assert b"pickle" not in step.state and step.state[4:5] == b"{"
+    with pytest.raises(Exception, match="format"):
+        WindowClose(OverWindow("lag(x) OVER (ORDER BY t) AS p"), SCHEMA).step(step.state.replace(b'"version": 1', b'"version": 9'), None, 10)
