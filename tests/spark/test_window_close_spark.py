@@ -1,6 +1,6 @@
-"""Emit on window close, end to end on Spark Structured Streaming: JSON files added between
-availableNow runs of one query (each run restarts from the checkpoint). The oracle is the batch
-evaluator over all rows, restricted to rows whose windows closed."""
+"""Emit on window close, end to end on Spark Structured Streaming. JSON files are added between
+availableNow runs of one query, so every run restarts from the checkpoint. The oracle is the batch
+evaluator over all rows, restricted to rows whose windows closed by the final watermark."""
 
 import json
 import os
@@ -14,6 +14,73 @@ import overwindow
 from overwindow.errors import WindowSpecError
 
 SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
+DELAY_S = 10
+
+
+def _write(folder, rows, n):
+    path = os.path.join(folder, f"part-{n:04d}.json")
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    t = time.time() + n  # distinct modification times keep the file order stable across runs
+    os.utime(path, (t, t))
+
+
+def _rows(rng, n_rows, start_s, keys=3, key=None):
+    out = []
+    for i in range(n_rows):
+        sec = start_s + i * 2 + int(rng.integers(0, 5))
+        out.append({"k": int(rng.integers(0, keys)) if key is None else key,
+                    "ts": f"2024-01-01T{sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}",
+                    "rid": start_s * 1000 + i + (0 if key is None else 100 * (key + 1)), "x": round(float(rng.normal()), 3)})
+    return out
+
+
+def _start(spark, src, chk, out, calls, schema=SCHEMA, key="k", time_col="ts", row_key="rid", delay=f"{DELAY_S} seconds",
+           **options):
+    reader = spark.readStream.schema(schema)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    events = reader.json(src).withWatermark(time_col, delay)
+    result = events.groupBy(key).overWindow(overwindow.OverWindow(*calls, rowKey=row_key))
+    q = (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", chk)
+         .outputMode("append").trigger(availableNow=True).start())
+    q.awaitTermination()
+    return q
+
+
+def _emitted(spark, out):
+    return spark.read.parquet(out).toPandas()
+
+
+def _expected(rows, calls, key="k", time_col="ts", row_key="rid", ahead=0, delay_s=DELAY_S, spec_rows=None):
+    """(closed row ids, batch result indexed by row id): rows at or below the final watermark that
+    have ``ahead`` released rows after them in their partition."""
+    table = pa.Table.from_pylist(rows)
+    table = table.set_column(table.schema.get_field_index(time_col), time_col, table[time_col].cast(pa.timestamp("us")))
+    spec = overwindow.OverWindow(*calls, rowKey=row_key)
+    batch = overwindow.evaluate(table.sort_by([(time_col, "ascending"), (row_key, "ascending")]),
+                                *spec.partitioned((key,))).to_pandas()
+    watermark = table[time_col].cast(pa.int64()).to_numpy().max() - delay_s * 1_000_000
+    closed = set()
+    for _, part in batch.groupby(key):
+        part = part.sort_values([time_col, row_key])
+        released = part[part[time_col].astype("datetime64[us]").astype("int64") <= watermark]
+        closed |= set(released[row_key].iloc[: len(released) - ahead])
+    return closed, batch.set_index(row_key)
+
+
+def _assert_matches(emitted, closed, batch, columns, row_key="rid"):
+    ids = emitted[row_key].tolist()
+    assert len(ids) == len(set(ids)), "a row was emitted twice"
+    assert set(ids) == closed
+    got = emitted.set_index(row_key).sort_index()
+    want = batch.loc[got.index]
+    for col in columns:
+        np.testing.assert_allclose(got[col].to_numpy(dtype=float), want[col].to_numpy(dtype=float),
+                                   rtol=1e-9, equal_nan=True, err_msg=col)
+
+
 CALLS = (
     "x - lag(x) OVER (ORDER BY ts) AS diff",
     "avg(x) OVER (ORDER BY ts ROWS BETWEEN 3 PRECEDING AND 1 PRECEDING) AS avg3",
@@ -22,69 +89,111 @@ CALLS = (
     "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 20 SECONDS PRECEDING AND CURRENT ROW) AS c20",
     "row_number() OVER (ORDER BY ts) AS rn",
 )
+COLUMNS = ("diff", "avg3", "s1", "nxt", "c20", "rn")
 
 
-def _write_batch(folder, rows, n):
-    path = os.path.join(folder, f"part-{n:04d}.json")
-    with open(path, "w") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
-    t = time.time() + n  # distinct modification times keep file order stable across runs
-    os.utime(path, (t, t))
-
-
-def _rows(rng, n_rows, start_s):
-    out = []
-    for i in range(n_rows):
-        sec = start_s + i * 2 + int(rng.integers(0, 5))
-        out.append({"k": int(rng.integers(0, 3)), "ts": f"2024-01-01T00:{sec // 60:02d}:{sec % 60:02d}",
-                    "rid": start_s * 1000 + i, "x": round(float(rng.normal()), 3)})
-    return out
-
-
-def _run(spark, src, chk, out):
-    from pyspark.sql import functions as F
-
-    events = spark.readStream.schema(SCHEMA).json(src).withWatermark("ts", "10 seconds")
-    spec = overwindow.OverWindow(*CALLS, rowKey="rid")
-    result = events.groupBy("k").overWindow(spec)
-    q = (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", chk)
-         .outputMode("append").trigger(availableNow=True).start())
-    q.awaitTermination()
-    return q
-
-
-def test_stream_equals_batch_over_closed_windows(spark, tmp_path):
+def test_stream_with_restarts_equals_batch_over_closed_windows(spark, tmp_path):
     rng = np.random.default_rng(3)
     src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
     os.makedirs(src)
-    all_rows = []
+    rows = []
     for b in range(4):
-        rows = _rows(rng, 40, b * 100)  # files 100 s apart: none is late for the 10 s watermark
-        all_rows += rows
-        _write_batch(src, rows, b)
-        _run(spark, src, chk, out)
-    emitted = pa.Table.from_pandas(spark.read.parquet(out).toPandas(), preserve_index=False)
-    rids = emitted["rid"].to_pylist()
-    assert len(rids) == len(set(rids)), "a row was emitted twice"
+        batch = _rows(rng, 40, b * 100)  # files 100 s apart: none is late for the 10 s watermark
+        rows += batch
+        _write(src, batch, b)
+        _start(spark, src, chk, out, CALLS)
+    closed, expected = _expected(rows, CALLS, ahead=1)
+    _assert_matches(_emitted(spark, out), closed, expected, COLUMNS)
 
-    table = pa.Table.from_pylist(all_rows)
-    table = table.set_column(1, "ts", table["ts"].cast(pa.timestamp("us")))
-    spec = overwindow.OverWindow(*CALLS, rowKey="rid")
-    batch = overwindow.evaluate(table.sort_by([("ts", "ascending"), ("rid", "ascending")]), *spec.partitioned(("k",)))
-    batch = batch.to_pandas().set_index("rid")
-    # windows closed: at or below the final watermark, with one more released row for lead and the 1 FOLLOWING frame
-    watermark = table["ts"].cast(pa.int64()).to_numpy().max() - 10_000_000
-    closed = set()
-    for k, part in batch.reset_index().groupby("k"):
-        part = part.sort_values(["ts", "rid"])
-        released = part[part["ts"].astype("datetime64[us]").astype("int64") <= watermark]
-        closed |= set(released["rid"].iloc[:-1])  # the last released row still waits for its next row
-    assert set(rids) == closed
-    got = emitted.to_pandas().set_index("rid").sort_index()
-    want = batch.loc[got.index]
-    for col in ("diff", "avg3", "s1", "nxt", "c20", "rn"):
-        np.testing.assert_allclose(got[col].to_numpy(dtype=float), want[col].to_numpy(dtype=float), rtol=1e-9, equal_nan=True)
+    # the same files in one uninterrupted run, one file per micro-batch, give the same rows
+    chk2, out2 = str(tmp_path / "chk2"), str(tmp_path / "out2")
+    _start(spark, src, chk2, out2, CALLS, maxFilesPerTrigger=1)
+    _assert_matches(_emitted(spark, out2), closed, expected, COLUMNS)
+
+
+def test_idle_keys_flush_when_the_watermark_passes(spark, tmp_path):
+    rng = np.random.default_rng(5)
+    src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
+    os.makedirs(src)
+    calls = ("sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s", "rank() OVER (ORDER BY ts) AS r")
+    quiet = _rows(rng, 10, 0, key=7)  # key 7 never gets another row: only its event-time timeout emits it
+    busy = _rows(rng, 10, 0, key=1)
+    _write(src, quiet + busy, 0)
+    _start(spark, src, chk, out, calls)
+    later = _rows(rng, 10, 200, key=1)
+    _write(src, later, 1)
+    _start(spark, src, chk, out, calls)
+    emitted = _emitted(spark, out)
+    closed, expected = _expected(quiet + busy + later, calls)
+    assert {r["rid"] for r in quiet} <= closed
+    _assert_matches(emitted, closed, expected, ("s", "r"))
+
+
+def test_late_rows_are_dropped_not_mixed_in(spark, tmp_path):
+    rng = np.random.default_rng(11)
+    src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
+    os.makedirs(src)
+    calls = ("sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s",)
+    first = _rows(rng, 30, 0)
+    _write(src, first, 0)
+    _start(spark, src, chk, out, calls)
+    late = [dict(r, rid=10_000_000 + i) for i, r in enumerate(_rows(rng, 5, 0))]  # far below the watermark
+    fresh = _rows(rng, 30, 100)
+    _write(src, late + fresh, 1)
+    q = _start(spark, src, chk, out, calls)
+    dropped = sum(op.numRowsDroppedByWatermark for p in q.recentProgress for op in p.stateOperators)
+    assert dropped == len(late)
+    emitted = _emitted(spark, out)
+    assert not set(emitted["rid"]) & {r["rid"] for r in late}
+    closed, expected = _expected(first + fresh, calls)
+    _assert_matches(emitted, closed, expected, ("s",))
+
+
+def test_seed_examples_price_diff_and_previous_orders(spark, tmp_path):
+    # RisingWave's OverWindow article: price - LAG(price) per stock, AVG(amount) of the 10 previous orders
+    rng = np.random.default_rng(2)
+    src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
+    os.makedirs(src)
+    schema = "stock_id STRING, event_time TIMESTAMP, order_id BIGINT, price DOUBLE, amount DOUBLE"
+    rows = []
+    for b in range(3):
+        batch = []
+        for i in range(60):
+            sec = b * 300 + i * 4 + int(rng.integers(0, 3))
+            batch.append({"stock_id": f"S{int(rng.integers(0, 4))}", "event_time": f"2024-03-01T10:{sec // 60:02d}:{sec % 60:02d}",
+                          "order_id": b * 1000 + i, "price": round(float(100 + rng.normal() * 5), 2),
+                          "amount": round(float(rng.uniform(1, 500)), 2)})
+        rows += batch
+        _write(src, batch, b)
+    calls = ("price - lag(price) OVER (ORDER BY event_time) AS price_diff",
+             "avg(amount) OVER (ORDER BY event_time ROWS BETWEEN 10 PRECEDING AND 1 PRECEDING) AS recent_10_orders_avg_amount")
+    _start(spark, src, chk, out, calls, schema=schema, key="stock_id", time_col="event_time", row_key="order_id",
+           delay="5 minutes", maxFilesPerTrigger=1)
+    closed, expected = _expected(rows, calls, key="stock_id", time_col="event_time", row_key="order_id", delay_s=300)
+    _assert_matches(_emitted(spark, out), closed, expected, ("price_diff", "recent_10_orders_avg_amount"), row_key="order_id")
+
+
+def test_seed_example_three_frames_and_lead(spark, tmp_path):
+    # SUM(x) ROWS 1 PRECEDING, SUM(x) ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING, LEAD(x, 1); 5 minute watermark
+    rng = np.random.default_rng(4)
+    src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
+    os.makedirs(src)
+    schema = "p INT, ts TIMESTAMP, id BIGINT, x DOUBLE"
+    rows = []
+    for b in range(3):
+        batch = [{"p": int(rng.integers(0, 3)), "ts": f"2024-03-01T{(b * 1200 + i * 30) // 3600:02d}:{(b * 1200 + i * 30) // 60 % 60:02d}:00",
+                  "id": b * 1000 + i, "x": float(rng.integers(0, 100))} for i in range(30)]
+        rows += batch
+        _write(src, batch, b)
+        _start(spark, src, chk, out, ("sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s_prev",
+                                      "sum(x) OVER (ORDER BY ts ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) AS s_next",
+                                      "lead(x, 1) OVER (ORDER BY ts) AS nxt"),
+               schema=schema, key="p", row_key="id", delay="5 minutes")
+    calls = ("sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s_prev",
+             "sum(x) OVER (ORDER BY ts ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) AS s_next",
+             "lead(x, 1) OVER (ORDER BY ts) AS nxt")
+    closed, expected = _expected(rows, calls, key="p", row_key="id", ahead=1, delay_s=300)
+    _assert_matches(_emitted(spark, out), closed, expected, ("s_prev", "s_next", "nxt"), row_key="id")
 
 
 def test_missing_watermark_is_refused_when_the_query_is_built(spark, tmp_path):
@@ -93,3 +202,21 @@ def test_missing_watermark_is_refused_when_the_query_is_built(spark, tmp_path):
     events = spark.readStream.schema(SCHEMA).json(src)
     with pytest.raises(WindowSpecError, match="watermark on the ORDER BY column `ts`"):
         events.groupBy("k").overWindow(overwindow.OverWindow("lag(x) OVER (ORDER BY ts) AS p"))
+
+
+def test_without_group_by_the_stream_is_one_partition(spark, tmp_path):
+    rng = np.random.default_rng(8)
+    src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
+    os.makedirs(src)
+    rows = _rows(rng, 30, 0) + _rows(rng, 30, 100)
+    _write(src, rows, 0)
+    events = spark.readStream.schema(SCHEMA).json(src).withWatermark("ts", "10 seconds")
+    result = events.overWindow(overwindow.OverWindow("sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s", rowKey="rid"))
+    assert result.columns == ["k", "ts", "rid", "x", "s"]
+    q = (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", str(tmp_path / "chk"))
+         .outputMode("append").trigger(availableNow=True).start())
+    q.awaitTermination()
+    for r in rows:
+        r["all"] = 0
+    closed, expected = _expected(rows, ("sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s",), key="all")
+    _assert_matches(_emitted(spark, out), closed, expected, ("s",))
