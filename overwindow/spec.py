@@ -19,7 +19,7 @@ from overwindow.evaluate import as_window_expression
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.expr import Expr
 from overwindow.logical.frame import BoundKind
-from overwindow.logical.functions import Kind
+from overwindow.logical.functions import Kind, register_user_aggregate, user_aggregate_class
 
 EMIT_MODES = ("on_window_close", "on_update")
 
@@ -50,6 +50,15 @@ class OverWindow:
                         f"PARTITION BY comes from groupBy(...); remove it from {e.alias} ({e})")
         if emit == "on_window_close":
             _check_window_close(self)
+        # Python aggregates travel with the spec to Spark's workers, where the registry is empty
+        self.user_aggregates = {c.function: user_aggregate_class(c.function) for c in self.calls
+                                if user_aggregate_class(c.function) is not None}
+
+    def register_user_aggregates(self) -> None:
+        """Register this spec's Python aggregates in this process (a Spark worker) if missing."""
+        for name, cls in self.user_aggregates.items():
+            if user_aggregate_class(name) is None:
+                register_user_aggregate(name, cls)
 
     @property
     def calls(self) -> tuple[WindowCall, ...]:

@@ -13,11 +13,9 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
 
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory):
+def _new_session(warehouse):
     from pyspark.sql import SparkSession
 
-    warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = (
         SparkSession.builder.master("local[2]")
         .appName("overwindow-tests")
@@ -34,5 +32,29 @@ def spark(tmp_path_factory):
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    return session
+
+
+@pytest.fixture(scope="session")
+def _spark_holder(tmp_path_factory):
+    holder = {"warehouse": tmp_path_factory.mktemp("spark-warehouse"), "session": None}
+    yield holder
+    if holder["session"] is not None:
+        holder["session"].stop()
+
+
+@pytest.fixture
+def spark(_spark_holder):
+    """The shared local SparkSession, (re)started on demand."""
+    session = _spark_holder["session"]
+    if session is None or session.sparkContext._jsc is None:
+        session = _spark_holder["session"] = _new_session(_spark_holder["warehouse"])
+    return session
+
+
+@pytest.fixture
+def no_spark(_spark_holder):
+    """Stops the shared session, for a test that runs its own Spark in a subprocess (one Spark at a time)."""
+    if _spark_holder["session"] is not None:
+        _spark_holder["session"].stop()
+        _spark_holder["session"] = None

@@ -102,6 +102,7 @@ class _Runner:
 
     def __setstate__(self, d):
         self.__init__(d["spec"], d["schema"], d["tz"])
+        self.spec.register_user_aggregates()
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         machine = self.machine
