@@ -32,16 +32,24 @@ class OverWindow:
     """Window calls (SQL text or WindowCall, without PARTITION BY) and an emit mode.
 
     ``rowKey``: columns that identify a row; they break ties in ORDER BY so replays give identical
-    output (default: all input columns, in order).
+    output, and (emit on update) key the changelog (default: all input columns).
+    ``opColumn`` (emit on update): a column saying insert, delete or update per row (CDC input;
+    Debezium's c/u/d/r and Flink's +I/-U/+U/-D spellings are understood); needs ``rowKey``.
     """
 
-    def __init__(self, *calls, emit: str = "on_window_close", rowKey: str | list[str] | tuple[str, ...] | None = None):
+    def __init__(self, *calls, emit: str = "on_window_close", rowKey: str | list[str] | tuple[str, ...] | None = None,
+                 opColumn: str | None = None):
         if not calls:
             raise WindowSpecError("OverWindow needs at least one window call")
         if emit not in EMIT_MODES:
             raise WindowSpecError(f"emit must be one of {', '.join(EMIT_MODES)}, got {emit!r}")
         self.emit = emit
         self.row_key = (rowKey,) if isinstance(rowKey, str) else tuple(rowKey) if rowKey else None
+        self.op_column = opColumn
+        if opColumn is not None and emit != "on_update":
+            raise WindowSpecError("opColumn (inserts, deletes, updates) needs emit='on_update'")
+        if opColumn is not None and not self.row_key:
+            raise WindowSpecError(f"opColumn={opColumn!r} needs rowKey: deletes and updates find their row by it")
         self.expressions: tuple[WindowExpression, ...] = tuple(as_window_expression(c) for c in calls)
         for e in self.expressions:
             for c in e.calls:
@@ -50,6 +58,9 @@ class OverWindow:
                         f"PARTITION BY comes from groupBy(...); remove it from {e.alias} ({e})")
         if emit == "on_window_close":
             _check_window_close(self)
+        elif len({c.order_by for c in self.calls}) > 1:
+            raise WindowSpecError("emit on update needs every call to share one ORDER BY; put calls with another "
+                                  "ORDER BY in a second overWindow")
         # Python aggregates travel with the spec to Spark's workers, where the registry is empty
         self.user_aggregates = {c.function: user_aggregate_class(c.function) for c in self.calls
                                 if user_aggregate_class(c.function) is not None}

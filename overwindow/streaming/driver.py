@@ -18,17 +18,21 @@ import pyarrow.compute as pc
 from overwindow.spec import OverWindow
 
 
-def machine_for(spec: OverWindow, schema: pa.Schema):
+def machine_for(spec: OverWindow, schema: pa.Schema, watermarked: bool = False):
+    """The state machine of the spec's emit mode."""
     if spec.emit == "on_window_close":
         from overwindow.streaming.window_close import WindowClose
 
         return WindowClose(spec, schema)
-    raise NotImplementedError("emit='on_update' is not built yet")
+    from overwindow.streaming.on_update import OnUpdate
+
+    return OnUpdate(spec, schema, watermarked)
 
 
 class Driver:
-    def __init__(self, spec: OverWindow, schema: pa.Schema, keys: list[str]):
-        self.machine = machine_for(spec, schema)
+    def __init__(self, spec: OverWindow, schema: pa.Schema, keys: list[str], watermarked: bool = False):
+        self.machine = machine_for(spec, schema, watermarked)
+        self.recomputed_rows = 0
         self.keys = list(keys)
         self.states: dict[tuple, bytes] = {}
         self.wakeups: dict[tuple, object] = {}
@@ -64,10 +68,14 @@ class Driver:
         self.states[key] = step.state
         self.wakeups[key] = step.wakeup
         self.late_rows += step.late_rows
+        self.recomputed_rows += step.counters.get("recomputed_rows", 0)
         return step.output
 
     def state_rows(self) -> int:
         """Rows held in all partitions' state (released and pending)."""
         from overwindow.streaming.state import decode
 
-        return sum(decode(s, "window_close")[0]["rows"].num_rows for s in self.states.values())
+        from overwindow.streaming import on_update, window_close
+
+        kind = window_close.STATE_KIND if self.machine.spec.emit == "on_window_close" else on_update.STATE_KIND
+        return sum(decode(s, kind)[0]["rows"].num_rows for s in self.states.values())
