@@ -3,7 +3,9 @@ pure state machines in overwindow.streaming.
 
 Output: the input columns plus one column per window expression. Emit on window close runs in
 ``append`` mode with ``GroupStateTimeout.EventTimeTimeout``, so keys without new rows still emit
-when the watermark passes their pending rows. State is one binary value per key (Arrow IPC).
+when the watermark passes their pending rows. Emit on update runs in ``update`` mode and adds
+``_change`` (``upsert`` or ``delete``; and ``_row_id`` when no rowKey is declared): a sink keeps a
+table keyed by (group key, row key). State is one binary value per key (Arrow IPC).
 
 Timestamps reach pandas UDFs as wall-clock times of the session time zone; the watermark Spark
 reports is UTC milliseconds. The adapter converts the watermark into the key's wall-clock
@@ -22,6 +24,7 @@ import pyarrow as pa
 from overwindow.errors import WindowSpecError
 from overwindow.physical.expressions import resolve_column
 from overwindow.spec import OverWindow
+from overwindow.streaming.driver import machine_for
 
 log = logging.getLogger("overwindow")
 _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
@@ -37,15 +40,14 @@ def _arrow_schema(struct) -> pa.Schema:
 
 
 def _output_struct(input_struct, output: pa.Schema):
-    """Spark schema of the output: the input fields as they are, then each result column's type
-    (a naive timestamp is Spark's TIMESTAMP, as in the input)."""
+    """Spark schema of the output: input fields as they are, then each other column's type (a naive
+    timestamp is Spark's TIMESTAMP, as in the input)."""
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructField, StructType
 
-    fields = list(input_struct.fields)
-    for f in list(output)[len(fields):]:
-        fields.append(StructField(f.name, from_arrow_type(f.type, prefer_timestamp_ntz=False), True))
-    return StructType(fields)
+    given = {f.name: f for f in input_struct.fields}
+    return StructType([given[f.name] if f.name in given else
+                       StructField(f.name, from_arrow_type(f.type, prefer_timestamp_ntz=False), True) for f in output])
 
 
 def check_watermark(df, spec: OverWindow) -> str:
@@ -67,41 +69,43 @@ def over_window(grouped, spec: OverWindow):
     if not isinstance(spec, OverWindow):
         raise TypeError(f"overWindow() takes an overwindow.OverWindow, got {type(spec).__name__}")
     df = grouped._df
-    if spec.emit != "on_window_close":
-        raise NotImplementedError("emit='on_update' is not available on Spark yet")
-    check_watermark(df, spec)
+    if spec.emit == "on_window_close":
+        check_watermark(df, spec)
+        watermarked, mode, timeout = True, "append", GroupStateTimeout.EventTimeTimeout
+    else:
+        order = spec.order_column
+        watermarked = bool(order) and "spark.watermarkDelayMs" in df.schema[
+            resolve_column(_arrow_schema(df.schema).empty_table(), order)].metadata
+        mode, timeout = "update", GroupStateTimeout.NoTimeout
     input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
     input_schema = _arrow_schema(input_struct)
-    from overwindow.streaming.window_close import WindowClose
-
-    machine = WindowClose(spec, input_schema)  # validates types; rebuilt in each worker from the same parts
+    # built here to check the spec against the schema; each worker builds its own from the same parts
+    machine = machine_for(spec, input_schema, watermarked)
     output_struct = _output_struct(input_struct, machine.output_schema)
     state_struct = StructType([StructField("state", BinaryType(), False)])
     tz = df.sparkSession.conf.get("spark.sql.session.timeZone")
-    run = _Runner(spec, input_schema, tz)
-    return grouped.applyInPandasWithState(run, output_struct, state_struct, "append", GroupStateTimeout.EventTimeTimeout)
+    run = _Runner(spec, input_schema, tz, watermarked)
+    return grouped.applyInPandasWithState(run, output_struct, state_struct, mode, timeout)
 
 
 class _Runner:
     """The function Spark calls per key and micro-batch (pickled to the workers with its spec)."""
 
-    def __init__(self, spec: OverWindow, schema: pa.Schema, tz: str):
-        self.spec, self.schema, self.tz = spec, schema, tz
+    def __init__(self, spec: OverWindow, schema: pa.Schema, tz: str, watermarked: bool):
+        self.spec, self.schema, self.tz, self.watermarked = spec, schema, tz, watermarked
         self._machine = None
 
     @property
     def machine(self):
         if self._machine is None:
-            from overwindow.streaming.window_close import WindowClose
-
-            self._machine = WindowClose(self.spec, self.schema)
+            self._machine = machine_for(self.spec, self.schema, self.watermarked)
         return self._machine
 
     def __getstate__(self):
-        return {"spec": self.spec, "schema": self.schema, "tz": self.tz}
+        return {"spec": self.spec, "schema": self.schema, "tz": self.tz, "watermarked": self.watermarked}
 
     def __setstate__(self, d):
-        self.__init__(d["spec"], d["schema"], d["tz"])
+        self.__init__(d["spec"], d["schema"], d["tz"], d["watermarked"])
         self.spec.register_user_aggregates()
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
@@ -110,30 +114,39 @@ class _Runner:
                   for p in pdfs if len(p)]
         rows = pa.concat_tables(tables) if tables else None
         prior = state.get[0] if state.exists else None
-        wm_ms = state.getCurrentWatermarkMs()
+        wm_ms = state.getCurrentWatermarkMs() if self.watermarked else None
         watermark = self._to_key(wm_ms) if wm_ms and wm_ms > 0 else None
         step = machine.step(prior, rows, watermark)
         state.update((step.state,))
-        if step.wakeup is not None:
+        if step.wakeup is not None and self.spec.emit == "on_window_close":
             state.setTimeoutTimestamp(max(self._to_ms(step.wakeup), (wm_ms or 0) + 1))
         if step.late_rows:
             log.warning("overwindow: dropped %d late rows for key %s", step.late_rows, key)
         yield step.output.to_pandas()
 
+    def _key(self) -> tuple[str, str]:
+        """(type family, column) of the ORDER BY column the watermark applies to."""
+        from overwindow.physical.values import kind_of
+
+        order = resolve_column(self.schema.empty_table(), self.spec.order_column)
+        return kind_of(self.schema.field(order).type), order
+
     def _to_key(self, utc_ms: int):
         """A UTC watermark in the ORDER BY key's numbers (wall-clock microseconds)."""
-        if self.machine.key_kind not in ("timestamp", "date"):
+        kind, order = self._key()
+        if kind not in ("timestamp", "date"):
             return utc_ms
         ts = pd.Timestamp(utc_ms, unit="ms", tz="UTC")
-        if self.machine.key_kind == "timestamp" and self.schema.field(self.machine.order).type.tz is None:
+        if kind == "timestamp" and self.schema.field(order).type.tz is None:
             ts = ts.tz_convert(self.tz)
         return int(ts.tz_localize(None).value // 1000)
 
     def _to_ms(self, key_micros) -> int:
-        if self.machine.key_kind not in ("timestamp", "date"):
+        kind, order = self._key()
+        if kind not in ("timestamp", "date"):
             return int(key_micros)
         ts = pd.Timestamp(int(key_micros) * 1000)
-        if self.machine.key_kind == "timestamp" and self.schema.field(self.machine.order).type.tz is None:
+        if kind == "timestamp" and self.schema.field(order).type.tz is None:
             ts = ts.tz_localize(self.tz, ambiguous=True, nonexistent="shift_forward")
         else:
             ts = ts.tz_localize("UTC")
