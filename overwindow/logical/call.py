@@ -54,6 +54,8 @@ class WindowCall:
     def __post_init__(self):
         if self.frame is None:
             object.__setattr__(self, "frame", Frame.default(bool(self.order_by)))
+        if self.function in ("lag", "lead") and not self.params:
+            object.__setattr__(self, "params", (1,))  # SQL's default offset, so equal calls compare equal
         validate(self)
 
     @property
@@ -100,7 +102,18 @@ class WindowCall:
         return " ".join(parts)
 
     def __str__(self) -> str:
-        return f"{self.function_sql()} OVER ({self.over_sql()}) AS {self.alias}"
+        return f"{self.function_sql()} OVER ({self.over_sql()}) AS {quote(self.alias)}"
+
+
+def quote(name: str) -> str:
+    """An identifier as Spark SQL: bare when it reads back as itself, else in backticks."""
+    import sqlglot
+
+    try:
+        back = sqlglot.parse_one(f"SELECT 1 AS {name}", read="spark").expressions[0].alias
+    except sqlglot.errors.ParseError:
+        back = None
+    return name if back == name else "`" + name.replace("`", "``") + "`"
 
 
 def _lit(v) -> str:

@@ -49,7 +49,8 @@ class Interval:
             parts.append(f"{self.days} DAYS")
         if self.micros or not parts:
             parts.append(f"{self.micros} MICROSECONDS")
-        return "INTERVAL " + " ".join(parts)
+        # one unit prints as Spark's INTERVAL 3 DAYS; several as one string literal
+        return "INTERVAL " + parts[0] if len(parts) == 1 else "INTERVAL '" + " ".join(parts) + "'"
 
     @property
     def is_negative(self) -> bool:

@@ -47,6 +47,7 @@ _NODE_NAMES = {
     exp.PercentileDisc: "percentile_disc",
     exp.Quantile: "percentile_cont",
     exp.CountIf: "count_if",
+    exp.Any: "bool_or",
 }
 
 _UNITS_MICROS = {
@@ -63,6 +64,10 @@ def parse_window(text: str) -> WindowExpression:
     try:
         node = sqlglot.parse_one(text, read=DIALECT)
     except sqlglot.errors.ParseError as e:
+        tokens = {t.token_type.name for t in sqlglot.tokenize(text, read=DIALECT)}
+        if "GROUPS" in {t.text.upper() for t in sqlglot.tokenize(text, read=DIALECT)} and "ORDER_BY" not in tokens:
+            # sqlglot cannot read a GROUPS frame without ORDER BY at all; say what SQL says
+            raise WindowSpecError(f"GROUPS frames require ORDER BY, in {text!r}") from None
         raise WindowSpecError(f"cannot parse window call {text!r}: {e}") from None
     if not isinstance(node, exp.Alias):
         raise WindowSpecError(f"window call needs an output name: add AS <name> to {text!r}")
@@ -219,15 +224,34 @@ def _bound(value, side) -> Bound:
 
 
 def _interval(node: exp.Interval) -> Interval:
+    """``INTERVAL 3 DAYS``, ``INTERVAL '3' DAY``, ``INTERVAL '1 month 3 days'`` and
+    ``INTERVAL '1 02:03:04' DAY TO SECOND``."""
     amount = literal_value(node.this, "INTERVAL")
     unit = node.args.get("unit")
+    if isinstance(unit, exp.IntervalSpan):
+        return _day_time(str(amount), unit.this.name.upper(), unit.expression.name.upper())
     unit = unit.name.upper() if unit is not None else ""
-    if isinstance(amount, str):
-        parts = amount.split()
-        if len(parts) == 2 and not unit:
-            amount, unit = parts[0], parts[1].upper()
-        amount = float(amount) if "." in str(amount) else int(amount)
-    unit = unit.rstrip("S") if unit not in ("S",) else unit
+    if isinstance(amount, str) and not unit:
+        words = amount.split()
+        if len(words) % 2 or not words:
+            raise WindowSpecError(f"cannot read INTERVAL '{amount}': write INTERVAL '<number> <unit> ...'")
+        total = Interval()
+        for number, word in zip(words[::2], words[1::2]):
+            part = _one_unit(_number(number, amount), word.upper())
+            total = Interval(total.months + part.months, total.days + part.days, total.micros + part.micros)
+        return total
+    return _one_unit(_number(amount, amount), unit)
+
+
+def _number(text, context):
+    try:
+        return float(text) if "." in str(text) else int(text)
+    except ValueError:
+        raise WindowSpecError(f"cannot read the number in INTERVAL {context!r}") from None
+
+
+def _one_unit(amount, unit: str) -> Interval:
+    unit = unit.rstrip("S") if len(unit) > 1 else unit
     if unit in ("YEAR", "MONTH"):
         if amount != int(amount):
             raise WindowSpecError(f"INTERVAL {amount} {unit} must be a whole number")
@@ -239,3 +263,19 @@ def _interval(node: exp.Interval) -> Interval:
     if unit in _UNITS_MICROS:
         return Interval(micros=round(amount * _UNITS_MICROS[unit]))
     raise WindowSpecError(f"unsupported INTERVAL unit {unit!r} in a RANGE frame (use YEAR..MICROSECOND)")
+
+
+def _day_time(text: str, first: str, last: str) -> Interval:
+    """Spark's day-time literal: ``'D HH:MM:SS.ffffff'`` and its shorter DAY TO HOUR/MINUTE forms."""
+    fields = ["DAY", "HOUR", "MINUTE", "SECOND"]
+    if first not in fields or last not in fields or fields.index(first) > fields.index(last):
+        raise WindowSpecError(f"unsupported INTERVAL ... {first} TO {last}")
+    parts = text.replace(" ", ":").split(":")
+    names = fields[fields.index(first):fields.index(last) + 1]
+    if len(parts) != len(names):
+        raise WindowSpecError(f"cannot read INTERVAL '{text}' {first} TO {last}")
+    total = Interval()
+    for value, name in zip(parts, names):
+        part = _one_unit(_number(value, text), name)
+        total = Interval(total.months, total.days + part.days, total.micros + part.micros)
+    return total

@@ -5,6 +5,7 @@ RANGE with an offset is one ``searchsorted`` over a key that folds (partition, o
 ascending int64, so every partition is searched at once. EXCLUDE splits a frame into up to three
 disjoint, ordered parts. O(n log n) for RANGE offsets, O(n) otherwise.
 
+>>> import pyarrow as pa
 >>> lay = Layout.build([], [(Values(pa.array([1, 2, 2, 5])), False, True)])
 >>> f = frame_bounds(lay, Frame(FrameUnit.RANGE, Bound.preceding(1), Bound.current_row()), Values(pa.array([1, 2, 2, 5])))
 >>> f.parts[0][0].tolist(), f.parts[0][1].tolist()

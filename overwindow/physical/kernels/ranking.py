@@ -1,5 +1,6 @@
 """Ranking functions as index arithmetic over partition and peer-group bounds. O(n).
 
+>>> from overwindow.physical.values import Values
 >>> lay = Layout.build([], [(Values(pa.array([1, 1, 2])), False, True)])
 >>> rank(lay, None).to_pylist(), dense_rank(lay, None).to_pylist(), cume_dist(lay, None).to_pylist()
 ([1, 1, 3], [1, 1, 2], [0.6666666666666666, 0.6666666666666666, 1.0])
