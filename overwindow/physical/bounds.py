@@ -157,7 +157,7 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     else:
         side = "right" if is_start else "left"
         code_t = k - np.searchsorted(uniq, target, side=side)
-    codes, card = sort_codes(key, descending, nulls_first)
+    codes, card = sort_codes(key, descending, nulls_first, dense=True)
     stride = card
     pid = layout.part_id.astype(np.int64)
     folded = pid * stride + codes  # ascending over the sorted rows

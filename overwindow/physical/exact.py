@@ -42,7 +42,7 @@ class LimbPrefix:
         lsb = e.astype(np.int64) - 53
         nz = mant != 0
         if not nz.any():
-            return LimbPrefix(np.zeros((len(x) + 1, 1), dtype=np.int64), 0)
+            return LimbPrefix(np.zeros((1, len(x) + 1), dtype=np.int64), 0)
         top = int(lsb[nz].max()) + 53
         base = max(int(lsb[nz].min()), top - W * (MAX_LIMBS - 3))
         shift = lsb - base
@@ -69,33 +69,38 @@ class LimbPrefix:
         b = (mag >> np.uint64(W)) << r
         carry = (a >> np.uint64(W)) + b
         parts = (a & np.uint64(MASK), carry & np.uint64(MASK), carry >> np.uint64(W))
-        rows = np.arange(n)
-        table = np.zeros((n + 1, limbs), dtype=np.int64)
+        # one row per limb, so each limb's prefix sum runs over contiguous memory; a value writes
+        # limbs j, j+1, j+2 of its own column, so plain assignment never collides
+        table = np.zeros((limbs, n + 1), dtype=np.int64)
+        flat = table.reshape(-1)
+        column = np.arange(1, n + 1)
         for k, part in enumerate(parts):
             v = part.astype(np.int64)
-            table[rows + 1, j + k] = np.where(neg, -v, v)
-        np.cumsum(table, axis=0, out=table)
+            flat[(j + k) * (n + 1) + column] = np.where(neg, -v, v)
+        np.cumsum(table, axis=1, out=table)
         return LimbPrefix(table, base)
 
     def limbs(self, parts) -> np.ndarray:
-        """Exact sums over frames given as (start, end) parts, as normalised limb rows."""
+        """Exact sums over frames given as (start, end) parts, as normalised limbs (one row per
+        limb, one column per frame)."""
         s, e = parts[0]
-        d = self.prefix[e] - self.prefix[s]
+        d = np.take(self.prefix, e, axis=1) - np.take(self.prefix, s, axis=1)
         for s, e in parts[1:]:
-            d += self.prefix[e] - self.prefix[s]
-        for j in range(d.shape[1] - 1):  # carry so every limb but the top is in [0, 2**32)
-            c = d[:, j] >> W
-            d[:, j] -= c << W
-            d[:, j + 1] += c
+            d += np.take(self.prefix, e, axis=1) - np.take(self.prefix, s, axis=1)
+        for j in range(d.shape[0] - 1):  # carry so every limb but the top is in [0, 2**32)
+            c = d[j] >> W
+            d[j] -= c << W
+            d[j + 1] += c
         return d
 
     def frame_dd(self, parts) -> tuple[np.ndarray, np.ndarray]:
         """Frame sums as double-doubles (hi, lo)."""
         d = self.limbs(parts)
-        hi = np.zeros(len(d))
-        lo = np.zeros(len(d))
-        for j in range(d.shape[1] - 1, -1, -1):
-            hi, lo = dd_add_d(hi, lo, np.ldexp(d[:, j].astype(np.float64), W * j + self.base))
+        hi = np.zeros(d.shape[1])
+        lo = np.zeros(d.shape[1])
+        for j in range(d.shape[0] - 1, -1, -1):
+            if d[j].any():  # most columns leave their top limbs empty
+                hi, lo = dd_add_d(hi, lo, np.ldexp(d[j].astype(np.float64), W * j + self.base))
         return hi, lo
 
     def frame_sum(self, parts) -> np.ndarray:
@@ -106,14 +111,15 @@ class LimbPrefix:
     def frame_int(self, parts) -> tuple[np.ndarray, np.ndarray]:
         """Frame sums of an int64 column: (int64 values, fits-in-int64 mask)."""
         d = self.limbs(parts)
-        total = d[:, 0].astype(object)
-        for j in range(1, d.shape[1]):
-            if d[:, j].any():
-                total = total + (d[:, j].astype(object) << (W * j))
-        lo, hi = -(2**63), 2**63 - 1
-        fits = np.array([lo <= t <= hi for t in total], dtype=bool) if total.dtype == object and d.shape[1] > 1 and d[:, 1:].any() else np.ones(len(d), dtype=bool)
-        out = np.array([t if f else 0 for t, f in zip(total, fits)], dtype=np.int64) if not fits.all() else total.astype(np.int64)
-        return out, fits
+        total = d[0].copy()
+        fits = np.ones(d.shape[1], dtype=bool)
+        wide = np.flatnonzero(d[1:].any(axis=0)) if d.shape[0] > 1 else np.zeros(0, dtype=np.int64)
+        if len(wide):  # rare: exact Python integers for the frames whose sum needs the upper limbs
+            for i in wide.tolist():
+                value = sum(int(d[j, i]) << (W * j) for j in range(d.shape[0]))
+                fits[i] = -(2**63) <= value < 2**63
+                total[i] = value if fits[i] else 0
+        return total, fits
 
 
 # --- double-double arithmetic (Dekker / Knuth), vectorised -------------------------------------

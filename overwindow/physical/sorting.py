@@ -20,8 +20,26 @@ from overwindow.physical.values import Values
 _LIMIT = np.iinfo(np.int64).max // 4
 
 
-def sort_codes(v: Values, descending: bool, nulls_first: bool) -> tuple[np.ndarray, int]:
-    """Non-negative int codes whose ascending order is the SQL order of the key, and their count."""
+_SPAN = 1 << 40
+
+
+def sort_codes(v: Values, descending: bool, nulls_first: bool, dense: bool = False) -> tuple[np.ndarray, int]:
+    """Non-negative int codes whose ascending order is the SQL order of the key, and their count.
+
+    Integer-like keys over a span below 2**40 use ``value - min`` (no hashing, no sort); otherwise,
+    or with ``dense``, codes are dense ranks (index into ``v.uniques``).
+    """
+    if not dense and v.kind in ("int", "date", "timestamp", "bool") and v.numbers.dtype == np.int64:
+        valid = v.valid
+        nums = v.numbers
+        lo = int(nums[valid].min()) if valid.any() else 0
+        k = (int(nums[valid].max()) - lo + 1) if valid.any() else 0
+        if k < _SPAN:
+            codes = nums - lo
+            if descending:
+                codes = k - 1 - codes
+            null_code = -1 if nulls_first else k
+            return np.where(valid, codes, null_code) + 1, k + 2
     codes = v.codes
     k = len(v.uniques)
     if descending:
@@ -85,7 +103,12 @@ class Layout:
         order_keys = [sort_codes(v, d, nf) for v, d, nf in order]
         pkey = _fold(part_keys, n)
         full = _fold(part_keys + order_keys, n) if order_keys else pkey
-        perm = np.argsort(full, kind="stable")
+        card = int(full.max()) + 1 if n else 1
+        if card < _LIMIT // max(n, 1):
+            # unique keys (row number folded in) sort the same with the faster unstable sort
+            perm = np.argsort(full * n + np.arange(n), kind="quicksort")
+        else:
+            perm = np.argsort(full, kind="stable")
         sorted_full = full[perm]
         sorted_part = pkey[perm]
         part_bounds = _runs(sorted_part)

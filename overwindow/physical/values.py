@@ -91,14 +91,29 @@ class Values:
         return pc.if_else(pc.is_nan(a), pa.scalar(float("nan"), a.type), pc.add(a, zero))
 
     @cached_property
-    def uniques(self) -> pa.Array:
+    def _dense(self) -> tuple[np.ndarray, pa.Array]:
+        """(codes, uniques): numbers by one numpy sort, other types by Arrow's hashing."""
+        if self.kind in ("int", "float", "date", "timestamp", "bool"):
+            nums = self.numbers
+            if nums.dtype == np.float64:
+                nums = np.where(np.isnan(nums), np.nan, nums + 0.0)  # one NaN, and -0.0 is 0.0
+            valid = self.valid
+            uniq, inverse = np.unique(nums[valid], return_inverse=True, equal_nan=True)
+            codes = np.full(len(nums), -1, dtype=np.int64)
+            codes[valid] = inverse.ravel()
+            return codes, self.from_numbers(uniq, np.ones(len(uniq), dtype=bool))
         u = pc.unique(self._keys.drop_null())
-        return u.take(pc.sort_indices(u))
+        u = u.take(pc.sort_indices(u))
+        idx = pc.index_in(self._keys, value_set=u)
+        return np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64), u
 
-    @cached_property
+    @property
+    def uniques(self) -> pa.Array:
+        return self._dense[1]
+
+    @property
     def codes(self) -> np.ndarray:
-        idx = pc.index_in(self._keys, value_set=self.uniques)
-        return np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        return self._dense[0]
 
     def from_numbers(self, numbers: np.ndarray, valid: np.ndarray) -> pa.Array:
         """Arrow array of this column's type from a numeric view (the inverse of ``numbers``)."""

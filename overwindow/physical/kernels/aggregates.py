@@ -28,8 +28,13 @@ def prefix_count(mask: np.ndarray) -> np.ndarray:
     return out
 
 
+def frame_counts(mask: np.ndarray, frames: Frames) -> np.ndarray:
+    """Participating rows per frame (just the frame sizes when every row takes part)."""
+    return frames.size() if mask.all() else frames.count(prefix_count(mask))
+
+
 def count(values: Values | None, mask: np.ndarray, frames: Frames) -> pa.Array:
-    return pa.array(frames.count(prefix_count(mask)))
+    return pa.array(frame_counts(mask, frames))
 
 
 class _FloatSums:
@@ -37,14 +42,18 @@ class _FloatSums:
 
     def __init__(self, x: np.ndarray, mask: np.ndarray, frames: Frames):
         finite = np.isfinite(x)
-        self.n = frames.count(prefix_count(mask))
-        self.nan = frames.count(prefix_count(mask & np.isnan(x)))
-        self.pinf = frames.count(prefix_count(mask & (x == np.inf)))
-        self.ninf = frames.count(prefix_count(mask & (x == -np.inf)))
+        self.n = frame_counts(mask, frames)
+        self.special = not (finite | ~mask).all()  # NaN or an infinity takes part somewhere
+        if self.special:
+            self.nan = frames.count(prefix_count(mask & np.isnan(x)))
+            self.pinf = frames.count(prefix_count(mask & (x == np.inf)))
+            self.ninf = frames.count(prefix_count(mask & (x == -np.inf)))
         self.limbs = LimbPrefix.of_floats(np.where(mask & finite, x, 0.0))
         self.frames = frames
 
     def nonfinite(self, total: np.ndarray) -> np.ndarray:
+        if not self.special:
+            return total
         total = np.where(self.pinf > 0, np.inf, total)
         total = np.where(self.ninf > 0, -np.inf, total)
         return np.where((self.nan > 0) | ((self.pinf > 0) & (self.ninf > 0)), np.nan, total)
@@ -87,12 +96,20 @@ def avg(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
 
 
 def _moments(values: Values, mask: np.ndarray, frames: Frames):
-    """(n, M2 = sum((x - mean)^2), nonfinite) per frame, M2 from exact sums in double-double."""
+    """(n, M2 = sum((x - mean)^2) / 4**k, nonfinite, k) per frame, M2 from exact sums in
+    double-double over the column scaled by 2**-k."""
     x = values.numbers.astype(np.float64)
     ok = mask & np.isfinite(x)
     xf = np.where(ok, x, 0.0)
     n = frames.count(prefix_count(mask))
     bad = frames.count(prefix_count(mask & ~np.isfinite(x))) > 0
+    # squares of |x| above ~1.3e154 overflow (var_pop of [1e160, 1e160] came out NaN): scale
+    # such a column by a power of two, which is exact (values below ~1e-166 lose bits, but their
+    # squares were already below the normal range), and undo it on the result
+    top = float(np.abs(xf).max(initial=0.0))
+    k = max(0, int(np.frexp(top)[1]) - 500) if top > 0 else 0
+    if k:
+        xf = np.ldexp(xf, -k)
     s1h, s1l = LimbPrefix.of_floats(xf).frame_dd(frames.parts)
     sq, sq_err = two_prod(xf, xf)
     s2h, s2l = _sum_two(sq, sq_err, frames)
@@ -101,7 +118,7 @@ def _moments(values: Values, mask: np.ndarray, frames: Frames):
     qh, ql = dd_div_d(ph, pl, nf)
     mh, ml = dd_sub(s2h, s2l, qh, ql)
     m2 = np.maximum(mh + ml, 0.0)
-    return n, m2, bad
+    return n, m2, bad, k
 
 
 def _sum_two(a: np.ndarray, b: np.ndarray, frames: Frames):
@@ -112,12 +129,13 @@ def _sum_two(a: np.ndarray, b: np.ndarray, frames: Frames):
 
 
 def _variance(values, mask, frames, sample: bool, root: bool) -> pa.Array:
-    n, m2, bad = _moments(values, mask, frames)
+    n, m2, bad, k = _moments(values, mask, frames)
     denom = (n - 1) if sample else n
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         var = m2 / np.maximum(denom, 1)
-    var = np.where(bad, np.nan, var)
-    out = np.sqrt(var) if root else var
+        var = np.where(bad, np.nan, var)
+        # the root before scaling back: stddev of [1e200, -1e200] is 1.4e200 though its variance overflows
+        out = np.ldexp(np.sqrt(var), k) if root else np.ldexp(var, 2 * k)
     return pa.array(out, mask=denom <= 0)
 
 
