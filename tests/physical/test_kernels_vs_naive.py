@@ -214,7 +214,6 @@ def known_data_bug(t: pa.Table, function: str) -> bool:
     """Data that hits an engine bug pinned by a strict xfail below; skipped here so the random test
     keeps checking everything else. Remove a clause when its xfail starts passing.
 
-    * variances of values from ~1.3e154 up are NaN: x * x overflows (test_variance_of_huge_values);
     * the reference path interpolates percentile_cont as lo + d * (hi - lo), which is NaN between
       -inf and a finite value where SQL engines (and the fast kernel) give -inf
       (test_naive_percentile_cont_next_to_infinity);
@@ -223,8 +222,6 @@ def known_data_bug(t: pa.Table, function: str) -> bool:
     """
     if not pa.types.is_floating(t.column("x").type):
         return False
-    if function.startswith(("var", "stddev")) and max(numbers_of(t), default=0.0) >= 1.3e154:
-        return True
     if function in ("median", "percentile_cont") and any(
             v is not None and math.isinf(v) for v in t.column("x").to_pylist()):
         return True
@@ -374,9 +371,7 @@ def test_sum_avg_near_dbl_max(function, xs, want):
 
 
 @pytest.mark.parametrize("xs", [
-    pytest.param([1e200], marks=pytest.mark.xfail(strict=True, reason="engine bug: variance of values above "
-                                                   "~1.3e154 is NaN (x * x overflows before the exact sums); "
-                                                   "var_pop of equal values must be 0")),
+    [1e200],  # was NaN: x * x overflowed before the exact sums
     [1e150, 1e150],  # was NaN: Dekker's split in two_prod overflowed above ~1.3e300
 ])
 def test_variance_of_huge_values(xs):

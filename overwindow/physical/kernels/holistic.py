@@ -54,7 +54,14 @@ def _one_percentile(values: Values, wm, parts, size, p, continuous) -> pa.Array:
     empty = size == 0
     nm1 = np.maximum(size - 1, 0)
     if not continuous:
-        k = np.maximum(np.ceil(p * size).astype(np.int64) - 1, 0)
+        # the first row i (1-based) whose cumulative distribution i/n reaches p, as the definition
+        # (and DuckDB) compare it: ceil(p * n) alone is one too far when p * n rounds up past an
+        # integer (0.55 * 100 == 55.000000000000007, yet 55/100 >= 0.55)
+        n = np.maximum(size, 1)
+        i = np.ceil(p * size).astype(np.int64)
+        i = np.where((i - 1) / n >= p, i - 1, i)
+        i = np.where(i / n < p, i + 1, i)
+        k = np.maximum(i - 1, 0)
         code = wm.kth(parts, np.minimum(k, nm1)) if wm.n else np.zeros(len(size), np.int64)
         return values.take_codes(np.where(empty, -1, code))
     pos = p * nm1
@@ -65,7 +72,12 @@ def _one_percentile(values: Values, wm, parts, size, p, continuous) -> pa.Array:
     # kth() over an empty frame walks off the codes and returns garbage (possibly past the end of
     # the uniques): pin empty frames to code 0; their result is masked to NULL below
     c_lo = np.where(empty, 0, wm.kth(parts, np.minimum(lo, nm1)))
-    c_hi = np.where(empty, 0, wm.kth(parts, hi))
+    # the upper neighbour only matters where the position falls between two ranks (never for the
+    # median of an odd count): look it up for those frames alone
+    c_hi = c_lo.copy()
+    between = ~empty & (pos != lo)
+    if between.any():
+        c_hi[between] = wm.kth([(s[between], e[between]) for s, e in parts], hi[between])
     uniq = Values(values.uniques)
     u = uniq.numbers.astype(np.float64)
     v_lo, v_hi = u[c_lo], u[c_hi]
