@@ -168,3 +168,41 @@ def test_state_is_versioned_arrow_ipc_not_pickle():
     assert b"pickle" not in step.state and step.state[4:5] == b"{"
     with pytest.raises(Exception, match="format"):
         WindowClose(OverWindow("lag(x) OVER (ORDER BY t) AS p"), SCHEMA).step(step.state.replace(b'"version": 1', b'"version": 9'), None, 10)
+
+
+class Spread(overwindow.Aggregate):
+    """max - min of the frame, written with only create/update/evaluate (the naive path)."""
+
+    result_type = pa.float64()
+
+    def create(self):
+        return None
+
+    def update(self, state, values):
+        if len(values) == 0:
+            return state
+        lo, hi = float(np.min(values)), float(np.max(values))
+        return (lo, hi) if state is None else (min(state[0], lo), max(state[1], hi))
+
+    def evaluate(self, state):
+        return None if state is None else state[1] - state[0]
+
+
+def test_python_aggregate_in_a_stream():
+    overwindow.register_aggregate("spread_wc", Spread)
+    calls = [("spread_wc(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING) AS sp", 1, 0, None)]
+    rng = np.random.default_rng(12)
+    table = _data(rng, 200, 3, 0)
+    out, driver, watermark = _run(table, np.arange(0, 200, 17), delay=1, calls=calls)
+    _check(table, out, watermark, calls)
+    # the spread is checked against numpy over each frame, independently of the engine
+    part = table.to_pandas().sort_values(["t", "rid"])
+    for k, g in part.groupby("k"):
+        xs = g["x"].to_numpy()
+        for i, rid in enumerate(g["rid"]):
+            if rid in set(out["rid"].to_pylist()):
+                frame = xs[max(0, i - 3):i + 2]
+                frame = frame[~np.isnan(frame)]
+                want = frame.max() - frame.min() if len(frame) else None
+                got = out.filter(pa.compute.equal(out["rid"], rid))["sp"][0].as_py()
+                assert (got is None and want is None) or got == pytest.approx(want)
