@@ -1,61 +1,62 @@
-"""Command line: ``overwindow demo`` (and ``python -m overwindow demo``).
+"""Command line: ``overwindow demo`` and ``overwindow run VIEW`` (also ``python -m overwindow``).
 
-``demo`` evaluates window queries over the bundled sample data (daily plant output, after DuckDB's
-window-function article) and prints the result: a 7-day moving average and interquartile range per plant.
+``demo`` runs the main job on embedded defaults: the bundled plant output replayed as a stream of
+files, a 7-day moving average and interquartile band per plant kept in an SQLite file, a table
+printed and a PNG chart written. ``run`` runs the view a TOML file defines (see overwindow.pipeline.view).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from importlib import resources
 
-import pyarrow.csv as pv
-
-from overwindow.evaluate import evaluate
-
-DEMO_CALLS = (
-    "avg(mwh) OVER (PARTITION BY plant ORDER BY date "
-    "RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING) AS mwh_7day_avg",
-    "percentile_cont(0.25) WITHIN GROUP (ORDER BY mwh) OVER (PARTITION BY plant ORDER BY date "
-    "RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING) AS mwh_7day_q1",
-    "percentile_cont(0.75) WITHIN GROUP (ORDER BY mwh) OVER (PARTITION BY plant ORDER BY date "
-    "RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING) AS mwh_7day_q3",
-    "mwh - lag(mwh) OVER (PARTITION BY plant ORDER BY date) AS change",
-    "rank() OVER (PARTITION BY plant ORDER BY mwh DESC) AS output_rank",
-)
+from overwindow.errors import WindowSpecError
 
 
-def sample_table():
-    """The bundled plant-output sample as an Arrow table (plant, date, mwh)."""
-    path = resources.files("overwindow").joinpath("data/plant_generation.csv")
-    with resources.as_file(path) as p:
-        return pv.read_csv(p)
+def _value(text: str):
+    """A --set value: TOML scalars (numbers, booleans, "strings"), else the text itself."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
 
-
-def demo(args) -> int:
-    table = sample_table()
-    print(f"overwindow demo: {table.num_rows} rows of daily plant output (overwindow/data/plant_generation.csv)")
-    for call in DEMO_CALLS:
-        print("  " + call)
-    out = evaluate(table, *DEMO_CALLS).to_pandas().sort_values(["plant", "date"])
-    with_pd_options(lambda: print(out.to_string(index=False)))
-    return 0
-
-
-def with_pd_options(fn):
-    import pandas as pd
-
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:,.2f}".format):
-        fn()
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="overwindow", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="evaluate window queries over the bundled sample data and print them")
+    demo = sub.add_parser("demo", help="run the bundled demo view (plant output, 7-day average and IQR)")
+    demo.add_argument("--out", default="overwindow-demo", help="folder for the replayed files, the view and the chart")
+    demo.add_argument("--quiet", action="store_true", help="no progress lines")
+    run = sub.add_parser("run", help="run the streaming view a TOML file defines")
+    run.add_argument("view", help="the view file (TOML)")
+    run.add_argument("--once", action="store_true", help="process what has arrived, then stop (availableNow)")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                     help="override a key of the view file, e.g. --set sink.path=/tmp/v.sqlite")
     args = parser.parse_args(argv)
-    return {"demo": demo}[args.command](args)
+    try:
+        if args.command == "demo":
+            from overwindow.pipeline.demo import run_demo
+
+            return run_demo(args.out, args.quiet)
+        from overwindow.pipeline.job import run_view
+        from overwindow.pipeline.view import load_view
+
+        overrides = {}
+        for item in args.set:
+            key, sep, value = item.partition("=")
+            if not sep or "." not in key:
+                parser.error(f"--set takes SECTION.KEY=VALUE, got {item!r}")
+            overrides[key] = _value(value)
+        return run_view(load_view(args.view, overrides), once=args.once, quiet=args.quiet)
+    except (ValueError, WindowSpecError) as e:
+        print(f"overwindow: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""The main job: a streaming materialized view (source -> overWindow -> sink) with progress."""

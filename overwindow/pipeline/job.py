@@ -1,0 +1,102 @@
+"""Run a view: source -> watermark -> groupBy(partition).overWindow(spec) -> exactly-once sink."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from overwindow.pipeline.progress import ProgressPrinter
+from overwindow.pipeline.sinks import ConsoleSink, SqliteSink
+from overwindow.pipeline.view import View, ViewFileError
+from overwindow.streaming.on_update import ROW_ID
+
+
+def local_spark(app: str = "overwindow"):
+    """The active SparkSession, or a local one set up the way overwindow runs best."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    spark = (SparkSession.builder.master(os.environ.get("OVERWINDOW_MASTER", "local[2]")).appName(app)
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+             .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
+             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+             .config("spark.sql.streaming.minBatchesToRetain", "10")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def source_frame(spark, view: View):
+    src = view.source
+    if src["format"] == "kafka":
+        raise ViewFileError(f"{view.path}: [source] format = \"kafka\" is not available in this version; use files")
+    reader = spark.readStream.schema(src["schema"])
+    if src.get("max_files_per_trigger"):
+        reader = reader.option("maxFilesPerTrigger", int(src["max_files_per_trigger"]))
+    if src["file_format"] == "csv":
+        reader = reader.option("header", "true")
+    df = reader.format(src["file_format"]).load(src["path"])
+    if view.watermark:
+        df = df.withWatermark(view.watermark["column"], view.watermark["delay"])
+    return df
+
+
+def sink_for(view: View):
+    kind = view.sink["kind"]
+    if kind == "sqlite":
+        key = view.partition_by + (view.row_key or [ROW_ID])
+        return SqliteSink(view.sink["path"], view.sink["table"], key, upsert=view.emit == "on_update")
+    if kind == "console":
+        return ConsoleSink()
+    raise ViewFileError(f"{view.path}: [sink] kind = {kind!r} is not available in this version")
+
+
+def start_view(spark, view: View, once: bool, quiet: bool):
+    """Start the view's streaming query; returns it (with its progress printer attached)."""
+    import overwindow  # noqa: F401  (registers overWindow)
+
+    df = source_frame(spark, view)
+    grouped = df.groupBy(*view.partition_by) if view.partition_by else None
+    out = grouped.overWindow(view.spec) if grouped is not None else df.overWindow(view.spec)
+    rows_out: dict = {}
+    writer = out.writeStream.option("checkpointLocation", view.checkpoint)
+    if view.sink["kind"] == "parquet":
+        writer = writer.format("parquet").option("path", view.sink["path"]).outputMode("append")
+    else:
+        sink = sink_for(view)
+
+        def write(batch_df, batch_id):
+            rows_out[batch_id] = sink.apply(batch_df.toArrow(), batch_id)
+
+        writer = writer.foreachBatch(write).outputMode("append" if view.emit == "on_window_close" else "update")
+    writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime="1 second")
+    printer = None
+    if not quiet:
+        printer = ProgressPrinter(rows_out)
+        spark.streams.addListener(printer)
+    query = writer.queryName(view.name).start()
+    if printer is not None:
+        printer.query_id = str(query.id)
+    return query, printer
+
+
+def run_view(view: View, once: bool = False, quiet: bool = False, spark=None) -> int:
+    spark = spark or local_spark()
+    query, printer = start_view(spark, view, once, quiet)
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+        print(f"\nstopped. Run the same command to resume from the checkpoint {view.checkpoint}", flush=True)
+    finally:
+        if printer is not None:
+            spark.streams.removeListener(printer)
+    if query.exception() is not None:
+        raise RuntimeError(f"the view's query failed: {query.exception()}")
+    return 0
