@@ -23,9 +23,9 @@ def progress_line(p, rows_out: int | None) -> str:
 class ProgressPrinter(StreamingQueryListener):
     """Prints a progress line for every micro-batch of the query it watches."""
 
-    def __init__(self, rows_out: dict, stream=sys.stdout):
+    def __init__(self, rows_out: dict, stream=None):
         self.rows_out = rows_out  # batch id -> rows the sink wrote, filled by the sink
-        self.stream = stream
+        self.stream = stream  # None: sys.stdout at the time of printing
         self.query_id = None
 
     def onQueryStarted(self, event):
@@ -35,7 +35,7 @@ class ProgressPrinter(StreamingQueryListener):
         p = event.progress
         if self.query_id is not None and str(p.id) != self.query_id:
             return
-        print(progress_line(p, self.rows_out.pop(p.batchId, None)), file=self.stream, flush=True)
+        print(progress_line(p, self.rows_out.pop(p.batchId, None)), file=self.stream or sys.stdout, flush=True)
 
     def onQueryIdle(self, event):
         pass
