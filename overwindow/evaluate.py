@@ -133,4 +133,4 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, prefer_naiv
     result = choice.run(CallInput(layout, frames, values, mask, default))
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
-    return result.take(pa.array(inverse))
+    return result if layout.identity else result.take(pa.array(inverse))

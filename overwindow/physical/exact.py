@@ -17,11 +17,12 @@ import numpy as np
 
 W = 32
 MASK = (1 << W) - 1
-# 2304 bits of range; bits further below the largest value are truncated. 1280 was too few for the
+# 3200 bits of range; bits further below the largest value are truncated. 1280 was too few for the
 # variance kernel, which sums squares and their rounding errors: a column holding 1e38 and 1e-136
-# spans 2**257 .. 2**-950 there, and a frame of only the small values lost 1e-8 of its variance.
-# Only such columns pay for the extra limbs: the table is sized by the column's actual range.
-MAX_LIMBS = 72
+# spans 2**257 .. 2**-950 there, and a frame of only the small values lost 1e-8 of its variance
+# (1e300 beside 1e-150: 2**1994 .. 2**-1104). Only such columns pay for the extra limbs: the table
+# is sized by the column's actual range.
+MAX_LIMBS = 100
 
 
 class LimbPrefix:
@@ -35,11 +36,15 @@ class LimbPrefix:
         self.base = base
 
     @staticmethod
-    def of_floats(x: np.ndarray) -> "LimbPrefix":
+    def of_floats(x: np.ndarray, exp_shift: np.ndarray | None = None) -> "LimbPrefix":
+        """Of the values ``x * 2**exp_shift`` (exp_shift: per-row integers; lets a caller sum
+        values a double cannot hold, such as squares of 1e200)."""
         x = np.asarray(x, dtype=np.float64)
         m, e = np.frexp(x)
         mant = (m * 2.0**53).astype(np.int64)  # exact: |m| < 1
         lsb = e.astype(np.int64) - 53
+        if exp_shift is not None:
+            lsb = lsb + np.asarray(exp_shift, dtype=np.int64)
         nz = mant != 0
         if not nz.any():
             return LimbPrefix(np.zeros((1, len(x) + 1), dtype=np.int64), 0)
@@ -93,15 +98,29 @@ class LimbPrefix:
             d[j + 1] += c
         return d
 
-    def frame_dd(self, parts) -> tuple[np.ndarray, np.ndarray]:
-        """Frame sums as double-doubles (hi, lo)."""
+    def frame_dd(self, parts, scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Frame sums as double-doubles (hi, lo); with ``scale`` (per frame), of sum * 2**-scale."""
         d = self.limbs(parts)
+        sign = np.ones(d.shape[1])
+        if scale is not None:
+            # a negative sum is normalised as -2**(32*top) plus positive limbs: huge cancelling
+            # terms that overflow once scaled up (the variance of [0, -2e-313], scaled by 2**1038,
+            # came out NaN); take magnitudes so every limb is a positive part of the value
+            neg = d[-1] < 0
+            if neg.any():
+                d[:, neg] = -d[:, neg]
+                for j in range(d.shape[0] - 1):
+                    c = d[j] >> W
+                    d[j] -= c << W
+                    d[j + 1] += c
+                sign = np.where(neg, -1.0, 1.0)
         hi = np.zeros(d.shape[1])
         lo = np.zeros(d.shape[1])
         for j in range(d.shape[0] - 1, -1, -1):
             if d[j].any():  # most columns leave their top limbs empty
-                hi, lo = dd_add_d(hi, lo, np.ldexp(d[j].astype(np.float64), W * j + self.base))
-        return hi, lo
+                exp = W * j + self.base if scale is None else W * j + self.base - scale
+                hi, lo = dd_add_d(hi, lo, np.ldexp(d[j].astype(np.float64), exp))
+        return hi * sign, lo * sign
 
     def frame_sum(self, parts) -> np.ndarray:
         """Frame sums as doubles, rounded once from the exact value."""

@@ -90,6 +90,7 @@ class Layout:
     group_start: np.ndarray
     group_end: np.ndarray
     part_bounds: np.ndarray  # start of each partition, plus n
+    identity: bool = False  # the rows were already in order: perm is 0..n-1
 
     @property
     def n(self) -> int:
@@ -103,14 +104,16 @@ class Layout:
         order_keys = [sort_codes(v, d, nf) for v, d, nf in order]
         pkey = _fold(part_keys, n)
         full = _fold(part_keys + order_keys, n) if order_keys else pkey
-        card = int(full.max()) + 1 if n else 1
-        if card < _LIMIT // max(n, 1):
+        in_order = n < 2 or bool((full[1:] >= full[:-1]).all())  # streaming buffers arrive sorted
+        if in_order:
+            perm = np.arange(n)
+        elif int(full.max()) + 1 < _LIMIT // n:
             # unique keys (row number folded in) sort the same with the faster unstable sort
             perm = np.argsort(full * n + np.arange(n), kind="quicksort")
         else:
             perm = np.argsort(full, kind="stable")
-        sorted_full = full[perm]
-        sorted_part = pkey[perm]
+        sorted_full = full if in_order else full[perm]
+        sorted_part = pkey if in_order else pkey[perm]
         part_bounds = _runs(sorted_part)
         part_id = np.repeat(np.arange(len(part_bounds) - 1), np.diff(part_bounds))
         group_bounds = _runs(sorted_full)
@@ -128,8 +131,11 @@ class Layout:
             group_start=group_bounds[:-1],
             group_end=group_bounds[1:],
             part_bounds=part_bounds,
+            identity=in_order,
         )
 
     def sorted(self, array: pa.Array) -> Values:
         """The column in this layout's row order."""
+        if self.identity:
+            return Values(array)
         return Values(array.take(pa.array(self.perm)))

@@ -102,38 +102,50 @@ class WindowClose:
         """Feed new rows and the current watermark (in the ORDER BY key's numbers: microseconds
         since the epoch for TIMESTAMP/DATE keys). Returns the rows whose windows closed."""
         released, pending, meta = self._load(state)
+        # the ORDER BY key as numbers, computed once per step and carried beside the rows
+        rel_k, pend_k = self._keys(released), self._keys(pending)
         late = 0
         if rows is not None and rows.num_rows:
             rows = rows.select(self.schema.names).cast(self.schema)
             keys = Values(rows.column(self.order))
+            new_k = key_numbers(keys)
             ok = keys.valid.copy()
             if meta["released_upto"] is not None:
-                ok &= key_numbers(keys) > meta["released_upto"]
+                ok &= new_k > meta["released_upto"]
             late = int((~ok).sum())
             pending = pa.concat_tables([pending, rows.filter(pa.array(ok))])
+            pend_k = np.concatenate([pend_k, new_k[ok]])
         meta["late_rows"] += late
         if watermark is not None and (meta["released_upto"] is None or watermark > meta["released_upto"]):
-            released, pending = self._release(released, pending, watermark)
+            released, pending, rel_k, pend_k = self._release(released, pending, rel_k, pend_k, watermark)
             meta["released_upto"] = watermark
-        out, upto = self._emit(released, meta)
-        released, meta = self._prune(released, meta, upto)
-        return Step(self._save(released, pending, meta), out, self._wakeup(released, pending, meta), late,
+        out, upto = self._emit(released, rel_k, meta)
+        released, rel_k, meta = self._prune(released, rel_k, meta, upto)
+        return Step(self._save(released, pending, meta), out, self._wakeup(rel_k, pend_k, meta), late,
                     {"state_rows": released.num_rows + pending.num_rows, "late_rows_total": meta["late_rows"]})
 
-    def _release(self, released, pending, watermark):
-        if pending.num_rows == 0:
-            return released, pending
-        ready = key_numbers(Values(pending.column(self.order))) <= watermark
-        now = pending.filter(pa.array(ready))
-        now = now.take(pc.sort_indices(now, sort_keys=self.sort_keys))
-        return pa.concat_tables([released, now]).combine_chunks(), pending.filter(pa.array(~ready))
+    def _keys(self, table: pa.Table) -> np.ndarray:
+        return key_numbers(Values(table.column(self.order)))
 
-    def _emit(self, released: pa.Table, meta: dict) -> tuple[pa.Table, int]:
+    def _release(self, released, pending, rel_k, pend_k, watermark):
+        """Move pending rows at or below the watermark to the end of the released rows, in order."""
+        if pending.num_rows == 0:
+            return released, pending, rel_k, pend_k
+        ready = pend_k <= watermark
+        if not ready.any():
+            return released, pending, rel_k, pend_k
+        now, now_k = pending.filter(pa.array(ready)), pend_k[ready]
+        if len(now_k) > 1 and not (now_k[1:] > now_k[:-1]).all():  # not already strictly in order
+            order = pc.sort_indices(now, sort_keys=self.sort_keys).to_numpy()
+            now, now_k = now.take(pa.array(order)), now_k[order]
+        released = pa.concat_tables([released, now]).combine_chunks()
+        return released, pending.filter(pa.array(~ready)), np.concatenate([rel_k, now_k]), pend_k[~ready]
+
+    def _emit(self, released: pa.Table, keys: np.ndarray, meta: dict) -> tuple[pa.Table, int]:
         start = meta["emitted"]
         n = released.num_rows
         if start >= n:
             return self.output_schema.empty_table(), start
-        keys = key_numbers(Values(released.column(self.order)))
         groups = _group_ids(keys)
         upto = n
         for call in self.spec.calls:
@@ -186,11 +198,10 @@ class WindowClose:
             return start + int(np.argmin(ok[start:])) if not ok[start:].all() else n
         return n
 
-    def _prune(self, released: pa.Table, meta: dict, upto: int):
+    def _prune(self, released: pa.Table, keys: np.ndarray, meta: dict, upto: int):
         n = released.num_rows
         if n == 0:
-            return released, meta
-        keys = key_numbers(Values(released.column(self.order)))
+            return released, keys, meta
         groups = _group_ids(keys)
         keep = upto
         for call in self.spec.calls:
@@ -199,10 +210,10 @@ class WindowClose:
         if keep < n:  # never split a peer group: RANGE peers and rank counters need it whole
             keep = int(np.searchsorted(groups, groups[keep], side="left"))
         if keep == 0:
-            return released, meta
+            return released, keys, meta
         meta = dict(meta, emitted=meta["emitted"] - keep, pruned_rows=meta["pruned_rows"] + keep,
                     pruned_groups=meta["pruned_groups"] + int(groups[keep - 1]) + 1)
-        return released.slice(keep).combine_chunks(), meta
+        return released.slice(keep).combine_chunks(), keys[keep:], meta
 
     def _reach_back(self, call: WindowCall, released, keys, groups, u, watermark) -> int:
         """Earliest released position a frame of any row at or after position u can reach."""
@@ -233,14 +244,14 @@ class WindowClose:
         lowest = shift_key(np.array([anchor]), self.key_kind, start.offset, -1)[0]
         return int(np.searchsorted(keys, lowest, side="left"))
 
-    def _wakeup(self, released, pending, meta):
+    def _wakeup(self, rel_k, pend_k, meta):
         """The smallest watermark at which this partition can emit again without new rows."""
         times = []
-        if pending.num_rows:
-            times.append(key_numbers(Values(pending.column(self.order))).min())
+        if len(pend_k):
+            times.append(pend_k.min())
         start = meta["emitted"]
-        if start < released.num_rows:
-            key = key_numbers(Values(released.column(self.order)))[start:start + 1]
+        if start < len(rel_k):
+            key = rel_k[start:start + 1]
             for call in self.spec.calls:
                 end = call.frame.end
                 if call.info.kind in (Kind.VALUE, Kind.AGGREGATE) and call.frame.unit is FrameUnit.RANGE \

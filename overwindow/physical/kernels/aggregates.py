@@ -96,36 +96,40 @@ def avg(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
 
 
 def _moments(values: Values, mask: np.ndarray, frames: Frames):
-    """(n, M2 = sum((x - mean)^2) / 4**k, nonfinite, k) per frame, M2 from exact sums in
-    double-double over the column scaled by 2**-k."""
+    """(n, M2 / 4**k, nonfinite, k) per frame: M2 = sum((x - mean)^2) from exact sums of x and x^2,
+    combined in double-double in units of 2**k, k the exponent of the frame's largest |x|.
+
+    k is 0 unless the column holds |x| >= 2**450. Then squares are summed as m^2 * 4**e (x = m *
+    2**e, 0.5 <= |m| < 1), so no square overflows (var_pop of [1e160, 1e160] was NaN), and each
+    frame works at its own scale, so neither s1^2 nor s2 overflow and a frame of small values
+    keeps its precision beside a frame of huge ones (a column-wide scale would push their squares
+    below the double range).
+    """
     x = values.numbers.astype(np.float64)
     ok = mask & np.isfinite(x)
     xf = np.where(ok, x, 0.0)
     n = frames.count(prefix_count(mask))
     bad = frames.count(prefix_count(mask & ~np.isfinite(x))) > 0
-    # squares of |x| above ~1.3e154 overflow (var_pop of [1e160, 1e160] came out NaN): scale
-    # such a column by a power of two, which is exact (values below ~1e-166 lose bits, but their
-    # squares were already below the normal range), and undo it on the result
-    top = float(np.abs(xf).max(initial=0.0))
-    k = max(0, int(np.frexp(top)[1]) - 500) if top > 0 else 0
-    if k:
-        xf = np.ldexp(xf, -k)
-    s1h, s1l = LimbPrefix.of_floats(xf).frame_dd(frames.parts)
-    sq, sq_err = two_prod(xf, xf)
-    s2h, s2l = _sum_two(sq, sq_err, frames)
+    parts2 = [(2 * s, 2 * e) for s, e in frames.parts]  # x^2 as two rows: square and its rounding error
+    if float(np.abs(xf).max(initial=0.0)) < 2.0**450:
+        # the usual case: no square, sum or squared sum can overflow; one scale for all frames
+        k = np.zeros(len(n), dtype=np.int64)
+        s1h, s1l = LimbPrefix.of_floats(xf).frame_dd(frames.parts)
+        sq, sq_err = two_prod(xf, xf)
+        s2h, s2l = LimbPrefix.of_floats(np.stack([sq, sq_err], axis=1).ravel()).frame_dd(parts2)
+    else:
+        k = np.frexp(sparse_table_reduce(np.abs(xf), frames, np.maximum, 0.0))[1].astype(np.int64)
+        s1h, s1l = LimbPrefix.of_floats(xf).frame_dd(frames.parts, scale=k)
+        m, e = np.frexp(xf)
+        sq, sq_err = two_prod(m, m)  # m * m exactly, both parts normal doubles (or 0)
+        s2h, s2l = LimbPrefix.of_floats(np.stack([sq, sq_err], axis=1).ravel(), np.repeat(2 * e.astype(np.int64), 2)) \
+            .frame_dd(parts2, scale=2 * k)
     nf = np.maximum(n, 1).astype(np.float64)
     ph, pl = dd_mul(s1h, s1l, s1h, s1l)
     qh, ql = dd_div_d(ph, pl, nf)
     mh, ml = dd_sub(s2h, s2l, qh, ql)
     m2 = np.maximum(mh + ml, 0.0)
     return n, m2, bad, k
-
-
-def _sum_two(a: np.ndarray, b: np.ndarray, frames: Frames):
-    """Exact frame sums of a + b (two columns read as one), as double-double."""
-    return LimbPrefix.of_floats(np.stack([a, b], axis=1).ravel()).frame_dd(
-        [(2 * s, 2 * e) for s, e in frames.parts]
-    )
 
 
 def _variance(values, mask, frames, sample: bool, root: bool) -> pa.Array:

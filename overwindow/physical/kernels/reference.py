@@ -117,7 +117,9 @@ class Percentile(_Collect):
     def _one(self, s, p):
         n = len(s)
         if self.call.function == "percentile_disc":
-            return s[max(math.ceil(p * n) - 1, 0)]
+            # the first value whose cumulative distribution i/n reaches p (not ceil(p * n): 0.55 *
+            # 100 rounds to 55.000000000000007)
+            return s[next((i for i in range(1, n + 1) if i / n >= p), n) - 1]
         pos = p * (n - 1)
         lo = math.floor(pos)
         hi = min(lo + 1, n - 1)
