@@ -33,7 +33,39 @@ CALL_SETS = [
     ("sum(x) OVER (ORDER BY t DESC ROWS BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS sd", "rank() OVER (ORDER BY t DESC) AS rd",
      "avg(x) OVER (ORDER BY t DESC RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS ad", "lead(x, 2) OVER (ORDER BY t DESC) AS ldd"),
     ("sum(x) OVER () AS total", "min(x) OVER () AS lo"),
+    ("mode(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING) AS mo",
+     "percentile_disc(0.5) WITHIN GROUP (ORDER BY x) OVER (ORDER BY t RANGE BETWEEN 4 PRECEDING AND CURRENT ROW) AS pd",
+     "last_value(x) OVER (ORDER BY t GROUPS BETWEEN CURRENT ROW AND 2 FOLLOWING) AS lv",
+     "nth_value(x, 2) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE CURRENT ROW) AS nv",
+     "var_samp(x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS vs",
+     "count(*) FILTER (WHERE x > 0) OVER (ORDER BY t RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING) AS pos",
+     "bool_or(x > 10) OVER (ORDER BY t ROWS 2 PRECEDING) AS big",
+     "py_range(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS pr2"),
 ]
+
+
+class PyRange(overwindow.Aggregate):
+    """max - min, with retract (the sliding path) over a sorted list of the frame's values."""
+
+    result_type = pa.float64()
+
+    def create(self):
+        return ()
+
+    def update(self, state, values):
+        return tuple(sorted(state + tuple(float(v) for v in values)))
+
+    def retract(self, state, values):
+        rest = list(state)
+        for v in values:
+            rest.remove(float(v))
+        return tuple(rest)
+
+    def evaluate(self, state):
+        return state[-1] - state[0] if state else None
+
+
+overwindow.register_aggregate("py_range", PyRange)
 
 
 def _names(calls):
@@ -47,7 +79,10 @@ def _duckdb_agrees(table: pa.Table, batch: pa.Table, calls):
     for call in calls:
         name = call.rsplit(" AS ", 1)[1]
         over = call[:call.rindex(" AS ")]
-        if any(f in over for f in ("median", "IGNORE NULLS", "DISTINCT", "EXCLUDE", "ntile", "GROUPS")):
+        # DuckDB breaks mode ties differently (first in the frame, ours the smallest value: Spark's
+        # deterministic mode) and knows no Python aggregates; the rest it computes the same way
+        if any(f in over for f in ("median", "IGNORE NULLS", "DISTINCT", "EXCLUDE", "ntile", "GROUPS", "mode(",
+                                   "py_range")):
             continue
         over = over.replace("OVER (ORDER BY t", "OVER (PARTITION BY k ORDER BY t").replace("OVER ()", "OVER (PARTITION BY k)")
         if any(w in over for w in (" ROWS ", "lag(", "lead(", "row_number")):  # positions: ties by id, as ours
