@@ -17,12 +17,13 @@ import numpy as np
 
 W = 32
 MASK = (1 << W) - 1
-# 3200 bits of range; bits further below the largest value are truncated. 1280 was too few for the
-# variance kernel, which sums squares and their rounding errors: a column holding 1e38 and 1e-136
-# spans 2**257 .. 2**-950 there, and a frame of only the small values lost 1e-8 of its variance
-# (1e300 beside 1e-150: 2**1994 .. 2**-1104). Only such columns pay for the extra limbs: the table
-# is sized by the column's actual range.
-MAX_LIMBS = 100
+# 4480 bits of range, enough for every double and every square of one (2**2048 .. 2**-2148, plus
+# the square's rounding error); bits further below the largest value would be truncated. 1280 was
+# too few for the variance kernel, which sums squares and their rounding errors: a column holding
+# 1e38 and 1e-136 spans 2**257 .. 2**-950 there, and a frame of only the small values lost 1e-8 of
+# its variance. Only such columns pay for the extra limbs (up to ~2 KB a row for a column holding
+# both 1e300 and 1e-300): the table is sized by the column's actual range.
+MAX_LIMBS = 140
 
 
 class LimbPrefix:

@@ -35,11 +35,12 @@ def sort_codes(v: Values, descending: bool, nulls_first: bool, dense: bool = Fal
         lo = int(nums[valid].min()) if valid.any() else 0
         k = (int(nums[valid].max()) - lo + 1) if valid.any() else 0
         if k < _SPAN:
-            codes = nums - lo
+            codes = (nums - lo) + 1  # 1..k; 0 and k + 1 are for NULLs
             if descending:
-                codes = k - 1 - codes
-            null_code = -1 if nulls_first else k
-            return np.where(valid, codes, null_code) + 1, k + 2
+                codes = (k + 1) - codes
+            if v.array.null_count:
+                codes[~valid] = 0 if nulls_first else k + 1
+            return codes, k + 2
     codes = v.codes
     k = len(v.uniques)
     if descending:

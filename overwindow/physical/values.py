@@ -76,7 +76,7 @@ class Values:
                 a = a.cast(pa.int64())
         else:
             raise TypeError(f"column of type {self.type} has no numeric view")
-        return np.asarray(a.fill_null(0).to_numpy(zero_copy_only=False))
+        return np.asarray((a.fill_null(0) if a.null_count else a).to_numpy(zero_copy_only=False))
 
     @cached_property
     def _keys(self) -> pa.Array:

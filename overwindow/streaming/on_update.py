@@ -151,6 +151,7 @@ class OnUpdate:
         pos_old = _positions_of(old_ids, touched, old)
         out_parts = []
         recomputed = 0
+        new_reach = None
         if len(touched):
             old_reach, new_reach = self._frames(old), self._frames(new)
             # every row whose frame (old or new) reaches a change, as identities still alive
@@ -165,7 +166,7 @@ class OnUpdate:
         if len(removed_ids):
             out_parts.append(self._deleted(old, removed_ids))
         meta["late_rows"] += late
-        new, meta = self._evict(new, meta, watermark)
+        new, meta = self._evict(new, meta, watermark, new_reach)
         outputs = [p for p in out_parts if p is not None and p.num_rows]
         output = pa.concat_tables(outputs) if outputs else self.output_schema.empty_table()
         data = encode({"rows": new}, meta, STATE_KIND)
@@ -266,7 +267,7 @@ class OnUpdate:
 
     # -- eviction ----------------------------------------------------------------------------
 
-    def _evict(self, table: pa.Table, meta: dict, watermark):
+    def _evict(self, table: pa.Table, meta: dict, watermark, reach: "_Reach | None" = None):
         """Drop rows that no frame of a row at or above the watermark can reach."""
         if watermark is None or not self.evicts or table.num_rows == 0:
             return table, meta
@@ -277,7 +278,7 @@ class OnUpdate:
         # rows at or above the watermark (NULL keys sort first ascending and stay with them)
         live = np.flatnonzero(valid & (knum >= watermark))
         first_live = int(live[0]) if len(live) else n
-        reach = self._frames(table)
+        reach = reach or self._frames(table)
         keep_from = min(first_live, reach.span(first_live, n)[0]) if first_live < n else \
             min(n, reach.span(n - 1, n)[0] if n else 0)
         if keep_from <= 0:

@@ -99,11 +99,12 @@ def _moments(values: Values, mask: np.ndarray, frames: Frames):
     """(n, M2 / 4**k, nonfinite, k) per frame: M2 = sum((x - mean)^2) from exact sums of x and x^2,
     combined in double-double in units of 2**k, k the exponent of the frame's largest |x|.
 
-    k is 0 unless the column holds |x| >= 2**450. Then squares are summed as m^2 * 4**e (x = m *
-    2**e, 0.5 <= |m| < 1), so no square overflows (var_pop of [1e160, 1e160] was NaN), and each
-    frame works at its own scale, so neither s1^2 nor s2 overflow and a frame of small values
-    keeps its precision beside a frame of huge ones (a column-wide scale would push their squares
-    below the double range).
+    k is 0 unless the column holds some 0 < |x| <= 2**-450 or |x| >= 2**450. Then squares are
+    summed as m^2 * 4**e (x = m * 2**e, 0.5 <= |m| < 1), so no square over- or underflows
+    (var_pop of [1e160, 1e160] was NaN, stddev_samp of [5.7e-265, 0] was 0), and each frame works
+    at its own scale, so neither s1^2 nor s2 overflow and a frame of small values keeps its
+    precision beside a frame of huge ones (a column-wide scale would push their squares below the
+    double range).
     """
     x = values.numbers.astype(np.float64)
     ok = mask & np.isfinite(x)
@@ -111,8 +112,9 @@ def _moments(values: Values, mask: np.ndarray, frames: Frames):
     n = frames.count(prefix_count(mask))
     bad = frames.count(prefix_count(mask & ~np.isfinite(x))) > 0
     parts2 = [(2 * s, 2 * e) for s, e in frames.parts]  # x^2 as two rows: square and its rounding error
-    if float(np.abs(xf).max(initial=0.0)) < 2.0**450:
-        # the usual case: no square, sum or squared sum can overflow; one scale for all frames
+    mag = np.abs(xf)
+    if mag.max(initial=0.0) < 2.0**450 and mag[mag > 0].min(initial=1.0) > 2.0**-450:
+        # the usual case: no square, sum or squared sum can over- or underflow; one scale for all
         k = np.zeros(len(n), dtype=np.int64)
         s1h, s1l = LimbPrefix.of_floats(xf).frame_dd(frames.parts)
         sq, sq_err = two_prod(xf, xf)
