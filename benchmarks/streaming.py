@@ -1,0 +1,498 @@
+"""Streaming benchmark: overwindow on Spark Structured Streaming against a no-op applyInPandasWithState.
+
+    python benchmarks/streaming.py                        # 2M rows, 1,000 keys, 20 Parquet files
+    python benchmarks/streaming.py --rows 200000 --no-write   # quick run
+    python benchmarks/streaming.py --harness-only --profile   # the Python side alone, no Spark
+
+One input: ``--rows`` rows over ``--keys`` keys (``k`` int32), event times ``ts`` in arrival order
+(10 ms apart on average across all keys) plus a per-row jitter of up to ``--jitter`` seconds, ``rid``
+a unique int64 row id, ``x`` float64. It is written as ``--files`` Parquet files with distinct
+modification times and read by a Parquet file source with ``trigger(availableNow=True)`` and
+``maxFilesPerTrigger`` (``--files-per-trigger``), so the query runs several micro-batches. The
+watermark is ``withWatermark("ts", "<--delay> seconds")`` in every variant; the sink is
+``format("noop")`` in every variant. Variants, each timed from ``start()`` to the end of
+``awaitTermination()``:
+
+- ``passthrough``: ``groupBy("k").applyInPandasWithState`` with a function that yields its input
+  chunks unchanged and stores one tiny binary state value per key; append mode, EventTimeTimeout.
+  This is the floor Spark imposes on any applyInPandasWithState query here.
+- ``window_close``: ``groupBy("k").overWindow(OverWindow(SUM, LAG, rowKey="rid"))``, append mode.
+- ``on_update``: the same calls with ``emit="on_update"``, update mode.
+
+All variants run in one Spark session (the tests' settings: local[2], 2 shuffle partitions, UTC,
+no Arrow fallback) with ``spark.sql.execution.arrow.maxRecordsPerBatch`` = ``--max-records``. Every
+variant first runs once on a tiny input (warm-up: JVM code paths, Python workers); then each runs
+once on the real input, each run with a fresh checkpoint. Output rows are the sink's ``numOutputRows`` summed
+over the query's progress; the state size is the last progress's ``memoryUsedBytes`` and
+``numRowsTotal`` of the state operator (and the largest ``numRowsTotal`` seen in any batch).
+
+``--harness`` (or ``--harness-only``) also replays the same micro-batches through the Python side
+alone, without Spark: per batch the rows are split by key, each key's slice converted to pandas
+(as Spark's worker does), passed to the same function object Spark would call (the pass-through, or
+overwindow's adapter ``_Runner`` with a stand-in GroupState), and the output converted back to
+Arrow. ``--profile`` runs that replay of the two overwindow variants under pyinstrument and prints
+the profiles.
+
+The script rewrites the section of BENCHMARKS.md between ``<!-- streaming:begin -->`` and
+``<!-- streaming:end -->`` (use ``--no-write`` to only print).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import overwindow  # noqa: E402
+
+BEGIN, END = "<!-- streaming:begin -->", "<!-- streaming:end -->"
+SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
+CALLS = ("sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s100",
+         "lag(x) OVER (ORDER BY ts) AS prev_x")
+VARIANTS = ("passthrough", "window_close", "on_update")
+TARGETS = {"window_close": 1.3, "on_update": 2.0}
+T0_US = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z
+
+
+# -- data ---------------------------------------------------------------------------------------------
+
+def make_data(folder: Path, rows: int, keys: int, files: int, jitter_s: float, seed: int) -> None:
+    """Row i arrives i-th; its event time is 10 ms * i plus a jitter in [0, jitter_s) seconds."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    i = np.arange(rows, dtype=np.int64)
+    ts = T0_US + i * 10_000 + (rng.uniform(0, jitter_s, rows) * 1e6).astype(np.int64) // 1000 * 1000
+    table = pa.table({"k": rng.integers(0, keys, rows).astype(np.int32),
+                      "ts": pa.array(ts, pa.timestamp("us", tz="UTC")),
+                      "rid": i,
+                      "x": np.round(rng.normal(size=rows), 6)})
+    bounds = np.linspace(0, rows, files + 1).astype(np.int64)
+    now = time.time()
+    for n in range(files):
+        path = folder / f"part-{n:04d}.parquet"
+        pq.write_table(table.slice(bounds[n], bounds[n + 1] - bounds[n]), path)
+        t = now - files + n  # distinct modification times: the source takes files in this order
+        os.utime(path, (t, t))
+
+
+# -- Spark ----------------------------------------------------------------------------------------------
+
+def new_session(max_records: int, warehouse: Path):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # the workers inherit this: pandas' concat FutureWarning from pyspark's worker would flood stderr
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("overwindow-streaming-benchmark")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(max_records))
+        .config("spark.sql.streaming.minBatchesToRetain", "5")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.memory", "4g")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+class Passthrough:
+    """The no-op stateful function: yields its input chunks unchanged, stores one tiny binary value."""
+
+    def __call__(self, key, pdfs, state):
+        state.update((b"\x00",))
+        for pdf in pdfs:
+            yield pdf
+
+
+def build(spark, variant: str, src: str, delay_s: int, files_per_trigger: int):
+    """(streaming DataFrame, output mode) of one variant."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    events = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", files_per_trigger).parquet(src)
+              .withWatermark("ts", f"{delay_s} seconds"))
+    grouped = events.groupBy("k")
+    if variant == "passthrough":
+        state = StructType([StructField("state", BinaryType(), False)])
+        out = grouped.applyInPandasWithState(Passthrough(), events.schema, state, "append",
+                                             GroupStateTimeout.EventTimeTimeout)
+        return out, "append"
+    if variant == "window_close":
+        return grouped.overWindow(overwindow.OverWindow(*CALLS, rowKey="rid")), "append"
+    return grouped.overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid")), "update"
+
+
+def run_query(spark, variant: str, src: str, chk: str, delay_s: int, files_per_trigger: int) -> dict:
+    df, mode = build(spark, variant, src, delay_s, files_per_trigger)
+    shutil.rmtree(chk, ignore_errors=True)
+    started = time.perf_counter()
+    q = (df.writeStream.format("noop").option("checkpointLocation", chk).outputMode(mode)
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    seconds = time.perf_counter() - started
+    if q.exception() is not None:
+        raise RuntimeError(f"{variant}: {q.exception()}")
+    progress = q.recentProgress
+    ops = [p.stateOperators[0] for p in progress if p.stateOperators]
+    last = progress[-1]
+    return {
+        "seconds": seconds,
+        "batches": len(progress),
+        "data_batches": sum(1 for p in progress if p.numInputRows > 0),
+        "input_rows": sum(p.numInputRows for p in progress),
+        "output_rows": sum(p.sink.numOutputRows for p in progress),
+        "state_bytes": last.stateOperators[0].memoryUsedBytes if last.stateOperators else None,
+        "state_rows": last.stateOperators[0].numRowsTotal if last.stateOperators else None,
+        "state_rows_max": max((o.numRowsTotal for o in ops), default=None),
+        "state_bytes_max": max((o.memoryUsedBytes for o in ops), default=None),
+        "dropped": sum(o.numRowsDroppedByWatermark for o in ops),
+        "batch_ms": [p.batchDuration for p in progress],
+        "load": os.getloadavg()[0],
+    }
+
+
+def run_spark(args, work: Path) -> dict:
+    spark = new_session(args.max_records, work / "warehouse")
+    results = {}
+    try:
+        for variant in args.variants:  # warm-ups first, so no timed run pays for the JVM's first steps
+            run_query(spark, variant, str(work / "tiny"), str(work / f"chk-warm-{variant}"), args.delay, 1)
+        for variant in args.variants:
+            r = run_query(spark, variant, str(work / "data"), str(work / f"chk-{variant}"), args.delay,
+                          args.files_per_trigger)
+            results[variant] = r
+            print(f"{variant:13s} {r['seconds']:8.2f} s  batches {r['batches']} ({r['data_batches']} with data)  "
+                  f"in {r['input_rows']:,}  out {r['output_rows']:,}  state {r['state_rows']} rows / "
+                  f"{r['state_bytes']:,} B (max {r['state_rows_max']} rows)  dropped {r['dropped']}  "
+                  f"batch ms {r['batch_ms']}  load {r['load']:.2f}", flush=True)
+    finally:
+        spark.stop()
+    return results
+
+
+def spark_schema():
+    """SCHEMA as a StructType (built by hand: parsing DDL needs a running session)."""
+    from pyspark.sql.types import DoubleType, IntegerType, LongType, StructField, StructType, TimestampType
+
+    return StructType([StructField("k", IntegerType()), StructField("ts", TimestampType()),
+                       StructField("rid", LongType()), StructField("x", DoubleType())])
+
+
+# -- the Python side alone ---------------------------------------------------------------------------
+
+class FakeState:
+    """Just enough of pyspark's GroupState for the adapter."""
+
+    def __init__(self, value, wm_ms):
+        self.value, self.wm_ms, self.timeout = value, wm_ms, None
+
+    @property
+    def exists(self):
+        return self.value is not None
+
+    @property
+    def get(self):
+        return self.value
+
+    @property
+    def hasTimedOut(self):
+        return False
+
+    def update(self, value):
+        self.value = value
+
+    def getCurrentWatermarkMs(self):
+        return self.wm_ms
+
+    def setTimeoutTimestamp(self, ms):
+        self.timeout = ms
+
+
+def function_for(variant: str):
+    """The object Spark's workers would call for this variant."""
+    if variant == "passthrough":
+        return Passthrough()
+    from overwindow.spark.adapter import _Runner, _arrow_schema
+    schema = _arrow_schema(spark_schema())
+    emit = "on_window_close" if variant == "window_close" else "on_update"
+    return _Runner(overwindow.OverWindow(*CALLS, emit=emit, rowKey="rid"), schema, "UTC", True)
+
+
+def micro_batches(args, work: Path) -> list[pa.Table]:
+    files = sorted((work / "data").glob("*.parquet"))
+    out = []
+    for n in range(0, len(files), args.files_per_trigger):
+        t = pa.concat_tables([pq.read_table(f) for f in files[n:n + args.files_per_trigger]])
+        out.append(t.set_column(1, "ts", t.column("ts").cast(pa.timestamp("us"))))  # wall clock, as in pandas UDFs
+    return out
+
+
+def replay(variant: str, batches: list[pa.Table], delay_s: int, timers: dict | None = None) -> dict:
+    """Every key of every micro-batch through the variant's function, as Spark's worker would call it;
+    then one no-data batch for the keys whose event-time timeout the final watermark passed."""
+    fn = function_for(variant)
+    states: dict = {}
+    timeouts: dict = {}
+    wm_ms = 0
+    out_rows = 0
+    t = timers if timers is not None else {}
+    for key in ("to_pandas", "function", "from_pandas"):
+        t.setdefault(key, 0.0)
+
+    def call(key, pdfs):
+        nonlocal out_rows
+        st = FakeState(states.get(key), wm_ms)
+        a = time.perf_counter()
+        outs = list(fn((key,), iter(pdfs), st))
+        b = time.perf_counter()
+        for o in outs:
+            out_rows += pa.RecordBatch.from_pandas(o, preserve_index=False).num_rows
+        t["function"] += b - a
+        t["from_pandas"] += time.perf_counter() - b
+        states[key] = st.value
+        timeouts[key] = st.timeout
+
+    for batch in batches:
+        order = np.argsort(batch.column("k").to_numpy(), kind="stable")
+        batch = batch.take(pa.array(order))
+        k = batch.column("k").to_numpy()
+        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        ends = np.r_[starts[1:], len(k)]
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            a = time.perf_counter()
+            pdf = batch.slice(s, e - s).to_pandas()
+            t["to_pandas"] += time.perf_counter() - a
+            call(int(k[s]), [pdf])
+        wm_ms = max(wm_ms, int(batch.column("ts").cast(pa.int64()).to_numpy().max()) // 1000 - delay_s * 1000)
+    # the no-data batch: keys whose event-time timeout is at or below the new watermark
+    for key, when in list(timeouts.items()):
+        if when is not None and when <= wm_ms:
+            call(key, [])
+    sizes = [len(v[0]) for v in states.values() if v is not None]
+    return {"output_rows": out_rows, "state_bytes": int(sum(sizes)), "keys": len(sizes), **t}
+
+
+def run_harness(args, work: Path) -> dict:
+    batches = micro_batches(args, work)
+    results = {}
+    for variant in args.variants:
+        replay(variant, [b.slice(0, min(2000, b.num_rows)) for b in batches[:2]], args.delay)  # warm-up
+        timers: dict = {}
+        a = time.perf_counter()
+        r = replay(variant, batches, args.delay, timers)
+        r["seconds"] = time.perf_counter() - a
+        results[variant] = r
+        print(f"harness {variant:13s} {r['seconds']:7.2f} s  (to_pandas {r['to_pandas']:.2f}, function "
+              f"{r['function']:.2f}, from_pandas {r['from_pandas']:.2f})  out {r['output_rows']:,}  "
+              f"state {r['state_bytes']:,} B over {r['keys']} keys", flush=True)
+    if args.profile:
+        from pyinstrument import Profiler
+
+        for variant in [v for v in args.variants if v != "passthrough"]:
+            profiler = Profiler(interval=0.001)
+            profiler.start()
+            replay(variant, batches, args.delay)
+            profiler.stop()
+            print(f"\n===== pyinstrument: {variant} =====")
+            print(profiler.output_text(unicode=False, color=False, show_all=False))
+    return results
+
+
+# -- report -----------------------------------------------------------------------------------------------
+
+def machine_note() -> list[str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 2**20:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+
+    def git(*cmd: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, text=True,
+                                  check=False).stdout.strip()
+        except OSError:
+            return ""
+
+    import pyspark
+
+    rev = git("rev-parse", "--short", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--", "overwindow"):
+        rev += " + uncommitted changes under overwindow/"
+    return [
+        f"- Machine: {os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}",
+        f"- Python {platform.python_version()}, PySpark {pyspark.__version__}, pandas {pd.__version__}, "
+        f"numpy {np.__version__}, pyarrow {pa.__version__}; overwindow at git `{rev}`",
+    ]
+
+
+def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
+    n_batches = -(-args.files // args.files_per_trigger)
+    lines = [
+        BEGIN,
+        "## Streaming: overwindow on Spark vs a no-op applyInPandasWithState",
+        "",
+        "_This section is written by `benchmarks/streaming.py`; edit the script, not the text._",
+        "",
+        f"- Command: `{args.command}` (run from the repository root; total wall time {total_s:.0f} s)",
+        *machine_note(),
+        f"- Spark: local[2], 2 shuffle partitions, session time zone UTC, Arrow fallback off, "
+        f"`spark.sql.execution.arrow.maxRecordsPerBatch={args.max_records}`, HDFS-backed state store (default).",
+        f"- Data: {args.rows:,} rows, {args.keys:,} keys (seed {args.seed}); columns `k INT, ts TIMESTAMP, "
+        f"rid BIGINT, x DOUBLE`; row i has event time 10 ms x i plus a jitter in [0, {args.jitter:g}) s, so "
+        f"event times are in arrival order up to a few seconds. {args.files} Parquet files, read by a "
+        f"Parquet file source with `maxFilesPerTrigger={args.files_per_trigger}` and "
+        f"`trigger(availableNow=True)`: {n_batches} micro-batches with data "
+        f"(about {args.rows // max(1, n_batches) // max(1, args.keys)} rows per key each), then no-data "
+        f"batches as the watermark moves. `withWatermark(\"ts\", \"{args.delay} seconds\")`; sink "
+        "`format(\"noop\")` for every variant.",
+        "- Variants (same source, grouping `groupBy(\"k\")`, watermark and sink):",
+        "  - `passthrough`: `applyInPandasWithState` whose function yields its input chunks unchanged and "
+        "stores a one-byte binary state per key; append mode, `EventTimeTimeout`. The floor Spark imposes.",
+        f"  - `window_close`: `overWindow(OverWindow({', '.join(repr(c) for c in CALLS)}, rowKey=\"rid\"))`, "
+        "append mode.",
+        "  - `on_update`: the same calls with `emit=\"on_update\"`, update mode.",
+        "- Timing: one Spark session; every variant first runs once on a tiny input (2,000 rows, warm-up), "
+        "then each runs once on the data, in the order of the table, each with a fresh checkpoint; seconds are wall time from `start()` to the end of "
+        "`awaitTermination()` (sink included). Output rows: the sink's `numOutputRows` summed over the "
+        "progress. State: the last progress's state operator `numRowsTotal` / `memoryUsedBytes` "
+        "(the HDFS provider's in-memory map, which keeps a few versions), and the largest "
+        "`numRowsTotal` of any batch.",
+        f"- Load: 1-minute load average right after each timed run: "
+        + ", ".join(f"{v} {r['load']:.2f}" for v, r in spark_results.items())
+        + f" (on {os.cpu_count()} cores; Spark's JVM and two Python workers alone keep about 2 busy). "
+        "Other jobs (test suites) may have run on the machine at the same time; one run per variant, "
+        "so the ratios carry that noise.",
+        "",
+        "| variant | seconds | ratio to passthrough | target | met | output rows | state rows (last / max) "
+        "| state memory bytes (last) | dropped late |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    base = spark_results.get("passthrough", {}).get("seconds")
+    for v, r in spark_results.items():
+        ratio = r["seconds"] / base if base else float("nan")
+        target = TARGETS.get(v)
+        met = "" if target is None else ("yes" if ratio <= target else "**no**")
+        lines.append(f"| {v} | {r['seconds']:.1f} | {ratio:.2f} | {'' if target is None else f'<= {target:g}'} | "
+                     f"{met} | {r['output_rows']:,} | {r['state_rows']:,} / {r['state_rows_max']:,} | "
+                     f"{r['state_bytes']:,} | {r['dropped']:,} |")
+    lines.append("")
+    lines.append("Per-batch durations (ms, from the progress, data batches first):")
+    lines.append("")
+    for v, r in spark_results.items():
+        lines.append(f"- `{v}`: {', '.join(str(int(x)) for x in r['batch_ms'])}")
+    lines.append("")
+    missed = [v for v, r in spark_results.items() if v in TARGETS and base and r["seconds"] / base > TARGETS[v]]
+    if base:
+        lines += ["All targets met." if not missed else f"Targets missed: {', '.join(missed)}.", ""]
+    if harness:
+        lines += [
+            "### The Python side alone (no Spark)",
+            "",
+            "The same micro-batches replayed through the function Spark would call, per key, in one "
+            "process (`--harness`): the key's rows converted to pandas, the function (the pass-through, or "
+            "overwindow's adapter with a stand-in GroupState), its output converted back to Arrow. Spark "
+            "runs this work in 2 Python workers, one per shuffle partition.",
+            "",
+            "| variant | seconds | Arrow -> pandas in | function | pandas -> Arrow out | output rows | state bytes at end |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for v, r in harness.items():
+            lines.append(f"| {v} | {r['seconds']:.2f} | {r['to_pandas']:.2f} | {r['function']:.2f} | "
+                         f"{r['from_pandas']:.2f} | {r['output_rows']:,} | {r['state_bytes']:,} |")
+        lines.append("")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def write_section(path: Path, section: str) -> None:
+    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        text = head + section + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=2_000_000)
+    p.add_argument("--keys", type=int, default=1_000)
+    p.add_argument("--files", type=int, default=20)
+    p.add_argument("--files-per-trigger", type=int, default=2)
+    p.add_argument("--jitter", type=float, default=5.0, help="event-time jitter per row, seconds")
+    p.add_argument("--delay", type=int, default=10, help="watermark delay, seconds")
+    p.add_argument("--max-records", type=int, default=100_000,
+                   help="spark.sql.execution.arrow.maxRecordsPerBatch")
+    p.add_argument("--seed", type=int, default=20240601)
+    p.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
+    p.add_argument("--harness", action="store_true", help="also replay the batches through the Python side alone")
+    p.add_argument("--harness-only", action="store_true", help="only the Python-side replay (no Spark)")
+    p.add_argument("--profile", action="store_true", help="pyinstrument profiles of the Python-side replay")
+    p.add_argument("--workdir", type=Path, help="where data and checkpoints go (default: a temporary folder)")
+    p.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
+    p.add_argument("--no-write", action="store_true", help="print the section instead of updating BENCHMARKS.md")
+    args = p.parse_args(argv)
+    args.command = "python benchmarks/streaming.py" + "".join(
+        f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:]))
+
+    started = time.perf_counter()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="ow-stream-bench-"))
+    try:
+        make_data(work / "data", args.rows, args.keys, args.files, args.jitter, args.seed)
+        make_data(work / "tiny", 2_000, 10, 2, args.jitter, args.seed + 1)
+        spark_results = {} if args.harness_only else run_spark(args, work)
+        harness = run_harness(args, work) if (args.harness or args.harness_only or args.profile) else {}
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    if args.harness_only:
+        return 0
+    section = render(args, spark_results, harness, time.perf_counter() - started)
+    if args.no_write:
+        print(section)
+    else:
+        write_section(args.out, section)
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
