@@ -1,51 +1,66 @@
 """Random window calls run through overwindow and through DuckDB / SQLite, compared row by row.
 
-One seed gives one random table (``make_table``) and a batch of random calls (``random_call``); each
-call is one random spec rendered three ways: our Spark SQL (``CallSpec.ours``), DuckDB SQL
-(``CallSpec.duck``) and SQLite SQL (``CallSpec.sqlite``). ``run_duckdb`` / ``run_sqlite`` evaluate a
-whole batch with one ``overwindow.evaluate`` and one oracle query, then ``compare`` returns a
-message per disagreeing call.
+One seed gives one random table (``make_table``) and a batch of random calls (``random_call``);
+each call is one random spec rendered three ways: our Spark SQL (``CallSpec.ours``), DuckDB SQL
+(``CallSpec.duck``) and SQLite SQL (``CallSpec.sqlite``). A batch runs as one
+``overwindow.evaluate`` and a few DuckDB SELECTs (or one SQLite SELECT); ``compare`` returns one
+message per disagreeing call. DuckDB always gets the null order spelled out (its default is NULLS
+LAST both ways; ours, Spark's, is ASC NULLS FIRST / DESC NULLS LAST); our SQL spells it or not.
 
-How ties are kept deterministic (DuckDB and SQLite order peers arbitrarily; we order them by input
-position), i.e. which (function, frame) combination is covered how -- ``CallSpec.strategy``:
+Ties. DuckDB and SQLite order peers arbitrarily (even differently per SELECT); we order them by
+input position. Each call has a ``strategy`` saying how its result stays deterministic:
 
 * ``plain``: ORDER BY keys with many ties and NULLs, nothing appended. Only for results that do not
   depend on the order among peers: rank, dense_rank, percent_rank, cume_dist, and every
-  order-insensitive aggregate (count, sum, avg, min, max, variances, bool_*, median, percentiles,
-  mode, count DISTINCT) over RANGE or GROUPS frames (any bounds, any EXCLUDE, RANGE offsets over
-  tied int/float/DATE/TIMESTAMP keys), the default frame, and no-ORDER-BY frames.
-* ``rid``: tied keys plus the unique row id ``rid`` as the last ORDER BY key in both engines. Used
-  where that leaves the tested semantics intact: row_number, ntile, lag, lead, and aggregates and
+  order-insensitive aggregate (count, count(*), count DISTINCT, sum, avg, min, max, variances,
+  bool_*, median, percentiles, mode) over RANGE or GROUPS frames (any bounds, any EXCLUDE, RANGE
+  offsets over tied int/float/DATE/TIMESTAMP keys), the default frame, and no-ORDER-BY frames
+  (whole partition, or ROWS/RANGE UNBOUNDED..UNBOUNDED or CURRENT ROW bounds with any EXCLUDE).
+* ``rid``: tied keys plus the unique row id ``rid`` as the last ORDER BY key in both engines, where
+  that leaves the tested semantics intact: row_number, ntile, lag, lead, and aggregates and
   first/last/nth_value over ROWS frames with EXCLUDE NO OTHERS / CURRENT ROW.
 * ``unique``: one ORDER BY key with no ties in the table (u* columns: at most one NULL, one NaN,
-  one +inf and one -inf in the whole table, so in any partition). Positions and peers are both
-  deterministic, so anything goes: first/last/nth_value over RANGE (with offsets) and GROUPS frames,
-  ROWS + EXCLUDE GROUP / TIES, lag/lead, row_number, ntile.
+  one +inf, one -inf -- or one -0.0 -- in the whole table, so in any partition). Positions and
+  peers are both deterministic, so anything goes: first/last/nth_value over RANGE (with offsets)
+  and GROUPS frames, ROWS + EXCLUDE GROUP / TIES, lag/lead, row_number, ntile.
 * ``peerset``: tied keys, nothing appended, and the argument (and FILTER) is a function of the
-  first ORDER BY key, so every row of a peer group holds the same value. Then the multiset of
-  results within each peer group is deterministic even though which row gets which result is not;
-  we compare per (partition, peer group) sorted results. Covers ties under ROWS frames with EXCLUDE
-  GROUP / TIES, first/last/nth_value over tied RANGE/GROUPS frames, row_number / ntile / lag / lead
-  among ties.
+  first ORDER BY key, so all rows of a peer group hold the same value. The multiset of results
+  within each peer group is then deterministic although which row gets which is not: we compare
+  sorted results per (partition, peer group). Covers ties under ROWS frames with EXCLUDE GROUP /
+  TIES, first/last/nth_value over tied RANGE/GROUPS frames, row_number/ntile/lag/lead among ties.
 
-Oracles, per function (DuckDB):
+Oracles, per function:
 
-* native DuckDB result: ranking, lag/lead, first/last/nth_value, count, count(*), count DISTINCT,
-  min, max, bool_and, bool_or, median, percentile_cont (quantile_cont), percentile_disc
-  (quantile_disc, which DuckDB 2.0 computes as the first value whose cumulative distribution
-  reaches p -- see the note on ``_disc_index``).
-* exact Python arithmetic over the frame's contents as DuckDB sees them (``list(x) OVER (...)``):
-  sum and avg (DuckDB's ``sum``, ``fsum`` and ``kahan_sum`` all give ``1e20 + 1 - 1e20 = 0``),
-  variances and standard deviations (DuckDB's are plain double arithmetic), percentile_disc (a
-  second, independent oracle beside quantile_disc), and mode: DuckDB breaks a mode tie by the
-  first value met in the frame, we by the smallest value, so for mode we check that DuckDB's answer
-  has the top count in the frame (the frame really is what list() says) and that ours is the
-  smallest value with that count.
+* DuckDB's own result: ranking, lag/lead, first/last/nth_value, count, count(*), count DISTINCT,
+  min, max, bool_and, bool_or, median and percentile_cont (quantile_cont; DuckDB interpolates with
+  an fma, we without, so where the result cancels to about 0 an absolute error of 1e-9 times the
+  frame's largest magnitude is allowed), percentile_disc (quantile_disc: the first value whose
+  cumulative distribution reaches p, as ours).
+* exact Python arithmetic over the frame's contents as DuckDB reports them (``list(x) FILTER ...
+  OVER`` in the same SELECT): sum and avg (DuckDB's sum, fsum and kahan_sum all give
+  ``1e20 + 1 - 1e20 = 0``), variances and standard deviations (DuckDB's are plain Welford in
+  doubles), percentile_disc (a second oracle beside quantile_disc), and mode. mode is a deliberate
+  difference: DuckDB breaks ties by the first value met in the frame, we by the smallest value;
+  we check that DuckDB's answer has the top count of the frame (so the frame is right) and that
+  ours is the smallest value with that count.
+* SQLite 3.40's own result, on data it can hold exactly (no NaN/-0.0/dates/booleans, floats that
+  are small multiples of 0.25 so its naive, subtracting window sums are exact).
+
+Oracle bugs worked around (each with a regression test in test_differential.py):
+
+* DuckDB: a RANGE end ``n PRECEDING`` / start ``n FOLLOWING`` whose value equals the current key
+  (n = 0, or a NaN/+-inf key) sometimes stops at the current row instead of the peer group's far
+  edge; such bounds are handed to DuckDB as the equivalent CURRENT ROW (``CallSpec._duck_frames``).
+* DuckDB: ``INTERVAL 30 DAYS`` and ``INTERVAL 1 MONTH`` compare equal, so two bounds of one frame
+  (or two windows of one SELECT) that differ only so are merged; the generator never pairs
+  offsets DuckDB calls equal (``_range_offset``).
+* SQLite: min()/max() ignore FILTER once the frame start moves; they get ``CASE WHEN`` instead.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import math
 import sqlite3
 from collections import Counter, defaultdict
@@ -59,6 +74,7 @@ import pyarrow as pa
 import overwindow
 
 REL = 1e-9
+TINY = 2.2250738585072014e-308  # the smallest normal double
 DUCKDB_CHUNK = 10
 
 # ---------------------------------------------------------------------------------------------
@@ -70,7 +86,8 @@ BASE_TS = dt.datetime(2024, 2, 27, 22, 0, 0)
 INF, NAN = math.inf, math.nan
 
 KF_POOL = [-INF, -1e15, -2.5, -1.0, -0.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.5, 1e15, INF, NAN]
-XF_POOL = [1e20, -1e20, 1.0, -1.0, 3.0, 0.5, 2.25, -0.0, 0.0, 1e-3, 7.0, 1e16, NAN, INF, -INF]
+XF_POOL = [1e20, -1e20, 1e150, -1e150, 1e200, 1e-200, 1.0, -1.0, 3.0, 0.5, 2.25, -0.0, 0.0, 1e-3, 7.0, 1e16,
+           1e16 + 2, 1e16 + 4, NAN, INF, -INF]  # 1e16 + 2: variances that cancel
 XS_POOL = ["a", "b", "B", "", "ab", "ä", "Z", "a "]
 
 
@@ -83,7 +100,7 @@ def _partition_sizes(rng, n: int) -> list[int]:
     sizes = [1] * int(rng.integers(1, 4))
     while sum(sizes) < n:
         sizes.append(int(min(n - sum(sizes), rng.integers(2, max(3, n // 2)))))
-    return sizes[: len(sizes)] if sum(sizes) == n else sizes
+    return sizes
 
 
 def _unique(rng, pool: list, n: int) -> list:
@@ -334,7 +351,7 @@ class CallSpec:
         text += self._filter_sql()
         return f"{text} {self._over(False, True)} AS {self.name}"
 
-    def _std_func(self, ignore_inside: bool) -> str:
+    def _std_func(self) -> str:
         """Function text for DuckDB (IGNORE NULLS inside the parentheses) and SQLite."""
         f, a = self.func, self.arg
         ign = " IGNORE NULLS" if self.ignore_nulls else ""
@@ -399,7 +416,7 @@ class CallSpec:
         return text
 
     def duck(self) -> str:
-        return f"{self._duck_windowed(self._std_func(True))} AS {self.name}"
+        return f"{self._duck_windowed(self._std_func())} AS {self.name}"
 
     def duck_list(self) -> str:
         """The frame's contents (FILTER applied, NULLs kept) as DuckDB sees them."""
@@ -412,7 +429,7 @@ class CallSpec:
             # x = 5). min/max skip NULLs, so feeding NULL for filtered-out rows is the same thing.
             text = f"{self.func}(CASE WHEN {self.filter} THEN {self.arg} END)"
             return f"{text} {self._over(True, False)} AS {self.name}"
-        return f"{self._std_func(True)}{self._filter_sql()} {self._over(True, False)} AS {self.name}"
+        return f"{self._std_func()}{self._filter_sql()} {self._over(True, False)} AS {self.name}"
 
     @property
     def needs_list(self) -> bool:
@@ -433,7 +450,7 @@ def _pick(rng, items):
 
 def _range_offset(rng, ktype: str, sqlite: bool):
     if ktype == "int":
-        return _pick(rng, [0, 1, 1, 2, 3, 5, 1000, 10**9])
+        return _pick(rng, [0, 1, 1, 2, 3, 5, 1000, 10**9, 1.5])  # 1.5: a fractional offset on integers
     if ktype == "float":
         return _pick(rng, [0, 0.5, 1, 1.5, 2.5, 1e15, 1e300] if not sqlite else [0, 0.5, 1, 1.5, 2.5, 100])
     if ktype == "date":
@@ -469,7 +486,7 @@ def _exclude(rng):
     return _pick(rng, ["NO OTHERS", "NO OTHERS", "NO OTHERS", "CURRENT ROW", "GROUP", "TIES"])
 
 
-def _order_keys(rng, keys, count, ):
+def _order_keys(rng, keys, count):
     cols = list(rng.choice(keys, size=count, replace=False))
     out = []
     for c in cols:
@@ -589,8 +606,8 @@ def random_call(rng, name: str, caps: dict) -> CallSpec:
     if is_value:
         spec.ignore_nulls = caps["ignore_nulls"] and rng.random() < 0.4
     if not sqlite and rng.random() < 0.15:
-        spec.spelling = {"stddev_samp": "stddev", "var_samp": "variance", "bool_and": "every",
-                         "bool_or": "some", "avg": "mean"}.get(f)
+        spec.spelling = {"stddev_samp": _pick(rng, ["stddev", "std"]), "var_samp": "variance", "bool_and": "every",
+                         "bool_or": _pick(rng, ["some", "any"]), "avg": "mean"}.get(f)
     return spec
 
 
@@ -669,8 +686,10 @@ def exact_avg(vals):
 
 
 def exact_var(vals, sample: bool, root: bool):
-    """Exact variance (then rounded once), NaN with any NaN/inf in the frame; and the absolute
-    tolerance to use when the exact answer is 0 (scaled by the frame's magnitude)."""
+    """Exact variance or standard deviation (rounded once), NaN with any NaN/inf in the frame;
+    and the absolute tolerance: 1e-9 of the frame's magnitude (squared for variances) where the
+    exact answer is 0 (equal values that a double-double sum cancels to about 0), the smallest
+    normal double where the answer is subnormal, else none."""
     n = len(vals)
     if n - sample <= 0:
         return None, 0.0
@@ -681,9 +700,19 @@ def exact_var(vals, sample: bool, root: bool):
     s2 = sum(i * i for i in ints)
     var = Fraction(n * s2 - s1 * s1, n * (n - sample) * den * den)
     big = max(abs(float(v)) for v in vals)
-    if root:
-        return math.sqrt(float(var)), REL * big
-    return float(var), REL * big * big
+    if root:  # the root of the exact value: it is finite even where the variance overflows
+        with decimal.localcontext() as ctx:
+            ctx.prec = 40
+            root_value = (decimal.Decimal(var.numerator) / decimal.Decimal(var.denominator)).sqrt()
+        value = float(root_value)
+        # below the smallest normal double only absolute precision exists (stddev of [5e-324, 0,
+        # 0] is 2.9e-324, which no double arithmetic over squares can see)
+        return value, (REL * big if value else 0.0) + (TINY if value < TINY else 0.0)
+    try:
+        value = float(var)
+    except OverflowError:
+        return INF, 0.0
+    return value, (REL * big * big if value else 0.0) + (TINY if value < TINY else 0.0)
 
 
 def _sort_key(v):
@@ -709,6 +738,27 @@ def exact_percentile_disc(vals, p):
         return None
     s = sorted(vals, key=_sort_key)
     return s[_disc_index(len(s), p)]
+
+
+def exact_percentile_cont(vals, p):
+    """SQL's continuous percentile, exactly: the values at ranks floor and ceil of p * (n - 1)
+    (ranks chosen in doubles, as every engine does), interpolated in exact rational arithmetic with
+    p read as the decimal it was written as, rounded once. With infinities or NaN, IEEE's
+    lo * (1 - d) + hi * d (Spark's and DuckDB's formula)."""
+    if not vals:
+        return None
+    s = [float(v) for v in sorted(vals, key=_sort_key)]
+    pos = p * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    a, b = s[lo], s[hi]
+    if pos == lo or a == b or (_is_nan(a) and _is_nan(b)):
+        return a
+    if not (math.isfinite(a) and math.isfinite(b)):
+        d = pos - lo
+        return a * (1 - d) + b * d
+    d = Fraction(repr(p)) * (len(s) - 1) - lo
+    return float(Fraction(a) + (Fraction(b) - Fraction(a)) * d)
 
 
 def _norm(v):
@@ -788,15 +838,20 @@ def _expected_from_list(spec: CallSpec, native, lst):
         return Expected(v, tol)
     if f == "percentile_disc":
         e = exact_percentile_disc(vals, spec.params[0])
-        if not close(e, native):
+        if native is not UNAVAILABLE and not close(e, native):
             return f"quantile_disc gave {native!r}, the frame {sorted(vals, key=_sort_key)!r} gives {e!r}"
         return Expected(e)
     if f in ("median", "percentile_cont"):
-        # DuckDB interpolates as fma(lo, 1 - d, hi * d), we as lo * (1 - d) + hi * d: the same
-        # up to rounding, which only shows where the answer cancels to (about) 0, e.g. lo = -3,
-        # hi = 2, d = 0.6: allow an absolute error scaled by the frame's magnitude there
+        # DuckDB interpolates as fma(lo, 1 - d, hi * d), we as lo * (1 - d) + hi * d: both round,
+        # which only shows where the exact answer is 0 (lo = -3, hi = 2, p = 0.3: -2.2e-16 and
+        # -1.1e-16) -- an absolute error of 1e-9 of the frame's magnitude is allowed there -- or
+        # subnormal (DuckDB's median of [5e-324, 5e-324] is 0.0)
+        e = exact_percentile_cont(vals, 0.5 if f == "median" else spec.params[0])
         finite = [abs(float(v)) for v in vals if not _is_nan(v) and abs(float(v)) != INF]
-        return Expected(native, REL * max(finite, default=0.0))
+        tol = (REL * max(finite, default=0.0) if e == 0 else 0.0) + (TINY if e is not None and abs(e) < TINY else 0.0)
+        if native is not UNAVAILABLE and not close(native, e, abs_tol=tol):
+            return f"quantile_cont gave {native!r}, the frame {sorted(vals, key=_sort_key)!r} gives {e!r}"
+        return Expected(e, tol)
     if f == "mode":
         if not vals:
             return Expected(None)
@@ -888,6 +943,26 @@ def run_ours(batch: Batch) -> dict:
     return {c.name: dict(zip(rids, out.column(c.name).to_pylist())) for c in batch.calls}
 
 
+class _Unavailable:
+    def __repr__(self):
+        return "UNAVAILABLE"
+
+
+UNAVAILABLE = _Unavailable()  # DuckDB could not compute the native result (see run_duckdb)
+QUANTILES = ("median", "percentile_cont", "percentile_disc")
+
+
+def _select(con, items: list[str], out: dict) -> None:
+    cur = con.execute("SELECT rid, " + ",\n  ".join(items) + "\nFROM t")
+    names = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    for name in names[1:]:
+        out[name] = {}
+    for row in rows:
+        for name, v in zip(names[1:], row[1:]):
+            out[name][row[0]] = v
+
+
 def run_duckdb(batch: Batch) -> dict:
     con = duckdb.connect()
     try:
@@ -895,27 +970,33 @@ def run_duckdb(batch: Batch) -> dict:
         con.register("t", batch.table)
         # a call and its frame list stay in one SELECT: with ties, only windows of one query
         # are sure to see the peers in the same order
-        groups = [[c.duck(), c.duck_list()] if c.needs_list else [c.duck()] for c in batch.calls]
+        groups = [(c, [c.duck(), c.duck_list()] if c.needs_list else [c.duck()]) for c in batch.calls]
         chunks, cur = [], []
         for g in groups:
-            if cur and len(cur) + len(g) > DUCKDB_CHUNK:
+            if cur and sum(len(items) for _, items in cur) + len(g[1]) > DUCKDB_CHUNK:
                 chunks.append(cur)
                 cur = []
-            cur += g
+            cur.append(g)
         chunks.append(cur)
         out = {}
         # DuckDB's planning time grows faster than linearly with the number of windows in one
         # SELECT (80 windows: ~3x slower than 8 queries of 10), so send them in chunks
-        for items in chunks:
-            sql = "SELECT rid, " + ",\n  ".join(items) + "\nFROM t"
-            cur = con.execute(sql)
-            names = [d[0] for d in cur.description]
-            rows = cur.fetchall()
-            for name in names[1:]:
-                out[name] = {}
-            for row in rows:
-                for name, v in zip(names[1:], row[1:]):
-                    out[name][row[0]] = v
+        for chunk in chunks:
+            try:
+                _select(con, [i for _, items in chunk for i in items], out)
+            except duckdb.Error:
+                for call, items in chunk:
+                    try:
+                        _select(con, items, out)
+                    except duckdb.Error as e:
+                        # DuckDB 2.0 bug: quantile_cont/quantile_disc over a sliding ROWS frame
+                        # that holds a NaN can fail with a bare "std::exception"
+                        # (test_duckdb_quantile_crash_on_nan); the frame list still works and
+                        # the Python oracle over it takes over
+                        if call.func not in QUANTILES or "std::exception" not in str(e):
+                            raise
+                        _select(con, items[1:], out)
+                        out[call.name] = {rid: UNAVAILABLE for rid in out[call.name + "__l"]}
     finally:
         con.close()
     return out
