@@ -6,6 +6,7 @@ once); add ``merge`` (without ``retract``) and a segment tree combines O(log n) 
 frame. ``update``/``retract`` receive a numpy array of the non-NULL values that pass FILTER; states
 must not be mutated by ``merge``.
 
+>>> import numpy as np
 >>> class GeoMean(Aggregate):
 ...     result_type = pa.float64()
 ...     def create(self): return (0.0, 0)
@@ -17,7 +18,6 @@ must not be mutated by ``merge``.
 
 from __future__ import annotations
 
-import numpy as np  # noqa: F401  (used in the docstring example)
 import pyarrow as pa
 
 from overwindow.logical.functions import register_user_aggregate

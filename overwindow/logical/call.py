@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.expr import Expr
-from overwindow.logical.frame import BoundKind, Exclude, Frame, FrameUnit, Interval
+from overwindow.logical.frame import BoundKind, Frame, FrameUnit, Interval
 from overwindow.logical.functions import Kind, lookup
 
 

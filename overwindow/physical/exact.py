@@ -142,6 +142,82 @@ class LimbPrefix:
         return total, fits
 
 
+# --- exact n * sum(x^2) - sum(x)^2, for variances that cancel -----------------------------------
+
+H = 16
+HMASK = (1 << H) - 1
+
+
+def _carry(h: np.ndarray) -> np.ndarray:
+    """Normalise base-2**16 digits (rows) so every digit but the top is in [0, 2**16)."""
+    for j in range(h.shape[0] - 1):
+        c = h[j] >> H
+        h[j] -= c << H
+        h[j + 1] += c
+    return h
+
+
+def _digits(limbs: np.ndarray) -> np.ndarray:
+    """Normalised non-negative 32-bit limbs (rows) as base-2**16 digits, with room to spare."""
+    out = np.zeros((2 * limbs.shape[0] + 2, limbs.shape[1]), dtype=np.int64)
+    out[0:2 * limbs.shape[0]:2] = limbs & HMASK
+    out[1:2 * limbs.shape[0]:2] = limbs >> H
+    return _carry(out)
+
+
+def _times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Digit-wise product (convolution) of two digit arrays, not normalised: every entry is a sum
+    of at most min(len) products below 2**32, far from int64's limit."""
+    out = np.zeros((a.shape[0] + b.shape[0], a.shape[1]), dtype=np.int64)
+    for i in range(a.shape[0]):
+        if a[i].any():
+            out[i:i + b.shape[0]] += a[i] * b
+    return out
+
+
+def _shifted(c: np.ndarray, bits: int, length: int) -> np.ndarray:
+    """c * 2**bits as ``length`` digits (bits >= 0; entries stay below 2**57)."""
+    q, r = divmod(bits, H)
+    out = np.zeros((length, c.shape[1]), dtype=np.int64)
+    out[q:q + c.shape[0]] = c << r
+    return out
+
+
+def n_times_m2(s1: "LimbPrefix", parts1, s2: "LimbPrefix", parts2, n: np.ndarray,
+               scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """n * S2 - S1**2 per frame (S1, S2: the exact frame sums of x and of x^2, from ``s1`` over
+    ``parts1`` and ``s2`` over ``parts2``), computed exactly on the limbs and rounded once to a
+    double-double (times 2**-scale). That is n times the sum of squared deviations, without the
+    cancellation that leaves a double-double with nothing of the variance of [1e16, 1e16 + 2,
+    1e16 + 4]. O(limbs**2) vector operations per call."""
+    a = _digits(_normalise_abs(s1.limbs(parts1)))  # S1**2 only needs |S1|
+    sq1 = _times(a, a)
+    b = _digits(_normalise_abs(s2.limbs(parts2)))  # S2 >= 0
+    nd = _digits(np.asarray(n, dtype=np.int64)[None, :])
+    ns2 = _times(nd, b)
+    base = min(2 * s1.base, s2.base)
+    length = max(sq1.shape[0] + (2 * s1.base - base) // H, ns2.shape[0] + (s2.base - base) // H) + 2
+    t = _shifted(ns2, s2.base - base, length) - _shifted(sq1, 2 * s1.base - base, length)
+    _carry(t)
+    hi = np.zeros(t.shape[1])
+    lo = np.zeros(t.shape[1])
+    for j in range(t.shape[0] - 1, -1, -1):
+        if t[j].any():
+            exp = H * j + base if scale is None else H * j + base - scale
+            hi, lo = dd_add_d(hi, lo, np.ldexp(t[j].astype(np.float64), exp))
+    return hi, lo
+
+
+def _normalise_abs(d: np.ndarray) -> np.ndarray:
+    """|value| of normalised signed limbs, normalised again (every limb in [0, 2**32))."""
+    d = np.where(d[-1] < 0, -d, d)
+    for j in range(d.shape[0] - 1):
+        c = d[j] >> W
+        d[j] -= c << W
+        d[j + 1] += c
+    return d
+
+
 # --- double-double arithmetic (Dekker / Knuth), vectorised -------------------------------------
 
 def two_sum(a, b):

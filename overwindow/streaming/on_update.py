@@ -38,8 +38,7 @@ import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
-from overwindow.logical.call import WindowCall
-from overwindow.logical.frame import BoundKind, FrameUnit
+from overwindow.logical.frame import FrameUnit
 from overwindow.logical.functions import Kind
 from overwindow.physical.bounds import frame_bounds, key_numbers
 from overwindow.physical.expressions import evaluate_expr, resolve_column
@@ -52,7 +51,6 @@ STATE_KIND = "on_update"
 CHANGE = "_change"
 ROW_ID = "_row_id"
 _ID = "__ow_id"  # 64-bit row identity kept in the state
-_INF = np.iinfo(np.int64).max // 4
 _WHOLE = {"ntile", "percent_rank", "cume_dist"}
 _TO_END = {"row_number", "rank", "dense_rank"}
 OPS = {"insert": "insert", "i": "insert", "+i": "insert", "c": "insert", "create": "insert", "r": "insert",
@@ -147,8 +145,8 @@ class OnUpdate:
         # change positions: where each touched identity sits (or sat) in the old and new orders
         touched = np.concatenate([old_ids[gone], inserts.column(_ID).to_numpy()])
         new_ids = new.column(_ID).to_numpy()
-        pos_new = _positions_of(new_ids, touched, new)
-        pos_old = _positions_of(old_ids, touched, old)
+        pos_new = _positions_of(new_ids, touched)
+        pos_old = _positions_of(old_ids, touched)
         out_parts = []
         recomputed = 0
         new_reach = None
@@ -293,9 +291,9 @@ class OnUpdate:
 
 # -- helpers ---------------------------------------------------------------------------------------
 
-def _positions_of(ids: np.ndarray, wanted: np.ndarray, table: pa.Table) -> np.ndarray:
-    """Sorted positions of ``wanted`` identities in ``ids``; a missing identity gives the position
-    where it would sit (approximated by its neighbours: the ends of the table)."""
+def _positions_of(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Sorted positions in ``ids`` of the ``wanted`` identities present there (others are skipped:
+    a change is found in the old rows or the new ones, and both are searched)."""
     if len(ids) == 0:
         return np.zeros(0, dtype=np.int64)
     order = np.argsort(ids)

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from overwindow.errors import WindowRuntimeError
 from overwindow.physical.bounds import Frames
-from overwindow.physical.exact import LimbPrefix, dd_div_d, dd_mul, dd_sub, two_prod
+from overwindow.physical.exact import LimbPrefix, dd_div_d, dd_mul, dd_sub, n_times_m2, two_prod
 from overwindow.physical.values import Values
 
 
@@ -113,25 +113,34 @@ def _moments(values: Values, mask: np.ndarray, frames: Frames):
     bad = frames.count(prefix_count(mask & ~np.isfinite(x))) > 0
     parts2 = [(2 * s, 2 * e) for s, e in frames.parts]  # x^2 as two rows: square and its rounding error
     mag = np.abs(xf)
+    s1 = LimbPrefix.of_floats(xf)
     if mag.max(initial=0.0) < 2.0**450 and mag[mag > 0].min(initial=1.0) > 2.0**-450:
         # the usual case: no square, sum or squared sum can over- or underflow; one scale for all
-        k = np.zeros(len(n), dtype=np.int64)
-        s1h, s1l = LimbPrefix.of_floats(xf).frame_dd(frames.parts)
+        k = None
         sq, sq_err = two_prod(xf, xf)
-        s2h, s2l = LimbPrefix.of_floats(np.stack([sq, sq_err], axis=1).ravel()).frame_dd(parts2)
+        s2 = LimbPrefix.of_floats(np.stack([sq, sq_err], axis=1).ravel())
     else:
-        k = np.frexp(sparse_table_reduce(np.abs(xf), frames, np.maximum, 0.0))[1].astype(np.int64)
-        s1h, s1l = LimbPrefix.of_floats(xf).frame_dd(frames.parts, scale=k)
+        k = np.frexp(sparse_table_reduce(mag, frames, np.maximum, 0.0))[1].astype(np.int64)
         m, e = np.frexp(xf)
         sq, sq_err = two_prod(m, m)  # m * m exactly, both parts normal doubles (or 0)
-        s2h, s2l = LimbPrefix.of_floats(np.stack([sq, sq_err], axis=1).ravel(), np.repeat(2 * e.astype(np.int64), 2)) \
-            .frame_dd(parts2, scale=2 * k)
+        s2 = LimbPrefix.of_floats(np.stack([sq, sq_err], axis=1).ravel(), np.repeat(2 * e.astype(np.int64), 2))
+    s1h, s1l = s1.frame_dd(frames.parts, scale=k)
+    s2h, s2l = s2.frame_dd(parts2, scale=None if k is None else 2 * k)
     nf = np.maximum(n, 1).astype(np.float64)
     ph, pl = dd_mul(s1h, s1l, s1h, s1l)
     qh, ql = dd_div_d(ph, pl, nf)
     mh, ml = dd_sub(s2h, s2l, qh, ql)
-    m2 = np.maximum(mh + ml, 0.0)
-    return n, m2, bad, k
+    m2 = np.where(n > 1, np.maximum(mh + ml, 0.0), 0.0)
+    # S2 - S1^2/n cancels when the values are close together relative to their size (var_samp of
+    # [1e16, 1e16 + 2, 1e16 + 4] came out 5, not 4): where fewer than ~45 of the double-double's
+    # 106 bits survive, recompute those frames exactly on the limbs
+    shaky = np.flatnonzero((n > 1) & (m2 <= s2h * 2.0**-60))
+    if len(shaky):
+        sub = frames.take(shaky)
+        th, tl = n_times_m2(s1, sub.parts, s2, [(2 * s, 2 * e) for s, e in sub.parts], n[shaky],
+                            None if k is None else 2 * k[shaky])
+        m2[shaky] = np.maximum(dd_div_d(th, tl, nf[shaky])[0], 0.0)
+    return n, m2, bad, np.zeros(len(n), dtype=np.int64) if k is None else k
 
 
 def _variance(values, mask, frames, sample: bool, root: bool) -> pa.Array:
