@@ -6,7 +6,7 @@ import os
 import sys
 
 from overwindow.pipeline.progress import ProgressPrinter
-from overwindow.pipeline.sinks import ConsoleSink, SqliteSink
+from overwindow.pipeline.sinks import ConsoleSink, PostgresSink, SqliteSink
 from overwindow.pipeline.view import View, ViewFileError
 from overwindow.streaming.on_update import ROW_ID
 
@@ -52,6 +52,13 @@ def sink_for(view: View):
     if kind == "sqlite":
         key = view.partition_by + (view.row_key or [ROW_ID])
         return SqliteSink(view.sink["path"], view.sink["table"], key, upsert=view.emit == "on_update")
+    if kind == "postgres":
+        dsn = os.environ.get(view.sink["dsn_env"])
+        if not dsn:
+            raise ViewFileError(f"{view.path}: [sink] kind = \"postgres\" reads its connection string from the "
+                                f"environment variable {view.sink['dsn_env']}, which is not set")
+        key = view.partition_by + (view.row_key or [ROW_ID])
+        return PostgresSink(dsn, view.sink["table"], key, upsert=view.emit == "on_update")
     if kind == "console":
         return ConsoleSink()
     raise ViewFileError(f"{view.path}: [sink] kind = {kind!r} is not available in this version")

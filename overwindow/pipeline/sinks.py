@@ -116,3 +116,84 @@ class ConsoleSink:
         if rows.num_rows:
             print(rows.slice(0, self.limit).to_pandas().to_string(index=False))
         return rows.num_rows
+
+
+def _pg_type(t: pa.DataType) -> str:
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_integer(t):
+        return "bigint"
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "double precision"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "bytea"
+    return "text"
+
+
+class PostgresSink:
+    """A table in PostgreSQL; the connection string comes from the environment, never from the view
+    file or the logs. Same exactly-once protocol as SqliteSink, in one transaction per batch."""
+
+    def __init__(self, dsn: str, table: str, key: list[str], upsert: bool):
+        self._dsn, self.table, self.key, self.upsert = dsn, table, list(key), upsert
+
+    def __repr__(self) -> str:  # the DSN may hold a password
+        return f"PostgresSink(table={self.table!r})"
+
+    def apply(self, rows: pa.Table, batch_id: int) -> int:
+        import psycopg
+        from psycopg import sql
+
+        cols = [f for f in rows.schema if f.name != CHANGE]
+        names = [f.name for f in cols]
+        table, batches = sql.Identifier(self.table), sql.Identifier(BATCHES)
+        with psycopg.connect(self._dsn) as con, con.cursor() as cur:
+            body = sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(f.name), sql.SQL(_pg_type(f.type)))
+                                      for f in cols)
+            if self.upsert:
+                body = sql.SQL("{}, PRIMARY KEY ({})").format(body, sql.SQL(", ").join(map(sql.Identifier, self.key)))
+            cur.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} ({})").format(table, body))
+            cur.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (view text PRIMARY KEY, batch_id bigint NOT NULL)")
+                        .format(batches))
+            con.commit()
+            cur.execute(sql.SQL("SELECT batch_id FROM {} WHERE view = %s FOR UPDATE").format(batches), (self.table,))
+            done = cur.fetchone()
+            if done is not None and batch_id <= done[0]:
+                con.rollback()
+                return 0
+            records = rows.to_pylist()
+            columns = sql.SQL(", ").join(map(sql.Identifier, names))
+            marks = sql.SQL(", ").join(sql.Placeholder() * len(names))
+            if self.upsert:
+                where = sql.SQL(" AND ").join(sql.SQL("{} = %s").format(sql.Identifier(k)) for k in self.key)
+                deletes = [tuple(_pg(r[k]) for k in self.key) for r in records if r.get(CHANGE) == "delete"]
+                upserts = [tuple(_pg(r[c]) for c in names) for r in records if r.get(CHANGE) != "delete"]
+                if deletes:
+                    cur.executemany(sql.SQL("DELETE FROM {} WHERE {}").format(table, where), deletes)
+                others = [c for c in names if c not in self.key]
+                update = sql.SQL(", ").join(sql.SQL("{} = EXCLUDED.{}").format(sql.Identifier(c), sql.Identifier(c))
+                                            for c in others) if others else None
+                conflict = sql.SQL(", ").join(map(sql.Identifier, self.key))
+                statement = sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) ").format(table, columns, marks, conflict)
+                statement += sql.SQL("DO UPDATE SET {}").format(update) if update else sql.SQL("DO NOTHING")
+                if upserts:
+                    cur.executemany(statement, upserts)
+            else:
+                cur.executemany(sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(table, columns, marks),
+                                [tuple(_pg(r[c]) for c in names) for r in records])
+            cur.execute(sql.SQL("INSERT INTO {} (view, batch_id) VALUES (%s, %s) ON CONFLICT (view) "
+                                "DO UPDATE SET batch_id = EXCLUDED.batch_id").format(batches), (self.table, batch_id))
+            con.commit()
+            return len(records)
+
+
+def _pg(v):
+    if isinstance(v, float) and v != v:
+        return None
+    if isinstance(v, dt.datetime) and v.tzinfo is not None:
+        return v.replace(tzinfo=None)
+    return v
