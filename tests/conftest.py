@@ -1,8 +1,13 @@
 """Shared fixtures. One SparkSession per test session (local[2], no UI, few shuffle partitions),
 created only when a test asks for it; workers run this interpreter."""
 
+import glob
 import os
+import shutil
+import socket
+import subprocess
 import sys
+import tempfile
 import warnings
 
 import pytest
@@ -58,3 +63,34 @@ def no_spark(_spark_holder):
     if _spark_holder["session"] is not None:
         _spark_holder["session"].stop()
         _spark_holder["session"] = None
+
+
+def _bin(name):
+    found = shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
+    assert found, f"{name} not found: install Debian's postgresql package (.ci/run does)"
+    return found
+
+
+def _as_server_user(args):
+    """initdb and postgres refuse to run as root: run them as the postgres user there."""
+    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn():
+    data = tempfile.mkdtemp(prefix="ow-pg-")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    if os.geteuid() == 0:
+        shutil.chown(data, "postgres", "postgres")
+    subprocess.run(_as_server_user([_bin("initdb"), "-D", data, "-A", "trust", "-U", "postgres"]), check=True,
+                   capture_output=True)
+    opts = f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off"
+    subprocess.run(_as_server_user([_bin("pg_ctl"), "-D", data, "-o", opts, "-l", f"{data}/log", "-w", "start"]),
+                   check=True, capture_output=True)
+    try:
+        yield f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
+    finally:
+        subprocess.run(_as_server_user([_bin("pg_ctl"), "-D", data, "-m", "fast", "stop"]), capture_output=True)
+        shutil.rmtree(data, ignore_errors=True)

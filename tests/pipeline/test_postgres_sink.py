@@ -1,48 +1,9 @@
 """The PostgreSQL sink against a real server the test starts (Debian's PostgreSQL packages; .ci/run
 installs them): exactly-once batches, upserts/deletes, quoted names, bound values, no DSN in repr."""
 
-import glob
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
-
 import pyarrow as pa
-import pytest
 
 from overwindow.pipeline.sinks import PostgresSink
-
-
-def _bin(name):
-    found = shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
-    assert found, f"{name} not found: install Debian's postgresql package (.ci/run does)"
-    return found
-
-
-def _as_server_user(args):
-    """initdb and postgres refuse to run as root: run them as the postgres user there."""
-    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
-
-
-@pytest.fixture(scope="module")
-def postgres_dsn():
-    data = tempfile.mkdtemp(prefix="ow-pg-")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    if os.geteuid() == 0:
-        shutil.chown(data, "postgres", "postgres")
-    subprocess.run(_as_server_user([_bin("initdb"), "-D", data, "-A", "trust", "-U", "postgres"]), check=True,
-                   capture_output=True)
-    opts = f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off"
-    subprocess.run(_as_server_user([_bin("pg_ctl"), "-D", data, "-o", opts, "-l", f"{data}/log", "-w", "start"]),
-                   check=True, capture_output=True)
-    try:
-        yield f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
-    finally:
-        subprocess.run(_as_server_user([_bin("pg_ctl"), "-D", data, "-m", "fast", "stop"]), capture_output=True)
-        shutil.rmtree(data, ignore_errors=True)
 
 
 def _rows(dsn, table):
