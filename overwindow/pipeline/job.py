@@ -103,6 +103,7 @@ def run_view(view: View, once: bool = False, quiet: bool = False, spark=None) ->
         print(f"\nstopped. Run the same command to resume from the checkpoint {view.checkpoint}", flush=True)
     finally:
         if printer is not None:
+            printer.drain(query)
             spark.streams.removeListener(printer)
     if query.exception() is not None:
         raise RuntimeError(f"the view's query failed: {query.exception()}")

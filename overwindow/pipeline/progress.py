@@ -27,6 +27,7 @@ class ProgressPrinter(StreamingQueryListener):
         self.rows_out = rows_out  # batch id -> rows the sink wrote, filled by the sink
         self.stream = stream  # None: sys.stdout at the time of printing
         self.query_id = None
+        self.last_batch = -1  # the last batch id printed
 
     def onQueryStarted(self, event):
         pass
@@ -36,6 +37,17 @@ class ProgressPrinter(StreamingQueryListener):
         if self.query_id is not None and str(p.id) != self.query_id:
             return
         print(progress_line(p, self.rows_out.pop(p.batchId, None)), file=self.stream or sys.stdout, flush=True)
+        self.last_batch = p.batchId
+
+    def drain(self, query, timeout: float = 5.0) -> None:
+        """Wait (briefly) until the progress of the query's last batch is printed: Spark delivers
+        listener events asynchronously, after awaitTermination may have returned."""
+        import time
+
+        last = query.lastProgress
+        deadline = time.time() + timeout
+        while last is not None and self.last_batch < last["batchId"] and time.time() < deadline:
+            time.sleep(0.05)
 
     def onQueryIdle(self, event):
         pass
