@@ -131,8 +131,7 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     off = bound.offset
     following = bound.kind is BoundKind.FOLLOWING
     toward_larger = following != descending  # the bound moves toward larger key values
-    if key.kind == "date" and isinstance(off, int) and not isinstance(off, bool):
-        off = Interval(days=off)  # a whole number on a DATE key counts days (as in Spark and DuckDB)
+    off = _date_days(off, key.kind)
     if isinstance(off, Interval):
         if key.kind not in ("date", "timestamp"):
             raise WindowSpecError(f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {key.type}")
@@ -169,6 +168,13 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     return out
 
 
+def _date_days(offset, kind: str):
+    """A whole-number offset on a DATE key counts days (as in Spark and DuckDB)."""
+    if kind == "date" and isinstance(offset, int) and not isinstance(offset, bool):
+        return Interval(days=offset)
+    return offset
+
+
 def _as_micros(key: Values) -> np.ndarray:
     v = key.numbers.astype(np.int64)
     if key.kind == "date":
@@ -199,8 +205,7 @@ def key_numbers(key: Values) -> np.ndarray:
 def shift_key(numbers: np.ndarray, kind: str, offset, sign: int) -> np.ndarray:
     """``numbers + sign * offset`` in ``key_numbers``' domain: an INTERVAL (or whole days, on a DATE)
     for DATE/TIMESTAMP keys, a number otherwise."""
-    if kind == "date" and isinstance(offset, int) and not isinstance(offset, bool):
-        offset = Interval(days=offset)
+    offset = _date_days(offset, kind)
     if isinstance(offset, Interval):
         return _shift_time(numbers, offset, sign)
     return numbers + sign * offset

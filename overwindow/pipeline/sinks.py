@@ -29,6 +29,14 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def changes(records: list[dict], columns: list[str], key: list[str], convert) -> tuple[list, list]:
+    """(rows to write, keys to delete) of one batch, as parameter tuples; rows without ``_change``
+    (appended views) are all written."""
+    writes = [tuple(convert(r[c]) for c in columns) for r in records if r.get(CHANGE) != "delete"]
+    deletes = [tuple(convert(r[k]) for k in key) for r in records if r.get(CHANGE) == "delete"]
+    return writes, deletes
+
+
 def _sqlite_type(t: pa.DataType) -> str:
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
         return "INTEGER"
@@ -84,15 +92,14 @@ class SqliteSink:
             marks = ", ".join("?" for _ in cols)
             if self.upsert:
                 where = " AND ".join(f"{quote(k)} = ?" for k in self.key)
-                deletes = [tuple(_py(r[k]) for k in self.key) for r in records if r.get(CHANGE) == "delete"]
-                upserts = [tuple(_py(r[c]) for c in cols) for r in records if r.get(CHANGE) != "delete"]
+                upserts, deletes = changes(records, cols, self.key, _py)
                 if deletes:
                     con.executemany(f"DELETE FROM {quote(self.table)} WHERE {where}", deletes)
                 if upserts:
                     con.executemany(f"INSERT OR REPLACE INTO {quote(self.table)} ({names}) VALUES ({marks})", upserts)
             else:
                 con.executemany(f"INSERT INTO {quote(self.table)} ({names}) VALUES ({marks})",
-                                [tuple(_py(r[c]) for c in cols) for r in records])
+                                changes(records, cols, self.key, _py)[0])
             con.execute(f"INSERT INTO {quote(BATCHES)} (view, batch_id) VALUES (?, ?) "
                         "ON CONFLICT(view) DO UPDATE SET batch_id = excluded.batch_id", (self.table, batch_id))
             con.execute("COMMIT")
@@ -170,8 +177,7 @@ class PostgresSink:
             marks = sql.SQL(", ").join(sql.Placeholder() * len(names))
             if self.upsert:
                 where = sql.SQL(" AND ").join(sql.SQL("{} = %s").format(sql.Identifier(k)) for k in self.key)
-                deletes = [tuple(_pg(r[k]) for k in self.key) for r in records if r.get(CHANGE) == "delete"]
-                upserts = [tuple(_pg(r[c]) for c in names) for r in records if r.get(CHANGE) != "delete"]
+                upserts, deletes = changes(records, names, self.key, _pg)
                 if deletes:
                     cur.executemany(sql.SQL("DELETE FROM {} WHERE {}").format(table, where), deletes)
                 others = [c for c in names if c not in self.key]
@@ -184,7 +190,7 @@ class PostgresSink:
                     cur.executemany(statement, upserts)
             else:
                 cur.executemany(sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(table, columns, marks),
-                                [tuple(_pg(r[c]) for c in names) for r in records])
+                                changes(records, names, self.key, _pg)[0])
             cur.execute(sql.SQL("INSERT INTO {} (view, batch_id) VALUES (%s, %s) ON CONFLICT (view) "
                                 "DO UPDATE SET batch_id = EXCLUDED.batch_id").format(batches), (self.table, batch_id))
             con.commit()

@@ -176,7 +176,7 @@ class WindowClose:
                 valid = evaluate_expr(call.args[0], released).is_valid().to_numpy(zero_copy_only=False)
                 after = np.cumsum(valid[::-1])[::-1] - valid  # non-NULL rows after each position
                 ok = after >= ahead_rows
-                return start + int(np.argmin(ok[start:])) if not ok[start:].all() else n
+                return _first_false(ok, start)
         elif call.info.kind in (Kind.VALUE, Kind.AGGREGATE):
             end = call.frame.end
             if end.kind is BoundKind.FOLLOWING:
@@ -191,11 +191,11 @@ class WindowClose:
         if ahead_groups > 0:
             last_group = groups[-1]
             ok = groups + ahead_groups <= last_group
-            return start + int(np.argmin(ok[start:])) if not ok[start:].all() else n
+            return _first_false(ok, start)
         if range_ahead is not None:
             reach = shift_key(keys, self.key_kind, range_ahead, +1)
             ok = reach <= watermark
-            return start + int(np.argmin(ok[start:])) if not ok[start:].all() else n
+            return _first_false(ok, start)
         return n
 
     def _prune(self, released: pa.Table, keys: np.ndarray, meta: dict, upto: int):
@@ -258,6 +258,12 @@ class WindowClose:
                         and end.kind is BoundKind.FOLLOWING:
                     times.append(shift_key(key, self.key_kind, end.offset, +1)[0])
         return min(times).item() if times else None
+
+
+def _first_false(ok: np.ndarray, start: int) -> int:
+    """The first position at or after ``start`` where ``ok`` is False (len(ok) if none)."""
+    bad = np.flatnonzero(~ok[start:])
+    return start + int(bad[0]) if len(bad) else len(ok)
 
 
 def _group_ids(keys: np.ndarray) -> np.ndarray:
