@@ -1,8 +1,10 @@
-"""Command line: ``overwindow demo`` and ``overwindow run VIEW`` (also ``python -m overwindow``).
+"""Command line: ``overwindow demo``, ``overwindow run VIEW`` and ``overwindow produce`` (also ``python -m overwindow``).
 
 ``demo`` runs the main job on embedded defaults: the bundled plant output replayed as a stream of
 files, a 7-day moving average and interquartile band per plant kept in an SQLite file, a table
 printed and a PNG chart written. ``run`` runs the view a TOML file defines (see overwindow.pipeline.view).
+``produce`` replays a bundled sample as JSON messages on a Kafka topic (see overwindow.pipeline.producer):
+``overwindow produce --bootstrap-servers localhost:9092 --topic ticks --rate 50 --loop``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import argparse
 import sys
 
 from overwindow.errors import WindowSpecError
+from overwindow.pipeline.producer import SAMPLES
 
 
 def _value(text: str):
@@ -38,7 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                      help="override a key of the view file, e.g. --set sink.path=/tmp/v.sqlite")
+    produce = sub.add_parser("produce", help="replay a bundled sample as JSON messages on a Kafka topic")
+    produce.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT", help="the Kafka brokers")
+    produce.add_argument("--topic", required=True, help="created with --partitions partitions if missing")
+    produce.add_argument("--data", default="stock_ticks", choices=sorted(SAMPLES),
+                         help="the bundled sample (key: symbol or plant)")
+    produce.add_argument("--partitions", type=int, default=3, help="partitions of a new topic (default 3)")
+    produce.add_argument("--rate", type=float, metavar="R", help="at most R messages a second (default: as fast as Kafka takes them)")
+    produce.add_argument("--loop", action="store_true",
+                         help="replay until Ctrl-C, each pass later by the days the file covers, with new ids")
     args = parser.parse_args(argv)
+    if args.command == "produce":
+        return _produce(args)
     try:
         if args.command == "demo":
             from overwindow.pipeline.demo import run_demo
@@ -57,6 +71,25 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, WindowSpecError) as e:
         print(f"overwindow: {e}", file=sys.stderr)
         return 2
+
+
+def _produce(args) -> int:
+    from overwindow.pipeline.producer import produce
+
+    def report(line):
+        print(f"overwindow produce: {line}", flush=True)
+
+    try:
+        sent = produce(args.bootstrap_servers, args.topic, args.data, args.partitions, args.rate,
+                       passes=None if args.loop else 1, report=report)
+    except ImportError as e:
+        print(f"overwindow: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nstopped.", flush=True)
+        return 0
+    report(f"{sent} messages delivered")
+    return 0
 
 
 if __name__ == "__main__":

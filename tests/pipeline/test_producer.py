@@ -1,0 +1,148 @@
+"""`overwindow produce` against a real Kafka-protocol broker: every row of the bundled CSV arrives
+once as a JSON record equal to the row, keyed and kept in order per key, on a topic with the
+requested partitions. What arrived is read back by consuming every partition from offset 0 until
+the broker has nothing more (the test broker's high watermark lags its log, so offsets can't tell)."""
+
+import csv
+import datetime as dt
+import json
+import os
+import sys
+import time
+import uuid
+from collections import defaultdict
+
+import pytest
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+from overwindow.__main__ import main  # noqa: E402
+from overwindow.pipeline.producer import produce  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "overwindow", "data")
+# The samples' columns as JSON should carry them: numbers as numbers, dates and times as text.
+COLUMN_TYPES = {
+    "stock_ticks": {"symbol": str, "ts": str, "trade_id": int, "price": float, "volume": int},
+    "plant_daily": {"plant": str, "date": str, "mwh": float},
+}
+KEY = {"stock_ticks": "symbol", "plant_daily": "plant"}
+
+
+def csv_rows(sample):
+    types = COLUMN_TYPES[sample]
+    with open(os.path.join(DATA, f"{sample}.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == list(types), "the CSV header changed; update COLUMN_TYPES"
+    return [{c: types[c](v) for c, v in row.items()} for row in rows]
+
+
+def fresh_topic():
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+def partition_count(bootstrap, topic):
+    return len(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics[topic].partitions)
+
+
+def consume_all(bootstrap, topic, quiet_polls=4):
+    """Every message on the topic as (partition, key, record), each partition in offset order."""
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
+                                         "enable.auto.commit": False})
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partition_count(bootstrap, topic))])
+        out, empty, deadline = [], 0, time.monotonic() + 120
+        while empty < quiet_polls and time.monotonic() < deadline:
+            batch = consumer.consume(1000, timeout=1.0)
+            empty = 0 if batch else empty + 1
+            for message in batch:
+                assert message.error() is None, message.error()
+                out.append((message.partition(), message.key().decode(), json.loads(message.value())))
+        return out
+    finally:
+        consumer.close()
+
+
+def by_partition(messages):
+    parts = defaultdict(list)
+    for partition, _key, record in messages:
+        parts[partition].append(record)
+    return parts
+
+
+@pytest.mark.parametrize("sample, partitions", [("stock_ticks", 3), ("plant_daily", 2)])
+def test_every_row_arrives_once_keyed_in_order_on_the_requested_partitions(kafka_bootstrap, sample, partitions):
+    topic = fresh_topic()
+    rows = csv_rows(sample)
+    assert produce(kafka_bootstrap, topic, sample=sample, partitions=partitions) == len(rows)
+    assert partition_count(kafka_bootstrap, topic) == partitions
+    messages = consume_all(kafka_bootstrap, topic)
+    key = KEY[sample]
+    assert sorted(map(json.dumps, (r for _, _, r in messages))) == sorted(map(json.dumps, rows))
+    assert all(k == record[key] for _, k, record in messages)
+    partitions_of = defaultdict(set)
+    for partition, _k, record in messages:
+        partitions_of[record[key]].add(partition)
+    assert all(len(p) == 1 for p in partitions_of.values()), partitions_of
+    for records in by_partition(messages).values():
+        for name in {r[key] for r in records}:
+            assert [r for r in records if r[key] == name] == [r for r in rows if r[key] == name]
+
+
+def test_later_passes_move_the_day_on_and_renumber_the_trades(kafka_bootstrap):
+    topic = fresh_topic()
+    rows = csv_rows("stock_ticks")
+    assert produce(kafka_bootstrap, topic, passes=3, partitions=2) == 3 * len(rows)
+    messages = consume_all(kafka_bootstrap, topic)
+    assert len({r["trade_id"] for _, _, r in messages}) == 3 * len(rows)
+    for records in by_partition(messages).values():
+        for symbol in {r["symbol"] for r in records}:
+            mine = [r for r in records if r["symbol"] == symbol]
+            original = [r for r in rows if r["symbol"] == symbol]
+            assert len(mine) == 3 * len(original)
+            for n in range(3):
+                replay = mine[n * len(original):(n + 1) * len(original)]
+                # One trading day per pass: 2024-03-15, then the 16th, then the 17th, same times of day.
+                shifted = [{**r, "ts": r["ts"].replace("2024-03-15", f"2024-03-{15 + n}")} for r in original]
+                assert [{**r, "trade_id": None} for r in replay] == [{**r, "trade_id": None} for r in shifted]
+
+
+def test_a_pass_over_daily_output_starts_after_the_previous_one_ends(kafka_bootstrap):
+    topic = fresh_topic()
+    produce(kafka_bootstrap, topic, sample="plant_daily", passes=2, partitions=1)
+    days = [dt.date.fromisoformat(r["date"]) for _, _, r in consume_all(kafka_bootstrap, topic) if r["plant"] == "Boston"]
+    first, second = days[:len(days) // 2], days[len(days) // 2:]
+    assert first[0] == dt.date(2019, 1, 2) and first[-1] == dt.date(2019, 12, 31)
+    assert second[0] == dt.date(2020, 1, 1) and second == [d + dt.timedelta(days=364) for d in first]
+
+
+def test_rate_limits_messages_per_second(kafka_bootstrap):
+    rows = len(csv_rows("plant_daily"))
+    start = time.monotonic()
+    produce(kafka_bootstrap, fresh_topic(), sample="plant_daily", rate=1000)
+    assert time.monotonic() - start >= 0.95 * rows / 1000
+
+
+def test_an_existing_topic_keeps_its_partitions(kafka_bootstrap):
+    topic = fresh_topic()
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})  # kept: its futures die with it
+    admin.create_topics([NewTopic(topic, num_partitions=2)])[topic].result()
+    produce(kafka_bootstrap, topic, sample="plant_daily", partitions=5)
+    assert partition_count(kafka_bootstrap, topic) == 2
+    assert len(consume_all(kafka_bootstrap, topic)) == len(csv_rows("plant_daily"))
+
+
+def test_the_command_line_produces_and_reports(kafka_bootstrap, capsys):
+    topic = fresh_topic()
+    argv = ["produce", "--bootstrap-servers", kafka_bootstrap, "--topic", topic, "--data", "plant_daily",
+            "--partitions", "2"]
+    assert main(argv) == 0
+    rows = len(csv_rows("plant_daily"))
+    assert f"{rows} messages delivered" in capsys.readouterr().out
+    assert partition_count(kafka_bootstrap, topic) == 2 and len(consume_all(kafka_bootstrap, topic)) == rows
+
+
+def test_without_confluent_kafka_the_error_names_the_extra(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)
+    assert main(["produce", "--bootstrap-servers", "127.0.0.1:1", "--topic", "t"]) == 2
+    assert "pip install 'overwindow[kafka]'" in capsys.readouterr().err
