@@ -1,10 +1,12 @@
 """Emit on update: every micro-batch of inserts, deletes and updates yields a changelog of exactly the
 rows whose window results changed (upserts) and the rows that went away (deletes).
 
-Per partition the state holds the live rows, sorted by (ORDER BY keys, row identity). A step:
+Per partition the state holds the live rows, sorted by (ORDER BY keys, row key or all columns,
+row identity), each with its 64-bit identity hash. A step:
 
 1. applies the changes (an update that moves the ORDER BY key is a delete plus an insert of the same
-   identity) and notes each change's position, in the old rows and in the new;
+   identity): the sorted inserts are merged into the kept rows by binary search on ORDER BY codes
+   (no re-sort), noting each change's position, in the old rows and in the new;
 2. for every change position c, walks symmetrically: back to ``first_curr_row``, the first row whose
    frame (of any call) can reach c, and forward to ``last_curr_row``, the last such row. ROWS frames
    of all calls merge into one super-frame by offsets; RANGE frames are found by value
@@ -16,8 +18,10 @@ Per partition the state holds the live rows, sorted by (ORDER BY keys, row ident
 4. with a watermark on an ascending ORDER BY column, evicts rows no frame of a row at or above the
    watermark can reach; later changes below that horizon are dropped as late.
 
-Recomputed rows: O(changes x frame reach) for bounded frames. The bookkeeping around them (decoding
-the state, matching identities) is vectorised O(partition).
+Recomputed rows: O(changes x frame reach) for bounded frames. The bookkeeping around them is a few
+vectorised O(partition) passes with no sort and no Python per row (decoding and encoding the state,
+one membership test of the held identities, ORDER BY codes, the frame finder's arrays) plus
+O(changes log partition) searches.
 
 >>> import pyarrow as pa
 >>> from overwindow.spec import OverWindow
@@ -42,7 +46,7 @@ from overwindow.logical.frame import FrameUnit
 from overwindow.logical.functions import Kind
 from overwindow.physical.bounds import frame_bounds, key_numbers
 from overwindow.physical.expressions import evaluate_expr, resolve_column
-from overwindow.physical.sorting import Layout
+from overwindow.physical.sorting import Layout, sort_codes
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.state import decode, encode
@@ -100,24 +104,50 @@ class OnUpdate:
     def _ids(self, rows: pa.Table) -> np.ndarray:
         """A deterministic 64-bit identity per row: of the row key, else of the whole row plus its
         ordinal among identical rows of this batch."""
-        import pandas as pd
-
-        cols = self.row_key or tuple(self.schema.names)
-        frame = rows.select(list(cols)).to_pandas()
-        h = pd.util.hash_pandas_object(frame, index=False).to_numpy().astype(np.int64)
+        h = _row_hash(rows, self.row_key or tuple(self.schema.names))
         if not self.row_key:
-            h = h ^ (pd.Series(h).groupby(h).cumcount().to_numpy().astype(np.int64) * np.int64(0x9E3779B97F4A7C15 - 2**64))
-        return h
+            h = h ^ (_ordinals(h).astype(np.uint64) * _GOLDEN)
+        return h.view(np.int64)
 
-    def _sorted(self, rows: pa.Table) -> pa.Table:
-        """Rows in SQL order of the calls' ORDER BY, ties broken by the row key (else all columns),
-        with the batch evaluator's sort, so NaN and NULL order the same way."""
-        if rows.num_rows <= 1:
-            return rows
-        keys = [(Values(evaluate_expr(k.expr, rows)), k.descending, k.nulls_first) for k in self.order_by]
-        keys += [(Values(rows.column(c)), False, True) for c in (self.row_key or self.schema.names)]
-        keys.append((Values(rows.column(_ID)), False, True))
-        return rows.take(pa.array(Layout.build([], keys, rows.num_rows).perm))
+    def _order_codes(self, *tables: pa.Table) -> list[np.ndarray]:
+        """Per table, one int64 per row that orders as the calls' ORDER BY and is equal exactly
+        between peers; computed over the tables together, so codes of different tables compare.
+        O(rows) for integer and time keys, a sort of the distinct values otherwise."""
+        sizes = [t.num_rows for t in tables]
+        keys = []
+        for k in self.order_by:
+            arrays = [evaluate_expr(k.expr, t) for t in tables]
+            keys.append(sort_codes(Values(pa.chunked_array(arrays, type=arrays[0].type)), k.descending, k.nulls_first))
+        return np.split(_fold(keys, sum(sizes)), np.cumsum(sizes)[:-1])
+
+    def _full_order(self, table: pa.Table, codes: np.ndarray) -> np.ndarray:
+        """The permutation sorting (a few) rows by ORDER BY codes, then the row key (else all
+        columns), then identity: the state's order."""
+        ties = [sort_codes(Values(table.column(c)), False, True)[0] for c in (self.row_key or self.schema.names)]
+        return np.lexsort([table.column(_ID).to_numpy()] + ties[::-1] + [codes])
+
+    def _merge(self, old: pa.Table, old_codes: np.ndarray, kept: np.ndarray, ins: pa.Table, ins_codes: np.ndarray):
+        """Inserts sorted, and for each the number of kept old rows (``old`` at positions ``kept``,
+        in order) sorting before it. Binary searches on the ORDER BY codes; only rows tied with an
+        insert on ORDER BY are compared further. O(m log n + ties) for m inserts."""
+        order = self._full_order(ins, ins_codes)
+        ins, ins_codes = ins.take(pa.array(order)), ins_codes[order]
+        kept_codes = old_codes[kept]
+        lo = np.searchsorted(kept_codes, ins_codes, "left")
+        hi = np.searchsorted(kept_codes, ins_codes, "right")
+        before = lo.copy()
+        tied = np.flatnonzero(hi > lo)
+        if len(tied):
+            near = _in_ranges(lo[tied], hi[tied])  # kept rows sharing an ORDER BY value with an insert
+            sub = pa.concat_tables([old.take(pa.array(kept[near])), ins.take(pa.array(tied))])
+            perm = self._full_order(sub, np.concatenate([kept_codes[near], ins_codes[tied]]))
+            is_kept = perm < len(near)
+            kept_ahead = np.cumsum(is_kept) - is_kept  # tied kept rows before each sorted row
+            at = np.flatnonzero(~is_kept)
+            which = tied[perm[at] - len(near)]
+            # minus the tied kept rows of smaller ORDER BY values, already counted in lo
+            before[which] = lo[which] + kept_ahead[at] - np.searchsorted(kept_codes[near], ins_codes[which], "left")
+        return ins, ins_codes, before
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -126,7 +156,7 @@ class OnUpdate:
             return pa.schema(list(self.schema) + [pa.field(_ID, pa.int64())]).empty_table(), \
                 {"evicted_rows": 0, "evicted_groups": 0, "horizon": None, "late_rows": 0}
         tables, meta = decode(state, STATE_KIND)
-        return tables["rows"], meta
+        return tables["rows"].combine_chunks(), meta
 
     # -- the step ------------------------------------------------------------------------------
 
@@ -134,37 +164,50 @@ class OnUpdate:
         old, meta = self._load(state)
         late = bad = 0
         deletes = np.zeros(0, dtype=np.int64)
-        inserts = old.slice(0, 0)
+        ins = old.slice(0, 0)
         if rows is not None and rows.num_rows:
-            inserts, deletes, late, bad = self._changes(rows, meta)
+            ins, deletes, late, bad = self._changes(rows, meta)
         old_ids = old.column(_ID).to_numpy()
-        gone = np.isin(old_ids, np.concatenate([deletes, inserts.column(_ID).to_numpy()]))
-        new = self._sorted(pa.concat_tables([old.filter(pa.array(~gone)), inserts]).combine_chunks())
-        removed_ids = np.setdiff1d(deletes, inserts.column(_ID).to_numpy())
-        removed_ids = removed_ids[np.isin(removed_ids, old_ids)]
-        # change positions: where each touched identity sits (or sat) in the old and new orders
-        touched = np.concatenate([old_ids[gone], inserts.column(_ID).to_numpy()])
-        new_ids = new.column(_ID).to_numpy()
-        pos_new = _positions_of(new_ids, touched)
-        pos_old = _positions_of(old_ids, touched)
+        ins_ids = ins.column(_ID).to_numpy()
+        # the one pass over every held identity: which rows this batch deletes or replaces
+        gone = np.isin(old_ids, np.concatenate([deletes, ins_ids])) if len(deletes) + len(ins_ids) \
+            else np.zeros(old.num_rows, dtype=bool)
+        pos_old = np.flatnonzero(gone)
+        old_codes, ins_codes = self._order_codes(old, ins)
+        kept = np.flatnonzero(~gone)
+        new, new_codes, from_old = old, old_codes, np.arange(old.num_rows)
+        pos_new = before = np.zeros(0, dtype=np.int64)
+        if len(pos_old) or ins.num_rows:
+            ins, ins_codes, before = self._merge(old, old_codes, kept, ins, ins_codes)
+            src, pos_new = _interleave(len(kept), before)
+            # index into old rows then inserts; -1 in from_old marks an inserted row
+            from_old = np.append(kept, -1)[np.minimum(src, len(kept))]
+            take = np.where(from_old >= 0, from_old, old.num_rows + src - len(kept))
+            new = pa.concat_tables([old, ins]).take(pa.array(take)).combine_chunks()
+            new_codes = np.concatenate([old_codes, ins_codes])[take]
+        replaced = np.isin(old_ids[pos_old], ins.column(_ID).to_numpy())
+        removed = pos_old[~replaced]
         out_parts = []
         recomputed = 0
         new_reach = None
-        if len(touched):
-            old_reach, new_reach = self._frames(old), self._frames(new)
-            # every row whose frame (old or new) reaches a change, as identities still alive
-            hit = np.concatenate([old_ids[_in_ranges(old_reach.affected(pos_old), old.num_rows)],
-                                  new_ids[_in_ranges(new_reach.affected(pos_new), new.num_rows)]])
-            new_rows = np.flatnonzero(np.isin(new_ids, hit))
-            old_rows = np.flatnonzero(np.isin(old_ids, new_ids[new_rows]))
+        if len(pos_old) or len(pos_new):
+            old_reach, new_reach = self._frames(old, old_codes), self._frames(new, new_codes)
+            # every row whose frame (old or new) reaches a change, at its position in the new rows
+            was = _in_ranges(*old_reach.affected(pos_old))
+            was = was[~gone[was]]
+            rank = was - np.searchsorted(pos_old, was)  # among the kept rows
+            now = _in_ranges(*new_reach.affected(pos_new))
+            new_rows = np.union1d(rank + np.searchsorted(before, rank, "right"), now)
+            back = from_old[new_rows]
+            old_rows = np.union1d(back[back >= 0], pos_old[replaced])
             new_vals, n_new = self._recompute(new, new_reach, _runs(new_rows), meta)
             old_vals, n_old = self._recompute(old, old_reach, _runs(old_rows), meta)
             recomputed = n_new + n_old
             out_parts.append(self._diff(new_vals, old_vals))
-        if len(removed_ids):
-            out_parts.append(self._deleted(old, removed_ids))
+        if len(removed):
+            out_parts.append(self._deleted(old.take(pa.array(removed))))
         meta["late_rows"] += late
-        new, meta = self._evict(new, meta, watermark, new_reach)
+        new, meta = self._evict(new, new_codes, meta, watermark, new_reach)
         outputs = [p for p in out_parts if p is not None and p.num_rows]
         output = pa.concat_tables(outputs) if outputs else self.output_schema.empty_table()
         data = encode({"rows": new}, meta, STATE_KIND)
@@ -204,17 +247,26 @@ class OnUpdate:
 
     # -- the symmetric frame finder --------------------------------------------------------------
 
-    def _frames(self, table: pa.Table) -> "_Reach":
-        return _Reach(table, self.spec.calls, self.order_by)
+    def _frames(self, table: pa.Table, codes: np.ndarray) -> "_Reach":
+        return _Reach(table, self.spec.calls, self.order_by, _groups_of(codes))
 
     def _recompute(self, table: pa.Table, reach: "_Reach", ranges, meta) -> tuple[pa.Table | None, int]:
         """Results of the rows in ``ranges``, computed on the slices ``[first_frame_start,
-        last_frame_end)`` their frames need."""
+        last_frame_end)`` their frames need; ranges whose slices overlap or lie within ``_GAP``
+        rows of each other share one slice (one kernel call costs more than a few more rows)."""
         if not ranges:
             return None, 0
+        spans = [reach.span(lo, hi) for lo, hi in ranges]
+        batches = [[0]]
+        for i in range(1, len(ranges)):
+            if spans[i][0] <= max(spans[j][1] for j in batches[-1]) + _GAP:
+                batches[-1].append(i)
+            else:
+                batches.append([i])
         pieces, count = [], 0
-        for lo, hi in ranges:
-            fs, fe = reach.span(lo, hi)
+        for batch in batches:
+            fs = min(spans[i][0] for i in batch)
+            fe = max(spans[i][1] for i in batch)
             part = table.slice(fs, fe - fs)
             results = evaluate_calls(part, self.expressions)
             for call in self.spec.calls:
@@ -222,8 +274,9 @@ class OnUpdate:
                     add = fs + meta["evicted_rows"] if call.function != "dense_rank" else \
                         int(reach.groups[fs]) + meta["evicted_groups"]
                     results[call.alias] = pc.add(results[call.alias], add)
-            pieces.append(project(part, self.expressions, results).slice(lo - fs, hi - lo))
-            count += hi - lo
+            rows = np.concatenate([np.arange(ranges[i][0], ranges[i][1]) for i in batch]) - fs
+            pieces.append(project(part, self.expressions, results).take(pa.array(rows)))
+            count += len(rows)
         return pa.concat_tables(pieces), count
 
     def _diff(self, new_vals: pa.Table | None, old_vals: pa.Table | None) -> pa.Table | None:
@@ -238,21 +291,16 @@ class OnUpdate:
             at = np.searchsorted(old_ids[order], new_ids)
             at = np.minimum(at, len(old_ids) - 1)
             found = old_ids[order][at] == new_ids
-            match = order[at]
+            match = pa.array(order[at])
             same = found.copy()
-            for name in names:
-                a = new_vals.column(name)
-                b = old_vals.column(name).take(pa.array(match))
-                same &= _equal(a, b)
             # the row's own columns may have changed too (an update that keeps the key)
-            for name in self.schema.names:
-                same &= _equal(new_vals.column(name), old_vals.column(name).take(pa.array(match)))
+            for name in names + self.schema.names:
+                same &= _equal(new_vals.column(name), old_vals.column(name).take(match))
             changed = ~same
         out = new_vals.filter(pa.array(changed))
         return self._finish(out, "upsert")
 
-    def _deleted(self, old: pa.Table, ids: np.ndarray) -> pa.Table:
-        rows = old.filter(pa.array(np.isin(old.column(_ID).to_numpy(), ids)))
+    def _deleted(self, rows: pa.Table) -> pa.Table:
         for e in self.expressions:
             rows = rows.append_column(e.alias, pa.nulls(rows.num_rows, self.output_schema.field(e.alias).type))
         return self._finish(rows, "delete")
@@ -265,7 +313,7 @@ class OnUpdate:
 
     # -- eviction ----------------------------------------------------------------------------
 
-    def _evict(self, table: pa.Table, meta: dict, watermark, reach: "_Reach | None" = None):
+    def _evict(self, table: pa.Table, codes: np.ndarray, meta: dict, watermark, reach: "_Reach | None" = None):
         """Drop rows that no frame of a row at or above the watermark can reach."""
         if watermark is None or not self.evicts or table.num_rows == 0:
             return table, meta
@@ -276,7 +324,7 @@ class OnUpdate:
         # rows at or above the watermark (NULL keys sort first ascending and stay with them)
         live = np.flatnonzero(valid & (knum >= watermark))
         first_live = int(live[0]) if len(live) else n
-        reach = reach or self._frames(table)
+        reach = reach or self._frames(table, codes)
         keep_from = min(first_live, reach.span(first_live, n)[0]) if first_live < n else \
             min(n, reach.span(n - 1, n)[0] if n else 0)
         if keep_from <= 0:
@@ -291,31 +339,130 @@ class OnUpdate:
 
 # -- helpers ---------------------------------------------------------------------------------------
 
-def _positions_of(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Sorted positions in ``ids`` of the ``wanted`` identities present there (others are skipped:
-    a change is found in the old rows or the new ones, and both are searched)."""
-    if len(ids) == 0:
+_GAP = 4096
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_NULL = np.uint64(0x6A09E667F3BCC908)  # the bits a NULL hashes from
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser (uint64 in, uint64 out): every input bit flips about half the output."""
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def _column_bits(a: pa.Array) -> np.ndarray:
+    """64 bits per value (uint64), equal for equal values: the value's own bits for numbers, booleans
+    and times (floats with -0.0 as 0.0 and one NaN), pandas' SipHash (fixed key) of anything else;
+    NULL as ``_NULL``. O(n), no Python objects except for strings and nested types."""
+    t = a.type
+    if pa.types.is_floating(t):
+        v = np.asarray(a.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
+        bits = np.where(np.isnan(v), np.nan, v + 0.0).view(np.uint64)
+    elif pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
+        if pa.types.is_temporal(t):  # a time's integer count of its unit
+            a = a.view(pa.int64() if t.bit_width == 64 else pa.int32())
+        elif pa.types.is_unsigned_integer(t) and t.bit_width == 64:
+            a = a.view(pa.int64())
+        bits = np.asarray(a.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)).view(np.uint64)
+    else:
+        import pandas as pd
+
+        bits = pd.util.hash_array(np.asarray(a.to_pandas(), dtype=object))
+    if a.null_count:
+        bits = np.where(a.is_valid().to_numpy(zero_copy_only=False), bits, _NULL)
+    return bits
+
+
+def _row_hash(table: pa.Table, columns) -> np.ndarray:
+    """A 64-bit hash (uint64) of each row's values in ``columns``, the same in every process and
+    version of this format (state holds it). O(rows x columns).
+
+    >>> t = pa.table({"a": [1, 2, 1], "b": ["x", "y", "x"]})
+    >>> h = _row_hash(t, ["a", "b"]); bool(h[0] == h[2]), bool(h[0] == h[1])
+    (True, False)
+    """
+    h = np.zeros(table.num_rows, dtype=np.uint64)
+    for c in columns:
+        h = _mix(h * _GOLDEN + _column_bits(table.column(c).combine_chunks()))
+    return h
+
+
+def _ordinals(h: np.ndarray) -> np.ndarray:
+    """Each value's ordinal among the equal values before it: [7, 3, 7, 7] -> [0, 0, 1, 2]. O(n log n)."""
+    order = np.argsort(h, kind="stable")
+    first = np.ones(len(h), dtype=bool)
+    first[1:] = h[order][1:] != h[order][:-1]
+    starts = np.maximum.accumulate(np.where(first, np.arange(len(h)), 0))
+    out = np.empty(len(h), dtype=np.int64)
+    out[order] = np.arange(len(h)) - starts
+    return out
+
+
+def _fold(keys: list[tuple[np.ndarray, int]], n: int) -> np.ndarray:
+    """One int64 ordering as the (codes, cardinality) keys do, major first: a mixed-radix number
+    while it fits, else dense ranks of the pairs (one lexsort)."""
+    if not keys:
+        return np.zeros(n, dtype=np.int64)
+    out, card = keys[0][0].astype(np.int64), keys[0][1]
+    for codes, k in keys[1:]:
+        if card * k < 2**62:
+            out, card = out * k + codes, card * k
+        else:
+            order = np.lexsort((codes, out))
+            change = np.ones(n, dtype=bool)
+            change[1:] = (out[order][1:] != out[order][:-1]) | (codes[order][1:] != codes[order][:-1])
+            out = np.empty(n, dtype=np.int64)
+            out[order] = np.cumsum(change) - 1
+            card = int(out.max()) + 1 if n else 1
+    return out
+
+
+def _interleave(n_kept: int, before: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge kept rows 0..n_kept-1 with sorted inserts, insert j after ``before[j]`` kept rows (non-
+    decreasing): (the merged sequence as kept index, or n_kept + insert index; the insert positions).
+    O(n_kept + inserts).
+
+    >>> src, at = _interleave(3, np.array([0, 2, 2])); src.tolist(), at.tolist()
+    ([3, 0, 1, 4, 5, 2], [0, 3, 4])
+    """
+    m = len(before)
+    at = before + np.arange(m)
+    is_ins = np.zeros(n_kept + m, dtype=bool)
+    is_ins[at] = True
+    src = np.empty(n_kept + m, dtype=np.int64)
+    src[~is_ins] = np.arange(n_kept)
+    src[at] = n_kept + np.arange(m)
+    return src, at
+
+
+def _groups_of(codes: np.ndarray) -> np.ndarray:
+    """Peer-group number (0, 1, ...) of each row from sorted ORDER BY codes."""
+    if len(codes) == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.argsort(ids)
-    at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
-    found = ids[order][at] == wanted
-    return np.unique(order[at][found]).astype(np.int64)
+    change = np.zeros(len(codes), dtype=np.int64)
+    change[1:] = codes[1:] != codes[:-1]
+    return np.cumsum(change)
 
 
 class _Reach:
     """Every row's frame over one partition's sorted rows (all calls' frames united), for the
     symmetric walk: ``affected(c)`` gives [first_curr_row, last_curr_row + 1) for changes at c;
     ``span(lo, hi)`` gives [first_frame_start, last_frame_end) for rows [lo, hi). Frame starts and
-    ends never decrease along the rows, so both are binary searches."""
+    ends never decrease along the rows, so both are binary searches. Built in O(n) from the peer
+    groups, without sorting (the rows are in order)."""
 
-    def __init__(self, table: pa.Table, calls, order_by):
+    def __init__(self, table: pa.Table, calls, order_by, groups: np.ndarray):
         n = self.n = table.num_rows
-        self.groups = _group_ids(table, order_by) if order_by else np.zeros(n, dtype=np.int64)
+        self.groups = groups
         i = np.arange(n, dtype=np.int64)
-        g_start = np.searchsorted(self.groups, self.groups, side="left")
+        bounds = np.searchsorted(groups, np.arange(int(groups[-1]) + 2 if n else 1))
+        g_start = bounds[groups]
         self.start, self.end = i.copy(), i + 1  # rows whose value reaches a change at c (reach)
         self.read_lo, self.read_hi = i.copy(), i + 1  # rows a row reads (span)
-        layout = None
+        layout = Layout(perm=i, part_id=np.zeros(n, np.int64), part_start=np.zeros(n, np.int64),
+                        part_end=np.full(n, n, np.int64), group_id=groups, group_start=bounds[:-1],
+                        group_end=bounds[1:], part_bounds=np.array([0, n]), identity=True)
         for call in calls:
             info = call.info
             if call.function in _WHOLE or (not call.order_by and info.kind is not Kind.OFFSET):
@@ -333,17 +480,12 @@ class _Reach:
                     s, e = np.clip(np.minimum(i, i - back), 0, n), np.clip(np.maximum(i, i - back) + 1, 0, n)
                 self._widen(s, e, s, e)
             else:
-                if layout is None:
-                    order = [(Values(evaluate_expr(k.expr, table)), k.descending, k.nulls_first) for k in order_by]
-                    layout = Layout.build([], order, n)
-                key = None
                 if call.frame.unit is FrameUnit.RANGE and (call.frame.start.has_offset or call.frame.end.has_offset):
                     k = order_by[0]
-                    key = Values(evaluate_expr(k.expr, table).take(pa.array(layout.perm)))
-                    frames = frame_bounds(layout, call.frame, key, k.descending, k.nulls_first)
+                    frames = frame_bounds(layout, call.frame, Values(evaluate_expr(k.expr, table)), k.descending,
+                                          k.nulls_first)
                 else:
                     frames = frame_bounds(layout, call.frame)
-                # the table is already in sort order, so the layout's permutation is the identity
                 s, e = frames.start, np.maximum(frames.end, frames.start)
                 self._widen(s, e, s, e)
 
@@ -353,16 +495,16 @@ class _Reach:
         np.minimum(self.read_lo, read_s, out=self.read_lo)
         np.maximum(self.read_hi, read_e, out=self.read_hi)
 
-    def affected(self, c: np.ndarray) -> list[tuple[int, int]]:
-        """Merged [first_curr_row, last_curr_row + 1) ranges for changes at positions c: the rows
-        whose frame [start, end) holds c."""
+    def affected(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Merged [first_curr_row, last_curr_row + 1) ranges (as lo and hi arrays) for changes at
+        positions c: the rows whose frame [start, end) holds c."""
         if self.n == 0 or len(c) == 0:
-            return []
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         start_mono = np.minimum.accumulate(self.start[::-1])[::-1]  # smallest start from i on
         end_mono = np.maximum.accumulate(self.end)  # largest end up to i
         first = np.searchsorted(end_mono, c, side="right")
         last = np.searchsorted(start_mono, c, side="right")
-        return _merge(np.clip(first, 0, self.n), np.clip(last, 0, self.n))
+        return np.clip(first, 0, self.n), np.clip(last, 0, self.n)
 
     def span(self, lo: int, hi: int) -> tuple[int, int]:
         """[first_frame_start, last_frame_end) of rows [lo, hi), widened to whole peer groups."""
@@ -376,17 +518,6 @@ class _Reach:
         return fs, fe
 
 
-def _group_ids(table: pa.Table, order_by) -> np.ndarray:
-    n = table.num_rows
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    change = np.zeros(n, dtype=bool)
-    for k in order_by:
-        codes = Values(evaluate_expr(k.expr, table)).codes
-        change[1:] |= codes[1:] != codes[:-1]
-    return np.cumsum(change)
-
-
 def _runs(rows: np.ndarray) -> list[tuple[int, int]]:
     """Sorted row positions as maximal [lo, hi) runs of consecutive positions."""
     if len(rows) == 0:
@@ -395,24 +526,25 @@ def _runs(rows: np.ndarray) -> list[tuple[int, int]]:
     return [(int(a[0]), int(a[-1]) + 1) for a in np.split(rows, breaks)]
 
 
-def _in_ranges(ranges, n) -> np.ndarray:
-    mask = np.zeros(n, dtype=bool)
-    for lo, hi in ranges:
-        mask[lo:hi] = True
-    return mask
+def _in_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The sorted distinct positions in the union of the ranges [lo, hi). O(positions + ranges log ranges).
 
-
-def _merge(lo: np.ndarray, hi: np.ndarray) -> list[tuple[int, int]]:
+    >>> _in_ranges(np.array([5, 0, 1]), np.array([7, 2, 3])).tolist()
+    [0, 1, 2, 5, 6]
+    """
+    keep = hi > lo
+    lo, hi = lo[keep], hi[keep]
+    if len(lo) == 0:
+        return np.zeros(0, dtype=np.int64)
     order = np.argsort(lo, kind="stable")
-    out: list[list[int]] = []
-    for a, b in zip(lo[order].tolist(), hi[order].tolist()):
-        if b <= a:
-            continue
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
+    lo, hi = lo[order], np.maximum.accumulate(hi[order])
+    lo = np.maximum(lo, np.concatenate(([lo[0]], hi[:-1])))  # clip each range to start after those before
+    keep = hi > lo
+    lo, hi = lo[keep], hi[keep]
+    sizes = hi - lo
+    # lo repeated per position plus the offset within its range
+    offsets = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    return np.repeat(lo, sizes) + offsets
 
 
 def _equal(a, b) -> np.ndarray:

@@ -13,7 +13,8 @@ import json
 
 import pyarrow as pa
 
-FORMAT_VERSION = 1
+# 2: on-update identities are hashed without pandas (``on_update._row_hash``); other kinds unchanged
+FORMAT_VERSION = 2
 _KEY = b"overwindow.state"
 
 
@@ -37,17 +38,21 @@ def encode(tables: dict[str, pa.Table], meta: dict, kind: str) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def decode(data: bytes, kind: str) -> tuple[dict[str, pa.Table], dict]:
+def decode(data: bytes, kind: str, oldest: int = FORMAT_VERSION) -> tuple[dict[str, pa.Table], dict]:
+    """The tables and meta of state bytes of this ``kind`` written in a format from ``oldest`` (the
+    oldest this kind still reads the same way) up to ``FORMAT_VERSION``; StateFormatError otherwise."""
     view = memoryview(data)
     n = int.from_bytes(view[:4], "little")
     try:
         header = json.loads(bytes(view[4:4 + n]))
     except ValueError:
         raise StateFormatError("not overwindow state") from None
-    if header.get("version") != FORMAT_VERSION or header.get("kind") != kind:
+    version = header.get("version")
+    if not isinstance(version, int) or not oldest <= version <= FORMAT_VERSION or header.get("kind") != kind:
+        accepted = f"{oldest} to {FORMAT_VERSION}" if oldest < FORMAT_VERSION else f"{FORMAT_VERSION}"
         raise StateFormatError(
-            f"state written as {header.get('kind')!r} format {header.get('version')}, this overwindow reads "
-            f"{kind!r} format {FORMAT_VERSION}; start the query from a new checkpoint")
+            f"state written as {header.get('kind')!r} format {version}, this overwindow reads "
+            f"{kind!r} format {accepted}; start the query from a new checkpoint")
     pos = 4 + n
     tables = {}
     for name in header["tables"]:

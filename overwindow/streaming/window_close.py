@@ -87,7 +87,7 @@ class WindowClose:
             meta = {"n_released": 0, "emitted": 0, "pruned_rows": 0, "pruned_groups": 0,
                     "released_upto": None, "late_rows": 0}
             return self.schema.empty_table(), self.schema.empty_table(), meta
-        tables, meta = decode(state, STATE_KIND)
+        tables, meta = decode(state, STATE_KIND, oldest=1)  # formats 1 and 2 hold the same tables
         rows = tables["rows"]
         n = meta["n_released"]
         return rows.slice(0, n), rows.slice(n), meta

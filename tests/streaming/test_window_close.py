@@ -11,6 +11,7 @@ import overwindow
 from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
 from overwindow.streaming.driver import Driver
+from overwindow.streaming.state import FORMAT_VERSION
 from overwindow.streaming.window_close import WindowClose
 
 # (SQL, rows ahead, peer groups ahead, RANGE distance ahead) a row needs before its window closes
@@ -167,7 +168,10 @@ def test_state_is_versioned_arrow_ipc_not_pickle():
     step = machine.step(None, pa.table({"k": [1], "t": [5], "rid": [1], "x": [1.0], "g": [0]}, schema=SCHEMA), None)
     assert b"pickle" not in step.state and step.state[4:5] == b"{"
     with pytest.raises(Exception, match="format"):
-        WindowClose(OverWindow("lag(x) OVER (ORDER BY t) AS p"), SCHEMA).step(step.state.replace(b'"version": 1', b'"version": 9'), None, 10)
+        WindowClose(OverWindow("lag(x) OVER (ORDER BY t) AS p"), SCHEMA).step(
+            step.state.replace(f'"version": {FORMAT_VERSION}'.encode(), b'"version": 9'), None, 10)
+    # format 1 window-close state (same tables) still reads
+    assert machine.step(step.state.replace(f'"version": {FORMAT_VERSION}'.encode(), b'"version": 1'), None, 10).output.num_rows == 1
 
 
 class Spread(overwindow.Aggregate):
