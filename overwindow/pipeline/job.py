@@ -19,7 +19,10 @@ def local_spark(app: str = "overwindow"):
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    spark = (SparkSession.builder.master(os.environ.get("OVERWINDOW_MASTER", "local[2]")).appName(app)
+    builder = SparkSession.builder
+    if os.environ.get("OVERWINDOW_SPARK_PACKAGES"):  # e.g. Spark's Kafka connector, fetched from Maven Central
+        builder = builder.config("spark.jars.packages", os.environ["OVERWINDOW_SPARK_PACKAGES"])
+    spark = (builder.master(os.environ.get("OVERWINDOW_MASTER", "local[2]")).appName(app)
              .config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.session.timeZone", "UTC")
@@ -33,18 +36,60 @@ def local_spark(app: str = "overwindow"):
 
 
 def source_frame(spark, view: View):
+    """The view's input as a streaming DataFrame with the view's schema (and its watermark)."""
     src = view.source
     if src["format"] == "kafka":
-        raise ViewFileError(f"{view.path}: [source] format = \"kafka\" is not available in this version; use files")
-    reader = spark.readStream.schema(src["schema"])
-    if src.get("max_files_per_trigger"):
-        reader = reader.option("maxFilesPerTrigger", int(src["max_files_per_trigger"]))
-    if src["file_format"] == "csv":
-        reader = reader.option("header", "true")
-    df = reader.format(src["file_format"]).load(src["path"])
+        df = _json_records(kafka_frame(spark, view), src["schema"])
+    else:
+        reader = spark.readStream.schema(src["schema"])
+        if src.get("max_files_per_trigger"):
+            reader = reader.option("maxFilesPerTrigger", int(src["max_files_per_trigger"]))
+        if src["file_format"] == "csv":
+            reader = reader.option("header", "true")
+        df = reader.format(src["file_format"]).load(src["path"])
     if view.watermark:
         df = df.withWatermark(view.watermark["column"], view.watermark["delay"])
     return df
+
+
+def kafka_frame(spark, view: View):
+    """Raw Kafka records (the connector's columns): through Spark's own connector when the session has
+    it (``reader = "spark"``, or ``"auto"``), else through overwindow's Python data source."""
+    from pyspark.errors import AnalysisException
+
+    from overwindow.pipeline import kafka
+
+    src = view.source
+    options = {"kafka.bootstrap.servers": src["bootstrap_servers"], "subscribe": src["topic"],
+               "startingOffsets": src["starting_offsets"],
+               **{f"kafka.{k}": str(v) for k, v in src.get("options", {}).items()}}
+    if src.get("max_offsets_per_trigger"):
+        options["maxOffsetsPerTrigger"] = str(src["max_offsets_per_trigger"])
+    if src["reader"] in ("auto", "spark"):
+        try:
+            return spark.readStream.format("kafka").options(**options).load()
+        except AnalysisException as e:
+            if "KAFKA_DATA_SOURCE_NOT_ENABLED" not in str(e):
+                raise
+            if src["reader"] == "spark":
+                raise ViewFileError(
+                    f"{view.path}: [source] reader = \"spark\" needs Spark's Kafka connector; set "
+                    f"OVERWINDOW_SPARK_PACKAGES=org.apache.spark:spark-sql-kafka-0-10_2.13:{spark.version} "
+                    f"(or use reader = \"python\")") from None
+    spark.dataSource.register(kafka.KafkaDataSource)
+    return spark.readStream.format(kafka.FORMAT).options(**options).load()
+
+
+def _json_records(raw, schema: str):
+    """Kafka values parsed as JSON records of ``schema``. A value that is not such a record is dropped
+    and counted (the progress line's "bad records"); the other rows go on."""
+    from pyspark.sql import functions as F
+
+    parsed = raw.select(F.from_json(F.col("value").cast("string"), schema).alias("r"))
+    fields = parsed.schema["r"].dataType.fieldNames()
+    bad = F.col("r").isNull() | ~F.greatest(*[F.col(f"r.`{f}`").isNotNull() for f in fields], F.lit(False))
+    counted = parsed.observe("overwindow_source", F.sum(F.when(bad, 1).otherwise(0)).alias("bad_records"))
+    return counted.where(~bad).select("r.*")
 
 
 def sink_for(view: View):

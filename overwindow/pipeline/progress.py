@@ -7,17 +7,25 @@ import sys
 from pyspark.sql.streaming import StreamingQueryListener
 
 
+def bad_records(p) -> int:
+    """Source records of the batch that were not records of the view's schema (dropped, counted)."""
+    metrics = (p.observedMetrics or {}).get("overwindow_source")
+    return int(metrics["bad_records"] or 0) if metrics is not None else 0
+
+
 def progress_line(p, rows_out: int | None) -> str:
     """``batch 3: 1,200 rows in, 1,180 out, watermark 2024-01-01T10:00:00Z, 4 keys (2.1 MB) in state,
-    0 late, 0.84 s``."""
+    0 late, 0.84 s`` (and ``, 2 bad records`` when a Kafka batch had values that are not records)."""
     state_keys = sum(op.numRowsTotal for op in p.stateOperators)
     state_bytes = sum(op.memoryUsedBytes for op in p.stateOperators)
     late = sum(op.numRowsDroppedByWatermark for op in p.stateOperators)
     watermark = (p.eventTime or {}).get("watermark", "-")
     seconds = (p.batchDuration or 0) / 1000
     out = "?" if rows_out is None else f"{rows_out:,}"
+    bad = bad_records(p)
     return (f"batch {p.batchId}: {p.numInputRows:,} rows in, {out} out, watermark {watermark}, "
-            f"{state_keys:,} keys ({state_bytes / 1e6:.1f} MB) in state, {late:,} late, {seconds:.2f} s")
+            f"{state_keys:,} keys ({state_bytes / 1e6:.1f} MB) in state, {late:,} late, {seconds:.2f} s"
+            + (f", {bad:,} bad records" if bad else ""))
 
 
 class ProgressPrinter(StreamingQueryListener):

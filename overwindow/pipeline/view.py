@@ -7,6 +7,9 @@ path = "events/"                 # files: a folder that receives new files
 file_format = "json"             # json | parquet | csv
 schema = "plant STRING, date DATE, mwh DOUBLE"
 max_files_per_trigger = 1
+# kafka: bootstrap_servers = "host:9092", topic = "t", starting_offsets = "earliest" | "latest",
+#        max_offsets_per_trigger = 10000, reader = "auto" | "spark" | "python",
+#        options = { "security.protocol" = "SASL_SSL" }  (client settings; JSON records of `schema`)
 
 [watermark]
 column = "date"
@@ -44,6 +47,8 @@ from overwindow.spec import EMIT_MODES, OverWindow
 
 SOURCES = ("files", "kafka")
 FILE_FORMATS = ("json", "parquet", "csv")
+STARTING_OFFSETS = ("earliest", "latest")
+KAFKA_READERS = ("auto", "spark", "python")  # Spark's connector if present, else ours; only one; only ours
 SINKS = ("sqlite", "postgres", "parquet", "console")
 
 
@@ -130,6 +135,17 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     else:
         need("source", "bootstrap_servers")
         need("source", "topic")
+        source["starting_offsets"] = source.get("starting_offsets", "earliest")
+        source["reader"] = source.get("reader", "auto")
+        for key, choices in (("starting_offsets", STARTING_OFFSETS), ("reader", KAFKA_READERS)):
+            if source[key] not in choices:
+                raise ViewFileError(f"{where('source', key)}: must be one of {', '.join(choices)}, got {source[key]!r}")
+        limit = source.get("max_offsets_per_trigger")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0):
+            raise ViewFileError(f"{where('source', 'max_offsets_per_trigger')}: a positive number of records, got {limit!r}")
+        if not isinstance(source.get("options", {}), dict):
+            raise ViewFileError(f"{where('source', 'options')}: a table of Kafka client settings, "
+                                "e.g. options = { \"security.protocol\" = \"SSL\" }")
     watermark = doc.get("watermark")
     if watermark is not None:
         need("watermark", "column")

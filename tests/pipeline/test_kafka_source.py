@@ -1,0 +1,176 @@
+"""The Kafka source (overwindow.pipeline.kafka) against a real Kafka-protocol broker the tests start:
+every record read once across restarts, admission control, starting offsets, and a whole view from
+Kafka equal to the batch evaluator over the records produced."""
+
+import json
+import textwrap
+import uuid
+
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import overwindow
+from overwindow.pipeline.kafka import FORMAT, KafkaDataSource, share_limit
+from overwindow.pipeline.progress import bad_records
+from overwindow.pipeline.view import ViewFileError, load_view
+
+
+def produce(bootstrap, topic, records, partitions=1):
+    """Creates ``topic`` if needed and writes ``records`` (key, value bytes) in order; returns nothing
+    until the broker has them all."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if topic not in admin.list_topics(timeout=10).topics:
+        admin.create_topics([NewTopic(topic, partitions)])[topic].result()
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for key, value in records:
+        producer.produce(topic, key=key, value=value)
+    assert producer.flush(30) == 0
+
+
+@given(st.dictionaries(st.sampled_from("0123"), st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1),
+       st.integers(1, 120))
+def test_share_limit_takes_the_limit_or_everything(ranges, limit):
+    start = {p: min(a, b) for p, (a, b) in ranges.items()}
+    ends = {p: max(a, b) for p, (a, b) in ranges.items()}
+    got = share_limit(start, ends, limit)
+    assert set(got) == set(ends)
+    assert all(start[p] <= got[p] <= ends[p] for p in ends)
+    assert sum(got[p] - start[p] for p in ends) == min(limit, sum(ends[p] - start[p] for p in ends))
+
+
+def _read_all(spark, bootstrap, topic, checkpoint, **options):
+    """One availableNow run of the raw source; returns (rows, input rows per batch)."""
+    spark.dataSource.register(KafkaDataSource)
+    reader = spark.readStream.format(FORMAT).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    rows, sizes = [], []
+
+    def collect(batch, batch_id):
+        got = batch.collect()
+        rows.extend(got)
+        sizes.append(len(got))
+
+    query = (reader.load().writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert query.exception() is None
+    return rows, sizes
+
+
+def test_every_record_once_across_restarts_with_a_read_limit(spark, kafka_bootstrap, tmp_path):
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    sent = []
+    seen = []
+    for round_, limit in enumerate([None, 70, 1000]):
+        batch = [(f"k{i % 5}".encode(), json.dumps({"round": round_, "i": i}).encode()) for i in range(150)]
+        produce(kafka_bootstrap, topic, batch, partitions=3)
+        sent += batch
+        options = {"startingOffsets": "earliest", **({"maxOffsetsPerTrigger": limit} if limit else {})}
+        rows, sizes = _read_all(spark, kafka_bootstrap, topic, tmp_path / "chk", **options)
+        if limit:
+            assert max(sizes) <= limit and sum(sizes) == 150 and len(sizes) >= 150 // limit
+        seen += rows
+    assert sorted((r.key, r.value) for r in seen) == sorted(sent)
+    assert len({(r.partition, r.offset) for r in seen}) == len(sent)
+    # a key's records keep their order: Kafka's per-partition order, read in offset order
+    for key in {k for k, _ in sent}:
+        mine = sorted((r for r in seen if r.key == key), key=lambda r: r.offset)
+        assert [r.value for r in mine] == [v for k, v in sent if k == key]
+    assert {r.topic for r in seen} == {topic} and all(r.timestamp is not None for r in seen)
+
+
+def test_starting_offsets_latest_skips_what_was_there(spark, kafka_bootstrap, tmp_path):
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    produce(kafka_bootstrap, topic, [(None, b"old")] * 20, partitions=2)
+    first, _ = _read_all(spark, kafka_bootstrap, topic, tmp_path / "chk", startingOffsets="latest")
+    produce(kafka_bootstrap, topic, [(None, b"new")] * 7)
+    second, _ = _read_all(spark, kafka_bootstrap, topic, tmp_path / "chk", startingOffsets="latest")
+    assert first == [] and [r.value for r in second] == [b"new"] * 7
+
+
+CALLS = ["sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",
+         "avg(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 10 SECONDS PRECEDING AND CURRENT ROW) AS a"]
+
+
+def _view_file(tmp_path, bootstrap, topic, emit="on_update", reader="auto"):
+    path = tmp_path / "view.toml"
+    path.write_text(textwrap.dedent(f"""
+        [source]
+        format = "kafka"
+        bootstrap_servers = "{bootstrap}"
+        topic = "{topic}"
+        schema = "k STRING, id BIGINT, ts TIMESTAMP, x DOUBLE"
+        starting_offsets = "earliest"
+        max_offsets_per_trigger = 100
+        reader = "{reader}"
+
+        [view]
+        partition_by = ["k"]
+        calls = {json.dumps(CALLS)}
+        emit = "{emit}"
+        row_key = ["id"]
+
+        [sink]
+        kind = "sqlite"
+        path = "view.sqlite"
+        table = "v"
+        checkpoint = "chk"
+    """))
+    return path
+
+
+def test_a_view_from_kafka_equals_the_batch_result_and_counts_bad_records(spark, kafka_bootstrap, tmp_path):
+    import sqlite3
+
+    from overwindow.pipeline.job import start_view
+
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    rows = [{"k": f"s{i % 3}", "id": i, "ts": f"2024-05-01T10:{i // 60:02d}:{i % 60:02d}", "x": float(i * 7 % 23)}
+            for i in range(400)]
+    records = [(r["k"].encode(), json.dumps(r).encode()) for r in rows]
+    records[50:50] = [(b"s0", b"not json"), (b"s1", b'{"unrelated": 1}')]
+    produce(kafka_bootstrap, topic, records, partitions=2)
+    view = load_view(str(_view_file(tmp_path, kafka_bootstrap, topic)))
+    query, _ = start_view(spark, view, once=True, quiet=True)
+    query.awaitTermination()
+    assert query.exception() is None
+    assert sum(bad_records(p) for p in query.recentProgress) == 2
+    table = pa.Table.from_pylist(rows)
+    table = table.set_column(2, "ts", pa.compute.strptime(table["ts"], "%Y-%m-%dT%H:%M:%S", "us"))
+    spec = overwindow.OverWindow(*CALLS, emit="on_update", rowKey="id")
+    want = {r["id"]: (r["s"], r["a"]) for r in overwindow.evaluate(table, *spec.partitioned(("k",))).to_pylist()}
+    con = sqlite3.connect(tmp_path / "view.sqlite")
+    got = {i: (s, a) for i, s, a in con.execute('SELECT id, s, a FROM "v"')}
+    assert set(got) == set(want)
+    for i, (s, a) in want.items():
+        assert got[i] == (pytest.approx(s), pytest.approx(a))
+
+
+def test_reader_spark_without_the_connector_says_how_to_get_it(spark, kafka_bootstrap, tmp_path):
+    from overwindow.pipeline.job import source_frame
+
+    view = load_view(str(_view_file(tmp_path, kafka_bootstrap, "t", reader="spark")))
+    with pytest.raises(ViewFileError, match="OVERWINDOW_SPARK_PACKAGES=org.apache.spark:spark-sql-kafka-0-10"):
+        source_frame(spark, view)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("starting_offsets", '"first"', r"\[source\] starting_offsets \(line \d+\): must be one of earliest, latest"),
+    ("reader", '"java"', r"\[source\] reader \(line \d+\): must be one of auto, spark, python"),
+    ("max_offsets_per_trigger", "0", r"\[source\] max_offsets_per_trigger \(line \d+\): a positive number"),
+    ("options", '"ssl"', r"\[source\] options \(line \d+\): a table of Kafka client settings"),
+])
+def test_bad_kafka_keys_are_named_with_their_line(tmp_path, key, value, message):
+    path = _view_file(tmp_path, "localhost:9092", "t")
+    text = path.read_text()
+    lines = [line for line in text.splitlines() if not line.strip().startswith(f"{key} =")]
+    at = lines.index('format = "kafka"') + 1
+    path.write_text("\n".join(lines[:at] + [f"{key} = {value}"] + lines[at:]))
+    with pytest.raises(ViewFileError, match=message):
+        load_view(str(path))
