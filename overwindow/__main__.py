@@ -85,6 +85,9 @@ def _produce(args) -> int:
     except ImportError as e:
         print(f"overwindow: {e}", file=sys.stderr)
         return 2
+    except RuntimeError as e:
+        print(f"overwindow: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("\nstopped.", flush=True)
         return 0

@@ -86,12 +86,17 @@ def _confluent_kafka():
     return confluent_kafka
 
 
-def ensure_topic(bootstrap_servers: str, topic: str, partitions: int, config: dict | None = None) -> int:
-    """Create ``topic`` with ``partitions`` partitions unless it exists; returns its partition count."""
+def ensure_topic(bootstrap_servers: str, topic: str, partitions: int) -> int:
+    """Create ``topic`` with ``partitions`` partitions unless it exists; returns its partition count,
+    e.g. ``ensure_topic("localhost:9092", "ticks", 3)`` is 3, or 1 if "ticks" had one partition."""
     kafka = _confluent_kafka()
-    admin = kafka.admin.AdminClient({"bootstrap.servers": bootstrap_servers, **(config or {})})
-    # All topics, not this one: asking a broker about one topic may create it with its defaults.
-    existing = admin.list_topics(timeout=30).topics
+    # Without a broker librdkafka logs every reconnect; the error below says it once.
+    admin = kafka.admin.AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 2})
+    try:
+        # All topics, not this one: asking a broker about one topic may create it with its defaults.
+        existing = admin.list_topics(timeout=10).topics
+    except kafka.KafkaException as e:
+        raise RuntimeError(f"no Kafka broker answers at {bootstrap_servers}: {e.args[0].str()}") from None
     if topic in existing:
         return len(existing[topic].partitions)
     future = admin.create_topics([kafka.admin.NewTopic(topic, num_partitions=partitions)])[topic]
@@ -105,7 +110,7 @@ def ensure_topic(bootstrap_servers: str, topic: str, partitions: int, config: di
 
 
 def produce(bootstrap_servers: str, topic: str, sample: str = "stock_ticks", partitions: int = 3,
-            rate: float | None = None, passes: int | None = 1, config: dict | None = None,
+            rate: float | None = None, passes: int | None = 1,
             report: Callable[[str], None] | None = None) -> int:
     """Replay a bundled sample onto ``topic`` (created with ``partitions`` if missing) as JSON
     messages, at most ``rate`` messages a second; ``passes=None`` replays until interrupted. Each
@@ -113,11 +118,11 @@ def produce(bootstrap_servers: str, topic: str, sample: str = "stock_ticks", par
     kafka = _confluent_kafka()
     chosen = SAMPLES[sample]
     records = read_sample(chosen)
-    ensure_topic(bootstrap_servers, topic, partitions, config)
+    ensure_topic(bootstrap_servers, topic, partitions)
     producer = kafka.Producer({
         "bootstrap.servers": bootstrap_servers,
         # Retries must not reorder a key's records; murmur2 places keys as Java clients do.
-        "enable.idempotence": True, "partitioner": "murmur2_random", "linger.ms": 20, **(config or {})})
+        "enable.idempotence": True, "partitioner": "murmur2_random", "linger.ms": 20})
     failures: list = []
     delivered = 0
 
@@ -135,7 +140,7 @@ def produce(bootstrap_servers: str, topic: str, sample: str = "stock_ticks", par
             for record in current:
                 if rate:
                     producer.poll(max(0.0, start + sent / rate - time.monotonic()))
-                _send(producer, topic, str(record[chosen.key]), json.dumps(record), on_delivery)
+                _send(producer, topic, record[chosen.key], json.dumps(record), on_delivery)
                 sent += 1
                 if failures:
                     raise RuntimeError(f"Kafka refused a message on topic {topic!r}: {failures[0]}")

@@ -45,7 +45,7 @@ def partition_count(bootstrap, topic):
     return len(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics[topic].partitions)
 
 
-def consume_all(bootstrap, topic, quiet_polls=4):
+def consume_all(bootstrap, topic, quiet_polls=3):
     """Every message on the topic as (partition, key, record), each partition in offset order."""
     consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
                                          "enable.auto.commit": False})
@@ -146,3 +146,8 @@ def test_without_confluent_kafka_the_error_names_the_extra(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "confluent_kafka", None)
     assert main(["produce", "--bootstrap-servers", "127.0.0.1:1", "--topic", "t"]) == 2
     assert "pip install 'overwindow[kafka]'" in capsys.readouterr().err
+
+
+def test_an_unreachable_broker_is_named_in_the_error(capsys):
+    assert main(["produce", "--bootstrap-servers", "127.0.0.1:1", "--topic", "t"]) == 1
+    assert "no Kafka broker answers at 127.0.0.1:1" in capsys.readouterr().err
