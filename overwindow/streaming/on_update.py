@@ -2,7 +2,7 @@
 rows whose window results changed (upserts) and the rows that went away (deletes).
 
 Per partition the state holds the live rows, sorted by (ORDER BY keys, row key or all columns,
-row identity), each with its 64-bit identity hash. A step:
+row identity), each with its 64-bit identity hash and its current results. A step:
 
 1. applies the changes (an update that moves the ORDER BY key is a delete plus an insert of the same
    identity): the sorted inserts are merged into the kept rows by binary search on ORDER BY codes
@@ -13,8 +13,8 @@ row identity), each with its 64-bit identity hash. A step:
    (``searchsorted``), GROUPS frames by peer-group numbers. Ranking functions reach to the end of
    the partition (row_number, rank, dense_rank) or all of it (ntile, percent_rank, cume_dist);
 3. merges overlapping ranges, recomputes only the rows in them with the batch kernels on the slice
-   ``[first_frame_start, last_frame_end)`` of the old rows and of the new rows, and emits the rows
-   whose values differ, plus deletes;
+   ``[first_frame_start, last_frame_end)`` of the new rows, and emits the rows whose values differ
+   from the results the state holds for them (the last emitted), plus deletes;
 4. with a watermark on an ascending ORDER BY column, evicts rows no frame of a row at or above the
    watermark can reach; later changes below that horizon are dropped as late.
 
@@ -94,6 +94,8 @@ class OnUpdate:
         results = project(data, self.expressions, evaluate_calls(data, self.expressions))
         extra = [] if self.row_key else [pa.field(ROW_ID, pa.int64())]
         self.output_schema = pa.schema(list(results.schema) + extra + [pa.field(CHANGE, pa.string())])
+        # each held row's results as last emitted, so a step compares without recomputing the old rows
+        self.results_schema = pa.schema([results.schema.field(e.alias) for e in self.expressions])
         # with a watermark on the single ascending ORDER BY column, rows far enough behind it are
         # evicted; functions of the whole partition (ntile, ...) keep every row
         self.evicts = watermarked and len(self.order_by) == 1 and not self.order_by[0].descending \
@@ -152,16 +154,18 @@ class OnUpdate:
     # -- state ---------------------------------------------------------------------------------
 
     def _load(self, state):
+        """(rows, their stored results, meta) of a partition's state."""
         if state is None:
             return pa.schema(list(self.schema) + [pa.field(_ID, pa.int64())]).empty_table(), \
+                self.results_schema.empty_table(), \
                 {"evicted_rows": 0, "evicted_groups": 0, "horizon": None, "late_rows": 0}
         tables, meta = decode(state, STATE_KIND)
-        return tables["rows"].combine_chunks(), meta
+        return tables["rows"].combine_chunks(), tables["results"].combine_chunks(), meta
 
     # -- the step ------------------------------------------------------------------------------
 
     def step(self, state: bytes | None, rows: pa.Table | None, watermark=None) -> Step:
-        old, meta = self._load(state)
+        old, old_res, meta = self._load(state)
         late = bad = 0
         deletes = np.zeros(0, dtype=np.int64)
         ins = old.slice(0, 0)
@@ -175,42 +179,49 @@ class OnUpdate:
         pos_old = np.flatnonzero(gone)
         old_codes, ins_codes = self._order_codes(old, ins)
         kept = np.flatnonzero(~gone)
-        new, new_codes, from_old = old, old_codes, np.arange(old.num_rows)
+        new, new_res, new_codes = old, old_res, old_codes
+        from_old = np.arange(old.num_rows)  # each new row's old position, -1 for an insert
         pos_new = before = np.zeros(0, dtype=np.int64)
         if len(pos_old) or ins.num_rows:
             ins, ins_codes, before = self._merge(old, old_codes, kept, ins, ins_codes)
             src, pos_new = _interleave(len(kept), before)
-            # index into old rows then inserts; -1 in from_old marks an inserted row
             from_old = np.append(kept, -1)[np.minimum(src, len(kept))]
             take = np.where(from_old >= 0, from_old, old.num_rows + src - len(kept))
             new = pa.concat_tables([old, ins]).take(pa.array(take)).combine_chunks()
+            new_res = old_res.take(pa.array(from_old, mask=from_old < 0))
             new_codes = np.concatenate([old_codes, ins_codes])[take]
-        replaced = np.isin(old_ids[pos_old], ins.column(_ID).to_numpy())
-        removed = pos_old[~replaced]
+        replaced = pos_old[np.isin(old_ids[pos_old], ins_ids)]
+        removed = np.setdiff1d(pos_old, replaced, assume_unique=True)
         out_parts = []
         recomputed = 0
         new_reach = None
+        new_rows = np.zeros(0, dtype=np.int64)
         if len(pos_old) or len(pos_new):
-            old_reach, new_reach = self._frames(old, old_codes), self._frames(new, new_codes)
-            # every row whose frame (old or new) reaches a change, at its position in the new rows
-            was = _in_ranges(*old_reach.affected(pos_old))
-            was = was[~gone[was]]
-            rank = was - np.searchsorted(pos_old, was)  # among the kept rows
-            now = _in_ranges(*new_reach.affected(pos_new))
-            new_rows = np.union1d(rank + np.searchsorted(before, rank, "right"), now)
-            back = from_old[new_rows]
-            old_rows = np.union1d(back[back >= 0], pos_old[replaced])
-            new_vals, n_new = self._recompute(new, new_reach, _runs(new_rows), meta)
-            old_vals, n_old = self._recompute(old, old_reach, _runs(old_rows), meta)
-            recomputed = n_new + n_old
-            out_parts.append(self._diff(new_vals, old_vals))
+            new_reach = self._frames(new, new_codes)
+            new_rows = _in_ranges(*new_reach.affected(pos_new))
+            if len(pos_old):  # rows whose old frame held a row that moved or went
+                was = _in_ranges(*self._frames(old, old_codes).affected(pos_old))
+                was = was[~gone[was]]
+                rank = was - np.searchsorted(pos_old, was)  # among the kept rows
+                new_rows = np.union1d(rank + np.searchsorted(before, rank, "right"), new_rows)
+        if len(new_rows):
+            new_vals, recomputed = self._recompute(new, new_reach, _runs(new_rows), meta)
+            # compared with what the state held for the same identity: its old row, or the row an
+            # update replaced
+            prev = from_old[new_rows]
+            fresh = np.flatnonzero(prev < 0)
+            if len(fresh) and len(replaced):
+                at = _find(old_ids[replaced], new_vals.column(_ID).to_numpy()[fresh])
+                prev[fresh[at >= 0]] = replaced[at[at >= 0]]
+            out_parts.append(self._diff(new_vals, old, old_res, prev))
+            new_res = _scatter(new_res, new_rows, new_vals.select(self.results_schema.names).cast(self.results_schema))
         if len(removed):
             out_parts.append(self._deleted(old.take(pa.array(removed))))
         meta["late_rows"] += late
-        new, meta = self._evict(new, new_codes, meta, watermark, new_reach)
+        new, new_res, meta = self._evict(new, new_res, new_codes, meta, watermark, new_reach)
         outputs = [p for p in out_parts if p is not None and p.num_rows]
         output = pa.concat_tables(outputs) if outputs else self.output_schema.empty_table()
-        data = encode({"rows": new}, meta, STATE_KIND)
+        data = encode({"rows": new, "results": new_res}, meta, STATE_KIND)
         return Step(data, output, None, late,
                     {"recomputed_rows": recomputed, "state_rows": new.num_rows, "bad_rows": bad,
                      "late_rows_total": meta["late_rows"]})
@@ -279,26 +290,20 @@ class OnUpdate:
             count += len(rows)
         return pa.concat_tables(pieces), count
 
-    def _diff(self, new_vals: pa.Table | None, old_vals: pa.Table | None) -> pa.Table | None:
-        if new_vals is None:
-            return None
-        names = list(self.spec.aliases)
-        new_ids = new_vals.column(_ID).to_numpy()
-        changed = np.ones(len(new_ids), dtype=bool)
-        if old_vals is not None and old_vals.num_rows:
-            old_ids = old_vals.column(_ID).to_numpy()
-            order = np.argsort(old_ids)
-            at = np.searchsorted(old_ids[order], new_ids)
-            at = np.minimum(at, len(old_ids) - 1)
-            found = old_ids[order][at] == new_ids
-            match = pa.array(order[at])
-            same = found.copy()
+    def _diff(self, new_vals: pa.Table, old: pa.Table, old_res: pa.Table, prev: np.ndarray) -> pa.Table:
+        """Upserts of the recomputed rows whose results or own columns differ from what the state
+        held for their identity (``prev``: its old position, -1 for a new identity)."""
+        changed = prev < 0
+        if not changed.all():
+            at = pa.array(np.maximum(prev, 0))
+            same = ~changed
+            for name in self.results_schema.names:
+                same &= _equal(new_vals.column(name), old_res.column(name).take(at))
             # the row's own columns may have changed too (an update that keeps the key)
-            for name in names + self.schema.names:
-                same &= _equal(new_vals.column(name), old_vals.column(name).take(match))
+            for name in self.schema.names:
+                same &= _equal(new_vals.column(name), old.column(name).take(at))
             changed = ~same
-        out = new_vals.filter(pa.array(changed))
-        return self._finish(out, "upsert")
+        return self._finish(new_vals.filter(pa.array(changed)), "upsert")
 
     def _deleted(self, rows: pa.Table) -> pa.Table:
         for e in self.expressions:
@@ -313,10 +318,11 @@ class OnUpdate:
 
     # -- eviction ----------------------------------------------------------------------------
 
-    def _evict(self, table: pa.Table, codes: np.ndarray, meta: dict, watermark, reach: "_Reach | None" = None):
-        """Drop rows that no frame of a row at or above the watermark can reach."""
+    def _evict(self, table: pa.Table, results: pa.Table, codes: np.ndarray, meta: dict, watermark,
+               reach: "_Reach | None" = None):
+        """Drop rows (and their results) that no frame of a row at or above the watermark can reach."""
         if watermark is None or not self.evicts or table.num_rows == 0:
-            return table, meta
+            return table, results, meta
         keys = Values(evaluate_expr(self.order_by[0].expr, table))
         knum = key_numbers(keys)
         valid = keys.valid
@@ -328,13 +334,13 @@ class OnUpdate:
         keep_from = min(first_live, reach.span(first_live, n)[0]) if first_live < n else \
             min(n, reach.span(n - 1, n)[0] if n else 0)
         if keep_from <= 0:
-            return table, meta
+            return table, results, meta
         meta = dict(meta, evicted_rows=meta["evicted_rows"] + keep_from,
                     evicted_groups=meta["evicted_groups"] + int(reach.groups[keep_from - 1]) + 1)
         # later changes below the first kept key are late: their frames are gone
         horizon = knum[keep_from] if keep_from < n else watermark
         meta["horizon"] = max(int(horizon) if keys.kind != "float" else float(horizon), meta["horizon"] or horizon)
-        return table.slice(keep_from).combine_chunks(), meta
+        return table.slice(keep_from).combine_chunks(), results.slice(keep_from).combine_chunks(), meta
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -516,6 +522,30 @@ class _Reach:
         if fe > 0:
             fe = int(np.searchsorted(g, g[fe - 1], side="right"))
         return fs, fe
+
+
+def _find(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Index in ``ids`` (distinct) of each wanted identity, -1 where absent. O((n + m) log n).
+
+    >>> _find(np.array([30, 10, 20]), np.array([20, 5, 30])).tolist()
+    [2, -1, 0]
+    """
+    if len(ids) == 0:
+        return np.full(len(wanted), -1, dtype=np.int64)
+    order = np.argsort(ids)
+    at = np.minimum(np.searchsorted(ids[order], wanted), len(ids) - 1)
+    return np.where(ids[order][at] == wanted, order[at], -1)
+
+
+def _scatter(table: pa.Table, at: np.ndarray, rows: pa.Table) -> pa.Table:
+    """``table`` with its rows at positions ``at`` (sorted, distinct) replaced by ``rows``. O(n).
+
+    >>> _scatter(pa.table({"a": [1, 2, 3]}), np.array([0, 2]), pa.table({"a": [7, 9]})).column("a").to_pylist()
+    [7, 2, 9]
+    """
+    idx = np.arange(table.num_rows)
+    idx[at] = table.num_rows + np.arange(len(at))
+    return pa.concat_tables([table, rows]).take(pa.array(idx)).combine_chunks()
 
 
 def _runs(rows: np.ndarray) -> list[tuple[int, int]]:
