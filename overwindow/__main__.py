@@ -1,4 +1,4 @@
-"""Command line: ``overwindow demo``, ``overwindow run VIEW`` and ``overwindow produce`` (also ``python -m overwindow``).
+"""Command line: ``overwindow demo``, ``overwindow run VIEW``, ``overwindow produce`` (also ``python -m overwindow``).
 
 ``demo`` runs the main job on embedded defaults: the bundled plant output replayed as a stream of
 files, a 7-day moving average and interquartile band per plant kept in an SQLite file, a table
@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     produce.add_argument("--data", default="stock_ticks", choices=sorted(SAMPLES),
                          help="the bundled sample (key: symbol or plant)")
     produce.add_argument("--partitions", type=int, default=3, help="partitions of a new topic (default 3)")
-    produce.add_argument("--rate", type=float, metavar="R", help="at most R messages a second (default: as fast as Kafka takes them)")
+    produce.add_argument("--rate", type=float, metavar="R",
+                         help="at most R messages a second (default: as fast as Kafka takes them)")
     produce.add_argument("--loop", action="store_true",
                          help="replay until Ctrl-C, each pass later by the days the file covers, with new ids")
     args = parser.parse_args(argv)

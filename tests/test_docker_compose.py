@@ -119,7 +119,8 @@ def test_both_built_services_share_one_image():
 
 def test_the_view_command_loads_a_kafka_view_into_postgres(view):
     assert view.source["format"] == "kafka" and view.sink["kind"] == "postgres"
-    copied = {os.path.normpath(arg.split()[-1]) for keyword, arg in instructions(dockerfile("view")) if keyword == "COPY"}
+    steps = instructions(dockerfile("view"))
+    copied = {os.path.normpath(arg.split()[-1]) for keyword, arg in steps if keyword == "COPY"}
     assert os.path.normpath(view.path).split(os.sep)[0] in copied, "the image does not contain the view file"
 
 

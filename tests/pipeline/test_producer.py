@@ -110,7 +110,8 @@ def test_later_passes_move_the_day_on_and_renumber_the_trades(kafka_bootstrap):
 def test_a_pass_over_daily_output_starts_after_the_previous_one_ends(kafka_bootstrap):
     topic = fresh_topic()
     produce(kafka_bootstrap, topic, sample="plant_daily", passes=2, partitions=1)
-    days = [dt.date.fromisoformat(r["date"]) for _, _, r in consume_all(kafka_bootstrap, topic) if r["plant"] == "Boston"]
+    records = [r for _, _, r in consume_all(kafka_bootstrap, topic)]
+    days = [dt.date.fromisoformat(r["date"]) for r in records if r["plant"] == "Boston"]
     first, second = days[:len(days) // 2], days[len(days) // 2:]
     assert first[0] == dt.date(2019, 1, 2) and first[-1] == dt.date(2019, 12, 31)
     assert second[0] == dt.date(2020, 1, 1) and second == [d + dt.timedelta(days=364) for d in first]
