@@ -1,7 +1,8 @@
 """Sort rows once by (partition keys, order keys) and find partitions and peer groups.
 
-One Layout serves every call with the same PARTITION BY and ORDER BY. Cost: one stable integer
-sort of n rows (keys are first turned into dense codes), then O(n) boundary scans.
+One Layout serves every call with the same PARTITION BY and ORDER BY. Cost: keys are turned into
+integer codes and folded into as few int64 words as fit beside a row number; one numpy value sort of
+``word << bits | row`` per word (usually one or two), then O(n) boundary scans.
 
 >>> lay = Layout.build([Values(pa.array(["a", "b", "a"]))], [(Values(pa.array([2, 1, 1])), False, True)])
 >>> lay.perm.tolist(), lay.part_start.tolist(), lay.group_id.tolist()
@@ -17,9 +18,6 @@ import pyarrow as pa
 
 from overwindow.physical.values import Values
 
-_LIMIT = np.iinfo(np.int64).max // 4
-
-
 _SPAN = 1 << 40
 
 
@@ -32,10 +30,12 @@ def sort_codes(v: Values, descending: bool, nulls_first: bool, dense: bool = Fal
     if not dense and v.kind in ("int", "date", "timestamp", "bool") and v.numbers.dtype == np.int64:
         valid = v.valid
         nums = v.numbers
-        lo = int(nums[valid].min()) if valid.any() else 0
-        k = (int(nums[valid].max()) - lo + 1) if valid.any() else 0
+        present = nums if not v.array.null_count else nums[valid]  # no copy without NULLs
+        lo = int(present.min()) if len(present) else 0
+        k = (int(present.max()) - lo + 1) if len(present) else 0
         if k < _SPAN:
-            codes = (nums - lo) + 1  # 1..k; 0 and k + 1 are for NULLs
+            codes = nums - lo
+            codes += 1  # 1..k; 0 and k + 1 are for NULLs
             if descending:
                 codes = (k + 1) - codes
             if v.array.null_count:
@@ -49,30 +49,84 @@ def sort_codes(v: Values, descending: bool, nulls_first: bool, dense: bool = Fal
     return np.where(codes >= 0, codes, null_code) + 1, k + 2
 
 
-def _fold(keys: list[tuple[np.ndarray, int]], n: int) -> np.ndarray:
-    """One int64 key with the same lexicographic order as ``keys`` (major first)."""
-    if not keys:
-        return np.zeros(n, dtype=np.int64)
-    out, card = keys[0][0].astype(np.int64), keys[0][1]
-    for codes, k in keys[1:]:
-        if card * k < _LIMIT:
-            out, card = out * k + codes, card * k
-        else:  # too many combinations for one int64: rank the pairs instead
-            order = np.lexsort((codes, out))
-            pair_change = np.empty(n, dtype=bool)
-            pair_change[:1] = True
-            pair_change[1:] = (out[order][1:] != out[order][:-1]) | (codes[order][1:] != codes[order][:-1])
-            dense = np.empty(n, dtype=np.int64)
-            dense[order] = np.cumsum(pair_change) - 1
-            out, card = dense, int(dense.max()) + 1 if n else 1
+def _words(keys: list[tuple[np.ndarray, int]], limit: int) -> list[tuple[np.ndarray, int, int]]:
+    """``keys`` (codes, cardinality; major first) folded into as few int64 words as possible, each
+    word's cardinality below ``limit`` (a key alone may exceed it). Returns (codes, cardinality, number
+    of keys folded in), major word first."""
+    words: list[tuple[np.ndarray, int, int]] = []
+    for codes, k in keys:
+        if words and words[-1][1] * k < limit:
+            w, card, count = words[-1]
+            words[-1] = (w * k + codes, card * k, count + 1)
+        else:
+            words.append((codes.astype(np.int64, copy=False), k, 1))
+    return words
+
+
+def _stable_order(words: list[tuple[np.ndarray, int, int]], n: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The stable sort permutation by ``words`` (major first), and the major word in sorted order.
+
+    Least significant word first, each pass a stable sort of the previous order. A pass sorts the
+    values ``code << bits | position`` (unique, so numpy's fast SIMD value sort is stable) and reads
+    the permutation from the low bits: about ten times faster than ``np.argsort`` on 5M int64s. A
+    word too wide to share 63 bits with the position falls back to a stable argsort. O(n log n) per
+    word.
+    """
+    position = np.arange(n, dtype=np.int64)
+    low = (1 << bits) - 1
+    perm = top = None
+    for codes, card, _ in reversed(words):
+        key = codes if perm is None else codes[perm]
+        if card <= (1 << (63 - bits)):
+            packed = key << bits
+            packed |= position
+            packed.sort()
+            step, top = packed & low, packed >> bits
+        else:
+            step = np.argsort(key, kind="stable")
+            top = key[step]
+        perm = step if perm is None else perm[step]
+    return perm, top
+
+
+def _in_order(words: list[tuple[np.ndarray, int, int]]) -> bool:
+    """Whether the rows are already sorted by ``words`` (streaming buffers arrive sorted)."""
+    major = words[0][0]
+    if len(major) < 2:
+        return True
+    if (major[1:] < major[:-1]).any():  # the usual unsorted input is decided in one pass
+        return False
+    if len(words) == 1:
+        return True
+    ok = np.ones(len(major) - 1, dtype=bool)
+    for w, _, _ in reversed(words):
+        ok = (w[1:] > w[:-1]) | ((w[1:] == w[:-1]) & ok)
+    return bool(ok.all())
+
+
+def _major(words, sorted_words: list[np.ndarray], keys, count: int) -> list[np.ndarray]:
+    """The sorted words cut down to their first ``count`` keys (the partition keys): whole words,
+    then the major part of the word where the partition keys end (the minor keys divided away)."""
+    out, used = [], 0
+    for (_, _, m), sw in zip(words, sorted_words):
+        if used >= count:
+            break
+        minor = 1
+        for _, k in keys[count:used + m]:
+            minor *= k
+        out.append(sw if minor == 1 else sw // minor)
+        used += m
     return out
 
 
-def _runs(sorted_key: np.ndarray) -> np.ndarray:
-    """Start positions of runs of equal values, plus n at the end."""
-    n = len(sorted_key)
-    change = np.flatnonzero(sorted_key[1:] != sorted_key[:-1]) + 1
-    return np.concatenate(([0], change, [n])).astype(np.int64) if n else np.zeros(1, dtype=np.int64)
+def _runs(sorted_words: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Runs of equal rows (every word equal): their start positions plus n at the end, and each
+    row's run number."""
+    change = np.zeros(n, dtype=bool)  # row i starts a run (row 0 is counted apart)
+    for w in sorted_words:
+        change[1:] |= w[1:] != w[:-1]
+    bounds = np.concatenate(([0], np.flatnonzero(change), [n] if n else [])).astype(np.int64)
+    return bounds, np.cumsum(change)
 
 
 @dataclass
@@ -101,28 +155,20 @@ class Layout:
     def build(partition: list[Values], order: list[tuple[Values, bool, bool]], n: int | None = None) -> "Layout":
         if n is None:
             n = len(partition[0]) if partition else len(order[0][0]) if order else 0
-        part_keys = [sort_codes(v, False, True) for v in partition]
-        order_keys = [sort_codes(v, d, nf) for v, d, nf in order]
-        pkey = _fold(part_keys, n)
-        full = _fold(part_keys + order_keys, n) if order_keys else pkey
-        in_order = n < 2 or bool((full[1:] >= full[:-1]).all())  # streaming buffers arrive sorted
+        keys = [sort_codes(v, False, True) for v in partition] + [sort_codes(v, d, nf) for v, d, nf in order]
+        if not keys:
+            keys = [(np.zeros(n, dtype=np.int64), 1)]
+        bits = max(int(n - 1).bit_length(), 1)
+        words = _words(keys, 1 << (63 - bits))
+        in_order = _in_order(words)
         if in_order:
-            perm = np.arange(n)
-        elif int(full.max()) + 1 < _LIMIT // n:
-            # unique keys (row number folded in) sort the same with the faster unstable sort
-            perm = np.argsort(full * n + np.arange(n), kind="quicksort")
+            perm, sorted_words = np.arange(n), [w for w, _, _ in words]
         else:
-            perm = np.argsort(full, kind="stable")
-        sorted_full = full if in_order else full[perm]
-        sorted_part = pkey if in_order else pkey[perm]
-        part_bounds = _runs(sorted_part)
-        part_id = np.repeat(np.arange(len(part_bounds) - 1), np.diff(part_bounds))
-        group_bounds = _runs(sorted_full)
-        if order_keys:
-            # a peer group never spans two partitions: the folded key includes the partition
-            group_id = np.repeat(np.arange(len(group_bounds) - 1), np.diff(group_bounds))
-        else:
-            group_bounds, group_id = part_bounds, part_id
+            perm, top = _stable_order(words, n, bits)
+            sorted_words = [top] + [w[perm] for w, _, _ in words[1:]]
+        part_bounds, part_id = _runs(_major(words, sorted_words, keys, len(partition)), n)
+        # a peer group never spans two partitions: the words include the partition keys
+        group_bounds, group_id = _runs(sorted_words, n) if order else (part_bounds, part_id)
         return Layout(
             perm=perm,
             part_id=part_id,
