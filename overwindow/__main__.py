@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     produce.add_argument("--rate", type=float, metavar="R",
                          help="at most R messages a second (default: as fast as Kafka takes them)")
     produce.add_argument("--loop", action="store_true",
-                         help="replay until Ctrl-C, each pass later by the days the file covers, with new ids")
+                         help="replay until Ctrl-C, each pass later by the days the file covers, with new ids, "
+                              "starting after the passes already on the topic")
     args = parser.parse_args(argv)
     if args.command == "produce":
         return _produce(args)
@@ -82,7 +83,7 @@ def _produce(args) -> int:
 
     try:
         sent = produce(args.bootstrap_servers, args.topic, args.data, args.partitions, args.rate,
-                       passes=None if args.loop else 1, report=report)
+                       passes=None if args.loop else 1, resume=args.loop, report=report)
     except ImportError as e:
         print(f"overwindow: {e}", file=sys.stderr)
         return 2

@@ -126,7 +126,8 @@ def test_the_view_command_loads_a_kafka_view_into_postgres(view):
 
 def test_the_producer_feeds_the_topic_and_key_the_view_reads(produced, view):
     assert produced["topic"] == view.source["topic"]
-    assert produced["passes"] is None, "the producer should loop, so the live view keeps updating"
+    # Loops, after the passes already on the topic: the live view keeps updating, also after a restart.
+    assert produced["passes"] is None and produced["resume"]
     sample = producer.SAMPLES[produced["sample"]]
     # Kafka keeps order per key, so the view's partition must be the message key.
     assert view.partition_by == [sample.key]

@@ -4,7 +4,8 @@ Each CSV row becomes one JSON object (keys = the CSV header, numbers as numbers,
 the file's ISO-8601 text), keyed by the sample's partition column, so one key's records stay in file
 order in one Kafka partition. ``passes=None`` (the command's ``--loop``) replays the file forever:
 pass n moves every date n times the days the file covers later and renumbers the ids, so a live
-view keeps getting new rows. Needs ``pip install overwindow[kafka]`` (confluent-kafka).
+view keeps getting new rows; ``resume=True`` (also ``--loop``) goes on after the passes already on
+the topic. Needs ``pip install overwindow[kafka]`` (confluent-kafka).
 
     produce("localhost:9092", "ticks", sample="stock_ticks", partitions=3, rate=50)
 
@@ -59,13 +60,18 @@ def _day(text: str) -> dt.date:
     return dt.date.fromisoformat(text[:10])
 
 
+def _days_covered(sample: Sample, records: list[dict]) -> tuple[dt.date, int]:
+    """The first day of the records and how many days they cover: how far each pass moves them."""
+    days = [_day(r[sample.time]) for r in records]
+    return min(days), (max(days) - min(days)).days + 1
+
+
 def replayed(sample: Sample, records: list[dict], pass_number: int) -> list[dict]:
     """The records of pass ``pass_number`` (0 = the file as it is): dates moved by whole days, so a
     timestamp keeps its time of day and zone text, and ids moved past every earlier pass's ids."""
     if pass_number == 0:
         return records
-    first, last = min(_day(r[sample.time]) for r in records), max(_day(r[sample.time]) for r in records)
-    days = dt.timedelta(days=pass_number * ((last - first).days + 1))
+    days = dt.timedelta(days=pass_number * _days_covered(sample, records)[1])
     id_steps = {c: pass_number * (max(r[c] for r in records) - min(r[c] for r in records) + 1) for c in sample.ids}
     out = []
     for record in records:
@@ -109,16 +115,44 @@ def ensure_topic(bootstrap_servers: str, topic: str, partitions: int) -> int:
     return partitions
 
 
+def next_pass(bootstrap_servers: str, topic: str, sample: Sample, records: list[dict]) -> int:
+    """The pass after the latest one whose records end the topic's partitions (0 when there is none):
+    where a restarted replay goes on, so its event times stay ahead of what a view has seen. E.g. 2
+    after ``produce(..., passes=2)`` onto a new topic."""
+    kafka = _confluent_kafka()
+    consumer = kafka.Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "overwindow-produce",
+                               "enable.auto.commit": False, "log_level": 2})
+    first, span = _days_covered(sample, records)
+    latest = -1
+    try:
+        for partition in consumer.list_topics(timeout=10).topics[topic].partitions:
+            low, high = consumer.get_watermark_offsets(kafka.TopicPartition(topic, partition), timeout=10)
+            if high <= low:
+                continue
+            consumer.assign([kafka.TopicPartition(topic, partition, high - 1)])
+            message = consumer.poll(10)
+            try:
+                day = _day(json.loads(message.value())[sample.time])
+            except (AttributeError, TypeError, KeyError, ValueError):
+                continue  # no message in time, or not one of this sample's records: it decides nothing
+            latest = max(latest, (day - first).days // span)
+    finally:
+        consumer.close()
+    return latest + 1
+
+
 def produce(bootstrap_servers: str, topic: str, sample: str = "stock_ticks", partitions: int = 3,
-            rate: float | None = None, passes: int | None = 1,
+            rate: float | None = None, passes: int | None = 1, resume: bool = False,
             report: Callable[[str], None] | None = None) -> int:
     """Replay a bundled sample onto ``topic`` (created with ``partitions`` if missing) as JSON
-    messages, at most ``rate`` messages a second; ``passes=None`` replays until interrupted. Each
-    finished pass is described to ``report``. Returns the number of messages delivered."""
+    messages, at most ``rate`` messages a second; ``passes=None`` replays until interrupted, and
+    ``resume`` starts after the latest pass on the topic (see next_pass). Each finished pass is
+    described to ``report``. Returns the number of messages delivered."""
     kafka = _confluent_kafka()
     chosen = SAMPLES[sample]
     records = read_sample(chosen)
     ensure_topic(bootstrap_servers, topic, partitions)
+    first = next_pass(bootstrap_servers, topic, chosen, records) if resume else 0
     producer = kafka.Producer({
         "bootstrap.servers": bootstrap_servers,
         # Retries must not reorder a key's records; murmur2 places keys as Java clients do.
@@ -135,7 +169,7 @@ def produce(bootstrap_servers: str, topic: str, sample: str = "stock_ticks", par
 
     start, sent = time.monotonic(), 0
     try:
-        for pass_number in itertools.count() if passes is None else range(passes):
+        for pass_number in itertools.count(first) if passes is None else range(first, first + passes):
             current = replayed(chosen, records, pass_number)
             for record in current:
                 if rate:

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 
@@ -115,6 +115,20 @@ def test_a_pass_over_daily_output_starts_after_the_previous_one_ends(kafka_boots
     first, second = days[:len(days) // 2], days[len(days) // 2:]
     assert first[0] == dt.date(2019, 1, 2) and first[-1] == dt.date(2019, 12, 31)
     assert second[0] == dt.date(2020, 1, 1) and second == [d + dt.timedelta(days=364) for d in first]
+
+
+def test_a_resumed_replay_goes_on_after_the_passes_on_the_topic(kafka_bootstrap):
+    topic = fresh_topic()
+    produce(kafka_bootstrap, topic, passes=1, resume=True, partitions=2)   # nothing there yet: the file's day
+    produce(kafka_bootstrap, topic, passes=1, partitions=2)                # the file again, as it is
+    produce(kafka_bootstrap, topic, passes=1, resume=True, partitions=2)
+    records = [r for _, _, r in consume_all(kafka_bootstrap, topic)]
+    rows = len(csv_rows("stock_ticks"))
+    assert Counter(r["ts"][:10] for r in records) == {"2024-03-15": 2 * rows, "2024-03-16": rows}
+    ids = defaultdict(set)
+    for record in records:
+        ids[record["ts"][:10]].add(record["trade_id"])
+    assert len(ids["2024-03-16"]) == rows and not ids["2024-03-16"] & ids["2024-03-15"]
 
 
 def test_rate_limits_messages_per_second(kafka_bootstrap):
