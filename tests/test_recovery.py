@@ -1,7 +1,9 @@
 """Recovery by replay: the job runs in a subprocess, is killed with SIGKILL (after a progress line,
 i.e. between batches, and on a timer, i.e. possibly inside one), restarts from the same checkpoint,
-and the view in the sink (SQLite, and PostgreSQL on a server the tests start) finally equals the batch
-result over all input: no row lost, none duplicated."""
+and the view in the sink (SQLite, and PostgreSQL on a server the tests start), fed by files or by a
+Kafka topic on a broker the tests start, finally equals the batch result over all input: no row
+lost, none duplicated. Files run every (mode, sink) pair; Kafka runs both modes and both sinks in
+two pairs, to keep the suite's time in bounds (each run starts a Spark)."""
 
 import json
 import os
@@ -17,28 +19,34 @@ import pyarrow as pa
 import pytest
 
 import overwindow
+from kafka_support import produce
 
 CALLS = ["sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s", "lag(x) OVER (ORDER BY ts) AS p"]
 
 
-def _setup(tmp_path, emit, sink="sqlite"):
-    events = tmp_path / "events"
-    events.mkdir()
+def _setup(tmp_path, emit, sink="sqlite", kafka=None):
+    """Six batches of 40 events, as six JSON files, or (``kafka`` = bootstrap address) as records of a
+    one-partition topic read 40 per micro-batch; returns the view file and the events."""
     rng = np.random.default_rng(21)
-    rows = []
-    for f in range(6):
-        batch = [{"k": int(rng.integers(0, 3)), "id": f * 100 + i, "ts": f"2024-01-01T00:{f:02d}:{i:02d}",
-                  "x": float(rng.integers(0, 50))} for i in range(40)]
-        rows += batch
-        (events / f"f{f}.json").write_text("".join(json.dumps(r) + "\n" for r in batch))
-        os.utime(events / f"f{f}.json", (1_000 + f, 1_000 + f))
+    batches = [[{"k": int(rng.integers(0, 3)), "id": f * 100 + i, "ts": f"2024-01-01T00:{f:02d}:{i:02d}",
+                 "x": float(rng.integers(0, 50))} for i in range(40)] for f in range(6)]
+    if kafka is None:
+        events = tmp_path / "events"
+        events.mkdir()
+        for f, batch in enumerate(batches):
+            (events / f"f{f}.json").write_text("".join(json.dumps(r) + "\n" for r in batch))
+            os.utime(events / f"f{f}.json", (1_000 + f, 1_000 + f))
+        source = 'format = "files"\npath = "events"\nmax_files_per_trigger = 1'
+    else:
+        topic = f"recovery-{emit}-{sink}"
+        produce(kafka, topic, [(str(r["k"]).encode(), json.dumps(r).encode()) for batch in batches for r in batch])
+        source = (f'format = "kafka"\nbootstrap_servers = "{kafka}"\ntopic = "{topic}"\n'
+                  'starting_offsets = "earliest"\nmax_offsets_per_trigger = 40')
     view = tmp_path / "view.toml"
-    view.write_text(textwrap.dedent(f"""
+    view.write_text(textwrap.dedent("""
         [source]
-        format = "files"
-        path = "events"
+        {source}
         schema = "k INT, id BIGINT, ts TIMESTAMP, x DOUBLE"
-        max_files_per_trigger = 1
 
         [watermark]
         column = "ts"
@@ -46,7 +54,7 @@ def _setup(tmp_path, emit, sink="sqlite"):
 
         [view]
         partition_by = ["k"]
-        calls = {json.dumps(CALLS)}
+        calls = {calls}
         emit = "{emit}"
         row_key = ["id"]
 
@@ -55,8 +63,8 @@ def _setup(tmp_path, emit, sink="sqlite"):
         path = "view.sqlite"
         table = "v_{emit}"
         checkpoint = "chk"
-    """))
-    return view, rows
+    """).format(source=source, calls=json.dumps(CALLS), emit=emit, sink=sink))
+    return view, [r for batch in batches for r in batch]
 
 
 def _run(view, kill_after_line=None, kill_after_s=None, env=None):
@@ -94,10 +102,11 @@ def _expected(rows, emit):
     return out
 
 
-@pytest.mark.parametrize("sink", ["sqlite", "postgres"])
-@pytest.mark.parametrize("emit", ["on_window_close", "on_update"])
-def test_killed_and_restarted_job_leaves_the_exact_view(tmp_path, no_spark, emit, sink, request):
-    view, rows = _setup(tmp_path, emit, sink)
+@pytest.mark.parametrize("emit, sink, source", [
+    *[(emit, sink, "files") for emit in ("on_window_close", "on_update") for sink in ("sqlite", "postgres")],
+    ("on_window_close", "sqlite", "kafka"), ("on_update", "postgres", "kafka")])
+def test_killed_and_restarted_job_leaves_the_exact_view(tmp_path, no_spark, emit, sink, source, request):
+    view, rows = _setup(tmp_path, emit, sink, request.getfixturevalue("kafka_bootstrap") if source == "kafka" else None)
     env = {"OVERWINDOW_POSTGRES_DSN": request.getfixturevalue("postgres_dsn")} if sink == "postgres" else {}
     assert _run(view, kill_after_line=2, env=env) == -signal.SIGKILL  # between batches
     _run(view, kill_after_s=12, env=env)  # on a timer: inside a batch if it is still running

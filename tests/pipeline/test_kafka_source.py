@@ -12,24 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import overwindow
+from kafka_support import produce
 from overwindow.pipeline.kafka import FORMAT, KafkaDataSource, share_limit
 from overwindow.pipeline.progress import bad_records
 from overwindow.pipeline.view import ViewFileError, load_view
-
-
-def produce(bootstrap, topic, records, partitions=1):
-    """Creates ``topic`` if needed and writes ``records`` (key, value bytes) in order; returns nothing
-    until the broker has them all."""
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    if topic not in admin.list_topics(timeout=10).topics:
-        admin.create_topics([NewTopic(topic, partitions)])[topic].result()
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for key, value in records:
-        producer.produce(topic, key=key, value=value)
-    assert producer.flush(30) == 0
 
 
 @given(st.dictionaries(st.sampled_from("0123"), st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1),
