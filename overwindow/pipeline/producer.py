@@ -146,13 +146,15 @@ def produce(bootstrap_servers: str, topic: str, sample: str = "stock_ticks", par
             report: Callable[[str], None] | None = None) -> int:
     """Replay a bundled sample onto ``topic`` (created with ``partitions`` if missing) as JSON
     messages, at most ``rate`` messages a second; ``passes=None`` replays until interrupted, and
-    ``resume`` starts after the latest pass on the topic (see next_pass). Each finished pass is
-    described to ``report``. Returns the number of messages delivered."""
+    ``resume`` starts after the latest pass on the topic (see next_pass). The topic and each
+    finished pass are described to ``report``. Returns the number of messages delivered."""
     kafka = _confluent_kafka()
     chosen = SAMPLES[sample]
     records = read_sample(chosen)
-    ensure_topic(bootstrap_servers, topic, partitions)
+    existing = ensure_topic(bootstrap_servers, topic, partitions)
     first = next_pass(bootstrap_servers, topic, chosen, records) if resume else 0
+    if report is not None:
+        report(f"topic {topic} ({existing} partitions), {sample} from pass {first + 1}")
     producer = kafka.Producer({
         "bootstrap.servers": bootstrap_servers,
         # Retries must not reorder a key's records; murmur2 places keys as Java clients do.

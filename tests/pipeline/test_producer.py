@@ -7,6 +7,8 @@ import csv
 import datetime as dt
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -153,8 +155,28 @@ def test_the_command_line_produces_and_reports(kafka_bootstrap, capsys):
             "--partitions", "2"]
     assert main(argv) == 0
     rows = len(csv_rows("plant_daily"))
-    assert f"{rows} messages delivered" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"topic {topic} (2 partitions)" in out and f"{rows} messages delivered" in out
     assert partition_count(kafka_bootstrap, topic) == 2 and len(consume_all(kafka_bootstrap, topic)) == rows
+
+
+def test_the_command_line_loops_until_ctrl_c(kafka_bootstrap):
+    topic = fresh_topic()
+    loop = subprocess.Popen([sys.executable, "-m", "overwindow", "produce", "--bootstrap-servers", kafka_bootstrap,
+                             "--topic", topic, "--rate", "5000", "--loop"], stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [loop.stdout.readline()]
+        while not lines[-1].startswith("overwindow produce: pass 2:"):
+            assert lines[-1], f"the producer stopped: {lines}"
+            lines.append(loop.stdout.readline())
+        loop.send_signal(signal.SIGINT)
+        out, _ = loop.communicate(timeout=60)
+    finally:
+        loop.kill()
+    assert loop.returncode == 0 and "stopped." in out
+    days = Counter(r["ts"][:10] for _, _, r in consume_all(kafka_bootstrap, topic))
+    rows = len(csv_rows("stock_ticks"))
+    assert days["2024-03-15"] == days["2024-03-16"] == rows  # both passes reported whole, Ctrl-C flushed
 
 
 def test_without_confluent_kafka_the_error_names_the_extra(monkeypatch, capsys):
