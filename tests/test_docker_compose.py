@@ -162,7 +162,8 @@ def test_the_spark_connector_matches_the_images_pyspark():
     group, artifact, version = environment("view")["OVERWINDOW_SPARK_PACKAGES"].split(":")
     assert (group, artifact) == ("org.apache.spark", "spark-sql-kafka-0-10_2.13")  # Spark 4 is Scala 2.13 only
     steps = instructions(dockerfile("view"))
-    pinned = next(arg.split("=", 1)[1] for keyword, arg in steps if keyword == "ARG" and arg.startswith("SPARK_VERSION="))
+    pinned = next(arg.split("=", 1)[1] for keyword, arg in steps
+                  if keyword == "ARG" and arg.startswith("SPARK_VERSION="))
     assert version == pinned
     assert any(keyword == "RUN" and '"pyspark==${SPARK_VERSION}"' in arg for keyword, arg in steps)
     pyproject = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))
