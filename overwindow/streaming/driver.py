@@ -12,8 +12,8 @@ other key whose wakeup the watermark has passed steps with no rows (Spark's even
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from overwindow.spec import OverWindow
 
@@ -44,14 +44,14 @@ class Driver:
         outputs = []
         seen = set()
         if rows is not None and rows.num_rows:
-            groups = rows.group_by(self.keys, use_threads=False).aggregate([])
-            for key in groups.to_pylist():
+            # each key's row numbers in arrival order, in one hash grouping (NULL keys group together)
+            index = pa.array(np.arange(rows.num_rows))
+            groups = rows.select(self.keys).append_column("__ow_row", index) \
+                .group_by(self.keys, use_threads=False).aggregate([("__ow_row", "list")])
+            members = groups.column("__ow_row_list").combine_chunks()
+            for i, key in enumerate(groups.select(self.keys).to_pylist()):
                 k = tuple(key[c] for c in self.keys)
-                mask = None
-                for c in self.keys:
-                    eq = pc.is_null(rows.column(c)) if k[self.keys.index(c)] is None else pc.equal(rows.column(c), k[self.keys.index(c)])
-                    mask = eq if mask is None else pc.and_(mask, eq)
-                outputs.append(self._step(k, rows.filter(mask), watermark))
+                outputs.append(self._step(k, rows.take(members[i].values), watermark))
                 seen.add(k)
         if watermark is not None:
             for k, when in list(self.wakeups.items()):
