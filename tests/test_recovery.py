@@ -5,121 +5,19 @@ Kafka topic on a broker the tests start, finally equals the batch result over al
 lost, none duplicated. Files run every (mode, sink) pair; Kafka runs both modes and both sinks in
 two pairs, to keep the suite's time in bounds (each run starts a Spark)."""
 
-import json
-import os
 import signal
-import sqlite3
-import subprocess
-import sys
-import textwrap
-import time
 
-import numpy as np
-import pyarrow as pa
 import pytest
-
-import overwindow
-from kafka_support import produce
-
-CALLS = ["sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s", "lag(x) OVER (ORDER BY ts) AS p"]
-
-
-def _setup(tmp_path, emit, sink="sqlite", kafka=None):
-    """Six batches of 40 events, as six JSON files, or (``kafka`` = bootstrap address) as records of a
-    one-partition topic read 40 per micro-batch; returns the view file and the events."""
-    rng = np.random.default_rng(21)
-    batches = [[{"k": int(rng.integers(0, 3)), "id": f * 100 + i, "ts": f"2024-01-01T00:{f:02d}:{i:02d}",
-                 "x": float(rng.integers(0, 50))} for i in range(40)] for f in range(6)]
-    if kafka is None:
-        events = tmp_path / "events"
-        events.mkdir()
-        for f, batch in enumerate(batches):
-            (events / f"f{f}.json").write_text("".join(json.dumps(r) + "\n" for r in batch))
-            os.utime(events / f"f{f}.json", (1_000 + f, 1_000 + f))
-        source = 'format = "files"\npath = "events"\nmax_files_per_trigger = 1'
-    else:
-        topic = f"recovery-{emit}-{sink}"
-        produce(kafka, topic, [(str(r["k"]).encode(), json.dumps(r).encode()) for batch in batches for r in batch])
-        source = (f'format = "kafka"\nbootstrap_servers = "{kafka}"\ntopic = "{topic}"\n'
-                  'starting_offsets = "earliest"\nmax_offsets_per_trigger = 40')
-    view = tmp_path / "view.toml"
-    view.write_text(textwrap.dedent("""
-        [source]
-        {source}
-        schema = "k INT, id BIGINT, ts TIMESTAMP, x DOUBLE"
-
-        [watermark]
-        column = "ts"
-        delay = "5 seconds"
-
-        [view]
-        partition_by = ["k"]
-        calls = {calls}
-        emit = "{emit}"
-        row_key = ["id"]
-
-        [sink]
-        kind = "{sink}"
-        path = "view.sqlite"
-        table = "v_{emit}"
-        checkpoint = "chk"
-    """).format(source=source, calls=json.dumps(CALLS), emit=emit, sink=sink))
-    return view, [r for batch in batches for r in batch]
-
-
-def _run(view, kill_after_line=None, kill_after_s=None, env=None):
-    env = dict(os.environ, PYTHONWARNINGS="ignore", **(env or {}))
-    proc = subprocess.Popen([sys.executable, "-m", "overwindow", "run", str(view), "--once"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env)
-    start = time.time()
-    lines = 0
-    if kill_after_line is not None:
-        for line in proc.stdout:
-            if line.startswith("batch "):
-                lines += 1
-                if lines >= kill_after_line:
-                    proc.send_signal(signal.SIGKILL)
-                    break
-    elif kill_after_s is not None:
-        while proc.poll() is None and time.time() - start < kill_after_s:
-            time.sleep(0.2)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=600)
-    return proc.returncode
-
-
-def _expected(rows, emit):
-    table = pa.Table.from_pylist(rows)
-    table = table.set_column(2, "ts", table["ts"].cast(pa.timestamp("us")))
-    spec = overwindow.OverWindow(*CALLS, emit=emit, rowKey="id")
-    batch = overwindow.evaluate(table.sort_by([("ts", "ascending"), ("id", "ascending")]), *spec.partitioned(("k",)))
-    out = {r["id"]: (r["s"], r["p"]) for r in batch.to_pylist()}
-    if emit == "on_window_close":  # closed: at or below the final watermark (last time - 5 s)
-        last = max(table["ts"].cast(pa.int64()).to_pylist())
-        keep = {r["id"] for r in table.to_pylist() if int(r["ts"].timestamp() * 1e6) <= last - 5_000_000}
-        out = {k: v for k, v in out.items() if k in keep}
-    return out
+from replay_support import assert_view_is_exact, run_job, write_view
 
 
 @pytest.mark.parametrize("emit, sink, source", [
     *[(emit, sink, "files") for emit in ("on_window_close", "on_update") for sink in ("sqlite", "postgres")],
     ("on_window_close", "sqlite", "kafka"), ("on_update", "postgres", "kafka")])
 def test_killed_and_restarted_job_leaves_the_exact_view(tmp_path, no_spark, emit, sink, source, request):
-    view, rows = _setup(tmp_path, emit, sink, request.getfixturevalue("kafka_bootstrap") if source == "kafka" else None)
+    view, rows = write_view(tmp_path, emit, sink, request.getfixturevalue("kafka_bootstrap") if source == "kafka" else None)
     env = {"OVERWINDOW_POSTGRES_DSN": request.getfixturevalue("postgres_dsn")} if sink == "postgres" else {}
-    assert _run(view, kill_after_line=2, env=env) == -signal.SIGKILL  # between batches
-    _run(view, kill_after_s=12, env=env)  # on a timer: inside a batch if it is still running
-    assert _run(view, env=env) == 0  # to the end
-    if sink == "sqlite":
-        con = sqlite3.connect(tmp_path / "view.sqlite")
-        got = {i: (s, p) for i, s, p in con.execute(f'SELECT id, s, p FROM "v_{emit}"')}
-    else:
-        import psycopg
-
-        with psycopg.connect(env["OVERWINDOW_POSTGRES_DSN"]) as con:
-            got = {i: (s, p) for i, s, p in con.execute(f'SELECT id, s, p FROM "v_{emit}"').fetchall()}
-    want = _expected(rows, emit)
-    assert set(got) == set(want)
-    for i, (s, p) in want.items():
-        assert got[i][0] == pytest.approx(s) and (got[i][1] == p or (got[i][1] is None and p is None))
+    assert run_job(view, kill_after_line=2, env=env) == -signal.SIGKILL  # between batches
+    run_job(view, kill_after_s=12, env=env)  # on a timer: inside a batch if it is still running
+    assert run_job(view, env=env) == 0  # to the end
+    assert_view_is_exact(tmp_path, rows, emit, sink, env.get("OVERWINDOW_POSTGRES_DSN"))

@@ -1,0 +1,120 @@
+"""Running a view file as the user does (``overwindow run VIEW --once`` in a subprocess) over a
+known stream of events, and the batch evaluator's answer for it: shared by the recovery and cluster
+tests."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import overwindow
+from kafka_support import produce
+
+CALLS = ["sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s", "lag(x) OVER (ORDER BY ts) AS p"]
+
+
+def write_view(tmp_path, emit, sink="sqlite", kafka=None):
+    """Six batches of 40 events, as six JSON files, or (``kafka`` = bootstrap address) as records of a
+    one-partition topic read 40 per micro-batch; returns the view file and the events."""
+    rng = np.random.default_rng(21)
+    batches = [[{"k": int(rng.integers(0, 3)), "id": f * 100 + i, "ts": f"2024-01-01T00:{f:02d}:{i:02d}",
+                 "x": float(rng.integers(0, 50))} for i in range(40)] for f in range(6)]
+    if kafka is None:
+        events = tmp_path / "events"
+        events.mkdir()
+        for f, batch in enumerate(batches):
+            (events / f"f{f}.json").write_text("".join(json.dumps(r) + "\n" for r in batch))
+            os.utime(events / f"f{f}.json", (1_000 + f, 1_000 + f))
+        source = 'format = "files"\npath = "events"\nmax_files_per_trigger = 1'
+    else:
+        topic = f"recovery-{emit}-{sink}"
+        produce(kafka, topic, [(str(r["k"]).encode(), json.dumps(r).encode()) for batch in batches for r in batch])
+        source = (f'format = "kafka"\nbootstrap_servers = "{kafka}"\ntopic = "{topic}"\n'
+                  'starting_offsets = "earliest"\nmax_offsets_per_trigger = 40')
+    view = tmp_path / "view.toml"
+    view.write_text(textwrap.dedent("""
+        [source]
+        {source}
+        schema = "k INT, id BIGINT, ts TIMESTAMP, x DOUBLE"
+
+        [watermark]
+        column = "ts"
+        delay = "5 seconds"
+
+        [view]
+        partition_by = ["k"]
+        calls = {calls}
+        emit = "{emit}"
+        row_key = ["id"]
+
+        [sink]
+        kind = "{sink}"
+        path = "view.sqlite"
+        table = "v_{emit}"
+        checkpoint = "chk"
+    """).format(source=source, calls=json.dumps(CALLS), emit=emit, sink=sink))
+    return view, [r for batch in batches for r in batch]
+
+
+def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=None):
+    """Runs the view with ``--once``; SIGKILLs the job after its n-th progress line (between batches)
+    or after some seconds (possibly inside a batch); ``after_line(n)`` is called after each progress
+    line. Returns the exit code."""
+    env = dict(os.environ, PYTHONWARNINGS="ignore", **(env or {}))
+    proc = subprocess.Popen([sys.executable, "-m", "overwindow", "run", str(view), "--once"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env)
+    start = time.time()
+    if kill_after_s is None:
+        lines = 0
+        for line in proc.stdout:
+            if line.startswith("batch "):
+                lines += 1
+                if after_line is not None:
+                    after_line(lines)
+                if lines == kill_after_line:
+                    proc.send_signal(signal.SIGKILL)
+                    break
+    else:
+        while proc.poll() is None and time.time() - start < kill_after_s:
+            time.sleep(0.2)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=600)
+    return proc.returncode
+
+
+def expected(rows, emit):
+    table = pa.Table.from_pylist(rows)
+    table = table.set_column(2, "ts", table["ts"].cast(pa.timestamp("us")))
+    spec = overwindow.OverWindow(*CALLS, emit=emit, rowKey="id")
+    batch = overwindow.evaluate(table.sort_by([("ts", "ascending"), ("id", "ascending")]), *spec.partitioned(("k",)))
+    out = {r["id"]: (r["s"], r["p"]) for r in batch.to_pylist()}
+    if emit == "on_window_close":  # closed: at or below the final watermark (last time - 5 s)
+        last = max(table["ts"].cast(pa.int64()).to_pylist())
+        keep = {r["id"] for r in table.to_pylist() if int(r["ts"].timestamp() * 1e6) <= last - 5_000_000}
+        out = {k: v for k, v in out.items() if k in keep}
+    return out
+
+
+def assert_view_is_exact(tmp_path, rows, emit, sink, dsn=None):
+    """The sink's table equals the batch evaluator over ``rows``: no row lost, none duplicated."""
+    if sink == "sqlite":
+        con = sqlite3.connect(tmp_path / "view.sqlite")
+        got = {i: (s, p) for i, s, p in con.execute(f'SELECT id, s, p FROM "v_{emit}"')}
+    else:
+        import psycopg
+
+        with psycopg.connect(dsn) as con:
+            got = {i: (s, p) for i, s, p in con.execute(f'SELECT id, s, p FROM "v_{emit}"').fetchall()}
+    want = expected(rows, emit)
+    assert set(got) == set(want)
+    for i, (s, p) in want.items():
+        assert got[i][0] == pytest.approx(s) and (got[i][1] == p or (got[i][1] is None and p is None))

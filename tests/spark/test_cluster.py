@@ -1,0 +1,86 @@
+"""A real Spark standalone cluster on this machine (a master and two workers, started from the pyspark
+installation): the view job runs there with results equal to the batch evaluator (as local mode's
+are), and when one worker (with its executor) is killed mid-stream the query recovers on the other
+and the view is still exact."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from replay_support import assert_view_is_exact, run_job, write_view
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _spark_class(*args, log, env):
+    import pyspark
+
+    script = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
+    # a session of its own, so that killing the worker's group takes its executor and Python workers too
+    return subprocess.Popen([script, *args], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def _wait_for_port(port, proc, log_path, seconds=120):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert proc.poll() is None, open(log_path).read()[-2000:]
+        time.sleep(0.5)
+    raise AssertionError(f"port {port} did not open; see {log_path}")
+
+
+@pytest.fixture
+def cluster(tmp_path, no_spark):
+    """spark://127.0.0.1:PORT with two one-core workers; yields (master URL, worker processes)."""
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               SPARK_MASTER_OPTS="-Dspark.worker.timeout=10", SPARK_WORKER_DIR=str(tmp_path / "work"))
+    port = _free_port()
+    procs = []
+    try:
+        log = tmp_path / "master.log"
+        master = _spark_class("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                              "--webui-port", str(_free_port()), log=open(log, "w"), env=env)
+        procs.append(master)
+        _wait_for_port(port, master, log)
+        url = f"spark://127.0.0.1:{port}"
+        workers = []
+        for i in range(2):
+            log = tmp_path / f"worker{i}.log"
+            wport = _free_port()
+            worker = _spark_class("org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port",
+                                  str(wport), "--webui-port", str(_free_port()), "--cores", "1", "--memory", "1g",
+                                  log=open(log, "w"), env=env)
+            procs.append(worker)
+            workers.append(worker)
+            _wait_for_port(wport, worker, log)
+        yield url, workers
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+
+
+@pytest.mark.parametrize("emit", ["on_window_close", "on_update"])
+def test_a_view_on_a_cluster_survives_a_killed_worker(tmp_path, cluster, emit):
+    url, workers = cluster
+    view, rows = write_view(tmp_path, emit)
+    env = {"OVERWINDOW_MASTER": url, "SPARK_LOCAL_IP": "127.0.0.1"}
+
+    def kill_a_worker(batches_done):
+        if batches_done == 2:  # mid-stream: four more files to go
+            os.killpg(workers[0].pid, signal.SIGKILL)
+
+    assert run_job(view, after_line=kill_a_worker, env=env) == 0
+    assert workers[0].wait(30) == -signal.SIGKILL and workers[1].poll() is None
+    assert_view_is_exact(tmp_path, rows, emit, "sqlite")
