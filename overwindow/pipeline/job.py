@@ -52,6 +52,32 @@ def source_frame(spark, view: View):
     return df
 
 
+def kafka_options(view: View) -> dict:
+    """The Kafka reader's options (Spark connector names) from the view's [source]. A client setting
+    written ``"env:NAME"`` is read from the environment variable NAME, so secrets stay out of view
+    files.
+
+    >>> v = View("v.toml", {"bootstrap_servers": "b:9092", "topic": "t", "starting_offsets": "earliest",
+    ...                     "options": {"sasl.password": "env:HOME"}}, None, [], [], "on_update",
+    ...          None, None, {}, "chk")
+    >>> kafka_options(v)["kafka.sasl.password"] == os.environ["HOME"]
+    True
+    """
+    src = view.source
+    options = {"kafka.bootstrap.servers": src["bootstrap_servers"], "subscribe": src["topic"],
+               "startingOffsets": src["starting_offsets"]}
+    for key, value in src.get("options", {}).items():
+        if isinstance(value, str) and value.startswith("env:"):
+            if value[4:] not in os.environ:
+                raise ViewFileError(f"{view.path}: [source] options.{key} reads the environment variable "
+                                    f"{value[4:]}, which is not set")
+            value = os.environ[value[4:]]
+        options[f"kafka.{key}"] = str(value)
+    if src.get("max_offsets_per_trigger"):
+        options["maxOffsetsPerTrigger"] = str(src["max_offsets_per_trigger"])
+    return options
+
+
 def kafka_frame(spark, view: View):
     """Raw Kafka records (the connector's columns): through Spark's own connector when the session has
     it (``reader = "spark"``, or ``"auto"``), else through overwindow's Python data source."""
@@ -60,11 +86,7 @@ def kafka_frame(spark, view: View):
     from overwindow.pipeline import kafka
 
     src = view.source
-    options = {"kafka.bootstrap.servers": src["bootstrap_servers"], "subscribe": src["topic"],
-               "startingOffsets": src["starting_offsets"],
-               **{f"kafka.{k}": str(v) for k, v in src.get("options", {}).items()}}
-    if src.get("max_offsets_per_trigger"):
-        options["maxOffsetsPerTrigger"] = str(src["max_offsets_per_trigger"])
+    options = kafka_options(view)
     if src["reader"] in ("auto", "spark"):
         try:
             return spark.readStream.format("kafka").options(**options).load()

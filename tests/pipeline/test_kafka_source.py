@@ -160,3 +160,18 @@ def test_bad_kafka_keys_are_named_with_their_line(tmp_path, key, value, message)
     path.write_text("\n".join(lines[:at] + [f"{key} = {value}"] + lines[at:]))
     with pytest.raises(ViewFileError, match=message):
         load_view(str(path))
+
+
+def test_client_secrets_come_from_the_environment_and_a_missing_one_is_named(tmp_path, monkeypatch):
+    from overwindow.pipeline.job import kafka_options
+
+    path = _view_file(tmp_path, "localhost:9092", "t")
+    path.write_text(path.read_text().replace('reader = "auto"', 'reader = "auto"\noptions = { "sasl.password" = '
+                                                                '"env:OW_TEST_SECRET", "security.protocol" = "SASL_SSL" }'))
+    view = load_view(str(path))
+    monkeypatch.delenv("OW_TEST_SECRET", raising=False)
+    with pytest.raises(ViewFileError, match="options.sasl.password reads the environment variable OW_TEST_SECRET"):
+        kafka_options(view)
+    monkeypatch.setenv("OW_TEST_SECRET", "s3cret")
+    options = kafka_options(view)
+    assert options["kafka.sasl.password"] == "s3cret" and options["kafka.security.protocol"] == "SASL_SSL"
