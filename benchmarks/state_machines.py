@@ -30,6 +30,7 @@ import platform
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -61,9 +62,9 @@ def make_rows(rows: int, keys: int, seed: int, first: int = 0, step_us: int = 10
 class Timed:
     """Wraps a machine's ``step`` to sum the seconds spent inside it."""
 
-    def __init__(self, driver: Driver):
+    def __init__(self, machine):
         self.seconds = 0.0
-        inner = driver.machine.step
+        inner = machine.step
 
         def step(*a, **kw):
             t = time.perf_counter()
@@ -72,15 +73,36 @@ class Timed:
             finally:
                 self.seconds += time.perf_counter() - t
 
-        driver.machine.step = step
+        machine.step = step
 
 
-def workload(emit: str, rows: int, keys: int, batches: int, seed: int) -> dict:
+def machines_at(rev: str) -> dict:
+    """The machine modules (on_update, window_close) as committed at ``rev``, loaded under private
+    names beside the current ones, so one process can time both (the same background load)."""
+    mods = {}
+    for name in ("on_update", "window_close"):
+        src = subprocess.run(["git", "show", f"{rev}:overwindow/streaming/{name}.py"], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout
+        mod = types.ModuleType(f"_at_{rev}_{name}")
+        sys.modules[mod.__name__] = mod  # dataclasses look their module up
+        exec(compile(src, f"{rev}:overwindow/streaming/{name}.py", "exec"), mod.__dict__)
+        mods[name] = mod
+    return mods
+
+
+def new_driver(spec: OverWindow, watermarked: bool, mods: dict | None) -> tuple[Driver, Timed]:
+    """A Driver running the current machine, or the one in ``mods`` (see ``machines_at``)."""
+    driver = Driver(spec, SCHEMA, ["k"], watermarked=watermarked)
+    if mods is not None:
+        driver.machine = mods["window_close"].WindowClose(spec, SCHEMA) if spec.emit == "on_window_close" \
+            else mods["on_update"].OnUpdate(spec, SCHEMA, watermarked)
+    return driver, Timed(driver.machine)
+
+
+def workload(emit: str, rows: int, keys: int, batches: int, seed: int, mods: dict | None = None) -> dict:
     """Part (a): one run of the streaming workload in one emit mode."""
     data = make_rows(rows, keys, seed)
-    spec = OverWindow(*CALLS, emit=emit, rowKey="rid")
-    driver = Driver(spec, SCHEMA, ["k"], watermarked=True)
-    timed = Timed(driver)
+    driver, timed = new_driver(OverWindow(*CALLS, emit=emit, rowKey="rid"), True, mods)
     bounds = np.linspace(0, rows, batches + 1).astype(np.int64)
     watermark, out_rows = None, 0
     started = time.perf_counter()
@@ -94,41 +116,47 @@ def workload(emit: str, rows: int, keys: int, batches: int, seed: int) -> dict:
             "state_rows": driver.state_rows()}
 
 
-def per_batch(total_state: int, keys: int, repeat: int, seed: int) -> dict:
-    """Part (b): one 1,000-row on-update batch into ``keys`` keys holding ``total_state`` rows."""
+def per_batch(total_state: int, keys: int, repeat: int, seed: int, variants: dict) -> dict:
+    """Part (b): one 1,000-row on-update batch into ``keys`` keys holding ``total_state`` rows, for
+    each variant (name -> machine modules, None for the current ones), repeats interleaved."""
     spec = OverWindow(*CALLS, emit="on_update", rowKey="rid")
     # each key's rows 10 ms apart on average, like the workload; a 50 ms jitter puts a new row among
     # the last few rows of its key
     step_us = 10_000 // keys
     held = make_rows(total_state, keys, seed, step_us=step_us, jitter_s=0.05)
     batch = make_rows(1_000, keys, seed + 1, first=total_state, step_us=step_us, jitter_s=0.05)
-    driver = Driver(spec, SCHEMA, ["k"])
-    driver.feed(held)
-    saved = dict(driver.states)
-    timed = Timed(driver)
-    feed_s, step_s = [], []
-    for _ in range(repeat):
-        driver.states = dict(saved)
-        timed.seconds = 0.0
-        t = time.perf_counter()
-        out = driver.feed(batch)
-        feed_s.append(time.perf_counter() - t)
-        step_s.append(timed.seconds)
-    everything = pa.concat_tables([held, batch])
+    runs = {}
+    for name, mods in variants.items():
+        driver, timed = new_driver(spec, False, mods)
+        driver.feed(held)
+        runs[name] = (driver, timed, dict(driver.states))
     calls = spec.partitioned(("k",))
+    everything = pa.concat_tables([held, batch])
+    out = {name: {"feed": [], "step": []} for name in variants}
     recompute = []
     for _ in range(repeat):
+        for name, (driver, timed, saved) in runs.items():
+            driver.states = dict(saved)
+            timed.seconds = 0.0
+            t = time.perf_counter()
+            emitted = driver.feed(batch).num_rows
+            out[name]["feed"].append(time.perf_counter() - t)
+            out[name]["step"].append(timed.seconds)
+            out[name]["out"] = emitted
+            out[name]["state_bytes"] = sum(len(s) for s in saved.values())
         t = time.perf_counter()
         overwindow.evaluate(everything, *calls)
         recompute.append(time.perf_counter() - t)
-    return {"feed": min(feed_s), "step": min(step_s), "recompute": min(recompute), "out": out.num_rows,
-            "state_bytes": sum(len(s) for s in saved.values())}
+    for r in out.values():
+        r["feed"], r["step"], r["recompute"] = min(r["feed"]), min(r["step"]), min(recompute)
+    return out
 
 
 def profile(args) -> None:
     from pyinstrument import Profiler
 
-    for title, run in (("(b) one batch, on update, 1M rows held", lambda: per_batch(1_000_000, 100, 3, args.seed)),
+    for title, run in (("(b) one batch, on update, 1M rows held",
+                        lambda: per_batch(1_000_000, 100, 3, args.seed, {"now": None})),
                        ("(a) workload, on update", lambda: workload("on_update", args.rows, 1_000, 10, args.seed)),
                        ("(a) workload, window close",
                         lambda: workload("on_window_close", args.rows, 1_000, 10, args.seed))):
@@ -154,7 +182,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", type=int, default=2_000_000, help="rows of the workload part")
     p.add_argument("--sizes", default="100000,300000,1000000", help="state sizes of the per-batch part")
-    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=5, help="repeats of the per-batch part")
+    p.add_argument("--workload-repeat", type=int, default=1, help="repeats of the workload part")
+    p.add_argument("--before", metavar="REV", help="also time the machines as committed at REV, interleaved")
     p.add_argument("--seed", type=int, default=20240601)
     p.add_argument("--profile", action="store_true", help="print pyinstrument profiles instead of timing")
     p.add_argument("--skip-workload", action="store_true")
@@ -162,24 +192,34 @@ def main() -> None:
     if args.profile:
         profile(args)
         return
+    variants = {"now": None}
+    if args.before:
+        variants = {f"before ({args.before})": machines_at(args.before), "now": None}
     print(f"overwindow at {git_rev()}; Python {platform.python_version()}, numpy {np.__version__}, "
           f"pyarrow {pa.__version__}", flush=True)
-    print("(b) per-batch cost, emit on update, 100 keys, one 1,000-row batch (best of "
-          f"{args.repeat})\n")
-    print("| rows held | state bytes | Driver.feed s | in step s | recompute s | feed / recompute | rows emitted |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"\n(b) per-batch cost, emit on update, 100 keys, one 1,000-row batch (best of {args.repeat})\n")
+    print("| machine | rows held | state bytes | Driver.feed s | in step s | recompute s | feed / recompute | rows emitted |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for size in (int(s) for s in args.sizes.split(",")):
-        r = per_batch(size, 100, args.repeat, args.seed)
-        print(f"| {size:,} | {r['state_bytes']:,} | {r['feed']:.4f} | {r['step']:.4f} | {r['recompute']:.4f} | "
-              f"{r['feed'] / r['recompute']:.3f} | {r['out']:,} |", flush=True)
+        for name, r in per_batch(size, 100, args.repeat, args.seed, variants).items():
+            print(f"| {name} | {size:,} | {r['state_bytes']:,} | {r['feed']:.4f} | {r['step']:.4f} | "
+                  f"{r['recompute']:.4f} | {r['feed'] / r['recompute']:.3f} | {r['out']:,} |", flush=True)
     if args.skip_workload:
         return
-    print(f"\n(a) workload: {args.rows:,} rows, 1,000 keys, 10 batches + 1 no-data batch, watermark 10 s\n")
-    print("| emit | Driver total s | in step s | rows emitted | rows left in state |")
-    print("|---|---:|---:|---:|---:|")
+    print(f"\n(a) workload: {args.rows:,} rows, 1,000 keys, 10 batches + 1 no-data batch, watermark 10 s "
+          f"(best of {args.workload_repeat})\n")
+    print("| machine | emit | Driver total s | in step s | rows emitted | rows left in state |")
+    print("|---|---|---:|---:|---:|---:|")
     for emit in ("on_window_close", "on_update"):
-        r = workload(emit, args.rows, 1_000, 10, args.seed)
-        print(f"| {emit} | {r['total']:.2f} | {r['step']:.2f} | {r['out']:,} | {r['state_rows']:,} |", flush=True)
+        best = {}
+        for _ in range(args.workload_repeat):
+            for name, mods in variants.items():
+                r = workload(emit, args.rows, 1_000, 10, args.seed, mods)
+                if name not in best or r["step"] < best[name]["step"]:
+                    best[name] = r
+        for name, r in best.items():
+            print(f"| {name} | {emit} | {r['total']:.2f} | {r['step']:.2f} | {r['out']:,} | {r['state_rows']:,} |",
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ STATE_KIND = "on_update"
 CHANGE = "_change"
 ROW_ID = "_row_id"
 _ID = "__ow_id"  # 64-bit row identity kept in the state
+_RESULT = "__ow_result."  # prefix of the held results' columns in the state
 _WHOLE = {"ntile", "percent_rank", "cume_dist"}
 _TO_END = {"row_number", "rank", "dense_rank"}
 OPS = {"insert": "insert", "i": "insert", "+i": "insert", "c": "insert", "create": "insert", "r": "insert",
@@ -161,7 +162,10 @@ class OnUpdate:
                 self.results_schema.empty_table(), \
                 {"evicted_rows": 0, "evicted_groups": 0, "horizon": None, "late_rows": 0}
         tables, meta = decode(state, STATE_KIND)
-        return tables["rows"].combine_chunks(), tables["results"].combine_chunks(), meta
+        held = tables["rows"].combine_chunks()
+        n_data = len(self.schema) + 1
+        results = pa.Table.from_arrays(held.columns[n_data:], schema=self.results_schema)
+        return held.select(list(range(n_data))), results, meta
 
     # -- the step ------------------------------------------------------------------------------
 
@@ -225,7 +229,10 @@ class OnUpdate:
         new, new_res, meta = self._evict(new, new_res, new_codes, meta, watermark, new_reach)
         outputs = [p for p in out_parts if p is not None and p.num_rows]
         output = pa.concat_tables(outputs) if outputs else self.output_schema.empty_table()
-        data = encode({"rows": new, "results": new_res}, meta, STATE_KIND)
+        # one table (one IPC stream): the rows, then their results under a prefix
+        held = pa.Table.from_arrays(new.columns + new_res.columns,
+                                    names=new.column_names + [_RESULT + n for n in new_res.column_names])
+        data = encode({"rows": held}, meta, STATE_KIND)
         return Step(data, output, None, late,
                     {"recomputed_rows": recomputed, "state_rows": new.num_rows, "bad_rows": bad,
                      "late_rows_total": meta["late_rows"]})

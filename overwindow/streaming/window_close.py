@@ -106,7 +106,9 @@ class WindowClose:
         rel_k, pend_k = self._keys(released), self._keys(pending)
         late = 0
         if rows is not None and rows.num_rows:
-            rows = rows.select(self.schema.names).cast(self.schema)
+            rows = rows.select(self.schema.names)
+            if not rows.schema.equals(self.schema):
+                rows = rows.cast(self.schema)
             keys = Values(rows.column(self.order))
             new_k = key_numbers(keys)
             ok = keys.valid.copy()
