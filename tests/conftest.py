@@ -35,6 +35,7 @@ def _new_session(warehouse):
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.driver.memory", "2g")
         .config("spark.driver.host", "127.0.0.1")
+        .config("spark.executorEnv.PYTHONWARNINGS", "ignore:The behavior of DataFrame concatenation:FutureWarning")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -11,19 +11,20 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pv
+import pytest
 
 import overwindow
 from overwindow.__main__ import main
-from overwindow.pipeline.demo import CALLS, TABLE, sample_path
+from overwindow.pipeline.demo import DATABASE, TABLE, TICK_TABLE, sample_path
 
 
-def test_demo_keeps_the_7_day_view_and_draws_the_chart(spark, tmp_path, capsys):
+def test_demo_keeps_the_plant_and_tick_views_and_draws_the_chart(spark, tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "batch 0:" in printed and "rows in" in printed  # progress lines
     assert (out / "plant_7day.png").stat().st_size > 10_000
-    con = sqlite3.connect(out / "plant_view.sqlite")
+    con = sqlite3.connect(out / DATABASE)
     got = {(p, d[:10]): (m, a, q1, q3) for p, d, m, a, q1, q3 in
            con.execute(f'SELECT plant, day, mwh, avg_7d, q1_7d, q3_7d FROM "{TABLE}"')}
     sample = pv.read_csv(sample_path())
@@ -39,6 +40,21 @@ def test_demo_keeps_the_7_day_view_and_draws_the_chart(spark, tmp_path, capsys):
     assert set(got) == closed
     for k in closed:
         np.testing.assert_allclose(got[k][1:], want[k], rtol=1e-9)
+
+    # ticks: DuckDB over the whole file; the view holds every tick at or below the final watermark
+    ticks = pv.read_csv(sample_path("stock_ticks"))  # UTC times, compared as plain timestamps
+    duck.register("t", ticks.set_column(1, "ts", ticks["ts"].cast(pa.timestamp("us", "UTC")).cast(pa.timestamp("us"))))
+    want = {i: (c, a, v) for i, c, a, v in duck.execute(
+        "SELECT trade_id, price - lag(price) OVER (PARTITION BY symbol ORDER BY ts), avg(price) OVER w, sum(volume) OVER w "
+        "FROM t WINDOW w AS (PARTITION BY symbol ORDER BY ts RANGE BETWEEN INTERVAL 5 MINUTES PRECEDING AND CURRENT ROW)"
+    ).fetchall()}
+    watermark = duck.execute("SELECT max(ts) - INTERVAL 30 SECONDS FROM t").fetchone()[0]
+    closed = {i for (i,) in duck.execute("SELECT trade_id FROM t WHERE ts <= ?", [watermark]).fetchall()}
+    got = {i: (c, a, v) for i, c, a, v in con.execute(f'SELECT trade_id, change, avg_5m, volume_5m FROM "{TICK_TABLE}"')}
+    assert set(got) == closed and len(closed) > 4000
+    for i in closed:
+        assert got[i][0] == (None if want[i][0] is None else pytest.approx(want[i][0], rel=1e-9, abs=1e-9))
+        assert got[i][1:] == (pytest.approx(want[i][1], rel=1e-9), want[i][2])
 
 
 def test_run_a_view_file_then_resume_with_more_files(spark, tmp_path, capsys):

@@ -30,6 +30,10 @@ def local_spark(app: str = "overwindow"):
              .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
              .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
              .config("spark.sql.streaming.minBatchesToRetain", "10")
+             # PySpark's applyInPandasWithState pads its output with empty rows through pd.concat,
+             # which warns on every call under pandas 2.x: noise, not a problem of the job
+             .config("spark.executorEnv.PYTHONWARNINGS",
+                     "ignore:The behavior of DataFrame concatenation:FutureWarning")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
