@@ -41,17 +41,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -59,6 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import overwindow  # noqa: E402
+from common import machine_note, spark_session, write_section  # noqa: E402
 
 BEGIN, END = "<!-- streaming:begin -->", "<!-- streaming:end -->"
 SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
@@ -91,35 +89,6 @@ def make_data(folder: Path, rows: int, keys: int, files: int, jitter_s: float, s
 
 
 # -- Spark ----------------------------------------------------------------------------------------------
-
-def new_session(max_records: int, warehouse: Path):
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # the workers inherit this: pandas' concat FutureWarning from pyspark's worker would flood stderr
-    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("overwindow-streaming-benchmark")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(max_records))
-        .config("spark.sql.streaming.minBatchesToRetain", "5")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.memory", "4g")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
-
 
 class Passthrough:
     """The no-op stateful function: yields its input chunks unchanged, stores one tiny binary value."""
@@ -178,7 +147,7 @@ def run_query(spark, variant: str, src: str, chk: str, delay_s: int, files_per_t
 
 
 def run_spark(args, work: Path) -> dict:
-    spark = new_session(args.max_records, work / "warehouse")
+    spark = spark_session("overwindow-streaming-benchmark", work / "warehouse", args.max_records)
     results = {}
     try:
         for variant in args.variants:  # warm-ups first, so no timed run pays for the JVM's first steps
@@ -326,41 +295,6 @@ def run_harness(args, work: Path) -> dict:
 
 # -- report -----------------------------------------------------------------------------------------------
 
-def machine_note() -> list[str]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kb = int(Path("/proc/meminfo").read_text().split()[1])
-        mem = f", {kb / 2**20:.0f} GiB RAM"
-    except (OSError, ValueError, IndexError):
-        pass
-
-    def git(*cmd: str) -> str:
-        try:
-            return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, text=True,
-                                  check=False).stdout.strip()
-        except OSError:
-            return ""
-
-    import pyspark
-
-    rev = git("rev-parse", "--short", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--", "overwindow"):
-        rev += " + uncommitted changes under overwindow/"
-    return [
-        f"- Machine: {os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}",
-        f"- Python {platform.python_version()}, PySpark {pyspark.__version__}, pandas {pd.__version__}, "
-        f"numpy {np.__version__}, pyarrow {pa.__version__}; overwindow at git `{rev}`",
-    ]
-
-
 def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
     n_batches = -(-args.files // args.files_per_trigger)
     lines = [
@@ -370,7 +304,7 @@ def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
         "_This section is written by `benchmarks/streaming.py`; edit the script, not the text._",
         "",
         f"- Command: `{args.command}` (run from the repository root; total wall time {total_s:.0f} s)",
-        *machine_note(),
+        *machine_note("pyspark", "pandas", "numpy", "pyarrow"),
         f"- Spark: local[2], 2 shuffle partitions, session time zone UTC, Arrow fallback off, "
         f"`spark.sql.execution.arrow.maxRecordsPerBatch={args.max_records}`, HDFS-backed state store (default).",
         f"- Data: {args.rows:,} rows, {args.keys:,} keys (seed {args.seed}); columns `k INT, ts TIMESTAMP, "
@@ -393,7 +327,7 @@ def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
         "progress. State: the last progress's state operator `numRowsTotal` / `memoryUsedBytes` "
         "(the HDFS provider's in-memory map, which keeps a few versions), and the largest "
         "`numRowsTotal` of any batch.",
-        f"- Load: 1-minute load average right after each timed run: "
+        "- Load: 1-minute load average right after each timed run: "
         + ", ".join(f"{v} {r['load']:.2f}" for v, r in spark_results.items())
         + f" (on {os.cpu_count()} cores; Spark's JVM and two Python workers alone keep about 2 busy). "
         "Other jobs (test suites) may have run on the machine at the same time; one run per variant, "
@@ -440,17 +374,6 @@ def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=2_000_000)
@@ -489,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         print(section)
     else:
-        write_section(args.out, section)
+        write_section(section, BEGIN, END, args.out)
         print(f"wrote {args.out}")
     return 0
 

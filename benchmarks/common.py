@@ -1,0 +1,92 @@
+"""What every benchmark script shares: the machine note, rewriting its own section of BENCHMARKS.md,
+and a Spark session set up like the tests'."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
+
+
+def machine_note(*packages: str) -> list[str]:
+    """Two Markdown bullets: the machine, and the versions of Python, ``packages`` and overwindow's
+    git revision (marked when overwindow/ has uncommitted changes)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 2**20:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+
+    def git(*cmd: str) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, text=True,
+                                  check=False).stdout.strip()
+        except OSError:
+            return ""
+
+    rev = git("rev-parse", "--short", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--", "overwindow"):
+        rev += " + uncommitted changes under overwindow/"
+    versions = ", ".join(f"{name} {metadata.version(name)}" for name in packages)
+    return [
+        f"- Machine: {os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}",
+        f"- Python {platform.python_version()}, {versions}; overwindow at git `{rev}`",
+    ]
+
+
+def write_section(section: str, begin: str, end: str, path: Path = BENCHMARKS_MD) -> None:
+    """Replace the text between the ``begin`` and ``end`` markers (``section`` includes them), or
+    append ``section`` when the file has no such markers yet."""
+    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + section + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text)
+
+
+def spark_session(app: str, warehouse: Path, max_records: int = 10_000, driver_memory: str = "4g"):
+    """A local[2] session with the tests' settings (UTC, 2 shuffle partitions, Arrow without
+    fallback, no UI), workers on this interpreter."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(max_records))
+        .config("spark.sql.streaming.minBatchesToRetain", "5")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.driver.host", "127.0.0.1")
+        # PySpark's applyInPandasWithState pads its output through pd.concat, which warns every call
+        .config("spark.executorEnv.PYTHONWARNINGS", "ignore:The behavior of DataFrame concatenation:FutureWarning")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session

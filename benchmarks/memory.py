@@ -1,0 +1,203 @@
+"""Bounded memory: a long stream (10M rows by default) with a watermark, in both emit modes; state
+bytes, JVM and Python worker memory sampled after every micro-batch must stay flat after warm-up.
+
+    python benchmarks/memory.py                          # 10M rows, 1,000 keys, 100 Parquet files
+    python benchmarks/memory.py --rows 1000000 --files 20 --no-write   # quick run
+
+Data as in benchmarks/streaming.py: event times 1 ms apart in arrival order plus a jitter of up to
+2 s; ``withWatermark("ts", "5 seconds")``; calls ``sum(x) OVER (ORDER BY ts ROWS BETWEEN 100
+PRECEDING AND CURRENT ROW)`` and ``lag(x)``; one Parquet file per micro-batch; noop sink. Each
+mode runs in its own process (a fresh JVM, so the curves do not mix). After every micro-batch:
+the state operator's ``memoryUsedBytes`` and ``numRowsTotal`` (from the progress), the JVM's heap
+in use (``Runtime.totalMemory - freeMemory``) and its resident set, and the resident set of all
+Python worker processes under the JVM (psutil). Flat means: the mean of the last quarter of the
+batches is within 1.25x of the mean of the second quarter (the first quarter is warm-up).
+
+Writes benchmarks/results/memory.png and the section of BENCHMARKS.md between
+``<!-- memory:begin -->`` and ``<!-- memory:end -->`` (``--no-write`` only prints).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import overwindow  # noqa: E402
+from common import ROOT, machine_note, spark_session, write_section  # noqa: E402
+
+BEGIN, END = "<!-- memory:begin -->", "<!-- memory:end -->"
+SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
+CALLS = ("sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s100",
+         "lag(x) OVER (ORDER BY ts) AS prev_x")
+MODES = ("on_window_close", "on_update")
+SERIES = (("state_mb", "state (memoryUsedBytes), MB"), ("jvm_heap_mb", "JVM heap in use, MB"),
+          ("jvm_rss_mb", "JVM resident, MB"), ("python_rss_mb", "Python workers resident, MB"))
+FLAT = 1.25
+PNG = ROOT / "benchmarks" / "results" / "memory.png"
+T0_US = 1_704_067_200_000_000
+
+
+def write_files(folder: Path, rows: int, keys: int, files: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    per = rows // files
+    for f in range(files):
+        rid = np.arange(f * per, (f + 1) * per, dtype=np.int64)
+        jitter = (rng.uniform(0, 2, per) * 1e3).astype(np.int64) * 1_000
+        path = folder / f"{f:04d}.parquet"
+        pq.write_table(pa.table({"k": rng.integers(0, keys, per).astype(np.int32),
+                                 "ts": pa.array(T0_US + rid * 1_000 + jitter, pa.timestamp("us")),
+                                 "rid": rid, "x": rng.integers(0, 1_000, per).astype(np.float64)}), path)
+        os.utime(path, (1_000 + f, 1_000 + f))
+
+
+def child(mode: str, src: Path, work: Path, out: Path) -> None:
+    """Runs one mode's stream and writes its samples (one per micro-batch with data) as JSON."""
+    import psutil
+
+    spark = spark_session(f"overwindow-memory-{mode}", work / "warehouse", max_records=100_000, driver_memory="4g")
+    runtime = spark._jvm.java.lang.Runtime.getRuntime()
+    jvm = psutil.Process(spark._jvm.java.lang.ProcessHandle.current().pid())
+    spec = overwindow.OverWindow(*CALLS, emit=mode, rowKey="rid")
+    events = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(src))
+              .withWatermark("ts", "5 seconds"))
+    query = (events.groupBy("k").overWindow(spec).writeStream.format("noop")
+             .outputMode("append" if mode == "on_window_close" else "update")
+             .option("checkpointLocation", str(work / f"chk-{mode}")).trigger(availableNow=True).start())
+    samples, seen, rows = [], -1, 0
+    while True:
+        done = query.awaitTermination(0.5)
+        p = query.lastProgress
+        if p is not None and p["batchId"] != seen:
+            seen = p["batchId"]
+            rows += p["numInputRows"]
+            op = p["stateOperators"][0] if p["stateOperators"] else {}
+            workers = [c for c in jvm.children(recursive=True) if "python" in c.name().lower()]
+            samples.append({
+                "batch": seen, "rows": rows, "input_rows": p["numInputRows"],
+                "state_mb": op.get("memoryUsedBytes", 0) / 2**20, "state_keys": op.get("numRowsTotal", 0),
+                "jvm_heap_mb": (runtime.totalMemory() - runtime.freeMemory()) / 2**20,
+                "jvm_rss_mb": jvm.memory_info().rss / 2**20,
+                "python_rss_mb": sum(_rss(w) for w in workers) / 2**20, "workers": len(workers),
+                "batch_ms": p["batchDuration"]})
+        if done:
+            break
+    if query.exception() is not None:
+        raise RuntimeError(str(query.exception()))
+    spark.stop()
+    out.write_text(json.dumps([s for s in samples if s["input_rows"] > 0]))
+
+
+def _rss(process) -> int:
+    try:
+        return process.memory_info().rss
+    except Exception:  # a worker that exited between listing and reading
+        return 0
+
+
+def growth(samples: list[dict], key: str) -> float:
+    """Mean of the last quarter over the mean of the second quarter (after warm-up)."""
+    n = len(samples)
+    second = [s[key] for s in samples[n // 4:n // 2]]
+    last = [s[key] for s in samples[3 * n // 4:]]
+    return float(np.mean(last) / max(np.mean(second), 1e-9))
+
+
+def plot(results: dict[str, list[dict]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(len(SERIES), 1, figsize=(9, 2.4 * len(SERIES)), sharex=True)
+    for ax, (key, label) in zip(axes, SERIES):
+        for mode, samples in results.items():
+            ax.plot([s["rows"] / 1e6 for s in samples], [s[key] for s in samples], label=mode, linewidth=1.2)
+        ax.set_ylabel(label, fontsize=8)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8, loc="lower right")
+    axes[-1].set_xlabel("rows processed (millions)")
+    fig.suptitle("overwindow: memory along a long stream with a watermark (benchmarks/memory.py)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=10_000_000)
+    p.add_argument("--keys", type=int, default=1_000)
+    p.add_argument("--files", type=int, default=100)
+    p.add_argument("--seed", type=int, default=9)
+    p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    p.add_argument("--no-write", action="store_true")
+    p.add_argument("--child", nargs=4, metavar=("MODE", "SRC", "WORK", "OUT"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        mode, src, work, out = args.child
+        child(mode, Path(src), Path(work), Path(out))
+        return 0
+    command = "python benchmarks/memory.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    work = Path(tempfile.mkdtemp(prefix="ow-mem-"))
+    started = time.perf_counter()
+    results = {}
+    try:
+        write_files(work / "data", args.rows, args.keys, args.files, args.seed)
+        for mode in args.modes:
+            out = work / f"{mode}.json"
+            subprocess.run([sys.executable, __file__, "--child", mode, str(work / "data"), str(work), str(out)],
+                           check=True)
+            results[mode] = json.loads(out.read_text())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    total = time.perf_counter() - started
+    lines = [
+        BEGIN,
+        "## Bounded memory along a long stream",
+        "",
+        "_This section is written by `benchmarks/memory.py`; edit the script, not the text._",
+        "",
+        f"- Command: `{command}` (from the repository root; total wall time {total:.0f} s)",
+        *machine_note("pyspark", "pandas", "numpy", "pyarrow"),
+        f"- {args.rows:,} rows, {args.keys:,} keys, {args.files} Parquet files, one per micro-batch; watermark "
+        f"5 s; calls {', '.join(f'`{c}`' for c in CALLS)}; each mode in a fresh JVM (driver memory 4g). "
+        f"Flat: the mean over the last quarter of the batches within {FLAT:g}x of the mean over the second "
+        "quarter (the first quarter is warm-up).",
+        "",
+        "![memory along the stream](benchmarks/results/memory.png)",
+        "",
+        "| mode | batches | series | at 25% | at 50% | at 100% | last quarter / second quarter | flat |",
+        "|---|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for mode, samples in results.items():
+        n = len(samples)
+        for key, label in SERIES:
+            g = growth(samples, key)
+            lines.append(f"| {mode} | {n} | {label} | {samples[n // 4][key]:.1f} | {samples[n // 2][key]:.1f} | "
+                         f"{samples[-1][key]:.1f} | {g:.2f} | {'yes' if g <= FLAT else '**no**'} |")
+    lines.append(END)
+    section = "\n".join(lines)
+    print(section)
+    if not args.no_write:
+        plot(results, PNG)
+        write_section(section, BEGIN, END)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
