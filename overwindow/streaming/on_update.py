@@ -170,6 +170,8 @@ class OnUpdate:
     # -- the step ------------------------------------------------------------------------------
 
     def step(self, state: bytes | None, rows: pa.Table | None, watermark=None) -> Step:
+        """Apply one batch of changes to a partition's state (None: empty); the changelog it causes.
+        Kernel work O(changes x frame reach), bookkeeping O(partition) vectorised (module docstring)."""
         old, old_res, meta = self._load(state)
         late = bad = 0
         deletes = np.zeros(0, dtype=np.int64)
@@ -384,14 +386,16 @@ def _column_bits(a: pa.Array) -> np.ndarray:
     NULL as ``_NULL``. O(n), no Python objects except for strings and nested types."""
     t = a.type
     if pa.types.is_floating(t):
-        v = np.asarray(a.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
+        v = a.cast(pa.float64())
+        v = np.asarray((v.fill_null(0.0) if v.null_count else v).to_numpy(zero_copy_only=False))
         bits = np.where(np.isnan(v), np.nan, v + 0.0).view(np.uint64)
     elif pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
         if pa.types.is_temporal(t):  # a time's integer count of its unit
             a = a.view(pa.int64() if t.bit_width == 64 else pa.int32())
         elif pa.types.is_unsigned_integer(t) and t.bit_width == 64:
             a = a.view(pa.int64())
-        bits = np.asarray(a.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)).view(np.uint64)
+        v = a.cast(pa.int64())
+        bits = np.asarray((v.fill_null(0) if v.null_count else v).to_numpy(zero_copy_only=False)).view(np.uint64)
     else:
         import pandas as pd
 
@@ -483,7 +487,7 @@ class _Reach:
         n = self.n = table.num_rows
         self.groups = groups
         i = np.arange(n, dtype=np.int64)
-        bounds = np.searchsorted(groups, np.arange(int(groups[-1]) + 2 if n else 1))
+        bounds = np.append(np.flatnonzero(np.diff(groups, prepend=-1)), n)  # group starts, then n
         g_start = bounds[groups]
         self.start, self.end = i.copy(), i + 1  # rows whose value reaches a change at c (reach)
         self.read_lo, self.read_hi = i.copy(), i + 1  # rows a row reads (span)
