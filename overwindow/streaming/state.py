@@ -23,19 +23,25 @@ class StateFormatError(ValueError):
 
 
 def encode(tables: dict[str, pa.Table], meta: dict, kind: str) -> bytes:
-    """One IPC stream per named table, concatenated with length prefixes; ``meta`` in the first."""
-    sink = pa.BufferOutputStream()
+    """One IPC stream per named table, concatenated with length prefixes; ``meta`` in the first.
+    Each stream is sized by a dry run first, so the data is copied once into an exact buffer."""
     header = json.dumps({"version": FORMAT_VERSION, "kind": kind, "tables": list(tables), "meta": meta}).encode()
+    schemas = [t.schema.with_metadata({_KEY: b"1"}) for t in tables.values()]
+    sizes = []
+    for table, schema in zip(tables.values(), schemas):
+        dry = pa.MockOutputStream()
+        with pa.ipc.new_stream(dry, schema) as w:
+            w.write_table(table)
+        sizes.append(dry.size())
+    buf = pa.allocate_buffer(4 + len(header) + sum(8 + s for s in sizes))
+    sink = pa.FixedSizeBufferWriter(buf)
     sink.write(len(header).to_bytes(4, "little"))
     sink.write(header)
-    for table in tables.values():
-        buf = pa.BufferOutputStream()
-        with pa.ipc.new_stream(buf, table.schema.with_metadata({_KEY: b"1"})) as w:
+    for table, schema, size in zip(tables.values(), schemas, sizes):
+        sink.write(size.to_bytes(8, "little"))
+        with pa.ipc.new_stream(sink, schema) as w:
             w.write_table(table)
-        body = buf.getvalue()
-        sink.write(len(body).to_bytes(8, "little"))
-        sink.write(body)
-    return sink.getvalue().to_pybytes()
+    return buf.to_pybytes()
 
 
 def decode(data: bytes, kind: str, oldest: int = FORMAT_VERSION) -> tuple[dict[str, pa.Table], dict]:
