@@ -18,10 +18,11 @@ row identity), each with its 64-bit identity hash and its current results. A ste
 4. with a watermark on an ascending ORDER BY column, evicts rows no frame of a row at or above the
    watermark can reach; later changes below that horizon are dropped as late.
 
-Recomputed rows: O(changes x frame reach) for bounded frames. The bookkeeping around them is a few
-vectorised O(partition) passes with no sort and no Python per row (decoding and encoding the state,
-one membership test of the held identities, ORDER BY codes, the frame finder's arrays) plus
-O(changes log partition) searches.
+Recomputed rows: O(changes x frame reach) for bounded frames. The frame finder works on a window
+around the changes (the whole partition when a call reaches one of its ends). The rest of the
+bookkeeping is a few vectorised O(partition) passes with no sort and no Python per row (decoding
+and rewriting the state, one membership test of the held identities, ORDER BY codes and peer groups)
+plus O(changes log partition) searches.
 
 >>> import pyarrow as pa
 >>> from overwindow.spec import OverWindow
@@ -42,7 +43,7 @@ import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
-from overwindow.logical.frame import FrameUnit
+from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.logical.functions import Kind
 from overwindow.physical.bounds import frame_bounds, key_numbers
 from overwindow.physical.expressions import evaluate_expr, resolve_column
@@ -98,6 +99,7 @@ class OnUpdate:
         self.output_schema = pa.schema(list(results.schema) + extra + [pa.field(CHANGE, pa.string())])
         # each held row's results as last emitted, so a step compares without recomputing the old rows
         self.results_schema = pa.schema([results.schema.field(e.alias) for e in self.expressions])
+        self.margin = _margin(spec.calls)
         # with a watermark on the single ascending ORDER BY column, rows far enough behind it are
         # evicted; functions of the whole partition (ntile, ...) keep every row
         self.evicts = watermarked and len(self.order_by) == 1 and not self.order_by[0].descending \
@@ -205,13 +207,14 @@ class OnUpdate:
         new_reach = None
         new_rows = np.zeros(0, dtype=np.int64)
         if len(pos_old) or len(pos_new):
-            new_reach = self._frames(new, new_codes)
-            new_rows = _in_ranges(*new_reach.affected(pos_new))
+            moved = np.zeros(0, dtype=np.int64)
             if len(pos_old):  # rows whose old frame held a row that moved or went
-                was = _in_ranges(*self._frames(old, old_codes).affected(pos_old))
+                was = _in_ranges(*self._frames(old, old_codes, pos_old).affected(pos_old))
                 was = was[~gone[was]]
                 rank = was - np.searchsorted(pos_old, was)  # among the kept rows
-                new_rows = np.union1d(rank + np.searchsorted(before, rank, "right"), new_rows)
+                moved = rank + np.searchsorted(before, rank, "right")
+            new_reach = self._frames(new, new_codes, np.union1d(pos_new, moved))
+            new_rows = np.union1d(_in_ranges(*new_reach.affected(pos_new)), moved)
         if len(new_rows):
             new_vals, recomputed = self._recompute(new, new_reach, _runs(new_rows), meta)
             # compared with what the state held for the same identity: its old row, or the row an
@@ -278,8 +281,23 @@ class OnUpdate:
 
     # -- the symmetric frame finder --------------------------------------------------------------
 
-    def _frames(self, table: pa.Table, codes: np.ndarray) -> "_Reach":
-        return _Reach(table, self.spec.calls, self.order_by, _groups_of(codes))
+    def _frames(self, table: pa.Table, codes: np.ndarray, around: np.ndarray) -> "_Reach":
+        """The frame finder over a window around the positions ``around`` (sorted) wide enough for
+        them (``_Reach.holds``): first ``_margin`` rows either side, four times wider on each miss;
+        the whole partition when frames are unbounded. O(window) plus one O(n) pass for the peer
+        groups."""
+        groups = _groups_of(codes)
+        n, margin = len(groups), self.margin
+        while margin is not None and len(around) and margin < n:
+            lo = max(0, int(around[0]) - margin)
+            hi = min(n, int(around[-1]) + margin + 1)
+            lo = int(np.searchsorted(groups, groups[lo], "left"))  # whole peer groups
+            hi = int(np.searchsorted(groups, groups[hi - 1], "right"))
+            reach = _Reach(table, self.spec.calls, self.order_by, groups, lo, hi)
+            if reach.holds(around):
+                return reach
+            margin *= 4
+        return _Reach(table, self.spec.calls, self.order_by, groups)
 
     def _recompute(self, table: pa.Table, reach: "_Reach", ranges, meta) -> tuple[pa.Table | None, int]:
         """Results of the rows in ``ranges``, computed on the slices ``[first_frame_start,
@@ -355,9 +373,11 @@ class OnUpdate:
         # rows at or above the watermark (NULL keys sort first ascending and stay with them)
         live = np.flatnonzero(valid & (knum >= watermark))
         first_live = int(live[0]) if len(live) else n
-        reach = reach or self._frames(table, codes)
+        tail = np.arange(first_live, n) if first_live < n else np.array([n - 1])
+        if reach is None or not reach.holds(tail):
+            reach = self._frames(table, codes, tail)
         keep_from = min(first_live, reach.span(first_live, n)[0]) if first_live < n else \
-            min(n, reach.span(n - 1, n)[0] if n else 0)
+            min(n, reach.span(n - 1, n)[0])
         if keep_from <= 0:
             return table, results, meta
         meta = dict(meta, evicted_rows=meta["evicted_rows"] + keep_from,
@@ -469,6 +489,29 @@ def _interleave(n_kept: int, before: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return src, at
 
 
+def _margin(calls) -> int | None:
+    """A first guess at how many rows around a change the frame finder needs (twice the largest
+    ROWS or lag/lead offset, at least 32; RANGE and GROUPS frames are found wider as needed); None
+    when some call reaches the whole partition or one end of it."""
+    m = 16
+    for call in calls:
+        if call.function in _WHOLE or call.function in _TO_END or call.info.kind is Kind.RANKING:
+            return None
+        if call.info.kind is Kind.OFFSET:
+            if call.ignore_nulls:
+                return None
+            m = max(m, abs(call.params[0] if call.params else 1))
+            continue
+        if not call.order_by:
+            return None
+        for bound in (call.frame.start, call.frame.end):
+            if bound.kind in (BoundKind.UNBOUNDED_PRECEDING, BoundKind.UNBOUNDED_FOLLOWING):
+                return None
+            if call.frame.unit is FrameUnit.ROWS and bound.has_offset:
+                m = max(m, int(bound.offset))
+    return 2 * m
+
+
 def _groups_of(codes: np.ndarray) -> np.ndarray:
     """Peer-group number (0, 1, ...) of each row from sorted ORDER BY codes."""
     if len(codes) == 0:
@@ -482,19 +525,31 @@ class _Reach:
     """Every row's frame over one partition's sorted rows (all calls' frames united), for the
     symmetric walk: ``affected(c)`` gives [first_curr_row, last_curr_row + 1) for changes at c;
     ``span(lo, hi)`` gives [first_frame_start, last_frame_end) for rows [lo, hi). Frame starts and
-    ends never decrease along the rows, so both are binary searches. Built in O(n) from the peer
-    groups, without sorting (the rows are in order)."""
+    ends never decrease along the rows, so both are binary searches. Built without sorting (the
+    rows are in order) over the window [lo, hi) of whole peer groups only, frames clipped to it:
+    O(window); ``holds`` says whether the window was wide enough. Positions are the partition's.
 
-    def __init__(self, table: pa.Table, calls, order_by, groups: np.ndarray):
-        n = self.n = table.num_rows
+    >>> from overwindow.spec import OverWindow
+    >>> calls = OverWindow("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s").calls
+    >>> t = pa.table({"t": [1, 2, 3, 4, 5], "x": [1, 1, 1, 1, 1]})
+    >>> r = _Reach(t, calls, calls[0].order_by, np.arange(5), 1, 5)
+    >>> [a.tolist() for a in r.affected(np.array([3]))], r.span(3, 5), r.holds(np.array([3]))
+    ([[3], [5]], (2, 5), True)
+    """
+
+    def __init__(self, table: pa.Table, calls, order_by, groups: np.ndarray, lo: int = 0, hi: int | None = None):
+        self.n = len(groups)
+        self.lo, self.hi = lo, self.n if hi is None else hi
         self.groups = groups
+        n = self.hi - lo  # window size: every array below is indexed from lo
+        local = groups[lo:self.hi] - (groups[lo] if n else 0)
         i = np.arange(n, dtype=np.int64)
-        bounds = np.append(np.flatnonzero(np.diff(groups, prepend=-1)), n)  # group starts, then n
-        g_start = bounds[groups]
+        bounds = np.append(np.flatnonzero(np.diff(local, prepend=-1)), n)  # group starts, then n
+        g_start = bounds[local]
         self.start, self.end = i.copy(), i + 1  # rows whose value reaches a change at c (reach)
         self.read_lo, self.read_hi = i.copy(), i + 1  # rows a row reads (span)
         layout = Layout(perm=i, part_id=np.zeros(n, np.int64), part_start=np.zeros(n, np.int64),
-                        part_end=np.full(n, n, np.int64), group_id=groups, group_start=bounds[:-1],
+                        part_end=np.full(n, n, np.int64), group_id=local, group_start=bounds[:-1],
                         group_end=bounds[1:], part_bounds=np.array([0, n]), identity=True)
         for call in calls:
             info = call.info
@@ -515,8 +570,8 @@ class _Reach:
             else:
                 if call.frame.unit is FrameUnit.RANGE and (call.frame.start.has_offset or call.frame.end.has_offset):
                     k = order_by[0]
-                    frames = frame_bounds(layout, call.frame, Values(evaluate_expr(k.expr, table)), k.descending,
-                                          k.nulls_first)
+                    key = Values(evaluate_expr(k.expr, table.slice(lo, n)))
+                    frames = frame_bounds(layout, call.frame, key, k.descending, k.nulls_first)
                 else:
                     frames = frame_bounds(layout, call.frame)
                 s, e = frames.start, np.maximum(frames.end, frames.start)
@@ -530,25 +585,43 @@ class _Reach:
 
     def affected(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Merged [first_curr_row, last_curr_row + 1) ranges (as lo and hi arrays) for changes at
-        positions c: the rows whose frame [start, end) holds c."""
-        if self.n == 0 or len(c) == 0:
+        positions c (inside the window): the rows whose frame [start, end) holds c."""
+        w = self.hi - self.lo
+        if w == 0 or len(c) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         start_mono = np.minimum.accumulate(self.start[::-1])[::-1]  # smallest start from i on
         end_mono = np.maximum.accumulate(self.end)  # largest end up to i
-        first = np.searchsorted(end_mono, c, side="right")
-        last = np.searchsorted(start_mono, c, side="right")
-        return np.clip(first, 0, self.n), np.clip(last, 0, self.n)
+        first = np.searchsorted(end_mono, c - self.lo, side="right")
+        last = np.searchsorted(start_mono, c - self.lo, side="right")
+        return np.clip(first, 0, w) + self.lo, np.clip(last, 0, w) + self.lo
 
     def span(self, lo: int, hi: int) -> tuple[int, int]:
-        """[first_frame_start, last_frame_end) of rows [lo, hi), widened to whole peer groups."""
-        fs = int(self.read_lo[lo:hi].min())
-        fe = int(self.read_hi[lo:hi].max())
+        """[first_frame_start, last_frame_end) of rows [lo, hi) (inside the window), widened to
+        whole peer groups."""
+        fs = int(self.read_lo[lo - self.lo:hi - self.lo].min()) + self.lo
+        fe = int(self.read_hi[lo - self.lo:hi - self.lo].max()) + self.lo
         g = self.groups
         if fs < self.n:
             fs = int(np.searchsorted(g, g[fs], side="left"))
         if fe > 0:
             fe = int(np.searchsorted(g, g[fe - 1], side="right"))
         return fs, fe
+
+    def holds(self, c: np.ndarray) -> bool:
+        """Whether the window is wide enough for positions c (sorted): they, the rows whose frames
+        reach them, and the frames of both lie inside it, away from any edge the partition goes on
+        past (frames there may be clipped). Starts and ends never decrease, so a reach that went past
+        the window would show as a range touching its edge."""
+        if len(c) == 0:
+            return True
+        if c[0] < self.lo or c[-1] >= self.hi:
+            return False
+        a, b = self.affected(c)
+        if (self.lo > 0 and a.min() <= self.lo) or (self.hi < self.n and b.max() >= self.hi):
+            return False
+        rows = np.union1d(_in_ranges(a, b), c) - self.lo
+        return (self.lo == 0 or self.read_lo[rows].min() > 0) and \
+            (self.hi == self.n or self.read_hi[rows].max() < self.hi - self.lo)
 
 
 def _member(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:

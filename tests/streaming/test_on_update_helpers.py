@@ -101,3 +101,89 @@ def test_format_1_state_is_refused_with_a_clear_error():
     old = state.replace(f'"version": {FORMAT_VERSION}'.encode(), b'"version": 1')
     with pytest.raises(StateFormatError, match="format 1, this overwindow reads 'on_update' format 2; start the query from a new checkpoint"):
         machine.step(old, None)
+
+
+WIDE_CALLS = [
+    ("sum(u) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING) AS s", "lag(u, 40) OVER (ORDER BY t) AS l",
+     "lead(u, 2) OVER (ORDER BY t) AS ld"),
+    ("count(*) OVER (ORDER BY t RANGE BETWEEN 30 PRECEDING AND 5 FOLLOWING) AS c",
+     "max(u) OVER (ORDER BY t GROUPS BETWEEN 20 PRECEDING AND CURRENT ROW EXCLUDE TIES) AS m"),
+    ("min(u) OVER (ORDER BY t DESC RANGE BETWEEN 3 PRECEDING AND 60 FOLLOWING EXCLUDE GROUP) AS mn",
+     "first_value(u) OVER (ORDER BY t DESC ROWS BETWEEN 1 FOLLOWING AND 50 FOLLOWING) AS fv"),
+]
+WIDE = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("u", pa.int64()), ("op", pa.string())])
+
+
+def _view_matches_batch(view, live, spec):
+    import overwindow
+
+    table = pa.Table.from_pylist(list(live.values()), schema=WIDE).drop_columns(["op"])
+    batch = overwindow.evaluate(table.sort_by([("t", "ascending"), ("id", "ascending")]), *spec.partitioned(("k",)))
+    assert set(view) == set(live)
+    for r in batch.to_pylist():
+        got = view[r["id"]]
+        assert all(got[a] == r[a] for a in spec.aliases), (r, got)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(WIDE_CALLS), n=st.integers(300, 1500))
+def test_frame_finder_windows_in_large_partitions(seed, calls, n):
+    """Partitions large enough that the frame finder works on a window around the changes (grown
+    for RANGE and GROUPS frames): after every batch the changelog view equals the batch result."""
+    rng = np.random.default_rng(seed)
+    spec = OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op")
+    machine = OnUpdate(spec, WIDE)
+    live = {i: {"k": 0, "id": i, "t": int(rng.integers(0, n)), "u": int(rng.integers(0, 100)), "op": "insert"}
+            for i in range(n)}
+    step = machine.step(None, pa.Table.from_pylist(list(live.values()), schema=WIDE))
+    view = {r["id"]: r for r in step.output.to_pylist()}
+    state, next_id = step.state, n
+    for _ in range(4):
+        batch = []
+        for _ in range(int(rng.integers(1, 8))):
+            choice = rng.random()
+            if choice < 0.4:
+                row = {"k": 0, "id": next_id, "t": int(rng.integers(0, n)), "u": int(rng.integers(0, 100)), "op": "insert"}
+                next_id += 1
+            else:
+                old = live[list(live)[int(rng.integers(0, len(live)))]]
+                row = dict(old, op="delete") if choice < 0.7 else \
+                    dict(old, t=int(rng.integers(0, n)), u=int(rng.integers(0, 100)), op="update")
+            batch.append(row)
+            live.pop(row["id"], None) if row["op"] == "delete" else live.__setitem__(row["id"], dict(row, op=None))
+        step = machine.step(state, pa.Table.from_pylist(batch, schema=WIDE))
+        state = step.state
+        for r in step.output.to_pylist():
+            view.pop(r["id"], None) if r["_change"] == "delete" else view.__setitem__(r["id"], r)
+        _view_matches_batch(view, live, spec)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(WIDE_CALLS[:2]))
+def test_eviction_keeps_live_rows_exact(seed, calls):
+    """With a watermark (rows arrive at most 20 behind it: none late), the rows at or above the
+    watermark, whose frames the state still holds, carry the batch result over every row."""
+    rng = np.random.default_rng(seed)
+    spec = OverWindow(*calls, emit="on_update", rowKey="id")
+    machine = OnUpdate(spec, WIDE, watermarked=True)
+    state, everything, view, watermark = None, {}, {}, None
+    for b in range(6):
+        rows = [{"k": 0, "id": b * 300 + i, "t": b * 300 + i + int(rng.integers(0, 20)), "u": int(rng.integers(0, 100)),
+                 "op": None} for i in range(300)]
+        everything.update((r["id"], r) for r in rows)
+        step = machine.step(state, pa.Table.from_pylist(rows, schema=WIDE), watermark)
+        assert step.late_rows == 0
+        state = step.state
+        view.update((r["id"], r) for r in step.output.to_pylist())
+        watermark = max(r["t"] for r in rows) - 20
+    spec_all = {k: v for k, v in view.items()}
+    import overwindow
+
+    table = pa.Table.from_pylist(list(everything.values()), schema=WIDE).drop_columns(["op"])
+    batch = overwindow.evaluate(table, *spec.partitioned(("k",)))
+    checked = 0
+    for r in batch.to_pylist():
+        if r["t"] >= watermark:
+            assert all(spec_all[r["id"]][a] == r[a] for a in spec.aliases), (r, spec_all[r["id"]])
+            checked += 1
+    assert checked > 0 and decode(state, on_update.STATE_KIND)[0]["rows"].num_rows < len(everything)
