@@ -83,14 +83,17 @@ class WindowClose:
     # -- state -------------------------------------------------------------------------------
 
     def _load(self, state: bytes | None):
+        """(released rows, pending rows, their ORDER BY key numbers, meta) of a partition's state."""
         if state is None:
             meta = {"n_released": 0, "emitted": 0, "pruned_rows": 0, "pruned_groups": 0,
                     "released_upto": None, "late_rows": 0}
-            return self.schema.empty_table(), self.schema.empty_table(), meta
+            empty = self.schema.empty_table()
+            return empty, empty, self._keys(empty), self._keys(empty), meta
         tables, meta = decode(state, STATE_KIND, oldest=1)  # formats 1 and 2 hold the same tables
         rows = tables["rows"]
         n = meta["n_released"]
-        return rows.slice(0, n), rows.slice(n), meta
+        keys = self._keys(rows)  # one pass for both parts
+        return rows.slice(0, n), rows.slice(n), keys[:n], keys[n:], meta
 
     def _save(self, released: pa.Table, pending: pa.Table, meta: dict) -> bytes:
         meta = dict(meta, n_released=released.num_rows)
@@ -101,9 +104,8 @@ class WindowClose:
     def step(self, state: bytes | None, rows: pa.Table | None, watermark=None) -> Step:
         """Feed new rows and the current watermark (in the ORDER BY key's numbers: microseconds
         since the epoch for TIMESTAMP/DATE keys). Returns the rows whose windows closed."""
-        released, pending, meta = self._load(state)
         # the ORDER BY key as numbers, computed once per step and carried beside the rows
-        rel_k, pend_k = self._keys(released), self._keys(pending)
+        released, pending, rel_k, pend_k, meta = self._load(state)
         late = 0
         if rows is not None and rows.num_rows:
             rows = rows.select(self.schema.names)
