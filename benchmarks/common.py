@@ -89,4 +89,25 @@ def spark_session(app: str, warehouse: Path, max_records: int = 10_000, driver_m
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    session.sparkContext.addPyFile(__file__)  # the workers unpickle Passthrough from this module
     return session
+
+
+class Passthrough:
+    """The no-op stateful function: yields its input chunks unchanged, stores one tiny binary value."""
+
+    def __call__(self, key, pdfs, state):
+        state.update((b"\x00",))
+        for pdf in pdfs:
+            yield pdf
+
+
+def passthrough(grouped, schema, output_mode: str):
+    """``grouped.applyInPandasWithState`` with the no-op function: the floor Spark imposes on any
+    applyInPandasWithState query (event-time timeouts in append mode, none in update mode)."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    state = StructType([StructField("state", BinaryType(), False)])
+    timeout = GroupStateTimeout.EventTimeTimeout if output_mode == "append" else GroupStateTimeout.NoTimeout
+    return grouped.applyInPandasWithState(Passthrough(), schema, state, output_mode, timeout)

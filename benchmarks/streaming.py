@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import overwindow  # noqa: E402
-from common import machine_note, spark_session, write_section  # noqa: E402
+from common import Passthrough, machine_note, passthrough, spark_session, write_section  # noqa: E402
 
 BEGIN, END = "<!-- streaming:begin -->", "<!-- streaming:end -->"
 SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
@@ -90,28 +90,13 @@ def make_data(folder: Path, rows: int, keys: int, files: int, jitter_s: float, s
 
 # -- Spark ----------------------------------------------------------------------------------------------
 
-class Passthrough:
-    """The no-op stateful function: yields its input chunks unchanged, stores one tiny binary value."""
-
-    def __call__(self, key, pdfs, state):
-        state.update((b"\x00",))
-        for pdf in pdfs:
-            yield pdf
-
-
 def build(spark, variant: str, src: str, delay_s: int, files_per_trigger: int):
     """(streaming DataFrame, output mode) of one variant."""
-    from pyspark.sql.streaming.state import GroupStateTimeout
-    from pyspark.sql.types import BinaryType, StructField, StructType
-
     events = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", files_per_trigger).parquet(src)
               .withWatermark("ts", f"{delay_s} seconds"))
     grouped = events.groupBy("k")
     if variant == "passthrough":
-        state = StructType([StructField("state", BinaryType(), False)])
-        out = grouped.applyInPandasWithState(Passthrough(), events.schema, state, "append",
-                                             GroupStateTimeout.EventTimeTimeout)
-        return out, "append"
+        return passthrough(grouped, events.schema, "append"), "append"
     if variant == "window_close":
         return grouped.overWindow(overwindow.OverWindow(*CALLS, rowKey="rid")), "append"
     return grouped.overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid")), "update"
