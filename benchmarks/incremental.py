@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
-    command = "python benchmarks/incremental.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    command = shlex.join(["python", "benchmarks/incremental.py", *(argv if argv is not None else sys.argv[1:])])
     work = Path(tempfile.mkdtemp(prefix="ow-incr-"))
     started = time.perf_counter()
     try:

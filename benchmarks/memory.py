@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         mode, src, work, out = args.child
         child(mode, Path(src), Path(work), Path(out))
         return 0
-    command = "python benchmarks/memory.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    command = shlex.join(["python", "benchmarks/memory.py", *(argv if argv is not None else sys.argv[1:])])
     work = Path(tempfile.mkdtemp(prefix="ow-mem-"))
     started = time.perf_counter()
     results = {}
