@@ -139,7 +139,8 @@ class OnUpdate:
         in order) sorting before it. Binary searches on the ORDER BY codes; only rows tied with an
         insert on ORDER BY are compared further. O(m log n + ties) for m inserts."""
         order = self._full_order(ins, ins_codes)
-        ins, ins_codes = ins.take(pa.array(order)), ins_codes[order]
+        if (np.diff(order) != 1).any():  # batches often arrive in order
+            ins, ins_codes = ins.take(pa.array(order)), ins_codes[order]
         kept_codes = old_codes[kept]
         lo = np.searchsorted(kept_codes, ins_codes, "left")
         hi = np.searchsorted(kept_codes, ins_codes, "right")
@@ -323,9 +324,13 @@ class OnUpdate:
                     add = fs + meta["evicted_rows"] if call.function != "dense_rank" else \
                         int(reach.groups[fs]) + meta["evicted_groups"]
                     results[call.alias] = pc.add(results[call.alias], add)
-            rows = np.concatenate([np.arange(ranges[i][0], ranges[i][1]) for i in batch]) - fs
-            pieces.append(project(part, self.expressions, results).take(pa.array(rows)))
-            count += len(rows)
+            done = project(part, self.expressions, results)
+            if len(batch) == 1:  # one run: a zero-copy slice
+                lo, hi = ranges[batch[0]]
+                pieces.append(done.slice(lo - fs, hi - lo))
+            else:
+                pieces.append(done.take(pa.array(np.concatenate([np.arange(*ranges[i]) for i in batch]) - fs)))
+            count += sum(ranges[i][1] - ranges[i][0] for i in batch)
         return pa.concat_tables(pieces), count
 
     def _diff(self, new_vals: pa.Table, old: pa.Table, old_res: pa.Table, prev: np.ndarray,
