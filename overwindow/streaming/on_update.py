@@ -36,6 +36,7 @@ plus O(changes log partition) searches.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -588,16 +589,22 @@ class _Reach:
         np.minimum(self.read_lo, read_s, out=self.read_lo)
         np.maximum(self.read_hi, read_e, out=self.read_hi)
 
+    @cached_property
+    def _start_mono(self) -> np.ndarray:
+        return np.minimum.accumulate(self.start[::-1])[::-1]  # smallest start from i on
+
+    @cached_property
+    def _end_mono(self) -> np.ndarray:
+        return np.maximum.accumulate(self.end)  # largest end up to i
+
     def affected(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Merged [first_curr_row, last_curr_row + 1) ranges (as lo and hi arrays) for changes at
         positions c (inside the window): the rows whose frame [start, end) holds c."""
         w = self.hi - self.lo
         if w == 0 or len(c) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        start_mono = np.minimum.accumulate(self.start[::-1])[::-1]  # smallest start from i on
-        end_mono = np.maximum.accumulate(self.end)  # largest end up to i
-        first = np.searchsorted(end_mono, c - self.lo, side="right")
-        last = np.searchsorted(start_mono, c - self.lo, side="right")
+        first = np.searchsorted(self._end_mono, c - self.lo, side="right")
+        last = np.searchsorted(self._start_mono, c - self.lo, side="right")
         return np.clip(first, 0, w) + self.lo, np.clip(last, 0, w) + self.lo
 
     def span(self, lo: int, hi: int) -> tuple[int, int]:
