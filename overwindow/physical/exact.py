@@ -2,9 +2,10 @@
 
 Every finite double is an integer times a power of two, so a column of doubles is written exactly as
 fixed-point integers split into 32-bit limbs; prefix sums of the limbs in int64 are exact, and a
-frame's sum is the difference of two prefix rows, normalised and rounded once. So
+frame's sum is the difference of two prefix rows, normalised and correctly rounded. So
 ``1e20 + 1 - 1e20`` is 1 in any frame, however large the partition. Cost: O(n * limbs), where limbs
-is about (exponent range of the column + 53) / 32, usually 3 to 5.
+is about (bit range of the column) / 32: 3 for values in [1e-6, 1000). Elementwise work runs in
+blocks of rows (physical/blocks.py).
 
 >>> p = LimbPrefix.of_floats(np.array([1e20, 1.0, -1e20]))
 >>> float(p.frame_sum([(np.array([0]), np.array([3]))])[0])
@@ -14,6 +15,8 @@ is about (exponent range of the column + 53) / 32, usually 3 to 5.
 from __future__ import annotations
 
 import numpy as np
+
+from overwindow.physical.blocks import chunks
 
 W = 32
 MASK = (1 << W) - 1
@@ -29,7 +32,7 @@ MAX_LIMBS = 140
 class LimbPrefix:
     """Exact prefix sums, as int64 limbs, of a column of finite doubles (or int64s).
 
-    ``prefix`` has shape (n + 1, limbs); the value of a limb row is sum_j limb_j * 2**(32*j + base).
+    ``prefix`` has shape (limbs, n + 1); the value of a prefix column is sum_j limb_j * 2**(32*j + base).
     """
 
     def __init__(self, prefix: np.ndarray, base: int):
@@ -41,6 +44,18 @@ class LimbPrefix:
         """Of the values ``x * 2**exp_shift`` (exp_shift: per-row integers; lets a caller sum
         values a double cannot hold, such as squares of 1e200)."""
         x = np.asarray(x, dtype=np.float64)
+        if exp_shift is None:
+            # the column's bits lie in [2**base, 2**top): from its largest and smallest magnitude
+            mag = np.abs(x)
+            largest = float(mag.max(initial=0.0))
+            if largest == 0.0:
+                return LimbPrefix(np.zeros((1, len(x) + 1), dtype=np.int64), 0)
+            top = int(np.frexp(largest)[1])
+            base = int(np.frexp(float(mag.min(where=mag > 0, initial=np.inf)))[1]) - 53
+            levels = -(-(top - base) // W)
+            # every scale 2**-(base + 32*level) a double, and x * 2**-base below DBL_MAX
+            if top - base <= 1000 and -1022 <= base and base + W * levels <= 1022:
+                return LimbPrefix._of_float_digits(x, base, levels)
         m, e = np.frexp(x)
         mant = (m * 2.0**53).astype(np.int64)  # exact: |m| < 1
         lsb = e.astype(np.int64) - 53
@@ -59,6 +74,24 @@ class LimbPrefix:
         return LimbPrefix._prefix(mant, shift, base, int(shift.max()) // W)
 
     @staticmethod
+    def _of_float_digits(x: np.ndarray, base: int, levels: int) -> "LimbPrefix":
+        """The limbs ``_prefix`` would scatter, by float arithmetic alone, for a column whose bits
+        all lie in [base, base + 32*levels) within ~1000 bits: t_j = trunc(x * 2**-(base + 32*j)) is
+        exact (scaling by a power of two, then dropping the bits below limb j), and limb j is
+        t_j - t_(j+1) * 2**32, an integer below 2**32 whose exact difference a double holds; signed
+        like x. O(n * levels) in blocks of rows, no scatter: about five times faster."""
+        table = np.empty((levels, len(x) + 1), dtype=np.int64)
+        table[:, 0] = 0
+        for rows in chunks(len(x)):
+            xs, upper = x[rows], None
+            for j in range(levels - 1, -1, -1):
+                t = np.trunc(xs * 2.0 ** -(base + W * j))
+                table[j, 1 + rows.start:1 + rows.stop] = t if upper is None else t - upper * 2.0**W
+                upper = t
+        np.cumsum(table, axis=1, out=table)
+        return LimbPrefix(table, base)
+
+    @staticmethod
     def of_ints(x: np.ndarray) -> "LimbPrefix":
         x = np.asarray(x, dtype=np.int64)
         return LimbPrefix._prefix(x, np.zeros(len(x), dtype=np.int64), 0, 0)
@@ -66,7 +99,7 @@ class LimbPrefix:
     @staticmethod
     def _prefix(mant: np.ndarray, shift: np.ndarray, base: int, top_limb: int) -> "LimbPrefix":
         n = len(mant)
-        limbs = top_limb + 4  # three limbs a value may touch, plus one for carries
+        limbs = top_limb + 3  # the three limbs a value may touch (limbs() adds one for carries)
         neg = mant < 0
         mag = np.abs(mant).astype(np.uint64)  # |int64 min| wraps to 2**63 as uint64: still exact
         j = shift // W
@@ -88,19 +121,23 @@ class LimbPrefix:
 
     def limbs(self, parts) -> np.ndarray:
         """Exact sums over frames given as (start, end) parts, as normalised limbs (one row per
-        limb, one column per frame)."""
-        s, e = parts[0]
-        d = np.take(self.prefix, e, axis=1) - np.take(self.prefix, s, axis=1)
-        for s, e in parts[1:]:
-            d += np.take(self.prefix, e, axis=1) - np.take(self.prefix, s, axis=1)
-        for j in range(d.shape[0] - 1):  # carry so every limb but the top is in [0, 2**32)
-            c = d[j] >> W
-            d[j] -= c << W
-            d[j + 1] += c
-        return d
+        limb plus one for the carries, one column per frame)."""
+        d = np.zeros((self.prefix.shape[0] + 1, len(parts[0][0])), dtype=np.int64)
+        for s, e in parts:
+            d[:-1] += np.take(self.prefix, e, axis=1)
+            d[:-1] -= np.take(self.prefix, s, axis=1)
+        return _normalise(d)
 
     def frame_dd(self, parts, scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Frame sums as double-doubles (hi, lo); with ``scale`` (per frame), of sum * 2**-scale."""
+        m = len(parts[0][0])
+        hi, lo = np.empty(m), np.empty(m)
+        for rows in chunks(m):
+            hi[rows], lo[rows] = self._frame_dd([(s[rows], e[rows]) for s, e in parts],
+                                                None if scale is None else scale[rows])
+        return hi, lo
+
+    def _frame_dd(self, parts, scale: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         d = self.limbs(parts)
         sign = np.ones(d.shape[1])
         if scale is not None:
@@ -110,23 +147,66 @@ class LimbPrefix:
             neg = d[-1] < 0
             if neg.any():
                 d[:, neg] = -d[:, neg]
-                for j in range(d.shape[0] - 1):
-                    c = d[j] >> W
-                    d[j] -= c << W
-                    d[j + 1] += c
+                _normalise(d)
                 sign = np.where(neg, -1.0, 1.0)
         hi = np.zeros(d.shape[1])
         lo = np.zeros(d.shape[1])
         for j in range(d.shape[0] - 1, -1, -1):
             if d[j].any():  # most columns leave their top limbs empty
                 exp = W * j + self.base if scale is None else W * j + self.base - scale
-                hi, lo = dd_add_d(hi, lo, np.ldexp(d[j].astype(np.float64), exp))
+                hi, lo = dd_add_d(hi, lo, _pow2(d[j].astype(np.float64), exp))
         return hi * sign, lo * sign
 
+    def frame_mean(self, parts, count: np.ndarray) -> np.ndarray:
+        """Frame sums divided by ``count`` (per frame, > 0), rounded from the double-double quotient."""
+        out = np.empty(len(count))
+        for rows in chunks(len(count)):
+            hi, lo = self._frame_dd([(s[rows], e[rows]) for s, e in parts], None)
+            out[rows] = dd_div_d(hi, lo, count[rows].astype(np.float64))[0]
+        return out
+
     def frame_sum(self, parts) -> np.ndarray:
-        """Frame sums as doubles, rounded once from the exact value."""
-        hi, lo = self.frame_dd(parts)
-        return hi + lo
+        """Frame sums as doubles, correctly rounded from the exact value."""
+        out = np.empty(len(parts[0][0]))
+        for rows in chunks(len(out)):
+            out[rows] = self._rounded(self.limbs([(s[rows], e[rows]) for s, e in parts]))
+        return out
+
+    def _rounded(self, d: np.ndarray) -> np.ndarray:
+        """Normalised limbs (one column per value) rounded to the nearest double, ties to even.
+
+        A double-double of all the limbs drops the bits past its 106 and can turn a sum just below
+        a tie into the tie (0.1 + 0.1 + 0.1 - 8e-235 rounded up to 0.30000000000000004). Instead:
+        magnitudes, the top three limbs from the highest nonzero one (65 to 96 bits, which a
+        double-double holds exactly), and round to odd: if any lower limb is nonzero, set the lowest
+        kept bit. Rounding that to 53 bits gives the correctly rounded sum (round to odd at 2 or
+        more extra bits, Boldo and Melquiond)."""
+        neg = d[-1] < 0
+        if neg.any():
+            d[:, neg] = -d[:, neg]
+            _normalise(d)
+        nonzero = d != 0
+        top = d.shape[0] - 1 - np.argmax(nonzero[::-1], axis=0)  # all-zero columns: the top row
+        col = np.arange(d.shape[1])
+        below = np.cumsum(nonzero, axis=0)  # nonzero limbs in rows 0..j
+        third = d[np.maximum(top - 2, 0), col] * (top >= 2)
+        sticky = (top >= 3) & (below[np.maximum(top - 3, 0), col] > 0)
+        third |= sticky
+        exps = W * np.arange(d.shape[0]) + self.base
+        # a multiply by 2**exp where every 2**exp is a double; else ldexp (over- and underflow)
+        scale = np.ldexp(1.0, exps) if bool((np.abs(exps) <= 1022).all()) else None
+
+        def term(limb, j):
+            v = limb.astype(np.float64)
+            if scale is not None:
+                return v * scale[j]
+            with np.errstate(over="ignore"):
+                return np.ldexp(v, exps[j])
+
+        second = d[np.maximum(top - 1, 0), col] * (top >= 1)
+        hi, lo = two_sum(term(d[top, col], top), term(second, np.maximum(top - 1, 0)))
+        hi, lo = dd_add_d(hi, lo, term(third, np.maximum(top - 2, 0)))
+        return np.where(neg, -(hi + lo), hi + lo)
 
     def frame_int(self, parts) -> tuple[np.ndarray, np.ndarray]:
         """Frame sums of an int64 column: (int64 values, fits-in-int64 mask)."""
@@ -140,6 +220,22 @@ class LimbPrefix:
                 fits[i] = -(2**63) <= value < 2**63
                 total[i] = value if fits[i] else 0
         return total, fits
+
+
+def _normalise(d: np.ndarray) -> np.ndarray:
+    """Carry limbs (rows, in place) so every limb but the top is in [0, 2**32); the value is kept."""
+    for j in range(d.shape[0] - 1):
+        c = d[j] >> W
+        d[j] -= c << W
+        d[j + 1] += c
+    return d
+
+
+def _pow2(v: np.ndarray, exp) -> np.ndarray:
+    """v * 2**exp: one multiply where 2**exp is a double (np.ldexp is ten times slower)."""
+    if np.ndim(exp) == 0 and -1022 <= exp <= 1023:
+        return v * 2.0**exp
+    return np.ldexp(v, exp)
 
 
 # --- exact n * sum(x^2) - sum(x)^2, for variances that cancel -----------------------------------
@@ -204,18 +300,13 @@ def n_times_m2(s1: "LimbPrefix", parts1, s2: "LimbPrefix", parts2, n: np.ndarray
     for j in range(t.shape[0] - 1, -1, -1):
         if t[j].any():
             exp = H * j + base if scale is None else H * j + base - scale
-            hi, lo = dd_add_d(hi, lo, np.ldexp(t[j].astype(np.float64), exp))
+            hi, lo = dd_add_d(hi, lo, _pow2(t[j].astype(np.float64), exp))
     return hi, lo
 
 
 def _normalise_abs(d: np.ndarray) -> np.ndarray:
     """|value| of normalised signed limbs, normalised again (every limb in [0, 2**32))."""
-    d = np.where(d[-1] < 0, -d, d)
-    for j in range(d.shape[0] - 1):
-        c = d[j] >> W
-        d[j] -= c << W
-        d[j + 1] += c
-    return d
+    return _normalise(np.where(d[-1] < 0, -d, d))
 
 
 # --- double-double arithmetic (Dekker / Knuth), vectorised -------------------------------------

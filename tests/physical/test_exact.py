@@ -78,6 +78,43 @@ def test_float_frame_sums_are_correctly_rounded(data):
         assert abs(dd_exact(hi[q], lo[q]) - want) <= abs(want) * Fraction(1, 2**100)
 
 
+@settings(max_examples=60, **SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1), scale=st.integers(-800, 800), spread=st.integers(0, 100),
+       width=st.integers(1, 150))
+def test_float_digit_limbs_match_the_scatter_path(seed, scale, spread, width):
+    """A column spanning under ~1000 bits gets its limbs by float arithmetic (``_of_float_digits``):
+    the same prefix table the general path scatters from integer mantissas (forced here by an
+    all-zero ``exp_shift``), and sliding sums over thousands of rows, with huge values cancelling
+    inside the frames, correctly rounded."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    xs = rng.uniform(-1, 1, n) * np.exp2(rng.integers(-spread, spread + 1, n) + scale)
+    cancel = rng.random(n) < 0.1  # pairs like 1e20, -1e20 a few rows apart
+    xs[cancel] = np.exp2(scale + spread)
+    xs[np.roll(cancel, 3)] = -np.exp2(scale + spread)
+    fast = LimbPrefix.of_floats(xs)
+    general = LimbPrefix.of_floats(xs, np.zeros(n, dtype=np.int64))
+    assert fast.base == general.base
+    rows = fast.prefix.shape[0]
+    assert np.array_equal(fast.prefix, general.prefix[:rows]) and not general.prefix[rows:].any()
+    i = np.arange(n)
+    got = fast.frame_sum([(np.maximum(i - width, 0), i + 1)])
+    for q in range(n):
+        vals = xs[max(q - width, 0):q + 1].tolist()
+        assert got[q] == math.fsum(vals), (q, vals)
+
+
+@pytest.mark.parametrize("xs", [
+    [2.54205911552021e+17, 4.6027599851255906e-14, 4.611686018427388e+18],
+    [0.1, 0.1, 0.1, -8.323524475844733e-235],  # 3 * 0.1 is a tie; the tiny tail decides it
+])
+def test_sum_spanning_more_than_a_double_double_is_correctly_rounded(xs):
+    """Was an engine bug: the limbs were rounded through a double-double, which drops the bits of a
+    sum spanning more than 106 bits, so a sum just off a rounding tie came out one ulp off."""
+    for p in (LimbPrefix.of_floats(np.array(xs)), LimbPrefix.of_floats(np.array(xs), np.zeros(len(xs), dtype=np.int64))):
+        assert p.frame_sum([(np.array([0]), np.array([len(xs)]))])[0] == math.fsum(xs)
+
+
 def test_float_drift_cancels():
     p = LimbPrefix.of_floats(np.array([1e20, 1.0, -1e20, 1e20, 1.0, -1e20]))
     starts = np.array([0, 0, 1, 2, 3])
@@ -133,13 +170,13 @@ def test_tiny_values_far_below_the_largest():
     assert got == [5e-324, 5e-324, 1e-300, 1e-300]
 
 
-NEAR_MAX_BUG = pytest.mark.xfail(strict=True, reason="engine bug: LimbPrefix sums near DBL_MAX give NaN "
-                                  "(np.ldexp of the top limb overflows to inf while lower limbs would cancel "
-                                  "it) instead of the correctly rounded exact sum")
+NEAR_MAX_BUG = pytest.mark.xfail(strict=True, reason="engine bug: a LimbPrefix sum past DBL_MAX gives NaN "
+                                  "(the top limb's term overflows to inf, then inf - inf in the double-double) "
+                                  "instead of +inf, the IEEE rounding of the exact sum")
 
 
 @pytest.mark.parametrize("xs,want", [
-    pytest.param([-1e308], -1e308, marks=NEAR_MAX_BUG),
+    ([-1e308], -1e308),  # was NaN: a negative sum is rounded from its magnitude
     ([1.7976931348623157e308], 1.7976931348623157e308),
     pytest.param([1e308, 1e308], math.inf, marks=NEAR_MAX_BUG),  # the exact 2e308 rounds to +inf (IEEE)
     ([1e308, 1e308, -1e308], 1e308),

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from overwindow.errors import WindowRuntimeError
+from overwindow.physical.blocks import chunks
 from overwindow.physical.bounds import Frames
 from overwindow.physical.exact import LimbPrefix, dd_div_d, dd_mul, dd_sub, n_times_m2, two_prod
 from overwindow.physical.values import Values
@@ -82,15 +83,12 @@ def sum_(values: Values, mask: np.ndarray, frames: Frames, name: str = "sum") ->
 def avg(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
     if values.kind == "float":
         s = _FloatSums(values.numbers, mask, frames)
-        hi, lo = s.limbs.frame_dd(frames.parts)
-        mean, _ = dd_div_d(hi, lo, np.maximum(s.n, 1).astype(np.float64))
+        mean = s.limbs.frame_mean(frames.parts, np.maximum(s.n, 1))
         return pa.array(s.nonfinite(mean), mask=s.n == 0)
     if values.kind == "int":
         x = np.where(mask, values.numbers, 0)
-        limbs = LimbPrefix.of_ints(x)
-        hi, lo = limbs.frame_dd(frames.parts)
         n = frames.count(prefix_count(mask))
-        mean, _ = dd_div_d(hi, lo, np.maximum(n, 1).astype(np.float64))
+        mean = LimbPrefix.of_ints(x).frame_mean(frames.parts, np.maximum(n, 1))
         return pa.array(mean, mask=n == 0)
     raise TypeError(values.type)
 
@@ -188,38 +186,55 @@ def bool_or(values, mask, frames):
 def sparse_table_reduce(x: np.ndarray, frames: Frames, op, identity) -> np.ndarray:
     """``op``-reduction (np.minimum or np.maximum) of x over every frame; identity for empty ones.
 
-    Level k holds the reduction of 2**k consecutive values; a frame of width w is two overlapping
-    level-floor(log2 w) lookups. O(n log w_max) time and memory.
+    Frames are taken in blocks of CHUNK rows; a block builds a sparse table over just the rows its
+    frames cover (level j: the reduction of 2**j consecutive values, stacked into one array), and a
+    frame of width w is two overlapping lookups at level floor(log2 w), one gather for the whole
+    block. The block's table stays in cache. O(n log w_max) time, O(CHUNK log w_max) extra memory
+    for frames of bounded width (a block's table spans what its frames span).
     """
-    widths = [e - s for s, e in frames.parts]
-    w_max = int(max((int(w.max(initial=0)) for w in widths), default=0))
-    levels = [x]
-    while (1 << len(levels)) <= w_max:
-        half = 1 << (len(levels) - 1)
-        prev = levels[-1]
-        levels.append(op(prev[:-half], prev[half:]))
     out = np.full(len(frames.start), identity, dtype=x.dtype)
-    for (s, e), w in zip(frames.parts, widths):
-        k = np.zeros(len(w), dtype=np.int64)
-        nz = w > 0
-        k[nz] = np.floor(np.log2(w[nz])).astype(np.int64)
-        for lvl in np.unique(k[nz]):
-            sel = nz & (k == lvl)
-            table = levels[lvl]
-            out[sel] = op(out[sel], op(table[s[sel]], table[e[sel] - (1 << lvl)]))
+    for s, e in frames.parts:
+        for rows in chunks(len(s)):
+            ss, ee = s[rows], e[rows]
+            width = ee - ss
+            some = width > 0
+            if not some.any():
+                continue
+            lo, hi = int(ss[some].min()), int(ee[some].max())
+            width = np.where(some, width, 1)
+            first = np.where(some, ss, lo) - lo  # empty frames read row lo; masked below
+            level = np.frexp(width.astype(np.float64))[1].astype(np.int64) - 1  # floor(log2 w)
+            table = _levels(x[lo:hi], op, identity, int(width.max()))
+            stride = table.shape[1]
+            flat = table.ravel()
+            got = op(flat[level * stride + first], flat[level * stride + first + width - (1 << level)])
+            out[rows] = np.where(some, op(out[rows], got), out[rows])
     return out
+
+
+def _levels(x: np.ndarray, op, identity, w_max: int) -> np.ndarray:
+    """Sparse table of x: row j holds the reductions of x[i : i + 2**j] (identity past the end),
+    for 2**j <= w_max."""
+    depth = max(int(w_max).bit_length(), 1)
+    table = np.full((depth, len(x)), identity, dtype=x.dtype)
+    table[0] = x
+    for j in range(1, depth):
+        half = 1 << (j - 1)
+        op(table[j - 1, :-half], table[j - 1, half:], out=table[j, :len(x) - half])
+    return table
 
 
 def _min_max(values: Values, mask: np.ndarray, frames: Frames, is_min: bool) -> pa.Array:
     op = np.minimum if is_min else np.maximum
-    n = frames.count(prefix_count(mask))
+    n = frame_counts(mask, frames)
     if values.kind == "float":
         x = values.numbers
-        nan = np.isnan(x)
+        nan = mask & np.isnan(x)
         ident = np.inf if is_min else -np.inf
         out = sparse_table_reduce(np.where(mask & ~nan, x, ident), frames, op, ident)
-        n_nan = frames.count(prefix_count(mask & nan))
-        out = np.where(n_nan == n, np.nan, out) if is_min else np.where(n_nan > 0, np.nan, out)
+        if nan.any():  # counted only when some NaN takes part
+            n_nan = frames.count(prefix_count(nan))
+            out = np.where(n_nan == n, np.nan, out) if is_min else np.where(n_nan > 0, np.nan, out)
         return pa.array(out, mask=n == 0).cast(values.type)
     if values.kind in ("int", "date", "timestamp", "bool"):
         ii = np.iinfo(np.int64)
