@@ -21,26 +21,38 @@ from overwindow.physical.values import Values
 _SPAN = 1 << 40
 
 
+def value_span(v: Values) -> tuple[int, int] | None:
+    """(min, count of values from min to max) of an integer-like key whose span is below 2**40 and
+    which stays clear of the int64 limits, or None. Such keys sort by ``value - min``."""
+    if v.kind not in ("int", "date", "timestamp", "bool") or v.numbers.dtype != np.int64:
+        return None
+    nums = v.numbers
+    present = nums if not v.array.null_count else nums[v.valid]  # no copy without NULLs
+    if not len(present):
+        return 0, 0
+    lo, hi = int(present.min()), int(present.max())
+    # the margin keeps value - min, and RANGE targets clipped to [min - 2, max + 2], inside int64
+    if hi - lo + 1 >= _SPAN or lo < -(2**63) + 4 or hi > 2**63 - 5:
+        return None
+    return lo, hi - lo + 1
+
+
 def sort_codes(v: Values, descending: bool, nulls_first: bool, dense: bool = False) -> tuple[np.ndarray, int]:
     """Non-negative int codes whose ascending order is the SQL order of the key, and their count.
 
-    Integer-like keys over a span below 2**40 use ``value - min`` (no hashing, no sort); otherwise,
-    or with ``dense``, codes are dense ranks (index into ``v.uniques``).
+    Keys with a ``value_span`` use ``value - min`` (no hashing, no sort); otherwise, or with
+    ``dense``, codes are dense ranks (index into ``v.uniques``).
     """
-    if not dense and v.kind in ("int", "date", "timestamp", "bool") and v.numbers.dtype == np.int64:
-        valid = v.valid
-        nums = v.numbers
-        present = nums if not v.array.null_count else nums[valid]  # no copy without NULLs
-        lo = int(present.min()) if len(present) else 0
-        k = (int(present.max()) - lo + 1) if len(present) else 0
-        if k < _SPAN:
-            codes = nums - lo
-            codes += 1  # 1..k; 0 and k + 1 are for NULLs
-            if descending:
-                codes = (k + 1) - codes
-            if v.array.null_count:
-                codes[~valid] = 0 if nulls_first else k + 1
-            return codes, k + 2
+    span = None if dense else value_span(v)
+    if span is not None:
+        lo, k = span
+        codes = v.numbers - lo
+        codes += 1  # 1..k; 0 and k + 1 are for NULLs
+        if descending:
+            codes = (k + 1) - codes
+        if v.array.null_count:
+            codes[~v.valid] = 0 if nulls_first else k + 1
+        return codes, k + 2
     codes = v.codes
     k = len(v.uniques)
     if descending:
