@@ -1,9 +1,11 @@
 """Holistic aggregates: median and percentiles, count(DISTINCT), mode.
 
-Percentiles and distinct counts run on a wavelet matrix over the dense codes of the participating
-values, all frames at once (O((n + m) log sigma)); a distinct count is the number of frame rows whose
-previous equal value lies before the frame. mode (and a distinct count under EXCLUDE) slides a
-counting structure over the frames (O(n log n) amortised, one Python step per row).
+Percentiles pick the k-th smallest participating value per frame (``Selector``: narrow frames
+sorted outright, others from wavelet matrices over value ranks, per block of frames; O(n w log w)
+for frames up to w rows). Distinct counts run on one wavelet matrix over the dense codes, all frames
+at once (O((n + m) log sigma)): the number of frame rows whose previous equal value lies before the
+frame. mode (and a distinct count under EXCLUDE) slides a counting structure over the frames
+(O(n log n) amortised, one Python step per row).
 
 >>> f = Frames([(np.array([0, 0]), np.array([3, 4]))])
 >>> percentile(Values(pa.array([4.0, 1.0, 2.0, 10.0])), np.ones(4, bool), f, 0.5, True).to_pylist()
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+from numpy.lib.stride_tricks import sliding_window_view
 from sortedcontainers import SortedList
 
+from overwindow.physical.blocks import CHUNK, chunks
 from overwindow.physical.bounds import Frames
 from overwindow.physical.kernels.aggregates import prefix_count
 from overwindow.physical.kernels.sliding import slide
@@ -36,10 +40,9 @@ def percentile(values: Values, mask: np.ndarray, frames: Frames, fraction, conti
     (the first value whose cumulative distribution reaches the fraction); a tuple of fractions
     gives a list per row."""
     parts, size = _compact(mask, frames)
-    codes = values.codes[mask]
-    wm = WaveletMatrix(codes)
+    select = Selector(_sort_keys(values)[mask])
     fractions = fraction if isinstance(fraction, tuple) else (fraction,)
-    results = [_one_percentile(values, wm, parts, size, p, continuous) for p in fractions]
+    results = [_one_percentile(values, select, parts, size, p, continuous) for p in fractions]
     if not isinstance(fraction, tuple):
         return results[0]
     m = len(fractions)
@@ -50,7 +53,20 @@ def percentile(values: Values, mask: np.ndarray, frames: Frames, fraction, conti
     return pa.ListArray.from_arrays(offsets, flat, mask=pa.array(size == 0))
 
 
-def _one_percentile(values: Values, wm, parts, size, p, continuous) -> pa.Array:
+def _sort_keys(values: Values) -> np.ndarray:
+    """Keys in SQL order: the numbers themselves for numeric types (floats with -0.0 as 0.0, NaN
+    sorting last as in SQL), dense codes for other types."""
+    if _numeric(values):
+        nums = values.numbers
+        return nums + 0.0 if nums.dtype == np.float64 else nums
+    return values.codes
+
+
+def _numeric(values: Values) -> bool:
+    return values.kind in ("int", "float", "date", "timestamp", "bool")
+
+
+def _one_percentile(values: Values, select: "Selector", parts, size, p, continuous) -> pa.Array:
     empty = size == 0
     nm1 = np.maximum(size - 1, 0)
     if not continuous:
@@ -62,33 +78,106 @@ def _one_percentile(values: Values, wm, parts, size, p, continuous) -> pa.Array:
         i = np.where((i - 1) / n >= p, i - 1, i)
         i = np.where(i / n < p, i + 1, i)
         k = np.maximum(i - 1, 0)
-        code = wm.kth(parts, np.minimum(k, nm1)) if wm.n else np.zeros(len(size), np.int64)
-        return values.take_codes(np.where(empty, -1, code))
+        if not len(select.keys):
+            return pa.nulls(len(size), values.type)
+        (key,) = select.kth(parts, [np.minimum(k, nm1)])
+        if _numeric(values):
+            return values.from_numbers(key, ~empty)
+        return values.take_codes(np.where(empty, -1, key))
     pos = p * nm1
     lo = np.floor(pos).astype(np.int64)
-    hi = np.minimum(lo + 1, nm1)
-    if wm.n == 0:
+    if not len(select.keys):
         return pa.nulls(len(size), pa.float64())
-    # kth() over an empty frame walks off the codes and returns garbage (possibly past the end of
-    # the uniques): pin empty frames to code 0; their result is masked to NULL below
-    c_lo = np.where(empty, 0, wm.kth(parts, np.minimum(lo, nm1)))
-    # the upper neighbour only matters where the position falls between two ranks (never for the
-    # median of an odd count): look it up for those frames alone
-    c_hi = c_lo.copy()
-    between = ~empty & (pos != lo)
-    if between.any():
-        c_hi[between] = wm.kth([(s[between], e[between]) for s, e in parts], hi[between])
-    uniq = Values(values.uniques)
-    u = uniq.numbers.astype(np.float64)
-    v_lo, v_hi = u[c_lo], u[c_hi]
+    # the upper neighbour only differs where the position falls between two ranks (never for the
+    # median of an odd count)
+    hi = np.where(pos != lo, np.minimum(lo + 1, nm1), lo)
+    v_lo, v_hi = (v.astype(np.float64) for v in select.kth(parts, [np.minimum(lo, nm1), hi]))
     frac = pos - lo
     # Spark's (and DuckDB's) interpolation lo * (1 - d) + hi * d, not lo + d * (hi - lo): it keeps
     # -inf between -inf and a finite value (not NaN) and does not overflow between -1e308 and 1e308
     with np.errstate(invalid="ignore", over="ignore"):
-        out = np.where((c_lo == c_hi) | (frac == 0), v_lo, v_lo * (1 - frac) + v_hi * frac)
+        out = np.where((v_lo == v_hi) | (frac == 0), v_lo, v_lo * (1 - frac) + v_hi * frac)
     if values.kind in ("date", "timestamp"):
         return values.from_numbers(np.round(out).astype(np.int64), ~empty)
     return pa.array(out, mask=empty)
+
+
+class Selector:
+    """The k-th smallest keys (0-based) over the union of ranges, per frame.
+
+    Frames are taken in blocks of CHUNK. A block of one-part frames at most SORTED rows wide copies
+    each frame into a row of a matrix (padded past its end with a key that sorts last) and sorts
+    the rows with numpy's SIMD sort: every k of a frame is then one lookup. Other blocks whose
+    frames span at most WIDE keys rank just those keys and answer from a wavelet matrix over the
+    ranks (log2(span) levels, in cache); blocks spanning more (long frames) share one wavelet matrix
+    over the ranks of all keys. O(n w log w) for frames up to w <= SORTED rows, O(n log span) else.
+    A frame with no rows gets an arbitrary key.
+
+    >>> frames = [(np.array([0, 1]), np.array([3, 3]))]
+    >>> Selector(np.array([5.0, 1.0, 3.0])).kth(frames, [np.array([1, 0])])[0].tolist()
+    [3.0, 1.0]
+    """
+
+    WIDE = 4 * CHUNK
+    SORTED = 256
+
+    def __init__(self, keys: np.ndarray):
+        self.keys = keys
+        self.last = np.nan if keys.dtype.kind == "f" else np.iinfo(keys.dtype).max  # sorts after every key
+        self._padded = None  # keys then SORTED copies of ``last``, built on first need
+        self._all = None  # (wavelet matrix, order) over every key, built on first need
+
+    def kth(self, parts, ks: list[np.ndarray]) -> list[np.ndarray]:
+        out = [np.zeros(len(ks[0]), dtype=self.keys.dtype) for _ in ks]
+        wide = []
+        for rows in chunks(len(ks[0])):
+            block = [(s[rows], e[rows]) for s, e in parts]
+            width = sum(e - s for s, e in block)
+            some = width > 0
+            if not some.any():
+                continue
+            if len(block) == 1 and int(width.max()) <= self.SORTED:
+                for o, got in zip(out, self._sorted_windows(block[0][0], width, [k[rows] for k in ks])):
+                    o[rows] = got
+                continue
+            lo = min(int(s[some].min()) for s, _ in block)
+            hi = max(int(e[some].max()) for _, e in block)
+            if hi - lo > self.WIDE:
+                wide.append(rows)
+                continue
+            wm, order = _ranked(self.keys[lo:hi])
+            local = [(np.clip(s - lo, 0, hi - lo), np.clip(e - lo, 0, hi - lo)) for s, e in block]
+            for o, k in zip(out, ks):
+                o[rows] = self.keys[order[np.minimum(wm.kth(local, k[rows]), hi - lo - 1)] + lo]
+        if wide:
+            if self._all is None:
+                self._all = _ranked(self.keys)
+            wm, order = self._all
+            rows = np.concatenate([np.arange(r.start, r.stop) for r in wide])
+            for o, k in zip(out, ks):
+                o[rows] = self.keys[order[np.minimum(wm.kth([(s[rows], e[rows]) for s, e in parts], k[rows]),
+                                                     len(order) - 1)]]
+        return out
+
+    def _sorted_windows(self, start: np.ndarray, width: np.ndarray, ks: list[np.ndarray]) -> list[np.ndarray]:
+        if self._padded is None:
+            self._padded = np.concatenate((self.keys, np.full(self.SORTED, self.last, dtype=self.keys.dtype)))
+        w = int(width.max())
+        windows = sliding_window_view(self._padded, w)[start]  # a copy: one frame per row
+        short = np.arange(w) >= width[:, None]
+        if short.any():
+            windows[short] = self.last
+        windows.sort(axis=1)
+        r = np.arange(len(start))
+        return [windows[r, np.clip(k, 0, w - 1)] for k in ks]
+
+
+def _ranked(keys: np.ndarray) -> tuple[WaveletMatrix, np.ndarray]:
+    """A wavelet matrix over the ranks of ``keys`` (a permutation), and the sort order (rank -> position)."""
+    order = np.argsort(keys)
+    ranks = np.empty(len(keys), dtype=np.int64)
+    ranks[order] = np.arange(len(keys))
+    return WaveletMatrix(ranks), order
 
 
 def median(values, mask, frames):
