@@ -52,6 +52,7 @@ from overwindow.physical.sorting import Layout, sort_codes
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.state import decode, encode
+from overwindow.streaming.window_close import peer_groups
 
 STATE_KIND = "on_update"
 CHANGE = "_change"
@@ -288,7 +289,7 @@ class OnUpdate:
         them (``_Reach.holds``): first ``_margin`` rows either side, four times wider on each miss;
         the whole partition when frames are unbounded. O(window) plus one O(n) pass for the peer
         groups."""
-        groups = _groups_of(codes)
+        groups = peer_groups(codes)
         n, margin = len(groups), self.margin
         while margin is not None and len(around) and margin < n:
             lo = max(0, int(around[0]) - margin)
@@ -516,15 +517,6 @@ def _margin(calls) -> int | None:
             if call.frame.unit is FrameUnit.ROWS and bound.has_offset:
                 m = max(m, int(bound.offset))
     return 2 * m
-
-
-def _groups_of(codes: np.ndarray) -> np.ndarray:
-    """Peer-group number (0, 1, ...) of each row from sorted ORDER BY codes."""
-    if len(codes) == 0:
-        return np.zeros(0, dtype=np.int64)
-    change = np.zeros(len(codes), dtype=np.int64)
-    change[1:] = codes[1:] != codes[:-1]
-    return np.cumsum(change)
 
 
 class _Reach:

@@ -150,7 +150,7 @@ class WindowClose:
         n = released.num_rows
         if start >= n:
             return self.output_schema.empty_table(), start
-        groups = _group_ids(keys)
+        groups = peer_groups(keys)
         upto = n
         for call in self.spec.calls:
             upto = min(upto, self._complete_upto(call, released, keys, groups, start, meta["released_upto"]))
@@ -206,7 +206,7 @@ class WindowClose:
         n = released.num_rows
         if n == 0:
             return released, keys, meta
-        groups = _group_ids(keys)
+        groups = peer_groups(keys)
         keep = upto
         for call in self.spec.calls:
             keep = min(keep, self._reach_back(call, released, keys, groups, upto, meta["released_upto"]))
@@ -270,8 +270,12 @@ def _first_false(ok: np.ndarray, start: int) -> int:
     return start + int(bad[0]) if len(bad) else len(ok)
 
 
-def _group_ids(keys: np.ndarray) -> np.ndarray:
-    """Peer-group number of each row of a sorted key column."""
+def peer_groups(keys: np.ndarray) -> np.ndarray:
+    """Peer-group number (0, 1, ...) of each row of a sorted key column. O(n).
+
+    >>> peer_groups(np.array([3, 3, 5, 7, 7])).tolist()
+    [0, 0, 1, 2, 2]
+    """
     if len(keys) == 0:
         return np.zeros(0, dtype=np.int64)
     return np.concatenate(([0], np.cumsum(keys[1:] != keys[:-1])))
