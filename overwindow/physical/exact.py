@@ -185,13 +185,17 @@ class LimbPrefix:
         if neg.any():
             d[:, neg] = -d[:, neg]
             _normalise(d)
-        nonzero = d != 0
-        top = d.shape[0] - 1 - np.argmax(nonzero[::-1], axis=0)  # all-zero columns: the top row
+        # highest and lowest nonzero limb per column (all-zero columns: 0 and past the top)
+        top = np.zeros(d.shape[1], dtype=np.int64)
+        low = np.full(d.shape[1], d.shape[0], dtype=np.int64)
+        used = [j for j in range(d.shape[0]) if d[j].any()]  # the carry row is usually empty
+        for j in used:
+            top[d[j] != 0] = j
+        for j in reversed(used):
+            low[d[j] != 0] = j
         col = np.arange(d.shape[1])
-        below = np.cumsum(nonzero, axis=0)  # nonzero limbs in rows 0..j
         third = d[np.maximum(top - 2, 0), col] * (top >= 2)
-        sticky = (top >= 3) & (below[np.maximum(top - 3, 0), col] > 0)
-        third |= sticky
+        third |= low < top - 2  # the sticky bit: a nonzero limb below the three kept
         exps = W * np.arange(d.shape[0]) + self.base
         # a multiply by 2**exp where every 2**exp is a double; else ldexp (over- and underflow)
         scale = np.ldexp(1.0, exps) if bool((np.abs(exps) <= 1022).all()) else None
