@@ -75,8 +75,10 @@ def _words(keys: list[tuple[np.ndarray, int]], limit: int) -> list[tuple[np.ndar
     return words
 
 
-def _stable_order(words: list[tuple[np.ndarray, int, int]], n: int, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """The stable sort permutation by ``words`` (major first), and the major word in sorted order.
+def _stable_order(words: list[tuple[np.ndarray, int, int]], n: int, bits: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The stable sort permutation by ``words`` (major first), the major word in sorted order, and
+    whether the minor word alone tells every row apart (a unique tiebreak such as an id: then every
+    row is its own peer group).
 
     Least significant word first, each pass a stable sort of the previous order. A pass sorts the
     values ``code << bits | position`` (unique, so numpy's fast SIMD value sort is stable) and reads
@@ -86,7 +88,7 @@ def _stable_order(words: list[tuple[np.ndarray, int, int]], n: int, bits: int) -
     """
     position = np.arange(n, dtype=np.int64)
     low = (1 << bits) - 1
-    perm = top = None
+    perm = top = distinct = None
     for codes, card, _ in reversed(words):
         key = codes if perm is None else codes[perm]
         if card <= (1 << (63 - bits)):
@@ -97,8 +99,11 @@ def _stable_order(words: list[tuple[np.ndarray, int, int]], n: int, bits: int) -
         else:
             step = np.argsort(key, kind="stable")
             top = key[step]
-        perm = step if perm is None else perm[step]
-    return perm, top
+        if perm is None:
+            perm, distinct = step, bool((top[1:] != top[:-1]).all())
+        else:
+            perm = perm[step]
+    return perm, top, distinct
 
 
 def _in_order(words: list[tuple[np.ndarray, int, int]]) -> bool:
@@ -116,13 +121,15 @@ def _in_order(words: list[tuple[np.ndarray, int, int]]) -> bool:
     return bool(ok.all())
 
 
-def _major(words, sorted_words: list[np.ndarray], keys, count: int) -> list[np.ndarray]:
-    """The sorted words cut down to their first ``count`` keys (the partition keys): whole words,
-    then the major part of the word where the partition keys end (the minor keys divided away)."""
+def _major(words, sorted_word, keys, count: int) -> list[np.ndarray]:
+    """The sorted words (``sorted_word(i)``) cut down to their first ``count`` keys (the partition
+    keys): whole words, then the major part of the word where the partition keys end (the minor keys
+    divided away)."""
     out, used = [], 0
-    for (_, _, m), sw in zip(words, sorted_words):
+    for i, (_, _, m) in enumerate(words):
         if used >= count:
             break
+        sw = sorted_word(i)
         minor = 1
         for _, k in keys[count:used + m]:
             minor *= k
@@ -174,13 +181,21 @@ class Layout:
         words = _words(keys, 1 << (63 - bits))
         in_order = _in_order(words)
         if in_order:
-            perm, sorted_words = np.arange(n), [w for w, _, _ in words]
+            perm, top, distinct = np.arange(n), words[0][0], False
         else:
-            perm, top = _stable_order(words, n, bits)
-            sorted_words = [top] + [w[perm] for w, _, _ in words[1:]]
-        part_bounds, part_id = _runs(_major(words, sorted_words, keys, len(partition)), n)
-        # a peer group never spans two partitions: the words include the partition keys
-        group_bounds, group_id = _runs(sorted_words, n) if order else (part_bounds, part_id)
+            perm, top, distinct = _stable_order(words, n, bits)
+
+        def sorted_word(i: int) -> np.ndarray:  # gathered only where needed
+            return top if i == 0 else words[i][0] if in_order else words[i][0][perm]
+
+        part_bounds, part_id = _runs(_major(words, sorted_word, keys, len(partition)), n)
+        if not order:
+            group_bounds, group_id = part_bounds, part_id
+        elif distinct:
+            group_bounds, group_id = np.arange(n + 1), np.arange(n)
+        else:
+            # a peer group never spans two partitions: the words include the partition keys
+            group_bounds, group_id = _runs([sorted_word(i) for i in range(len(words))], n)
         return Layout(
             perm=perm,
             part_id=part_id,

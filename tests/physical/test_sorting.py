@@ -77,7 +77,8 @@ def test_stable_order_falls_back_to_argsort_for_words_too_wide_to_pack(rows, wid
     bits = max(int(n - 1).bit_length(), 1)
     too_wide = 1 << 62
     words = [(major, 6 if wide_minor else too_wide, 1), (minor, too_wide if wide_minor else 6, 1)]
-    perm, top = _stable_order(words, n, bits)
+    perm, top, distinct = _stable_order(words, n, bits)
     want = np.lexsort((minor, major))  # lexsort is stable
     assert perm.tolist() == want.tolist()
     assert top.tolist() == major[want].tolist()
+    assert distinct == (len(set(minor.tolist())) == n)  # the minor word alone tells the rows apart
