@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
-import platform
 import shlex
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -36,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 import duckdb  # noqa: E402
 
 import overwindow  # noqa: E402
+from common import machine_note, write_section  # noqa: E402
 
 BEGIN, END = "<!-- kernels:begin -->", "<!-- kernels:end -->"
 
@@ -113,38 +111,6 @@ def compare(ow: pa.Table, dd: pa.Table, n: int) -> tuple[bool, str]:
     return bad == 0, ("exact" if bad == 0 else f"{bad} rows differ")
 
 
-def machine_note() -> list[str]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kb = int(Path("/proc/meminfo").read_text().split()[1])
-        mem = f", {kb / 2**20:.0f} GiB RAM"
-    except (OSError, ValueError, IndexError):
-        pass
-    def git(*cmd: str) -> str:
-        try:
-            return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, text=True,
-                                  check=False).stdout.strip()
-        except OSError:
-            return ""
-
-    rev = git("rev-parse", "--short", "HEAD") or "unknown"
-    if git("status", "--porcelain", "--", "overwindow"):
-        rev += " + uncommitted changes under overwindow/"
-    return [
-        f"- Machine: {os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}",
-        f"- Python {platform.python_version()}, numpy {np.__version__}, pyarrow {pa.__version__}, "
-        f"duckdb {duckdb.__version__}; overwindow at git `{rev}`",
-    ]
-
-
 def render(args, results, total_s: float) -> str:
     n = args.rows
     lines = [
@@ -154,7 +120,7 @@ def render(args, results, total_s: float) -> str:
         "_This section is written by `benchmarks/kernels.py`; edit the script, not the text._",
         "",
         f"- Command: `{args.command}` (run from the repository root; total wall time {total_s:.0f} s)",
-        *machine_note(),
+        *machine_note("numpy", "pyarrow", "duckdb"),
         f"- Data: {n:,} rows in {args.partitions:,} partitions (seed {args.seed}); `k` int64 partition key, "
         "`t` int64 with ties (about two rows per value per partition), `x` float64 in [0, 1000), "
         "`id` unique int64 tiebreak; rows in random order.",
@@ -208,17 +174,6 @@ def render(args, results, total_s: float) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, section: str) -> None:
-    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-        text = head + section + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=5_000_000)
@@ -258,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         print(section)
     else:
-        write_section(args.out, section)
+        write_section(section, BEGIN, END, args.out)
         print(f"wrote {args.out}")
     return 0 if all(r["equal"] for r in results) else 1
 
