@@ -226,11 +226,12 @@ class LimbPrefix:
         return total, fits
 
 
-def _normalise(d: np.ndarray) -> np.ndarray:
-    """Carry limbs (rows, in place) so every limb but the top is in [0, 2**32); the value is kept."""
+def _normalise(d: np.ndarray, bits: int = W) -> np.ndarray:
+    """Carry digits (rows, in place) so every digit but the top is in [0, 2**bits); the value is
+    kept. Limbs are base 2**32 (``W``); the variance's squares use base 2**16 (``H``)."""
     for j in range(d.shape[0] - 1):
-        c = d[j] >> W
-        d[j] -= c << W
+        c = d[j] >> bits
+        d[j] -= c << bits
         d[j + 1] += c
     return d
 
@@ -248,21 +249,12 @@ H = 16
 HMASK = (1 << H) - 1
 
 
-def _carry(h: np.ndarray) -> np.ndarray:
-    """Normalise base-2**16 digits (rows) so every digit but the top is in [0, 2**16)."""
-    for j in range(h.shape[0] - 1):
-        c = h[j] >> H
-        h[j] -= c << H
-        h[j + 1] += c
-    return h
-
-
 def _digits(limbs: np.ndarray) -> np.ndarray:
     """Normalised non-negative 32-bit limbs (rows) as base-2**16 digits, with room to spare."""
     out = np.zeros((2 * limbs.shape[0] + 2, limbs.shape[1]), dtype=np.int64)
     out[0:2 * limbs.shape[0]:2] = limbs & HMASK
     out[1:2 * limbs.shape[0]:2] = limbs >> H
-    return _carry(out)
+    return _normalise(out, H)
 
 
 def _times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -298,7 +290,7 @@ def n_times_m2(s1: "LimbPrefix", parts1, s2: "LimbPrefix", parts2, n: np.ndarray
     base = min(2 * s1.base, s2.base)
     length = max(sq1.shape[0] + (2 * s1.base - base) // H, ns2.shape[0] + (s2.base - base) // H) + 2
     t = _shifted(ns2, s2.base - base, length) - _shifted(sq1, 2 * s1.base - base, length)
-    _carry(t)
+    _normalise(t, H)
     hi = np.zeros(t.shape[1])
     lo = np.zeros(t.shape[1])
     for j in range(t.shape[0] - 1, -1, -1):
