@@ -105,11 +105,11 @@ def _bound(layout, frame, bound: Bound, is_start, i, key, descending, nulls_firs
         return layout.group_start[g] if is_start else layout.group_end[g]
     delta = bound.offset if kind is BoundKind.FOLLOWING else -bound.offset if not isinstance(bound.offset, Interval) else bound.offset
     if frame.unit is FrameUnit.ROWS:
-        return _saturating_add(i, delta) + (0 if is_start else 1)
+        return i + (_position_offset(delta) + (0 if is_start else 1))
     if frame.unit is FrameUnit.GROUPS:
         first_g = g[np.minimum(ps, len(g) - 1)] if len(g) else g
         last_g = g[np.maximum(pe - 1, 0)] if len(g) else g
-        target = _saturating_add(g, delta)
+        target = g + _position_offset(delta)
         clipped = np.clip(target, first_g, last_g)
         if is_start:  # before the partition: its start; past it: its end
             return np.where(target > last_g, pe, layout.group_start[clipped])
@@ -117,11 +117,27 @@ def _bound(layout, frame, bound: Bound, is_start, i, key, descending, nulls_firs
     return _range_bound(layout, bound, is_start, key, descending, nulls_first)
 
 
-def _saturating_add(a: np.ndarray, delta: int) -> np.ndarray:
+def _position_offset(delta: int) -> int:
+    """A ROWS/GROUPS offset clamped to +/-2**62. Positions and group ids lie in [0, n), so any
+    offset past n lands outside every partition just the same, and position + offset (+ 1 for a
+    half-open end) cannot overflow int64. O(1)."""
+    return max(-(2**62), min(int(delta), 2**62))
+
+
+def _saturating_add(a: np.ndarray, delta: int, lowest: int, highest: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """``a + delta`` clamped to the int64 range, and the mask of the entries the clamp changed (None
+    when none: every entry lies in [lowest, highest], which decides it in O(1)). O(n).
+
+    A clamped entry is not the exact sum, so a caller comparing it must treat the mask itself as
+    "beyond every int64" (a sum clamped to int64 max is not <= int64 max)."""
     delta = int(delta)
-    if delta >= 0:
-        return np.where(a > _I64.max - delta, _I64.max, a + delta) if delta > 2**40 else a + delta
-    return np.where(a < _I64.min - delta, _I64.min, a + delta) if delta < -(2**40) else a + delta
+    if _I64.min <= lowest + delta and highest + delta <= _I64.max:
+        return a + delta, None
+    if delta > 0:
+        beyond = a > _I64.max - delta
+        return np.where(beyond, _I64.max, a + min(delta, _I64.max)), beyond
+    beyond = a < _I64.min - delta
+    return np.where(beyond, _I64.min, a + max(delta, _I64.min)), beyond
 
 
 def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_first) -> np.ndarray:
@@ -138,6 +154,7 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     span = value_span(key) if key.kind == "int" and isinstance(off, int) else None
     if span is not None and len(layout.part_bounds) * (span[1] + 2) >= 2**62:
         span = None
+    beyond = None  # rows whose integer target is past the int64 range
     if isinstance(off, Interval):
         if key.kind not in ("date", "timestamp"):
             raise WindowSpecError(f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {key.type}")
@@ -151,8 +168,11 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
         uniq = np.asarray(key.uniques.to_numpy(zero_copy_only=False)).astype(np.float64)
         target = values + off if toward_larger else values - off
     else:
-        target = _saturating_add(key.numbers, off if toward_larger else -off)
         uniq = None if span is not None else np.asarray(key.uniques.to_numpy(zero_copy_only=False))
+        lowest, highest = (span[0], span[0] + span[1] - 1) if span is not None else \
+            (int(uniq[0]), int(uniq[-1])) if len(uniq) else (0, 0)
+        delta = off if toward_larger else -off
+        target, beyond = _saturating_add(key.numbers, delta, lowest, highest)
     # position, among the sorted distinct values, of the first value the frame may hold: count the
     # values below the target (or up to it), in sort direction
     strictly_below = is_start != descending
@@ -163,6 +183,8 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
         lo, k = span
         counted = np.clip(target, lo - 1, lo + k) - lo + (0 if strictly_below else 1)
         np.clip(counted, 0, k, out=counted)
+    if beyond is not None:  # the exact target lies past every int64: above all values or below all
+        counted[beyond] = k if delta > 0 else 0
     code_t = k - counted if descending else counted
     codes, card = sort_codes(key, descending, nulls_first, dense=span is None)
     pid = layout.part_id.astype(np.int64)
@@ -222,8 +244,11 @@ def key_numbers(key: Values) -> np.ndarray:
 
 def shift_key(numbers: np.ndarray, kind: str, offset, sign: int) -> np.ndarray:
     """``numbers + sign * offset`` in ``key_numbers``' domain: an INTERVAL (or whole days, on a DATE)
-    for DATE/TIMESTAMP keys, a number otherwise."""
+    for DATE/TIMESTAMP keys, a number otherwise. Integer keys saturate at the int64 limits rather
+    than wrap: a reach past int64 max still compares above every key. O(n)."""
     offset = _date_days(offset, kind)
     if isinstance(offset, Interval):
         return _shift_time(numbers, offset, sign)
+    if numbers.dtype == np.int64 and isinstance(offset, int) and len(numbers):
+        return _saturating_add(numbers, sign * offset, int(numbers.min()), int(numbers.max()))[0]
     return numbers + sign * offset

@@ -225,25 +225,7 @@ def run_engine(part, keys, frame):
     return layout, frames
 
 
-def known_bug(keys, frame) -> bool:
-    """Engine bugs pinned by strict xfails; remove a clause when its xfail passes.
-
-    * RANGE over BIGINT keys within 2**40 of the int64 limits with a small offset: key + offset
-      wraps around (test_range_offset_near_int64_limits);
-    * ROWS ending at a ~int64-max FOLLOWING offset: every frame is empty (test_rows_end_offset_int64_max).
-    """
-    if frame.unit is FrameUnit.ROWS and frame.end.kind is BoundKind.FOLLOWING and frame.end.offset >= 2**62:
-        return True
-    if frame.unit is not FrameUnit.RANGE or not keys or keys[0][3] != "int":
-        return False
-    small = [b.offset for b in (frame.start, frame.end) if b.has_offset and b.offset <= 2**40]
-    near = [v for v in keys[0][0] if v is not None and abs(v) >= 2**62]
-    return bool(small and near)
-
-
 def check_case(part, keys, frame):
-    if known_bug(keys, frame):
-        return
     note(f"part={part}\nkeys={keys}\nframe={frame}")
     layout, frames = run_engine(part, keys, frame)
     n = len(part)
@@ -287,8 +269,6 @@ def parts_well_formed(frames, n):
 @given(cases())
 def test_parts_are_ordered_and_disjoint(case):
     part, keys, frame = case
-    if known_bug(keys, frame):
-        return
     layout, frames = run_engine(part, keys, frame)
     assert parts_well_formed(frames, len(part))
     size = frames.size()
@@ -375,15 +355,25 @@ def test_range_nan_and_infinities():
     assert frames_of(keys, f) == [[0, 4], [1], [2, 5], [3], [0, 4], [2, 5]]
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: RANGE offsets up to 2**40 are added to BIGINT keys without "
-                                       "saturation, so key + offset wraps past int64 max (and key - offset past "
-                                       "int64 min): the current row falls out of its own frame")
 @pytest.mark.parametrize("key,bound,want", [
     ([I64_MAX, I64_MAX - 1], Frame(FrameUnit.RANGE, Bound.current_row(), Bound.following(1)), [[0], [0, 1]]),
     ([I64_MIN, I64_MIN + 1], Frame(FrameUnit.RANGE, Bound.preceding(1), Bound.current_row()), [[0], [0, 1]]),
+    # the exact targets lie past int64 max (min): above (below) every key, so no row starts (ends) there
+    ([I64_MAX - 1, I64_MAX], Frame(FrameUnit.RANGE, Bound.following(I64_MAX), Bound.unbounded_following()), [[], []]),
+    ([I64_MAX - 1, I64_MAX], Frame(FrameUnit.RANGE, Bound.following(2), Bound.unbounded_following()), [[], []]),
+    ([I64_MIN, I64_MIN + 1], Frame(FrameUnit.RANGE, Bound.unbounded_preceding(), Bound.preceding(I64_MAX)), [[], []]),
+    ([I64_MIN, I64_MIN + 1], Frame(FrameUnit.RANGE, Bound.unbounded_preceding(), Bound.preceding(2)), [[], []]),
 ])
 def test_range_offset_near_int64_limits(key, bound, want):
     assert frames_of([(key, False, True, "int")], bound) == want
+
+
+def test_range_offset_past_int64_min_descending():
+    """DESC: FOLLOWING moves toward smaller keys, so it is key - offset that leaves int64."""
+    f = Frame(FrameUnit.RANGE, Bound.following(2), Bound.unbounded_following())
+    assert frames_of([([I64_MIN, I64_MIN + 1], True, True, "int")], f) == [[], []]
+    f = Frame(FrameUnit.RANGE, Bound.current_row(), Bound.following(1))
+    assert frames_of([([I64_MIN, I64_MIN + 1], True, True, "int")], f) == [[0], [0, 1]]
 
 
 def test_range_int64_extremes_do_not_wrap():
@@ -425,9 +415,6 @@ def test_rows_offsets_saturate():
     assert frames_of([([3, 1, 2], False, True, "int")], f) == [[0], [0, 1, 2], [0, 2]]
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: ROWS ... 9223372036854775807 FOLLOWING as the frame end: "
-                                       "i + offset saturates at int64 max, then the half-open end's + 1 wraps "
-                                       "to int64 min, so every frame is empty")
 def test_rows_end_offset_int64_max():
     f = Frame(FrameUnit.ROWS, Bound.current_row(), Bound.following(I64_MAX))
     assert frames_of([([3, 1, 2], False, True, "int")], f) == [[0], [0, 1, 2], [0, 2]]
