@@ -158,11 +158,26 @@ class LimbPrefix:
         return hi * sign, lo * sign
 
     def frame_mean(self, parts, count: np.ndarray) -> np.ndarray:
-        """Frame sums divided by ``count`` (per frame, > 0), rounded from the double-double quotient."""
+        """Frame sums divided by ``count`` (per frame, > 0), rounded from the double-double quotient.
+        O(frames * limbs)."""
         out = np.empty(len(count))
+        # only a table reaching near DBL_MAX can overflow (a sum past it, or a top limb's term)
+        near_max = self.base + W * (self.prefix.shape[0] + 1) > 1000
         for rows in chunks(len(count)):
-            hi, lo = self._frame_dd([(s[rows], e[rows]) for s, e in parts], None)
-            out[rows] = dd_div_d(hi, lo, count[rows].astype(np.float64))[0]
+            block = [(s[rows], e[rows]) for s, e in parts]
+            n = count[rows].astype(np.float64)
+            with np.errstate(over="ignore", invalid="ignore"):
+                hi, lo = self._frame_dd(block, None)
+                mean = dd_div_d(hi, lo, n)[0]
+            if near_max:
+                # an overflowed frame (NaN or inf, though its mean is finite): its sum scaled by
+                # 2**-128 cannot overflow, and the bits the scaling pushes below the double range
+                # are far under the double-double's 106 bits of a sum that large
+                big = np.flatnonzero(~np.isfinite(mean))
+                if len(big):
+                    hi, lo = self._frame_dd([(s[big], e[big]) for s, e in block], np.full(len(big), 128))
+                    mean[big] = np.ldexp(dd_div_d(hi, lo, n[big])[0], 128)
+            out[rows] = mean
         return out
 
     def frame_sum(self, parts) -> np.ndarray:
@@ -197,20 +212,28 @@ class LimbPrefix:
         third = d[np.maximum(top - 2, 0), col] * (top >= 2)
         third |= low < top - 2  # the sticky bit: a nonzero limb below the three kept
         exps = W * np.arange(d.shape[0]) + self.base
+        # Near DBL_MAX the top limb's term alone can overflow, and the double-double then makes
+        # inf - inf = NaN. Such columns are rounded scaled by 2**-128 (exact: far from underflow)
+        # and scaled back at the end, which overflows to inf exactly when IEEE rounding of the
+        # exact sum does: rounding to 53 bits is the same at either scale.
+        down = np.where(exps[top] + W > 1000, 128, 0) if exps[-1] + W > 1000 else None
         # a multiply by 2**exp where every 2**exp is a double; else ldexp (over- and underflow)
-        scale = np.ldexp(1.0, exps) if bool((np.abs(exps) <= 1022).all()) else None
+        scale = np.ldexp(1.0, exps) if down is None and bool((np.abs(exps) <= 1022).all()) else None
 
         def term(limb, j):
             v = limb.astype(np.float64)
             if scale is not None:
                 return v * scale[j]
-            with np.errstate(over="ignore"):
-                return np.ldexp(v, exps[j])
+            return np.ldexp(v, exps[j] if down is None else exps[j] - down)
 
         second = d[np.maximum(top - 1, 0), col] * (top >= 1)
         hi, lo = two_sum(term(d[top, col], top), term(second, np.maximum(top - 1, 0)))
         hi, lo = dd_add_d(hi, lo, term(third, np.maximum(top - 2, 0)))
-        return np.where(neg, -(hi + lo), hi + lo)
+        total = hi + lo
+        if down is not None:
+            with np.errstate(over="ignore"):
+                total = np.ldexp(total, down)
+        return np.where(neg, -total, total)
 
     def frame_int(self, parts) -> tuple[np.ndarray, np.ndarray]:
         """Frame sums of an int64 column: (int64 values, fits-in-int64 mask)."""

@@ -26,12 +26,20 @@ def dd_exact(hi, lo) -> Fraction:
     return Fraction(float(hi)) + Fraction(float(lo))
 
 
+def ieee_double(q: Fraction) -> float:
+    """The IEEE round-to-nearest double of an exact rational: Python's correctly rounded int / int,
+    or +-inf where that rounding overflows (Python raises OverflowError instead)."""
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+
+
 # --- strategies --------------------------------------------------------------------------------
 
 def finite_floats(max_exp: int = 1000):
     """Finite doubles of mixed exponents: small integers, ordinary floats, powers of two and scaled
-    mantissas between 2**-(max_exp + 53) and 2**max_exp, subnormals, both signed zeros. (Sums of
-    40 values up to 2**1000 stay clear of DBL_MAX, where test_near_dbl_max pins a known bug.)"""
+    mantissas between 2**-(max_exp + 53) and 2**max_exp, subnormals, both signed zeros."""
     mantissa = st.integers(-(2**53) + 1, 2**53 - 1)
     scaled = st.builds(lambda m, e: math.ldexp(m, e), mantissa, st.integers(-max_exp - 53, max_exp - 53))
     return st.one_of(
@@ -170,22 +178,46 @@ def test_tiny_values_far_below_the_largest():
     assert got == [5e-324, 5e-324, 1e-300, 1e-300]
 
 
-NEAR_MAX_BUG = pytest.mark.xfail(strict=True, reason="engine bug: a LimbPrefix sum past DBL_MAX gives NaN "
-                                  "(the top limb's term overflows to inf, then inf - inf in the double-double) "
-                                  "instead of +inf, the IEEE rounding of the exact sum")
+DBL_MAX = 1.7976931348623157e308
 
 
 @pytest.mark.parametrize("xs,want", [
     ([-1e308], -1e308),  # was NaN: a negative sum is rounded from its magnitude
-    ([1.7976931348623157e308], 1.7976931348623157e308),
-    pytest.param([1e308, 1e308], math.inf, marks=NEAR_MAX_BUG),  # the exact 2e308 rounds to +inf (IEEE)
+    ([DBL_MAX], DBL_MAX),
+    # were NaN (the top limb's term overflowed, then inf - inf): the exact 2e308 rounds to +inf (IEEE)
+    ([1e308, 1e308], math.inf),
+    ([-1e308, -1e308], -math.inf),
     ([1e308, 1e308, -1e308], 1e308),
+    # DBL_MAX + half an ulp is a tie, to even: +inf; anything under it rounds back to DBL_MAX
+    ([DBL_MAX, 2.0**970], math.inf),
+    ([DBL_MAX, 2.0**970, -5e-324], DBL_MAX),
+    ([DBL_MAX, 2.0**969], DBL_MAX),
 ])
 def test_near_dbl_max(xs, want):
     p = LimbPrefix.of_floats(np.array(xs))
     with np.errstate(all="ignore"):
         got = p.frame_sum([(np.array([0]), np.array([len(xs)]))])[0]
-    assert got == want
+    assert got == want == ieee_double(exact(xs))
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(st.data())
+def test_sums_and_means_near_dbl_max(data):
+    """Frames of values up to DBL_MAX: the sum is the IEEE rounding of the exact sum (+-inf past
+    DBL_MAX), the mean (always finite) within a few ulps of the exact mean."""
+    huge = st.sampled_from([DBL_MAX, -DBL_MAX, 1e308, -1e308, 2.0**1023, 2.0**970, -(2.0**969)])
+    xs = data.draw(st.lists(st.one_of(huge, finite_floats(1024)), min_size=1, max_size=30))
+    parts = data.draw(frames(len(xs)))
+    p = LimbPrefix.of_floats(np.array(xs, dtype=np.float64))
+    count = sum(e - s for s, e in parts)
+    got = p.frame_sum(parts)
+    mean = p.frame_mean(parts, np.maximum(count, 1))
+    for q in range(len(got)):
+        vals = frame_values(xs, parts, q)
+        assert got[q] == ieee_double(exact(vals)), (vals, got[q])
+        if vals:
+            want = exact(vals) / len(vals)
+            assert math.isfinite(mean[q]) and abs(Fraction(mean[q]) - want) <= abs(want) * Fraction(1, 2**50)
 
 
 # --- LimbPrefix over int64 ---------------------------------------------------------------------

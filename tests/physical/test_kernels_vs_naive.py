@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import datetime
 import math
+from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, assume, given, note, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from overwindow import WindowRuntimeError, evaluate, parse_window
@@ -32,7 +33,8 @@ I64_MIN = -(2**63)
 # --- random tables -----------------------------------------------------------------------------
 
 SPECIAL_FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, 1e20, -1e20, 1e-300, 5e-324, 2.0**53, 2.0**53 + 2,
-                  1e150, -1e150, 1e-150, math.nan, math.inf, -math.inf, 0.1, 0.2, 0.3]
+                  1e150, -1e150, 1e-150, 1e308, -1.7976931348623157e308, math.nan, math.inf, -math.inf,
+                  0.1, 0.2, 0.3]
 
 
 def float_values(huge: bool = True):
@@ -42,14 +44,12 @@ def float_values(huge: bool = True):
 
 
 def int_values(magnitude: str):
-    """"extremes": up to int64 min/max; "big": |x| <= 2**40; "small": |x| <= 2**16.
+    """"extremes": up to int64 min/max; "big": |x| <= 2**40.
 
-    The reference path sums ints as Fractions of numpy int64s, which wrap around silently past
-    int64 (see test_naive_int_arithmetic_is_exact), so arithmetic aggregates draw from ranges
-    whose exact intermediate values fit: sums of 2**40-sized values and variances (squares) of
-    2**16-sized values over at most 24 rows.
+    sum draws "big" values, whose sums over at most 24 rows fit in int64: a sum past it is an
+    error in both paths (test_int64_sum_overflow_is_an_error), not a value to compare.
     """
-    bound = {"extremes": 2**40, "big": 2**40, "small": 2**16}[magnitude]
+    bound = 2**40
     parts = [st.integers(-20, 20), st.integers(-bound, bound)]
     if magnitude == "extremes":
         parts.append(st.sampled_from([I64_MAX, I64_MIN, I64_MAX - 1, I64_MIN + 1]))
@@ -63,9 +63,7 @@ bool_values = st.booleans()
 
 VALUE_STRATEGIES = {
     "int": (lambda magnitude: int_values(magnitude), pa.int64()),
-    # int32 arithmetic wraps past 2**31 in the reference path (same bug): keep it small there
-    "int32": (lambda magnitude: st.integers(-(2**31), 2**31 - 1) if magnitude == "extremes"
-              else st.integers(-(2**12), 2**12), pa.int32()),
+    "int32": (lambda magnitude: st.integers(-(2**31), 2**31 - 1), pa.int32()),
     "float": (lambda magnitude: float_values(), pa.float64()),
     "string": (lambda magnitude: string_values, pa.string()),
     "date": (lambda magnitude: date_values, pa.date32()),
@@ -201,38 +199,15 @@ def tolerance(function: str, t: pa.Table) -> float:
     """
     m = max(numbers_of(t), default=0.0)
     if function in ("median", "percentile_cont"):
-        # interpolation between two values rounds relative to *their* magnitude, and the two paths
-        # may spell it differently (lo * (1 - d) + hi * d, lo + d * (hi - lo)): near-zero results
-        # between large values of opposite signs differ by a few ulps of M
+        # interpolation between two values rounds relative to *their* magnitude: near-zero results
+        # between large values of opposite signs may differ by a few ulps of M
         return 1e-12 * m
     if function.startswith(("var", "stddev")):
         return 1e-9 * m * m
     return 0.0
 
 
-def known_data_bug(t: pa.Table, function: str) -> bool:
-    """Data that hits an engine bug pinned by a strict xfail below; skipped here so the random test
-    keeps checking everything else. Remove a clause when its xfail starts passing.
-
-    * the reference path interpolates percentile_cont as lo + d * (hi - lo), which is NaN between
-      -inf and a finite value where SQL engines (and the fast kernel) give -inf
-      (test_naive_percentile_cont_next_to_infinity);
-    * the reference path counts every NaN as a new value in count(DISTINCT) and mode, SQL counts
-      NaN once (test_naive_nan_is_one_value).
-    """
-    if not pa.types.is_floating(t.column("x").type):
-        return False
-    if function in ("median", "percentile_cont") and any(
-            v is not None and math.isinf(v) for v in t.column("x").to_pylist()):
-        return True
-    if function in ("count_distinct", "mode"):
-        xs = [v for v in t.column("x").to_pylist() if v is not None]
-        return sum(math.isnan(v) for v in xs) > 1
-    return False
-
-
 def check_same(t: pa.Table, sql: str, function: str):
-    assume(not known_data_bug(t, "count_distinct" if "DISTINCT" in sql else function))
     note(f"table: {t.to_pydict()}")
     note(f"call: {sql}")
     try:
@@ -251,25 +226,24 @@ def check_same(t: pa.Table, sql: str, function: str):
 
 # function template -> value kinds it accepts
 AGGREGATES = {
-    # DATE arguments only where the reference path can build its result (test_naive_path_on_dates)
     "count(x)": ["int", "float", "string", "bool", "date"],
     "count(*)": ["int"],
     "count(DISTINCT x)": ["int", "float", "string", "bool", "date"],
     "sum(x)": ["int", "int32", "float"],
     "avg(x)": ["int", "int32", "float"],
-    "min(x)": ["int", "int32", "float", "string", "bool"],
-    "max(x)": ["int", "int32", "float", "string", "bool"],
+    "min(x)": ["int", "int32", "float", "string", "bool", "date"],
+    "max(x)": ["int", "int32", "float", "string", "bool", "date"],
     "var_samp(x)": ["int", "float"],
     "var_pop(x)": ["int", "float"],
     "stddev_samp(x)": ["int", "float"],
     "stddev_pop(x)": ["int", "float"],
     "bool_and(x)": ["bool"],
     "bool_or(x)": ["bool"],
-    "median(x)": ["int", "float"],
+    "median(x)": ["int", "float", "date"],
     "percentile_cont({p}) WITHIN GROUP (ORDER BY x)": ["int", "float"],
-    "percentile_disc({p}) WITHIN GROUP (ORDER BY x)": ["int", "float", "string"],
+    "percentile_disc({p}) WITHIN GROUP (ORDER BY x)": ["int", "float", "string", "date"],
     "quantile_cont(x, [0.25, 0.5, 0.75])": ["float"],
-    "mode(x)": ["int", "float", "string", "bool"],
+    "mode(x)": ["int", "float", "string", "bool", "date"],
 }
 CASES = [(f, k) for f, kinds in AGGREGATES.items() for k in kinds]
 
@@ -311,7 +285,7 @@ def test_fast_kernel_equals_naive_in_tiny_blocks(template, value_kind, data):
 def check_random_call(template, value_kind, data):
     """Draw a table, window and FILTER for ``template`` and compare the fast and naive paths."""
     head = template.split("(")[0]
-    magnitude = "big" if head in ("sum", "avg") else "small" if head.startswith(("var", "stddev")) else "extremes"
+    magnitude = "big" if head == "sum" else "extremes"
     t, order_kind = data.draw(tables(value_kind, magnitude))
     over = data.draw(windows(order_kind))
     p = data.draw(st.sampled_from([0, 0.1, 0.25, 0.5, 0.9, 1]))
@@ -376,17 +350,16 @@ def test_int64_extremes_cancel_exactly():
     assert evaluate(t2, sql, prefer_naive=True).column("r").to_pylist() == want
 
 
-# --- known engine bugs, pinned -----------------------------------------------------------------
-
-NEAR_MAX_BUG = pytest.mark.xfail(strict=True, reason="engine bug: a float sum whose exact value is past "
-                                  "DBL_MAX turns into NaN in the exact limb sum (the top limb's term overflows, "
-                                  "then inf - inf) instead of the IEEE-rounded sum, +inf")
-
+# --- engine bugs, fixed: regression tests ------------------------------------------------------
 
 @pytest.mark.parametrize("function,xs,want", [
     ("sum", [-1e308], -1e308),  # was NaN: a negative sum is rounded from its magnitude
     ("avg", [1e308], 1e308),
-    pytest.param("sum", [1e308, 1e308], math.inf, marks=NEAR_MAX_BUG),  # IEEE rounding of the exact 2e308
+    ("sum", [1e308, 1e308], math.inf),  # was NaN: IEEE rounding of the exact 2e308
+    ("sum", [-1e308, -1e308], -math.inf),
+    ("avg", [1e308, 1e308], 1e308),  # was NaN: the exact sum 2e308 overflowed the double-double
+    ("avg", [1.7976931348623157e308, 1.7976931348623157e308, -1.7976931348623157e308],
+     float(Fraction(1.7976931348623157e308) / 3)),
     ("avg", [1e308, 1.0], 5e307),
     ("sum", [1e308, 1.0], 1e308),
     ("sum", [1.7976931348623157e308, -1.7976931348623157e308, 5e-324], 5e-324),
@@ -406,12 +379,12 @@ def test_variance_of_huge_values(xs):
     assert evaluate(t, "var_pop(x) OVER () AS r").column("r").to_pylist() == [0.0] * len(xs)
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: the naive reference path raises OverflowError "
-                                       "(float(Fraction) too large) when an exact float sum leaves the double "
-                                       "range; SQL (and DuckDB) give +inf")
 def test_naive_sum_overflow_is_inf():
+    """Was an engine bug: float(Fraction) raised OverflowError; IEEE rounding of 2e308 is +inf."""
     t = pa.table({"o": [1, 2], "x": [1e308, 1e308]})
     assert evaluate(t, "sum(x) OVER () AS r", prefer_naive=True).column("r").to_pylist() == [math.inf] * 2
+    t = pa.table({"o": [1, 2], "x": [-1e308, -1e308]})
+    assert evaluate(t, "sum(x) OVER () AS r", prefer_naive=True).column("r").to_pylist() == [-math.inf] * 2
 
 
 @pytest.mark.parametrize("function", ["count(DISTINCT x)", "mode(x)"])
@@ -426,36 +399,29 @@ def test_exclude_ties_frame_before_current_row(function):
     assert evaluate(t, sql).column("r").to_pylist() == want
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: the naive reference path sums int64 columns as Fractions "
-                                       "of numpy int64 scalars, which wrap around past 2**63: sum/avg/variance "
-                                       "of large BIGINTs are silently wrong (negative variances)")
 @pytest.mark.parametrize("function,xs", [
-    ("sum", [2**62, 2**62]),            # wants a BIGINT overflow error; the reference returns -2**63
-    ("avg", [2**62, 2**62, 2**62]),     # wants 2**62
-    ("var_pop", [2**62, 0, -(2**62) + 5]),
-    ("avg", pa.array([2**31 - 1, 2**31 - 1], pa.int32())),  # INT: wraps at 2**31, gives -1.0
-    ("var_pop", pa.array([-1, -(2**31)], pa.int32())),      # gives 0.25
+    ("sum", [2**62, 2**62]),            # a BIGINT overflow error, as in the fast path (was -2**63)
+    ("avg", [2**62, 2**62, 2**62]),     # 2**62
+    ("var_pop", [2**62, 0, -(2**62) + 5]),  # was negative
+    ("avg", pa.array([2**31 - 1, 2**31 - 1], pa.int32())),  # INT: wrapped at 2**31, gave -1.0
+    ("var_pop", pa.array([-1, -(2**31)], pa.int32())),      # gave 0.25
 ])
 def test_naive_int_arithmetic_is_exact(function, xs):
-    from fractions import Fraction
-
+    """Was an engine bug: the reference path summed numpy int64 scalars, which wrap past 2**63."""
     t = pa.table({"x": xs if isinstance(xs, pa.Array) else pa.array(xs, pa.int64())})
     xs = t.column("x").to_pylist()
     sql = f"{function}(x) OVER () AS r"
     if function == "sum":
-        with pytest.raises((WindowRuntimeError, OverflowError, pa.ArrowInvalid)):
+        with pytest.raises(WindowRuntimeError, match="BIGINT"):
             evaluate(t, sql, prefer_naive=True)
         return
     mean = Fraction(sum(xs), len(xs))
     want = float(mean) if function == "avg" else float(sum((x - mean) ** 2 for x in xs) / len(xs))
-    got = evaluate(t, sql, prefer_naive=True).column("r").to_pylist()
-    assert got == pytest.approx([want] * len(xs), rel=1e-12)
+    assert evaluate(t, sql, prefer_naive=True).column("r").to_pylist() == [want] * len(xs)
 
 
 def test_fast_int_arithmetic_is_exact():
     """The same BIGINT extremes through the fast kernels, against exact Python integers."""
-    from fractions import Fraction
-
     xs = [2**62, 2**62 - 1, 2**62, -(2**62) + 5, I64_MAX, I64_MIN]
     t = pa.table({"o": list(range(len(xs))), "x": pa.array(xs, pa.int64())})
     over = "OVER (ORDER BY o ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)"
@@ -485,15 +451,19 @@ def test_negative_zero_equals_zero(sql, want):
     assert evaluate(t, sql).column("r").to_pylist() == want
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: the naive reference path counts each NaN as a distinct value "
-                                       "(Python set/Counter of NaN objects) in count(DISTINCT) and mode")
-@pytest.mark.parametrize("function,want", [("count(DISTINCT x)", 2), ("mode(x)", math.nan)])
-def test_naive_nan_is_one_value(function, want):
-    t = pa.table({"x": [math.nan, 1.0, math.nan]})
+@pytest.mark.parametrize("function,xs,want", [
+    ("count(DISTINCT x)", [math.nan, 1.0, math.nan], 2),
+    ("mode(x)", [math.nan, 1.0, math.nan], math.nan),
+    ("count(DISTINCT x)", [-0.0, math.nan, 0.0, float("nan")], 2),  # -0.0 = 0.0, two NaN objects
+    ("mode(x)", [1.0, -0.0, 2.0, 0.0, 1.0, 0.0], 0.0),  # zero three times, 1.0 twice
+])
+def test_naive_nan_is_one_value(function, xs, want):
+    """Was an engine bug: the reference path's set/Counter counted every NaN object on its own."""
+    t = pa.table({"x": xs})
     sql = f"{function} OVER () AS r"
     fast = evaluate(t, sql).column("r").to_pylist()
     naive = evaluate(t, sql, prefer_naive=True).column("r").to_pylist()
-    assert close(fast, [want] * 3) and close(naive, fast)
+    assert close(fast, [want] * len(xs)) and close(naive, fast)
 
 
 @pytest.mark.parametrize("function", ["sum", "avg"])
@@ -505,24 +475,26 @@ def test_sum_of_tiny_values_beside_huge_ones(function):
     assert got == [1e-300, 1e150]
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: the naive reference path interpolates percentile_cont as "
-                                       "lo + d * (hi - lo): NaN between -inf and a finite value, where the fast "
-                                       "kernel, Spark and DuckDB (lo * (1 - d) + hi * d) give -inf")
 def test_naive_percentile_cont_next_to_infinity():
+    """Was an engine bug: the reference interpolated lo + d * (hi - lo), NaN here."""
     t = pa.table({"x": [-math.inf, 0.0]})
     sql = "quantile_cont(x, [0.25, 0.5]) OVER () AS r"
     assert evaluate(t, sql).column("r").to_pylist() == [[-math.inf, -math.inf]] * 2
     assert evaluate(t, sql, prefer_naive=True).column("r").to_pylist() == [[-math.inf, -math.inf]] * 2
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: the naive reference path fails on DATE arguments "
-                                       "(pa.array cannot build the result list: TypeError)")
-@pytest.mark.parametrize("function", ["min(x)", "max(x)", "mode(x)", "median(x)",
-                                      "percentile_disc(0.5) WITHIN GROUP (ORDER BY x)"])
-def test_naive_path_on_dates(function):
+@pytest.mark.parametrize("function,want", [
+    ("min(x)", [0, 0, 4]), ("max(x)", [0, 4, 4]), ("mode(x)", [0, 0, 4]), ("median(x)", [0, 2, 4]),
+    ("percentile_disc(0.5) WITHIN GROUP (ORDER BY x)", [0, 0, 4]),
+])
+def test_naive_path_on_dates(function, want):
+    """Was an engine bug: the reference path failed on DATEs (TypeError building the result).
+    Frames {d}, {d, d + 4}, {d + 4, NULL}; want in days after d."""
     t = pa.table({"o": [1, 2, 3], "x": pa.array([DAY0, DAY0 + datetime.timedelta(days=4), None])})
     sql = f"{function} OVER (ORDER BY o ROWS 1 PRECEDING) AS r"
-    assert evaluate(t, sql, prefer_naive=True).column("r").to_pylist() == evaluate(t, sql).column("r").to_pylist()
+    want = [DAY0 + datetime.timedelta(days=d) for d in want]
+    assert evaluate(t, sql, prefer_naive=True).column("r").to_pylist() == want
+    assert evaluate(t, sql).column("r").to_pylist() == want
 
 
 # --- the planner's choices ---------------------------------------------------------------------

@@ -67,8 +67,13 @@ def _int_sums(values: Values, mask: np.ndarray, frames: Frames, name: str) -> tu
         return frames.count(np.concatenate(([0], np.cumsum(x)))), n
     total, fits = LimbPrefix.of_ints(x).frame_int(frames.parts)
     if not fits[n > 0].all():
-        raise WindowRuntimeError(f"{name} overflows BIGINT (use a DOUBLE argument for larger sums)")
+        raise bigint_overflow(name)
     return total, n
+
+
+def bigint_overflow(name: str) -> WindowRuntimeError:
+    """The error of an integer sum past the int64 range (the fast and the reference path alike)."""
+    return WindowRuntimeError(f"{name} overflows BIGINT (use a DOUBLE argument for larger sums)")
 
 
 def sum_(values: Values, mask: np.ndarray, frames: Frames, name: str = "sum") -> pa.Array:

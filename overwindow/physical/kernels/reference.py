@@ -2,15 +2,19 @@
 
 Run through the naive kernel they recompute every frame from scratch in the most obvious way
 (exact rational sums, sorting for percentiles); every fast kernel is tested against them.
+Frame values are taken as Python objects (ints, floats, dates), so integer arithmetic is exact.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections import Counter
 from fractions import Fraction
 
 import numpy as np
+
+from overwindow.physical.kernels.aggregates import bigint_overflow
 
 
 class _Collect:
@@ -25,10 +29,30 @@ class _Collect:
         return []
 
     def update(self, state, values):
-        return state + list(values)
+        return state + _python_values(values)
 
     def evaluate(self, state):
         return self.final(state)
+
+
+_EPOCH = dt.date(1970, 1, 1)
+
+
+def _python_values(values) -> list:
+    """Frame values as Python objects: ints (numpy int64 scalars wrap past 2**63), floats, bools,
+    DATEs as datetime.date (which pyarrow turns back into a DATE result); other types as given."""
+    if isinstance(values, np.ndarray) and (values.dtype.kind in "biuf" or values.dtype == np.dtype("datetime64[D]")):
+        return values.tolist()
+    return list(values)
+
+
+def _to_double(q) -> float:
+    """An exact rational rounded to the nearest double (Python's int / int rounds correctly), or
+    +-inf past the double range, as IEEE rounding overflows (float() raises OverflowError)."""
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
 
 
 def _exact_sum(vals):
@@ -53,9 +77,11 @@ class Sum(_Collect):
         if not v:
             return None
         s = _exact_sum(v)
-        if isinstance(v[0], (int, np.integer)) and not isinstance(s, float):
+        if isinstance(v[0], int) and not isinstance(s, float):
+            if not -(2**63) <= s < 2**63:
+                raise bigint_overflow(self.call.function)
             return int(s)
-        return float(s)
+        return _to_double(s)
 
 
 class Avg(_Collect):
@@ -76,12 +102,18 @@ class Variance(_Collect):
             return math.nan
         exact = [Fraction(x) for x in v]
         mean = sum(exact) / n
-        var = float(sum((x - mean) ** 2 for x in exact) / (n - sample))
+        var = _to_double(sum((x - mean) ** 2 for x in exact) / (n - sample))
         return math.sqrt(var) if self.call.function.startswith("stddev") else var
 
 
 def _sort_key(x):
     return (1, 0) if isinstance(x, float) and math.isnan(x) else (0, x)
+
+
+def _one_nan(x):
+    """x, with every NaN as the one object ``math.nan``: sets and dicts test identity before
+    equality, so they then hold NaN once, as SQL does (NaN == NaN); -0.0 == 0.0 already."""
+    return math.nan if isinstance(x, float) and math.isnan(x) else x
 
 
 class Min(_Collect):
@@ -123,23 +155,31 @@ class Percentile(_Collect):
         pos = p * (n - 1)
         lo = math.floor(pos)
         hi = min(lo + 1, n - 1)
+        d = pos - lo
+        if isinstance(s[lo], dt.date):
+            # DATE: the exact point between the two, in days since 1970-01-01 (the DATE's own
+            # number, whose parity decides a tie) rounded half to even
+            a, b = ((x - _EPOCH).days for x in (s[lo], s[hi]))
+            return _EPOCH + dt.timedelta(days=round(a * (1 - Fraction(d)) + b * Fraction(d)))
         if pos == lo or s[lo] == s[hi]:
             return float(s[lo])
-        return float(s[lo]) + (pos - lo) * (float(s[hi]) - float(s[lo]))
+        # SQL's lo * (1 - d) + hi * d (Spark, DuckDB): -inf between -inf and a finite value, where
+        # lo + d * (hi - lo) gives NaN
+        return float(s[lo]) * (1 - d) + float(s[hi]) * d
 
 
 class Mode(_Collect):
     def final(self, v):
         if not v:
             return None
-        counts = Counter(v)
+        counts = Counter(_one_nan(x) for x in v)
         top = max(counts.values())
         return min((x for x, c in counts.items() if c == top), key=_sort_key)
 
 
 class CountDistinct(_Collect):
     def final(self, v):
-        return len(set(v))
+        return len({_one_nan(x) for x in v})
 
 
 REFERENCE = {
