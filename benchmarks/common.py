@@ -94,15 +94,23 @@ def spark_session(app: str, warehouse: Path, max_records: int = 10_000, driver_m
 
 
 class Passthrough:
-    """The no-op stateful function: yields its input chunks unchanged, stores one tiny binary value."""
+    """The no-op stateful function: yields its input chunks unchanged and stores one binary value
+    per key: one byte, or (``bytes_per_row``) a blob that grows by that many bytes per row seen, read
+    and rewritten whole every call, as a per-key state of all rows would be."""
+
+    def __init__(self, bytes_per_row: int = 0):
+        self.bytes_per_row = bytes_per_row
 
     def __call__(self, key, pdfs, state):
-        state.update((b"\x00",))
+        held = state.get[0] if state.exists else b"\x00"
+        rows = 0
         for pdf in pdfs:
+            rows += len(pdf)
             yield pdf
+        state.update((held + bytes(rows * self.bytes_per_row),))
 
 
-def passthrough(grouped, schema, output_mode: str):
+def passthrough(grouped, schema, output_mode: str, bytes_per_row: int = 0):
     """``grouped.applyInPandasWithState`` with the no-op function: the floor Spark imposes on any
     applyInPandasWithState query (event-time timeouts in append mode, none in update mode)."""
     from pyspark.sql.streaming.state import GroupStateTimeout
@@ -110,4 +118,4 @@ def passthrough(grouped, schema, output_mode: str):
 
     state = StructType([StructField("state", BinaryType(), False)])
     timeout = GroupStateTimeout.EventTimeTimeout if output_mode == "append" else GroupStateTimeout.NoTimeout
-    return grouped.applyInPandasWithState(Passthrough(), schema, state, output_mode, timeout)
+    return grouped.applyInPandasWithState(Passthrough(bytes_per_row), schema, state, output_mode, timeout)
