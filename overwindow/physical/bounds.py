@@ -166,7 +166,10 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     elif key.kind == "float" or isinstance(off, float):
         values = key.numbers.astype(np.float64)
         uniq = np.asarray(key.uniques.to_numpy(zero_copy_only=False)).astype(np.float64)
-        target = values + off if toward_larger else values - off
+        # inf - inf is NaN (an infinite key with an infinite offset): a value, not a warning; NaN
+        # targets are placed by the folded-key search like NaN keys (checked against the SQL definition)
+        with np.errstate(invalid="ignore"):
+            target = values + off if toward_larger else values - off
     else:
         uniq = None if span is not None else np.asarray(key.uniques.to_numpy(zero_copy_only=False))
         lowest, highest = (span[0], span[0] + span[1] - 1) if span is not None else \

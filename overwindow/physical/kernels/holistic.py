@@ -98,7 +98,8 @@ def _one_percentile(values: Values, select: "Selector", parts, size, p, continuo
     with np.errstate(invalid="ignore", over="ignore"):
         out = np.where((v_lo == v_hi) | (frac == 0), v_lo, v_lo * (1 - frac) + v_hi * frac)
     if values.kind in ("date", "timestamp"):
-        return values.from_numbers(np.round(out).astype(np.int64), ~empty)
+        with np.errstate(invalid="ignore"):  # empty frames hold NaN here; the mask drops them
+            return values.from_numbers(np.round(out).astype(np.int64), ~empty)
     return pa.array(out, mask=empty)
 
 
