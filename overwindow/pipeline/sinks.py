@@ -20,6 +20,8 @@ import sqlite3
 
 import pyarrow as pa
 
+from overwindow.physical.values import kind_of
+
 CHANGE = "_change"
 BATCHES = "_overwindow_batches"
 
@@ -37,14 +39,16 @@ def changes(records: list[dict], columns: list[str], key: list[str], convert) ->
     return writes, deletes
 
 
-def _sqlite_type(t: pa.DataType) -> str:
-    if pa.types.is_integer(t) or pa.types.is_boolean(t):
-        return "INTEGER"
-    if pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return "REAL"
+# column types by our type family (overwindow.physical.values.kind_of): (SQLite, PostgreSQL);
+# other families (strings, ...) are text, binary columns BLOB / bytea
+_SQL_TYPES = {"int": ("INTEGER", "bigint"), "bool": ("INTEGER", "boolean"), "float": ("REAL", "double precision"),
+              "timestamp": ("TEXT", "timestamp"), "date": ("TEXT", "date")}
+
+
+def _sql_type(t: pa.DataType, postgres: bool) -> str:
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return "BLOB"
-    return "TEXT"
+        return "bytea" if postgres else "BLOB"
+    return _SQL_TYPES.get(kind_of(t), ("TEXT", "text"))[postgres]
 
 
 def _py(v):
@@ -70,7 +74,7 @@ class SqliteSink:
     def _create(self, con, schema: pa.Schema):
         cols = [f for f in schema if f.name != CHANGE]
         self.columns = [f.name for f in cols]
-        body = ", ".join(f"{quote(f.name)} {_sqlite_type(f.type)}" for f in cols)
+        body = ", ".join(f"{quote(f.name)} {_sql_type(f.type, postgres=False)}" for f in cols)
         if self.upsert:
             body += f", PRIMARY KEY ({', '.join(quote(k) for k in self.key)})"
         con.execute(f"CREATE TABLE IF NOT EXISTS {quote(self.table)} ({body})")
@@ -125,22 +129,6 @@ class ConsoleSink:
         return rows.num_rows
 
 
-def _pg_type(t: pa.DataType) -> str:
-    if pa.types.is_boolean(t):
-        return "boolean"
-    if pa.types.is_integer(t):
-        return "bigint"
-    if pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return "double precision"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    if pa.types.is_date(t):
-        return "date"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return "bytea"
-    return "text"
-
-
 class PostgresSink:
     """A table in PostgreSQL; the connection string comes from the environment, never from the view
     file or the logs. Same exactly-once protocol as SqliteSink, in one transaction per batch."""
@@ -159,8 +147,8 @@ class PostgresSink:
         names = [f.name for f in cols]
         table, batches = sql.Identifier(self.table), sql.Identifier(BATCHES)
         with psycopg.connect(self._dsn) as con, con.cursor() as cur:
-            body = sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(f.name), sql.SQL(_pg_type(f.type)))
-                                      for f in cols)
+            body = sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(f.name),
+                                                              sql.SQL(_sql_type(f.type, postgres=True))) for f in cols)
             if self.upsert:
                 body = sql.SQL("{}, PRIMARY KEY ({})").format(body, sql.SQL(", ").join(map(sql.Identifier, self.key)))
             cur.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} ({})").format(table, body))
