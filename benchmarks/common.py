@@ -69,6 +69,8 @@ def spark_session(app: str, warehouse: Path, max_records: int = 10_000, driver_m
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
+    from overwindow.spark.adapter import WORKER_WARNINGS
+
     session = (
         SparkSession.builder.master("local[2]")
         .appName(app)
@@ -84,8 +86,7 @@ def spark_session(app: str, warehouse: Path, max_records: int = 10_000, driver_m
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.driver.memory", driver_memory)
         .config("spark.driver.host", "127.0.0.1")
-        # PySpark's applyInPandasWithState pads its output through pd.concat, which warns every call
-        .config("spark.executorEnv.PYTHONWARNINGS", "ignore:The behavior of DataFrame concatenation:FutureWarning")
+        .config(*WORKER_WARNINGS)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

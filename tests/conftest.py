@@ -22,6 +22,8 @@ warnings.filterwarnings("ignore", message="PySpark does not yet fully support pa
 def _new_session(warehouse):
     from pyspark.sql import SparkSession
 
+    from overwindow.spark.adapter import WORKER_WARNINGS
+
     session = (
         SparkSession.builder.master("local[2]")
         .appName("overwindow-tests")
@@ -35,7 +37,7 @@ def _new_session(warehouse):
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.driver.memory", "2g")
         .config("spark.driver.host", "127.0.0.1")
-        .config("spark.executorEnv.PYTHONWARNINGS", "ignore:The behavior of DataFrame concatenation:FutureWarning")
+        .config(*WORKER_WARNINGS)
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -8,6 +8,7 @@ import sys
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import ConsoleSink, PostgresSink, SqliteSink
 from overwindow.pipeline.view import View, ViewFileError
+from overwindow.spark.adapter import WORKER_WARNINGS
 from overwindow.streaming.on_update import ROW_ID
 
 
@@ -30,10 +31,7 @@ def local_spark(app: str = "overwindow"):
              .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
              .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
              .config("spark.sql.streaming.minBatchesToRetain", "10")
-             # PySpark's applyInPandasWithState pads its output with empty rows through pd.concat,
-             # which warns on every call under pandas 2.x: noise, not a problem of the job
-             .config("spark.executorEnv.PYTHONWARNINGS",
-                     "ignore:The behavior of DataFrame concatenation:FutureWarning")
+             .config(*WORKER_WARNINGS)
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark

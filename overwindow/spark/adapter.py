@@ -26,6 +26,11 @@ from overwindow.physical.expressions import resolve_column
 from overwindow.spec import OverWindow
 from overwindow.streaming.driver import machine_for
 
+# PySpark's applyInPandasWithState pads its output with empty rows through pd.concat, which warns on
+# every call under pandas 2.x: noise, not a problem of the query. Sessions that run overWindow set
+# this on their workers (spark.executorEnv.PYTHONWARNINGS).
+WORKER_WARNINGS = ("spark.executorEnv.PYTHONWARNINGS", "ignore:The behavior of DataFrame concatenation:FutureWarning")
+
 log = logging.getLogger("overwindow")
 _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
 
