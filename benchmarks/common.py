@@ -49,6 +49,15 @@ def machine_note(*packages: str) -> list[str]:
     ]
 
 
+def section_head(begin: str, title: str, script: str, command: str, seconds: float,
+                 *packages: str) -> list[str]:
+    """The first lines of a script-written BENCHMARKS.md section: marker, title, who writes it, the
+    command, the machine and versions (``packages``)."""
+    return [begin, f"## {title}", "", f"_This section is written by `{script}`; edit the script, not the text._", "",
+            f"- Command: `{command}` (run from the repository root; total wall time {seconds:.0f} s)",
+            *machine_note(*packages)]
+
+
 def write_section(section: str, begin: str, end: str, path: Path = BENCHMARKS_MD) -> None:
     """Replace the text between the ``begin`` and ``end`` markers (``section`` includes them), or
     append ``section`` when the file has no such markers yet."""

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import overwindow  # noqa: E402
-from common import machine_note, passthrough, spark_session, write_section  # noqa: E402
+from common import passthrough, section_head, spark_session, write_section  # noqa: E402
 
 BEGIN, END = "<!-- incremental:begin -->", "<!-- incremental:end -->"
 SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
@@ -140,13 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     total = time.perf_counter() - started
     lines = [
-        BEGIN,
-        "## Incremental versus recompute (emit on update)",
-        "",
-        "_This section is written by `benchmarks/incremental.py`; edit the script, not the text._",
-        "",
-        f"- Command: `{command}` (from the repository root; total wall time {total:.0f} s)",
-        *machine_note("pyspark", "pandas", "numpy", "pyarrow"),
+        *section_head(BEGIN, "Incremental versus recompute (emit on update)", "benchmarks/incremental.py",
+                      command, total, "pyspark", "pandas", "numpy", "pyarrow"),
         f"- {KEYS} keys; a micro-batch of {PROBE_ROWS:,} new rows (10 per key, later event times) with the "
         f"given rows already in state; calls {', '.join(f'`{c}`' for c in CALLS)}, `rowKey=\"rid\"`, no "
         "watermark. Probe cost: the micro-batch's `triggerExecution` time, best of "
@@ -154,9 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         "(`applyInPandasWithState` yielding its input, one byte of state per key): Spark's own floor for "
         "a micro-batch; and the pass-through again with a per-key blob of "
         f"{BLOB_BYTES_PER_ROW} bytes per row held, read and rewritten whole every call (what whole-state blobs "
-        "cost Spark, with no overwindow code). Recompute: the same calls as a Spark batch window query over all rows (state + "
-        f"probe) into the noop sink, best of {args.repeat}, same session. Target: incremental at least "
-        f"{TARGET:g}x cheaper, and flat as the state grows.",
+        "cost Spark, with no overwindow code). Recompute: the same calls as a Spark batch window query over "
+        f"all rows (state + probe) into the noop sink, best of {args.repeat}, same session. Target: incremental "
+        f"at least {TARGET:g}x cheaper, and flat as the state grows.",
         "",
         "| rows in state | incremental micro-batch (s) | no-op pass-through (s) | pass-through with a per-key blob "
         "(s) | overwindow state (MB) | Spark batch query over all rows (s) | ratio | target met | best possible "

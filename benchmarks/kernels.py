@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 import duckdb  # noqa: E402
 
 import overwindow  # noqa: E402
-from common import machine_note, write_section  # noqa: E402
+from common import section_head, write_section  # noqa: E402
 
 BEGIN, END = "<!-- kernels:begin -->", "<!-- kernels:end -->"
 
@@ -114,13 +114,8 @@ def compare(ow: pa.Table, dd: pa.Table, n: int) -> tuple[bool, str]:
 def render(args, results, total_s: float) -> str:
     n = args.rows
     lines = [
-        BEGIN,
-        "## Kernels: overwindow vs single-threaded DuckDB",
-        "",
-        "_This section is written by `benchmarks/kernels.py`; edit the script, not the text._",
-        "",
-        f"- Command: `{args.command}` (run from the repository root; total wall time {total_s:.0f} s)",
-        *machine_note("numpy", "pyarrow", "duckdb"),
+        *section_head(BEGIN, "Kernels: overwindow vs single-threaded DuckDB", "benchmarks/kernels.py",
+                      args.command, total_s, "numpy", "pyarrow", "duckdb"),
         f"- Data: {n:,} rows in {args.partitions:,} partitions (seed {args.seed}); `k` int64 partition key, "
         "`t` int64 with ties (about two rows per value per partition), `x` float64 in [0, 1000), "
         "`id` unique int64 tiebreak; rows in random order.",

@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import overwindow  # noqa: E402
-from common import ROOT, machine_note, spark_session, write_section  # noqa: E402
+from common import ROOT, section_head, spark_session, write_section  # noqa: E402
 
 BEGIN, END = "<!-- memory:begin -->", "<!-- memory:end -->"
 SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
@@ -176,13 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     total = time.perf_counter() - started
     lines = [
-        BEGIN,
-        "## Bounded memory along a long stream",
-        "",
-        "_This section is written by `benchmarks/memory.py`; edit the script, not the text._",
-        "",
-        f"- Command: `{command}` (from the repository root; total wall time {total:.0f} s)",
-        *machine_note("pyspark", "pandas", "numpy", "pyarrow"),
+        *section_head(BEGIN, "Bounded memory along a long stream", "benchmarks/memory.py",
+                      command, total, "pyspark", "pandas", "numpy", "pyarrow"),
         f"- {args.rows:,} rows, {args.keys:,} keys, {args.files} Parquet files, one per micro-batch; watermark "
         f"5 s; calls {', '.join(f'`{c}`' for c in CALLS)}; each mode in a fresh JVM (driver memory 4g). "
         f"Flat: the mean over the last quarter of the batches within {FLAT:g}x of the mean over the second "

@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import overwindow  # noqa: E402
-from common import Passthrough, machine_note, passthrough, spark_session, write_section  # noqa: E402
+from common import Passthrough, passthrough, section_head, spark_session, write_section  # noqa: E402
 
 BEGIN, END = "<!-- streaming:begin -->", "<!-- streaming:end -->"
 SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
@@ -283,13 +283,8 @@ def run_harness(args, work: Path) -> dict:
 def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
     n_batches = -(-args.files // args.files_per_trigger)
     lines = [
-        BEGIN,
-        "## Streaming: overwindow on Spark vs a no-op applyInPandasWithState",
-        "",
-        "_This section is written by `benchmarks/streaming.py`; edit the script, not the text._",
-        "",
-        f"- Command: `{args.command}` (run from the repository root; total wall time {total_s:.0f} s)",
-        *machine_note("pyspark", "pandas", "numpy", "pyarrow"),
+        *section_head(BEGIN, "Streaming: overwindow on Spark vs a no-op applyInPandasWithState",
+                      "benchmarks/streaming.py", args.command, total_s, "pyspark", "pandas", "numpy", "pyarrow"),
         f"- Spark: local[2], 2 shuffle partitions, session time zone UTC, Arrow fallback off, "
         f"`spark.sql.execution.arrow.maxRecordsPerBatch={args.max_records}`, HDFS-backed state store (default).",
         f"- Data: {args.rows:,} rows, {args.keys:,} keys (seed {args.seed}); columns `k INT, ts TIMESTAMP, "
