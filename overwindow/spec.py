@@ -22,6 +22,7 @@ from overwindow.logical.frame import BoundKind
 from overwindow.logical.functions import Kind, register_user_aggregate, user_aggregate_class
 
 EMIT_MODES = ("on_window_close", "on_update")
+STATE_LAYOUTS = ("whole", "chunked")
 
 # functions whose value depends on rows that have not arrived yet, however long one waits
 _NEEDS_WHOLE_PARTITION = {"ntile": "the partition's final size", "cume_dist": "the partition's final size",
@@ -35,10 +36,15 @@ class OverWindow:
     output, and (emit on update) key the changelog (default: all input columns).
     ``opColumn`` (emit on update): a column saying insert, delete or update per row (CDC input;
     Debezium's c/u/d/r and Flink's +I/-U/+U/-D spellings are understood); needs ``rowKey``.
+    ``stateLayout`` (emit on update): ``"whole"`` (default) keeps a key's rows as one state value,
+    which Spark moves whole in every micro-batch that touches the key; ``"chunked"`` keeps them in
+    chunks and reads and writes only those a batch's changes reach (per-batch cost independent of
+    the rows held; needs frames of bounded reach and Spark's transformWithStateInPandas with the
+    RocksDB state store).
     """
 
     def __init__(self, *calls, emit: str = "on_window_close", rowKey: str | list[str] | tuple[str, ...] | None = None,
-                 opColumn: str | None = None):
+                 opColumn: str | None = None, stateLayout: str = "whole"):
         if not calls:
             raise WindowSpecError("OverWindow needs at least one window call")
         if emit not in EMIT_MODES:
@@ -56,6 +62,18 @@ class OverWindow:
                 if c.partition_by:
                     raise WindowSpecError(
                         f"PARTITION BY comes from groupBy(...); remove it from {e.alias} ({e})")
+        if stateLayout not in STATE_LAYOUTS:
+            raise WindowSpecError(f"stateLayout must be one of {', '.join(STATE_LAYOUTS)}, got {stateLayout!r}")
+        self.state_layout = stateLayout
+        if stateLayout == "chunked":
+            if emit != "on_update":
+                raise WindowSpecError("stateLayout='chunked' is for emit='on_update' (emit on window close already "
+                                      "keeps only the rows its frames still need)")
+            reasons = [f"{c.alias}: {c.unbounded_reach}" for c in self.calls if c.unbounded_reach]
+            if reasons:
+                raise WindowSpecError("stateLayout='chunked' needs every call's frame to reach a bounded number of rows "
+                                      "or ORDER BY values around the current row; " + "; ".join(reasons)
+                                      + " (use stateLayout='whole' for these)")
         if emit == "on_window_close":
             _check_window_close(self)
         elif len({c.order_by for c in self.calls}) > 1:
@@ -99,7 +117,8 @@ class OverWindow:
         return out
 
     def __repr__(self) -> str:
-        return f"OverWindow({', '.join(repr(str(e)) for e in self.expressions)}, emit={self.emit!r})"
+        layout = f", stateLayout={self.state_layout!r}" if self.state_layout != "whole" else ""
+        return f"OverWindow({', '.join(repr(str(e)) for e in self.expressions)}, emit={self.emit!r}{layout})"
 
 
 def _check_window_close(spec: OverWindow) -> None:

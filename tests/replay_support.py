@@ -21,9 +21,10 @@ from kafka_support import produce
 CALLS = ["sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s", "lag(x) OVER (ORDER BY ts) AS p"]
 
 
-def write_view(tmp_path, emit, sink="sqlite", kafka=None):
+def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole"):
     """Six batches of 40 events, as six JSON files, or (``kafka`` = bootstrap address) as records of a
-    one-partition topic read 40 per micro-batch; returns the view file and the events."""
+    one-partition topic read 40 per micro-batch; returns the view file and the events. ``layout``:
+    the state layout of emit on update."""
     rng = np.random.default_rng(21)
     batches = [[{"k": int(rng.integers(0, 3)), "id": f * 100 + i, "ts": f"2024-01-01T00:{f:02d}:{i:02d}",
                  "x": float(rng.integers(0, 50))} for i in range(40)] for f in range(6)]
@@ -54,13 +55,14 @@ def write_view(tmp_path, emit, sink="sqlite", kafka=None):
         calls = {calls}
         emit = "{emit}"
         row_key = ["id"]
+        state_layout = "{layout}"
 
         [sink]
         kind = "{sink}"
         path = "view.sqlite"
         table = "v_{emit}"
         checkpoint = "chk"
-    """).format(source=source, calls=json.dumps(CALLS), emit=emit, sink=sink))
+    """).format(source=source, calls=json.dumps(CALLS), emit=emit, sink=sink, layout=layout))
     return view, [r for batch in batches for r in batch]
 
 

@@ -62,6 +62,33 @@ class WindowCall:
     def info(self):
         return lookup(self.function)
 
+    @property
+    def unbounded_reach(self) -> str | None:
+        """Why a row's value can depend on rows any distance away from it, in SQL words; None when
+        its frame reaches a bounded number of rows or ORDER BY values either side (ROWS, RANGE or
+        GROUPS with offsets or CURRENT ROW, lag/lead without IGNORE NULLS). O(1).
+
+        >>> from overwindow.logical.parse import parse_window
+        >>> parse_window("rank() OVER (ORDER BY t) AS r").calls[0].unbounded_reach
+        'rank() numbers rows from the start of the partition'
+        >>> parse_window("sum(x) OVER (ORDER BY t) AS s").calls[0].unbounded_reach
+        'sum(...) has an UNBOUNDED frame (RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)'
+        >>> parse_window("lag(x) OVER (ORDER BY t) AS p").calls[0].unbounded_reach is None
+        True
+        """
+        kind = self.info.kind
+        if kind is Kind.RANKING:
+            return f"{self.function}() numbers rows from the start of the partition"
+        if kind is Kind.OFFSET:
+            return f"{self.function}(...) IGNORE NULLS looks any distance for a non-NULL value" if self.ignore_nulls \
+                else None
+        if not self.order_by:
+            return f"{self.function}(...) OVER () without ORDER BY covers the whole partition"
+        for bound in (self.frame.start, self.frame.end):
+            if bound.kind in (BoundKind.UNBOUNDED_PRECEDING, BoundKind.UNBOUNDED_FOLLOWING):
+                return f"{self.function}(...) has an UNBOUNDED frame ({self.frame})"
+        return None
+
     def columns(self) -> tuple[str, ...]:
         """Every input column the call reads."""
         exprs = [*self.args, *self.partition_by, *(k.expr for k in self.order_by)]

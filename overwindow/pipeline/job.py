@@ -137,6 +137,10 @@ def start_view(spark, view: View, once: bool, quiet: bool):
     """Start the view's streaming query; returns it (with its progress printer attached)."""
     import overwindow  # noqa: F401  (registers overWindow)
 
+    if view.spec.state_layout == "chunked":  # transformWithStateInPandas runs only on RocksDB
+        from overwindow.spark.adapter import ROCKSDB
+
+        spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
     df = source_frame(spark, view)
     grouped = df.groupBy(*view.partition_by) if view.partition_by else None
     out = grouped.overWindow(view.spec) if grouped is not None else df.overWindow(view.spec)

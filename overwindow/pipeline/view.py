@@ -20,6 +20,7 @@ partition_by = ["plant"]
 calls = ["avg(mwh) OVER (ORDER BY date RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING) AS avg7"]
 emit = "on_window_close"         # on_window_close | on_update
 row_key = ["plant", "date"]
+# state_layout = "chunked"       # on_update only: state in chunks (whole | chunked; see OverWindow)
 
 [sink]
 kind = "sqlite"                  # sqlite | postgres | parquet | console
@@ -163,7 +164,8 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     row_key = [row_key] if isinstance(row_key, str) else row_key
     op_column = view.get("op_column")
     try:
-        spec = OverWindow(*calls, emit=emit, rowKey=row_key, opColumn=op_column)
+        spec = OverWindow(*calls, emit=emit, rowKey=row_key, opColumn=op_column,
+                          stateLayout=view.get("state_layout", "whole"))
     except WindowSpecError as e:
         raise ViewFileError(f"{where('view', 'calls')}: {e}") from None
     if emit == "on_window_close" and watermark is None:

@@ -5,7 +5,10 @@ Output: the input columns plus one column per window expression. Emit on window 
 ``append`` mode with ``GroupStateTimeout.EventTimeTimeout``, so keys without new rows still emit
 when the watermark passes their pending rows. Emit on update runs in ``update`` mode and adds
 ``_change`` (``upsert`` or ``delete``; and ``_row_id`` when no rowKey is declared): a sink keeps a
-table keyed by (group key, row key). State is one binary value per key (Arrow IPC).
+table keyed by (group key, row key). State is one binary value per key (Arrow IPC); with
+``stateLayout="chunked"`` emit on update runs on ``transformWithStateInPandas`` instead, a key's
+state being an index value, a map of chunks and (with a row key) a map of row identities
+(``overwindow.streaming.chunked``), so a micro-batch moves only the chunks its changes reach.
 
 Timestamps reach pandas UDFs as wall-clock times of the session time zone; the watermark Spark
 reports is UTC milliseconds. The adapter converts the watermark into the key's wall-clock
@@ -18,6 +21,7 @@ import importlib.util
 import logging
 from typing import Iterator
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -87,10 +91,30 @@ def over_window(grouped, spec: OverWindow):
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked)
     output_struct = _output_struct(input_struct, machine.output_schema)
-    state_struct = StructType([StructField("state", BinaryType(), False)])
     tz = df.sparkSession.conf.get("spark.sql.session.timeZone")
     run = _Runner(spec, input_schema, tz, watermarked)
+    if spec.state_layout == "chunked":
+        _check_chunked_session(df.sparkSession)
+        return grouped.transformWithStateInPandas(_chunked_processor(run), output_struct, "Update",
+                                                  "EventTime" if watermarked else "None")
+    state_struct = StructType([StructField("state", BinaryType(), False)])
     return grouped.applyInPandasWithState(run, output_struct, state_struct, mode, timeout)
+
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def _check_chunked_session(session) -> None:
+    """The chunked layout runs on transformWithStateInPandas, which Spark allows only on RocksDB."""
+    provider = session.conf.get("spark.sql.streaming.stateStore.providerClass", None) or ""
+    if not provider.endswith("RocksDBStateStoreProvider"):
+        raise WindowSpecError(
+            "stateLayout='chunked' runs on Spark's transformWithStateInPandas, which needs the RocksDB state "
+            f"store: spark.conf.set('spark.sql.streaming.stateStore.providerClass', '{ROCKSDB}') before starting "
+            f"the query (this session uses {provider or 'the default HDFS-backed store'})")
+    if importlib.util.find_spec("google.protobuf") is None:
+        raise WindowSpecError("stateLayout='chunked' runs on Spark's transformWithStateInPandas, which needs the "
+                              "'protobuf' package: pip install protobuf")
 
 
 class _Runner:
@@ -115,19 +139,22 @@ class _Runner:
         self.spec.register_user_aggregates()
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
-        machine = self.machine
-        tables = [_to_arrow(p, self.schema) for p in pdfs if len(p)]
-        rows = pa.concat_tables(tables) if tables else None
-        prior = state.get[0] if state.exists else None
         wm_ms = state.getCurrentWatermarkMs() if self.watermarked else None
-        watermark = self._to_key(wm_ms) if wm_ms and wm_ms > 0 else None
-        step = machine.step(prior, rows, watermark)
+        step = self.step(key, state.get[0] if state.exists else None, pdfs, wm_ms)
         state.update((step.state,))
         if step.wakeup is not None and self.spec.emit == "on_window_close":
             state.setTimeoutTimestamp(max(self._to_ms(step.wakeup), (wm_ms or 0) + 1))
+        yield _to_pandas(step.output)
+
+    def step(self, key, prior, pdfs: Iterator[pd.DataFrame], wm_ms):
+        """The machine's step on a key's pandas chunks, with Spark's watermark (UTC ms) in key units."""
+        tables = [_to_arrow(p, self.schema) for p in pdfs if len(p)]
+        rows = pa.concat_tables(tables) if tables else None
+        watermark = self._to_key(wm_ms) if wm_ms and wm_ms > 0 else None
+        step = self.machine.step(prior, rows, watermark)
         if step.late_rows:
             log.warning("overwindow: dropped %d late rows for key %s", step.late_rows, key)
-        yield _to_pandas(step.output)
+        return step
 
     def _key(self) -> tuple[str, str]:
         """(type family, column) of the ORDER BY column the watermark applies to."""
@@ -162,6 +189,66 @@ class _Runner:
         else:
             ts = ts.tz_localize("UTC")
         return -(-ts.value // 1_000_000)
+
+
+def _chunked_processor(runner: _Runner):
+    """A StatefulProcessor running the chunked emit-on-update machine (defined here so that importing
+    overwindow does not import pyspark)."""
+    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+    binary = StructType([StructField("value", BinaryType())])
+
+    class ChunkedProcessor(StatefulProcessor):
+        def init(self, handle):
+            self.index = handle.getValueState("index", binary)
+            self.chunks = handle.getMapState("chunks", StructType([StructField("chunk", LongType())]), binary)
+            self.rows = handle.getMapState("rows", StructType([StructField("row", LongType())]),
+                                           StructType([StructField("chunk", LongType())])) if runner.spec.row_key else None
+
+        def handleInputRows(self, key, rows, timerValues):
+            wm_ms = timerValues.getCurrentWatermarkInMs() if runner.watermarked else None
+            yield _to_pandas(runner.step(key, _StateVariables(self), rows, wm_ms).output)
+
+        def close(self):
+            pass
+
+    return ChunkedProcessor()
+
+
+class _StateVariables:
+    """``overwindow.streaming.chunked.ChunkStore`` over a key's transformWithStateInPandas state
+    variables; every call is one round trip to the JVM (about 0.1 ms)."""
+
+    def __init__(self, processor):
+        self.index, self.chunks, self.rows = processor.index, processor.chunks, processor.rows
+
+    def read_index(self):
+        return self.index.get()[0] if self.index.exists() else None
+
+    def write_index(self, data):
+        self.index.update((data,))
+
+    def read_chunk(self, chunk):
+        return self.chunks.getValue((int(chunk),))[0]
+
+    def write_chunk(self, chunk, data):
+        self.chunks.updateValue((int(chunk),), (data,))
+
+    def drop_chunk(self, chunk):
+        self.chunks.removeKey((int(chunk),))
+
+    def find_rows(self, ids):
+        found = [self.rows.getValue((i,)) for i in ids.tolist()]
+        return np.array([-1 if f is None else f[0] for f in found], dtype=np.int64)
+
+    def place_rows(self, ids, chunks):
+        for i, c in zip(ids.tolist(), chunks.tolist()):
+            self.rows.updateValue((i,), (c,))
+
+    def forget_rows(self, ids):
+        for i in ids.tolist():
+            self.rows.removeKey((i,))
 
 
 def _to_arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:

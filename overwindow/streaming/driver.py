@@ -14,24 +14,36 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from overwindow.spec import OverWindow
 
 
-def machine_for(spec: OverWindow, schema: pa.Schema, watermarked: bool = False):
-    """The state machine of the spec's emit mode."""
+def machine_for(spec: OverWindow, schema: pa.Schema, watermarked: bool = False, rows_per_chunk: int | None = None):
+    """The state machine of the spec's emit mode and state layout (``rows_per_chunk``: the chunked
+    layout's chunk size, None for its default)."""
     if spec.emit == "on_window_close":
         from overwindow.streaming.window_close import WindowClose
 
         return WindowClose(spec, schema)
     from overwindow.streaming.on_update import OnUpdate
 
-    return OnUpdate(spec, schema, watermarked)
+    machine = OnUpdate(spec, schema, watermarked)
+    if spec.state_layout == "chunked":
+        from overwindow.streaming.chunked import ROWS_PER_CHUNK, ChunkedOnUpdate
+
+        return ChunkedOnUpdate(machine, rows_per_chunk or ROWS_PER_CHUNK)
+    return machine
 
 
 class Driver:
-    def __init__(self, spec: OverWindow, schema: pa.Schema, keys: list[str], watermarked: bool = False):
-        self.machine = machine_for(spec, schema, watermarked)
+    """Steps a machine per partition key; states in a dict (whole layout) or one MemoryChunks per
+    key (chunked layout)."""
+
+    def __init__(self, spec: OverWindow, schema: pa.Schema, keys: list[str], watermarked: bool = False,
+                 rows_per_chunk: int | None = None):
+        self.machine = machine_for(spec, schema, watermarked, rows_per_chunk)
+        self.chunked = spec.state_layout == "chunked"
         self.recomputed_rows = 0
         self.keys = list(keys)
         self.states: dict[tuple, bytes] = {}
@@ -63,9 +75,14 @@ class Driver:
         return pa.concat_tables(outputs)
 
     def _step(self, key, rows, watermark) -> pa.Table:
+        if self.chunked and key not in self.states:
+            from overwindow.streaming.chunked import MemoryChunks
+
+            self.states[key] = MemoryChunks()
         step = self.machine.step(self.states.get(key), rows, watermark)
         self.steps += 1
-        self.states[key] = step.state
+        if not self.chunked:
+            self.states[key] = step.state
         self.wakeups[key] = step.wakeup
         self.late_rows += step.late_rows
         self.recomputed_rows += step.counters.get("recomputed_rows", 0)
@@ -75,7 +92,10 @@ class Driver:
         """Rows held in all partitions' state (released and pending)."""
         from overwindow.streaming.state import decode
 
-        from overwindow.streaming import on_update, window_close
+        from overwindow.streaming import chunked, on_update, window_close
 
+        if self.chunked:
+            return sum(pc.sum(decode(s.index, chunked.INDEX_KIND)[0]["index"].column("__ow_rows")).as_py() or 0
+                       for s in self.states.values())
         kind = window_close.STATE_KIND if self.machine.spec.emit == "on_window_close" else on_update.STATE_KIND
         return sum(decode(s, kind)[0]["rows"].num_rows for s in self.states.values())

@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
-from overwindow.logical.frame import BoundKind, FrameUnit
+from overwindow.logical.frame import FrameUnit
 from overwindow.logical.functions import Kind
 from overwindow.physical.bounds import frame_bounds, key_numbers
 from overwindow.physical.expressions import evaluate_expr, resolve_column
@@ -65,6 +65,31 @@ OPS = {"insert": "insert", "i": "insert", "+i": "insert", "c": "insert", "create
        "delete": "delete", "d": "delete", "-d": "delete",
        "update": "update", "u": "update", "+u": "update", "-u": "skip"}
 _OP_CODES = {"insert": 0, "delete": 1, "update": 2, "skip": 3, "bad": 4}
+
+
+class NeedRows(Exception):
+    """A stretch of a partition was too narrow for a change's frames: more rows are needed before it
+    (``before``) and/or after it (``after``)."""
+
+    def __init__(self, before: bool, after: bool):
+        super().__init__(f"frames reach past the rows given (before: {before}, after: {after})")
+        self.before, self.after = before, after
+
+
+@dataclass
+class Applied:
+    """What ``OnUpdate.apply`` made of a stretch of held rows: the rows and results now held (sorted),
+    the meta, the changelog, each held row's position before (-1: inserted), the positions whose
+    results were recomputed, how many rows were evicted from the front, rows recomputed."""
+
+    rows: pa.Table
+    results: pa.Table
+    meta: dict
+    output: pa.Table
+    from_old: np.ndarray
+    recomputed_at: np.ndarray
+    evicted: int
+    recomputed: int
 
 
 @dataclass
@@ -163,10 +188,9 @@ class OnUpdate:
     # -- state ---------------------------------------------------------------------------------
 
     def _load(self, state):
-        """(rows, their stored results, meta) of a partition's state."""
+        """(rows, their stored results, meta) of a partition's state (or of one chunk of it)."""
         if state is None:
-            return pa.schema(list(self.schema) + [pa.field(_ID, pa.int64())]).empty_table(), \
-                self.results_schema.empty_table(), \
+            return self.empty_rows(), self.results_schema.empty_table(), \
                 {"evicted_rows": 0, "evicted_groups": 0, "horizon": None, "late_rows": 0}
         tables, meta = decode(state, STATE_KIND)
         held = tables["rows"].combine_chunks()
@@ -174,17 +198,40 @@ class OnUpdate:
         results = pa.Table.from_arrays(held.columns[n_data:], schema=self.results_schema)
         return held.select(list(range(n_data))), results, meta
 
+    def encode(self, rows: pa.Table, results: pa.Table, meta: dict) -> bytes:
+        """State bytes of held rows and their results: one table (one IPC stream), the rows, then the
+        results under a prefix. ``_load`` reads them back."""
+        held = pa.Table.from_arrays(rows.columns + results.columns,
+                                    names=rows.column_names + [_RESULT + n for n in results.column_names])
+        return encode({"rows": held}, meta, STATE_KIND)
+
+    def empty_rows(self) -> pa.Table:
+        """No held rows: the input columns (without the op column) and the identity."""
+        return pa.schema(list(self.schema) + [pa.field(_ID, pa.int64())]).empty_table()
+
     # -- the step ------------------------------------------------------------------------------
 
     def step(self, state: bytes | None, rows: pa.Table | None, watermark=None) -> Step:
         """Apply one batch of changes to a partition's state (None: empty); the changelog it causes.
         Kernel work O(changes x frame reach), bookkeeping O(partition) vectorised (module docstring)."""
         old, old_res, meta = self._load(state)
-        late = bad = 0
-        deletes = np.zeros(0, dtype=np.int64)
-        ins = old.slice(0, 0)
-        if rows is not None and rows.num_rows:
-            ins, deletes, late, bad = self._changes(rows, meta)
+        ins, deletes, late, bad = self.changes(rows, meta)
+        meta["late_rows"] += late
+        done = self.apply(old, old_res, meta, ins, deletes, watermark)
+        return Step(self.encode(done.rows, done.results, done.meta), done.output, None, late,
+                    {"recomputed_rows": done.recomputed, "state_rows": done.rows.num_rows, "bad_rows": bad,
+                     "late_rows_total": done.meta["late_rows"]})
+
+    def apply(self, old: pa.Table, old_res: pa.Table, meta: dict, ins: pa.Table, deletes: np.ndarray,
+              watermark=None, edges: tuple[bool, bool] = (False, False),
+              elsewhere: np.ndarray | None = None) -> "Applied":
+        """Apply inserts (rows with identities, from ``changes``) and deletes (identities) to the held
+        rows ``old`` (sorted, with ``old_res``), then evict behind the watermark.
+
+        ``old`` is the whole partition, or with ``edges`` = (rows before, rows after) a stretch of it
+        (the chunked layout): then ``NeedRows`` is raised when a change's frames reach past a side
+        that goes on. ``elsewhere``: identities inserted in another stretch in the same batch; their
+        rows here moved rather than went, so they emit no delete."""
         old_ids = old.column(_ID).to_numpy()
         ins_ids = ins.column(_ID).to_numpy()
         # the one pass over every held identity: which rows this batch deletes or replaces
@@ -205,6 +252,8 @@ class OnUpdate:
             new_codes = np.concatenate([old_codes, ins_codes])[take]
         replaced = pos_old[_member(old_ids[pos_old], ins_ids)]
         removed = np.setdiff1d(pos_old, replaced, assume_unique=True)
+        if elsewhere is not None and len(removed):
+            removed = removed[~_member(old_ids[removed], elsewhere)]
         out_parts = []
         recomputed = 0
         new_reach = None
@@ -212,11 +261,11 @@ class OnUpdate:
         if len(pos_old) or len(pos_new):
             moved = np.zeros(0, dtype=np.int64)
             if len(pos_old):  # rows whose old frame held a row that moved or went
-                was = _in_ranges(*self._frames(old, old_codes, pos_old).affected(pos_old))
+                was = _in_ranges(*self._frames(old, old_codes, pos_old, edges).affected(pos_old))
                 was = was[~gone[was]]
                 rank = was - np.searchsorted(pos_old, was)  # among the kept rows
                 moved = rank + np.searchsorted(before, rank, "right")
-            new_reach = self._frames(new, new_codes, np.union1d(pos_new, moved))
+            new_reach = self._frames(new, new_codes, np.union1d(pos_new, moved), edges)
             new_rows = np.union1d(_in_ranges(*new_reach.affected(pos_new)), moved)
         if len(new_rows):
             new_vals, recomputed = self._recompute(new, new_reach, _runs(new_rows), meta)
@@ -235,20 +284,17 @@ class OnUpdate:
                                vals.cast(self.results_schema))
         if len(removed):
             out_parts.append(self._deleted(old.take(pa.array(removed))))
-        meta["late_rows"] += late
-        new, new_res, meta = self._evict(new, new_res, new_codes, meta, watermark, new_reach)
+        new, new_res, meta, evicted = self._evict(new, new_res, new_codes, meta, watermark, new_reach, edges)
         outputs = [p for p in out_parts if p is not None and p.num_rows]
         output = pa.concat_tables(outputs) if outputs else self.output_schema.empty_table()
-        # one table (one IPC stream): the rows, then their results under a prefix
-        held = pa.Table.from_arrays(new.columns + new_res.columns,
-                                    names=new.column_names + [_RESULT + n for n in new_res.column_names])
-        data = encode({"rows": held}, meta, STATE_KIND)
-        return Step(data, output, None, late,
-                    {"recomputed_rows": recomputed, "state_rows": new.num_rows, "bad_rows": bad,
-                     "late_rows_total": meta["late_rows"]})
+        return Applied(new, new_res, meta, output, from_old[evicted:], new_rows[new_rows >= evicted] - evicted,
+                       evicted, recomputed)
 
-    def _changes(self, rows: pa.Table, meta):
-        """(rows to insert, identities to delete, late rows, bad rows) from one batch of input."""
+    def changes(self, rows: pa.Table | None, meta):
+        """(rows to insert with their identities, identities to delete, late rows, bad rows) from one
+        batch of input (None: no rows); the last change of an identity in the batch wins."""
+        if rows is None or rows.num_rows == 0:
+            return self.empty_rows(), np.zeros(0, dtype=np.int64), 0, 0
         insert, delete, bad_op, skip = _OP_CODES["insert"], _OP_CODES["delete"], _OP_CODES["bad"], _OP_CODES["skip"]
         ops = np.full(rows.num_rows, insert, dtype=np.int8)
         bad = 0
@@ -284,11 +330,13 @@ class OnUpdate:
 
     # -- the symmetric frame finder --------------------------------------------------------------
 
-    def _frames(self, table: pa.Table, codes: np.ndarray, around: np.ndarray) -> "_Reach":
+    def _frames(self, table: pa.Table, codes: np.ndarray, around: np.ndarray,
+                edges: tuple[bool, bool] = (False, False)) -> "_Reach":
         """The frame finder over a window around the positions ``around`` (sorted) wide enough for
         them (``_Reach.holds``): first ``_margin`` rows either side, four times wider on each miss;
-        the whole partition when frames are unbounded. O(window) plus one O(n) pass for the peer
-        groups."""
+        all of ``table`` when frames are unbounded. With ``edges`` (the partition goes on before /
+        after ``table``) and not even all of ``table`` wide enough: ``NeedRows``. O(window) plus one
+        O(n) pass for the peer groups."""
         groups = peer_groups(codes)
         n, margin = len(groups), self.margin
         while margin is not None and len(around) and margin < n:
@@ -296,11 +344,15 @@ class OnUpdate:
             hi = min(n, int(around[-1]) + margin + 1)
             lo = int(np.searchsorted(groups, groups[lo], "left"))  # whole peer groups
             hi = int(np.searchsorted(groups, groups[hi - 1], "right"))
-            reach = _Reach(table, self.spec.calls, self.order_by, groups, lo, hi)
+            reach = _Reach(table, self.spec.calls, self.order_by, groups, lo, hi, edges)
             if reach.holds(around):
                 return reach
             margin *= 4
-        return _Reach(table, self.spec.calls, self.order_by, groups)
+        reach = _Reach(table, self.spec.calls, self.order_by, groups, edges=edges)
+        short = reach.gaps(around)
+        if any(short):
+            raise NeedRows(*short)
+        return reach
 
     def _recompute(self, table: pa.Table, reach: "_Reach", ranges, meta) -> tuple[pa.Table | None, int]:
         """Results of the rows in ``ranges``, computed on the slices ``[first_frame_start,
@@ -369,10 +421,12 @@ class OnUpdate:
     # -- eviction ----------------------------------------------------------------------------
 
     def _evict(self, table: pa.Table, results: pa.Table, codes: np.ndarray, meta: dict, watermark,
-               reach: "_Reach | None" = None):
-        """Drop rows (and their results) that no frame of a row at or above the watermark can reach."""
+               reach: "_Reach | None" = None, edges: tuple[bool, bool] = (False, False)):
+        """Drop rows (and their results) that no frame of a row at or above the watermark can reach:
+        (rows, results, meta, rows dropped from the front). Frame starts never decrease along the
+        rows, so the first row at or above the watermark decides."""
         if watermark is None or not self.evicts or table.num_rows == 0:
-            return table, results, meta
+            return table, results, meta, 0
         keys = Values(evaluate_expr(self.order_by[0].expr, table))
         knum = key_numbers(keys)
         valid = keys.valid
@@ -380,19 +434,18 @@ class OnUpdate:
         # rows at or above the watermark (NULL keys sort first ascending and stay with them)
         live = np.flatnonzero(valid & (knum >= watermark))
         first_live = int(live[0]) if len(live) else n
-        tail = np.arange(first_live, n) if first_live < n else np.array([n - 1])
-        if reach is None or not reach.holds(tail):
-            reach = self._frames(table, codes, tail)
-        keep_from = min(first_live, reach.span(first_live, n)[0]) if first_live < n else \
-            min(n, reach.span(n - 1, n)[0])
+        at = min(first_live, n - 1)
+        if reach is None or not reach.holds(np.array([at])):
+            reach = self._frames(table, codes, np.array([at]), edges)
+        keep_from = min(first_live, reach.span(at, at + 1)[0])
         if keep_from <= 0:
-            return table, results, meta
+            return table, results, meta, 0
         meta = dict(meta, evicted_rows=meta["evicted_rows"] + keep_from,
                     evicted_groups=meta["evicted_groups"] + int(reach.groups[keep_from - 1]) + 1)
         # later changes below the first kept key are late: their frames are gone
         horizon = knum[keep_from] if keep_from < n else watermark
         meta["horizon"] = max(int(horizon) if keys.kind != "float" else float(horizon), meta["horizon"] or horizon)
-        return table.slice(keep_from).combine_chunks(), results.slice(keep_from).combine_chunks(), meta
+        return table.slice(keep_from).combine_chunks(), results.slice(keep_from).combine_chunks(), meta, keep_from
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -502,18 +555,12 @@ def _margin(calls) -> int | None:
     when some call reaches the whole partition or one end of it."""
     m = 16
     for call in calls:
-        if call.function in _WHOLE or call.function in _TO_END or call.info.kind is Kind.RANKING:
+        if call.unbounded_reach:
             return None
         if call.info.kind is Kind.OFFSET:
-            if call.ignore_nulls:
-                return None
             m = max(m, abs(call.params[0] if call.params else 1))
             continue
-        if not call.order_by:
-            return None
         for bound in (call.frame.start, call.frame.end):
-            if bound.kind in (BoundKind.UNBOUNDED_PRECEDING, BoundKind.UNBOUNDED_FOLLOWING):
-                return None
             if call.frame.unit is FrameUnit.ROWS and bound.has_offset:
                 m = max(m, int(bound.offset))
     return 2 * m
@@ -535,9 +582,12 @@ class _Reach:
     ([[3], [5]], (2, 5), True)
     """
 
-    def __init__(self, table: pa.Table, calls, order_by, groups: np.ndarray, lo: int = 0, hi: int | None = None):
+    def __init__(self, table: pa.Table, calls, order_by, groups: np.ndarray, lo: int = 0, hi: int | None = None,
+                 edges: tuple[bool, bool] = (False, False)):
         self.n = len(groups)
         self.lo, self.hi = lo, self.n if hi is None else hi
+        # whether rows go on before / after the window (of this table, or of the partition past it)
+        self.open_lo, self.open_hi = self.lo > 0 or edges[0], self.hi < self.n or edges[1]
         self.groups = groups
         n = self.hi - lo  # window size: every array below is indexed from lo
         local = groups[lo:self.hi] - (groups[lo] if n else 0)
@@ -613,19 +663,24 @@ class _Reach:
 
     def holds(self, c: np.ndarray) -> bool:
         """Whether the window is wide enough for positions c (sorted): they, the rows whose frames
-        reach them, and the frames of both lie inside it, away from any edge the partition goes on
-        past (frames there may be clipped). Starts and ends never decrease, so a reach that went past
-        the window would show as a range touching its edge."""
+        reach them, and the frames of both lie inside it, away from any edge the rows go on past
+        (frames there may be clipped)."""
+        return not any(self.gaps(c))
+
+    def gaps(self, c: np.ndarray) -> tuple[bool, bool]:
+        """(too narrow before, too narrow after) for positions c (sorted); see ``holds``. Starts and
+        ends never decrease, so a reach that went past the window shows as a range touching its edge."""
         if len(c) == 0:
-            return True
+            return False, False
         if c[0] < self.lo or c[-1] >= self.hi:
-            return False
+            return bool(c[0] < self.lo), bool(c[-1] >= self.hi)
         a, b = self.affected(c)
-        if (self.lo > 0 and a.min() <= self.lo) or (self.hi < self.n and b.max() >= self.hi):
-            return False
+        before = self.open_lo and a.min() <= self.lo
+        after = self.open_hi and b.max() >= self.hi
         rows = np.union1d(_in_ranges(a, b), c) - self.lo
-        return (self.lo == 0 or self.read_lo[rows].min() > 0) and \
-            (self.hi == self.n or self.read_hi[rows].max() < self.hi - self.lo)
+        before = before or (self.open_lo and self.read_lo[rows].min() <= 0)
+        after = after or (self.open_hi and self.read_hi[rows].max() >= self.hi - self.lo)
+        return bool(before), bool(after)
 
 
 def _member(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:

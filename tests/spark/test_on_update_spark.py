@@ -1,6 +1,7 @@
 """Emit on update end to end on Spark: a CDC stream of inserts, updates and deletes as JSON files,
 applied by foreachBatch to a table keyed by (partition key, row key). After every run (each a restart
-from the checkpoint) the table equals the batch evaluator over the live rows."""
+from the checkpoint) the table equals the batch evaluator over the live rows. Both state layouts:
+whole (applyInPandasWithState) and chunked (transformWithStateInPandas on the RocksDB state store)."""
 
 import json
 import os
@@ -11,6 +12,8 @@ import pyarrow as pa
 import pytest
 
 import overwindow
+from overwindow.errors import WindowSpecError
+from overwindow.spark.adapter import ROCKSDB
 
 SCHEMA = "k INT, id BIGINT, t BIGINT, x DOUBLE, op STRING"
 CALLS = ("sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",
@@ -27,7 +30,23 @@ def _write(folder, rows, n):
     os.utime(path, (t, t))
 
 
-def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path):
+@pytest.fixture
+def rocksdb(spark):
+    """The RocksDB state store for one test (transformWithStateInPandas needs it)."""
+    key = "spark.sql.streaming.stateStore.providerClass"
+    before = spark.conf.get(key)
+    spark.conf.set(key, ROCKSDB)
+    yield
+    spark.conf.set(key, before)
+
+
+@pytest.mark.parametrize("layout", ["whole", "chunked"])
+def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, layout, request):
+    if layout == "chunked":
+        request.getfixturevalue("rocksdb")
+    # rank() numbers rows from the partition's start: the chunked layout refuses it
+    calls = [c for c in CALLS if layout == "whole" or " AS r" not in c]
+    names = [c.rsplit(" AS ", 1)[1] for c in calls]
     rng = np.random.default_rng(9)
     src, chk = str(tmp_path / "src"), str(tmp_path / "chk")
     os.makedirs(src)
@@ -59,7 +78,7 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path):
                 live[(row["k"], row["id"])] = {c: row[c] for c in ("k", "id", "t", "x")}
         _write(src, rows, b)
         events = spark.readStream.schema(SCHEMA).json(src)
-        spec = overwindow.OverWindow(*CALLS, emit="on_update", rowKey="id", opColumn="op")
+        spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op", stateLayout=layout)
         q = (events.groupBy("k").overWindow(spec).writeStream.foreachBatch(apply)
              .option("checkpointLocation", chk).outputMode("update").trigger(availableNow=True).start())
         q.awaitTermination()
@@ -67,12 +86,19 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path):
         assert set(view) == set(live)
         table = pa.Table.from_pylist(list(live.values()))
         batch = overwindow.evaluate(table.sort_by([("t", "ascending"), ("id", "ascending")]),
-                                    *overwindow.OverWindow(*CALLS, emit="on_update", rowKey="id").partitioned(("k",)))
+                                    *overwindow.OverWindow(*calls, emit="on_update", rowKey="id").partitioned(("k",)))
         for r in batch.to_pylist():
             got = view[(r["k"], r["id"])]
-            for name in ("s", "r", "a", "l"):
+            for name in names:
                 want = r[name]
                 if want is None:
                     assert got[name] is None or np.isnan(got[name])
                 else:
                     assert got[name] == pytest.approx(want, rel=1e-9), (name, r)
+
+
+def test_chunked_layout_needs_the_rocksdb_state_store(spark, tmp_path):
+    events = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    spec = overwindow.OverWindow(CALLS[0], emit="on_update", rowKey="id", stateLayout="chunked")
+    with pytest.raises(WindowSpecError, match="RocksDB state store: spark.conf.set"):
+        events.groupBy("k").overWindow(spec)

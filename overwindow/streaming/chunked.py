@@ -1,0 +1,356 @@
+"""Emit on update over chunked state: a partition's held rows kept as chunks of at most a few hundred
+rows, so a micro-batch reads and writes only the chunks its changes reach, not the whole partition.
+
+The whole-state layout (``OnUpdate.step``) keeps one value per key that Spark moves whole every
+micro-batch; its cost grows with the rows held (BENCHMARKS.md, "Incremental versus recompute").
+Here a partition is:
+
+- an index (one small value): per chunk its id, its row count and its first row, plus the
+  partition's meta (horizon, counters, the next chunk id);
+- chunks (one value per chunk id): rows sorted as the whole state is, with their results, encoded
+  exactly as a whole state (``OnUpdate.encode``);
+- with a row key, where each identity is held (identity -> chunk id), so deletes and updates find
+  the chunk of a row that may sit anywhere in the partition.
+
+A step places each change (inserts by their position among the chunks' first rows, deletes and
+replaced rows by identity), loads the chunks around the changes into stretches (``margin`` rows
+either side), and runs ``OnUpdate.apply`` on each stretch; a stretch too narrow for a change's
+frames raises ``NeedRows`` and is widened by a chunk on that side. With a watermark, the chunks
+around it are loaded and evicted from the same way; chunks wholly behind are dropped unread
+(their identities are read once to forget them, with a row key). Changed chunks are written back;
+a chunk grown past twice the chunk size is split. Outputs equal the whole-state layout's.
+
+Cost per step: O(changes x frame reach + chunks touched x chunk size), independent of the rows held,
+plus one store call per chunk read or written and, with a row key, one per identity looked up or
+placed. Needs calls whose frames have bounded reach (``WindowCall.unbounded_reach``, checked by
+``OverWindow(stateLayout="chunked")``): ranking functions and unbounded frames depend on every row
+to one end of the partition.
+
+>>> import pyarrow as pa
+>>> from overwindow.spec import OverWindow
+>>> m = ChunkedOnUpdate(OnUpdate(OverWindow("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s", emit="on_update", stateLayout="chunked"),
+...                              pa.schema([("t", pa.int64()), ("x", pa.int64())])), rows_per_chunk=2)
+>>> store = MemoryChunks()
+>>> m.step(store, pa.table({"t": [1, 2, 3], "x": [10, 20, 30]})).output.column("s").to_pylist()
+[10, 30, 50]
+>>> m.step(store, pa.table({"t": [4, 5], "x": [5, 1]})).output.column("s").to_pylist(), len(store.chunks)
+([35, 6], 3)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from overwindow.evaluate import evaluate_expr
+from overwindow.physical.bounds import key_numbers
+from overwindow.physical.values import Values
+from overwindow.streaming.on_update import _ID, Applied, NeedRows, OnUpdate, Step, _margin
+from overwindow.streaming.state import decode, encode
+
+INDEX_KIND = "on_update_index"
+ROWS_PER_CHUNK = 512
+_CHUNK, _ROWS = "__ow_chunk", "__ow_rows"
+
+
+class ChunkStore(Protocol):
+    """Where one partition's chunked state lives (a key's state variables in Spark)."""
+
+    def read_index(self) -> bytes | None: ...
+
+    def write_index(self, data: bytes) -> None: ...
+
+    def read_chunk(self, chunk: int) -> bytes: ...
+
+    def write_chunk(self, chunk: int, data: bytes) -> None: ...
+
+    def drop_chunk(self, chunk: int) -> None: ...
+
+    def find_rows(self, ids: np.ndarray) -> np.ndarray:
+        """The chunk id holding each identity, -1 where none does."""
+
+    def place_rows(self, ids: np.ndarray, chunks: np.ndarray) -> None: ...
+
+    def forget_rows(self, ids: np.ndarray) -> None: ...
+
+
+class MemoryChunks:
+    """A ChunkStore in dicts: the in-memory driver's and the tests'. Counts reads and writes."""
+
+    def __init__(self):
+        self.index, self.chunks, self.rows = None, {}, {}
+        self.reads = self.writes = 0
+
+    def read_index(self):
+        return self.index
+
+    def write_index(self, data):
+        self.index = data
+
+    def read_chunk(self, chunk):
+        self.reads += 1
+        return self.chunks[chunk]
+
+    def write_chunk(self, chunk, data):
+        self.writes += 1
+        self.chunks[chunk] = data
+
+    def drop_chunk(self, chunk):
+        del self.chunks[chunk]
+
+    def find_rows(self, ids):
+        return np.array([self.rows.get(int(i), -1) for i in ids], dtype=np.int64)
+
+    def place_rows(self, ids, chunks):
+        self.rows.update(zip(ids.tolist(), chunks.tolist()))
+
+    def forget_rows(self, ids):
+        for i in ids.tolist():
+            self.rows.pop(i, None)
+
+
+@dataclass
+class _Chunk:
+    id: int
+    n: int
+    first: pa.Table  # the chunk's first row (input columns and identity)
+    rows: pa.Table | None = None  # loaded or changed content
+    results: pa.Table | None = None
+    dirty: bool = False
+
+
+class ChunkedOnUpdate:
+    """``OnUpdate`` over a ChunkStore per partition; ``step`` as ``OnUpdate.step`` with a store in
+    place of state bytes (Step.state is None: the store holds it)."""
+
+    def __init__(self, machine: OnUpdate, rows_per_chunk: int = ROWS_PER_CHUNK):
+        self.machine = machine
+        self.size = rows_per_chunk
+        self.output_schema = machine.output_schema
+        self.spec = machine.spec
+        self.tracks_ids = bool(machine.row_key)
+        # rows either side of a change to load at first: the frame finder's own first guess
+        self.margin = _margin(machine.spec.calls)
+
+    # -- index ---------------------------------------------------------------------------------
+
+    def _read(self, store: ChunkStore) -> tuple[list[_Chunk], dict]:
+        data = store.read_index()
+        if data is None:
+            return [], dict(self.machine._load(None)[2], next_chunk=0)
+        tables, meta = decode(data, INDEX_KIND)
+        index = tables["index"].combine_chunks()
+        firsts = index.drop_columns([_CHUNK, _ROWS])
+        return [_Chunk(int(c), int(n), firsts.slice(i, 1)) for i, (c, n) in
+                enumerate(zip(index.column(_CHUNK).to_pylist(), index.column(_ROWS).to_pylist()))], meta
+
+    def _write(self, store: ChunkStore, chunks: list[_Chunk], meta: dict) -> None:
+        for c in chunks:
+            if c.dirty:
+                store.write_chunk(c.id, self.machine.encode(c.rows, c.results, {}))
+        firsts = pa.concat_tables([c.first for c in chunks]) if chunks else self.machine.empty_rows()
+        index = firsts.append_column(_CHUNK, pa.array([c.id for c in chunks], pa.int64())) \
+            .append_column(_ROWS, pa.array([c.n for c in chunks], pa.int64()))
+        store.write_index(encode({"index": index}, meta, INDEX_KIND))
+
+    def _load(self, store: ChunkStore, chunk: _Chunk) -> _Chunk:
+        if chunk.rows is None:
+            chunk.rows, chunk.results, _ = self.machine._load(store.read_chunk(chunk.id))
+        return chunk
+
+    def _firsts(self, chunks: list[_Chunk]) -> pa.Table:
+        return pa.concat_tables([c.first for c in chunks])
+
+    # -- the step ------------------------------------------------------------------------------
+
+    def step(self, store: ChunkStore, rows: pa.Table | None, watermark=None) -> Step:
+        """Apply one batch of changes to the partition in ``store``; the changelog it causes."""
+        m = self.machine
+        chunks, meta = self._read(store)
+        stored = {c.id for c in chunks}
+        ins, deletes, late, bad = m.changes(rows, meta)
+        meta["late_rows"] += late
+        ins_ids = ins.column(_ID).to_numpy()
+        held_at = np.zeros(0, dtype=np.int64)
+        changed_ids = np.concatenate([deletes, ins_ids])
+        if self.tracks_ids and len(changed_ids):
+            position = {c.id: p for p, c in enumerate(chunks)}
+            held_at = np.array([position.get(c, -1) for c in store.find_rows(changed_ids).tolist()], dtype=np.int64)
+        ins_at = np.zeros(ins.num_rows, dtype=np.int64)
+        if chunks and ins.num_rows:
+            firsts = self._firsts(chunks)
+            f_codes, i_codes = m._order_codes(firsts, ins)
+            ins, _, before = m._merge(firsts, f_codes, np.arange(len(chunks)), ins, i_codes)
+            ins_at = np.maximum(before - 1, 0)
+        outputs, recomputed, forget, place = [], 0, [], []
+        evicted = np.zeros(0, dtype=np.int64)
+        spans = self._spans(chunks, np.union1d(ins_at, held_at[held_at >= 0]) if chunks else np.zeros(0, np.int64))
+        if not chunks and ins.num_rows:
+            chunks = [_Chunk(self._new_id(meta), 0, ins.slice(0, 1), m.empty_rows(), m.results_schema.empty_table())]
+            spans = [[0, 0]]
+        done_spans: list[tuple[list[int], Applied, np.ndarray]] = []
+        while spans:
+            a, b = spans[0]
+            in_span = (ins_at >= a) & (ins_at <= b)
+            gone = changed_ids[(held_at >= a) & (held_at <= b)] if len(held_at) else np.zeros(0, np.int64)
+            try:
+                done = self._apply(store, chunks, a, b, meta, ins.filter(pa.array(in_span)), gone, None, ins_ids)
+            except NeedRows as short:
+                spans[0] = [a - (short.before and a > 0), b + (short.after and b < len(chunks) - 1)]
+                self._absorb(spans, done_spans)
+                continue
+            spans.pop(0)
+            done_spans.append(([a, b], done, changed_ids[(held_at >= a) & (held_at <= b)]))
+        # apply every span's result to the chunk list from the right, so positions stay valid
+        for (a, b), done, gone in reversed(done_spans):
+            outputs.append(done.output)
+            recomputed += done.recomputed
+            forget.append(gone)
+            place.append(self._replace(chunks, a, b, done, meta))
+        if watermark is not None and m.evicts and chunks:
+            evicted = self._evict(store, chunks, meta, watermark)
+        if self.tracks_ids:
+            self._update_ids(store, forget, place, evicted)
+        for cid in stored - {c.id for c in chunks}:
+            store.drop_chunk(cid)
+        self._write(store, chunks, meta)
+        outputs = [o for o in outputs if o.num_rows]
+        output = pa.concat_tables(outputs[::-1]) if outputs else m.output_schema.empty_table()
+        return Step(None, output, None, late,
+                    {"recomputed_rows": recomputed, "state_rows": sum(c.n for c in chunks), "bad_rows": bad,
+                     "late_rows_total": meta["late_rows"]})
+
+    def _spans(self, chunks: list[_Chunk], at: np.ndarray) -> list[list[int]]:
+        """[first, last] chunk positions to load for changes in chunks ``at``: each with enough
+        neighbours for ``margin`` rows either side, overlapping spans merged."""
+        spans: list[list[int]] = []
+        for p in at.tolist():
+            a, b = p, p
+            rows = 0
+            while a > 0 and rows < self.margin:
+                a -= 1
+                rows += chunks[a].n
+            rows = 0
+            while b < len(chunks) - 1 and rows < self.margin:
+                b += 1
+                rows += chunks[b].n
+            if spans and spans[-1][1] >= a:
+                spans[-1][1] = max(spans[-1][1], b)
+            else:
+                spans.append([a, b])
+        return spans
+
+    @staticmethod
+    def _absorb(spans: list[list[int]], done_spans: list) -> None:
+        """Merge the widened first pending span with the spans it now overlaps (done ones are redone)."""
+        a, b = spans[0]
+        while done_spans and done_spans[-1][0][1] >= a:
+            (da, _), _, _ = done_spans.pop()
+            a = min(a, da)
+        while len(spans) > 1 and spans[1][0] <= b:
+            b = max(b, spans.pop(1)[1])
+        spans[0] = [a, b]
+
+    def _apply(self, store, chunks, a, b, meta, ins, gone, watermark, elsewhere) -> Applied:
+        """``OnUpdate.apply`` over chunks a..b concatenated."""
+        span = [self._load(store, c) for c in chunks[a:b + 1]]
+        rows = pa.concat_tables([c.rows for c in span])
+        results = pa.concat_tables([c.results for c in span])
+        return self.machine.apply(rows, results, dict(meta), ins, gone, watermark,
+                                  (a > 0, b < len(chunks) - 1), elsewhere)
+
+    def _replace(self, chunks: list[_Chunk], a: int, b: int, done: Applied, meta: dict) -> tuple:
+        """Put a span's new rows back as chunks a..b: each row stays in its old chunk, an insert joins
+        the chunk of the row before it; chunks left empty go, chunks past twice the size split (new
+        ids from ``meta``). Returns (identities, chunk ids) of rows now held in another chunk."""
+        sizes = np.array([c.n for c in chunks[a:b + 1]])
+        label_of_old = np.repeat(np.arange(b - a + 1), sizes)
+        fo = done.from_old
+        label = np.zeros(len(fo), dtype=np.int64)
+        label[fo >= 0] = label_of_old[fo[fo >= 0]]
+        label = np.maximum.accumulate(label) if len(label) else label  # inserts: the chunk before them
+        ends = np.searchsorted(label, np.arange(b - a + 1), "right")
+        starts = np.concatenate([[0], ends[:-1]])
+        # chunks whose rows changed: an insert, a recomputed row, or a row gone
+        dirty = np.zeros(b - a + 1, dtype=bool)
+        dirty[label[fo < 0]] = True
+        dirty[label[done.recomputed_at]] = True
+        dirty |= (ends - starts) != sizes
+        replacement, moved_ids, moved_to = [], [], []
+        ids = done.rows.column(_ID).to_numpy()
+        for j, chunk in enumerate(chunks[a:b + 1]):
+            s, e = int(starts[j]), int(ends[j])
+            if e == s:
+                continue
+            if not dirty[j]:
+                replacement.append(chunk)
+                continue
+            pieces = max(1, -(-(e - s) // self.size)) if e - s > 2 * self.size else 1
+            cuts = np.linspace(s, e, pieces + 1).astype(np.int64)
+            for q in range(pieces):
+                lo, hi = int(cuts[q]), int(cuts[q + 1])
+                cid = chunk.id if q == 0 else self._new_id(meta)
+                part = done.rows.slice(lo, hi - lo)
+                replacement.append(_Chunk(cid, hi - lo, part.slice(0, 1), part, done.results.slice(lo, hi - lo), True))
+                # rows now in this chunk that were not before: inserts, and split-off rows
+                new_here = (fo[lo:hi] < 0) | (q > 0)
+                moved_ids.append(ids[lo:hi][new_here])
+                moved_to.append(np.full(int(new_here.sum()), cid, dtype=np.int64))
+        chunks[a:b + 1] = replacement
+        return np.concatenate(moved_ids or [np.zeros(0, np.int64)]), np.concatenate(moved_to or [np.zeros(0, np.int64)])
+
+    def _evict(self, store: ChunkStore, chunks: list[_Chunk], meta: dict, watermark) -> np.ndarray:
+        """Evict behind the watermark: ``OnUpdate.apply`` with no changes over the chunks around the
+        first row at or above it; every chunk before them goes unread. Returns the identities
+        evicted when they are tracked (the dropped chunks are read for them)."""
+        m = self.machine
+        firsts = self._firsts(chunks)
+        keys = key_numbers(Values(evaluate_expr(m.order_by[0].expr, firsts)))
+        j = int(np.searchsorted(keys, watermark, "left"))  # chunks starting below the watermark
+        if j == 0:
+            return np.zeros(0, dtype=np.int64)  # the partition's first row is live: nothing goes
+        spans = self._spans(chunks, np.array([j - 1]))
+        a, b = spans[0][0], min(max(spans[0][1], j), len(chunks) - 1)
+        none = m.empty_rows()
+        while True:
+            try:
+                done = self._apply(store, chunks, a, b, meta, none, np.zeros(0, np.int64), watermark, None)
+            except NeedRows as short:
+                a, b = a - (short.before and a > 0), b + (short.after and b < len(chunks) - 1)
+                continue
+            if done.evicted or a == 0:
+                break
+            a -= 1  # what must stay (a frame, its first peer group) starts before these chunks
+        if done.evicted == 0:
+            return np.zeros(0, dtype=np.int64)
+        gone = [np.zeros(0, dtype=np.int64)]
+        if self.tracks_ids:  # the dropped chunks are read once, for the identities to forget
+            gone += [self._load(store, c).rows.column(_ID).to_numpy() for c in chunks[:a]]
+            gone.append(pa.concat_tables([c.rows for c in chunks[a:b + 1]]).column(_ID).to_numpy()[:done.evicted])
+        meta.update({k: v for k, v in done.meta.items() if k != "next_chunk"})
+        meta["evicted_rows"] += sum(c.n for c in chunks[:a])
+        del chunks[:a]
+        self._replace(chunks, 0, b - a, done, meta)
+        return np.concatenate(gone)
+
+    @staticmethod
+    def _update_ids(store: ChunkStore, forget: list[np.ndarray], place: list[tuple], evicted: np.ndarray) -> None:
+        """Tell the store where identities now are: rows deleted or evicted are forgotten, rows
+        inserted or moved to another chunk placed (one store call per identity)."""
+        empty = np.zeros(0, dtype=np.int64)
+        placed = np.concatenate([empty] + [p[0] for p in place])
+        into = np.concatenate([empty] + [p[1] for p in place])
+        stays = ~np.isin(placed, evicted)
+        gone = np.union1d(np.setdiff1d(np.concatenate([empty] + forget), placed), evicted)
+        if len(gone):
+            store.forget_rows(gone)
+        if stays.any():
+            store.place_rows(placed[stays], into[stays])
+
+    @staticmethod
+    def _new_id(meta: dict) -> int:
+        meta["next_chunk"] += 1
+        return meta["next_chunk"] - 1

@@ -1,0 +1,214 @@
+"""The chunked state layout of emit on update. Oracles: the whole-state machine (itself checked against
+the batch evaluator and DuckDB in test_on_update.py) fed the same batches must emit the same changelog
+batch by batch, and the view kept from the chunked changelog must equal ``overwindow.evaluate`` over
+the live rows. Tiny chunks (2-5 rows) put chunk edges inside every frame, peer group and change."""
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import overwindow
+from overwindow.errors import WindowSpecError
+from overwindow.spec import OverWindow
+from overwindow.streaming.chunked import INDEX_KIND, MemoryChunks
+from overwindow.streaming.driver import Driver
+from overwindow.streaming.state import decode
+
+SCHEMA = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("op", pa.string())])
+CALL_SETS = [
+    ("sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS s",
+     "lag(x, 2) OVER (ORDER BY t) AS l", "lead(x) OVER (ORDER BY t) AS ld"),
+    ("avg(x) OVER (ORDER BY t RANGE BETWEEN 3 PRECEDING AND 2 FOLLOWING) AS a",
+     "count(*) OVER (ORDER BY t GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE TIES) AS c",
+     "max(x) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND 4 FOLLOWING EXCLUDE GROUP) AS m"),
+    ("median(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING) AS med",
+     "first_value(x) IGNORE NULLS OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS fv",
+     "count(DISTINCT x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS cd"),
+    ("sum(x) OVER (ORDER BY t DESC ROWS BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS sd",
+     "avg(x) OVER (ORDER BY t DESC RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS ad",
+     "lead(x, 2) OVER (ORDER BY t DESC) AS ldd"),
+    ("mode(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING) AS mo",
+     "last_value(x) OVER (ORDER BY t GROUPS BETWEEN CURRENT ROW AND 2 FOLLOWING) AS lv",
+     "var_samp(x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS vs",
+     "count(*) FILTER (WHERE x > 0) OVER (ORDER BY t RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING) AS pos"),
+    # frames wider than many chunks: stretches widen chunk by chunk
+    ("sum(x) OVER (ORDER BY t RANGE BETWEEN 10 PRECEDING AND 10 FOLLOWING) AS wide",
+     "lag(x, 7) OVER (ORDER BY t) AS l7"),
+]
+
+
+def _names(calls):
+    return [c.rsplit(" AS ", 1)[1] for c in calls]
+
+
+def _rows_by_key(table: pa.Table, names) -> list:
+    """The changelog as a sorted list of (k, id, change, results), floats rounded for comparison."""
+    out = []
+    for r in table.to_pylist():
+        vals = tuple(None if r[n] is None else round(r[n], 6) if isinstance(r[n], float) else r[n] for n in names)
+        out.append((r["k"], r["id"], r["_change"], vals))
+    return sorted(out, key=repr)
+
+
+def _same_changelog(a: pa.Table, b: pa.Table, names):
+    ra, rb = _rows_by_key(a, names), _rows_by_key(b, names)
+    assert [x[:3] for x in ra] == [x[:3] for x in rb]
+    for x, y in zip(ra, rb):
+        for u, v in zip(x[3], y[3]):
+            if u is None or v is None or (isinstance(u, float) and np.isnan(u)):
+                assert (u is None or np.isnan(u)) and (v is None or np.isnan(v)), (x, y)
+            else:
+                assert u == pytest.approx(v, rel=1e-9, abs=1e-9), (x, y)
+
+
+def _random_batch(rng, live, next_id, size, t_hi=15):
+    batch = []
+    for _ in range(size):
+        choice = rng.random()
+        x = None if rng.random() < 0.15 else float(rng.integers(-20, 20))
+        if choice < 0.6 or not live:
+            row = {"k": int(rng.integers(0, 3)), "id": next_id, "t": int(rng.integers(0, t_hi)), "x": x, "op": "insert"}
+            next_id += 1
+        else:
+            old = live[list(live)[int(rng.integers(0, len(live)))]]
+            row = dict(old, op="delete") if choice < 0.8 else dict(old, t=int(rng.integers(0, t_hi)), x=x, op="update")
+        batch.append(row)
+        key = (row["k"], row["id"])
+        if row["op"] == "delete":
+            live.pop(key, None)
+        else:
+            live[key] = {c: row[c] for c in ("k", "id", "t", "x")}
+    return batch, next_id
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(CALL_SETS), n_batches=st.integers(1, 8),
+       batch_size=st.integers(1, 30), chunk=st.integers(2, 5), guess=st.booleans())
+def test_chunked_changelog_equals_whole_state_and_batch(seed, calls, n_batches, batch_size, chunk, guess):
+    rng = np.random.default_rng(seed)
+    whole = Driver(OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op"), SCHEMA, ["k"])
+    spec = OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op", stateLayout="chunked")
+    chunked = Driver(spec, SCHEMA, ["k"], rows_per_chunk=chunk)
+    if not guess:  # load no neighbours at first: every stretch grows by NeedRows alone
+        chunked.machine.margin = 0
+    live, view, next_id = {}, {}, 0
+    names = _names(calls)
+    for _ in range(n_batches):
+        batch, next_id = _random_batch(rng, live, next_id, batch_size)
+        table = pa.Table.from_pylist(batch, schema=SCHEMA)
+        got = chunked.feed(table)
+        _same_changelog(got, whole.feed(table), names)
+        for r in got.to_pylist():
+            if r["_change"] == "delete":
+                view.pop((r["k"], r["id"]), None)
+            else:
+                view[(r["k"], r["id"])] = r
+    assert set(view) == set(live)
+    assert chunked.state_rows() == len(live)
+    if live:
+        rows = pa.Table.from_pylist(list(live.values()), schema=SCHEMA.remove(SCHEMA.get_field_index("op")))
+        batch = overwindow.evaluate(rows, *spec.partitioned(("k",)))
+        want = pa.Table.from_pylist([dict(r, _change="upsert") for r in batch.to_pylist()])
+        have = pa.Table.from_pylist([view[(r["k"], r["id"])] for r in batch.to_pylist()])
+        _same_changelog(have, want, names)
+    # the identity map points every live row at the chunk that holds it
+    for key, store in chunked.states.items():
+        index = decode(store.index, INDEX_KIND)[0]["index"]
+        for cid in index.column("__ow_chunk").to_pylist():
+            ids = chunked.machine.machine._load(store.chunks[cid])[0].column("id").to_pylist()
+            assert all(store.rows[h] == cid for h in
+                       chunked.machine.machine._load(store.chunks[cid])[0].column("__ow_id").to_pylist()), ids
+        assert set(store.chunks) == set(index.column("__ow_chunk").to_pylist())
+        assert len(store.rows) == sum(index.column("__ow_rows").to_pylist())
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(CALL_SETS[:3] + CALL_SETS[4:]),
+       chunk=st.integers(2, 6), row_key=st.booleans(), guess=st.booleans())
+def test_chunked_eviction_equals_whole_state(seed, calls, chunk, row_key, guess):
+    """With a watermark, both layouts evict the same rows, drop the same late rows and emit the same."""
+    rng = np.random.default_rng(seed)
+    schema = SCHEMA.remove(SCHEMA.get_field_index("op"))
+    key = {"rowKey": "id"} if row_key else {}
+    whole = Driver(OverWindow(*calls, emit="on_update", **key), schema, ["k"], watermarked=True)
+    chunked = Driver(OverWindow(*calls, emit="on_update", stateLayout="chunked", **key), schema, ["k"],
+                     watermarked=True, rows_per_chunk=chunk)
+    if not guess:
+        chunked.machine.margin = 0
+    next_id, high = 0, 0
+    for b in range(10):
+        n = int(rng.integers(1, 25))
+        t = high + rng.integers(-8, 6, n)  # mostly forward, some late
+        rows = pa.table({"k": rng.integers(0, 2, n), "id": np.arange(next_id, next_id + n), "t": t,
+                         "x": rng.integers(-5, 5, n).astype(float)}, schema=schema)
+        next_id += n
+        watermark = high - 6 if b else None
+        _same_changelog(chunked.feed(rows, watermark), whole.feed(rows, watermark), _names(calls))
+        high = max(high, int(t.max()))
+        assert chunked.state_rows() == whole.state_rows()
+        assert chunked.late_rows == whole.late_rows
+
+
+def test_a_batch_reads_only_the_chunks_its_changes_reach():
+    """Appending to a 20,000-row partition in 64-row chunks reads a few chunks, however many are held."""
+    schema = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
+    spec = OverWindow("sum(x) OVER (ORDER BY t ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s",
+                      "lag(x) OVER (ORDER BY t) AS p", emit="on_update", rowKey="id", stateLayout="chunked")
+    driver = Driver(spec, schema, ["k"], rows_per_chunk=64)
+    n = 20_000
+    driver.feed(pa.table({"k": np.zeros(n, np.int64), "id": np.arange(n), "t": np.arange(n) * 2,
+                          "x": np.ones(n)}, schema=schema))
+    store: MemoryChunks = driver.states[(0,)]
+    assert len(store.chunks) >= n // 128
+    reads, writes = store.reads, store.writes
+    out = driver.feed(pa.table({"k": [0, 0], "id": [n, n + 1], "t": [2 * n + 1, 2 * n - 101], "x": [5.0, 3.0]},
+                               schema=schema))
+    # the new rows' chunks and the ones their 100-row frames and the rows after them reach
+    assert store.reads - reads <= 8 and store.writes - writes <= 4
+    by_id = {r["id"]: r for r in out.to_pylist()}
+    assert by_id[n]["s"] == 99 + 3.0 + 5.0 and by_id[n]["p"] == 1.0  # 99 ones, the 3.0, itself
+    assert by_id[n + 1]["s"] == 100 + 3.0  # 100 ones before it, itself
+    assert driver.state_rows() == n + 2
+
+
+def test_chunked_layout_is_refused_for_unbounded_reach():
+    for call, words in [("rank() OVER (ORDER BY t) AS r", "rank() numbers rows"),
+                        ("sum(x) OVER (ORDER BY t) AS s", "UNBOUNDED"),
+                        ("sum(x) OVER () AS s", "without ORDER BY"),
+                        ("lag(x) IGNORE NULLS OVER (ORDER BY t) AS l", "IGNORE NULLS")]:
+        with pytest.raises(WindowSpecError, match=f"stateLayout=.chunked.*{re.escape(words)}"):
+            OverWindow(call, emit="on_update", stateLayout="chunked")
+    with pytest.raises(WindowSpecError, match="emit='on_update'"):
+        OverWindow("lag(x) OVER (ORDER BY t) AS l", stateLayout="chunked")
+    with pytest.raises(WindowSpecError, match="stateLayout must be one of whole, chunked"):
+        OverWindow("lag(x) OVER (ORDER BY t) AS l", emit="on_update", stateLayout="pieces")
+
+
+def test_an_update_that_moves_a_row_far_emits_no_delete():
+    """A row moved across the partition leaves one chunk and joins another far away: one upsert for
+    it (as the whole-state layout emits), no delete, and the identity map follows it."""
+    schema = SCHEMA
+    calls = ("sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s", "lag(x) OVER (ORDER BY t) AS l")
+    n = 1_000
+    rows = pa.table({"k": np.zeros(n, np.int64), "id": np.arange(n), "t": np.arange(n) * 2, "x": np.ones(n),
+                     "op": ["insert"] * n}, schema=schema)
+    move = pa.table({"k": [0], "id": [5], "t": [2 * n - 1], "x": [7.0], "op": ["update"]}, schema=schema)
+    outs = []
+    for layout in ("whole", "chunked"):
+        driver = Driver(OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op", stateLayout=layout), schema,
+                        ["k"], rows_per_chunk=8)
+        driver.feed(rows)
+        outs.append(driver.feed(move))
+    whole, chunked = outs
+    _same_changelog(chunked, whole, _names(calls))
+    assert "delete" not in chunked.column("_change").to_pylist()
+    assert {r["id"]: r["s"] for r in chunked.to_pylist()}[5] == 1 + 1 + 7.0
+    store = driver.states[(0,)]
+    index = decode(store.index, INDEX_KIND)[0]["index"]
+    last = index.column("__ow_chunk").to_pylist()[-1]
+    held_5 = [h for h, c in store.rows.items() if c == last]
+    assert len(held_5) == index.column("__ow_rows").to_pylist()[-1]
