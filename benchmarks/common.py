@@ -129,3 +129,25 @@ def passthrough(grouped, schema, output_mode: str, bytes_per_row: int = 0):
     state = StructType([StructField("state", BinaryType(), False)])
     timeout = GroupStateTimeout.EventTimeTimeout if output_mode == "append" else GroupStateTimeout.NoTimeout
     return grouped.applyInPandasWithState(Passthrough(bytes_per_row), schema, state, output_mode, timeout)
+
+
+def tws_passthrough(grouped, schema):
+    """``grouped.transformWithStateInPandas`` with a no-op processor (yields its input, keeps one
+    byte per key in a ValueState): the floor Spark imposes on any transformWithStateInPandas query,
+    which the chunked state layout runs on. Needs the RocksDB state store (``adapter.use_rocksdb``)."""
+    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    class NoOp(StatefulProcessor):
+        def init(self, handle):
+            self.held = handle.getValueState("held", StructType([StructField("value", BinaryType())]))
+
+        def handleInputRows(self, key, rows, timerValues):
+            if not self.held.exists():
+                self.held.update((b"\x00",))
+            yield from rows
+
+        def close(self):
+            pass
+
+    return grouped.transformWithStateInPandas(NoOp(), schema, "Update", "None")

@@ -5,13 +5,17 @@ query over all the rows.
     python benchmarks/incremental.py                 # 100k / 300k / 1M rows in state
     python benchmarks/incremental.py --sizes 20000 50000 --no-write    # quick run
 
-One streaming query (Parquet file source, ``maxFilesPerTrigger=1``, so one file per micro-batch,
-sink ``format("noop")``, update mode, no watermark: the state keeps every row) reads, in order: a
-bulk file that brings the state to the first size, then ``--probes`` files of 1,000 new rows
+One streaming query per variant (Parquet file source, ``maxFilesPerTrigger=1``, so one file per
+micro-batch, sink ``format("noop")``, update mode, no watermark: the state keeps every row) reads, in
+order: a bulk file that brings the state to the first size, then ``--probes`` files of 1,000 new rows
 (later event times, all 100 keys), then a bulk file to the next size, probes again, and so on. A
 probe's cost is its micro-batch duration from the query progress (``triggerExecution``); the best of
-the probes at each size is reported, beside the same probe through a no-op ``applyInPandasWithState``
-pass-through (Spark's floor for a micro-batch here). The recompute baseline, in the same Spark session, runs the
+the probes at each size is reported. Variants: overwindow with the whole state layout
+(``applyInPandasWithState``, default state store) and with the chunked layout
+(``transformWithStateInPandas``, RocksDB with changelog checkpointing); the floors of the two Spark
+operators (no-op pass-throughs: ``applyInPandasWithState`` and ``transformWithStateInPandas`` with one
+byte of state per key); and the ``applyInPandasWithState`` pass-through with a per-key blob growing
+with the rows held (what whole-state blobs cost Spark, with no overwindow code). The recompute baseline, in the same Spark session, runs the
 same window calls as a batch query (``Window.partitionBy("k").orderBy("ts", "rid")``) over every row
 the stream has seen up to and including one probe, into the noop sink, best of ``--repeat`` runs.
 Calls: ``sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW)`` and ``lag(x)``.
@@ -38,7 +42,9 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import overwindow  # noqa: E402
-from common import passthrough, section_head, spark_session, write_section  # noqa: E402
+from common import passthrough, section_head, spark_session, tws_passthrough, write_section  # noqa: E402
+
+from overwindow.spark.adapter import use_rocksdb  # noqa: E402
 
 BEGIN, END = "<!-- incremental:begin -->", "<!-- incremental:end -->"
 SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
@@ -49,6 +55,11 @@ PROBE_ROWS = 1_000
 TARGET = 20.0
 BLOB_BYTES_PER_ROW = 100  # about what overwindow's on-update state holds per row (100 MB at 1M rows)
 T0_US = 1_704_067_200_000_000
+# the whole layout and the applyInPandasWithState floors run on Spark's default state store, the rest
+# on RocksDB (transformWithStateInPandas needs it), in this order
+VARIANTS = ("whole", "passthrough", "blob", "chunked", "tws")
+NAMES = {"whole": "whole layout", "passthrough": "applyInPandasWithState no-op", "blob": "per-key blob pass-through",
+         "chunked": "chunked layout", "tws": "transformWithStateInPandas no-op"}
 
 
 def write_files(folder: Path, sizes: list[int], probes: int, seed: int) -> list[tuple[str, int, Path]]:
@@ -75,8 +86,11 @@ def write_files(folder: Path, sizes: list[int], probes: int, seed: int) -> list[
 def stream(spark, src: Path, chk: Path, variant: str) -> list:
     """The progress of every micro-batch with data: overwindow on update, or the no-op pass-through."""
     events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(src))
-    if variant == "overwindow":
-        out = events.groupBy("k").overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid"))
+    if variant in ("whole", "chunked"):
+        out = events.groupBy("k").overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid",
+                                                                   stateLayout=variant))
+    elif variant == "tws":
+        out = tws_passthrough(events.groupBy("k"), events.schema)
     else:  # "passthrough" (one byte per key), or "blob" (a per-key blob of BLOB_BYTES_PER_ROW per row held)
         out = passthrough(events.groupBy("k"), events.schema, "update", BLOB_BYTES_PER_ROW if variant == "blob" else 0)
     query = (out.writeStream.format("noop").outputMode("update").option("checkpointLocation", str(chk))
@@ -118,22 +132,21 @@ def main(argv: list[str] | None = None) -> int:
         plan = write_files(work / "data", args.sizes, args.probes, args.seed)
         spark = spark_session("overwindow-incremental-benchmark", work / "warehouse", max_records=100_000)
         try:
-            progress = stream(spark, work / "data", work / "chk", "overwindow")
-            floor = stream(spark, work / "data", work / "chk-floor", "passthrough")
-            blob = stream(spark, work / "data", work / "chk-blob", "blob")
-            assert len(progress) == len(floor) == len(blob) == len(plan), (len(progress), len(floor), len(plan))
+            runs = {}
+            for variant in VARIANTS:  # the default state store first, then RocksDB for the rest
+                if variant == "chunked":
+                    use_rocksdb(spark)
+                runs[variant] = stream(spark, work / "data", work / f"chk-{variant}", variant)
+                assert len(runs[variant]) == len(plan), (variant, len(runs[variant]), len(plan))
             rows = []
             for size in args.sizes:
                 at = [i for i, (kind, stage, _) in enumerate(plan) if kind == "probe" and stage == size]
-                probe_s = min(progress[i].durationMs["triggerExecution"] for i in at) / 1000
-                floor_s = min(floor[i].durationMs["triggerExecution"] for i in at) / 1000
-                blob_s = min(blob[i].durationMs["triggerExecution"] for i in at) / 1000
-                state_mb = progress[at[-1]].stateOperators[0].memoryUsedBytes / 2**20
+                probe = {v: min(runs[v][i].durationMs["triggerExecution"] for i in at) / 1000 for v in VARIANTS}
+                state_mb = {v: runs[v][at[-1]].stateOperators[0].memoryUsedBytes / 2**20 for v in ("whole", "chunked")}
                 batch_s = recompute(spark, [path for _, _, path in plan[:at[0] + 1]], args.repeat)
-                rows.append((size, probe_s, floor_s, blob_s, state_mb, batch_s))
-                print(f"state {size:>9,} rows: probe {probe_s:.3f} s (pass-through {floor_s:.3f} s, blob "
-                      f"pass-through {blob_s:.3f} s, state "
-                      f"{state_mb:.0f} MB), batch query {batch_s:.3f} s, ratio {batch_s / probe_s:.1f}x", flush=True)
+                rows.append((size, probe, state_mb, batch_s))
+                print(f"state {size:>9,} rows: " + ", ".join(f"{v} {t:.3f} s" for v, t in probe.items())
+                      + f"; batch query {batch_s:.3f} s", flush=True)
         finally:
             spark.stop()
     finally:
@@ -144,29 +157,33 @@ def main(argv: list[str] | None = None) -> int:
                       command, total, "pyspark", "pandas", "numpy", "pyarrow"),
         f"- {KEYS} keys; a micro-batch of {PROBE_ROWS:,} new rows (10 per key, later event times) with the "
         f"given rows already in state; calls {', '.join(f'`{c}`' for c in CALLS)}, `rowKey=\"rid\"`, no "
-        "watermark. Probe cost: the micro-batch's `triggerExecution` time, best of "
-        f"{args.probes}; beside it the same micro-batch through the no-op pass-through "
-        "(`applyInPandasWithState` yielding its input, one byte of state per key): Spark's own floor for "
-        "a micro-batch; and the pass-through again with a per-key blob of "
-        f"{BLOB_BYTES_PER_ROW} bytes per row held, read and rewritten whole every call (what whole-state blobs "
-        "cost Spark, with no overwindow code). Recompute: the same calls as a Spark batch window query over "
-        f"all rows (state + probe) into the noop sink, best of {args.repeat}, same session. Target: incremental "
-        f"at least {TARGET:g}x cheaper, and flat as the state grows.",
+        f"watermark. Probe cost: the micro-batch's `triggerExecution` time, best of {args.probes}.",
+        "- Variants: overwindow, whole state layout (`applyInPandasWithState`, Spark's default state store); "
+        "overwindow, chunked layout (`stateLayout=\"chunked\"`: `transformWithStateInPandas`, RocksDB with "
+        "changelog checkpointing); the no-op pass-throughs of the two Spark operators (one byte of state per key): "
+        "Spark's own floor for a micro-batch of each; the `applyInPandasWithState` pass-through with a per-key "
+        f"blob of {BLOB_BYTES_PER_ROW} bytes per row held, read and rewritten whole every call (what whole-state "
+        "blobs cost Spark, with no overwindow code).",
+        "- Recompute: the same calls as a Spark batch window query over all rows (state + probe) into the noop "
+        f"sink, best of {args.repeat}, same session. Target: incremental at least {TARGET:g}x cheaper than the "
+        "recompute, and flat as the state grows. State (MB): the operator's `memoryUsedBytes`.",
         "",
-        "| rows in state | incremental micro-batch (s) | no-op pass-through (s) | pass-through with a per-key blob "
-        "(s) | overwindow state (MB) | Spark batch query over all rows (s) | ratio | target met | best possible "
-        "ratio (batch query / pass-through) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+        "| rows in state | whole layout (s) | chunked layout (s) | applyInPandasWithState no-op (s) | "
+        "transformWithStateInPandas no-op (s) | applyInPandasWithState with a per-key blob (s) | state whole / "
+        "chunked (MB) | Spark batch query over all rows (s) | ratio whole | ratio chunked | target met | "
+        "best possible ratio (batch query / no-op) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
-    for size, probe_s, floor_s, blob_s, state_mb, batch_s in rows:
-        ratio = batch_s / probe_s
-        lines.append(f"| {size:,} | {probe_s:.3f} | {floor_s:.3f} | {blob_s:.3f} | {state_mb:.0f} | {batch_s:.3f} | "
-                     f"{ratio:.1f}x | {'yes' if ratio >= TARGET else '**no**'} | {batch_s / floor_s:.1f}x |")
-    growth, blob_growth = rows[-1][1] / rows[0][1], rows[-1][3] / rows[0][3]
-    lines += ["", f"Per-batch cost from {rows[0][0]:,} to {rows[-1][0]:,} rows in state: overwindow x{growth:.2f}, "
-              f"the pass-through with a per-key blob x{blob_growth:.2f}, the one-byte pass-through "
-              f"x{rows[-1][2] / rows[0][2]:.2f}. While the state is one blob per key, its cost grows with the "
-              "state whatever the Python side does (docs/chunked-state.md).", END]
+    for size, probe, state_mb, batch_s in rows:
+        whole, chunked = batch_s / probe["whole"], batch_s / probe["chunked"]
+        lines.append(f"| {size:,} | {probe['whole']:.3f} | {probe['chunked']:.3f} | {probe['passthrough']:.3f} | "
+                     f"{probe['tws']:.3f} | {probe['blob']:.3f} | {state_mb['whole']:.0f} / {state_mb['chunked']:.0f} | "
+                     f"{batch_s:.3f} | {whole:.1f}x | {chunked:.1f}x | "
+                     f"{'yes' if max(whole, chunked) >= TARGET else '**no**'} | "
+                     f"{batch_s / min(probe['passthrough'], probe['tws']):.1f}x |")
+    growth = {v: rows[-1][1][v] / rows[0][1][v] for v in VARIANTS}
+    lines += ["", f"Per-batch cost from {rows[0][0]:,} to {rows[-1][0]:,} rows in state: "
+              + ", ".join(f"{NAMES[v]} x{g:.2f}" for v, g in growth.items()) + ".", END]
     section = "\n".join(lines)
     print(section)
     if not args.no_write:

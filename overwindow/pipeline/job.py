@@ -138,9 +138,9 @@ def start_view(spark, view: View, once: bool, quiet: bool):
     import overwindow  # noqa: F401  (registers overWindow)
 
     if view.spec.state_layout == "chunked":  # transformWithStateInPandas runs only on RocksDB
-        from overwindow.spark.adapter import ROCKSDB
+        from overwindow.spark.adapter import use_rocksdb
 
-        spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+        use_rocksdb(spark)
     df = source_frame(spark, view)
     grouped = df.groupBy(*view.partition_by) if view.partition_by else None
     out = grouped.overWindow(view.spec) if grouped is not None else df.overWindow(view.spec)

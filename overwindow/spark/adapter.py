@@ -104,6 +104,14 @@ def over_window(grouped, spec: OverWindow):
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
+def use_rocksdb(session) -> None:
+    """Queries the session starts from now on keep state in RocksDB (which the chunked layout needs),
+    committing changelogs rather than snapshots of every key's state. A checkpoint keeps the store it
+    was started with."""
+    session.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+    session.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+
+
 def _check_chunked_session(session) -> None:
     """The chunked layout runs on transformWithStateInPandas, which Spark allows only on RocksDB."""
     provider = session.conf.get("spark.sql.streaming.stateStore.providerClass", None) or ""

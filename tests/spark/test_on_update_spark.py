@@ -13,7 +13,7 @@ import pytest
 
 import overwindow
 from overwindow.errors import WindowSpecError
-from overwindow.spark.adapter import ROCKSDB
+from overwindow.spark.adapter import use_rocksdb
 
 SCHEMA = "k INT, id BIGINT, t BIGINT, x DOUBLE, op STRING"
 CALLS = ("sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",
@@ -33,11 +33,13 @@ def _write(folder, rows, n):
 @pytest.fixture
 def rocksdb(spark):
     """The RocksDB state store for one test (transformWithStateInPandas needs it)."""
-    key = "spark.sql.streaming.stateStore.providerClass"
-    before = spark.conf.get(key)
-    spark.conf.set(key, ROCKSDB)
+    keys = ["spark.sql.streaming.stateStore.providerClass",
+            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"]
+    before = [spark.conf.get(k) for k in keys]
+    use_rocksdb(spark)
     yield
-    spark.conf.set(key, before)
+    for k, v in zip(keys, before):
+        spark.conf.set(k, v)
 
 
 @pytest.mark.parametrize("layout", ["whole", "chunked"])
