@@ -35,11 +35,14 @@ def rocksdb(spark):
     """The RocksDB state store for one test (transformWithStateInPandas needs it)."""
     keys = ["spark.sql.streaming.stateStore.providerClass",
             "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"]
-    before = [spark.conf.get(k) for k in keys]
+    before = [spark.conf.get(k, None) for k in keys]
     use_rocksdb(spark)
     yield
     for k, v in zip(keys, before):
-        spark.conf.set(k, v)
+        if v is None:
+            spark.conf.unset(k)
+        else:
+            spark.conf.set(k, v)
 
 
 @pytest.mark.parametrize("layout", ["whole", "chunked"])
