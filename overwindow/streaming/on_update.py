@@ -44,9 +44,9 @@ import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
-from overwindow.logical.frame import FrameUnit
+from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.logical.functions import Kind
-from overwindow.physical.bounds import frame_bounds, key_numbers
+from overwindow.physical.bounds import frame_bounds, key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr, resolve_column
 from overwindow.physical.sorting import Layout, sort_codes
 from overwindow.physical.values import Values
@@ -422,30 +422,51 @@ class OnUpdate:
 
     def _evict(self, table: pa.Table, results: pa.Table, codes: np.ndarray, meta: dict, watermark,
                reach: "_Reach | None" = None, edges: tuple[bool, bool] = (False, False)):
-        """Drop rows (and their results) that no frame of a row at or above the watermark can reach:
-        (rows, results, meta, rows dropped from the front). Frame starts never decrease along the
-        rows, so the first row at or above the watermark decides."""
+        """Drop rows (and their results) that no later change can need: once rows are evicted, changes
+        below the watermark are late, so every change lands at or after the first row at or above it
+        (``first_live``); the rows such a change can affect start at the first row whose frame reaches
+        ``first_live`` or, for RANGE frames, the watermark's key; kept are the frames of those rows (from
+        the first, as frame starts never decrease), widened to whole peer groups. Returns (rows,
+        results, meta, rows dropped from the front)."""
         if watermark is None or not self.evicts or table.num_rows == 0:
             return table, results, meta, 0
         keys = Values(evaluate_expr(self.order_by[0].expr, table))
         knum = key_numbers(keys)
-        valid = keys.valid
         n = table.num_rows
-        # rows at or above the watermark (NULL keys sort first ascending and stay with them)
-        live = np.flatnonzero(valid & (knum >= watermark))
-        first_live = int(live[0]) if len(live) else n
+        first_live = int(np.searchsorted(knum, watermark, "left"))  # ascending, no NULLs (refused as bad)
         at = min(first_live, n - 1)
-        if reach is None or not reach.holds(np.array([at])):
-            reach = self._frames(table, codes, np.array([at]), edges)
-        keep_from = min(first_live, reach.span(at, at + 1)[0])
+        # by key: rows whose RANGE frame reaches up to a change at the watermark
+        by_key = [int(np.searchsorted(knum, t, "left")) for t in self._range_reach(watermark, keys.kind)]
+        around = np.unique([at] + [min(p, n - 1) for p in by_key])
+        if reach is None or not reach.holds(around):
+            reach = self._frames(table, codes, around, edges)
+        first = min([int(reach.affected(np.array([at]))[0][0]), at] + by_key)
+        keep_from = min(first_live, reach.span(first, first + 1)[0]) if first < n else first_live
         if keep_from <= 0:
             return table, results, meta, 0
         meta = dict(meta, evicted_rows=meta["evicted_rows"] + keep_from,
                     evicted_groups=meta["evicted_groups"] + int(reach.groups[keep_from - 1]) + 1)
-        # later changes below the first kept key are late: their frames are gone
-        horizon = knum[keep_from] if keep_from < n else watermark
-        meta["horizon"] = max(int(horizon) if keys.kind != "float" else float(horizon), meta["horizon"] or horizon)
+        # later changes below the watermark are late: the frames they would need are gone
+        horizon = int(watermark) if keys.kind != "float" else float(watermark)
+        meta["horizon"] = max(horizon, meta["horizon"] if meta["horizon"] is not None else horizon)
         return table.slice(keep_from).combine_chunks(), results.slice(keep_from).combine_chunks(), meta, keep_from
+
+    def _range_reach(self, watermark, kind: str) -> list:
+        """Per RANGE call, the smallest key whose frame reaches a row at the ``watermark`` key (the
+        watermark minus the frame's end offset; minus infinity for UNBOUNDED FOLLOWING)."""
+        out = []
+        w = np.array([watermark], dtype=np.float64 if kind == "float" else np.int64)
+        for call in self.spec.calls:
+            if call.info.kind is Kind.OFFSET or call.frame.unit is not FrameUnit.RANGE or not call.order_by:
+                continue
+            end = call.frame.end
+            if end.kind is BoundKind.UNBOUNDED_FOLLOWING:
+                out.append(-np.inf)
+            elif end.has_offset:
+                out.append(shift_key(w, kind, end.offset, -1 if end.kind is BoundKind.FOLLOWING else 1)[0])
+            else:
+                out.append(w[0])
+        return out
 
 
 # -- helpers ---------------------------------------------------------------------------------------
