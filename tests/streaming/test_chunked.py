@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
+from cdc_support import random_cdc_batch
 from hypothesis import strategies as st
 
 import overwindow
@@ -65,26 +66,6 @@ def _same_changelog(a: pa.Table, b: pa.Table, names):
                 assert u == pytest.approx(v, rel=1e-9, abs=1e-9), (x, y)
 
 
-def _random_batch(rng, live, next_id, size, t_hi=15):
-    batch = []
-    for _ in range(size):
-        choice = rng.random()
-        x = None if rng.random() < 0.15 else float(rng.integers(-20, 20))
-        if choice < 0.6 or not live:
-            row = {"k": int(rng.integers(0, 3)), "id": next_id, "t": int(rng.integers(0, t_hi)), "x": x, "op": "insert"}
-            next_id += 1
-        else:
-            old = live[list(live)[int(rng.integers(0, len(live)))]]
-            row = dict(old, op="delete") if choice < 0.8 else dict(old, t=int(rng.integers(0, t_hi)), x=x, op="update")
-        batch.append(row)
-        key = (row["k"], row["id"])
-        if row["op"] == "delete":
-            live.pop(key, None)
-        else:
-            live[key] = {c: row[c] for c in ("k", "id", "t", "x")}
-    return batch, next_id
-
-
 @settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(CALL_SETS), n_batches=st.integers(1, 8),
        batch_size=st.integers(1, 30), chunk=st.integers(2, 5), guess=st.booleans())
@@ -98,7 +79,7 @@ def test_chunked_changelog_equals_whole_state_and_batch(seed, calls, n_batches, 
     live, view, next_id = {}, {}, 0
     names = _names(calls)
     for _ in range(n_batches):
-        batch, next_id = _random_batch(rng, live, next_id, batch_size)
+        batch, next_id = random_cdc_batch(rng, live, next_id, batch_size)
         table = pa.Table.from_pylist(batch, schema=SCHEMA)
         got = chunked.feed(table)
         _same_changelog(got, whole.feed(table), names)

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
+from cdc_support import random_cdc_batch
 from hypothesis import strategies as st
 
 import overwindow
@@ -123,25 +124,7 @@ def test_changelog_view_equals_batch_after_every_batch(seed, calls, n_batches, b
     driver = Driver(spec, SCHEMA, ["k"])
     live, view, next_id = {}, {}, 0
     for _ in range(n_batches):
-        batch = []
-        for _ in range(batch_size):
-            choice = rng.random()
-            x = None if rng.random() < 0.15 else float(rng.integers(-20, 20))
-            if choice < 0.6 or not live:
-                row = {"k": int(rng.integers(0, 3)), "id": next_id, "t": int(rng.integers(0, 15)), "x": x, "op": "insert"}
-                next_id += 1
-            else:
-                old = live[list(live)[int(rng.integers(0, len(live)))]]
-                if choice < 0.8:
-                    row = dict(old, op="delete")
-                else:  # an update may move the row in time (its key stays)
-                    row = dict(old, t=int(rng.integers(0, 15)), x=x, op="update")
-            batch.append(row)
-            key = (row["k"], row["id"])
-            if row["op"] == "delete":
-                live.pop(key, None)
-            else:
-                live[key] = {c: row[c] for c in ("k", "id", "t", "x")}
+        batch, next_id = random_cdc_batch(rng, live, next_id, batch_size)
         out = driver.feed(pa.Table.from_pylist(batch, schema=SCHEMA))
         for r in out.to_pylist():
             if r["_change"] == "delete":
