@@ -223,7 +223,9 @@ def _as_micros(key: Values) -> np.ndarray:
     if key.kind == "date":
         return v * 86_400_000_000
     unit = key.type.unit
-    return v * {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": 1}[unit] // (1000 if unit == "ns" else 1)
+    if unit == "us":
+        return v
+    return v * {"s": 1_000_000, "ms": 1_000, "ns": 1}[unit] // (1000 if unit == "ns" else 1)
 
 
 def _as_micros_uniques(key: Values) -> np.ndarray:

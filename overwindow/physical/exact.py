@@ -195,40 +195,55 @@ class LimbPrefix:
         magnitudes, the top three limbs from the highest nonzero one (65 to 96 bits, which a
         double-double holds exactly), and round to odd: if any lower limb is nonzero, set the lowest
         kept bit. Rounding that to 53 bits gives the correctly rounded sum (round to odd at 2 or
-        more extra bits, Boldo and Melquiond)."""
+        more extra bits, Boldo and Melquiond).
+
+        Usually (a column spanning at most 96 bits, far from DBL_MAX) every nonzero limb lies in the
+        three highest nonzero rows; those rows are then every column's kept limbs, with no sticky
+        bit, and the per-column selection is skipped: a column whose own top is lower starts with
+        exact zeros, which leave the double-double as it was (two_sum(0, a) is (a, 0), and adding
+        0 to a two_sum result changes nothing), so the result is the same bit for bit."""
         neg = d[-1] < 0
         if neg.any():
             d[:, neg] = -d[:, neg]
             _normalise(d)
-        # highest and lowest nonzero limb per column (all-zero columns: 0 and past the top)
-        top = np.zeros(d.shape[1], dtype=np.int64)
-        low = np.full(d.shape[1], d.shape[0], dtype=np.int64)
         used = [j for j in range(d.shape[0]) if d[j].any()]  # the carry row is usually empty
-        for j in used:
-            top[d[j] != 0] = j
-        for j in reversed(used):
-            low[d[j] != 0] = j
-        col = np.arange(d.shape[1])
-        third = d[np.maximum(top - 2, 0), col] * (top >= 2)
-        third |= low < top - 2  # the sticky bit: a nonzero limb below the three kept
         exps = W * np.arange(d.shape[0]) + self.base
         # Near DBL_MAX the top limb's term alone can overflow, and the double-double then makes
         # inf - inf = NaN. Such columns are rounded scaled by 2**-128 (exact: far from underflow)
         # and scaled back at the end, which overflows to inf exactly when IEEE rounding of the
         # exact sum does: rounding to 53 bits is the same at either scale.
-        down = np.where(exps[top] + W > 1000, 128, 0) if exps[-1] + W > 1000 else None
+        near_max = exps[-1] + W > 1000
         # a multiply by 2**exp where every 2**exp is a double; else ldexp (over- and underflow)
-        scale = np.ldexp(1.0, exps) if down is None and bool((np.abs(exps) <= 1022).all()) else None
+        scale = np.ldexp(1.0, exps) if not near_max and bool((np.abs(exps) <= 1022).all()) else None
+        if scale is not None and (not used or used[0] >= used[-1] - 2):
+            down = None
+            h = used[-1] if used else 0
+            zero = np.zeros(d.shape[1])
+            first, second, third = (d[j].astype(np.float64) * scale[j] if j >= 0 else zero for j in (h, h - 1, h - 2))
+        else:
+            # highest and lowest nonzero limb per column (all-zero columns: 0 and past the top)
+            top = np.zeros(d.shape[1], dtype=np.int64)
+            low = np.full(d.shape[1], d.shape[0], dtype=np.int64)
+            for j in used:
+                top[d[j] != 0] = j
+            for j in reversed(used):
+                low[d[j] != 0] = j
+            col = np.arange(d.shape[1])
+            limb3 = d[np.maximum(top - 2, 0), col] * (top >= 2)
+            limb3 |= low < top - 2  # the sticky bit: a nonzero limb below the three kept
+            down = np.where(exps[top] + W > 1000, 128, 0) if near_max else None
 
-        def term(limb, j):
-            v = limb.astype(np.float64)
-            if scale is not None:
-                return v * scale[j]
-            return np.ldexp(v, exps[j] if down is None else exps[j] - down)
+            def term(limb, j):
+                v = limb.astype(np.float64)
+                if scale is not None:
+                    return v * scale[j]
+                return np.ldexp(v, exps[j] if down is None else exps[j] - down)
 
-        second = d[np.maximum(top - 1, 0), col] * (top >= 1)
-        hi, lo = two_sum(term(d[top, col], top), term(second, np.maximum(top - 1, 0)))
-        hi, lo = dd_add_d(hi, lo, term(third, np.maximum(top - 2, 0)))
+            limb2 = d[np.maximum(top - 1, 0), col] * (top >= 1)
+            first, second = term(d[top, col], top), term(limb2, np.maximum(top - 1, 0))
+            third = term(limb3, np.maximum(top - 2, 0))
+        hi, lo = two_sum(first, second)
+        hi, lo = dd_add_d(hi, lo, third)
         total = hi + lo
         if down is not None:
             with np.errstate(over="ignore"):

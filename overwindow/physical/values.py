@@ -63,19 +63,21 @@ class Values:
     def numbers(self) -> np.ndarray:
         a = self.array
         if self.kind == "float":
-            a = a.cast(pa.float64())
+            target = pa.float64()
         elif self.kind == "bool":
-            a = a.cast(pa.int64())
+            target = pa.int64()
         elif self.kind == "date":
-            a = a.cast(pa.int32()).cast(pa.int64())
+            a, target = a.cast(pa.int32()), pa.int64()
         elif self.kind in ("timestamp", "int"):
-            a = a.cast(pa.int64(), safe=False) if self.kind == "timestamp" else a
-            if pa.types.is_unsigned_integer(a.type) and a.type.bit_width == 64:
-                a = a.cast(pa.float64())
-            else:
-                a = a.cast(pa.int64())
+            # a timestamp's storage is its int64 count of units: a view, not a cast (a cast, even to
+            # the type an array already has, costs microseconds: streaming steps do this per key)
+            a = a.view(pa.int64()) if self.kind == "timestamp" else a
+            unsigned64 = pa.types.is_unsigned_integer(a.type) and a.type.bit_width == 64
+            target = pa.float64() if unsigned64 else pa.int64()
         else:
             raise TypeError(f"column of type {self.type} has no numeric view")
+        if a.type != target:
+            a = a.cast(target)
         return np.asarray((a.fill_null(0) if a.null_count else a).to_numpy(zero_copy_only=False))
 
     @cached_property

@@ -117,7 +117,7 @@ class WindowClose:
             if meta["released_upto"] is not None:
                 ok &= new_k > meta["released_upto"]
             late = int((~ok).sum())
-            pending = pa.concat_tables([pending, rows.filter(pa.array(ok))])
+            pending = pa.concat_tables([pending, rows.filter(pa.array(ok)) if late else rows])
             pend_k = np.concatenate([pend_k, new_k[ok]])
         meta["late_rows"] += late
         if watermark is not None and (meta["released_upto"] is None or watermark > meta["released_upto"]):
@@ -136,14 +136,21 @@ class WindowClose:
         if pending.num_rows == 0:
             return released, pending, rel_k, pend_k
         ready = pend_k <= watermark
-        if not ready.any():
+        now = np.flatnonzero(ready)  # positions in pending, put in order below, then taken once
+        if not len(now):
             return released, pending, rel_k, pend_k
-        now, now_k = pending.filter(pa.array(ready)), pend_k[ready]
-        if len(now_k) > 1 and not (now_k[1:] > now_k[:-1]).all():  # not already strictly in order
-            order = pc.sort_indices(now, sort_keys=self.sort_keys).to_numpy()
-            now, now_k = now.take(pa.array(order)), now_k[order]
-        released = pa.concat_tables([released, now]).combine_chunks()
-        return released, pending.filter(pa.array(~ready)), np.concatenate([rel_k, now_k]), pend_k[~ready]
+        now_k = pend_k[now]
+        if not _increasing(now_k):
+            # the keys alone decide the order when they are distinct (key_numbers keeps the
+            # ORDER BY order, so keys strictly increasing after the sort are distinct values);
+            # ties (or NaN) go to the full sort by (ORDER BY key, row identity)
+            order = np.argsort(now_k, kind="stable")
+            if not _increasing(now_k[order]):
+                order = pc.sort_indices(pending.take(now), sort_keys=self.sort_keys).to_numpy()
+            now, now_k = now[order], now_k[order]
+        released = pa.concat_tables([released, pending.take(now)]).combine_chunks()
+        rest = np.flatnonzero(~ready)
+        return released, pending.take(rest), np.concatenate([rel_k, now_k]), pend_k[rest]
 
     def _emit(self, released: pa.Table, keys: np.ndarray, meta: dict) -> tuple[pa.Table, int]:
         start = meta["emitted"]
@@ -262,6 +269,11 @@ class WindowClose:
                         and end.kind is BoundKind.FOLLOWING:
                     times.append(shift_key(key, self.key_kind, end.offset, +1)[0])
         return min(times).item() if times else None
+
+
+def _increasing(keys: np.ndarray) -> bool:
+    """Whether ``keys`` strictly increase (False with a NaN)."""
+    return len(keys) < 2 or bool((keys[1:] > keys[:-1]).all())
 
 
 def _first_false(ok: np.ndarray, start: int) -> int:

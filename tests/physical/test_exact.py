@@ -86,6 +86,40 @@ def test_float_frame_sums_are_correctly_rounded(data):
         assert abs(dd_exact(hi[q], lo[q]) - want) <= abs(want) * Fraction(1, 2**100)
 
 
+@settings(max_examples=300, **SETTINGS)
+@given(st.data())
+def test_frame_sums_within_three_limbs_are_correctly_rounded(data):
+    """A column whose bits span under ~96 (the usual case: ``_rounded`` then reads every frame's
+    limbs from the three highest nonzero rows instead of each frame's own top) or a little more
+    (some sums carry into a fourth limb: the per-frame selection), with frames that cancel down to
+    sums far below the others' (leading zero limbs). Oracle: exact rationals, rounded by Python."""
+    top = data.draw(st.integers(-900, 900))
+    width = data.draw(st.integers(0, 50))
+    value = st.builds(lambda m, e: math.ldexp(m, e), st.integers(-(2**53) + 1, 2**53 - 1), st.integers(top - width, top))
+    xs = data.draw(st.lists(value, min_size=1, max_size=40))
+    xs += [-v for v in data.draw(st.lists(st.sampled_from(xs), max_size=10))]  # frames that cancel
+    parts = data.draw(frames(len(xs)))
+    got = LimbPrefix.of_floats(np.array(xs, dtype=np.float64)).frame_sum(parts)
+    for q in range(len(got)):
+        vals = frame_values(xs, parts, q)
+        assert got[q] == ieee_double(exact(vals)), (vals, got[q])
+
+
+@pytest.mark.parametrize("xs", [
+    [1.0, 2.0**-60, 3.0, -3.0],  # limbs in three rows; one frame cancels to the lowest limb alone
+    [2.0**70, 1.0, 2.0**-40, -(2.0**70)],  # limbs in four rows: the per-frame selection and sticky bit
+    [0.1, 0.1, 0.1, -8.323524475844733e-235],
+])
+def test_every_prefix_and_suffix_sum_is_correctly_rounded(xs):
+    n = len(xs)
+    ends = [(np.zeros(n + 1, dtype=np.int64), np.arange(n + 1)), (np.arange(n + 1), np.full(n + 1, n))]
+    p = LimbPrefix.of_floats(np.array(xs))
+    for s, e in ends:
+        got = p.frame_sum([(s, e)])
+        for q in range(n + 1):
+            assert got[q] == ieee_double(exact(xs[s[q]:e[q]])), (q, xs[s[q]:e[q]])
+
+
 @settings(max_examples=60, **SETTINGS)
 @given(seed=st.integers(0, 2**32 - 1), scale=st.integers(-800, 800), spread=st.integers(0, 100),
        width=st.integers(1, 150))
