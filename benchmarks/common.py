@@ -105,11 +105,13 @@ def spark_session(app: str, warehouse: Path, max_records: int = 10_000, driver_m
 
 class Passthrough:
     """The no-op stateful function: yields its input chunks unchanged and stores one binary value
-    per key: one byte, or (``bytes_per_row``) a blob that grows by that many bytes per row seen, read
-    and rewritten whole every call, as a per-key state of all rows would be."""
+    per key, read and rewritten whole every call: one byte; or (``bytes_per_row``) a blob that grows
+    by that many bytes per row seen, as a per-key state of all rows would; or, with ``window`` rows
+    too, a blob of ``bytes_per_row`` x (the call's rows + ``window``), as a state holding the rows
+    not yet released plus a frame's history would."""
 
-    def __init__(self, bytes_per_row: int = 0):
-        self.bytes_per_row = bytes_per_row
+    def __init__(self, bytes_per_row: int = 0, window: int | None = None):
+        self.bytes_per_row, self.window = bytes_per_row, window
 
     def __call__(self, key, pdfs, state):
         held = state.get[0] if state.exists else b"\x00"
@@ -117,10 +119,13 @@ class Passthrough:
         for pdf in pdfs:
             rows += len(pdf)
             yield pdf
-        state.update((held + bytes(rows * self.bytes_per_row),))
+        if self.window is not None:
+            state.update((bytes((rows + self.window) * self.bytes_per_row),))
+        else:
+            state.update((held + bytes(rows * self.bytes_per_row),))
 
 
-def passthrough(grouped, schema, output_mode: str, bytes_per_row: int = 0):
+def passthrough(grouped, schema, output_mode: str, bytes_per_row: int = 0, window: int | None = None):
     """``grouped.applyInPandasWithState`` with the no-op function: the floor Spark imposes on any
     applyInPandasWithState query (event-time timeouts in append mode, none in update mode)."""
     from pyspark.sql.streaming.state import GroupStateTimeout
@@ -128,7 +133,7 @@ def passthrough(grouped, schema, output_mode: str, bytes_per_row: int = 0):
 
     state = StructType([StructField("state", BinaryType(), False)])
     timeout = GroupStateTimeout.EventTimeTimeout if output_mode == "append" else GroupStateTimeout.NoTimeout
-    return grouped.applyInPandasWithState(Passthrough(bytes_per_row), schema, state, output_mode, timeout)
+    return grouped.applyInPandasWithState(Passthrough(bytes_per_row, window), schema, state, output_mode, timeout)
 
 
 def tws_passthrough(grouped, schema):

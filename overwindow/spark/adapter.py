@@ -270,9 +270,11 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     """The rows to hand back to Spark; most calls emit nothing, which needs no conversion."""
     if table.num_rows == 0:
         return pd.DataFrame({name: [] for name in table.column_names})
-    # column by column: Table.to_pandas spends most of its time on metadata for small tables
-    return pd.DataFrame({name: col.to_pandas() if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type)
-                         else col.to_numpy() for name, col in zip(table.column_names, table.columns)})
+    # column by column, as numpy arrays (naive timestamps too: datetime64 of their unit), without a
+    # copy: Table.to_pandas, pandas Series and DataFrame's copying of a dict cost more than the
+    # conversion itself for the small tables one key emits per call
+    return pd.DataFrame({name: col.to_pandas() if pa.types.is_date(col.type) or getattr(col.type, "tz", None)
+                         else col.to_numpy() for name, col in zip(table.column_names, table.columns)}, copy=False)
 
 
 def register() -> None:
