@@ -126,7 +126,6 @@ def sql_order(p, o):
 def brute_frames(p, o, unit, start, end, exclude):
     """Per input row, the set of input rows in its frame. Bounds are ('UP'|'UF'|'CR'|('P', n)|('F', n))."""
     order = sql_order(p, o)
-    pos = {r: i for i, r in enumerate(order)}
     out = {}
     for r in order:
         P = [q for q in order if p[q] == p[r]]  # the partition, in sort order

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from overwindow import (Bound, Exclude, Expr, Frame, FrameUnit, Interval, SortKey, WindowCall, WindowExpression,
                         WindowSpecError, parse_window)
-from overwindow.logical.frame import BoundKind
 from overwindow.logical.functions import BUILTINS, Kind
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
