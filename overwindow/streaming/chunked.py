@@ -48,7 +48,7 @@ import pyarrow as pa
 from overwindow.evaluate import evaluate_expr
 from overwindow.physical.bounds import key_numbers
 from overwindow.physical.values import Values
-from overwindow.streaming.on_update import _ID, Applied, NeedRows, OnUpdate, Step, _margin
+from overwindow.streaming.on_update import _ID, Applied, NeedRows, OnUpdate, Step
 from overwindow.streaming.state import decode, encode
 
 INDEX_KIND = "on_update_index"
@@ -133,14 +133,14 @@ class ChunkedOnUpdate:
         self.spec = machine.spec
         self.tracks_ids = bool(machine.row_key)
         # rows either side of a change to load at first: the frame finder's own first guess
-        self.margin = _margin(machine.spec.calls)
+        self.margin = machine.margin
 
     # -- index ---------------------------------------------------------------------------------
 
     def _read(self, store: ChunkStore) -> tuple[list[_Chunk], dict]:
         data = store.read_index()
         if data is None:
-            return [], dict(self.machine._load(None)[2], next_chunk=0)
+            return [], dict(self.machine.load(None)[2], next_chunk=0)
         tables, meta = decode(data, INDEX_KIND)
         index = tables["index"].combine_chunks()
         firsts = index.drop_columns([_CHUNK, _ROWS])
@@ -158,7 +158,7 @@ class ChunkedOnUpdate:
 
     def _load(self, store: ChunkStore, chunk: _Chunk) -> _Chunk:
         if chunk.rows is None:
-            chunk.rows, chunk.results, _ = self.machine._load(store.read_chunk(chunk.id))
+            chunk.rows, chunk.results, _ = self.machine.load(store.read_chunk(chunk.id))
         return chunk
 
     def _firsts(self, chunks: list[_Chunk]) -> pa.Table:
@@ -182,8 +182,8 @@ class ChunkedOnUpdate:
         ins_at = np.zeros(ins.num_rows, dtype=np.int64)
         if chunks and ins.num_rows:
             firsts = self._firsts(chunks)
-            f_codes, i_codes = m._order_codes(firsts, ins)
-            ins, _, before = m._merge(firsts, f_codes, np.arange(len(chunks)), ins, i_codes)
+            f_codes, i_codes = m.order_codes(firsts, ins)
+            ins, _, before = m.merge(firsts, f_codes, np.arange(len(chunks)), ins, i_codes)
             ins_at = np.maximum(before - 1, 0)
         outputs, recomputed, forget, place = [], 0, [], []
         evicted = np.zeros(0, dtype=np.int64)
@@ -195,6 +195,7 @@ class ChunkedOnUpdate:
         while spans:
             a, b = spans[0]
             in_span = (ins_at >= a) & (ins_at <= b)
+            # rows held here that the batch deletes or replaces (with a row key; else found by position)
             gone = changed_ids[(held_at >= a) & (held_at <= b)] if len(held_at) else np.zeros(0, np.int64)
             try:
                 done = self._apply(store, chunks, a, b, meta, ins.filter(pa.array(in_span)), gone, None, ins_ids)
@@ -203,7 +204,7 @@ class ChunkedOnUpdate:
                 self._absorb(spans, done_spans)
                 continue
             spans.pop(0)
-            done_spans.append(([a, b], done, changed_ids[(held_at >= a) & (held_at <= b)]))
+            done_spans.append(([a, b], done, gone))
         # apply every span's result to the chunk list from the right, so positions stay valid
         for (a, b), done, gone in reversed(done_spans):
             outputs.append(done.output)

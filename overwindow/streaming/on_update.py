@@ -142,7 +142,7 @@ class OnUpdate:
             h = h ^ (_ordinals(h).astype(np.uint64) * _GOLDEN)
         return h.view(np.int64)
 
-    def _order_codes(self, *tables: pa.Table) -> list[np.ndarray]:
+    def order_codes(self, *tables: pa.Table) -> list[np.ndarray]:
         """Per table, one int64 per row that orders as the calls' ORDER BY and is equal exactly
         between peers; computed over the tables together, so codes of different tables compare.
         O(rows) for integer and time keys, a sort of the distinct values otherwise."""
@@ -161,7 +161,7 @@ class OnUpdate:
         ties = [sort_codes(Values(table.column(c)), False, True)[0] for c in (self.row_key or self.schema.names)]
         return np.lexsort([table.column(_ID).to_numpy()] + ties[::-1] + [codes])
 
-    def _merge(self, old: pa.Table, old_codes: np.ndarray, kept: np.ndarray, ins: pa.Table, ins_codes: np.ndarray):
+    def merge(self, old: pa.Table, old_codes: np.ndarray, kept: np.ndarray, ins: pa.Table, ins_codes: np.ndarray):
         """Inserts sorted, and for each the number of kept old rows (``old`` at positions ``kept``,
         in order) sorting before it. Binary searches on the ORDER BY codes; only rows tied with an
         insert on ORDER BY are compared further. O(m log n + ties) for m inserts."""
@@ -187,7 +187,7 @@ class OnUpdate:
 
     # -- state ---------------------------------------------------------------------------------
 
-    def _load(self, state):
+    def load(self, state):
         """(rows, their stored results, meta) of a partition's state (or of one chunk of it)."""
         if state is None:
             return self.empty_rows(), self.results_schema.empty_table(), \
@@ -214,7 +214,7 @@ class OnUpdate:
     def step(self, state: bytes | None, rows: pa.Table | None, watermark=None) -> Step:
         """Apply one batch of changes to a partition's state (None: empty); the changelog it causes.
         Kernel work O(changes x frame reach), bookkeeping O(partition) vectorised (module docstring)."""
-        old, old_res, meta = self._load(state)
+        old, old_res, meta = self.load(state)
         ins, deletes, late, bad = self.changes(rows, meta)
         meta["late_rows"] += late
         done = self.apply(old, old_res, meta, ins, deletes, watermark)
@@ -237,13 +237,13 @@ class OnUpdate:
         # the one pass over every held identity: which rows this batch deletes or replaces
         gone = _member(old_ids, np.concatenate([deletes, ins_ids]))
         pos_old = np.flatnonzero(gone)
-        old_codes, ins_codes = self._order_codes(old, ins)
+        old_codes, ins_codes = self.order_codes(old, ins)
         kept = np.flatnonzero(~gone)
         new, new_res, new_codes = old, old_res, old_codes
         from_old = np.arange(old.num_rows)  # each new row's old position, -1 for an insert
         pos_new = before = np.zeros(0, dtype=np.int64)
         if len(pos_old) or ins.num_rows:
-            ins, ins_codes, before = self._merge(old, old_codes, kept, ins, ins_codes)
+            ins, ins_codes, before = self.merge(old, old_codes, kept, ins, ins_codes)
             src, pos_new = _interleave(len(kept), before)
             from_old = np.append(kept, -1)[np.minimum(src, len(kept))]
             take = np.where(from_old >= 0, from_old, old.num_rows + src - len(kept))
