@@ -15,9 +15,10 @@ the probes at each size is reported. Variants: overwindow with the whole state l
 (``transformWithStateInPandas``, RocksDB with changelog checkpointing); the floors of the two Spark
 operators (no-op pass-throughs: ``applyInPandasWithState`` and ``transformWithStateInPandas`` with one
 byte of state per key); and the ``applyInPandasWithState`` pass-through with a per-key blob growing
-with the rows held (what whole-state blobs cost Spark, with no overwindow code). The recompute baseline, in the same Spark session, runs the
-same window calls as a batch query (``Window.partitionBy("k").orderBy("ts", "rid")``) over every row
-the stream has seen up to and including one probe, into the noop sink, best of ``--repeat`` runs.
+with the rows held (what whole-state blobs cost Spark, with no overwindow code). The recompute
+baseline, in the same Spark session, runs the same window calls as a batch query
+(``Window.partitionBy("k").orderBy("ts", "rid")``) over every row the stream has seen up to and
+including one probe, into the noop sink, best of ``--repeat`` runs.
 Calls: ``sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW)`` and ``lag(x)``.
 
 The script rewrites the section of BENCHMARKS.md between ``<!-- incremental:begin -->`` and
@@ -84,7 +85,7 @@ def write_files(folder: Path, sizes: list[int], probes: int, seed: int) -> list[
 
 
 def stream(spark, src: Path, chk: Path, variant: str) -> list:
-    """The progress of every micro-batch with data: overwindow on update, or the no-op pass-through."""
+    """The progress of every micro-batch with data of one variant (``VARIANTS``)."""
     events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(src))
     if variant in ("whole", "chunked"):
         out = events.groupBy("k").overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid",

@@ -130,7 +130,6 @@ class ChunkedOnUpdate:
         self.machine = machine
         self.size = rows_per_chunk
         self.output_schema = machine.output_schema
-        self.spec = machine.spec
         self.tracks_ids = bool(machine.row_key)
         # rows either side of a change to load at first: the frame finder's own first guess
         self.margin = machine.margin
@@ -155,6 +154,10 @@ class ChunkedOnUpdate:
         index = firsts.append_column(_CHUNK, pa.array([c.id for c in chunks], pa.int64())) \
             .append_column(_ROWS, pa.array([c.n for c in chunks], pa.int64()))
         store.write_index(encode({"index": index}, meta, INDEX_KIND))
+
+    def held_rows(self, store: ChunkStore) -> int:
+        """Rows the partition in ``store`` holds (from its index alone)."""
+        return sum(c.n for c in self._read(store)[0])
 
     def _load(self, store: ChunkStore, chunk: _Chunk) -> _Chunk:
         if chunk.rows is None:
@@ -200,7 +203,7 @@ class ChunkedOnUpdate:
             try:
                 done = self._apply(store, chunks, a, b, meta, ins.filter(pa.array(in_span)), gone, None, ins_ids)
             except NeedRows as short:
-                spans[0] = [a - (short.before and a > 0), b + (short.after and b < len(chunks) - 1)]
+                spans[0] = _widened(a, b, short, len(chunks))
                 self._absorb(spans, done_spans)
                 continue
             spans.pop(0)
@@ -320,22 +323,23 @@ class ChunkedOnUpdate:
             try:
                 done = self._apply(store, chunks, a, b, meta, none, np.zeros(0, np.int64), watermark, None)
             except NeedRows as short:
-                a, b = a - (short.before and a > 0), b + (short.after and b < len(chunks) - 1)
+                a, b = _widened(a, b, short, len(chunks))
                 continue
             if done.evicted or a == 0:
                 break
             a -= 1  # what must stay (a frame, its first peer group) starts before these chunks
         if done.evicted == 0:
             return np.zeros(0, dtype=np.int64)
-        gone = [np.zeros(0, dtype=np.int64)]
+        dropped = sum(c.n for c in chunks[:a])
+        gone = np.zeros(0, dtype=np.int64)
         if self.tracks_ids:  # the dropped chunks are read once, for the identities to forget
-            gone += [self._load(store, c).rows.column(_ID).to_numpy() for c in chunks[:a]]
-            gone.append(pa.concat_tables([c.rows for c in chunks[a:b + 1]]).column(_ID).to_numpy()[:done.evicted])
-        meta.update({k: v for k, v in done.meta.items() if k != "next_chunk"})
-        meta["evicted_rows"] += sum(c.n for c in chunks[:a])
+            gone = np.concatenate([self._load(store, c).rows.column(_ID).to_numpy()
+                                   for c in chunks[:b + 1]])[:dropped + done.evicted]
+        meta.update(done.meta)
+        meta["evicted_rows"] += dropped
         del chunks[:a]
         self._replace(chunks, 0, b - a, done, meta)
-        return np.concatenate(gone)
+        return gone
 
     @staticmethod
     def _update_ids(store: ChunkStore, forget: list[np.ndarray], place: list[tuple], evicted: np.ndarray) -> None:
@@ -355,3 +359,8 @@ class ChunkedOnUpdate:
     def _new_id(meta: dict) -> int:
         meta["next_chunk"] += 1
         return meta["next_chunk"] - 1
+
+
+def _widened(a: int, b: int, short: NeedRows, n_chunks: int) -> list[int]:
+    """Chunk positions [a, b] grown by one chunk on each side ``short`` asks for, within the partition."""
+    return [a - (short.before and a > 0), b + (short.after and b < n_chunks - 1)]

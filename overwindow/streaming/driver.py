@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from overwindow.spec import OverWindow
 
@@ -92,10 +91,9 @@ class Driver:
         """Rows held in all partitions' state (released and pending)."""
         from overwindow.streaming.state import decode
 
-        from overwindow.streaming import chunked, on_update, window_close
+        from overwindow.streaming import on_update, window_close
 
         if self.chunked:
-            return sum(pc.sum(decode(s.index, chunked.INDEX_KIND)[0]["index"].column("__ow_rows")).as_py() or 0
-                       for s in self.states.values())
+            return sum(self.machine.held_rows(s) for s in self.states.values())
         kind = window_close.STATE_KIND if self.machine.spec.emit == "on_window_close" else on_update.STATE_KIND
         return sum(decode(s, kind)[0]["rows"].num_rows for s in self.states.values())

@@ -200,7 +200,7 @@ class OnUpdate:
 
     def encode(self, rows: pa.Table, results: pa.Table, meta: dict) -> bytes:
         """State bytes of held rows and their results: one table (one IPC stream), the rows, then the
-        results under a prefix. ``_load`` reads them back."""
+        results under a prefix. ``load`` reads them back."""
         held = pa.Table.from_arrays(rows.columns + results.columns,
                                     names=rows.column_names + [_RESULT + n for n in results.column_names])
         return encode({"rows": held}, meta, STATE_KIND)

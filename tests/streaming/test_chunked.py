@@ -100,9 +100,8 @@ def test_chunked_changelog_equals_whole_state_and_batch(seed, calls, n_batches, 
     for key, store in chunked.states.items():
         index = decode(store.index, INDEX_KIND)[0]["index"]
         for cid in index.column("__ow_chunk").to_pylist():
-            ids = chunked.machine.machine.load(store.chunks[cid])[0].column("id").to_pylist()
-            assert all(store.rows[h] == cid for h in
-                       chunked.machine.machine.load(store.chunks[cid])[0].column("__ow_id").to_pylist()), ids
+            held = chunked.machine.machine.load(store.chunks[cid])[0]
+            assert all(store.rows[h] == cid for h in held.column("__ow_id").to_pylist()), held.column("id").to_pylist()
         assert set(store.chunks) == set(index.column("__ow_chunk").to_pylist())
         assert len(store.rows) == sum(index.column("__ow_rows").to_pylist())
 
