@@ -215,26 +215,42 @@ def micro_batches(args, work: Path) -> list[pa.Table]:
     return out
 
 
-def replay(variant: str, batches: list[pa.Table], delay_s: int, timers: dict | None = None) -> dict:
-    """Every key of every micro-batch through the variant's function, as Spark's worker would call it;
+def replay(variant: str, batches: list[pa.Table], delay_s: int, timers: dict | None = None,
+           max_records: int = 100_000) -> dict:
+    """Every key of every micro-batch through the variant's function, converted as Spark's worker
+    converts (pyspark's own Arrow-to-pandas per column, the columns joined by ``pd.concat``; the
+    outputs of many keys joined and converted to Arrow at once, ``--max-records`` rows at a time);
     then one no-data batch for the keys whose event-time timeout the final watermark passed."""
+    import pandas as pd
+    from pyspark.sql.conversion import ArrowBatchTransformer
+
     fn = function_for(variant)
     states: dict = {}
     timeouts: dict = {}
     wm_ms = 0
     out_rows = 0
+    pending: list = []  # output frames not yet converted, and their rows
+    held = 0
     t = timers if timers is not None else {}
     for key in ("to_pandas", "function", "from_pandas"):
         t.setdefault(key, 0.0)
 
+    def flush():
+        nonlocal out_rows, pending, held
+        if pending:
+            out_rows += pa.RecordBatch.from_pandas(pd.concat(pending, ignore_index=True), preserve_index=False).num_rows
+        pending, held = [], 0
+
     def call(key, pdfs):
-        nonlocal out_rows
         st = FakeState(states.get(key), wm_ms)
         a = time.perf_counter()
         outs = list(fn((key,), iter(pdfs), st))
         b = time.perf_counter()
-        for o in outs:
-            out_rows += pa.RecordBatch.from_pandas(o, preserve_index=False).num_rows
+        nonlocal held
+        pending.extend(o for o in outs if len(o))
+        held += sum(len(o) for o in outs)
+        if held > max_records:
+            flush()
         t["function"] += b - a
         t["from_pandas"] += time.perf_counter() - b
         states[key] = st.value
@@ -248,14 +264,20 @@ def replay(variant: str, batches: list[pa.Table], delay_s: int, timers: dict | N
         ends = np.r_[starts[1:], len(k)]
         for s, e in zip(starts.tolist(), ends.tolist()):
             a = time.perf_counter()
-            pdf = batch.slice(s, e - s).to_pandas()
+            pdf = pd.concat(ArrowBatchTransformer.to_pandas(batch.slice(s, e - s), timezone="UTC"), axis=1)
             t["to_pandas"] += time.perf_counter() - a
             call(int(k[s]), [pdf])
+        b = time.perf_counter()
+        flush()
+        t["from_pandas"] += time.perf_counter() - b
         wm_ms = max(wm_ms, int(batch.column("ts").cast(pa.int64()).to_numpy().max()) // 1000 - delay_s * 1000)
     # the no-data batch: keys whose event-time timeout is at or below the new watermark
     for key, when in list(timeouts.items()):
         if when is not None and when <= wm_ms:
             call(key, [])
+    b = time.perf_counter()
+    flush()
+    t["from_pandas"] += time.perf_counter() - b
     sizes = [len(v[0]) for v in states.values() if v is not None]
     return {"output_rows": out_rows, "state_bytes": int(sum(sizes)), "keys": len(sizes), **t}
 
@@ -267,7 +289,7 @@ def run_harness(args, work: Path) -> dict:
         replay(variant, [b.slice(0, min(2000, b.num_rows)) for b in batches[:2]], args.delay)  # warm-up
         timers: dict = {}
         a = time.perf_counter()
-        r = replay(variant, batches, args.delay, timers)
+        r = replay(variant, batches, args.delay, timers, args.max_records)
         r["seconds"] = time.perf_counter() - a
         results[variant] = r
         print(f"harness {variant:13s} {r['seconds']:7.2f} s  (to_pandas {r['to_pandas']:.2f}, function "
@@ -279,7 +301,7 @@ def run_harness(args, work: Path) -> dict:
         for variant in [v for v in args.variants if v != "passthrough"]:
             profiler = Profiler(interval=0.001)
             profiler.start()
-            replay(variant, batches, args.delay)
+            replay(variant, batches, args.delay, max_records=args.max_records)
             profiler.stop()
             print(f"\n===== pyinstrument: {variant} =====")
             print(profiler.output_text(unicode=False, color=False, show_all=False))

@@ -65,8 +65,12 @@ def evaluate_table(table: pa.Table, exprs: list[WindowExpression], prefer_naive:
     return project(table, exprs, evaluate_calls(table, exprs, prefer_naive))
 
 
-def evaluate_calls(table: pa.Table, exprs: list[WindowExpression], prefer_naive: bool = False) -> dict[str, pa.Array]:
-    """Every window call's result, by call alias, in input row order."""
+def evaluate_calls(table: pa.Table, exprs: list[WindowExpression], prefer_naive: bool = False,
+                   layout: Layout | None = None) -> dict[str, pa.Array]:
+    """Every window call's result, by call alias, in input row order.
+
+    ``layout``: the rows' layout when the caller already knows it (every call's PARTITION BY and
+    ORDER BY order the rows so, as in a streaming buffer kept sorted); skips the sort."""
     names = [e.alias for e in exprs]
     for name in names:
         if name in table.column_names:
@@ -74,7 +78,11 @@ def evaluate_calls(table: pa.Table, exprs: list[WindowExpression], prefer_naive:
         if names.count(name) > 1:
             raise WindowSpecError(f"two window calls are named `{name}`; aliases must be unique")
     layouts: dict[tuple, tuple[Layout, np.ndarray]] = {}
-    return {call.alias: _evaluate_call(table, call, layouts, prefer_naive) for e in exprs for call in e.calls}
+    if layout is not None:
+        known = _with_inverse(layout)
+        layouts.update(((call.partition_by, call.order_by), known) for e in exprs for call in e.calls)
+    columns: dict[tuple, Values] = {}  # calls over the same argument share its numpy views
+    return {call.alias: _evaluate_call(table, call, layouts, columns, prefer_naive) for e in exprs for call in e.calls}
 
 
 def project(table: pa.Table, exprs: list[WindowExpression], results: dict[str, pa.Array]) -> pa.Table:
@@ -97,26 +105,40 @@ def _layout(table: pa.Table, call: WindowCall, layouts: dict) -> tuple[Layout, n
     if key not in layouts:
         part = [Values(evaluate_expr(p, table)) for p in call.partition_by]
         order = [(Values(evaluate_expr(k.expr, table)), k.descending, k.nulls_first) for k in call.order_by]
-        layout = Layout.build(part, order, table.num_rows)
-        inverse = np.empty(layout.n, dtype=np.int64)
-        inverse[layout.perm] = np.arange(layout.n)
-        layouts[key] = (layout, inverse)
+        layouts[key] = _with_inverse(Layout.build(part, order, table.num_rows))
     return layouts[key]
 
 
-def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, prefer_naive: bool) -> pa.Array:
+def _with_inverse(layout: Layout) -> tuple[Layout, np.ndarray]:
+    """The layout and, per input row, its sorted position."""
+    if layout.identity:
+        return layout, layout.perm
+    inverse = np.empty(layout.n, dtype=np.int64)
+    inverse[layout.perm] = np.arange(layout.n)
+    return layout, inverse
+
+
+def _sorted_column(table: pa.Table, expr, call: WindowCall, layout: Layout, columns: dict) -> Values:
+    """``expr`` over ``table`` in the layout's order, once per (layout, expression)."""
+    key = (call.partition_by, call.order_by, expr)
+    if key not in columns:
+        columns[key] = layout.sorted(evaluate_expr(expr, table))
+    return columns[key]
+
+
+def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: dict, prefer_naive: bool) -> pa.Array:
     layout, inverse = _layout(table, call, layouts)
     n = table.num_rows
     info = call.info
     values = mask = default = None
     if call.args:
-        values = layout.sorted(evaluate_expr(call.args[0], table))
+        values = _sorted_column(table, call.args[0], call, layout, columns)
         mask = values.valid
     elif info.kind is Kind.AGGREGATE:  # count(*): every row takes part
         values = Values(pa.array(np.ones(n, dtype=bool)))
         mask = np.ones(n, dtype=bool)
     if call.filter is not None:
-        cond = layout.sorted(evaluate_expr(call.filter, table))
+        cond = _sorted_column(table, call.filter, call, layout, columns)
         mask = mask & cond.valid & cond.numbers.astype(bool)
     if call.default is not None:
         default = layout.sorted(evaluate_expr(call.default, table)).array
@@ -126,7 +148,7 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, prefer_naiv
         key = None
         if call.frame.unit is FrameUnit.RANGE and (call.frame.start.has_offset or call.frame.end.has_offset):
             k = call.order_by[0]
-            key = layout.sorted(evaluate_expr(k.expr, table))
+            key = _sorted_column(table, k.expr, call, layout, columns)
             frames = frame_bounds(layout, call.frame, key, k.descending, k.nulls_first)
         else:
             frames = frame_bounds(layout, call.frame)

@@ -264,6 +264,57 @@ class LimbPrefix:
         return total, fits
 
 
+class SplitPrefix:
+    """Exact prefix sums of a column of finite doubles as two float64 prefix columns, for columns
+    whose bits span few enough places for their row count; the limb table takes the others.
+
+    Each value is split into a high part, a multiple of 2**c, and the low rest (both exact), c chosen
+    so that every prefix sum of either part fits in 53 bits and so is exact in float64: that holds
+    when the column's bits span at most 106 - 2 * ceil(log2(n + 1)) places (88 for 300 rows; values
+    rounded to 6 decimals between 1e-6 and 10 span about 76). A frame's exact sum is then H + L, two
+    doubles each computed exactly, and one IEEE addition rounds it correctly: the same double the limb
+    table gives, for a dozen numpy calls instead of about ninety (streaming steps evaluate a buffer of
+    a few hundred rows per key and call, where that fixed cost dominated). O(n).
+
+    >>> p = SplitPrefix.of_floats(np.array([0.1, 0.2, 0.3]))
+    >>> float(p.frame_sum([(np.array([0]), np.array([3]))])[0]) == 0.6  # 0.1 + 0.2 + 0.3, rounded once
+    True
+    """
+
+    def __init__(self, high: np.ndarray, low: np.ndarray):
+        self.high, self.low = high, low
+
+    @staticmethod
+    def of_floats(x: np.ndarray) -> "SplitPrefix | None":
+        """The split prefix of ``x`` (finite), or None when its bit span is too wide for it."""
+        x = np.asarray(x, dtype=np.float64)
+        mag = np.abs(x)
+        largest = float(mag.max(initial=0.0))
+        room = int(len(x) + 1).bit_length()  # bits the sum of n values adds above the largest
+        if largest == 0.0:
+            zeros = np.zeros(len(x) + 1)
+            return SplitPrefix(zeros, zeros)
+        top = int(np.frexp(largest)[1])  # every |value| < 2**top
+        base = int(np.frexp(float(mag.min(where=mag > 0, initial=np.inf)))[1]) - 53  # every value a multiple of 2**base
+        c = top + room - 53  # high parts: multiples of 2**c below 2**top, n of them sum below 2**53 * 2**c
+        if c + room - base > 53 or not (-1000 < base and -1000 < c and top + room <= 1000):
+            return None  # the low parts would not sum exactly, or a scale or sum leaves the normal range
+        high = np.trunc(x * 2.0**-c) * 2.0**c
+        out = np.empty((2, len(x) + 1))
+        out[:, 0] = 0.0
+        np.cumsum(high, out=out[0, 1:])
+        np.cumsum(x - high, out=out[1, 1:])
+        return SplitPrefix(out[0], out[1])
+
+    def frame_sum(self, parts) -> np.ndarray:
+        """Frame sums as doubles, correctly rounded from the exact value."""
+        high = low = 0.0
+        for s, e in parts:  # every partial total stays a sum of at most n parts: exact
+            high = high + (self.high[e] - self.high[s])
+            low = low + (self.low[e] - self.low[s])
+        return high + low
+
+
 def _normalise(d: np.ndarray, bits: int = W) -> np.ndarray:
     """Carry digits (rows, in place) so every digit but the top is in [0, 2**bits); the value is
     kept. Limbs are base 2**32 (``W``); the variance's squares use base 2**16 (``H``)."""

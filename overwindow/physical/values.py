@@ -40,8 +40,8 @@ class Values:
     """
 
     def __init__(self, array: pa.Array | pa.ChunkedArray):
-        if isinstance(array, pa.ChunkedArray):
-            array = array.combine_chunks()
+        if isinstance(array, pa.ChunkedArray):  # one chunk: itself (combine_chunks would copy it)
+            array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
         if pa.types.is_decimal(array.type):
             array = array.cast(pa.float64())
         if pa.types.is_dictionary(array.type):

@@ -16,6 +16,7 @@ import pyarrow as pa
 # 2: on-update identities are hashed without pandas (``on_update._row_hash``); other kinds unchanged
 FORMAT_VERSION = 2
 _KEY = b"overwindow.state"
+_OPTIONS = pa.ipc.IpcWriteOptions()
 
 
 class StateFormatError(ValueError):
@@ -24,24 +25,17 @@ class StateFormatError(ValueError):
 
 def encode(tables: dict[str, pa.Table], meta: dict, kind: str) -> bytes:
     """One IPC stream per named table, concatenated with length prefixes; ``meta`` in the first.
-    Each stream is sized by a dry run first, so the data is copied once into an exact buffer."""
+    O(bytes); streaming steps encode small states per key and call, so the fixed cost counts."""
     header = json.dumps({"version": FORMAT_VERSION, "kind": kind, "tables": list(tables), "meta": meta}).encode()
-    schemas = [t.schema.with_metadata({_KEY: b"1"}) for t in tables.values()]
-    sizes = []
-    for table, schema in zip(tables.values(), schemas):
-        dry = pa.MockOutputStream()
-        with pa.ipc.new_stream(dry, schema) as w:
+    parts = [len(header).to_bytes(4, "little"), header]
+    for table in tables.values():
+        sink = pa.BufferOutputStream()
+        # options given: the default reads two environment variables on every writer
+        with pa.ipc.RecordBatchStreamWriter(sink, table.schema.with_metadata({_KEY: b"1"}), options=_OPTIONS) as w:
             w.write_table(table)
-        sizes.append(dry.size())
-    buf = pa.allocate_buffer(4 + len(header) + sum(8 + s for s in sizes))
-    sink = pa.FixedSizeBufferWriter(buf)
-    sink.write(len(header).to_bytes(4, "little"))
-    sink.write(header)
-    for table, schema, size in zip(tables.values(), schemas, sizes):
-        sink.write(size.to_bytes(8, "little"))
-        with pa.ipc.new_stream(sink, schema) as w:
-            w.write_table(table)
-    return buf.to_pybytes()
+        stream = sink.getvalue()
+        parts += [stream.size.to_bytes(8, "little"), stream]
+    return b"".join(parts)
 
 
 def decode(data: bytes, kind: str, oldest: int = FORMAT_VERSION) -> tuple[dict[str, pa.Table], dict]:

@@ -1,12 +1,14 @@
 """Emit on window close: each row is emitted once, final, when the watermark has released it and its
 whole frame is known; rows no future frame can reach are dropped.
 
-Per partition (one ``groupBy`` key) the state holds ``released`` rows, sorted by (ORDER BY key, row
-identity) — the history future frames still reach plus released rows waiting for their FOLLOWING
-rows — and ``pending`` rows the watermark has not released yet. A step:
+Per partition (one ``groupBy`` key) the state holds rows sorted by (ORDER BY key, row identity):
+first the ``released`` ones — the history future frames still reach plus released rows waiting for
+their FOLLOWING rows — then the ``pending`` ones the watermark has not released yet (every pending key
+is above every released one). A step:
 
-1. drops late rows (key at or below the watermark already released; NULL keys) and counts them;
-2. releases pending rows whose key is at or below the watermark, in order (the sort buffer);
+1. drops late rows (key at or below the watermark already released; NULL keys) and counts them, and
+   merges the others into the pending rows, in order (the sort buffer);
+2. releases the pending rows whose key is at or below the watermark: a prefix of them;
 3. finds the released rows whose frames are complete — ``n FOLLOWING`` rows and ``lead`` need n rows
    after them, ``GROUPS n FOLLOWING`` n peer groups, ``RANGE x FOLLOWING`` a watermark at or past
    key + x — evaluates every call on the buffer with the batch kernels and emits those rows;
@@ -39,6 +41,7 @@ from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.logical.functions import Kind
 from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr, resolve_column
+from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.state import decode, encode
@@ -83,21 +86,25 @@ class WindowClose:
     # -- state -------------------------------------------------------------------------------
 
     def _load(self, state: bytes | None):
-        """(released rows, pending rows, their ORDER BY key numbers, meta) of a partition's state."""
+        """(rows, their ORDER BY key numbers, meta) of a partition's state."""
         if state is None:
             meta = {"n_released": 0, "emitted": 0, "pruned_rows": 0, "pruned_groups": 0,
-                    "released_upto": None, "late_rows": 0}
+                    "released_upto": None, "late_rows": 0, "pending_sorted": True}
             empty = self.schema.empty_table()
-            return empty, empty, self._keys(empty), self._keys(empty), meta
+            return empty, self._keys(empty), meta
         tables, meta = decode(state, STATE_KIND, oldest=1)  # formats 1 and 2 hold the same tables
         rows = tables["rows"]
-        n = meta["n_released"]
-        keys = self._keys(rows)  # one pass for both parts
-        return rows.slice(0, n), rows.slice(n), keys[:n], keys[n:], meta
+        keys = self._keys(rows)
+        if not meta.get("pending_sorted"):  # written before pending rows were kept in order
+            n = meta["n_released"]
+            rows, keys = self._insert(rows.slice(0, n), keys[:n], n, rows.slice(n), keys[n:])
+            meta["pending_sorted"] = True
+        return rows, keys, meta
 
-    def _save(self, released: pa.Table, pending: pa.Table, meta: dict) -> bytes:
-        meta = dict(meta, n_released=released.num_rows)
-        return encode({"rows": pa.concat_tables([released, pending]).combine_chunks()}, meta, STATE_KIND)
+    def _save(self, rows: pa.Table, meta: dict) -> bytes:
+        if rows.num_columns and rows.column(0).num_chunks > 1:
+            rows = rows.combine_chunks()
+        return encode({"rows": rows}, meta, STATE_KIND)
 
     # -- the step ----------------------------------------------------------------------------
 
@@ -105,65 +112,67 @@ class WindowClose:
         """Feed new rows and the current watermark (in the ORDER BY key's numbers: microseconds
         since the epoch for TIMESTAMP/DATE keys). Returns the rows whose windows closed."""
         # the ORDER BY key as numbers, computed once per step and carried beside the rows
-        released, pending, rel_k, pend_k, meta = self._load(state)
+        table, keys, meta = self._load(state)
         late = 0
         if rows is not None and rows.num_rows:
-            rows = rows.select(self.schema.names)
+            if rows.schema.names != self.schema.names:
+                rows = rows.select(self.schema.names)
             if not rows.schema.equals(self.schema):
                 rows = rows.cast(self.schema)
-            keys = Values(rows.column(self.order))
-            new_k = key_numbers(keys)
-            ok = keys.valid.copy()
+            new = Values(rows.column(self.order))
+            new_k = key_numbers(new)
+            ok = new.valid.copy() if new.array.null_count else new.valid
             if meta["released_upto"] is not None:
                 ok &= new_k > meta["released_upto"]
-            late = int((~ok).sum())
-            pending = pa.concat_tables([pending, rows.filter(pa.array(ok)) if late else rows])
-            pend_k = np.concatenate([pend_k, new_k[ok]])
+            late = len(ok) - int(np.count_nonzero(ok))
+            if late:
+                rows, new_k = rows.filter(pa.array(ok)), new_k[ok]
+            table, keys = self._insert(table, keys, meta["n_released"], rows, new_k)
         meta["late_rows"] += late
         if watermark is not None and (meta["released_upto"] is None or watermark > meta["released_upto"]):
-            released, pending, rel_k, pend_k = self._release(released, pending, rel_k, pend_k, watermark)
+            # pending keys are sorted: the rows at or below the watermark are a prefix of them
+            meta["n_released"] = int(np.searchsorted(keys, watermark, side="right"))
             meta["released_upto"] = watermark
-        out, upto = self._emit(released, rel_k, meta)
-        released, rel_k, meta = self._prune(released, rel_k, meta, upto)
-        return Step(self._save(released, pending, meta), out, self._wakeup(rel_k, pend_k, meta), late,
-                    {"state_rows": released.num_rows + pending.num_rows, "late_rows_total": meta["late_rows"]})
+        n = meta["n_released"]
+        groups = peer_groups(keys[:n])
+        out, upto = self._emit(table.slice(0, n), keys[:n], groups, meta)
+        table, keys, meta = self._prune(table, keys, groups, meta, upto)
+        return Step(self._save(table, meta), out, self._wakeup(keys, meta), late,
+                    {"state_rows": table.num_rows, "late_rows_total": meta["late_rows"]})
 
     def _keys(self, table: pa.Table) -> np.ndarray:
         return key_numbers(Values(table.column(self.order)))
 
-    def _release(self, released, pending, rel_k, pend_k, watermark):
-        """Move pending rows at or below the watermark to the end of the released rows, in order."""
-        if pending.num_rows == 0:
-            return released, pending, rel_k, pend_k
-        ready = pend_k <= watermark
-        now = np.flatnonzero(ready)  # positions in pending, put in order below, then taken once
-        if not len(now):
-            return released, pending, rel_k, pend_k
-        now_k = pend_k[now]
-        if not _increasing(now_k):
-            # the keys alone decide the order when they are distinct (key_numbers keeps the
-            # ORDER BY order, so keys strictly increasing after the sort are distinct values);
-            # ties (or NaN) go to the full sort by (ORDER BY key, row identity)
-            order = np.argsort(now_k, kind="stable")
-            if not _increasing(now_k[order]):
-                order = pc.sort_indices(pending.take(now), sort_keys=self.sort_keys).to_numpy()
-            now, now_k = now[order], now_k[order]
-        released = pa.concat_tables([released, pending.take(now)]).combine_chunks()
-        rest = np.flatnonzero(~ready)
-        return released, pending.take(rest), np.concatenate([rel_k, now_k]), pend_k[rest]
+    def _insert(self, table, keys, n_released, rows, new_k):
+        """``rows`` (keys ``new_k``, all above the released keys) merged into the pending rows of
+        ``table`` (those from ``n_released`` on), in (ORDER BY key, row identity) order."""
+        if not len(new_k):
+            return table, keys
+        pend_k = np.concatenate([keys[n_released:], new_k])
+        if _increasing(pend_k):  # in order already, as most streams mostly are: append
+            return pa.concat_tables([table, rows]), np.concatenate([keys, new_k])
+        pending = pa.concat_tables([table.slice(n_released), rows])
+        # the keys alone decide the order when they are distinct (key_numbers keeps the ORDER BY
+        # order, so keys strictly increasing after the sort are distinct values); ties (or NaN) go
+        # to the full sort by (ORDER BY key, row identity)
+        order = np.argsort(pend_k, kind="stable")
+        if not _increasing(pend_k[order]):
+            order = pc.sort_indices(pending, sort_keys=self.sort_keys).to_numpy()
+        return (pa.concat_tables([table.slice(0, n_released), pending.take(order)]),
+                np.concatenate([keys[:n_released], pend_k[order]]))
 
-    def _emit(self, released: pa.Table, keys: np.ndarray, meta: dict) -> tuple[pa.Table, int]:
+    def _emit(self, released: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: dict) -> tuple[pa.Table, int]:
         start = meta["emitted"]
         n = released.num_rows
         if start >= n:
             return self.output_schema.empty_table(), start
-        groups = peer_groups(keys)
         upto = n
         for call in self.spec.calls:
             upto = min(upto, self._complete_upto(call, released, keys, groups, start, meta["released_upto"]))
         if upto <= start:
             return self.output_schema.empty_table(), start
-        results = evaluate_calls(released, self.expressions)
+        # the released rows are one partition sorted by the ORDER BY key (and identity): no sort
+        results = evaluate_calls(released, self.expressions, layout=Layout.in_order(groups))
         window = slice(start, upto)
         for call in self.spec.calls:
             shift = _RANK_OFFSETS.get(call.function)
@@ -209,22 +218,23 @@ class WindowClose:
             return _first_false(ok, start)
         return n
 
-    def _prune(self, released: pa.Table, keys: np.ndarray, meta: dict, upto: int):
-        n = released.num_rows
+    def _prune(self, table: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: dict, upto: int):
+        """Drop the released rows before the earliest one a future frame reaches."""
+        n = meta["n_released"]
         if n == 0:
-            return released, keys, meta
-        groups = peer_groups(keys)
+            return table, keys, meta
+        released = table.slice(0, n)
         keep = upto
         for call in self.spec.calls:
-            keep = min(keep, self._reach_back(call, released, keys, groups, upto, meta["released_upto"]))
+            keep = min(keep, self._reach_back(call, released, keys[:n], groups, upto, meta["released_upto"]))
         keep = max(keep, 0)
         if keep < n:  # never split a peer group: RANGE peers and rank counters need it whole
             keep = int(np.searchsorted(groups, groups[keep], side="left"))
         if keep == 0:
-            return released, keys, meta
-        meta = dict(meta, emitted=meta["emitted"] - keep, pruned_rows=meta["pruned_rows"] + keep,
+            return table, keys, meta
+        meta = dict(meta, n_released=n - keep, emitted=meta["emitted"] - keep, pruned_rows=meta["pruned_rows"] + keep,
                     pruned_groups=meta["pruned_groups"] + int(groups[keep - 1]) + 1)
-        return released.slice(keep).combine_chunks(), keys[keep:], meta
+        return table.slice(keep), keys[keep:], meta
 
     def _reach_back(self, call: WindowCall, released, keys, groups, u, watermark) -> int:
         """Earliest released position a frame of any row at or after position u can reach."""
@@ -255,14 +265,15 @@ class WindowClose:
         lowest = shift_key(np.array([anchor]), self.key_kind, start.offset, -1)[0]
         return int(np.searchsorted(keys, lowest, side="left"))
 
-    def _wakeup(self, rel_k, pend_k, meta):
+    def _wakeup(self, keys, meta):
         """The smallest watermark at which this partition can emit again without new rows."""
         times = []
-        if len(pend_k):
-            times.append(pend_k.min())
+        n = meta["n_released"]
+        if n < len(keys):
+            times.append(keys[n])  # the lowest pending key
         start = meta["emitted"]
-        if start < len(rel_k):
-            key = rel_k[start:start + 1]
+        if start < n:
+            key = keys[start:start + 1]
             for call in self.spec.calls:
                 end = call.frame.end
                 if call.info.kind in (Kind.VALUE, Kind.AGGREGATE) and call.frame.unit is FrameUnit.RANGE \

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from overwindow.physical.exact import (LimbPrefix, dd_add_d, dd_div_d, dd_mul, dd_sub, fast_two_sum, two_prod,
+from overwindow.physical.exact import (LimbPrefix, SplitPrefix, dd_add_d, dd_div_d, dd_mul, dd_sub, fast_two_sum, two_prod,
                                        two_sum)
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -144,6 +144,63 @@ def test_float_digit_limbs_match_the_scatter_path(seed, scale, spread, width):
     for q in range(n):
         vals = xs[max(q - width, 0):q + 1].tolist()
         assert got[q] == math.fsum(vals), (q, vals)
+
+
+# --- SplitPrefix: two float64 prefix columns where the column's bit span allows -------------------
+
+def too_wide_to_split(x: np.ndarray) -> bool:
+    """The documented limit: the column's bits (from the largest value's top bit down to the
+    smallest nonzero value's last) span more than 106 - 2 * ceil(log2(n + 1)) places, or reach the
+    ends of the double range (tiny or huge values, where the scalings would leave it)."""
+    nonzero = np.abs(x[x != 0])
+    if not len(nonzero):
+        return False
+    top, low = int(np.frexp(nonzero.max())[1]), int(np.frexp(nonzero.min())[1]) - 53
+    room = (len(x) + 1).bit_length()
+    return top - low > 106 - 2 * room or low <= -1000 or top + room - 53 <= -1000 or top + room > 1000
+
+
+@settings(max_examples=400, **SETTINGS)
+@given(st.data())
+def test_split_prefix_sums_are_correctly_rounded(data):
+    """Columns of every width around the split path's limit (106 - 2 * ceil(log2(n + 1)) bits), with
+    frames that cancel: where it takes the column, every frame sum is the exact sum correctly rounded
+    (oracle: exact rationals rounded by Python), so the same double the limb table gives; where it
+    declines, the column is one it could not sum exactly."""
+    top = data.draw(st.integers(-1100, 1000))
+    width = data.draw(st.integers(0, 110))
+    value = st.builds(lambda m, e: math.ldexp(m, e), st.integers(-(2**53) + 1, 2**53 - 1),
+                      st.integers(top - width - 53, top - 53))
+    xs = data.draw(st.lists(st.one_of(value, st.sampled_from([0.0, -0.0])), min_size=0, max_size=60))
+    xs += [-v for v in data.draw(st.lists(st.sampled_from(xs), max_size=10))] if xs else []
+    x = np.array(xs, dtype=np.float64)
+    split = SplitPrefix.of_floats(x)
+    assert (split is None) == too_wide_to_split(x)
+    if split is None:
+        return
+    parts = data.draw(frames(len(xs)))
+    got = split.frame_sum(parts)
+    assert np.array_equal(got, LimbPrefix.of_floats(x).frame_sum(parts))
+    for q in range(len(got)):
+        vals = frame_values(xs, parts, q)
+        assert got[q] == ieee_double(exact(vals)), (vals, got[q])
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1), decimals=st.integers(0, 9), n=st.integers(1, 5000), width=st.integers(1, 200))
+def test_split_prefix_sliding_sums_of_decimal_data(seed, decimals, n, width):
+    """The data streaming steps see: values rounded to a few decimals, sliding frames over a few
+    thousand rows. Oracle: math.fsum (correctly rounded) of each frame."""
+    rng = np.random.default_rng(seed)
+    xs = np.round(rng.normal(size=n) * 10.0 ** rng.integers(-3, 4), decimals)
+    split = SplitPrefix.of_floats(xs)
+    assert (split is None) == too_wide_to_split(xs)
+    if split is None:
+        return
+    i = np.arange(n)
+    got = split.frame_sum([(np.maximum(i - width, 0), i + 1)])
+    for q in range(0, n, max(n // 300, 1)):
+        assert got[q] == math.fsum(xs[max(q - width, 0):q + 1].tolist()), q
 
 
 @pytest.mark.parametrize("xs", [

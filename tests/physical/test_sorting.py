@@ -82,3 +82,17 @@ def test_stable_order_falls_back_to_argsort_for_words_too_wide_to_pack(rows, wid
     assert perm.tolist() == want.tolist()
     assert top.tolist() == major[want].tolist()
     assert distinct == (len(set(minor.tolist())) == n)  # the minor word alone tells the rows apart
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(st.lists(st.integers(0, 4), max_size=30))
+def test_in_order_is_the_layout_build_finds_for_sorted_rows(steps):
+    """A caller that keeps its rows sorted (a streaming buffer) passes their peer groups; the
+    layout is the one Layout.build computes from the key itself."""
+    keys = np.cumsum(steps).astype(np.int64)  # sorted, with ties where a step is 0
+    groups = np.unique(keys, return_inverse=True)[1].ravel().astype(np.int64)
+    got = Layout.in_order(groups)
+    want = Layout.build([], [(Values(pa.array(keys)), False, True)], len(keys))
+    for field in ("perm", "part_id", "part_start", "part_end", "group_id", "group_start", "group_end", "part_bounds"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
+    assert got.identity and want.identity

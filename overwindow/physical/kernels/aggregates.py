@@ -19,7 +19,7 @@ import pyarrow as pa
 from overwindow.errors import WindowRuntimeError
 from overwindow.physical.blocks import chunks
 from overwindow.physical.bounds import Frames
-from overwindow.physical.exact import LimbPrefix, dd_div_d, dd_mul, dd_sub, n_times_m2, two_prod
+from overwindow.physical.exact import LimbPrefix, SplitPrefix, dd_div_d, dd_mul, dd_sub, n_times_m2, two_prod
 from overwindow.physical.values import Values
 
 
@@ -39,9 +39,10 @@ def count(values: Values | None, mask: np.ndarray, frames: Frames) -> pa.Array:
 
 
 class _FloatSums:
-    """Exact frame sums of the finite participating values, with NaN/+inf/-inf counts."""
+    """Exact frame sums of the finite participating values, with NaN/+inf/-inf counts. ``split``:
+    frame sums only (no means), so the two-part prefix serves where the column allows it."""
 
-    def __init__(self, x: np.ndarray, mask: np.ndarray, frames: Frames):
+    def __init__(self, x: np.ndarray, mask: np.ndarray, frames: Frames, split: bool = False):
         finite = np.isfinite(x)
         self.n = frame_counts(mask, frames)
         self.special = not (finite | ~mask).all()  # NaN or an infinity takes part somewhere
@@ -49,7 +50,8 @@ class _FloatSums:
             self.nan = frames.count(prefix_count(mask & np.isnan(x)))
             self.pinf = frames.count(prefix_count(mask & (x == np.inf)))
             self.ninf = frames.count(prefix_count(mask & (x == -np.inf)))
-        self.limbs = LimbPrefix.of_floats(np.where(mask & finite, x, 0.0))
+        finite_x = x if not self.special and mask.all() else np.where(mask & finite, x, 0.0)
+        self.limbs = (split and SplitPrefix.of_floats(finite_x)) or LimbPrefix.of_floats(finite_x)
         self.frames = frames
 
     def nonfinite(self, total: np.ndarray) -> np.ndarray:
@@ -78,7 +80,7 @@ def bigint_overflow(name: str) -> WindowRuntimeError:
 
 def sum_(values: Values, mask: np.ndarray, frames: Frames, name: str = "sum") -> pa.Array:
     if values.kind == "float":
-        s = _FloatSums(values.numbers, mask, frames)
+        s = _FloatSums(values.numbers, mask, frames, split=True)
         total = s.nonfinite(s.limbs.frame_sum(frames.parts))
         return pa.array(total, mask=s.n == 0)
     total, n = _int_sums(values, mask, frames, name)
