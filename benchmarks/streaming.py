@@ -24,8 +24,9 @@ watermark is ``withWatermark("ts", "<--delay> seconds")`` in every variant; the 
 
 All variants run in one Spark session (the tests' settings: local[2], 2 shuffle partitions, UTC,
 no Arrow fallback) with ``spark.sql.execution.arrow.maxRecordsPerBatch`` = ``--max-records``. Every
-variant first runs once on a tiny input (warm-up: JVM code paths, Python workers); then each runs
-once on the real input, each run with a fresh checkpoint. Output rows are the sink's ``numOutputRows`` summed
+variant first runs once on a tiny input and once on the real input (warm-up: JVM code paths, Python
+workers; untimed); then, ``--rounds`` times, each runs once on the real input, each run with a fresh checkpoint; a variant's figure is its
+median run. Output rows are the sink's ``numOutputRows`` summed
 over the query's progress; the state size is the last progress's ``memoryUsedBytes`` and
 ``numRowsTotal`` of the state operator (and the largest ``numRowsTotal`` seen in any batch).
 
@@ -138,21 +139,34 @@ def run_query(spark, variant: str, src: str, chk: str, delay_s: int, files_per_t
 
 
 def run_spark(args, work: Path) -> dict:
+    """Each variant ``--rounds`` times, the variants interleaved round by round (so slow phases of the
+    machine hit every variant alike); per variant the run with the median seconds, plus every run's."""
     spark = spark_session("overwindow-streaming-benchmark", work / "warehouse", args.max_records)
-    results = {}
+    runs: dict[str, list[dict]] = {v: [] for v in args.variants}
     try:
-        for variant in args.variants:  # warm-ups first, so no timed run pays for the JVM's first steps
+        # warm-ups first, so no timed run pays for the JVM's first steps: each variant on a tiny input,
+        # then on the data (a JVM that has only seen the tiny input still compiles the paths the data
+        # takes during the first full run: that run took 15 s where later ones took 11.6)
+        for variant in args.variants:
             run_query(spark, variant, str(work / "tiny"), str(work / f"chk-warm-{variant}"), args.delay, 1)
         for variant in args.variants:
-            r = run_query(spark, variant, str(work / "data"), str(work / f"chk-{variant}"), args.delay,
-                          args.files_per_trigger)
-            results[variant] = r
-            print(f"{variant:13s} {r['seconds']:8.2f} s  batches {r['batches']} ({r['data_batches']} with data)  "
-                  f"in {r['input_rows']:,}  out {r['output_rows']:,}  state {r['state_rows']} rows / "
-                  f"{r['state_bytes']:,} B (max {r['state_rows_max']} rows)  dropped {r['dropped']}  "
-                  f"batch ms {r['batch_ms']}  load {r['load']:.2f}", flush=True)
+            run_query(spark, variant, str(work / "data"), str(work / f"chk-{variant}"), args.delay,
+                      args.files_per_trigger)
+        for n in range(args.rounds):
+            for variant in args.variants:
+                r = run_query(spark, variant, str(work / "data"), str(work / f"chk-{variant}"), args.delay,
+                              args.files_per_trigger)
+                runs[variant].append(r)
+                print(f"round {n + 1} {variant:13s} {r['seconds']:8.2f} s  batches {r['batches']} "
+                      f"({r['data_batches']} with data)  in {r['input_rows']:,}  out {r['output_rows']:,}  state "
+                      f"{r['state_rows']} rows / {r['state_bytes']:,} B (max {r['state_rows_max']} rows)  dropped "
+                      f"{r['dropped']}  batch ms {r['batch_ms']}  load {r['load']:.2f}", flush=True)
     finally:
         spark.stop()
+    results = {}
+    for variant, rs in runs.items():
+        median = sorted(rs, key=lambda r: r["seconds"])[len(rs) // 2]
+        results[variant] = dict(median, runs=[r["seconds"] for r in rs], loads=[r["load"] for r in rs])
     return results
 
 
@@ -335,32 +349,35 @@ def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
         f"  - `window_close`: `overWindow(OverWindow({', '.join(repr(c) for c in CALLS)}, rowKey=\"rid\"))`, "
         "append mode.",
         "  - `on_update`: the same calls with `emit=\"on_update\"`, update mode.",
-        "- Timing: one Spark session; every variant first runs once on a tiny input (2,000 rows, warm-up), "
-        "then each runs once on the data, in the order of the table, each with a fresh checkpoint; seconds are wall time from `start()` to the end of "
-        "`awaitTermination()` (sink included). Output rows: the sink's `numOutputRows` summed over the "
+        "- Timing: one Spark session; every variant first runs once on a tiny input (2,000 rows) and once on "
+        "the data, untimed (warm-up: with the tiny input alone, whichever variant ran first on the data paid for "
+        f"the JVM compiling its paths, 15 s instead of 11.6 for the pass-through), then {args.rounds} rounds in which each variant runs once on the data, in the order of the table, each "
+        "run with a fresh checkpoint; seconds are wall time from `start()` to the end of `awaitTermination()` "
+        "(sink included). The table shows each variant's median run (ratio: median over the pass-through's "
+        "median) and every run's seconds; a single run varies by up to a second here. Output rows: the sink's "
+        "`numOutputRows` summed over the "
         "progress. State: the last progress's state operator `numRowsTotal` / `memoryUsedBytes` "
         "(the HDFS provider's in-memory map, which keeps a few versions), and the largest "
         "`numRowsTotal` of any batch.",
         "- Load: 1-minute load average right after each timed run: "
-        + ", ".join(f"{v} {r['load']:.2f}" for v, r in spark_results.items())
-        + f" (on {os.cpu_count()} cores; Spark's JVM and two Python workers alone keep about 2 busy). "
-        "Other jobs (test suites) may have run on the machine at the same time; one run per variant, "
-        "so the ratios carry that noise.",
+        + "; ".join(f"{v} {', '.join(f'{x:.2f}' for x in r['loads'])}" for v, r in spark_results.items())
+        + f" (on {os.cpu_count()} cores; Spark's JVM and two Python workers alone keep about 2 busy).",
         "",
-        "| variant | seconds | ratio to passthrough | target | met | output rows | state rows (last / max) "
-        "| state memory bytes (last) | dropped late |",
-        "|---|---:|---:|---:|---|---:|---:|---:|---:|",
+        "| variant | seconds (median) | every run | ratio to passthrough | target | met | output rows "
+        "| state rows (last / max) | state memory bytes (last) | dropped late |",
+        "|---|---:|---|---:|---:|---|---:|---:|---:|---:|",
     ]
     base = spark_results.get("passthrough", {}).get("seconds")
     for v, r in spark_results.items():
         ratio = r["seconds"] / base if base else float("nan")
         target = TARGETS.get(v)
         met = "" if target is None else ("yes" if ratio <= target else "**no**")
-        lines.append(f"| {v} | {r['seconds']:.1f} | {ratio:.2f} | {'' if target is None else f'<= {target:g}'} | "
+        lines.append(f"| {v} | {r['seconds']:.1f} | {', '.join(f'{x:.1f}' for x in r['runs'])} | {ratio:.2f} | "
+                     f"{'' if target is None else f'<= {target:g}'} | "
                      f"{met} | {r['output_rows']:,} | {r['state_rows']:,} / {r['state_rows_max']:,} | "
                      f"{r['state_bytes']:,} | {r['dropped']:,} |")
     lines.append("")
-    lines.append("Per-batch durations (ms, from the progress, data batches first):")
+    lines.append("Per-batch durations of the median runs (ms, from the progress, data batches first):")
     lines.append("")
     for v, r in spark_results.items():
         lines.append(f"- `{v}`: {', '.join(str(int(x)) for x in r['batch_ms'])}")
@@ -399,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-records", type=int, default=100_000,
                    help="spark.sql.execution.arrow.maxRecordsPerBatch")
     p.add_argument("--seed", type=int, default=20240601)
+    p.add_argument("--rounds", type=int, default=3, help="timed runs of every variant, interleaved")
     p.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
     p.add_argument("--harness", action="store_true", help="also replay the batches through the Python side alone")
     p.add_argument("--harness-only", action="store_true", help="only the Python-side replay (no Spark)")

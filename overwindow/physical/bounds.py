@@ -219,7 +219,7 @@ def _date_days(offset, kind: str):
 
 
 def _as_micros(key: Values) -> np.ndarray:
-    v = key.numbers.astype(np.int64)
+    v = key.numbers.astype(np.int64, copy=False)
     if key.kind == "date":
         return v * 86_400_000_000
     unit = key.type.unit

@@ -131,10 +131,14 @@ class Values:
     def take(self, index: np.ndarray) -> pa.Array:
         """Values at ``index`` (sorted positions); index -1 gives NULL."""
         missing = index < 0
-        idx = pa.array(np.where(missing, 0, index), mask=missing if missing.any() else None)
+        mask = missing if missing.any() else None
         if len(self.array) == 0:
             return pa.nulls(len(index), self.type)
-        return self.array.take(idx)
+        if self.array.null_count == 0 and self.kind in ("int", "float", "date", "timestamp"):
+            # numbers without NULLs: a numpy gather, half the fixed cost of Arrow's take on the
+            # short columns streaming steps evaluate per key
+            return pa.array(self.array.to_numpy()[np.where(missing, 0, index)], type=self.type, mask=mask)
+        return self.array.take(pa.array(np.where(missing, 0, index), mask=mask))
 
     def take_codes(self, codes: np.ndarray) -> pa.Array:
         """Distinct values by code; code -1 gives NULL."""

@@ -153,7 +153,8 @@ class _Runner:
         state.update((step.state,))
         if step.wakeup is not None and self.spec.emit == "on_window_close":
             state.setTimeoutTimestamp(max(self._to_ms(step.wakeup), (wm_ms or 0) + 1))
-        yield _to_pandas(step.output)
+        if step.output.num_rows:  # Spark skips empty frames: none need building
+            yield _to_pandas(step.output)
 
     def step(self, key, prior, pdfs: Iterator[pd.DataFrame], wm_ms):
         """The machine's step on a key's pandas chunks, with Spark's watermark (UTC ms) in key units."""
@@ -275,32 +276,53 @@ def _to_arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     [{'t': datetime.datetime(2024, 1, 1, 0, 0), 'x': 1.5}]
     """
     get = getattr(frame, "_get_column_array", None)
-    if get is None or not frame.columns.is_unique:
+    found = _positions(tuple(frame.columns), tuple(schema.names)) if get is not None else None
+    if found is None:
         arrays = [frame[f.name].to_numpy() for f in schema]
     else:
-        arrays = [get(i) for i in _positions(tuple(frame.columns), tuple(schema.names))]
+        arrays = [get(i) for i in found]
     return pa.Table.from_arrays([pa.array(np.asarray(a) if isinstance(a.dtype, np.dtype) else a, type=f.type,
                                           from_pandas=True) for a, f in zip(arrays, schema)], schema=schema)
 
 
 @functools.lru_cache(maxsize=64)
-def _positions(columns: tuple, names: tuple) -> tuple[int, ...]:
-    """Where each of ``names`` is among a frame's (unique) ``columns``."""
-    found = pd.Index(columns).get_indexer(names).tolist()
+def _positions(columns: tuple, names: tuple) -> tuple[int, ...] | None:
+    """Where each of ``names`` is among a frame's ``columns`` (None if some name repeats)."""
+    index = pd.Index(columns)
+    if not index.is_unique:
+        return None
+    found = index.get_indexer(names).tolist()
     if -1 in found:
         raise KeyError(f"columns {[n for n, i in zip(names, found) if i < 0]} missing from {list(columns)}")
     return tuple(found)
 
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
-    """The rows to hand back to Spark; most calls emit nothing, which needs no conversion."""
+    """The rows to hand back to Spark, column by column as numpy arrays (naive timestamps too:
+    datetime64 of their unit) without copies. O(rows).
+
+    Table.to_pandas, and DataFrame's handling of a dict (a new column Index, each array checked and
+    wrapped), cost more than the conversion for the small tables one key emits per call: pandas'
+    ``DataFrame._from_arrays`` (internal, in pandas 0.23 to 2.x) with the column Index built once
+    takes a third less. DATE and time-zone columns take pandas' own conversion and the dict path.
+
+    >>> _to_pandas(pa.table({"t": pa.array([0], pa.timestamp("us")), "x": [1.5]})).dtypes.astype(str).tolist()
+    ['datetime64[us]', 'float64']
+    """
+    names = tuple(table.column_names)
     if table.num_rows == 0:
-        return pd.DataFrame({name: [] for name in table.column_names})
-    # column by column, as numpy arrays (naive timestamps too: datetime64 of their unit), without a
-    # copy: Table.to_pandas, pandas Series and DataFrame's copying of a dict cost more than the
-    # conversion itself for the small tables one key emits per call
+        return pd.DataFrame({name: [] for name in names})
+    plain = not any(pa.types.is_date(t) or getattr(t, "tz", None) for t in table.schema.types)
+    if plain and hasattr(pd.DataFrame, "_from_arrays"):
+        return pd.DataFrame._from_arrays([col.to_numpy() for col in table.columns], columns=_column_index(names),
+                                         index=pd.RangeIndex(table.num_rows), verify_integrity=False)
     return pd.DataFrame({name: col.to_pandas() if pa.types.is_date(col.type) or getattr(col.type, "tz", None)
-                         else col.to_numpy() for name, col in zip(table.column_names, table.columns)}, copy=False)
+                         else col.to_numpy() for name, col in zip(names, table.columns)}, copy=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _column_index(names: tuple) -> pd.Index:
+    return pd.Index(names)
 
 
 def register() -> None:

@@ -414,7 +414,7 @@ class OnUpdate:
     def _finish(self, rows: pa.Table, change: str) -> pa.Table:
         if not self.row_key:
             rows = rows.append_column(ROW_ID, rows.column(_ID))
-        rows = rows.append_column(CHANGE, pa.array([change] * rows.num_rows, pa.string()))
+        rows = rows.append_column(CHANGE, pa.repeat(pa.scalar(change, pa.string()), rows.num_rows))
         rows = rows.select(self.output_schema.names)
         return rows if rows.schema.equals(self.output_schema) else rows.cast(self.output_schema)
 
@@ -613,13 +613,10 @@ class _Reach:
         n = self.hi - lo  # window size: every array below is indexed from lo
         local = groups[lo:self.hi] - (groups[lo] if n else 0)
         i = np.arange(n, dtype=np.int64)
-        bounds = np.append(np.flatnonzero(np.diff(local, prepend=-1)), n)  # group starts, then n
-        g_start = bounds[local]
+        layout = Layout.in_order(local)
+        g_start = layout.group_start[local]
         self.start, self.end = i.copy(), i + 1  # rows whose value reaches a change at c (reach)
         self.read_lo, self.read_hi = i.copy(), i + 1  # rows a row reads (span)
-        layout = Layout(perm=i, part_id=np.zeros(n, np.int64), part_start=np.zeros(n, np.int64),
-                        part_end=np.full(n, n, np.int64), group_id=local, group_start=bounds[:-1],
-                        group_end=bounds[1:], part_bounds=np.array([0, n]), identity=True)
         for call in calls:
             info = call.info
             if call.function in _WHOLE or (not call.order_by and info.kind is not Kind.OFFSET):
@@ -633,8 +630,10 @@ class _Reach:
                 if call.ignore_nulls:
                     s = np.zeros(n, np.int64) if back > 0 else i
                     e = i + 1 if back > 0 else np.full(n, n, np.int64)
+                elif back >= 0:  # lag: the row back, lead: the row ahead (clipped to the window)
+                    s, e = np.maximum(i - back, 0), i + 1
                 else:
-                    s, e = np.clip(np.minimum(i, i - back), 0, n), np.clip(np.maximum(i, i - back) + 1, 0, n)
+                    s, e = i, np.minimum(i - back + 1, n)
                 self._widen(s, e, s, e)
             else:
                 if call.frame.unit is FrameUnit.RANGE and (call.frame.start.has_offset or call.frame.end.has_offset):
@@ -660,15 +659,23 @@ class _Reach:
     def _end_mono(self) -> np.ndarray:
         return np.maximum.accumulate(self.end)  # largest end up to i
 
+    @cached_property
+    def _read_lo_mono(self) -> np.ndarray:
+        return np.minimum.accumulate(self.read_lo[::-1])[::-1]  # earliest row read from i on
+
+    @cached_property
+    def _read_hi_mono(self) -> np.ndarray:
+        return np.maximum.accumulate(self.read_hi)  # last row read (exclusive) up to i
+
     def affected(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Merged [first_curr_row, last_curr_row + 1) ranges (as lo and hi arrays) for changes at
         positions c (inside the window): the rows whose frame [start, end) holds c."""
         w = self.hi - self.lo
         if w == 0 or len(c) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        first = np.searchsorted(self._end_mono, c - self.lo, side="right")
+        first = np.searchsorted(self._end_mono, c - self.lo, side="right")  # both in [0, w]
         last = np.searchsorted(self._start_mono, c - self.lo, side="right")
-        return np.clip(first, 0, w) + self.lo, np.clip(last, 0, w) + self.lo
+        return first + self.lo, last + self.lo
 
     def span(self, lo: int, hi: int) -> tuple[int, int]:
         """[first_frame_start, last_frame_end) of rows [lo, hi) (inside the window), widened to
@@ -698,9 +705,14 @@ class _Reach:
         a, b = self.affected(c)
         before = self.open_lo and a.min() <= self.lo
         after = self.open_hi and b.max() >= self.hi
-        rows = np.union1d(_in_ranges(a, b), c) - self.lo
-        before = before or (self.open_lo and self.read_lo[rows].min() <= 0)
-        after = after or (self.open_hi and self.read_hi[rows].max() >= self.hi - self.lo)
+        # the rows involved are c and the (non-empty) affected ranges: what they read starts no
+        # earlier than what any row from the first of them on reads, and ends no later than what any
+        # row up to the last reads (the envelopes; exact, as frames do not move back along the rows)
+        full = b > a
+        first = min(int(c[0]), int(a[full].min(initial=c[0]))) - self.lo
+        last = max(int(c[-1]), int(b[full].max(initial=c[-1] + 1)) - 1) - self.lo
+        before = before or (self.open_lo and self._read_lo_mono[first] <= 0)
+        after = after or (self.open_hi and self._read_hi_mono[last] >= self.hi - self.lo)
         return bool(before), bool(after)
 
 

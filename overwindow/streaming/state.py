@@ -17,6 +17,7 @@ import pyarrow as pa
 FORMAT_VERSION = 2
 _KEY = b"overwindow.state"
 _OPTIONS = pa.ipc.IpcWriteOptions()
+_READ_OPTIONS = pa.ipc.IpcReadOptions()
 
 
 class StateFormatError(ValueError):
@@ -58,7 +59,7 @@ def decode(data: bytes, kind: str, oldest: int = FORMAT_VERSION) -> tuple[dict[s
     for name in header["tables"]:
         size = int.from_bytes(view[pos:pos + 8], "little")
         pos += 8
-        table = pa.ipc.open_stream(pa.py_buffer(view[pos:pos + size])).read_all()
+        table = pa.ipc.RecordBatchStreamReader(pa.py_buffer(view[pos:pos + size]), options=_READ_OPTIONS).read_all()
         tables[name] = table.replace_schema_metadata(None)
         pos += size
     return tables, header["meta"]

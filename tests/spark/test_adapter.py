@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from overwindow.spark.adapter import _to_arrow
+from overwindow.spark.adapter import _to_arrow, _to_pandas
 
 SCHEMA = pa.schema([("k", pa.int32()), ("ts", pa.timestamp("us")), ("s", pa.string()), ("x", pa.float64()),
                     ("b", pa.bool_()), ("d", pa.date32())])
@@ -55,3 +55,29 @@ def test_to_arrow_names_a_missing_column():
     with pytest.raises(KeyError, match="ts"):
         _to_arrow(frame, SCHEMA)
 
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 30), zoned=st.booleans())
+def test_to_pandas_gives_the_frame_arrow_gives(seed, n, zoned):
+    """Rows handed back to Spark: the frame pyarrow's own to_pandas builds (values, dtypes, NULLs),
+    on the fast path (numbers, strings, naive timestamps) and the other (DATE, time-zone columns)."""
+    rng = np.random.default_rng(seed)
+    columns = {
+        "k": pa.array(rng.integers(-5, 5, n), pa.int32()),
+        "ts": pa.array(rng.integers(0, 10**15, n), pa.timestamp("us"), mask=rng.random(n) < 0.2),
+        "s": pa.array([f"v{i}" for i in rng.integers(0, 9, n)], mask=rng.random(n) < 0.2),
+        "x": pa.array(rng.normal(size=n), mask=rng.random(n) < 0.2),
+        "r": pa.array(rng.integers(0, 9, n), pa.int64()),
+    }
+    if zoned:
+        columns["d"] = pa.array(rng.integers(0, 20000, n).astype(np.int32), pa.date32())
+        columns["z"] = pa.array(rng.integers(0, 10**15, n), pa.timestamp("us", tz="UTC"))
+    table = pa.table(columns)
+    got = _to_pandas(table)
+    want = table.to_pandas()
+    assert list(got.columns) == list(want.columns)
+    for name in want.columns:
+        assert got[name].dtype == want[name].dtype or n == 0, name
+        assert got[name].isna().tolist() == want[name].isna().tolist(), name
+        assert got[name].dropna().tolist() == want[name].dropna().tolist(), name
