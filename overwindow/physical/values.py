@@ -137,7 +137,8 @@ class Values:
         if self.array.null_count == 0 and self.kind in ("int", "float", "date", "timestamp"):
             # numbers without NULLs: a numpy gather, half the fixed cost of Arrow's take on the
             # short columns streaming steps evaluate per key
-            return pa.array(self.array.to_numpy()[np.where(missing, 0, index)], type=self.type, mask=mask)
+            numbers = self.array.to_numpy(zero_copy_only=False)
+            return pa.array(numbers[np.where(missing, 0, index)], type=self.type, mask=mask)
         return self.array.take(pa.array(np.where(missing, 0, index), mask=mask))
 
     def take_codes(self, codes: np.ndarray) -> pa.Array:

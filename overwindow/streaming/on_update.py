@@ -372,7 +372,10 @@ class OnUpdate:
             fs = min(spans[i][0] for i in batch)
             fe = max(spans[i][1] for i in batch)
             part = table.slice(fs, fe - fs)
-            results = evaluate_calls(part, self.expressions)
+            # the rows are sorted by the calls' ORDER BY and reach.groups are its peer groups: no sort
+            groups = reach.groups[fs:fe]
+            layout = Layout.in_order(groups - groups[0] if len(groups) else groups)
+            results = evaluate_calls(part, self.expressions, layout=layout)
             for call in self.spec.calls:
                 if call.function in _TO_END:  # positions count from the partition's first row
                     add = fs + meta["evicted_rows"] if call.function != "dense_rank" else \
