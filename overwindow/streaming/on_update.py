@@ -320,12 +320,15 @@ class OnUpdate:
         # the last change of an identity in a batch wins
         last = np.zeros(rows.num_rows, dtype=bool)
         idx = np.flatnonzero(keep)
-        if len(idx):
+        kept = np.sort(ids[idx])
+        if (kept[1:] == kept[:-1]).any():  # some identity changes twice (a plain sort finds out fastest)
             _, first_from_end = np.unique(ids[idx][::-1], return_index=True)
             last[idx[::-1][first_from_end]] = True
+        else:
+            last[idx] = True
         ins = last & (ops != delete)
         dels = last & (ops != insert)
-        inserts = data.filter(pa.array(ins)).append_column(_ID, pa.array(ids[ins]))
+        inserts = (data if ins.all() else data.filter(pa.array(ins))).append_column(_ID, pa.array(ids[ins]))
         return inserts, ids[dels], int(late.sum()), bad
 
     # -- the symmetric frame finder --------------------------------------------------------------
@@ -407,7 +410,7 @@ class OnUpdate:
                     same[moved] &= _equal(new_vals.column(name).take(pa.array(np.flatnonzero(moved))),
                                           old.column(name).take(at))
             changed = ~same
-        return self._finish(new_vals.filter(pa.array(changed)), "upsert")
+        return self._finish(new_vals if changed.all() else new_vals.filter(pa.array(changed)), "upsert")
 
     def _deleted(self, rows: pa.Table) -> pa.Table:
         for e in self.expressions:

@@ -102,8 +102,6 @@ class WindowClose:
         return rows, keys, meta
 
     def _save(self, rows: pa.Table, meta: dict) -> bytes:
-        if rows.num_columns and rows.column(0).num_chunks > 1:
-            rows = rows.combine_chunks()
         return encode({"rows": rows}, meta, STATE_KIND)
 
     # -- the step ----------------------------------------------------------------------------
