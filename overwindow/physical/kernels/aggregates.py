@@ -1,6 +1,7 @@
 """Distributive and algebraic aggregates over frames, vectorised.
 
-count by prefix counts; sum/avg by exact limb prefix sums (overwindow.physical.exact); variances by
+count by prefix counts; sum/avg by exact limb prefix sums (overwindow.physical.exact; sum by two float64
+prefix columns where the column's bit span allows, correctly rounded all the same); variances by
 exact sums of x and x^2 combined in double-double; bool_and/bool_or by counts; min/max by a sparse
 table (O(n log w) to build for frames up to w rows, O(1) per frame). NaN and infinities are counted
 apart so they follow IEEE rules without disturbing the exact sums.
