@@ -141,7 +141,7 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
         cond = _sorted_column(table, call.filter, call, layout, columns)
         mask = mask & cond.valid & cond.numbers.astype(bool)
     if call.default is not None:
-        default = layout.sorted(evaluate_expr(call.default, table)).array
+        default = _sorted_column(table, call.default, call, layout, columns).array
     choice = plan(call, values.kind if call.args else None, prefer_naive=prefer_naive)
     frames = None
     if info.kind in (Kind.VALUE, Kind.AGGREGATE):

@@ -153,8 +153,7 @@ class _Runner:
         state.update((step.state,))
         if step.wakeup is not None and self.spec.emit == "on_window_close":
             state.setTimeoutTimestamp(max(self._to_ms(step.wakeup), (wm_ms or 0) + 1))
-        if step.output.num_rows:  # Spark skips empty frames: none need building
-            yield _to_pandas(step.output)
+        yield from _emitted(step)
 
     def step(self, key, prior, pdfs: Iterator[pd.DataFrame], wm_ms):
         """The machine's step on a key's pandas chunks, with Spark's watermark (UTC ms) in key units."""
@@ -218,7 +217,7 @@ def _chunked_processor(runner: _Runner):
 
         def handleInputRows(self, key, rows, timerValues):
             wm_ms = timerValues.getCurrentWatermarkInMs() if runner.watermarked else None
-            yield _to_pandas(runner.step(key, _StateVariables(self), rows, wm_ms).output)
+            yield from _emitted(runner.step(key, _StateVariables(self), rows, wm_ms))
 
         def close(self):
             pass
@@ -297,6 +296,13 @@ def _positions(columns: tuple, names: tuple) -> tuple[int, ...] | None:
     return tuple(found)
 
 
+def _emitted(step) -> Iterator[pd.DataFrame]:
+    """A step's output as Spark takes it: no frame at all when nothing is emitted (both operators
+    skip empty frames, so building one would be wasted)."""
+    if step.output.num_rows:
+        yield _to_pandas(step.output)
+
+
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
     """The rows to hand back to Spark, column by column as numpy arrays (naive timestamps too:
     datetime64 of their unit) without copies. O(rows).
@@ -310,14 +316,16 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     ['datetime64[us]', 'float64']
     """
     names = tuple(table.column_names)
-    if table.num_rows == 0:
-        return pd.DataFrame({name: [] for name in names})
-    plain = not any(pa.types.is_date(t) or getattr(t, "tz", None) for t in table.schema.types)
-    if plain and hasattr(pd.DataFrame, "_from_arrays"):
+    if not any(map(_pandas_typed, table.schema.types)) and hasattr(pd.DataFrame, "_from_arrays"):
         return pd.DataFrame._from_arrays([col.to_numpy() for col in table.columns], columns=_column_index(names),
                                          index=pd.RangeIndex(table.num_rows), verify_integrity=False)
-    return pd.DataFrame({name: col.to_pandas() if pa.types.is_date(col.type) or getattr(col.type, "tz", None)
-                         else col.to_numpy() for name, col in zip(names, table.columns)}, copy=False)
+    return pd.DataFrame({name: col.to_pandas() if _pandas_typed(col.type) else col.to_numpy()
+                         for name, col in zip(names, table.columns)}, copy=False)
+
+
+def _pandas_typed(t: pa.DataType) -> bool:
+    """DATE and time-zone columns: converted by pandas (numpy has no type for them)."""
+    return pa.types.is_date(t) or bool(getattr(t, "tz", None))
 
 
 @functools.lru_cache(maxsize=64)

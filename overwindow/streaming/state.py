@@ -30,8 +30,8 @@ def encode(tables: dict[str, pa.Table], meta: dict, kind: str) -> bytes:
     header = json.dumps({"version": FORMAT_VERSION, "kind": kind, "tables": list(tables), "meta": meta}).encode()
     parts = [len(header).to_bytes(4, "little"), header]
     for table in tables.values():
-        if table.num_columns and table.column(0).num_chunks > 1:
-            table = table.combine_chunks()  # one record batch: a message per chunk costs more than the copy
+        # one record batch: a message per chunk costs more than the copy (none when already one chunk)
+        table = table.combine_chunks()
         sink = pa.BufferOutputStream()
         # options given: the default reads two environment variables on every writer
         with pa.ipc.RecordBatchStreamWriter(sink, table.schema.with_metadata({_KEY: b"1"}), options=_OPTIONS) as w:
