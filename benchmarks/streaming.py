@@ -19,6 +19,8 @@ watermark is ``withWatermark("ts", "<--delay> seconds")`` in every variant; the 
 - ``passthrough_state``: the same pass-through, its state a blob of 28 bytes (a row's data) per row
   of the call plus 100: the rows window close must hold until the next watermark passes them, plus
   the history ``ROWS 100 PRECEDING`` needs. The floor for carrying that state, without overwindow.
+- ``handwritten``: what a user writes today instead: an applyInPandasWithState function for exactly
+  these two calls in numpy, emitted on window close (``benchmarks/handwritten.py``).
 - ``window_close``: ``groupBy("k").overWindow(OverWindow(SUM, LAG, rowKey="rid"))``, append mode.
 - ``on_update``: the same calls with ``emit="on_update"``, update mode.
 
@@ -61,12 +63,13 @@ sys.path.insert(0, str(ROOT))
 
 import overwindow  # noqa: E402
 from common import Passthrough, passthrough, section_head, spark_session, write_section  # noqa: E402
+from handwritten import handwritten, handwritten_window_close  # noqa: E402
 
 BEGIN, END = "<!-- streaming:begin -->", "<!-- streaming:end -->"
 SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
 CALLS = ("sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s100",
          "lag(x) OVER (ORDER BY ts) AS prev_x")
-VARIANTS = ("passthrough", "passthrough_state", "window_close", "on_update")
+VARIANTS = ("passthrough", "passthrough_state", "handwritten", "window_close", "on_update")
 ROW_BYTES, HISTORY = 28, 100  # passthrough_state: bytes of one row's data; rows a ROWS 100 PRECEDING frame keeps
 TARGETS = {"window_close": 1.3, "on_update": 2.0}
 T0_US = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z
@@ -104,6 +107,8 @@ def build(spark, variant: str, src: str, delay_s: int, files_per_trigger: int):
         return passthrough(grouped, events.schema, "append"), "append"
     if variant == "passthrough_state":
         return passthrough(grouped, events.schema, "append", ROW_BYTES, HISTORY), "append"
+    if variant == "handwritten":
+        return handwritten(grouped), "append"
     if variant == "window_close":
         return grouped.overWindow(overwindow.OverWindow(*CALLS, rowKey="rid")), "append"
     return grouped.overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid")), "update"
@@ -142,6 +147,7 @@ def run_spark(args, work: Path) -> dict:
     """Each variant ``--rounds`` times, the variants interleaved round by round (so slow phases of the
     machine hit every variant alike); per variant the run with the median seconds, plus every run's."""
     spark = spark_session("overwindow-streaming-benchmark", work / "warehouse", args.max_records)
+    spark.sparkContext.addPyFile(str(Path(__file__).with_name("handwritten.py")))  # the workers import it
     runs: dict[str, list[dict]] = {v: [] for v in args.variants}
     try:
         # warm-ups first, so no timed run pays for the JVM's first steps: each variant on a tiny input,
@@ -214,6 +220,8 @@ def function_for(variant: str):
         return Passthrough()
     if variant == "passthrough_state":
         return Passthrough(ROW_BYTES, HISTORY)
+    if variant == "handwritten":
+        return handwritten_window_close
     from overwindow.spark.adapter import _Runner, _arrow_schema
     schema = _arrow_schema(spark_schema())
     emit = "on_window_close" if variant == "window_close" else "on_update"
@@ -230,11 +238,12 @@ def micro_batches(args, work: Path) -> list[pa.Table]:
 
 
 def replay(variant: str, batches: list[pa.Table], delay_s: int, timers: dict | None = None,
-           max_records: int = 100_000) -> dict:
+           max_records: int = 100_000, outputs: list | None = None) -> dict:
     """Every key of every micro-batch through the variant's function, converted as Spark's worker
     converts (pyspark's own Arrow-to-pandas per column, the columns joined by ``pd.concat``; the
     outputs of many keys joined and converted to Arrow at once, ``--max-records`` rows at a time);
-    then one no-data batch for the keys whose event-time timeout the final watermark passed."""
+    then one no-data batch for the keys whose event-time timeout the final watermark passed. The
+    output record batches are appended to ``outputs`` if given."""
     import pandas as pd
     from pyspark.sql.conversion import ArrowBatchTransformer
 
@@ -252,7 +261,10 @@ def replay(variant: str, batches: list[pa.Table], delay_s: int, timers: dict | N
     def flush():
         nonlocal out_rows, pending, held
         if pending:
-            out_rows += pa.RecordBatch.from_pandas(pd.concat(pending, ignore_index=True), preserve_index=False).num_rows
+            batch = pa.RecordBatch.from_pandas(pd.concat(pending, ignore_index=True), preserve_index=False)
+            out_rows += batch.num_rows
+            if outputs is not None:
+                outputs.append(batch)
         pending, held = [], 0
 
     def call(key, pdfs):
@@ -299,16 +311,21 @@ def replay(variant: str, batches: list[pa.Table], delay_s: int, timers: dict | N
 def run_harness(args, work: Path) -> dict:
     batches = micro_batches(args, work)
     results = {}
+    outputs: dict[str, list] = {}
     for variant in args.variants:
         replay(variant, [b.slice(0, min(2000, b.num_rows)) for b in batches[:2]], args.delay)  # warm-up
         timers: dict = {}
+        outputs[variant] = []
         a = time.perf_counter()
-        r = replay(variant, batches, args.delay, timers, args.max_records)
+        r = replay(variant, batches, args.delay, timers, args.max_records, outputs[variant])
         r["seconds"] = time.perf_counter() - a
         results[variant] = r
         print(f"harness {variant:13s} {r['seconds']:7.2f} s  (to_pandas {r['to_pandas']:.2f}, function "
               f"{r['function']:.2f}, from_pandas {r['from_pandas']:.2f})  out {r['output_rows']:,}  "
               f"state {r['state_bytes']:,} B over {r['keys']} keys", flush=True)
+    if "handwritten" in outputs and "window_close" in outputs:
+        results["handwritten"]["check"] = compare_outputs(outputs["handwritten"], outputs["window_close"])
+        print(f"harness handwritten vs window_close: {results['handwritten']['check']}", flush=True)
     if args.profile:
         from pyinstrument import Profiler
 
@@ -320,6 +337,19 @@ def run_harness(args, work: Path) -> dict:
             print(f"\n===== pyinstrument: {variant} =====")
             print(profiler.output_text(unicode=False, color=False, show_all=False))
     return results
+
+
+def compare_outputs(mine: list[pa.RecordBatch], theirs: list[pa.RecordBatch]) -> str:
+    """Checks that two window-close outputs hold the same rows (by ``rid``) with the same input columns
+    and ``prev_x``, and ``s100`` equal up to float rounding; returns the largest ``s100`` difference
+    relative to the frame's magnitude. Raises AssertionError on any other difference."""
+    a, b = (pa.Table.from_batches(t).sort_by("rid") for t in (mine, theirs))
+    assert a.num_rows == b.num_rows, f"{a.num_rows:,} rows against {b.num_rows:,}"
+    for name in ("rid", "k", "ts", "x", "prev_x"):
+        assert a.column(name).cast(b.schema.field(name).type).equals(b.column(name)), f"column {name} differs"
+    s_a, s_b = (t.column("s100").to_numpy() for t in (a, b))
+    worst = float(np.max(np.abs(s_a - s_b) / np.maximum(1.0, np.abs(s_b)))) if len(s_b) else 0.0
+    return f"same {a.num_rows:,} rows, same lag; sums differ by at most {worst:.1e} (relative)"
 
 
 # -- report -----------------------------------------------------------------------------------------------
@@ -346,6 +376,10 @@ def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
         f"call plus {HISTORY}, rewritten every call: about what window close must hold (the rows waiting for the "
         "next watermark, which Spark computes after the batch, plus the history the frame needs), without "
         "overwindow. Window close's ratio to it is overwindow's own cost beyond carrying that state.",
+        "  - `handwritten`: what a user writes today instead: an `applyInPandasWithState` function for exactly "
+        "these two calls, in numpy, emitting a row when the watermark passes it (`benchmarks/handwritten.py`: "
+        "state an Arrow IPC blob of the waiting rows plus 100 rows of history; plain float sums). "
+        "Window close's ratio to it is the cost of overwindow's generality.",
         f"  - `window_close`: `overWindow(OverWindow({', '.join(repr(c) for c in CALLS)}, rowKey=\"rid\"))`, "
         "append mode.",
         "  - `on_update`: the same calls with `emit=\"on_update\"`, update mode.",
@@ -382,6 +416,10 @@ def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
     for v, r in spark_results.items():
         lines.append(f"- `{v}`: {', '.join(str(int(x)) for x in r['batch_ms'])}")
     lines.append("")
+    hand = spark_results.get("handwritten", {}).get("seconds")
+    if hand and "window_close" in spark_results:
+        lines += [f"Window close against the hand-written function: {spark_results['window_close']['seconds'] / hand:.2f}x "
+                  f"(the hand-written function against the pass-through: {hand / base:.2f}x)." if base else "", ""]
     missed = [v for v, r in spark_results.items() if v in TARGETS and base and r["seconds"] / base > TARGETS[v]]
     if base:
         lines += ["All targets met." if not missed else f"Targets missed: {', '.join(missed)}.", ""]
@@ -401,6 +439,8 @@ def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
             lines.append(f"| {v} | {r['seconds']:.2f} | {r['to_pandas']:.2f} | {r['function']:.2f} | "
                          f"{r['from_pandas']:.2f} | {r['output_rows']:,} | {r['state_bytes']:,} |")
         lines.append("")
+        if "check" in harness.get("handwritten", {}):
+            lines += [f"Outputs, hand-written against window close: {harness['handwritten']['check']}.", ""]
     lines.append(END)
     return "\n".join(lines)
 
