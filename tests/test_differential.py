@@ -208,6 +208,28 @@ def test_date_and_timestamp_range_intervals():
     _assert_same(t, pairs)
 
 
+def test_range_intervals_across_the_whole_calendar():
+    """Dates and timestamps from year 1 to the 9999-12-31 "valid until" sentinel (outside the years
+    nanosecond timestamps hold, 1677-2262), under month, year and day intervals."""
+    d = [dt.date(1, 1, 31), dt.date(1, 2, 28), dt.date(1600, 2, 29), dt.date(1600, 3, 31), dt.date(2024, 1, 31),
+         dt.date(2024, 2, 29), dt.date(9999, 11, 30), dt.date(9999, 12, 31), None]
+    ts = [dt.datetime.combine(v, dt.time(23, 59, 59, 999999)) if v else None for v in d]
+    t = pa.table({"id": list(range(len(d))), "d": pa.array(d, pa.date32()), "ts": pa.array(ts, pa.timestamp("us")),
+                  "x": [1, 2, 4, 8, 16, 32, 64, 128, 256]})
+    pairs = {}
+    for i, (o, fr) in enumerate([
+        ("d ASC NULLS FIRST", "INTERVAL 1 MONTH PRECEDING AND CURRENT ROW"),
+        ("d DESC NULLS LAST", "CURRENT ROW AND INTERVAL 1 MONTH FOLLOWING"),
+        ("d ASC NULLS LAST", "INTERVAL 424 YEARS PRECEDING AND INTERVAL 1 MONTH PRECEDING"),
+        ("d ASC NULLS LAST", "CURRENT ROW AND INTERVAL 5000 YEARS FOLLOWING"),
+        ("ts ASC NULLS FIRST", "INTERVAL 1 MONTH PRECEDING AND INTERVAL 1 DAY FOLLOWING"),
+        ("ts DESC NULLS FIRST", "INTERVAL 9998 YEARS PRECEDING AND CURRENT ROW"),
+        ("ts ASC NULLS LAST", "INTERVAL 3652058 DAYS PRECEDING AND INTERVAL 29 DAYS PRECEDING"),
+    ]):
+        pairs[f"c{i}"] = _same(f"sum(x) OVER (ORDER BY {o} RANGE BETWEEN {fr})")
+    _assert_same(t, pairs)
+
+
 def test_empty_frames():
     """sum/avg/min/... of an empty frame are NULL, counts are 0 -- for start-after-end frames and
     frames that fall off the partition."""

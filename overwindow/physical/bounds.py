@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
@@ -159,7 +158,7 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
         if key.kind not in ("date", "timestamp"):
             raise WindowSpecError(f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {key.type}")
         values, uniq = _as_micros(key), _as_micros_uniques(key)
-        target = _shift_time(values, off, +1 if toward_larger else -1)
+        target, beyond = _shift_time(values, off, +1 if toward_larger else -1)
     elif key.kind in ("date", "timestamp"):
         raise WindowSpecError(f"RANGE over a {key.type} ORDER BY column needs an INTERVAL offset "
                               f"(or whole days on a DATE), not {off}")
@@ -187,7 +186,7 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
         counted = np.clip(target, lo - 1, lo + k) - lo + (0 if strictly_below else 1)
         np.clip(counted, 0, k, out=counted)
     if beyond is not None:  # the exact target lies past every int64: above all values or below all
-        counted[beyond] = k if delta > 0 else 0
+        counted[beyond] = k if toward_larger else 0
     code_t = k - counted if descending else counted
     codes, card = sort_codes(key, descending, nulls_first, dense=span is None)
     pid = layout.part_id.astype(np.int64)
@@ -232,13 +231,59 @@ def _as_micros_uniques(key: Values) -> np.ndarray:
     return _as_micros(Values(key.uniques))
 
 
-def _shift_time(micros: np.ndarray, off: Interval, sign: int) -> np.ndarray:
-    out = micros
+def _shift_time(micros: np.ndarray, off: Interval, sign: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """``micros + sign * off`` for a calendar interval: the months first (a day past the end of the
+    month reached becomes its last day, as in Spark, DuckDB and PostgreSQL), then the days and
+    microseconds. Like ``_saturating_add``: results past the int64 range clamp to it, returned with
+    the mask of the clamped entries (None when none). Works over numpy's whole datetime64[us] range
+    (about 290,000 years either side of 1970). O(n).
+
+    >>> jan31, mar1 = 1_706_659_200_000_000, 1_709_251_200_000_000  # 2024-01-31, 2024-03-01
+    >>> out, _ = _shift_time(np.array([jan31, mar1]), Interval(months=1), +1)
+    >>> out.view("datetime64[us]").astype("datetime64[D]").tolist()
+    [datetime.date(2024, 2, 29), datetime.date(2024, 4, 1)]
+    """
+    out, beyond = micros, None
     if off.months:
-        ts = pd.to_datetime(micros, unit="us")
-        ts = ts + pd.DateOffset(months=sign * off.months)
-        out = ts.asi8 // 1000 if ts.dtype == "datetime64[ns]" else ts.as_unit("us").asi8
-    return out + sign * (off.days * 86_400_000_000 + off.micros)
+        out, beyond = _add_months(micros, sign * off.months)
+    delta = sign * (off.days * _US_PER_DAY + off.micros)
+    if delta and len(out):
+        out, over = _saturating_add(out, delta, int(out.min()), int(out.max()))
+        if beyond is not None:  # past the range already: stays clamped whichever way the days go
+            out[beyond] = _I64.max if sign > 0 else _I64.min
+            beyond = beyond if over is None else beyond | over
+        else:
+            beyond = over
+    return out, beyond
+
+
+_US_PER_DAY = 86_400_000_000
+# months whose every microsecond is an int64 datetime64[us] (the first and last month are partial)
+_MONTHS = (int(np.datetime64(_I64.min + 1, "us").astype("datetime64[M]").astype(np.int64)) + 1,
+           int(np.datetime64(_I64.max, "us").astype("datetime64[M]").astype(np.int64)) - 1)
+
+
+def _add_months(micros: np.ndarray, months: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """``micros`` (since the epoch) moved by ``months`` calendar months, the day of the month kept
+    or cut to the month's last day, the time of day kept; clamped as ``_shift_time``. O(n)."""
+    month = micros.astype(np.int64, copy=False).view("datetime64[us]").astype("datetime64[M]").view(np.int64)
+    # numpy rounds datetimes down to their month, before 1970 too
+    target = month + int(np.clip(months, -2 * _MONTHS[1], 2 * _MONTHS[1]))
+    beyond = (target < _MONTHS[0]) | (target > _MONTHS[1]) | (month < _MONTHS[0]) | (month > _MONTHS[1])
+    month, target = np.clip(month, *_MONTHS), np.clip(target, *_MONTHS)
+    day, time_of_day = np.divmod(micros - _month_start(month), _US_PER_DAY)
+    first = target.view("datetime64[M]")
+    length = (first + 1).astype("datetime64[D]").view(np.int64) - first.astype("datetime64[D]").view(np.int64)
+    out = _month_start(target) + np.minimum(day, length - 1) * _US_PER_DAY + time_of_day
+    if not beyond.any():
+        return out, None
+    out[beyond] = _I64.max if months > 0 else _I64.min
+    return out, beyond
+
+
+def _month_start(month: np.ndarray) -> np.ndarray:
+    """Microseconds since the epoch at the start of each month (months since 1970-01)."""
+    return month.view("datetime64[M]").astype("datetime64[us]").view(np.int64)
 
 
 def key_numbers(key: Values) -> np.ndarray:
@@ -249,11 +294,11 @@ def key_numbers(key: Values) -> np.ndarray:
 
 def shift_key(numbers: np.ndarray, kind: str, offset, sign: int) -> np.ndarray:
     """``numbers + sign * offset`` in ``key_numbers``' domain: an INTERVAL (or whole days, on a DATE)
-    for DATE/TIMESTAMP keys, a number otherwise. Integer keys saturate at the int64 limits rather
-    than wrap: a reach past int64 max still compares above every key. O(n)."""
+    for DATE/TIMESTAMP keys, a number otherwise. Integer, DATE and TIMESTAMP keys saturate at the
+    int64 limits rather than wrap: a reach past int64 max still compares above every key. O(n)."""
     offset = _date_days(offset, kind)
     if isinstance(offset, Interval):
-        return _shift_time(numbers, offset, sign)
+        return _shift_time(numbers, offset, sign)[0]
     if numbers.dtype == np.int64 and isinstance(offset, int) and len(numbers):
         return _saturating_add(numbers, sign * offset, int(numbers.min()), int(numbers.max()))[0]
     return numbers + sign * offset

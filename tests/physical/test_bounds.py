@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from overwindow import Bound, Exclude, Frame, FrameUnit, Interval
 from overwindow.logical.frame import BoundKind
-from overwindow.physical.bounds import frame_bounds
+from overwindow.physical.bounds import frame_bounds, shift_key
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
 
@@ -60,17 +60,38 @@ def sql_compare(a, b, descending: bool, nulls_first: bool) -> int:
 def add_months(d: dt.date, months: int) -> dt.date:
     y, m = divmod(d.month - 1 + months, 12)
     y += d.year
-    return dt.date(y, m + 1, min(d.day, calendar.monthrange(y, m + 1)[1]))
+    return d.replace(year=y, month=m + 1, day=min(d.day, calendar.monthrange(y, m + 1)[1]))
+
+
+@functools.total_ordering
+class Beyond:
+    """A date moved past the years Python's dates hold (1 to 9999): above or below every date."""
+
+    def __init__(self, above: bool):
+        self.above = above
+
+    def __eq__(self, other):
+        return isinstance(other, Beyond) and other.above == self.above
+
+    def __lt__(self, other):
+        return not self.above and not self == other
+
+    def __hash__(self):
+        return hash(self.above)
 
 
 def shift(v, offset, sign: int):
-    """``v + sign * offset`` in the key's own domain."""
+    """``v + sign * offset`` in the key's own domain (a date past year 9999 or before year 1 is
+    ``Beyond``: no key reaches it)."""
     if _nan(v):
         return v
     if isinstance(offset, Interval):
-        if offset.months:
-            v = add_months(v, sign * offset.months)
-        return v + sign * dt.timedelta(days=offset.days, microseconds=offset.micros)
+        try:
+            if offset.months:
+                v = add_months(v, sign * offset.months)
+            return v + sign * dt.timedelta(days=offset.days, microseconds=offset.micros)
+        except (OverflowError, ValueError):  # the year left 1..9999
+            return Beyond(above=sign > 0)
     return v + sign * offset
 
 
@@ -162,7 +183,11 @@ KEY_VALUES = {
     "int": st.one_of(st.integers(-5, 5), st.sampled_from([I64_MAX, I64_MIN, I64_MAX - 1])),
     "float": st.one_of(st.integers(-8, 8).map(lambda v: v / 2),
                        st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 1e300, -1e300])),
-    "date": st.integers(-70, 70).map(lambda d: DAY0 + dt.timedelta(days=d)),
+    "date": st.one_of(st.integers(-70, 70).map(lambda d: DAY0 + dt.timedelta(days=d)),
+                      # the ends of the calendar (9999-12-31 is a common "valid until" sentinel), a
+                      # leap day before 1677 (where nanosecond timestamps end)
+                      st.sampled_from([dt.date(1, 1, 1), dt.date(1, 1, 31), dt.date(1600, 2, 29),
+                                       dt.date(9999, 12, 1), dt.date(9999, 12, 31)])),
 }
 KEY_TYPES = {"int": pa.int64(), "float": pa.float64(), "date": pa.date32()}
 
@@ -191,7 +216,12 @@ def cases(draw, units=("ROWS", "RANGE", "GROUPS")):
             kind = kinds[0]
             if kind == "date":
                 return draw(st.sampled_from([Interval(days=0), Interval(days=1), Interval(days=3),
-                                             Interval(days=31), Interval(months=1), Interval(months=1, days=2)]))
+                                             Interval(days=31), Interval(months=1), Interval(months=1, days=2),
+                                             # from one end of the calendar to the other, and past
+                                             # every int64 microsecond (months, days, both)
+                                             Interval(months=12 * 9998 + 11), Interval(days=3_652_058),
+                                             Interval(months=10**11), Interval(days=10**12),
+                                             Interval(months=1, days=10**12, micros=5)]))
             if kind == "float":
                 return draw(st.sampled_from([0, 0.5, 1, 2.5, math.inf]))
             return draw(st.sampled_from([0, 1, 2, 3, I64_MAX]))
@@ -347,6 +377,36 @@ def test_range_month_interval_clips_to_month_end():
     days = [dt.date(2020, 1, 31), dt.date(2020, 2, 29), dt.date(2020, 3, 1), dt.date(2020, 3, 30)]
     # Jan 31 + 1 month = Feb 29 (clipped); Feb 29 + 1 month = Mar 29; Mar 1 + 1 month = Apr 1
     assert frames_of([(days, False, True, "date")], f) == [[0, 1], [1, 2], [2, 3], [3]]
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31, 23, 59, 59, 999999)),
+       st.one_of(st.integers(0, 40), st.integers(0, 12 * 10_000)), st.integers(0, 4_000_000),
+       st.integers(0, 86_400_000_000 * 3), st.sampled_from([1, -1]))
+def test_shift_key_is_calendar_arithmetic(when, months, days, micros, sign):
+    """TIMESTAMP + / - INTERVAL over the whole calendar against Python's datetime (months first, the
+    day cut to the month's end, then days and microseconds); a result past year 9999 or before year
+    1 (beyond Python's datetime) must still lie past the end of the calendar on its side."""
+    epoch = dt.datetime(1970, 1, 1)
+    us = (when - epoch) // dt.timedelta(microseconds=1)
+    got = int(shift_key(np.array([us], dtype=np.int64), "timestamp", Interval(months, days, micros), sign)[0])
+    want = shift(when, Interval(months, days, micros), sign)
+    if isinstance(want, Beyond):
+        edge = dt.datetime(9999, 12, 31, 23, 59, 59, 999999) if sign > 0 else dt.datetime(1, 1, 1)
+        edge_us = (edge - epoch) // dt.timedelta(microseconds=1)
+        assert got > edge_us if sign > 0 else got < edge_us
+    else:
+        assert got == (want - epoch) // dt.timedelta(microseconds=1)
+
+
+@pytest.mark.parametrize("offset, sign, clamped", [
+    (Interval(months=10**11), 1, 2**63 - 1), (Interval(months=10**11), -1, -(2**63)),
+    (Interval(days=10**12), 1, 2**63 - 1), (Interval(days=10**12), -1, -(2**63)),
+    (Interval(months=1, micros=2**63), 1, 2**63 - 1)])
+def test_shift_key_clamps_past_int64(offset, sign, clamped):
+    """Past the int64 microseconds an interval clamps to their end instead of wrapping around."""
+    us = np.array([0, 253_402_300_799_999_999], dtype=np.int64)  # 1970-01-01, 9999-12-31 23:59:59.999999
+    assert shift_key(us, "timestamp", offset, sign).tolist() == [clamped, clamped]
 
 
 def test_range_nan_and_infinities():
