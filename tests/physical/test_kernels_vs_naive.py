@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from overwindow import WindowRuntimeError, evaluate, parse_window
+from overwindow.physical.kernels.holistic import interpolate_ints
 from overwindow.physical.planner import plan
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None,
@@ -61,6 +62,15 @@ date_values = st.integers(-15, 15).map(lambda d: DAY0 + datetime.timedelta(days=
 string_values = st.sampled_from(["", "a", "b", "ab", "B", "zz", "é", "a "])
 bool_values = st.booleans()
 
+T0_US = 1_714_557_600_123_456  # 2024-05-01 10:00:00.123456
+US_RANGE = (-62_135_596_800_000_000, 253_402_300_799_999_999)  # 0001-01-01 to 9999-12-31 23:59:59.999999
+# timestamps as ticks: close together (ties, spans of a few ticks), across the calendar, and (in
+# nanoseconds) across all of int64 (int64 min is pandas' NaT, so one above it)
+timestamp_us_values = st.one_of(st.integers(-20, 20).map(lambda d: T0_US + d), st.integers(*US_RANGE),
+                                st.sampled_from(US_RANGE))
+timestamp_ns_values = st.one_of(st.integers(-20, 20).map(lambda d: T0_US * 1000 + d),
+                                st.integers(I64_MIN + 1, I64_MAX), st.sampled_from([I64_MIN + 1, I64_MAX]))
+
 VALUE_STRATEGIES = {
     "int": (lambda magnitude: int_values(magnitude), pa.int64()),
     "int32": (lambda magnitude: st.integers(-(2**31), 2**31 - 1), pa.int32()),
@@ -68,6 +78,8 @@ VALUE_STRATEGIES = {
     "string": (lambda magnitude: string_values, pa.string()),
     "date": (lambda magnitude: date_values, pa.date32()),
     "bool": (lambda magnitude: bool_values, pa.bool_()),
+    "timestamp_us": (lambda magnitude: timestamp_us_values, pa.timestamp("us")),
+    "timestamp_ns": (lambda magnitude: timestamp_ns_values, pa.timestamp("ns")),
 }
 ORDER_STRATEGIES = {
     "int": (st.integers(-6, 6), pa.int64()),
@@ -239,8 +251,8 @@ AGGREGATES = {
     "stddev_pop(x)": ["int", "float"],
     "bool_and(x)": ["bool"],
     "bool_or(x)": ["bool"],
-    "median(x)": ["int", "float", "date"],
-    "percentile_cont({p}) WITHIN GROUP (ORDER BY x)": ["int", "float"],
+    "median(x)": ["int", "float", "date", "timestamp_us", "timestamp_ns"],
+    "percentile_cont({p}) WITHIN GROUP (ORDER BY x)": ["int", "float", "date", "timestamp_us", "timestamp_ns"],
     "percentile_disc({p}) WITHIN GROUP (ORDER BY x)": ["int", "float", "string", "date"],
     "quantile_cont(x, [0.25, 0.5, 0.75])": ["float"],
     "mode(x)": ["int", "float", "string", "bool", "date"],
@@ -473,6 +485,36 @@ def test_sum_of_tiny_values_beside_huge_ones(function):
     t = pa.table({"p": [1, 2], "x": [1e-300, 1e150]})
     got = evaluate(t, f"{function}(x) OVER (PARTITION BY p) AS r").column("r").to_pylist()
     assert got == [1e-300, 1e150]
+
+
+@settings(max_examples=500, **SETTINGS)
+@given(st.one_of(st.lists(st.integers(I64_MIN, I64_MAX), min_size=2, max_size=2).map(sorted),
+                st.tuples(st.integers(I64_MIN, I64_MAX - 40), st.integers(0, 40)).map(lambda a: (a[0], a[0] + a[1]))),
+       st.one_of(st.sampled_from([0.0, 0.5, 0.25, 0.1, 0.3, 1 / 3, 1 - 2**-53, 2**-60]), st.floats(0, 1, exclude_max=True)))
+def test_interpolate_ints_rounds_the_exact_product(pair, frac):
+    """lo + frac * (hi - lo), from Python's exact rationals, rounded half to even: over all of int64
+    (spans past 2**63 too), with fractions whose products with a span are exact ties."""
+    lo, hi = pair
+    want = round(lo + Fraction(frac) * (hi - lo))
+    got = interpolate_ints(np.array([lo], np.int64), np.array([hi], np.int64), np.array([frac]))
+    assert int(got[0]) == want
+
+
+@pytest.mark.parametrize("lo, hi, want", [(0, 1, 0), (1, 2, 2), (-3, -2, -2), (I64_MIN, I64_MAX, 0),
+                                          (I64_MIN + 1, I64_MAX, 0), (I64_MAX - 1, I64_MAX, I64_MAX - 1)])
+def test_interpolate_ints_halves_go_to_even(lo, hi, want):
+    """Midpoints: an exact half goes to the even neighbour (-0.5 to 0, 1.5 to 2, -2.5 to -2)."""
+    assert int(interpolate_ints(np.array([lo]), np.array([hi]), np.array([0.5]))[0]) == want
+
+
+@pytest.mark.parametrize("span, frac, want", [(5, 0.1, 1), (10, 0.05, 1), (5, 0.3, 1), (5, 0.7, 3), (2**60 + 5, 0.1, 115_292_150_460_684_705)])
+def test_interpolate_ints_near_halves(span, frac, want):
+    """Near a half, the double ``frac`` decides: 0.1 is 0.1000000000000000055..., so 5 * 0.1 is just
+    above 1/2 (rounds up), 0.3 is 0.2999999999999999888..., so 5 * 0.3 is just below 3/2 (down);
+    0.7 is 0.6999999999999999555..., 5 * 0.7 just below 7/2; (2**60 + 5) * 0.1 is
+    115292150460684704.5000000000000000277... A double product rounds each of them to the half."""
+    got = interpolate_ints(np.array([0]), np.array([span]), np.array([frac]))
+    assert int(got[0]) == want == round(Fraction(frac) * span)
 
 
 def test_naive_percentile_cont_next_to_infinity():

@@ -156,16 +156,27 @@ class Percentile(_Collect):
         lo = math.floor(pos)
         hi = min(lo + 1, n - 1)
         d = pos - lo
-        if isinstance(s[lo], dt.date):
-            # DATE: the exact point between the two, in days since 1970-01-01 (the DATE's own
-            # number, whose parity decides a tie) rounded half to even
-            a, b = ((x - _EPOCH).days for x in (s[lo], s[hi]))
-            return _EPOCH + dt.timedelta(days=round(a * (1 - Fraction(d)) + b * Fraction(d)))
+        if isinstance(s[lo], (dt.date, np.datetime64)):
+            # DATE and TIMESTAMP: the exact point between the two in the type's own integers (days
+            # since 1970-01-01, ticks of the timestamp's unit; their parity decides a tie), rounded
+            # half to even
+            a, b = (_ticks(x) for x in (s[lo], s[hi]))
+            return _from_ticks(round(a * (1 - Fraction(d)) + b * Fraction(d)), s[lo])
         if pos == lo or s[lo] == s[hi]:
             return float(s[lo])
         # SQL's lo * (1 - d) + hi * d (Spark, DuckDB): -inf between -inf and a finite value, where
         # lo + d * (hi - lo) gives NaN
         return float(s[lo]) * (1 - d) + float(s[hi]) * d
+
+
+def _ticks(x) -> int:
+    """A DATE's days or a TIMESTAMP's ticks (of its own unit) since 1970-01-01."""
+    return (x - _EPOCH).days if isinstance(x, dt.date) else int(x.astype(np.int64))
+
+
+def _from_ticks(n: int, like):
+    """The DATE or TIMESTAMP (of ``like``'s unit) ``n`` days or ticks after 1970-01-01."""
+    return _EPOCH + dt.timedelta(days=n) if isinstance(like, dt.date) else np.datetime64(n, np.datetime_data(like.dtype)[0])
 
 
 class Mode(_Collect):
