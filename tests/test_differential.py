@@ -230,6 +230,62 @@ def test_range_intervals_across_the_whole_calendar():
     _assert_same(t, pairs)
 
 
+_EXACT_TYPES = {
+    "d2": pa.decimal128(13, 2), "d38": pa.decimal128(38, 18), "u64": pa.uint64(), "day": pa.date64(),
+}
+
+
+@settings(max_examples=25, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_decimal_uint64_and_date64_keep_their_values(data):
+    """DECIMAL (money: 13,2; and 38 digits, past a double's 17), UINT64 past int64 and DATE64 columns:
+    values returned as they are (lag, lead, first/last/nth_value, min, max, percentile_disc), order
+    (ORDER BY the column itself, rank), distinct counts: the same values and the same Arrow types as
+    DuckDB's (a DATE64 reads as a DATE). sum and avg compute in doubles, as documented: within a
+    double's rounding of DuckDB's exact DECIMAL results."""
+    from decimal import Decimal
+
+    def scaled(coefficient: int, scale: int) -> Decimal:
+        return Decimal((int(coefficient < 0), tuple(map(int, str(abs(coefficient)))), -scale))
+
+    n = data.draw(st.integers(1, 12), label="n")
+    d2 = st.one_of(st.none(), st.integers(-10**11 + 1, 10**11 - 1).map(lambda c: scaled(c, 2)),
+                   st.sampled_from([Decimal("0.10"), Decimal("0.20"), Decimal("0.30")]))
+    # up to 37 digits, so that DuckDB's DECIMAL(38) sums of a 4-row frame do not overflow
+    d38 = st.one_of(st.none(), st.integers(-(10**37) + 1, 10**37 - 1).map(lambda c: scaled(c, 18)),
+                    st.sampled_from([Decimal("12345678901234567890.123456789012345678"),
+                                     Decimal("12345678901234567890.123456789012345679")]))
+    u64 = st.one_of(st.none(), st.integers(0, 2**64 - 1), st.sampled_from([2**63, 2**64 - 1, 2**53 + 1]))
+    day = st.one_of(st.none(), st.integers(-3000, 3000).map(lambda d: dt.date(2024, 1, 1) + dt.timedelta(days=d)))
+    cols = {name: data.draw(st.lists(strategy, min_size=n, max_size=n), label=name)
+            for name, strategy in [("d2", d2), ("d38", d38), ("u64", u64), ("day", day)]}
+    t = pa.table({"id": list(range(n)), **{c: pa.array(v, _EXACT_TYPES[c]) for c, v in cols.items()}})
+    for c in _EXACT_TYPES:
+        w = "ORDER BY id ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING"
+        calls = {"lag": f"lag({c}) OVER (ORDER BY id)", "lead": f"lead({c}, 2) OVER (ORDER BY id)",
+                 "first": f"first_value({c}) OVER ({w})", "last": f"last_value({c}) OVER ({w})",
+                 "nth": f"nth_value({c}, 2) OVER ({w})", "min": f"min({c}) OVER ({w})", "max": f"max({c}) OVER ({w})",
+                 "cd": f"count(DISTINCT {c}) OVER ({w})",
+                 "rank": f"rank() OVER (ORDER BY {c} ASC NULLS FIRST)",
+                 "rn": f"row_number() OVER (ORDER BY {c} DESC NULLS LAST, id)"}
+        ours_t = overwindow.evaluate(t, *[f"{sql} AS w_{a}" for a, sql in calls.items()]).sort_by("id")
+        con = duckdb.connect()
+        con.register("t", t)
+        duck_t = con.sql(f"SELECT id, {', '.join(f'{sql} AS w_{a}' for a, sql in calls.items())} FROM t ORDER BY id").to_arrow_table()
+        for a in calls:
+            assert ours_t.column(f"w_{a}").to_pylist() == duck_t.column(f"w_{a}").to_pylist(), (c, a)
+            if a not in ("cd", "rank", "rn"):
+                assert ours_t.schema.field(f"w_{a}").type == duck_t.schema.field(f"w_{a}").type, (c, a)
+        if c != "day":
+            disc = f"percentile_disc(0.3) WITHIN GROUP (ORDER BY {c}) OVER ({w})"
+            assert _ours(t, [f"{disc} AS p"])["p"] == _duck(t, [f"quantile_disc({c}, 0.3) OVER ({w}) AS p"])["p"], c
+            ours = _ours(t, [f"sum({c}) OVER ({w}) AS s", f"avg({c}) OVER ({w}) AS m"])
+            duck = _duck(t, [f"sum({c}) OVER ({w}) AS s", f"avg({c}) OVER ({w}) AS m"])
+            for a in ("s", "m"):
+                for x, y in zip(ours[a], duck[a]):  # doubles of the values, summed exactly, rounded
+                    assert (x is None) == (y is None) and (x is None or abs(Decimal(x) - Decimal(y)) <= abs(Decimal(y)) * Decimal(2) ** -49), (c, a, x, y)
+
+
 def test_empty_frames():
     """sum/avg/min/... of an empty frame are NULL, counts are 0 -- for start-after-end frames and
     frames that fall off the partition."""

@@ -51,14 +51,20 @@ _AGG_NAMES = {
 }
 
 
+# a type family (physical.values.kind_of) in SQL words, for errors
+_KIND_WORDS = {"int": "an integer", "float": "a floating-point or DECIMAL", "bool": "a BOOLEAN", "date": "a DATE",
+               "timestamp": "a TIMESTAMP", "string": "a STRING", "other": "a BINARY or nested", None: "a NULL"}
+
+
 def check_types(call: WindowCall, kind: str | None) -> None:
     info = lookup(call.function)
+    got = f"got {_KIND_WORDS.get(kind, kind)} argument, in {call.alias}"
     if info.numeric_only and kind not in ("int", "float"):
-        raise WindowSpecError(f"{call.function}({call.args[0]}) needs a numeric argument, got a {kind} column, in {call.alias}")
+        raise WindowSpecError(f"{call.function}({call.args[0]}) needs a numeric argument, {got}")
     if call.function in ("bool_and", "bool_or") and kind != "bool":
-        raise WindowSpecError(f"{call.function}({call.args[0]}) needs a BOOLEAN argument, got {kind}, in {call.alias}")
+        raise WindowSpecError(f"{call.function}({call.args[0]}) needs a BOOLEAN argument, {got}")
     if call.function in ("median", "percentile_cont") and kind not in ("int", "float", "date", "timestamp"):
-        raise WindowSpecError(f"{call.function}({call.args[0]}) needs a numeric, DATE or TIMESTAMP argument, got {kind}")
+        raise WindowSpecError(f"{call.function}({call.args[0]}) needs a numeric, DATE or TIMESTAMP argument, {got}")
 
 
 def plan(call: WindowCall, kind: str | None, *, prefer_naive: bool = False) -> KernelChoice:

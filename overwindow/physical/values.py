@@ -15,10 +15,11 @@ import pyarrow.compute as pc
 
 
 def kind_of(t: pa.DataType) -> str:
-    """Our type family of an Arrow type: int, float, bool, date, timestamp, string or other."""
-    if pa.types.is_integer(t):
+    """Our type family of an Arrow type: int, float, bool, date, timestamp, string or other. DECIMAL
+    and UINT64 (past int64) compute as float (``Values.exact_numbers``)."""
+    if pa.types.is_integer(t) and t != pa.uint64():
         return "int"
-    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+    if pa.types.is_floating(t) or pa.types.is_decimal(t) or t == pa.uint64():
         return "float"
     if pa.types.is_boolean(t):
         return "bool"
@@ -37,18 +38,24 @@ class Values:
     Views: ``valid`` (not NULL), ``numbers`` (int64 or float64, NULL as 0; dates as days, timestamps in
     their unit), ``codes`` (dense rank among the sorted distinct values, NaN greatest, NULL -1) with
     ``uniques`` (the distinct values, sorted). Each view costs one pass (codes: one sort of the distinct values).
+
+    DECIMAL and UINT64 values do not all fit ``numbers`` (float64 for both): there ``exact_numbers``
+    is False, ``numbers`` serves arithmetic only (sum, avg, variances, percentile_cont: DOUBLE
+    results), and order, equality and the values a kernel returns as they are (min, max, lag,
+    first_value, mode, percentile_disc, ...) come from ``codes`` and the column itself, exactly.
     """
 
     def __init__(self, array: pa.Array | pa.ChunkedArray):
         if isinstance(array, pa.ChunkedArray):  # one chunk: itself (combine_chunks would copy it)
             array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
-        if pa.types.is_decimal(array.type):
-            array = array.cast(pa.float64())
         if pa.types.is_dictionary(array.type):
             array = array.dictionary_decode()
+        if pa.types.is_date64(array.type):  # milliseconds at midnight: the same days as a DATE
+            array = array.cast(pa.date32())
         self.array: pa.Array = array
         self.type: pa.DataType = array.type
         self.kind = kind_of(array.type)
+        self.exact_numbers = not (pa.types.is_decimal(self.type) or self.type == pa.uint64())
 
     def __len__(self) -> int:
         return len(self.array)
@@ -72,12 +79,11 @@ class Values:
             # a timestamp's storage is its int64 count of units: a view, not a cast (a cast, even to
             # the type an array already has, costs microseconds: streaming steps do this per key)
             a = a.view(pa.int64()) if self.kind == "timestamp" else a
-            unsigned64 = pa.types.is_unsigned_integer(a.type) and a.type.bit_width == 64
-            target = pa.float64() if unsigned64 else pa.int64()
+            target = pa.int64()
         else:
             raise TypeError(f"column of type {self.type} has no numeric view")
-        if a.type != target:
-            a = a.cast(target)
+        if a.type != target:  # DECIMAL and UINT64 to float64 may round: meant (exact_numbers)
+            a = a.cast(target, safe=self.exact_numbers)
         return np.asarray((a.fill_null(0) if a.null_count else a).to_numpy(zero_copy_only=False))
 
     @cached_property
@@ -95,7 +101,7 @@ class Values:
     @cached_property
     def _dense(self) -> tuple[np.ndarray, pa.Array]:
         """(codes, uniques): numbers by one numpy sort, other types by Arrow's hashing."""
-        if self.kind in ("int", "float", "date", "timestamp", "bool"):
+        if self.kind in ("int", "float", "date", "timestamp", "bool") and self.exact_numbers:
             nums = self.numbers
             if nums.dtype == np.float64:
                 nums = np.where(np.isnan(nums), np.nan, nums + 0.0)  # one NaN, and -0.0 is 0.0
@@ -118,7 +124,8 @@ class Values:
         return self._dense[0]
 
     def from_numbers(self, numbers: np.ndarray, valid: np.ndarray) -> pa.Array:
-        """Arrow array of this column's type from a numeric view (the inverse of ``numbers``)."""
+        """Arrow array of this column's type from a numeric view (the inverse of ``numbers``; only
+        with ``exact_numbers``)."""
         mask = ~valid
         if self.kind == "float":
             return pa.array(numbers.astype(np.float64), mask=mask).cast(self.type)
@@ -134,7 +141,7 @@ class Values:
         mask = missing if missing.any() else None
         if len(self.array) == 0:
             return pa.nulls(len(index), self.type)
-        if self.array.null_count == 0 and self.kind in ("int", "float", "date", "timestamp"):
+        if self.array.null_count == 0 and self.kind in ("int", "float", "date", "timestamp") and self.exact_numbers:
             # numbers without NULLs: a numpy gather, half the fixed cost of Arrow's take on the
             # short columns streaming steps evaluate per key
             numbers = self.array.to_numpy(zero_copy_only=False)

@@ -220,3 +220,35 @@ def test_without_group_by_the_stream_is_one_partition(spark, tmp_path):
         r["all"] = 0
     closed, expected = _expected(rows, ("sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s",), key="all")
     _assert_matches(_emitted(spark, out), closed, expected, ("s",))
+
+
+def test_decimal_values_come_back_as_decimals(spark, tmp_path):
+    """A DECIMAL(12,2) price: lag and max return DECIMAL(12,2) values, exactly those of the batch
+    evaluator over the same rows as decimals; sum is DOUBLE."""
+    from decimal import Decimal
+
+    rng = np.random.default_rng(13)
+    src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
+    os.makedirs(src)
+    rows = _rows(rng, 30, 0) + _rows(rng, 30, 100)
+    for r in rows:
+        r["price"] = round(float(rng.uniform(-1e9, 1e9)), 2)
+        del r["x"]
+    _write(src, rows, 0)
+    calls = ("lag(price) OVER (ORDER BY ts) AS prev", "max(price) OVER (ORDER BY ts ROWS 2 PRECEDING) AS hi",
+             "sum(price) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s")
+    _start(spark, src, chk, out, calls, schema="k INT, ts TIMESTAMP, rid BIGINT, price DECIMAL(12,2)")
+    types = dict(spark.read.parquet(out).dtypes)
+    assert (types["prev"], types["hi"], types["s"]) == ("decimal(12,2)", "decimal(12,2)", "double")
+    emitted = _emitted(spark, out).set_index("rid").sort_index()
+    closed, _ = _expected([dict(r, x=r["price"]) for r in rows], ("sum(x) OVER (ORDER BY ts) AS s",))
+    assert set(emitted.index) == closed
+    table = pa.Table.from_pylist([dict(r, price=Decimal(f"{r['price']:.2f}")) for r in rows])
+    table = table.set_column(table.schema.get_field_index("ts"), "ts", table["ts"].cast(pa.timestamp("us")))
+    table = table.set_column(table.schema.get_field_index("price"), "price", table["price"].cast(pa.decimal128(12, 2)))
+    batch = overwindow.evaluate(table.sort_by([("ts", "ascending"), ("rid", "ascending")]),
+                                *overwindow.OverWindow(*calls, rowKey="rid").partitioned(("k",))).to_pandas()
+    want = batch.set_index("rid").loc[emitted.index]
+    for col in ("prev", "hi"):
+        assert emitted[col].tolist() == want[col].tolist(), col
+    np.testing.assert_allclose(emitted["s"].to_numpy(float), want["s"].to_numpy(float), rtol=1e-12)

@@ -235,7 +235,7 @@ def _levels(x: np.ndarray, op, identity, w_max: int) -> np.ndarray:
 def _min_max(values: Values, mask: np.ndarray, frames: Frames, is_min: bool) -> pa.Array:
     op = np.minimum if is_min else np.maximum
     n = frame_counts(mask, frames)
-    if values.kind == "float":
+    if values.kind == "float" and values.exact_numbers:
         x = values.numbers
         nan = mask & np.isnan(x)
         ident = np.inf if is_min else -np.inf
@@ -244,7 +244,7 @@ def _min_max(values: Values, mask: np.ndarray, frames: Frames, is_min: bool) -> 
             n_nan = frames.count(prefix_count(nan))
             out = np.where(n_nan == n, np.nan, out) if is_min else np.where(n_nan > 0, np.nan, out)
         return pa.array(out, mask=n == 0).cast(values.type)
-    if values.kind in ("int", "date", "timestamp", "bool"):
+    if values.kind in ("int", "date", "timestamp", "bool") and values.exact_numbers:
         ii = np.iinfo(np.int64)
         ident = ii.max if is_min else ii.min
         out = sparse_table_reduce(np.where(mask, values.numbers, ident), frames, op, ident)

@@ -63,7 +63,8 @@ def _sort_keys(values: Values) -> np.ndarray:
 
 
 def _numeric(values: Values) -> bool:
-    return values.kind in ("int", "float", "date", "timestamp", "bool")
+    """Whether the column's ``numbers`` are its values (not for DECIMAL or UINT64: codes then)."""
+    return values.kind in ("int", "float", "date", "timestamp", "bool") and values.exact_numbers
 
 
 def _one_percentile(values: Values, select: "Selector", parts, size, p, continuous) -> pa.Array:
@@ -92,6 +93,9 @@ def _one_percentile(values: Values, select: "Selector", parts, size, p, continuo
     # median of an odd count)
     hi = np.where(pos != lo, np.minimum(lo + 1, nm1), lo)
     k_lo, k_hi = select.kth(parts, [np.minimum(lo, nm1), hi])
+    if not _numeric(values):  # codes of DECIMAL / UINT64 values: interpolate between their doubles
+        uniques = Values(values.uniques).numbers
+        k_lo, k_hi = (uniques[np.clip(k, 0, len(uniques) - 1)] for k in (k_lo, k_hi))
     frac = pos - lo
     if values.kind in ("date", "timestamp"):
         return values.from_numbers(interpolate_ints(k_lo, k_hi, frac), ~empty)
