@@ -157,8 +157,10 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     if isinstance(off, Interval):
         if key.kind not in ("date", "timestamp"):
             raise WindowSpecError(f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {key.type}")
-        values, uniq = _as_micros(key), _as_micros_uniques(key)
-        target, beyond = _shift_time(values, off, +1 if toward_larger else -1)
+        # nanosecond keys keep their nanoseconds (a frame edge 1 ns past a row leaves it out)
+        unit = "ns" if key.kind == "timestamp" and key.type.unit == "ns" else "us"
+        values, uniq = _as_ticks(key, unit), _as_ticks(Values(key.uniques), unit)
+        target, beyond = _shift_time(values, off, +1 if toward_larger else -1, unit)
     elif key.kind in ("date", "timestamp"):
         raise WindowSpecError(f"RANGE over a {key.type} ORDER BY column needs an INTERVAL offset "
                               f"(or whole days on a DATE), not {off}")
@@ -217,36 +219,41 @@ def _date_days(offset, kind: str):
     return offset
 
 
-def _as_micros(key: Values) -> np.ndarray:
+def _as_ticks(key: Values, unit: str = "us") -> np.ndarray:
+    """A DATE or TIMESTAMP key in ``unit`` ("us" or "ns") since the epoch: coarser units multiply
+    exactly, nanoseconds floor to microseconds."""
     v = key.numbers.astype(np.int64, copy=False)
     if key.kind == "date":
-        return v * 86_400_000_000
-    unit = key.type.unit
-    if unit == "us":
+        return v * (_US_PER_DAY * _PER_US[unit])
+    have = key.type.unit
+    if have == unit:
         return v
-    return v * {"s": 1_000_000, "ms": 1_000, "ns": 1}[unit] // (1000 if unit == "ns" else 1)
+    if have == "ns":
+        return v // 1000
+    return v * ({"s": 1_000_000, "ms": 1_000, "us": 1}[have] * _PER_US[unit])
 
 
-def _as_micros_uniques(key: Values) -> np.ndarray:
-    return _as_micros(Values(key.uniques))
+def _as_micros(key: Values) -> np.ndarray:
+    return _as_ticks(key, "us")
 
 
-def _shift_time(micros: np.ndarray, off: Interval, sign: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """``micros + sign * off`` for a calendar interval: the months first (a day past the end of the
-    month reached becomes its last day, as in Spark, DuckDB and PostgreSQL), then the days and
-    microseconds. Like ``_saturating_add``: results past the int64 range clamp to it, returned with
-    the mask of the clamped entries (None when none). Works over numpy's whole datetime64[us] range
-    (about 290,000 years either side of 1970). O(n).
+def _shift_time(ticks: np.ndarray, off: Interval, sign: int, unit: str = "us") -> tuple[np.ndarray, np.ndarray | None]:
+    """``ticks + sign * off`` for a calendar interval, ``ticks`` in ``unit`` ("us" or "ns") since the
+    epoch: the months first (a day past the end of the month reached becomes its last day, as in
+    Spark, DuckDB and PostgreSQL), then the days and microseconds. Like ``_saturating_add``: results
+    past the int64 range clamp to it, returned with the mask of the clamped entries (None when none).
+    Works over numpy's whole datetime64 range of the unit (about 290,000 years either side of 1970
+    in microseconds, 1677-2262 in nanoseconds). O(n).
 
     >>> jan31, mar1 = 1_706_659_200_000_000, 1_709_251_200_000_000  # 2024-01-31, 2024-03-01
     >>> out, _ = _shift_time(np.array([jan31, mar1]), Interval(months=1), +1)
     >>> out.view("datetime64[us]").astype("datetime64[D]").tolist()
     [datetime.date(2024, 2, 29), datetime.date(2024, 4, 1)]
     """
-    out, beyond = micros, None
+    out, beyond = ticks, None
     if off.months:
-        out, beyond = _add_months(micros, sign * off.months)
-    delta = sign * (off.days * _US_PER_DAY + off.micros)
+        out, beyond = _add_months(ticks, sign * off.months, unit)
+    delta = sign * (off.days * _US_PER_DAY + off.micros) * _PER_US[unit]
     if delta and len(out):
         out, over = _saturating_add(out, delta, int(out.min()), int(out.max()))
         if beyond is not None:  # past the range already: stays clamped whichever way the days go
@@ -258,32 +265,35 @@ def _shift_time(micros: np.ndarray, off: Interval, sign: int) -> tuple[np.ndarra
 
 
 _US_PER_DAY = 86_400_000_000
-# months whose every microsecond is an int64 datetime64[us] (the first and last month are partial)
-_MONTHS = (int(np.datetime64(_I64.min + 1, "us").astype("datetime64[M]").astype(np.int64)) + 1,
-           int(np.datetime64(_I64.max, "us").astype("datetime64[M]").astype(np.int64)) - 1)
+_PER_US = {"us": 1, "ns": 1000}
+# per unit, the months whose every tick is an int64 datetime64 (the first and last month are partial)
+_MONTHS = {u: (int(np.datetime64(_I64.min + 1, u).astype("datetime64[M]").astype(np.int64)) + 1,
+               int(np.datetime64(_I64.max, u).astype("datetime64[M]").astype(np.int64)) - 1) for u in _PER_US}
 
 
-def _add_months(micros: np.ndarray, months: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """``micros`` (since the epoch) moved by ``months`` calendar months, the day of the month kept
-    or cut to the month's last day, the time of day kept; clamped as ``_shift_time``. O(n)."""
-    month = micros.astype(np.int64, copy=False).view("datetime64[us]").astype("datetime64[M]").view(np.int64)
+def _add_months(ticks: np.ndarray, months: int, unit: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """``ticks`` (of ``unit`` since the epoch) moved by ``months`` calendar months, the day of the
+    month kept or cut to the month's last day, the time of day kept; clamped as ``_shift_time``. O(n)."""
+    lo, hi = _MONTHS[unit]
+    day_ticks = _US_PER_DAY * _PER_US[unit]
+    month = ticks.astype(np.int64, copy=False).view(f"datetime64[{unit}]").astype("datetime64[M]").view(np.int64)
     # numpy rounds datetimes down to their month, before 1970 too
-    target = month + int(np.clip(months, -2 * _MONTHS[1], 2 * _MONTHS[1]))
-    beyond = (target < _MONTHS[0]) | (target > _MONTHS[1]) | (month < _MONTHS[0]) | (month > _MONTHS[1])
-    month, target = np.clip(month, *_MONTHS), np.clip(target, *_MONTHS)
-    day, time_of_day = np.divmod(micros - _month_start(month), _US_PER_DAY)
+    target = month + int(np.clip(months, -2 * (hi - lo), 2 * (hi - lo)))
+    beyond = (target < lo) | (target > hi) | (month < lo) | (month > hi)
+    month, target = np.clip(month, lo, hi), np.clip(target, lo, hi)
+    day, time_of_day = np.divmod(ticks - _month_start(month, unit), day_ticks)
     first = target.view("datetime64[M]")
     length = (first + 1).astype("datetime64[D]").view(np.int64) - first.astype("datetime64[D]").view(np.int64)
-    out = _month_start(target) + np.minimum(day, length - 1) * _US_PER_DAY + time_of_day
+    out = _month_start(target, unit) + np.minimum(day, length - 1) * day_ticks + time_of_day
     if not beyond.any():
         return out, None
     out[beyond] = _I64.max if months > 0 else _I64.min
     return out, beyond
 
 
-def _month_start(month: np.ndarray) -> np.ndarray:
-    """Microseconds since the epoch at the start of each month (months since 1970-01)."""
-    return month.view("datetime64[M]").astype("datetime64[us]").view(np.int64)
+def _month_start(month: np.ndarray, unit: str) -> np.ndarray:
+    """Ticks of ``unit`` since the epoch at the start of each month (months since 1970-01)."""
+    return month.view("datetime64[M]").astype(f"datetime64[{unit}]").view(np.int64)
 
 
 def key_numbers(key: Values) -> np.ndarray:

@@ -23,6 +23,7 @@ import functools
 import math
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, note, settings
@@ -188,8 +189,14 @@ KEY_VALUES = {
                       # leap day before 1677 (where nanosecond timestamps end)
                       st.sampled_from([dt.date(1, 1, 1), dt.date(1, 1, 31), dt.date(1600, 2, 29),
                                        dt.date(9999, 12, 1), dt.date(9999, 12, 31)])),
+    # nanosecond timestamps 37 minutes apart give or take a few nanoseconds, so that frame edges of
+    # whole minutes and microseconds fall a nanosecond either side of rows; and month ends
+    "timestamp_ns": st.one_of(
+        st.tuples(st.integers(0, 6), st.integers(-3, 3)).map(
+            lambda a: pd.Timestamp("2024-03-31 00:30:00.123456789") + pd.Timedelta(minutes=37 * a[0], nanoseconds=a[1])),
+        st.sampled_from([pd.Timestamp("2024-01-31 23:59:59.999999999"), pd.Timestamp("2024-02-29 23:59:59.999999999")])),
 }
-KEY_TYPES = {"int": pa.int64(), "float": pa.float64(), "date": pa.date32()}
+KEY_TYPES = {"int": pa.int64(), "float": pa.float64(), "date": pa.date32(), "timestamp_ns": pa.timestamp("ns")}
 
 
 def nullable(values, rate):
@@ -222,6 +229,10 @@ def cases(draw, units=("ROWS", "RANGE", "GROUPS")):
                                              Interval(months=12 * 9998 + 11), Interval(days=3_652_058),
                                              Interval(months=10**11), Interval(days=10**12),
                                              Interval(months=1, days=10**12, micros=5)]))
+            if kind == "timestamp_ns":
+                return draw(st.sampled_from([Interval(), Interval(micros=1), Interval(micros=74 * 60_000_000),
+                                             Interval(micros=37 * 60_000_000 + 1), Interval(months=1),
+                                             Interval(days=1, micros=1)]))
             if kind == "float":
                 return draw(st.sampled_from([0, 0.5, 1, 2.5, math.inf]))
             return draw(st.sampled_from([0, 1, 2, 3, I64_MAX]))
