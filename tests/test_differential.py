@@ -239,10 +239,10 @@ _EXACT_TYPES = {
 @given(data=st.data())
 def test_decimal_uint64_and_date64_keep_their_values(data):
     """DECIMAL (money: 13,2; and 38 digits, past a double's 17), UINT64 past int64 and DATE64 columns:
-    values returned as they are (lag, lead, first/last/nth_value, min, max, percentile_disc), order
-    (ORDER BY the column itself, rank), distinct counts: the same values and the same Arrow types as
-    DuckDB's (a DATE64 reads as a DATE). sum and avg compute in doubles, as documented: within a
-    double's rounding of DuckDB's exact DECIMAL results."""
+    values returned as they are (lag and lead, also with a default, first/last/nth_value, min, max,
+    percentile_disc), order (ORDER BY the column itself, rank), distinct counts: the same values and
+    the same Arrow types as DuckDB's (a DATE64 reads as a DATE). sum and avg compute in doubles, as
+    documented: within a double's rounding of DuckDB's exact DECIMAL results."""
     from decimal import Decimal
 
     def scaled(coefficient: int, scale: int) -> Decimal:
@@ -263,6 +263,7 @@ def test_decimal_uint64_and_date64_keep_their_values(data):
     for c in _EXACT_TYPES:
         w = "ORDER BY id ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING"
         calls = {"lag": f"lag({c}) OVER (ORDER BY id)", "lead": f"lead({c}, 2) OVER (ORDER BY id)",
+                 **({"lag0": f"lag({c}, 1, 0) OVER (ORDER BY id)"} if c != "day" else {}),
                  "first": f"first_value({c}) OVER ({w})", "last": f"last_value({c}) OVER ({w})",
                  "nth": f"nth_value({c}, 2) OVER ({w})", "min": f"min({c}) OVER ({w})", "max": f"max({c}) OVER ({w})",
                  "cd": f"count(DISTINCT {c}) OVER ({w})",
