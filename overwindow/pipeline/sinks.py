@@ -16,6 +16,7 @@ always quoted identifiers and values always bound parameters.
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import sqlite3
 
 import pyarrow as pa
@@ -48,6 +49,8 @@ _SQL_TYPES = {"int": ("INTEGER", "bigint"), "bool": ("INTEGER", "boolean"), "flo
 def _sql_type(t: pa.DataType, postgres: bool) -> str:
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return "bytea" if postgres else "BLOB"
+    if pa.types.is_decimal(t):  # every digit: a REAL holds 15, SQLite keeps longer ones as text
+        return f"numeric({t.precision}, {t.scale})" if postgres else "NUMERIC" if t.precision <= 15 else "TEXT"
     return _SQL_TYPES.get(kind_of(t), ("TEXT", "text"))[postgres]
 
 
@@ -56,6 +59,8 @@ def _py(v):
         return v.isoformat(sep=" ") if isinstance(v, dt.datetime) else v.isoformat()
     if isinstance(v, float) and v != v:
         return None  # NaN as NULL: SQLite has no NaN
+    if isinstance(v, decimal.Decimal):
+        return str(v)  # sqlite3 binds no Decimal; NUMERIC affinity turns the text into a number
     return v
 
 

@@ -31,3 +31,14 @@ def test_appends_with_quoted_names_and_bound_values(postgres_dsn):
     assert sink.apply(b, 0) == 1 and sink.apply(b, 0) == 0
     assert _rows(postgres_dsn, evil) == [(1, "'); DROP TABLE x; --")]
     assert "password" not in repr(PostgresSink("host=h password=secret", "t", ["id"], False))
+
+
+def test_decimal_columns_are_numeric_with_every_digit(postgres_dsn):
+    from decimal import Decimal
+
+    sink = PostgresSink(postgres_dsn, "money", key=["id"], upsert=True)
+    big = Decimal("12345678901234567890.123456789012345678")
+    b = pa.table({"id": [1, 2], "price": pa.array([Decimal("1.10"), None], pa.decimal128(12, 2)),
+                  "big": pa.array([big, -big], pa.decimal128(38, 18)), "_change": ["upsert", "upsert"]})
+    assert sink.apply(b, 0) == 2
+    assert _rows(postgres_dsn, "money") == [(1, Decimal("1.10"), big), (2, None, -big)]

@@ -48,3 +48,20 @@ def test_names_are_quoted_and_values_bound(tmp_path):
     assert sink.apply(b, 0) == 1
     assert rows(db, evil) == [(1, "'); DROP TABLE x; --")]
     assert rows(db, "x") == []  # still there
+
+
+def test_decimal_columns_keep_their_digits(tmp_path):
+    """DECIMAL values (sqlite3 binds no Decimal): up to 15 digits in a NUMERIC column (its REALs hold
+    them), longer ones as their exact text (a REAL would round them)."""
+    from decimal import Decimal
+
+    db = str(tmp_path / "v.sqlite")
+    sink = SqliteSink(db, "v", key=["id"], upsert=False)
+    big = Decimal("12345678901234567890.123456789012345678")
+    b = pa.table({"id": [1, 2, 3], "price": pa.array([Decimal("1.10"), None, Decimal("-2.50")], pa.decimal128(12, 2)),
+                  "big": pa.array([big, big, None], pa.decimal128(38, 18))})
+    assert sink.apply(b, 0) == 3
+    assert rows(db, "v") == [(1, 1.1, str(big)), (2, None, str(big)), (3, -2.5, None)]
+    con = sqlite3.connect(db)
+    assert [r[2] for r in con.execute('PRAGMA table_info("v")')] == ["INTEGER", "NUMERIC", "TEXT"]
+    con.close()
