@@ -92,18 +92,24 @@ def _eval(node: exp.Expression, t: pa.Table):
         target = _TYPES.get(node.to.this.name if hasattr(node.to.this, "name") else str(node.to.this).upper())
         if target is None:
             raise WindowSpecError(f"CAST to {node.to.sql(dialect=DIALECT)} is not supported")
-        return pc.cast(_eval(node.this, t), target)
+        value = _eval(node.this, t)
+        if pa.types.is_integer(target) and pa.types.is_floating(value.type):
+            value = pc.trunc(value)  # Spark drops the fraction (1.9 -> 1, -1.9 -> -1); out of range is an error
+        return pc.cast(value, target)
     if isinstance(node, exp.Coalesce):
         return pc.coalesce(*[_eval(e, t) for e in [node.this, *node.expressions]])
     if isinstance(node, exp.Abs):
         return pc.abs_checked(_eval(node.this, t))
     if isinstance(node, exp.In):
-        values = pa.array([literal_value(e, "IN list") for e in node.expressions])
-        return pc.is_in(_eval(node.this, t), value_set=values)
+        return _in(_eval(node.this, t), [literal_value(e, "IN list") for e in node.expressions])
+    if isinstance(node, exp.Between):
+        x = _eval(node.this, t)
+        return pc.and_kleene(_compare("greater_equal", x, _eval(node.args["low"], t)),
+                             _compare("less_equal", x, _eval(node.args["high"], t)))
     if isinstance(node, exp.Case):
         return _case(node, t)
     raise WindowSpecError(f"unsupported expression {node.sql(dialect=DIALECT)} (supported: columns, constants, "
-                          "+ - * / %, comparisons, AND OR NOT, IS NULL, CAST, COALESCE, ABS, IN, CASE)")
+                          "+ - * / %, comparisons, BETWEEN, AND OR NOT, IS NULL, CAST, COALESCE, ABS, IN, CASE)")
 
 
 def _compare(fn: str, a, b):
@@ -125,9 +131,25 @@ def _compare(fn: str, a, b):
 
 
 def _mod(a, b):
+    """SQL ``a % b``: the sign of ``a`` (-7 % 2 = -1), NULL where ``b`` is 0 (as ``/``; Spark without
+    ANSI mode), so one row's zero does not fail the others."""
+    zero = pc.equal(b, 0)
+    b = pc.if_else(zero, pa.scalar(1, b.type), b)
     q = pc.divide(a, b)
     q = pc.trunc(q) if pa.types.is_floating(q.type) else q
-    return pc.subtract(a, pc.multiply(q, b))
+    r = pc.subtract(a, pc.multiply(q, b))
+    return pc.if_else(zero, pa.scalar(None, r.type), r)
+
+
+def _in(x, items: list):
+    """SQL ``x IN (items)``: true on a match; NULL when ``x`` is NULL, or when nothing matches and
+    the list holds a NULL; false otherwise."""
+    present = [v for v in items if v is not None]
+    hit = pc.is_in(x, value_set=pa.array(present) if present else pa.array([], type=x.type))
+    unknown = pc.is_null(x)
+    if len(present) < len(items):
+        unknown = pc.or_(unknown, pc.invert(hit))
+    return pc.if_else(unknown, pa.scalar(None, pa.bool_()), hit)
 
 
 def _case(node: exp.Case, t: pa.Table):
