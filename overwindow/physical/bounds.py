@@ -233,10 +233,6 @@ def _as_ticks(key: Values, unit: str = "us") -> np.ndarray:
     return v * ({"s": 1_000_000, "ms": 1_000, "us": 1}[have] * _PER_US[unit])
 
 
-def _as_micros(key: Values) -> np.ndarray:
-    return _as_ticks(key, "us")
-
-
 def _shift_time(ticks: np.ndarray, off: Interval, sign: int, unit: str = "us") -> tuple[np.ndarray, np.ndarray | None]:
     """``ticks + sign * off`` for a calendar interval, ``ticks`` in ``unit`` ("us" or "ns") since the
     epoch: the months first (a day past the end of the month reached becomes its last day, as in
@@ -299,7 +295,7 @@ def _month_start(month: np.ndarray, unit: str) -> np.ndarray:
 def key_numbers(key: Values) -> np.ndarray:
     """The ORDER BY key in the numeric domain RANGE offsets apply to: microseconds since the epoch for
     DATE and TIMESTAMP, the numbers themselves otherwise."""
-    return _as_micros(key) if key.kind in ("date", "timestamp") else key.numbers
+    return _as_ticks(key) if key.kind in ("date", "timestamp") else key.numbers
 
 
 def shift_key(numbers: np.ndarray, kind: str, offset, sign: int) -> np.ndarray:

@@ -128,7 +128,7 @@ def interpolate_ints(lo: np.ndarray, hi: np.ndarray, frac: np.ndarray) -> np.nda
     step = _shift_right(p_hi, p_lo, k)
     # the bits shifted out: the first one is the half; any below it make the rest more than a half
     out = lo.view(np.uint64) + step
-    half = _bit(p_hi, p_lo, k - 1)
+    half = _shift_right(p_hi, p_lo, k - 1) & np.uint64(1)
     more = _any_below(p_hi, p_lo, k - 1)
     out += half & (more | (out & np.uint64(1)))
     return out.view(np.int64)
@@ -158,11 +158,6 @@ def _shifted(x: np.ndarray, k: np.ndarray, left: bool = False) -> np.ndarray:
 def _shift_right(high: np.ndarray, low: np.ndarray, k: np.ndarray) -> np.ndarray:
     """The low 64 bits of the 128-bit (high, low) shifted right by k >= 0."""
     return np.where(k >= 64, _shifted(high, k - 64), _shifted(low, k) | _shifted(high, 64 - k, left=True))
-
-
-def _bit(high: np.ndarray, low: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """Bit j (0 = lowest) of the 128-bit (high, low), as uint64 0 or 1 (0 past bit 127)."""
-    return np.where(j >= 64, _shifted(high, j - 64), _shifted(low, j)) & np.uint64(1)
 
 
 def _any_below(high: np.ndarray, low: np.ndarray, j: np.ndarray) -> np.ndarray:
