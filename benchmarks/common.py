@@ -34,8 +34,9 @@ def machine_note(*packages: str) -> list[str]:
 
     def git(*cmd: str) -> str:
         try:
-            return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, text=True,
-                                  check=False).stdout.strip()
+            return subprocess.run(
+                ["git", "-C", str(ROOT), *cmd], capture_output=True, text=True, check=False
+            ).stdout.strip()
         except OSError:
             return ""
 
@@ -49,13 +50,20 @@ def machine_note(*packages: str) -> list[str]:
     ]
 
 
-def section_head(begin: str, title: str, script: str, command: str, seconds: float,
-                 *packages: str) -> list[str]:
+def section_head(
+    begin: str, title: str, script: str, command: str, seconds: float, *packages: str
+) -> list[str]:
     """The first lines of a script-written BENCHMARKS.md section: marker, title, who writes it, the
     command, the machine and versions (``packages``)."""
-    return [begin, f"## {title}", "", f"_This section is written by `{script}`; edit the script, not the text._", "",
-            f"- Command: `{command}` (run from the repository root; total wall time {seconds:.0f} s)",
-            *machine_note(*packages)]
+    return [
+        begin,
+        f"## {title}",
+        "",
+        f"_This section is written by `{script}`; edit the script, not the text._",
+        "",
+        f"- Command: `{command}` (run from the repository root; total wall time {seconds:.0f} s)",
+        *machine_note(*packages),
+    ]
 
 
 def write_section(section: str, begin: str, end: str, path: Path = BENCHMARKS_MD) -> None:
@@ -133,7 +141,9 @@ def passthrough(grouped, schema, output_mode: str, bytes_per_row: int = 0, windo
 
     state = StructType([StructField("state", BinaryType(), False)])
     timeout = GroupStateTimeout.EventTimeTimeout if output_mode == "append" else GroupStateTimeout.NoTimeout
-    return grouped.applyInPandasWithState(Passthrough(bytes_per_row, window), schema, state, output_mode, timeout)
+    return grouped.applyInPandasWithState(
+        Passthrough(bytes_per_row, window), schema, state, output_mode, timeout
+    )
 
 
 def tws_passthrough(grouped, schema):

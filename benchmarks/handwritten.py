@@ -19,7 +19,9 @@ for b held rows.
 ...     def update(self, v): self.value = v
 ...     def setTimeoutTimestamp(self, ms): self.timeout = ms
 >>> import pandas as pd
->>> rows = pd.DataFrame({"k": [7, 7], "ts": pd.to_datetime([0, 5000], unit="us"), "rid": [1, 2], "x": [1.0, 2.0]})
+>>> rows = pd.DataFrame(
+...     {"k": [7, 7], "ts": pd.to_datetime([0, 5000], unit="us"), "rid": [1, 2], "x": [1.0, 2.0]}
+... )
 >>> out, = handwritten_window_close((7,), iter([rows]), S())
 >>> out[["rid", "s100", "prev_x"]].values.tolist()  # the watermark (1 ms) released the first row only
 [[1.0, 1.0, nan]]
@@ -37,8 +39,10 @@ _STATE_SCHEMA = pa.schema([("ts", pa.int64()), ("rid", pa.int64()), ("x", pa.flo
 
 
 def _encode(ts, rid, x, history: int, released_upto: int) -> bytes:
-    batch = pa.RecordBatch.from_arrays([pa.array(ts), pa.array(rid), pa.array(x)], schema=_STATE_SCHEMA.with_metadata(
-        {"history": str(history), "released_upto": str(released_upto)}))
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(ts), pa.array(rid), pa.array(x)],
+        schema=_STATE_SCHEMA.with_metadata({"history": str(history), "released_upto": str(released_upto)}),
+    )
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as writer:
         writer.write_batch(batch)
@@ -49,8 +53,13 @@ def _decode(blob: bytes):
     reader = pa.ipc.open_stream(blob)
     batch = reader.read_next_batch()
     meta = reader.schema.metadata
-    return (batch.column(0).to_numpy(), batch.column(1).to_numpy(), batch.column(2).to_numpy(),
-            int(meta[b"history"]), int(meta[b"released_upto"]))
+    return (
+        batch.column(0).to_numpy(),
+        batch.column(1).to_numpy(),
+        batch.column(2).to_numpy(),
+        int(meta[b"history"]),
+        int(meta[b"released_upto"]),
+    )
 
 
 def handwritten_window_close(key, pdfs, state):
@@ -58,7 +67,13 @@ def handwritten_window_close(key, pdfs, state):
     if state.exists:
         ts, rid, x, history, released_upto = _decode(state.get[0])
     else:
-        ts, rid, x, history, released_upto = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), 0, -2**62
+        ts, rid, x, history, released_upto = (
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0),
+            0,
+            -(2**62),
+        )
     for pdf in pdfs:
         new_ts = pdf["ts"].to_numpy().astype("datetime64[us]").view(np.int64)
         on_time = new_ts > released_upto
@@ -72,11 +87,16 @@ def handwritten_window_close(key, pdfs, state):
     if released > history:
         running = np.concatenate([[0.0], np.cumsum(x[:released])])
         at = np.arange(history, released)
-        yield pd.DataFrame({"k": np.full(released - history, key[0], np.int32),
-                            "ts": ts[history:released].view("datetime64[us]"), "rid": rid[history:released],
-                            "x": x[history:released],
-                            "s100": running[at + 1] - running[np.maximum(at - PRECEDING, 0)],
-                            "prev_x": np.concatenate([[np.nan], x])[at]})
+        yield pd.DataFrame(
+            {
+                "k": np.full(released - history, key[0], np.int32),
+                "ts": ts[history:released].view("datetime64[us]"),
+                "rid": rid[history:released],
+                "x": x[history:released],
+                "s100": running[at + 1] - running[np.maximum(at - PRECEDING, 0)],
+                "prev_x": np.concatenate([[np.nan], x])[at],
+            }
+        )
     keep = max(released - PRECEDING, 0)
     state.update((_encode(ts[keep:], rid[keep:], x[keep:], released - keep, max(released_upto, watermark)),))
     if released < len(ts):  # wake up when the watermark passes the lowest waiting row
@@ -87,5 +107,6 @@ def handwritten(grouped):
     """``grouped.applyInPandasWithState`` with the hand-written function."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    return grouped.applyInPandasWithState(handwritten_window_close, OUTPUT_DDL, "state BINARY", "append",
-                                          GroupStateTimeout.EventTimeTimeout)
+    return grouped.applyInPandasWithState(
+        handwritten_window_close, OUTPUT_DDL, "state BINARY", "append", GroupStateTimeout.EventTimeTimeout
+    )

@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import duckdb  # noqa: E402
+from common import section_head, write_section  # noqa: E402
 
 import overwindow  # noqa: E402
-from common import section_head, write_section  # noqa: E402
 
 BEGIN, END = "<!-- kernels:begin -->", "<!-- kernels:end -->"
 
@@ -41,8 +41,8 @@ BEGIN, END = "<!-- kernels:begin -->", "<!-- kernels:end -->"
 @dataclass(frozen=True)
 class Query:
     name: str
-    sql: str          # the window call, without alias; the same text goes to both engines
-    target: float     # overwindow/DuckDB time ratio to meet
+    sql: str  # the window call, without alias; the same text goes to both engines
+    target: float  # overwindow/DuckDB time ratio to meet
 
 
 # ROWS frames and lag are only deterministic under a total order: ``id`` breaks the ties in ``t``.
@@ -52,7 +52,9 @@ QUERIES = [
     Query("rows_sum", f"sum(x) OVER ({ROWS_100})", 1.0),
     Query("rows_min", f"min(x) OVER ({ROWS_100})", 1.0),
     Query("rows_max", f"max(x) OVER ({ROWS_100})", 1.0),
-    Query("range_avg", "avg(x) OVER (PARTITION BY k ORDER BY t RANGE BETWEEN 50 PRECEDING AND CURRENT ROW)", 1.0),
+    Query(
+        "range_avg", "avg(x) OVER (PARTITION BY k ORDER BY t RANGE BETWEEN 50 PRECEDING AND CURRENT ROW)", 1.0
+    ),
     Query("rank", "rank() OVER (PARTITION BY k ORDER BY t)", 1.0),
     Query("lag", "lag(x) OVER (PARTITION BY k ORDER BY t, id)", 1.0),
     Query("rows_median", f"median(x) OVER ({ROWS_100})", 2.0),
@@ -106,7 +108,9 @@ def compare(ow: pa.Table, dd: pa.Table, n: int) -> tuple[bool, str]:
         rel = np.divide(diff, scale, out=np.zeros_like(diff), where=scale > 0)
         worst = float(rel.max()) if n else 0.0
         bad = int((diff > 1e-9 * scale).sum())
-        return bad == 0, (f"max rel err {worst:.1e}" if bad == 0 else f"{bad} rows differ, max rel err {worst:.1e}")
+        return bad == 0, (
+            f"max rel err {worst:.1e}" if bad == 0 else f"{bad} rows differ, max rel err {worst:.1e}"
+        )
     bad = int((va != vb).sum())
     return bad == 0, ("exact" if bad == 0 else f"{bad} rows differ")
 
@@ -114,14 +118,22 @@ def compare(ow: pa.Table, dd: pa.Table, n: int) -> tuple[bool, str]:
 def render(args, results, total_s: float) -> str:
     n = args.rows
     lines = [
-        *section_head(BEGIN, "Kernels: overwindow vs single-threaded DuckDB", "benchmarks/kernels.py",
-                      args.command, total_s, "numpy", "pyarrow", "duckdb"),
+        *section_head(
+            BEGIN,
+            "Kernels: overwindow vs single-threaded DuckDB",
+            "benchmarks/kernels.py",
+            args.command,
+            total_s,
+            "numpy",
+            "pyarrow",
+            "duckdb",
+        ),
         f"- Data: {n:,} rows in {args.partitions:,} partitions (seed {args.seed}); `k` int64 partition key, "
         "`t` int64 with ties (about two rows per value per partition), `x` float64 in [0, 1000), "
         "`id` unique int64 tiebreak; rows in random order.",
         "- Both engines get the same pyarrow Table and return an Arrow table of the input columns plus "
-        "the result: `overwindow.evaluate(table, \"<call> AS r\")` vs "
-        "`con.sql(\"SELECT *, <call> AS r FROM t\").to_arrow_table()` after `SET threads=1` and "
+        'the result: `overwindow.evaluate(table, "<call> AS r")` vs '
+        '`con.sql("SELECT *, <call> AS r FROM t").to_arrow_table()` after `SET threads=1` and '
         "`con.register('t', table)`. overwindow's result is in input row order; DuckDB's is in its "
         "own (sorted) order, which costs it nothing extra.",
         f"- Timing: one warm-up run per engine, then {args.repeat} runs per engine alternating "
@@ -145,7 +157,7 @@ def render(args, results, total_s: float) -> str:
             "",
             f"`{q.sql}`",
             "",
-            "| engine | seconds (best of %d) | rows/s |" % args.repeat,
+            f"| engine | seconds (best of {args.repeat}) | rows/s |",
             "|---|---:|---:|",
             f"| overwindow | {r['ow']:.3f} | {n / r['ow']:,.0f} |",
             f"| DuckDB (1 thread) | {r['dd']:.3f} | {n / r['dd']:,.0f} |",
@@ -162,8 +174,10 @@ def render(args, results, total_s: float) -> str:
     ]
     for r in results:
         q = r["query"]
-        lines.append(f"| {q.name} | {r['ow']:.3f} | {r['dd']:.3f} | {r['ratio']:.2f} | <= {q.target:g} | "
-                     f"{'yes' if r['ratio'] <= q.target else '**no**'} | {'yes' if r['equal'] else '**no**'} |")
+        lines.append(
+            f"| {q.name} | {r['ow']:.3f} | {r['dd']:.3f} | {r['ratio']:.2f} | <= {q.target:g} | "
+            f"{'yes' if r['ratio'] <= q.target else '**no**'} | {'yes' if r['equal'] else '**no**'} |"
+        )
     missed = [r["query"].name for r in results if r["ratio"] > r["query"].target]
     lines += ["", "All targets met." if met_all else f"Targets missed: {', '.join(missed)}.", "", END]
     return "\n".join(lines)
@@ -173,13 +187,19 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=5_000_000)
     p.add_argument("--partitions", type=int, default=1_000)
-    p.add_argument("--repeat", type=int, default=3, help="timed runs per engine after one warm-up (best is kept)")
+    p.add_argument(
+        "--repeat", type=int, default=3, help="timed runs per engine after one warm-up (best is kept)"
+    )
     p.add_argument("--seed", type=int, default=20240601)
     p.add_argument("--only", nargs="*", help="query names to run (default: all)")
     p.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
-    p.add_argument("--no-write", action="store_true", help="print the section instead of updating BENCHMARKS.md")
+    p.add_argument(
+        "--no-write", action="store_true", help="print the section instead of updating BENCHMARKS.md"
+    )
     args = p.parse_args(argv)
-    args.command = "python benchmarks/kernels.py" + "".join(f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:]))
+    args.command = "python benchmarks/kernels.py" + "".join(
+        f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
+    )
 
     queries = [q for q in QUERIES if not args.only or q.name in args.only]
     started = time.perf_counter()
@@ -200,9 +220,12 @@ def main(argv: list[str] | None = None) -> int:
             dd_times.append(timed(lambda: run_duckdb(con, q))[0])
         ow, dd = min(ow_times), min(dd_times)
         results.append({"query": q, "ow": ow, "dd": dd, "ratio": ow / dd, "equal": equal, "detail": detail})
-        print(f"{q.name:12s} overwindow {ow:8.3f}s  duckdb {dd:8.3f}s  ratio {ow / dd:6.2f} "
-              f"(target <= {q.target:g}: {'met' if ow / dd <= q.target else 'MISSED'})  equal: {equal} ({detail})",
-              flush=True)
+        print(
+            f"{q.name:12s} overwindow {ow:8.3f}s  duckdb {dd:8.3f}s  ratio {ow / dd:6.2f} "
+            f"(target <= {q.target:g}: {'met' if ow / dd <= q.target else 'MISSED'})  "
+            f"equal: {equal} ({detail})",
+            flush=True,
+        )
 
     section = render(args, results, time.perf_counter() - started)
     if args.no_write:

@@ -38,16 +38,23 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import overwindow  # noqa: E402
 from common import ROOT, section_head, spark_session, write_section  # noqa: E402
+
+import overwindow  # noqa: E402
 
 BEGIN, END = "<!-- memory:begin -->", "<!-- memory:end -->"
 SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
-CALLS = ("sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s100",
-         "lag(x) OVER (ORDER BY ts) AS prev_x")
+CALLS = (
+    "sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s100",
+    "lag(x) OVER (ORDER BY ts) AS prev_x",
+)
 MODES = ("on_window_close", "on_update")
-SERIES = (("state_mb", "state (memoryUsedBytes), MB"), ("jvm_heap_mb", "JVM heap live after GC, MB"),
-          ("jvm_rss_mb", "JVM resident, MB"), ("python_rss_mb", "Python workers resident, MB"))
+SERIES = (
+    ("state_mb", "state (memoryUsedBytes), MB"),
+    ("jvm_heap_mb", "JVM heap live after GC, MB"),
+    ("jvm_rss_mb", "JVM resident, MB"),
+    ("python_rss_mb", "Python workers resident, MB"),
+)
 FLAT = 1.25
 PNG = ROOT / "benchmarks" / "results" / "memory.png"
 T0_US = 1_704_067_200_000_000
@@ -61,9 +68,17 @@ def write_files(folder: Path, rows: int, keys: int, files: int, seed: int) -> No
         rid = np.arange(f * per, (f + 1) * per, dtype=np.int64)
         jitter = (rng.uniform(0, 2, per) * 1e3).astype(np.int64) * 1_000
         path = folder / f"{f:04d}.parquet"
-        pq.write_table(pa.table({"k": rng.integers(0, keys, per).astype(np.int32),
-                                 "ts": pa.array(T0_US + rid * 1_000 + jitter, pa.timestamp("us")),
-                                 "rid": rid, "x": rng.integers(0, 1_000, per).astype(np.float64)}), path)
+        pq.write_table(
+            pa.table(
+                {
+                    "k": rng.integers(0, keys, per).astype(np.int32),
+                    "ts": pa.array(T0_US + rid * 1_000 + jitter, pa.timestamp("us")),
+                    "rid": rid,
+                    "x": rng.integers(0, 1_000, per).astype(np.float64),
+                }
+            ),
+            path,
+        )
         os.utime(path, (1_000 + f, 1_000 + f))
 
 
@@ -71,15 +86,27 @@ def child(mode: str, src: Path, work: Path, out: Path) -> None:
     """Runs one mode's stream and writes its samples (one per micro-batch with data) as JSON."""
     import psutil
 
-    spark = spark_session(f"overwindow-memory-{mode}", work / "warehouse", max_records=100_000, driver_memory="4g")
+    spark = spark_session(
+        f"overwindow-memory-{mode}", work / "warehouse", max_records=100_000, driver_memory="4g"
+    )
     runtime = spark._jvm.java.lang.Runtime.getRuntime()
     jvm = psutil.Process(spark._jvm.java.lang.ProcessHandle.current().pid())
     spec = overwindow.OverWindow(*CALLS, emit=mode, rowKey="rid")
-    events = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(src))
-              .withWatermark("ts", "5 seconds"))
-    query = (events.groupBy("k").overWindow(spec).writeStream.format("noop")
-             .outputMode("append" if mode == "on_window_close" else "update")
-             .option("checkpointLocation", str(work / f"chk-{mode}")).trigger(availableNow=True).start())
+    events = (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(src))
+        .withWatermark("ts", "5 seconds")
+    )
+    query = (
+        events.groupBy("k")
+        .overWindow(spec)
+        .writeStream.format("noop")
+        .outputMode("append" if mode == "on_window_close" else "update")
+        .option("checkpointLocation", str(work / f"chk-{mode}"))
+        .trigger(availableNow=True)
+        .start()
+    )
     samples, seen, rows = [], -1, 0
     while True:
         done = query.awaitTermination(0.5)
@@ -89,13 +116,20 @@ def child(mode: str, src: Path, work: Path, out: Path) -> None:
             rows += p["numInputRows"]
             op = p["stateOperators"][0] if p["stateOperators"] else {}
             workers = [c for c in jvm.children(recursive=True) if "python" in c.name().lower()]
-            samples.append({
-                "batch": seen, "rows": rows, "input_rows": p["numInputRows"],
-                "state_mb": op.get("memoryUsedBytes", 0) / 2**20, "state_keys": op.get("numRowsTotal", 0),
-                "jvm_heap_mb": _live_heap(spark, runtime) / 2**20,
-                "jvm_rss_mb": jvm.memory_info().rss / 2**20,
-                "python_rss_mb": sum(_rss(w) for w in workers) / 2**20, "workers": len(workers),
-                "batch_ms": p["batchDuration"]})
+            samples.append(
+                {
+                    "batch": seen,
+                    "rows": rows,
+                    "input_rows": p["numInputRows"],
+                    "state_mb": op.get("memoryUsedBytes", 0) / 2**20,
+                    "state_keys": op.get("numRowsTotal", 0),
+                    "jvm_heap_mb": _live_heap(spark, runtime) / 2**20,
+                    "jvm_rss_mb": jvm.memory_info().rss / 2**20,
+                    "python_rss_mb": sum(_rss(w) for w in workers) / 2**20,
+                    "workers": len(workers),
+                    "batch_ms": p["batchDuration"],
+                }
+            )
         if done:
             break
     if query.exception() is not None:
@@ -121,8 +155,8 @@ def _rss(process) -> int:
 def growth(samples: list[dict], key: str) -> float:
     """Mean of the last quarter over the mean of the second quarter (after warm-up)."""
     n = len(samples)
-    second = [s[key] for s in samples[n // 4:n // 2]]
-    last = [s[key] for s in samples[3 * n // 4:]]
+    second = [s[key] for s in samples[n // 4 : n // 2]]
+    last = [s[key] for s in samples[3 * n // 4 :]]
     return float(np.mean(last) / max(np.mean(second), 1e-9))
 
 
@@ -141,7 +175,9 @@ def plot(results: dict[str, list[dict]], path: Path) -> None:
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=8, loc="lower right")
     axes[-1].set_xlabel("rows processed (millions)")
-    fig.suptitle("overwindow: memory along a long stream with a watermark (benchmarks/memory.py)", fontsize=10)
+    fig.suptitle(
+        "overwindow: memory along a long stream with a watermark (benchmarks/memory.py)", fontsize=10
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -169,19 +205,30 @@ def main(argv: list[str] | None = None) -> int:
         write_files(work / "data", args.rows, args.keys, args.files, args.seed)
         for mode in args.modes:
             out = work / f"{mode}.json"
-            subprocess.run([sys.executable, __file__, "--child", mode, str(work / "data"), str(work), str(out)],
-                           check=True)
+            subprocess.run(
+                [sys.executable, __file__, "--child", mode, str(work / "data"), str(work), str(out)],
+                check=True,
+            )
             results[mode] = json.loads(out.read_text())
     finally:
         shutil.rmtree(work, ignore_errors=True)
     total = time.perf_counter() - started
     lines = [
-        *section_head(BEGIN, "Bounded memory along a long stream", "benchmarks/memory.py",
-                      command, total, "pyspark", "pandas", "numpy", "pyarrow"),
-        f"- {args.rows:,} rows, {args.keys:,} keys, {args.files} Parquet files, one per micro-batch; watermark "
-        f"5 s; calls {', '.join(f'`{c}`' for c in CALLS)}; each mode in a fresh JVM (driver memory 4g). "
-        f"Flat: the mean over the last quarter of the batches within {FLAT:g}x of the mean over the second "
-        "quarter (the first quarter is warm-up).",
+        *section_head(
+            BEGIN,
+            "Bounded memory along a long stream",
+            "benchmarks/memory.py",
+            command,
+            total,
+            "pyspark",
+            "pandas",
+            "numpy",
+            "pyarrow",
+        ),
+        f"- {args.rows:,} rows, {args.keys:,} keys, {args.files} Parquet files, one per micro-batch; "
+        f"watermark 5 s; calls {', '.join(f'`{c}`' for c in CALLS)}; each mode in a fresh JVM (driver "
+        f"memory 4g). Flat: the mean over the last quarter of the batches within {FLAT:g}x of the mean over "
+        "the second quarter (the first quarter is warm-up).",
         "",
         "![memory along the stream](benchmarks/results/memory.png)",
         "",
@@ -192,8 +239,10 @@ def main(argv: list[str] | None = None) -> int:
         n = len(samples)
         for key, label in SERIES:
             g = growth(samples, key)
-            lines.append(f"| {mode} | {n} | {label} | {samples[n // 4][key]:.1f} | {samples[n // 2][key]:.1f} | "
-                         f"{samples[-1][key]:.1f} | {g:.2f} | {'yes' if g <= FLAT else '**no**'} |")
+            lines.append(
+                f"| {mode} | {n} | {label} | {samples[n // 4][key]:.1f} | {samples[n // 2][key]:.1f} | "
+                f"{samples[-1][key]:.1f} | {g:.2f} | {'yes' if g <= FLAT else '**no**'} |"
+            )
     lines.append(END)
     section = "\n".join(lines)
     print(section)

@@ -43,20 +43,31 @@ import overwindow  # noqa: E402
 from overwindow.spec import OverWindow  # noqa: E402
 from overwindow.streaming.driver import Driver  # noqa: E402
 
-CALLS = ("sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s100",
-         "lag(x) OVER (ORDER BY ts) AS prev_x")
+CALLS = (
+    "sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s100",
+    "lag(x) OVER (ORDER BY ts) AS prev_x",
+)
 SCHEMA = pa.schema([("k", pa.int32()), ("ts", pa.timestamp("us")), ("rid", pa.int64()), ("x", pa.float64())])
 T0_US = 1_704_067_200_000_000
 DELAY_US = 10_000_000
 
 
-def make_rows(rows: int, keys: int, seed: int, first: int = 0, step_us: int = 10_000, jitter_s: float = 5.0) -> pa.Table:
+def make_rows(
+    rows: int, keys: int, seed: int, first: int = 0, step_us: int = 10_000, jitter_s: float = 5.0
+) -> pa.Table:
     """Row i (numbered from ``first``) arrives i-th with event time step_us * i plus a jitter."""
     rng = np.random.default_rng(seed)
     i = np.arange(first, first + rows, dtype=np.int64)
     ts = T0_US + i * step_us + (rng.uniform(0, jitter_s, rows) * 1e6).astype(np.int64) // 1000 * 1000
-    return pa.table({"k": rng.integers(0, keys, rows).astype(np.int32), "ts": pa.array(ts, pa.timestamp("us")),
-                     "rid": i, "x": np.round(rng.normal(size=rows), 6)}, schema=SCHEMA)
+    return pa.table(
+        {
+            "k": rng.integers(0, keys, rows).astype(np.int32),
+            "ts": pa.array(ts, pa.timestamp("us")),
+            "rid": i,
+            "x": np.round(rng.normal(size=rows), 6),
+        },
+        schema=SCHEMA,
+    )
 
 
 class Timed:
@@ -81,8 +92,13 @@ def machines_at(rev: str) -> dict:
     names beside the current ones, so one process can time both (the same background load)."""
     mods = {}
     for name in ("on_update", "window_close"):
-        src = subprocess.run(["git", "show", f"{rev}:overwindow/streaming/{name}.py"], cwd=ROOT, check=True,
-                             capture_output=True, text=True).stdout
+        src = subprocess.run(
+            ["git", "show", f"{rev}:overwindow/streaming/{name}.py"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         mod = types.ModuleType(f"_at_{rev}_{name}")
         sys.modules[mod.__name__] = mod  # dataclasses look their module up
         exec(compile(src, f"{rev}:overwindow/streaming/{name}.py", "exec"), mod.__dict__)
@@ -94,8 +110,11 @@ def new_driver(spec: OverWindow, watermarked: bool, mods: dict | None) -> tuple[
     """A Driver running the current machine, or the one in ``mods`` (see ``machines_at``)."""
     driver = Driver(spec, SCHEMA, ["k"], watermarked=watermarked)
     if mods is not None:
-        driver.machine = mods["window_close"].WindowClose(spec, SCHEMA) if spec.emit == "on_window_close" \
+        driver.machine = (
+            mods["window_close"].WindowClose(spec, SCHEMA)
+            if spec.emit == "on_window_close"
             else mods["on_update"].OnUpdate(spec, SCHEMA, watermarked)
+        )
     return driver, Timed(driver.machine)
 
 
@@ -112,8 +131,12 @@ def workload(emit: str, rows: int, keys: int, batches: int, seed: int, mods: dic
         top = int(part.column("ts").cast(pa.int64()).to_numpy().max()) - DELAY_US
         watermark = top if watermark is None else max(watermark, top)
     out_rows += driver.feed(None, watermark).num_rows  # the no-data batch: timeouts fire
-    return {"total": time.perf_counter() - started, "step": timed.seconds, "out": out_rows,
-            "state_rows": driver.state_rows()}
+    return {
+        "total": time.perf_counter() - started,
+        "step": timed.seconds,
+        "out": out_rows,
+        "state_rows": driver.state_rows(),
+    }
 
 
 def per_batch(total_state: int, keys: int, repeat: int, seed: int, variants: dict) -> dict:
@@ -155,11 +178,14 @@ def per_batch(total_state: int, keys: int, repeat: int, seed: int, variants: dic
 def profile(args) -> None:
     from pyinstrument import Profiler
 
-    for title, run in (("(b) one batch, on update, 1M rows held",
-                        lambda: per_batch(1_000_000, 100, 3, args.seed, {"now": None})),
-                       ("(a) workload, on update", lambda: workload("on_update", args.rows, 1_000, 10, args.seed)),
-                       ("(a) workload, window close",
-                        lambda: workload("on_window_close", args.rows, 1_000, 10, args.seed))):
+    for title, run in (
+        (
+            "(b) one batch, on update, 1M rows held",
+            lambda: per_batch(1_000_000, 100, 3, args.seed, {"now": None}),
+        ),
+        ("(a) workload, on update", lambda: workload("on_update", args.rows, 1_000, 10, args.seed)),
+        ("(a) workload, window close", lambda: workload("on_window_close", args.rows, 1_000, 10, args.seed)),
+    ):
         p = Profiler(interval=0.001)
         p.start()
         run()
@@ -170,9 +196,12 @@ def profile(args) -> None:
 
 def git_rev() -> str:
     try:
-        rev = subprocess.run(["git", "log", "-1", "--format=%h"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "overwindow/streaming"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
+        rev = subprocess.run(
+            ["git", "log", "-1", "--format=%h"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "overwindow/streaming"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
         return rev + (" + uncommitted changes under overwindow/streaming" if dirty else "")
     except OSError:
         return "unknown"
@@ -195,19 +224,30 @@ def main() -> None:
     variants = {"now": None}
     if args.before:
         variants = {f"before ({args.before})": machines_at(args.before), "now": None}
-    print(f"overwindow at {git_rev()}; Python {platform.python_version()}, numpy {np.__version__}, "
-          f"pyarrow {pa.__version__}", flush=True)
+    print(
+        f"overwindow at {git_rev()}; Python {platform.python_version()}, numpy {np.__version__}, "
+        f"pyarrow {pa.__version__}",
+        flush=True,
+    )
     print(f"\n(b) per-batch cost, emit on update, 100 keys, one 1,000-row batch (best of {args.repeat})\n")
-    print("| machine | rows held | state bytes | Driver.feed s | in step s | recompute s | feed / recompute | rows emitted |")
+    print(
+        "| machine | rows held | state bytes | Driver.feed s | in step s | recompute s | feed / recompute "
+        "| rows emitted |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for size in (int(s) for s in args.sizes.split(",")):
         for name, r in per_batch(size, 100, args.repeat, args.seed, variants).items():
-            print(f"| {name} | {size:,} | {r['state_bytes']:,} | {r['feed']:.4f} | {r['step']:.4f} | "
-                  f"{r['recompute']:.4f} | {r['feed'] / r['recompute']:.3f} | {r['out']:,} |", flush=True)
+            print(
+                f"| {name} | {size:,} | {r['state_bytes']:,} | {r['feed']:.4f} | {r['step']:.4f} | "
+                f"{r['recompute']:.4f} | {r['feed'] / r['recompute']:.3f} | {r['out']:,} |",
+                flush=True,
+            )
     if args.skip_workload:
         return
-    print(f"\n(a) workload: {args.rows:,} rows, 1,000 keys, 10 batches + 1 no-data batch, watermark 10 s "
-          f"(best of {args.workload_repeat})\n")
+    print(
+        f"\n(a) workload: {args.rows:,} rows, 1,000 keys, 10 batches + 1 no-data batch, watermark 10 s "
+        f"(best of {args.workload_repeat})\n"
+    )
     print("| machine | emit | Driver total s | in step s | rows emitted | rows left in state |")
     print("|---|---|---:|---:|---:|---:|")
     for emit in ("on_window_close", "on_update"):
@@ -218,8 +258,11 @@ def main() -> None:
                 if name not in best or r["step"] < best[name]["step"]:
                     best[name] = r
         for name, r in best.items():
-            print(f"| {name} | {emit} | {r['total']:.2f} | {r['step']:.2f} | {r['out']:,} | {r['state_rows']:,} |",
-                  flush=True)
+            print(
+                f"| {name} | {emit} | {r['total']:.2f} | {r['step']:.2f} | {r['out']:,} "
+                f"| {r['state_rows']:,} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ watermark is ``withWatermark("ts", "<--delay> seconds")`` in every variant; the 
 All variants run in one Spark session (the tests' settings: local[2], 2 shuffle partitions, UTC,
 no Arrow fallback) with ``spark.sql.execution.arrow.maxRecordsPerBatch`` = ``--max-records``. Every
 variant first runs once on a tiny input and once on the real input (warm-up: JVM code paths, Python
-workers; untimed); then, ``--rounds`` times, each runs once on the real input, each run with a fresh checkpoint; a variant's figure is its
-median run. Output rows are the sink's ``numOutputRows`` summed
+workers; untimed); then, ``--rounds`` times, each runs once on the real input, each run with a fresh
+checkpoint; a variant's figure is its median run. Output rows are the sink's ``numOutputRows`` summed
 over the query's progress; the state size is the last progress's ``memoryUsedBytes`` and
 ``numRowsTotal`` of the state operator (and the largest ``numRowsTotal`` seen in any batch).
 
@@ -61,21 +61,28 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import overwindow  # noqa: E402
 from common import Passthrough, passthrough, section_head, spark_session, write_section  # noqa: E402
 from handwritten import handwritten, handwritten_window_close  # noqa: E402
 
+import overwindow  # noqa: E402
+
 BEGIN, END = "<!-- streaming:begin -->", "<!-- streaming:end -->"
 SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
-CALLS = ("sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s100",
-         "lag(x) OVER (ORDER BY ts) AS prev_x")
+CALLS = (
+    "sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s100",
+    "lag(x) OVER (ORDER BY ts) AS prev_x",
+)
 VARIANTS = ("passthrough", "passthrough_state", "handwritten", "window_close", "on_update")
-ROW_BYTES, HISTORY = 28, 100  # passthrough_state: bytes of one row's data; rows a ROWS 100 PRECEDING frame keeps
+ROW_BYTES, HISTORY = (
+    28,
+    100,
+)  # passthrough_state: bytes of one row's data; rows a ROWS 100 PRECEDING frame keeps
 TARGETS = {"window_close": 1.3, "on_update": 2.0}
 T0_US = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z
 
 
 # -- data ---------------------------------------------------------------------------------------------
+
 
 def make_data(folder: Path, rows: int, keys: int, files: int, jitter_s: float, seed: int) -> None:
     """Row i arrives i-th; its event time is 10 ms * i plus a jitter in [0, jitter_s) seconds."""
@@ -83,10 +90,14 @@ def make_data(folder: Path, rows: int, keys: int, files: int, jitter_s: float, s
     folder.mkdir(parents=True, exist_ok=True)
     i = np.arange(rows, dtype=np.int64)
     ts = T0_US + i * 10_000 + (rng.uniform(0, jitter_s, rows) * 1e6).astype(np.int64) // 1000 * 1000
-    table = pa.table({"k": rng.integers(0, keys, rows).astype(np.int32),
-                      "ts": pa.array(ts, pa.timestamp("us", tz="UTC")),
-                      "rid": i,
-                      "x": np.round(rng.normal(size=rows), 6)})
+    table = pa.table(
+        {
+            "k": rng.integers(0, keys, rows).astype(np.int32),
+            "ts": pa.array(ts, pa.timestamp("us", tz="UTC")),
+            "rid": i,
+            "x": np.round(rng.normal(size=rows), 6),
+        }
+    )
     bounds = np.linspace(0, rows, files + 1).astype(np.int64)
     now = time.time()
     for n in range(files):
@@ -98,10 +109,15 @@ def make_data(folder: Path, rows: int, keys: int, files: int, jitter_s: float, s
 
 # -- Spark ----------------------------------------------------------------------------------------------
 
+
 def build(spark, variant: str, src: str, delay_s: int, files_per_trigger: int):
     """(streaming DataFrame, output mode) of one variant."""
-    events = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", files_per_trigger).parquet(src)
-              .withWatermark("ts", f"{delay_s} seconds"))
+    events = (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", files_per_trigger)
+        .parquet(src)
+        .withWatermark("ts", f"{delay_s} seconds")
+    )
     grouped = events.groupBy("k")
     if variant == "passthrough":
         return passthrough(grouped, events.schema, "append"), "append"
@@ -118,8 +134,13 @@ def run_query(spark, variant: str, src: str, chk: str, delay_s: int, files_per_t
     df, mode = build(spark, variant, src, delay_s, files_per_trigger)
     shutil.rmtree(chk, ignore_errors=True)
     started = time.perf_counter()
-    q = (df.writeStream.format("noop").option("checkpointLocation", chk).outputMode(mode)
-         .trigger(availableNow=True).start())
+    q = (
+        df.writeStream.format("noop")
+        .option("checkpointLocation", chk)
+        .outputMode(mode)
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
     seconds = time.perf_counter() - started
     if q.exception() is not None:
@@ -156,17 +177,33 @@ def run_spark(args, work: Path) -> dict:
         for variant in args.variants:
             run_query(spark, variant, str(work / "tiny"), str(work / f"chk-warm-{variant}"), args.delay, 1)
         for variant in args.variants:
-            run_query(spark, variant, str(work / "data"), str(work / f"chk-{variant}"), args.delay,
-                      args.files_per_trigger)
+            run_query(
+                spark,
+                variant,
+                str(work / "data"),
+                str(work / f"chk-{variant}"),
+                args.delay,
+                args.files_per_trigger,
+            )
         for n in range(args.rounds):
             for variant in args.variants:
-                r = run_query(spark, variant, str(work / "data"), str(work / f"chk-{variant}"), args.delay,
-                              args.files_per_trigger)
+                r = run_query(
+                    spark,
+                    variant,
+                    str(work / "data"),
+                    str(work / f"chk-{variant}"),
+                    args.delay,
+                    args.files_per_trigger,
+                )
                 runs[variant].append(r)
-                print(f"round {n + 1} {variant:13s} {r['seconds']:8.2f} s  batches {r['batches']} "
-                      f"({r['data_batches']} with data)  in {r['input_rows']:,}  out {r['output_rows']:,}  state "
-                      f"{r['state_rows']} rows / {r['state_bytes']:,} B (max {r['state_rows_max']} rows)  dropped "
-                      f"{r['dropped']}  batch ms {r['batch_ms']}  load {r['load']:.2f}", flush=True)
+                print(
+                    f"round {n + 1} {variant:13s} {r['seconds']:8.2f} s  batches {r['batches']} "
+                    f"({r['data_batches']} with data)  in {r['input_rows']:,}  out {r['output_rows']:,}  "
+                    f"state {r['state_rows']} rows / {r['state_bytes']:,} B "
+                    f"(max {r['state_rows_max']} rows)  dropped {r['dropped']}  batch ms {r['batch_ms']}  "
+                    f"load {r['load']:.2f}",
+                    flush=True,
+                )
     finally:
         spark.stop()
     results = {}
@@ -180,11 +217,18 @@ def spark_schema():
     """SCHEMA as a StructType (built by hand: parsing DDL needs a running session)."""
     from pyspark.sql.types import DoubleType, IntegerType, LongType, StructField, StructType, TimestampType
 
-    return StructType([StructField("k", IntegerType()), StructField("ts", TimestampType()),
-                       StructField("rid", LongType()), StructField("x", DoubleType())])
+    return StructType(
+        [
+            StructField("k", IntegerType()),
+            StructField("ts", TimestampType()),
+            StructField("rid", LongType()),
+            StructField("x", DoubleType()),
+        ]
+    )
 
 
 # -- the Python side alone ---------------------------------------------------------------------------
+
 
 class FakeState:
     """Just enough of pyspark's GroupState for the adapter."""
@@ -222,7 +266,8 @@ def function_for(variant: str):
         return Passthrough(ROW_BYTES, HISTORY)
     if variant == "handwritten":
         return handwritten_window_close
-    from overwindow.spark.adapter import _Runner, _arrow_schema
+    from overwindow.spark.adapter import _arrow_schema, _Runner
+
     schema = _arrow_schema(spark_schema())
     emit = "on_window_close" if variant == "window_close" else "on_update"
     return _Runner(overwindow.OverWindow(*CALLS, emit=emit, rowKey="rid"), schema, "UTC", True)
@@ -232,13 +277,21 @@ def micro_batches(args, work: Path) -> list[pa.Table]:
     files = sorted((work / "data").glob("*.parquet"))
     out = []
     for n in range(0, len(files), args.files_per_trigger):
-        t = pa.concat_tables([pq.read_table(f) for f in files[n:n + args.files_per_trigger]])
-        out.append(t.set_column(1, "ts", t.column("ts").cast(pa.timestamp("us"))))  # wall clock, as in pandas UDFs
+        t = pa.concat_tables([pq.read_table(f) for f in files[n : n + args.files_per_trigger]])
+        out.append(
+            t.set_column(1, "ts", t.column("ts").cast(pa.timestamp("us")))
+        )  # wall clock, as in pandas UDFs
     return out
 
 
-def replay(variant: str, batches: list[pa.Table], delay_s: int, timers: dict | None = None,
-           max_records: int = 100_000, outputs: list | None = None) -> dict:
+def replay(
+    variant: str,
+    batches: list[pa.Table],
+    delay_s: int,
+    timers: dict | None = None,
+    max_records: int = 100_000,
+    outputs: list | None = None,
+) -> dict:
     """Every key of every micro-batch through the variant's function, converted as Spark's worker
     converts (pyspark's own Arrow-to-pandas per column, the columns joined by ``pd.concat``; the
     outputs of many keys joined and converted to Arrow at once, ``--max-records`` rows at a time);
@@ -320,9 +373,12 @@ def run_harness(args, work: Path) -> dict:
         r = replay(variant, batches, args.delay, timers, args.max_records, outputs[variant])
         r["seconds"] = time.perf_counter() - a
         results[variant] = r
-        print(f"harness {variant:13s} {r['seconds']:7.2f} s  (to_pandas {r['to_pandas']:.2f}, function "
-              f"{r['function']:.2f}, from_pandas {r['from_pandas']:.2f})  out {r['output_rows']:,}  "
-              f"state {r['state_bytes']:,} B over {r['keys']} keys", flush=True)
+        print(
+            f"harness {variant:13s} {r['seconds']:7.2f} s  (to_pandas {r['to_pandas']:.2f}, function "
+            f"{r['function']:.2f}, from_pandas {r['from_pandas']:.2f})  out {r['output_rows']:,}  "
+            f"state {r['state_bytes']:,} B over {r['keys']} keys",
+            flush=True,
+        )
     if "handwritten" in outputs and "window_close" in outputs:
         results["handwritten"]["check"] = compare_outputs(outputs["handwritten"], outputs["window_close"])
         print(f"harness handwritten vs window_close: {results['handwritten']['check']}", flush=True)
@@ -354,45 +410,57 @@ def compare_outputs(mine: list[pa.RecordBatch], theirs: list[pa.RecordBatch]) ->
 
 # -- report -----------------------------------------------------------------------------------------------
 
+
 def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
     n_batches = -(-args.files // args.files_per_trigger)
     lines = [
-        *section_head(BEGIN, "Streaming: overwindow on Spark vs a no-op applyInPandasWithState",
-                      "benchmarks/streaming.py", args.command, total_s, "pyspark", "pandas", "numpy", "pyarrow"),
+        *section_head(
+            BEGIN,
+            "Streaming: overwindow on Spark vs a no-op applyInPandasWithState",
+            "benchmarks/streaming.py",
+            args.command,
+            total_s,
+            "pyspark",
+            "pandas",
+            "numpy",
+            "pyarrow",
+        ),
         f"- Spark: local[2], 2 shuffle partitions, session time zone UTC, Arrow fallback off, "
-        f"`spark.sql.execution.arrow.maxRecordsPerBatch={args.max_records}`, HDFS-backed state store (default).",
+        f"`spark.sql.execution.arrow.maxRecordsPerBatch={args.max_records}`, HDFS-backed state store "
+        "(default).",
         f"- Data: {args.rows:,} rows, {args.keys:,} keys (seed {args.seed}); columns `k INT, ts TIMESTAMP, "
         f"rid BIGINT, x DOUBLE`; row i has event time 10 ms x i plus a jitter in [0, {args.jitter:g}) s, so "
         f"event times are in arrival order up to a few seconds. {args.files} Parquet files, read by a "
         f"Parquet file source with `maxFilesPerTrigger={args.files_per_trigger}` and "
         f"`trigger(availableNow=True)`: {n_batches} micro-batches with data "
         f"(about {args.rows // max(1, n_batches) // max(1, args.keys)} rows per key each), then no-data "
-        f"batches as the watermark moves. `withWatermark(\"ts\", \"{args.delay} seconds\")`; sink "
-        "`format(\"noop\")` for every variant.",
-        "- Variants (same source, grouping `groupBy(\"k\")`, watermark and sink):",
+        f'batches as the watermark moves. `withWatermark("ts", "{args.delay} seconds")`; sink '
+        '`format("noop")` for every variant.',
+        '- Variants (same source, grouping `groupBy("k")`, watermark and sink):',
         "  - `passthrough`: `applyInPandasWithState` whose function yields its input chunks unchanged and "
         "stores a one-byte binary state per key; append mode, `EventTimeTimeout`. The floor Spark imposes.",
-        f"  - `passthrough_state`: the same, its state a blob of {ROW_BYTES} bytes (one row's data) per row of the "
-        f"call plus {HISTORY}, rewritten every call: about what window close must hold (the rows waiting for the "
-        "next watermark, which Spark computes after the batch, plus the history the frame needs), without "
-        "overwindow. Window close's ratio to it is overwindow's own cost beyond carrying that state.",
-        "  - `handwritten`: what a user writes today instead: an `applyInPandasWithState` function for exactly "
-        "these two calls, in numpy, emitting a row when the watermark passes it (`benchmarks/handwritten.py`: "
-        "state an Arrow IPC blob of the waiting rows plus 100 rows of history; plain float sums). "
-        "Window close's ratio to it is the cost of overwindow's generality.",
-        f"  - `window_close`: `overWindow(OverWindow({', '.join(repr(c) for c in CALLS)}, rowKey=\"rid\"))`, "
+        f"  - `passthrough_state`: the same, its state a blob of {ROW_BYTES} bytes (one row's data) per row "
+        f"of the call plus {HISTORY}, rewritten every call: about what window close must hold (the rows "
+        "waiting for the next watermark, which Spark computes after the batch, plus the history the frame "
+        "needs), without overwindow. Window close's ratio to it is overwindow's own cost beyond carrying "
+        "that state.",
+        "  - `handwritten`: what a user writes today instead: an `applyInPandasWithState` function for "
+        "exactly these two calls, in numpy, emitting a row when the watermark passes it "
+        "(`benchmarks/handwritten.py`: state an Arrow IPC blob of the waiting rows plus 100 rows of "
+        "history; plain float sums). Window close's ratio to it is the cost of overwindow's generality.",
+        f'  - `window_close`: `overWindow(OverWindow({", ".join(repr(c) for c in CALLS)}, rowKey="rid"))`, '
         "append mode.",
-        "  - `on_update`: the same calls with `emit=\"on_update\"`, update mode.",
-        "- Timing: one Spark session; every variant first runs once on a tiny input (2,000 rows) and once on "
-        "the data, untimed (warm-up: with the tiny input alone, whichever variant ran first on the data paid for "
-        f"the JVM compiling its paths, 15 s instead of 11.6 for the pass-through), then {args.rounds} rounds in which each variant runs once on the data, in the order of the table, each "
-        "run with a fresh checkpoint; seconds are wall time from `start()` to the end of `awaitTermination()` "
-        "(sink included). The table shows each variant's median run (ratio: median over the pass-through's "
-        "median) and every run's seconds; a single run varies by up to a second here. Output rows: the sink's "
-        "`numOutputRows` summed over the "
-        "progress. State: the last progress's state operator `numRowsTotal` / `memoryUsedBytes` "
-        "(the HDFS provider's in-memory map, which keeps a few versions), and the largest "
-        "`numRowsTotal` of any batch.",
+        '  - `on_update`: the same calls with `emit="on_update"`, update mode.',
+        "- Timing: one Spark session; every variant first runs once on a tiny input (2,000 rows) and once "
+        "on the data, untimed (warm-up: with the tiny input alone, whichever variant ran first on the data "
+        "paid for the JVM compiling its paths, 15 s instead of 11.6 for the pass-through), then "
+        f"{args.rounds} rounds in which each variant runs once on the data, in the order of the table, each "
+        "run with a fresh checkpoint; seconds are wall time from `start()` to the end of "
+        "`awaitTermination()` (sink included). The table shows each variant's median run (ratio: median "
+        "over the pass-through's median) and every run's seconds; a single run varies by up to a second "
+        "here. Output rows: the sink's `numOutputRows` summed over the progress. State: the last "
+        "progress's state operator `numRowsTotal` / `memoryUsedBytes` (the HDFS provider's in-memory map, "
+        "which keeps a few versions), and the largest `numRowsTotal` of any batch.",
         "- Load: 1-minute load average right after each timed run: "
         + "; ".join(f"{v} {', '.join(f'{x:.2f}' for x in r['loads'])}" for v, r in spark_results.items())
         + f" (on {os.cpu_count()} cores; Spark's JVM and two Python workers alone keep about 2 busy).",
@@ -406,10 +474,12 @@ def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
         ratio = r["seconds"] / base if base else float("nan")
         target = TARGETS.get(v)
         met = "" if target is None else ("yes" if ratio <= target else "**no**")
-        lines.append(f"| {v} | {r['seconds']:.1f} | {', '.join(f'{x:.1f}' for x in r['runs'])} | {ratio:.2f} | "
-                     f"{'' if target is None else f'<= {target:g}'} | "
-                     f"{met} | {r['output_rows']:,} | {r['state_rows']:,} / {r['state_rows_max']:,} | "
-                     f"{r['state_bytes']:,} | {r['dropped']:,} |")
+        lines.append(
+            f"| {v} | {r['seconds']:.1f} | {', '.join(f'{x:.1f}' for x in r['runs'])} | {ratio:.2f} | "
+            f"{'' if target is None else f'<= {target:g}'} | "
+            f"{met} | {r['output_rows']:,} | {r['state_rows']:,} / {r['state_rows_max']:,} | "
+            f"{r['state_bytes']:,} | {r['dropped']:,} |"
+        )
     lines.append("")
     lines.append("Per-batch durations of the median runs (ms, from the progress, data batches first):")
     lines.append("")
@@ -418,9 +488,17 @@ def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
     lines.append("")
     hand = spark_results.get("handwritten", {}).get("seconds")
     if hand and "window_close" in spark_results:
-        lines += [f"Window close against the hand-written function: {spark_results['window_close']['seconds'] / hand:.2f}x "
-                  f"(the hand-written function against the pass-through: {hand / base:.2f}x)." if base else "", ""]
-    missed = [v for v, r in spark_results.items() if v in TARGETS and base and r["seconds"] / base > TARGETS[v]]
+        lines += [
+            "Window close against the hand-written function: "
+            f"{spark_results['window_close']['seconds'] / hand:.2f}x "
+            f"(the hand-written function against the pass-through: {hand / base:.2f}x)."
+            if base
+            else "",
+            "",
+        ]
+    missed = [
+        v for v, r in spark_results.items() if v in TARGETS and base and r["seconds"] / base > TARGETS[v]
+    ]
     if base:
         lines += ["All targets met." if not missed else f"Targets missed: {', '.join(missed)}.", ""]
     if harness:
@@ -432,12 +510,15 @@ def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
             "overwindow's adapter with a stand-in GroupState), its output converted back to Arrow. Spark "
             "runs this work in 2 Python workers, one per shuffle partition.",
             "",
-            "| variant | seconds | Arrow -> pandas in | function | pandas -> Arrow out | output rows | state bytes at end |",
+            "| variant | seconds | Arrow -> pandas in | function | pandas -> Arrow out | output rows "
+            "| state bytes at end |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for v, r in harness.items():
-            lines.append(f"| {v} | {r['seconds']:.2f} | {r['to_pandas']:.2f} | {r['function']:.2f} | "
-                         f"{r['from_pandas']:.2f} | {r['output_rows']:,} | {r['state_bytes']:,} |")
+            lines.append(
+                f"| {v} | {r['seconds']:.2f} | {r['to_pandas']:.2f} | {r['function']:.2f} | "
+                f"{r['from_pandas']:.2f} | {r['output_rows']:,} | {r['state_bytes']:,} |"
+            )
         lines.append("")
         if "check" in harness.get("handwritten", {}):
             lines += [f"Outputs, hand-written against window close: {harness['handwritten']['check']}.", ""]
@@ -453,20 +534,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files-per-trigger", type=int, default=2)
     p.add_argument("--jitter", type=float, default=5.0, help="event-time jitter per row, seconds")
     p.add_argument("--delay", type=int, default=10, help="watermark delay, seconds")
-    p.add_argument("--max-records", type=int, default=100_000,
-                   help="spark.sql.execution.arrow.maxRecordsPerBatch")
+    p.add_argument(
+        "--max-records", type=int, default=100_000, help="spark.sql.execution.arrow.maxRecordsPerBatch"
+    )
     p.add_argument("--seed", type=int, default=20240601)
     p.add_argument("--rounds", type=int, default=3, help="timed runs of every variant, interleaved")
     p.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS)
-    p.add_argument("--harness", action="store_true", help="also replay the batches through the Python side alone")
+    p.add_argument(
+        "--harness", action="store_true", help="also replay the batches through the Python side alone"
+    )
     p.add_argument("--harness-only", action="store_true", help="only the Python-side replay (no Spark)")
     p.add_argument("--profile", action="store_true", help="pyinstrument profiles of the Python-side replay")
     p.add_argument("--workdir", type=Path, help="where data and checkpoints go (default: a temporary folder)")
     p.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
-    p.add_argument("--no-write", action="store_true", help="print the section instead of updating BENCHMARKS.md")
+    p.add_argument(
+        "--no-write", action="store_true", help="print the section instead of updating BENCHMARKS.md"
+    )
     args = p.parse_args(argv)
     args.command = "python benchmarks/streaming.py" + "".join(
-        f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:]))
+        f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
+    )
 
     started = time.perf_counter()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="ow-stream-bench-"))

@@ -1,4 +1,5 @@
-"""Shared by the examples: write a list of dicts as a JSON file the stream picks up, run a query to the end."""
+"""Shared by the examples: write a list of dicts as a JSON file the stream picks up, run a query to the
+end."""
 
 import json
 import os
@@ -20,7 +21,12 @@ def workdir(argv) -> str:
 def collect(query_df, checkpoint: str, mode: str = "append") -> list[dict]:
     """Run a streaming DataFrame with availableNow and return every row it emitted, in order."""
     rows: list[dict] = []
-    q = (query_df.writeStream.foreachBatch(lambda df, _: rows.extend(df.toPandas().to_dict("records")))
-         .option("checkpointLocation", checkpoint).outputMode(mode).trigger(availableNow=True).start())
+    q = (
+        query_df.writeStream.foreachBatch(lambda df, _: rows.extend(df.toPandas().to_dict("records")))
+        .option("checkpointLocation", checkpoint)
+        .outputMode(mode)
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
     return rows

@@ -1,6 +1,6 @@
 """Stock price minus its previous price, per stock, emitted when the watermark closes each tick.
 
-    python examples/price_diff.py [WORKDIR]
+python examples/price_diff.py [WORKDIR]
 """
 
 import os
@@ -12,15 +12,30 @@ from _common import collect, workdir, write_json  # noqa: E402
 import overwindow  # noqa: E402
 from overwindow.pipeline.job import local_spark  # noqa: E402
 
-TICKS = [{"stock": s, "ts": f"2024-05-01T09:30:{i:02d}", "tick": n, "price": p}
-         for n, (s, i, p) in enumerate([("ACME", 0, 10.0), ("INIT", 1, 55.0), ("ACME", 2, 10.5), ("ACME", 5, 10.25),
-                                        ("INIT", 6, 54.0), ("ACME", 9, 11.0), ("INIT", 12, 54.5), ("ACME", 30, 11.5)])]
+TICKS = [
+    {"stock": s, "ts": f"2024-05-01T09:30:{i:02d}", "tick": n, "price": p}
+    for n, (s, i, p) in enumerate(
+        [
+            ("ACME", 0, 10.0),
+            ("INIT", 1, 55.0),
+            ("ACME", 2, 10.5),
+            ("ACME", 5, 10.25),
+            ("INIT", 6, 54.0),
+            ("ACME", 9, 11.0),
+            ("INIT", 12, 54.5),
+            ("ACME", 30, 11.5),
+        ]
+    )
+]
 
 
 def run(spark, work: str) -> list[dict]:
     write_json(os.path.join(work, "ticks"), "ticks.json", TICKS, 0)
-    ticks = (spark.readStream.schema("stock STRING, ts TIMESTAMP, tick BIGINT, price DOUBLE")
-             .json(os.path.join(work, "ticks")).withWatermark("ts", "5 seconds"))
+    ticks = (
+        spark.readStream.schema("stock STRING, ts TIMESTAMP, tick BIGINT, price DOUBLE")
+        .json(os.path.join(work, "ticks"))
+        .withWatermark("ts", "5 seconds")
+    )
     spec = overwindow.OverWindow("price - lag(price) OVER (ORDER BY ts) AS price_diff", rowKey="tick")
     return collect(ticks.groupBy("stock").overWindow(spec), os.path.join(work, "chk"))
 

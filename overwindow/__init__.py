@@ -9,8 +9,18 @@ Structured Streaming.
 
 from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.evaluate import evaluate
-from overwindow.logical import (Bound, Exclude, Expr, Frame, FrameUnit, Interval, SortKey, WindowCall,
-                                WindowExpression, parse_window)
+from overwindow.logical import (
+    Bound,
+    Exclude,
+    Expr,
+    Frame,
+    FrameUnit,
+    Interval,
+    SortKey,
+    WindowCall,
+    WindowExpression,
+    parse_window,
+)
 from overwindow.spec import OverWindow
 from overwindow.udaf import Aggregate, register_aggregate
 
@@ -22,6 +32,20 @@ else:
     _register_spark()
 
 __all__ = [
-    "Aggregate", "Bound", "OverWindow", "Exclude", "Expr", "Frame", "FrameUnit", "Interval", "SortKey", "WindowCall",
-    "WindowExpression", "WindowRuntimeError", "WindowSpecError", "evaluate", "parse_window", "register_aggregate",
+    "Aggregate",
+    "Bound",
+    "OverWindow",
+    "Exclude",
+    "Expr",
+    "Frame",
+    "FrameUnit",
+    "Interval",
+    "SortKey",
+    "WindowCall",
+    "WindowExpression",
+    "WindowRuntimeError",
+    "WindowSpecError",
+    "evaluate",
+    "parse_window",
+    "register_aggregate",
 ]

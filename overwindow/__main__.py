@@ -1,4 +1,5 @@
-"""Command line: ``overwindow demo``, ``overwindow run VIEW``, ``overwindow produce`` (also ``python -m overwindow``).
+"""Command line: ``overwindow demo``, ``overwindow run VIEW``, ``overwindow produce``
+(also ``python -m overwindow``).
 
 ``demo`` runs the main job on embedded defaults: the bundled plant output replayed as a stream of
 files, a 7-day moving average and interquartile band per plant kept in an SQLite file, a table
@@ -30,28 +31,46 @@ def _value(text: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="overwindow", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="overwindow", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the bundled demo view (plant output, 7-day average and IQR)")
-    demo.add_argument("--out", default="overwindow-demo", help="folder for the replayed files, the view and the chart")
+    demo.add_argument(
+        "--out", default="overwindow-demo", help="folder for the replayed files, the view and the chart"
+    )
     demo.add_argument("--quiet", action="store_true", help="no progress lines")
     run = sub.add_parser("run", help="run the streaming view a TOML file defines")
     run.add_argument("view", help="the view file (TOML)")
     run.add_argument("--once", action="store_true", help="process what has arrived, then stop (availableNow)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
-    run.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                     help="override a key of the view file, e.g. --set sink.path=/tmp/v.sqlite")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a key of the view file, e.g. --set sink.path=/tmp/v.sqlite",
+    )
     produce = sub.add_parser("produce", help="replay a bundled sample as JSON messages on a Kafka topic")
     produce.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT", help="the Kafka brokers")
     produce.add_argument("--topic", required=True, help="created with --partitions partitions if missing")
-    produce.add_argument("--data", default="stock_ticks", choices=sorted(SAMPLES),
-                         help="the bundled sample (key: symbol or plant)")
+    produce.add_argument(
+        "--data",
+        default="stock_ticks",
+        choices=sorted(SAMPLES),
+        help="the bundled sample (key: symbol or plant)",
+    )
     produce.add_argument("--partitions", type=int, default=3, help="partitions of a new topic (default 3)")
-    produce.add_argument("--rate", type=float, metavar="R",
-                         help="at most R messages a second (default: as fast as Kafka takes them)")
-    produce.add_argument("--loop", action="store_true",
-                         help="replay until Ctrl-C, each pass later by the days the file covers, with new ids, "
-                              "starting after the passes already on the topic")
+    produce.add_argument(
+        "--rate",
+        type=float,
+        metavar="R",
+        help="at most R messages a second (default: as fast as Kafka takes them)",
+    )
+    produce.add_argument(
+        "--loop",
+        action="store_true",
+        help="replay until Ctrl-C, each pass later by the days the file covers, with new ids, "
+        "starting after the passes already on the topic",
+    )
     args = parser.parse_args(argv)
     if args.command == "produce":
         return _produce(args)
@@ -82,8 +101,16 @@ def _produce(args) -> int:
         print(f"overwindow produce: {line}", flush=True)
 
     try:
-        sent = produce(args.bootstrap_servers, args.topic, args.data, args.partitions, args.rate,
-                       passes=None if args.loop else 1, resume=args.loop, report=report)
+        sent = produce(
+            args.bootstrap_servers,
+            args.topic,
+            args.data,
+            args.partitions,
+            args.rate,
+            passes=None if args.loop else 1,
+            resume=args.loop,
+            report=report,
+        )
     except ImportError as e:
         print(f"overwindow: {e}", file=sys.stderr)
         return 2

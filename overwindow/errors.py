@@ -6,7 +6,8 @@ column, an impossible frame); `WindowRuntimeError` while it runs (an integer sum
 
 
 class WindowSpecError(ValueError):
-    """A window call that cannot be evaluated, e.g. ``RANGE with an offset needs exactly one ORDER BY column``."""
+    """A window call that cannot be evaluated, e.g. ``RANGE with an offset needs exactly one ORDER BY
+    column``."""
 
 
 class WindowRuntimeError(ArithmeticError):

@@ -50,7 +50,7 @@ def evaluate(data: pd.DataFrame | pa.Table, *calls: CallLike, prefer_naive: bool
         table = pa.Table.from_pandas(data, preserve_index=False)
         out = evaluate_table(table, [as_window_expression(c) for c in calls], prefer_naive)
         result = data.copy()
-        for name in out.column_names[table.num_columns:]:
+        for name in out.column_names[table.num_columns :]:
             # by position: the input's index may be anything
             result[name] = out.column(name).to_pandas().set_axis(data.index)
         return result
@@ -65,8 +65,9 @@ def evaluate_table(table: pa.Table, exprs: list[WindowExpression], prefer_naive:
     return project(table, exprs, evaluate_calls(table, exprs, prefer_naive))
 
 
-def evaluate_calls(table: pa.Table, exprs: list[WindowExpression], prefer_naive: bool = False,
-                   layout: Layout | None = None) -> dict[str, pa.Array]:
+def evaluate_calls(
+    table: pa.Table, exprs: list[WindowExpression], prefer_naive: bool = False, layout: Layout | None = None
+) -> dict[str, pa.Array]:
     """Every window call's result, by call alias, in input row order.
 
     ``layout``: the rows' layout when the caller already knows it (every call's PARTITION BY and
@@ -82,7 +83,11 @@ def evaluate_calls(table: pa.Table, exprs: list[WindowExpression], prefer_naive:
         known = _with_inverse(layout)
         layouts.update(((call.partition_by, call.order_by), known) for e in exprs for call in e.calls)
     columns: dict[tuple, Values] = {}  # calls over the same argument share its numpy views
-    return {call.alias: _evaluate_call(table, call, layouts, columns, prefer_naive) for e in exprs for call in e.calls}
+    return {
+        call.alias: _evaluate_call(table, call, layouts, columns, prefer_naive)
+        for e in exprs
+        for call in e.calls
+    }
 
 
 def project(table: pa.Table, exprs: list[WindowExpression], results: dict[str, pa.Array]) -> pa.Table:
@@ -126,7 +131,9 @@ def _sorted_column(table: pa.Table, expr, call: WindowCall, layout: Layout, colu
     return columns[key]
 
 
-def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: dict, prefer_naive: bool) -> pa.Array:
+def _evaluate_call(
+    table: pa.Table, call: WindowCall, layouts: dict, columns: dict, prefer_naive: bool
+) -> pa.Array:
     layout, inverse = _layout(table, call, layouts)
     n = table.num_rows
     info = call.info

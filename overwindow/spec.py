@@ -25,8 +25,11 @@ EMIT_MODES = ("on_window_close", "on_update")
 STATE_LAYOUTS = ("whole", "chunked")
 
 # functions whose value depends on rows that have not arrived yet, however long one waits
-_NEEDS_WHOLE_PARTITION = {"ntile": "the partition's final size", "cume_dist": "the partition's final size",
-                          "percent_rank": "the partition's final size"}
+_NEEDS_WHOLE_PARTITION = {
+    "ntile": "the partition's final size",
+    "cume_dist": "the partition's final size",
+    "percent_rank": "the partition's final size",
+}
 
 
 class OverWindow:
@@ -43,8 +46,14 @@ class OverWindow:
     RocksDB state store).
     """
 
-    def __init__(self, *calls, emit: str = "on_window_close", rowKey: str | list[str] | tuple[str, ...] | None = None,
-                 opColumn: str | None = None, stateLayout: str = "whole"):
+    def __init__(
+        self,
+        *calls,
+        emit: str = "on_window_close",
+        rowKey: str | list[str] | tuple[str, ...] | None = None,
+        opColumn: str | None = None,
+        stateLayout: str = "whole",
+    ):
         if not calls:
             raise WindowSpecError("OverWindow needs at least one window call")
         if emit not in EMIT_MODES:
@@ -55,33 +64,48 @@ class OverWindow:
         if opColumn is not None and emit != "on_update":
             raise WindowSpecError("opColumn (inserts, deletes, updates) needs emit='on_update'")
         if opColumn is not None and not self.row_key:
-            raise WindowSpecError(f"opColumn={opColumn!r} needs rowKey: deletes and updates find their row by it")
+            raise WindowSpecError(
+                f"opColumn={opColumn!r} needs rowKey: deletes and updates find their row by it"
+            )
         self.expressions: tuple[WindowExpression, ...] = tuple(as_window_expression(c) for c in calls)
         for e in self.expressions:
             for c in e.calls:
                 if c.partition_by:
                     raise WindowSpecError(
-                        f"PARTITION BY comes from groupBy(...); remove it from {e.alias} ({e})")
+                        f"PARTITION BY comes from groupBy(...); remove it from {e.alias} ({e})"
+                    )
         if stateLayout not in STATE_LAYOUTS:
-            raise WindowSpecError(f"stateLayout must be one of {', '.join(STATE_LAYOUTS)}, got {stateLayout!r}")
+            raise WindowSpecError(
+                f"stateLayout must be one of {', '.join(STATE_LAYOUTS)}, got {stateLayout!r}"
+            )
         self.state_layout = stateLayout
         if stateLayout == "chunked":
             if emit != "on_update":
-                raise WindowSpecError("stateLayout='chunked' is for emit='on_update' (emit on window close already "
-                                      "keeps only the rows its frames still need)")
+                raise WindowSpecError(
+                    "stateLayout='chunked' is for emit='on_update' (emit on window close already "
+                    "keeps only the rows its frames still need)"
+                )
             reasons = [f"{c.alias}: {c.unbounded_reach}" for c in self.calls if c.unbounded_reach]
             if reasons:
-                raise WindowSpecError("stateLayout='chunked' needs every call's frame to reach a bounded number of rows "
-                                      "or ORDER BY values around the current row; " + "; ".join(reasons)
-                                      + " (use stateLayout='whole' for these)")
+                raise WindowSpecError(
+                    "stateLayout='chunked' needs every call's frame to reach a bounded number of rows "
+                    "or ORDER BY values around the current row; "
+                    + "; ".join(reasons)
+                    + " (use stateLayout='whole' for these)"
+                )
         if emit == "on_window_close":
             _check_window_close(self)
         elif len({c.order_by for c in self.calls}) > 1:
-            raise WindowSpecError("emit on update needs every call to share one ORDER BY; put calls with another "
-                                  "ORDER BY in a second overWindow")
+            raise WindowSpecError(
+                "emit on update needs every call to share one ORDER BY; put calls with another "
+                "ORDER BY in a second overWindow"
+            )
         # Python aggregates travel with the spec to Spark's workers, where the registry is empty
-        self.user_aggregates = {c.function: user_aggregate_class(c.function) for c in self.calls
-                                if user_aggregate_class(c.function) is not None}
+        self.user_aggregates = {
+            c.function: user_aggregate_class(c.function)
+            for c in self.calls
+            if user_aggregate_class(c.function) is not None
+        }
 
     def register_user_aggregates(self) -> None:
         """Register this spec's Python aggregates in this process (a Spark worker) if missing."""
@@ -128,16 +152,25 @@ def _check_window_close(spec: OverWindow) -> None:
     if len(orders) > 1 or () in orders:
         raise WindowSpecError(
             "emit on window close needs every call to have the same ORDER BY <event-time column>; got "
-            + "; ".join(f"{c.alias}: ORDER BY {', '.join(map(str, c.order_by)) or '(none)'}" for c in spec.calls))
+            + "; ".join(
+                f"{c.alias}: ORDER BY {', '.join(map(str, c.order_by)) or '(none)'}" for c in spec.calls
+            )
+        )
     (order,) = orders
     if len(order) != 1 or order[0].descending or not isinstance(order[0].expr.node, exp.Column):
         raise WindowSpecError(
-            f"emit on window close needs ORDER BY exactly one column, ascending (the watermarked event time); got ORDER BY {', '.join(map(str, order))}")
+            "emit on window close needs ORDER BY exactly one column, ascending (the watermarked event "
+            f"time); got ORDER BY {', '.join(map(str, order))}"
+        )
     for c in spec.calls:
         where = f"in {c.alias}"
         if c.function in _NEEDS_WHOLE_PARTITION:
-            raise WindowSpecError(f"{c.function}() needs {_NEEDS_WHOLE_PARTITION[c.function]}, which a stream never "
-                                  f"knows; use emit='on_update' {where}")
+            raise WindowSpecError(
+                f"{c.function}() needs {_NEEDS_WHOLE_PARTITION[c.function]}, which a stream never "
+                f"knows; use emit='on_update' {where}"
+            )
         if c.info.kind in (Kind.VALUE, Kind.AGGREGATE) and c.frame.end.kind is BoundKind.UNBOUNDED_FOLLOWING:
-            raise WindowSpecError(f"a frame ending at UNBOUNDED FOLLOWING needs every future row, so it never closes; "
-                                  f"use emit='on_update' {where}")
+            raise WindowSpecError(
+                f"a frame ending at UNBOUNDED FOLLOWING needs every future row, so it never closes; "
+                f"use emit='on_update' {where}"
+            )

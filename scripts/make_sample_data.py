@@ -19,13 +19,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "overwindow", "data")
 
 # symbol: (opening price, mean seconds between its trades)
-SYMBOLS = {"AAPL": (172.62, 24.0), "MSFT": (416.42, 30.0), "NVDA": (878.37, 18.0), "AMZN": (177.90, 34.0),
-           "GOOG": (142.17, 40.0)}
+SYMBOLS = {
+    "AAPL": (172.62, 24.0),
+    "MSFT": (416.42, 30.0),
+    "NVDA": (878.37, 18.0),
+    "AMZN": (177.90, 34.0),
+    "GOOG": (142.17, 40.0),
+}
 OPEN = dt.datetime(2024, 3, 15, 13, 30, tzinfo=dt.timezone.utc)
 SESSION_SECONDS = 6.5 * 3600
 DAILY_VOLATILITY = 0.02
-LATE_SHARE = 0.01            # ticks the feed delivers late
-LATE_SECONDS = (2.0, 20.0)   # by this much
+LATE_SHARE = 0.01  # ticks the feed delivers late
+LATE_SECONDS = (2.0, 20.0)  # by this much
 
 
 def write_plants():
@@ -65,15 +70,22 @@ def write_ticks():
         volumes = np.where(odd, rng.integers(1, 100, size=len(times)), 100 * lots)
         trades += [(float(t), symbol, round(float(p), 2), int(v)) for t, p, v in zip(times, prices, volumes)]
     trades.sort(key=lambda r: (r[0], r[1]))  # the exchange numbers trades as they happen
-    delays = np.where(rng.random(len(trades)) < LATE_SHARE, rng.uniform(*LATE_SECONDS, size=len(trades)),
-                      rng.uniform(0.0, 0.2, size=len(trades)))
+    delays = np.where(
+        rng.random(len(trades)) < LATE_SHARE,
+        rng.uniform(*LATE_SECONDS, size=len(trades)),
+        rng.uniform(0.0, 0.2, size=len(trades)),
+    )
     feed = sorted(range(len(trades)), key=lambda i: trades[i][0] + delays[i])
     with open(os.path.join(DATA, "stock_ticks.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["symbol", "ts", "trade_id", "price", "volume"])
         for i in feed:
             seconds, symbol, price, volume = trades[i]
-            ts = (OPEN + dt.timedelta(seconds=seconds)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            ts = (
+                (OPEN + dt.timedelta(seconds=seconds))
+                .isoformat(timespec="milliseconds")
+                .replace("+00:00", "Z")
+            )
             w.writerow([symbol, ts, 1_000_001 + i, f"{price:.2f}", volume])
 
 

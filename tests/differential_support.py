@@ -86,8 +86,29 @@ BASE_TS = dt.datetime(2024, 2, 27, 22, 0, 0)
 INF, NAN = math.inf, math.nan
 
 KF_POOL = [-INF, -1e15, -2.5, -1.0, -0.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.5, 1e15, INF, NAN]
-XF_POOL = [1e20, -1e20, 1e150, -1e150, 1e200, 1e-200, 1.0, -1.0, 3.0, 0.5, 2.25, -0.0, 0.0, 1e-3, 7.0, 1e16,
-           1e16 + 2, 1e16 + 4, NAN, INF, -INF]  # 1e16 + 2: variances that cancel
+XF_POOL = [
+    1e20,
+    -1e20,
+    1e150,
+    -1e150,
+    1e200,
+    1e-200,
+    1.0,
+    -1.0,
+    3.0,
+    0.5,
+    2.25,
+    -0.0,
+    0.0,
+    1e-3,
+    7.0,
+    1e16,
+    1e16 + 2,
+    1e16 + 4,
+    NAN,
+    INF,
+    -INF,
+]  # 1e16 + 2: variances that cancel
 XS_POOL = ["a", "b", "B", "", "ab", "ä", "Z", "a "]
 
 
@@ -127,13 +148,19 @@ def make_table(rng: np.random.Generator, n: int, flavor: str = "duckdb") -> pa.T
     ki = _with_nulls(rng, [int(v) for v in rng.integers(0, m, n) * int(rng.choice([1, 1, 3, 1000]))], 0.12)
     # SQLite sums doubles naively and slides frames by subtracting, so its float keys stay small
     # multiples of 0.5 whose sums are exact in any order (exactness is DuckDB's side's job)
-    kf_pool = [v for v in KF_POOL if not (sqlite and (not math.isfinite(v) or str(v) == "-0.0" or abs(v) > 1e6))]
+    kf_pool = [
+        v for v in KF_POOL if not (sqlite and (not math.isfinite(v) or str(v) == "-0.0" or abs(v) > 1e6))
+    ]
     kf_pool = _unique(rng, kf_pool, int(rng.integers(2, min(8, len(kf_pool)) + 1)))
     kf = _with_nulls(rng, [kf_pool[i] for i in rng.integers(0, len(kf_pool), n)], 0.12)
     days = _unique(rng, list(range(0, 70)), int(rng.integers(2, 9)))
-    kd = _with_nulls(rng, [BASE_DATE + dt.timedelta(days=days[i]) for i in rng.integers(0, len(days), n)], 0.12)
+    kd = _with_nulls(
+        rng, [BASE_DATE + dt.timedelta(days=days[i]) for i in rng.integers(0, len(days), n)], 0.12
+    )
     mins = _unique(rng, list(range(0, 72 * 60, 30)), int(rng.integers(2, 9)))
-    kt = _with_nulls(rng, [BASE_TS + dt.timedelta(minutes=mins[i]) for i in rng.integers(0, len(mins), n)], 0.12)
+    kt = _with_nulls(
+        rng, [BASE_TS + dt.timedelta(minutes=mins[i]) for i in rng.integers(0, len(mins), n)], 0.12
+    )
     ks_pool = _unique(rng, XS_POOL, 3)
     ks = _with_nulls(rng, [ks_pool[i] for i in rng.integers(0, 3, n)], 0.12)
 
@@ -148,8 +175,13 @@ def make_table(rng: np.random.Generator, n: int, flavor: str = "duckdb") -> pa.T
                     uf = [-0.0 if u == 0.0 else u for u in uf]
                 else:
                     uf[pos] = v
-    ud = [BASE_DATE + dt.timedelta(days=int(v)) for v in rng.choice(np.arange(0, 4 * n), size=n, replace=False)]
-    ut = [BASE_TS + dt.timedelta(minutes=17 * int(v)) for v in rng.choice(np.arange(0, 8 * n), size=n, replace=False)]
+    ud = [
+        BASE_DATE + dt.timedelta(days=int(v)) for v in rng.choice(np.arange(0, 4 * n), size=n, replace=False)
+    ]
+    ut = [
+        BASE_TS + dt.timedelta(minutes=17 * int(v))
+        for v in rng.choice(np.arange(0, 8 * n), size=n, replace=False)
+    ]
     for col in (ui, uf, ud, ut):
         if rng.random() < 0.7:
             col[int(rng.integers(0, n))] = None
@@ -193,14 +225,16 @@ def make_table(rng: np.random.Generator, n: int, flavor: str = "duckdb") -> pa.T
         "xs": pa.array(xs, pa.string()),
     }
     if not sqlite:
-        cols.update({
-            "kd": pa.array(kd, pa.date32()),
-            "kt": pa.array(kt, pa.timestamp("us")),
-            "ud": pa.array(ud, pa.date32()),
-            "ut": pa.array(ut, pa.timestamp("us")),
-            "xb": pa.array(xb, pa.bool_()),
-            "xd": pa.array(xd, pa.date32()),
-        })
+        cols.update(
+            {
+                "kd": pa.array(kd, pa.date32()),
+                "kt": pa.array(kt, pa.timestamp("us")),
+                "ud": pa.array(ud, pa.date32()),
+                "ut": pa.array(ut, pa.timestamp("us")),
+                "xb": pa.array(xb, pa.bool_()),
+                "xd": pa.array(xd, pa.date32()),
+            }
+        )
     table = pa.table(cols)
     return table.take(pa.array(rng.permutation(n)))  # input order unrelated to any key
 
@@ -213,10 +247,37 @@ RANK_PEER = ("rank", "dense_rank", "percent_rank", "cume_dist")
 RANK_POS = ("row_number", "ntile")
 OFFSET = ("lag", "lead")
 VALUE = ("first_value", "last_value", "nth_value")
-AGGS = ("count", "count_star", "count_distinct", "sum", "avg", "min", "max", "stddev_samp", "stddev_pop",
-        "var_samp", "var_pop", "bool_and", "bool_or", "median", "percentile_cont", "percentile_disc", "mode")
-EXACT_LIST = ("sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "percentile_disc", "mode",
-              "median", "percentile_cont")
+AGGS = (
+    "count",
+    "count_star",
+    "count_distinct",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "stddev_samp",
+    "stddev_pop",
+    "var_samp",
+    "var_pop",
+    "bool_and",
+    "bool_or",
+    "median",
+    "percentile_cont",
+    "percentile_disc",
+    "mode",
+)
+EXACT_LIST = (
+    "sum",
+    "avg",
+    "stddev_samp",
+    "stddev_pop",
+    "var_samp",
+    "var_pop",
+    "percentile_disc",
+    "mode",
+    "median",
+    "percentile_cont",
+)
 
 AGG_ARGS = {
     "count": ["xf", "xi", "xs", "xb", "xd"],
@@ -237,27 +298,79 @@ AGG_ARGS = {
     "mode": ["xi", "xs", "xf", "xd", "xb"],
 }
 ANY_ARGS = ["xf", "xg", "xi", "xs", "xb", "xd"]
-NUMERIC_FUNCS = ("sum", "avg", "stddev_samp", "stddev_pop", "var_samp", "var_pop", "median", "percentile_cont")
-FILTERS = ["xi > 0", "xb", "NOT xb", "xs IS NOT NULL", "xf > 0", "xf = xf", "xi % 2 = 0", "p <> 1",
-           "xf < 1e10", "xs <> 'a'", "xi IS NULL OR xi < 3"]
+NUMERIC_FUNCS = (
+    "sum",
+    "avg",
+    "stddev_samp",
+    "stddev_pop",
+    "var_samp",
+    "var_pop",
+    "median",
+    "percentile_cont",
+)
+FILTERS = [
+    "xi > 0",
+    "xb",
+    "NOT xb",
+    "xs IS NOT NULL",
+    "xf > 0",
+    "xf = xf",
+    "xi % 2 = 0",
+    "p <> 1",
+    "xf < 1e10",
+    "xs <> 'a'",
+    "xi IS NULL OR xi < 3",
+]
 TIED_KEYS = ["ki", "kf", "kd", "kt", "ks"]
 UNIQUE_KEYS = ["ui", "uf", "ud", "ut"]
-KEY_TYPE = {"ki": "int", "ui": "int", "kf": "float", "uf": "float", "kd": "date", "ud": "date",
-            "kt": "timestamp", "ut": "timestamp", "ks": "string", "rid": "int"}
+KEY_TYPE = {
+    "ki": "int",
+    "ui": "int",
+    "kf": "float",
+    "uf": "float",
+    "kd": "date",
+    "ud": "date",
+    "kt": "timestamp",
+    "ut": "timestamp",
+    "ks": "string",
+    "rid": "int",
+}
 PARTITIONS = [(), ("p",), ("q",), ("p", "q")]
 
 # Capabilities of the oracle the batch is for.
 DUCKDB_CAPS = dict(
-    funcs=RANK_PEER + RANK_POS + OFFSET + VALUE + AGGS, ignore_nulls=True, negative_offsets=True,
-    tied_keys=TIED_KEYS, unique_keys=UNIQUE_KEYS, agg_args=AGG_ARGS, any_args=ANY_ARGS, filters=FILTERS,
+    funcs=RANK_PEER + RANK_POS + OFFSET + VALUE + AGGS,
+    ignore_nulls=True,
+    negative_offsets=True,
+    tied_keys=TIED_KEYS,
+    unique_keys=UNIQUE_KEYS,
+    agg_args=AGG_ARGS,
+    any_args=ANY_ARGS,
+    filters=FILTERS,
 )
 SQLITE_CAPS = dict(
     funcs=RANK_PEER + RANK_POS + OFFSET + VALUE + ("count", "count_star", "sum", "avg", "min", "max"),
-    ignore_nulls=False, negative_offsets=False, tied_keys=["ki", "kf", "ks"], unique_keys=["ui", "uf"],
-    agg_args={"count": ["xf", "xi", "xs"], "sum": ["xf", "xi", "xi * 3"], "avg": ["xf", "xi"],
-              "min": ["xf", "xi", "xs"], "max": ["xf", "xi", "xs"]},
+    ignore_nulls=False,
+    negative_offsets=False,
+    tied_keys=["ki", "kf", "ks"],
+    unique_keys=["ui", "uf"],
+    agg_args={
+        "count": ["xf", "xi", "xs"],
+        "sum": ["xf", "xi", "xi * 3"],
+        "avg": ["xf", "xi"],
+        "min": ["xf", "xi", "xs"],
+        "max": ["xf", "xi", "xs"],
+    },
     any_args=["xf", "xi", "xs"],
-    filters=["xi > 0", "xs IS NOT NULL", "xf > 0", "xi % 2 = 0", "p <> 1", "xs <> 'a'", "xi IS NULL OR xi < 3"],
+    filters=[
+        "xi > 0",
+        "xs IS NOT NULL",
+        "xf > 0",
+        "xi % 2 = 0",
+        "p <> 1",
+        "xs <> 'a'",
+        "xi IS NULL OR xi < 3",
+    ],
 )
 
 
@@ -296,10 +409,17 @@ class CallSpec:
         unit, start, end, exclude = frame
 
         def b(kind, off):
-            return {"UP": "UNBOUNDED PRECEDING", "CR": "CURRENT ROW", "UF": "UNBOUNDED FOLLOWING"}.get(kind) or \
-                f"{off} {'PRECEDING' if kind == 'P' else 'FOLLOWING'}"
+            return {"UP": "UNBOUNDED PRECEDING", "CR": "CURRENT ROW", "UF": "UNBOUNDED FOLLOWING"}.get(
+                kind
+            ) or f"{off} {'PRECEDING' if kind == 'P' else 'FOLLOWING'}"
 
-        if short_ok and self.short_frame and end[0] == "CR" and start[0] in ("UP", "P") and exclude == "NO OTHERS":
+        if (
+            short_ok
+            and self.short_frame
+            and end[0] == "CR"
+            and start[0] in ("UP", "P")
+            and exclude == "NO OTHERS"
+        ):
             text = f"{unit} {b(*start)}"
         else:
             text = f"{unit} BETWEEN {b(*start)} AND {b(*end)}"
@@ -403,8 +523,12 @@ class CallSpec:
         key = self.order[0][0]
         nonfinite = None
         if KEY_TYPE[key] == "float":
-            nonfinite = (unit, ("CR", None) if start[0] in ("P", "F") else start,
-                         ("CR", None) if end[0] in ("P", "F") else end, ex)
+            nonfinite = (
+                unit,
+                ("CR", None) if start[0] in ("P", "F") else start,
+                ("CR", None) if end[0] in ("P", "F") else end,
+                ex,
+            )
         return (unit, start, end, ex), nonfinite, key
 
     def _duck_windowed(self, func_sql: str) -> str:
@@ -440,6 +564,7 @@ class CallSpec:
 # random specs
 # ---------------------------------------------------------------------------------------------
 
+
 def _is_zero(offset) -> bool:
     return offset == 0 or (isinstance(offset, str) and offset.split()[1] == "0")
 
@@ -459,12 +584,35 @@ def _range_offset(rng, ktype: str, sqlite: bool):
         # expression, e.g. RANGE BETWEEN INTERVAL 30 DAYS FOLLOWING AND INTERVAL 1 MONTH
         # FOLLOWING uses one bound for both (test_duckdb_interval_conflation). 29/31 days
         # against 1 month still give frames whose start passes the end on some rows only.
-        return _pick(rng, ["INTERVAL 0 DAYS", "INTERVAL 1 DAYS", "INTERVAL 3 DAYS", "INTERVAL 10 DAYS",
-                           "INTERVAL 29 DAYS", "INTERVAL 31 DAYS", "INTERVAL 1 MONTH", "INTERVAL 2 MONTHS",
-                           "INTERVAL 36 HOURS", "INTERVAL 1 YEAR"])
+        return _pick(
+            rng,
+            [
+                "INTERVAL 0 DAYS",
+                "INTERVAL 1 DAYS",
+                "INTERVAL 3 DAYS",
+                "INTERVAL 10 DAYS",
+                "INTERVAL 29 DAYS",
+                "INTERVAL 31 DAYS",
+                "INTERVAL 1 MONTH",
+                "INTERVAL 2 MONTHS",
+                "INTERVAL 36 HOURS",
+                "INTERVAL 1 YEAR",
+            ],
+        )
     if ktype == "timestamp":
-        return _pick(rng, ["INTERVAL 30 MINUTES", "INTERVAL 90 MINUTES", "INTERVAL 1 HOURS", "INTERVAL 5 HOURS",
-                           "INTERVAL 1 DAYS", "INTERVAL 2 DAYS", "INTERVAL 1 MONTH", "INTERVAL 45 SECONDS"])
+        return _pick(
+            rng,
+            [
+                "INTERVAL 30 MINUTES",
+                "INTERVAL 90 MINUTES",
+                "INTERVAL 1 HOURS",
+                "INTERVAL 5 HOURS",
+                "INTERVAL 1 DAYS",
+                "INTERVAL 2 DAYS",
+                "INTERVAL 1 MONTH",
+                "INTERVAL 45 SECONDS",
+            ],
+        )
     raise AssertionError(ktype)
 
 
@@ -548,10 +696,17 @@ def random_call(rng, name: str, caps: dict) -> CallSpec:
     if not has_order:
         strategy = "plain"
         order = ()
-        frame = _pick(rng, [None, None, ("ROWS", ("UP", None), ("UF", None), _exclude(rng)),
-                            ("RANGE", ("UP", None), ("UF", None), _exclude(rng)),
-                            ("RANGE", ("CR", None), ("UF", None), _exclude(rng)),
-                            ("RANGE", ("CR", None), ("CR", None), _exclude(rng))])
+        frame = _pick(
+            rng,
+            [
+                None,
+                None,
+                ("ROWS", ("UP", None), ("UF", None), _exclude(rng)),
+                ("RANGE", ("UP", None), ("UF", None), _exclude(rng)),
+                ("RANGE", ("CR", None), ("UF", None), _exclude(rng)),
+                ("RANGE", ("CR", None), ("CR", None), _exclude(rng)),
+            ],
+        )
     else:
         unit = _pick(rng, ["ROWS", "ROWS", "RANGE", "RANGE", "GROUPS", None])
         exclude = _exclude(rng)
@@ -574,7 +729,11 @@ def random_call(rng, name: str, caps: dict) -> CallSpec:
         else:
             ktype = KEY_TYPE[order[0][0]]
             if unit == "RANGE":
-                offset = (lambda: _range_offset(rng, ktype, sqlite)) if len(order) == 1 and ktype != "string" else None
+                offset = (
+                    (lambda: _range_offset(rng, ktype, sqlite))
+                    if len(order) == 1 and ktype != "string"
+                    else None
+                )
             else:
                 offset = lambda: _pick(rng, [0, 1, 1, 2, 3, 5, 10**6])  # noqa: E731
             start, end = _bounds(rng, offset)
@@ -588,7 +747,11 @@ def random_call(rng, name: str, caps: dict) -> CallSpec:
         if numeric and KEY_TYPE[key] not in ("int", "float"):
             key = _pick(rng, [k for k in tied if KEY_TYPE[k] in ("int", "float")])
             spec.order = ((key, False, None),) + order[1:]
-            if frame is not None and frame[0] == "RANGE" and (frame[1][0] in ("P", "F") or frame[2][0] in ("P", "F")):
+            if (
+                frame is not None
+                and frame[0] == "RANGE"
+                and (frame[1][0] in ("P", "F") or frame[2][0] in ("P", "F"))
+            ):
                 spec.frame = (frame[0], ("UP", None), ("CR", None), frame[3])
         if f in ("bool_and", "bool_or"):
             spec.func = f = "count"
@@ -606,8 +769,13 @@ def random_call(rng, name: str, caps: dict) -> CallSpec:
     if is_value:
         spec.ignore_nulls = caps["ignore_nulls"] and rng.random() < 0.4
     if not sqlite and rng.random() < 0.15:
-        spec.spelling = {"stddev_samp": _pick(rng, ["stddev", "std"]), "var_samp": "variance", "bool_and": "every",
-                         "bool_or": _pick(rng, ["some", "any"]), "avg": "mean"}.get(f)
+        spec.spelling = {
+            "stddev_samp": _pick(rng, ["stddev", "std"]),
+            "var_samp": "variance",
+            "bool_and": "every",
+            "bool_or": _pick(rng, ["some", "any"]),
+            "avg": "mean",
+        }.get(f)
     return spec
 
 
@@ -623,8 +791,18 @@ def _positional_order(rng, strategy, tied, unique):
 
 def _default_for(rng, arg: str) -> str | None:
     col = arg.split()[0]
-    t = {"xf": "float", "xg": "float", "xi": "int", "xs": "string", "xb": "bool",
-         "ki": "int", "ui": "int", "kf": "float", "uf": "float", "ks": "string"}.get(col)
+    t = {
+        "xf": "float",
+        "xg": "float",
+        "xi": "int",
+        "xs": "string",
+        "xb": "bool",
+        "ki": "int",
+        "ui": "int",
+        "kf": "float",
+        "uf": "float",
+        "ks": "string",
+    }.get(col)
     if t == "int":
         return _pick(rng, ["-1", "100", "0"])
     if t == "float":
@@ -639,6 +817,7 @@ def _default_for(rng, arg: str) -> str | None:
 # ---------------------------------------------------------------------------------------------
 # exact Python oracles over a frame's contents
 # ---------------------------------------------------------------------------------------------
+
 
 def _is_nan(v) -> bool:
     return isinstance(v, float) and math.isnan(v)
@@ -784,6 +963,7 @@ def mode_candidates(vals):
 # comparison
 # ---------------------------------------------------------------------------------------------
 
+
 def close(a, b, rel: float = REL, abs_tol: float = 0.0) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -848,7 +1028,9 @@ def _expected_from_list(spec: CallSpec, native, lst):
         # subnormal (DuckDB's median of [5e-324, 5e-324] is 0.0)
         e = exact_percentile_cont(vals, 0.5 if f == "median" else spec.params[0])
         finite = [abs(float(v)) for v in vals if not _is_nan(v) and abs(float(v)) != INF]
-        tol = (REL * max(finite, default=0.0) if e == 0 else 0.0) + (TINY if e is not None and abs(e) < TINY else 0.0)
+        tol = (REL * max(finite, default=0.0) if e == 0 else 0.0) + (
+            TINY if e is not None and abs(e) < TINY else 0.0
+        )
         if native is not UNAVAILABLE and not close(native, e, abs_tol=tol):
             return f"quantile_cont gave {native!r}, the frame {sorted(vals, key=_sort_key)!r} gives {e!r}"
         return Expected(e, tol)
@@ -889,11 +1071,17 @@ def compare(batch: Batch, ours: dict, oracle: dict, oracle_name: str, max_msgs: 
                     detail = ""
                     if f"{spec.name}__l" in oracle:
                         detail = f" frame={oracle[spec.name + '__l'][rid]!r}"
-                    problems.append(f"rid={rid} row={_row_subset(batch, spec, rid)} ours={mine[rid]!r} {oracle_name}={e.value!r}{detail}")
+                    problems.append(
+                        f"rid={rid} row={_row_subset(batch, spec, rid)} ours={mine[rid]!r} "
+                        f"{oracle_name}={e.value!r}{detail}"
+                    )
         if problems:
-            msgs.append(f"[{spec.strategy}] ours: {spec.ours()}\n    {oracle_name}: "
-                        f"{spec.duck() if oracle_name == 'duckdb' else spec.sqlite()}\n      "
-                        + "\n      ".join(problems[:6]) + (f"\n      ... {len(problems)} rows" if len(problems) > 6 else ""))
+            msgs.append(
+                f"[{spec.strategy}] ours: {spec.ours()}\n    {oracle_name}: "
+                f"{spec.duck() if oracle_name == 'duckdb' else spec.sqlite()}\n      "
+                + "\n      ".join(problems[:6])
+                + (f"\n      ... {len(problems)} rows" if len(problems) > 6 else "")
+            )
             if len(msgs) >= max_msgs:
                 break
     return msgs
@@ -911,7 +1099,11 @@ def _row_subset(batch: Batch, spec: CallSpec, rid) -> dict:
 def _compare_peersets(batch: Batch, spec: CallSpec, mine: dict, expected: dict) -> list[str]:
     groups = defaultdict(list)
     for rid, row in batch.rows.items():
-        key = tuple(_norm(row[c]) for c in spec.partition) + ("|",) + tuple(_norm(row[c]) for c, _, _ in spec.order)
+        key = (
+            tuple(_norm(row[c]) for c in spec.partition)
+            + ("|",)
+            + tuple(_norm(row[c]) for c, _, _ in spec.order)
+        )
         groups[key].append(rid)
     out = []
     for key, rids in groups.items():
@@ -926,6 +1118,7 @@ def _compare_peersets(batch: Batch, spec: CallSpec, mine: dict, expected: dict) 
 # ---------------------------------------------------------------------------------------------
 # running a batch
 # ---------------------------------------------------------------------------------------------
+
 
 def make_batch(seed: int, n_calls: int, flavor: str = "duckdb") -> Batch:
     rng = np.random.default_rng(seed)
@@ -1006,11 +1199,21 @@ def run_sqlite(batch: Batch) -> dict:
     con = sqlite3.connect(":memory:")
     try:
         cols = batch.table.column_names
-        types = {"q": "TEXT", "ks": "TEXT", "xs": "TEXT", "kf": "REAL", "uf": "REAL", "xf": "REAL", "xg": "REAL"}
+        types = {
+            "q": "TEXT",
+            "ks": "TEXT",
+            "xs": "TEXT",
+            "kf": "REAL",
+            "uf": "REAL",
+            "xf": "REAL",
+            "xg": "REAL",
+        }
         decl = ", ".join(f"{c} {types.get(c, 'INTEGER')}" for c in cols)
         con.execute(f"CREATE TABLE t ({decl})")
-        con.executemany(f"INSERT INTO t VALUES ({', '.join('?' * len(cols))})",
-                        [tuple(r[c] for c in cols) for r in batch.table.to_pylist()])
+        con.executemany(
+            f"INSERT INTO t VALUES ({', '.join('?' * len(cols))})",
+            [tuple(r[c] for c in cols) for r in batch.table.to_pylist()],
+        )
         sql = "SELECT rid, " + ",\n  ".join(c.sqlite() for c in batch.calls) + "\nFROM t"
         cur = con.execute(sql)
         names = [d[0] for d in cur.description]

@@ -14,11 +14,14 @@ import time
 import numpy as np
 import pyarrow as pa
 import pytest
-
-import overwindow
 from kafka_support import produce
 
-CALLS = ["sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s", "lag(x) OVER (ORDER BY ts) AS p"]
+import overwindow
+
+CALLS = [
+    "sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",
+    "lag(x) OVER (ORDER BY ts) AS p",
+]
 
 
 def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole"):
@@ -26,8 +29,18 @@ def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole"):
     one-partition topic read 40 per micro-batch; returns the view file and the events. ``layout``:
     the state layout of emit on update."""
     rng = np.random.default_rng(21)
-    batches = [[{"k": int(rng.integers(0, 3)), "id": f * 100 + i, "ts": f"2024-01-01T00:{f:02d}:{i:02d}",
-                 "x": float(rng.integers(0, 50))} for i in range(40)] for f in range(6)]
+    batches = [
+        [
+            {
+                "k": int(rng.integers(0, 3)),
+                "id": f * 100 + i,
+                "ts": f"2024-01-01T00:{f:02d}:{i:02d}",
+                "x": float(rng.integers(0, 50)),
+            }
+            for i in range(40)
+        ]
+        for f in range(6)
+    ]
     if kafka is None:
         events = tmp_path / "events"
         events.mkdir()
@@ -37,11 +50,16 @@ def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole"):
         source = 'format = "files"\npath = "events"\nmax_files_per_trigger = 1'
     else:
         topic = f"recovery-{emit}-{sink}"
-        produce(kafka, topic, [(str(r["k"]).encode(), json.dumps(r).encode()) for batch in batches for r in batch])
-        source = (f'format = "kafka"\nbootstrap_servers = "{kafka}"\ntopic = "{topic}"\n'
-                  'starting_offsets = "earliest"\nmax_offsets_per_trigger = 40')
+        produce(
+            kafka, topic, [(str(r["k"]).encode(), json.dumps(r).encode()) for batch in batches for r in batch]
+        )
+        source = (
+            f'format = "kafka"\nbootstrap_servers = "{kafka}"\ntopic = "{topic}"\n'
+            'starting_offsets = "earliest"\nmax_offsets_per_trigger = 40'
+        )
     view = tmp_path / "view.toml"
-    view.write_text(textwrap.dedent("""
+    view.write_text(
+        textwrap.dedent("""
         [source]
         {source}
         schema = "k INT, id BIGINT, ts TIMESTAMP, x DOUBLE"
@@ -62,7 +80,8 @@ def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole"):
         path = "view.sqlite"
         table = "v_{emit}"
         checkpoint = "chk"
-    """).format(source=source, calls=json.dumps(CALLS), emit=emit, sink=sink, layout=layout))
+    """).format(source=source, calls=json.dumps(CALLS), emit=emit, sink=sink, layout=layout)
+    )
     return view, [r for batch in batches for r in batch]
 
 
@@ -71,8 +90,13 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
     or after some seconds (possibly inside a batch); ``after_line(n)`` is called after each progress
     line. Returns the exit code."""
     env = dict(os.environ, PYTHONWARNINGS="ignore", **(env or {}))
-    proc = subprocess.Popen([sys.executable, "-m", "overwindow", "run", str(view), "--once"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "overwindow", "run", str(view), "--once"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     start = time.time()
     if kill_after_s is None:
         lines = 0
@@ -97,7 +121,9 @@ def expected(rows, emit):
     table = pa.Table.from_pylist(rows)
     table = table.set_column(2, "ts", table["ts"].cast(pa.timestamp("us")))
     spec = overwindow.OverWindow(*CALLS, emit=emit, rowKey="id")
-    batch = overwindow.evaluate(table.sort_by([("ts", "ascending"), ("id", "ascending")]), *spec.partitioned(("k",)))
+    batch = overwindow.evaluate(
+        table.sort_by([("ts", "ascending"), ("id", "ascending")]), *spec.partitioned(("k",))
+    )
     out = {r["id"]: (r["s"], r["p"]) for r in batch.to_pylist()}
     if emit == "on_window_close":  # closed: at or below the final watermark (last time - 5 s)
         last = max(table["ts"].cast(pa.int64()).to_pylist())

@@ -25,15 +25,22 @@ def test_demo_keeps_the_plant_and_tick_views_and_draws_the_chart(spark, tmp_path
     assert "batch 0:" in printed and "rows in" in printed  # progress lines
     assert (out / "plant_7day.png").stat().st_size > 10_000
     con = sqlite3.connect(out / DATABASE)
-    got = {(p, d[:10]): (m, a, q1, q3) for p, d, m, a, q1, q3 in
-           con.execute(f'SELECT plant, day, mwh, avg_7d, q1_7d, q3_7d FROM "{TABLE}"')}
+    got = {
+        (p, d[:10]): (m, a, q1, q3)
+        for p, d, m, a, q1, q3 in con.execute(f'SELECT plant, day, mwh, avg_7d, q1_7d, q3_7d FROM "{TABLE}"')
+    }
     sample = pv.read_csv(sample_path())
     duck = duckdb.connect()
     duck.register("s", sample)
-    want = {(p, str(d)): (a, q1, q3) for p, d, a, q1, q3 in duck.execute(
-        "SELECT plant, date, avg(mwh) OVER w, quantile_cont(mwh, 0.25) OVER w, quantile_cont(mwh, 0.75) OVER w FROM s "
-        "WINDOW w AS (PARTITION BY plant ORDER BY date RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING)"
-    ).fetchall()}
+    want = {
+        (p, str(d)): (a, q1, q3)
+        for p, d, a, q1, q3 in duck.execute(
+            "SELECT plant, date, avg(mwh) OVER w, quantile_cont(mwh, 0.25) OVER w, "
+            "quantile_cont(mwh, 0.75) OVER w FROM s "
+            "WINDOW w AS (PARTITION BY plant ORDER BY date "
+            "RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING)"
+        ).fetchall()
+    }
     # closed: the watermark (last day - 1 day) has passed day + 3 days
     last = max(dt.date.fromisoformat(d) for _, d in want)
     closed = {k for k in want if dt.date.fromisoformat(k[1]) + dt.timedelta(days=4) <= last}
@@ -43,14 +50,24 @@ def test_demo_keeps_the_plant_and_tick_views_and_draws_the_chart(spark, tmp_path
 
     # ticks: DuckDB over the whole file; the view holds every tick at or below the final watermark
     ticks = pv.read_csv(sample_path("stock_ticks"))  # UTC times, compared as plain timestamps
-    duck.register("t", ticks.set_column(1, "ts", ticks["ts"].cast(pa.timestamp("us", "UTC")).cast(pa.timestamp("us"))))
-    want = {i: (c, a, v) for i, c, a, v in duck.execute(
-        "SELECT trade_id, price - lag(price) OVER (PARTITION BY symbol ORDER BY ts), avg(price) OVER w, sum(volume) OVER w "
-        "FROM t WINDOW w AS (PARTITION BY symbol ORDER BY ts RANGE BETWEEN INTERVAL 5 MINUTES PRECEDING AND CURRENT ROW)"
-    ).fetchall()}
+    duck.register(
+        "t", ticks.set_column(1, "ts", ticks["ts"].cast(pa.timestamp("us", "UTC")).cast(pa.timestamp("us")))
+    )
+    want = {
+        i: (c, a, v)
+        for i, c, a, v in duck.execute(
+            "SELECT trade_id, price - lag(price) OVER (PARTITION BY symbol ORDER BY ts), avg(price) OVER w, "
+            "sum(volume) OVER w "
+            "FROM t WINDOW w AS (PARTITION BY symbol ORDER BY ts "
+            "RANGE BETWEEN INTERVAL 5 MINUTES PRECEDING AND CURRENT ROW)"
+        ).fetchall()
+    }
     watermark = duck.execute("SELECT max(ts) - INTERVAL 30 SECONDS FROM t").fetchone()[0]
     closed = {i for (i,) in duck.execute("SELECT trade_id FROM t WHERE ts <= ?", [watermark]).fetchall()}
-    got = {i: (c, a, v) for i, c, a, v in con.execute(f'SELECT trade_id, change, avg_5m, volume_5m FROM "{TICK_TABLE}"')}
+    got = {
+        i: (c, a, v)
+        for i, c, a, v in con.execute(f'SELECT trade_id, change, avg_5m, volume_5m FROM "{TICK_TABLE}"')
+    }
     assert set(got) == closed and len(closed) > 4000
     for i in closed:
         assert got[i][0] == (None if want[i][0] is None else pytest.approx(want[i][0], rel=1e-9, abs=1e-9))
@@ -61,7 +78,8 @@ def test_run_a_view_file_then_resume_with_more_files(spark, tmp_path, capsys):
     events = tmp_path / "events"
     events.mkdir()
     view = tmp_path / "prices.toml"
-    view.write_text(textwrap.dedent("""
+    view.write_text(
+        textwrap.dedent("""
         [source]
         format = "files"
         path = "events"
@@ -70,7 +88,10 @@ def test_run_a_view_file_then_resume_with_more_files(spark, tmp_path, capsys):
 
         [view]
         partition_by = ["stock"]
-        calls = ["price - lag(price) OVER (ORDER BY ts) AS diff", "avg(price) OVER (ORDER BY ts ROWS 2 PRECEDING) AS avg3"]
+        calls = [
+            "price - lag(price) OVER (ORDER BY ts) AS diff",
+            "avg(price) OVER (ORDER BY ts ROWS 2 PRECEDING) AS avg3",
+        ]
         emit = "on_update"
         row_key = ["id"]
         op_column = "op"
@@ -80,12 +101,21 @@ def test_run_a_view_file_then_resume_with_more_files(spark, tmp_path, capsys):
         path = "prices.sqlite"
         table = "price view"
         checkpoint = "chk"
-    """))
+    """)
+    )
     rng = np.random.default_rng(4)
     live = {}
     for b in range(2):
-        rows = [{"stock": f"S{i % 3}", "ts": f"2024-01-01T00:{b:02d}:{i:02d}", "id": b * 100 + i,
-                 "price": round(float(rng.normal(100, 3)), 2), "op": "insert"} for i in range(30)]
+        rows = [
+            {
+                "stock": f"S{i % 3}",
+                "ts": f"2024-01-01T00:{b:02d}:{i:02d}",
+                "id": b * 100 + i,
+                "price": round(float(rng.normal(100, 3)), 2),
+                "op": "insert",
+            }
+            for i in range(30)
+        ]
         if b == 1:
             rows.append(dict(rows[0], op="delete"))
         (events / f"f{b}.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -101,9 +131,11 @@ def test_run_a_view_file_then_resume_with_more_files(spark, tmp_path, capsys):
     got = {r[0]: r[1:] for r in con.execute('SELECT id, diff, avg3 FROM "price view"')}
     table = pa.Table.from_pylist([{k: v for k, v in r.items() if k != "op"} for r in live.values()])
     table = table.set_column(1, "ts", table["ts"].cast(pa.timestamp("us")))
-    batch = overwindow.evaluate(table.sort_by([("ts", "ascending"), ("id", "ascending")]),
-                                "price - lag(price) OVER (PARTITION BY stock ORDER BY ts) AS diff",
-                                "avg(price) OVER (PARTITION BY stock ORDER BY ts ROWS 2 PRECEDING) AS avg3")
+    batch = overwindow.evaluate(
+        table.sort_by([("ts", "ascending"), ("id", "ascending")]),
+        "price - lag(price) OVER (PARTITION BY stock ORDER BY ts) AS diff",
+        "avg(price) OVER (PARTITION BY stock ORDER BY ts ROWS 2 PRECEDING) AS avg3",
+    )
     assert set(got) == set(live)
     for r in batch.to_pylist():
         d, a = got[r["id"]]

@@ -45,6 +45,7 @@ INF, NAN = math.inf, math.nan
 # random calls
 # ---------------------------------------------------------------------------------------------
 
+
 def _check_batch(batch: ds.Batch, oracle_name: str) -> None:
     ours = ds.run_ours(batch)
     oracle = ds.run_duckdb(batch) if oracle_name == "duckdb" else ds.run_sqlite(batch)
@@ -67,13 +68,19 @@ def test_random_calls_agree_with_sqlite(seed):
 _edge_floats = st.one_of(
     st.sampled_from([NAN, INF, -INF, 0.0, -0.0, 1e20, -1e20, 1.0, 1e150, 5e-324]),
     # none above 1e300 in magnitude, so the sums of a partition stay finite
-    st.floats(allow_nan=True, allow_infinity=True, width=64).filter(lambda v: not math.isfinite(v) or abs(v) <= 1e300),
+    st.floats(allow_nan=True, allow_infinity=True, width=64).filter(
+        lambda v: not math.isfinite(v) or abs(v) <= 1e300
+    ),
     st.none(),
 )
 
 
-@settings(max_examples=HYPOTHESIS_EXAMPLES, derandomize=True, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=HYPOTHESIS_EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(seed=st.integers(0, 2**31), data=st.data())
 def test_hypothesis_values_agree_with_duckdb(seed, data):
     """Hypothesis picks the float values (and shrinks them on failure); the keys and calls come
@@ -105,7 +112,7 @@ def test_random_suite_covers_everything():
                     seen.add(("range offset", ds.KEY_TYPE[c.order[0][0]]))
                 if (s, e) == ("P", "P") and so < eo or (s, e) == ("F", "F") and so > eo:
                     seen.add(("start after end", unit))
-            for col, desc, nf in c.order:
+            for _col, desc, nf in c.order:
                 seen.add(("order", desc, nf))
     want = {("func", f) for f in ds.DUCKDB_CAPS["funcs"]}
     want |= {("strategy", s) for s in ("plain", "rid", "unique", "peerset")}
@@ -122,6 +129,7 @@ def test_random_suite_covers_everything():
 # ---------------------------------------------------------------------------------------------
 # hand-picked regressions, DuckDB (or exact arithmetic) as the oracle
 # ---------------------------------------------------------------------------------------------
+
 
 def _duck(table: pa.Table, items: list[str], order: str = "id") -> dict[str, list]:
     con = duckdb.connect()
@@ -154,56 +162,109 @@ def _same(sql: str) -> tuple[str, str]:
 
 
 def test_peers_under_current_row():
-    t = pa.table({"id": [1, 2, 3, 4, 5, 6], "g": [1, 1, 1, 1, 1, 2],
-                  "k": pa.array([1, 2, 2, 3, None, 7], pa.int64()), "x": [10, 20, 30, 40, 50, 60]})
-    _assert_same(t, {
-        # default frame: RANGE UNBOUNDED PRECEDING .. CURRENT ROW, peers included
-        "a": ("sum(x) OVER (PARTITION BY g ORDER BY k)", "sum(x) OVER (PARTITION BY g ORDER BY k ASC NULLS FIRST)"),
-        "b": _same("sum(x) OVER (PARTITION BY g ORDER BY k DESC NULLS LAST)"),
-        "c": _same("sum(x) OVER (PARTITION BY g ORDER BY k ASC NULLS LAST RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)"),
-        "d": _same("count(*) OVER (PARTITION BY g ORDER BY k ASC NULLS FIRST GROUPS BETWEEN CURRENT ROW AND CURRENT ROW)"),
-        "e": _same("max(x) OVER (PARTITION BY g ORDER BY k ASC NULLS FIRST GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW)"),
-        "f": _same("count(*) OVER (PARTITION BY g ORDER BY k ASC NULLS FIRST RANGE BETWEEN CURRENT ROW AND CURRENT ROW)"),
-    })
+    t = pa.table(
+        {
+            "id": [1, 2, 3, 4, 5, 6],
+            "g": [1, 1, 1, 1, 1, 2],
+            "k": pa.array([1, 2, 2, 3, None, 7], pa.int64()),
+            "x": [10, 20, 30, 40, 50, 60],
+        }
+    )
+    _assert_same(
+        t,
+        {
+            # default frame: RANGE UNBOUNDED PRECEDING .. CURRENT ROW, peers included
+            "a": (
+                "sum(x) OVER (PARTITION BY g ORDER BY k)",
+                "sum(x) OVER (PARTITION BY g ORDER BY k ASC NULLS FIRST)",
+            ),
+            "b": _same("sum(x) OVER (PARTITION BY g ORDER BY k DESC NULLS LAST)"),
+            "c": _same(
+                "sum(x) OVER (PARTITION BY g ORDER BY k ASC NULLS LAST "
+                "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)"
+            ),
+            "d": _same(
+                "count(*) OVER (PARTITION BY g ORDER BY k ASC NULLS FIRST "
+                "GROUPS BETWEEN CURRENT ROW AND CURRENT ROW)"
+            ),
+            "e": _same(
+                "max(x) OVER (PARTITION BY g ORDER BY k ASC NULLS FIRST "
+                "GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW)"
+            ),
+            "f": _same(
+                "count(*) OVER (PARTITION BY g ORDER BY k ASC NULLS FIRST "
+                "RANGE BETWEEN CURRENT ROW AND CURRENT ROW)"
+            ),
+        },
+    )
 
 
 @pytest.mark.parametrize("null_order", ["NULLS FIRST", "NULLS LAST"])
 @pytest.mark.parametrize("direction", ["ASC", "DESC"])
 def test_range_offsets_over_null_keys_and_desc(direction, null_order):
     """A NULL key's frame is its NULL peer group; DESC flips the sign of the offsets."""
-    t = pa.table({"id": list(range(9)), "g": [1, 1, 1, 1, 1, 1, 1, 2, 2],
-                  "k": pa.array([1, 2, 2, None, 4, None, 7, None, 3], pa.int64()),
-                  "f": pa.array([0.5, 1.5, 1.5, None, 2.0, None, 9.0, None, 3.0]),
-                  "x": [1, 2, 4, 8, 16, 32, 64, 128, 256]})
+    t = pa.table(
+        {
+            "id": list(range(9)),
+            "g": [1, 1, 1, 1, 1, 1, 1, 2, 2],
+            "k": pa.array([1, 2, 2, None, 4, None, 7, None, 3], pa.int64()),
+            "f": pa.array([0.5, 1.5, 1.5, None, 2.0, None, 9.0, None, 3.0]),
+            "x": [1, 2, 4, 8, 16, 32, 64, 128, 256],
+        }
+    )
     o = f"ORDER BY k {direction} {null_order}"
     of = f"ORDER BY f {direction} {null_order}"
-    _assert_same(t, {
-        "a": _same(f"sum(x) OVER (PARTITION BY g {o} RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING)"),
-        "b": _same(f"sum(x) OVER (PARTITION BY g {o} RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"),
-        "c": _same(f"count(*) OVER (PARTITION BY g {o} RANGE BETWEEN 2 FOLLOWING AND UNBOUNDED FOLLOWING)"),
-        "d": _same(f"sum(x) OVER (PARTITION BY g {of} RANGE BETWEEN 0.5 PRECEDING AND 1.5 FOLLOWING)"),
-        "e": _same(f"sum(x) OVER (PARTITION BY g {o} RANGE BETWEEN 3 PRECEDING AND 1 PRECEDING EXCLUDE CURRENT ROW)"),
-        "f": _same(f"min(x) OVER ({o} RANGE BETWEEN 1 FOLLOWING AND 5 FOLLOWING)"),
-    })
+    _assert_same(
+        t,
+        {
+            "a": _same(f"sum(x) OVER (PARTITION BY g {o} RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING)"),
+            "b": _same(f"sum(x) OVER (PARTITION BY g {o} RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"),
+            "c": _same(
+                f"count(*) OVER (PARTITION BY g {o} RANGE BETWEEN 2 FOLLOWING AND UNBOUNDED FOLLOWING)"
+            ),
+            "d": _same(f"sum(x) OVER (PARTITION BY g {of} RANGE BETWEEN 0.5 PRECEDING AND 1.5 FOLLOWING)"),
+            "e": _same(
+                f"sum(x) OVER (PARTITION BY g {o} "
+                "RANGE BETWEEN 3 PRECEDING AND 1 PRECEDING EXCLUDE CURRENT ROW)"
+            ),
+            "f": _same(f"min(x) OVER ({o} RANGE BETWEEN 1 FOLLOWING AND 5 FOLLOWING)"),
+        },
+    )
 
 
 def test_date_and_timestamp_range_intervals():
-    d = [dt.date(2024, 1, 29), dt.date(2024, 1, 31), dt.date(2024, 2, 1), dt.date(2024, 2, 29), dt.date(2024, 3, 1),
-         dt.date(2024, 3, 31), dt.date(2024, 4, 30), None]
+    d = [
+        dt.date(2024, 1, 29),
+        dt.date(2024, 1, 31),
+        dt.date(2024, 2, 1),
+        dt.date(2024, 2, 29),
+        dt.date(2024, 3, 1),
+        dt.date(2024, 3, 31),
+        dt.date(2024, 4, 30),
+        None,
+    ]
     ts = [dt.datetime(2024, 2, 28, 10) + dt.timedelta(minutes=90 * i) for i in range(7)] + [None]
-    t = pa.table({"id": list(range(8)), "d": pa.array(d, pa.date32()), "ts": pa.array(ts, pa.timestamp("us")),
-                  "x": [1, 2, 4, 8, 16, 32, 64, 128]})
+    t = pa.table(
+        {
+            "id": list(range(8)),
+            "d": pa.array(d, pa.date32()),
+            "ts": pa.array(ts, pa.timestamp("us")),
+            "x": [1, 2, 4, 8, 16, 32, 64, 128],
+        }
+    )
     pairs = {}
-    for i, (o, fr) in enumerate([
-        ("d ASC NULLS FIRST", "INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING"),
-        ("d ASC NULLS LAST", "INTERVAL 1 MONTH PRECEDING AND CURRENT ROW"),
-        ("d DESC NULLS LAST", "INTERVAL 1 MONTH PRECEDING AND CURRENT ROW"),
-        ("d DESC NULLS FIRST", "CURRENT ROW AND INTERVAL 1 MONTH FOLLOWING"),
-        ("d ASC NULLS FIRST", "INTERVAL 36 HOURS PRECEDING AND INTERVAL 1 YEAR FOLLOWING"),
-        ("ts ASC NULLS FIRST", "INTERVAL 2 HOURS PRECEDING AND CURRENT ROW"),
-        ("ts DESC NULLS LAST", "INTERVAL 90 MINUTES PRECEDING AND INTERVAL 1 DAYS FOLLOWING"),
-        ("ts ASC NULLS LAST", "INTERVAL 1 MONTH PRECEDING AND INTERVAL 45 SECONDS FOLLOWING"),
-    ]):
+    for i, (o, fr) in enumerate(
+        [
+            ("d ASC NULLS FIRST", "INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING"),
+            ("d ASC NULLS LAST", "INTERVAL 1 MONTH PRECEDING AND CURRENT ROW"),
+            ("d DESC NULLS LAST", "INTERVAL 1 MONTH PRECEDING AND CURRENT ROW"),
+            ("d DESC NULLS FIRST", "CURRENT ROW AND INTERVAL 1 MONTH FOLLOWING"),
+            ("d ASC NULLS FIRST", "INTERVAL 36 HOURS PRECEDING AND INTERVAL 1 YEAR FOLLOWING"),
+            ("ts ASC NULLS FIRST", "INTERVAL 2 HOURS PRECEDING AND CURRENT ROW"),
+            ("ts DESC NULLS LAST", "INTERVAL 90 MINUTES PRECEDING AND INTERVAL 1 DAYS FOLLOWING"),
+            ("ts ASC NULLS LAST", "INTERVAL 1 MONTH PRECEDING AND INTERVAL 45 SECONDS FOLLOWING"),
+        ]
+    ):
         pairs[f"c{i}"] = _same(f"sum(x) OVER (ORDER BY {o} RANGE BETWEEN {fr})")
     _assert_same(t, pairs)
 
@@ -211,27 +272,47 @@ def test_date_and_timestamp_range_intervals():
 def test_range_intervals_across_the_whole_calendar():
     """Dates and timestamps from year 1 to the 9999-12-31 "valid until" sentinel (outside the years
     nanosecond timestamps hold, 1677-2262), under month, year and day intervals."""
-    d = [dt.date(1, 1, 31), dt.date(1, 2, 28), dt.date(1600, 2, 29), dt.date(1600, 3, 31), dt.date(2024, 1, 31),
-         dt.date(2024, 2, 29), dt.date(9999, 11, 30), dt.date(9999, 12, 31), None]
+    d = [
+        dt.date(1, 1, 31),
+        dt.date(1, 2, 28),
+        dt.date(1600, 2, 29),
+        dt.date(1600, 3, 31),
+        dt.date(2024, 1, 31),
+        dt.date(2024, 2, 29),
+        dt.date(9999, 11, 30),
+        dt.date(9999, 12, 31),
+        None,
+    ]
     ts = [dt.datetime.combine(v, dt.time(23, 59, 59, 999999)) if v else None for v in d]
-    t = pa.table({"id": list(range(len(d))), "d": pa.array(d, pa.date32()), "ts": pa.array(ts, pa.timestamp("us")),
-                  "x": [1, 2, 4, 8, 16, 32, 64, 128, 256]})
+    t = pa.table(
+        {
+            "id": list(range(len(d))),
+            "d": pa.array(d, pa.date32()),
+            "ts": pa.array(ts, pa.timestamp("us")),
+            "x": [1, 2, 4, 8, 16, 32, 64, 128, 256],
+        }
+    )
     pairs = {}
-    for i, (o, fr) in enumerate([
-        ("d ASC NULLS FIRST", "INTERVAL 1 MONTH PRECEDING AND CURRENT ROW"),
-        ("d DESC NULLS LAST", "CURRENT ROW AND INTERVAL 1 MONTH FOLLOWING"),
-        ("d ASC NULLS LAST", "INTERVAL 424 YEARS PRECEDING AND INTERVAL 1 MONTH PRECEDING"),
-        ("d ASC NULLS LAST", "CURRENT ROW AND INTERVAL 5000 YEARS FOLLOWING"),
-        ("ts ASC NULLS FIRST", "INTERVAL 1 MONTH PRECEDING AND INTERVAL 1 DAY FOLLOWING"),
-        ("ts DESC NULLS FIRST", "INTERVAL 9998 YEARS PRECEDING AND CURRENT ROW"),
-        ("ts ASC NULLS LAST", "INTERVAL 3652058 DAYS PRECEDING AND INTERVAL 29 DAYS PRECEDING"),
-    ]):
+    for i, (o, fr) in enumerate(
+        [
+            ("d ASC NULLS FIRST", "INTERVAL 1 MONTH PRECEDING AND CURRENT ROW"),
+            ("d DESC NULLS LAST", "CURRENT ROW AND INTERVAL 1 MONTH FOLLOWING"),
+            ("d ASC NULLS LAST", "INTERVAL 424 YEARS PRECEDING AND INTERVAL 1 MONTH PRECEDING"),
+            ("d ASC NULLS LAST", "CURRENT ROW AND INTERVAL 5000 YEARS FOLLOWING"),
+            ("ts ASC NULLS FIRST", "INTERVAL 1 MONTH PRECEDING AND INTERVAL 1 DAY FOLLOWING"),
+            ("ts DESC NULLS FIRST", "INTERVAL 9998 YEARS PRECEDING AND CURRENT ROW"),
+            ("ts ASC NULLS LAST", "INTERVAL 3652058 DAYS PRECEDING AND INTERVAL 29 DAYS PRECEDING"),
+        ]
+    ):
         pairs[f"c{i}"] = _same(f"sum(x) OVER (ORDER BY {o} RANGE BETWEEN {fr})")
     _assert_same(t, pairs)
 
 
 _EXACT_TYPES = {
-    "d2": pa.decimal128(13, 2), "d38": pa.decimal128(38, 18), "u64": pa.uint64(), "day": pa.date64(),
+    "d2": pa.decimal128(13, 2),
+    "d38": pa.decimal128(38, 18),
+    "u64": pa.uint64(),
+    "day": pa.date64(),
 }
 
 
@@ -249,54 +330,97 @@ def test_decimal_uint64_and_date64_keep_their_values(data):
         return Decimal((int(coefficient < 0), tuple(map(int, str(abs(coefficient)))), -scale))
 
     n = data.draw(st.integers(1, 12), label="n")
-    d2 = st.one_of(st.none(), st.integers(-10**11 + 1, 10**11 - 1).map(lambda c: scaled(c, 2)),
-                   st.sampled_from([Decimal("0.10"), Decimal("0.20"), Decimal("0.30")]))
+    d2 = st.one_of(
+        st.none(),
+        st.integers(-(10**11) + 1, 10**11 - 1).map(lambda c: scaled(c, 2)),
+        st.sampled_from([Decimal("0.10"), Decimal("0.20"), Decimal("0.30")]),
+    )
     # up to 37 digits, so that DuckDB's DECIMAL(38) sums of a 4-row frame do not overflow
-    d38 = st.one_of(st.none(), st.integers(-(10**37) + 1, 10**37 - 1).map(lambda c: scaled(c, 18)),
-                    st.sampled_from([Decimal("12345678901234567890.123456789012345678"),
-                                     Decimal("12345678901234567890.123456789012345679")]))
+    d38 = st.one_of(
+        st.none(),
+        st.integers(-(10**37) + 1, 10**37 - 1).map(lambda c: scaled(c, 18)),
+        st.sampled_from(
+            [
+                Decimal("12345678901234567890.123456789012345678"),
+                Decimal("12345678901234567890.123456789012345679"),
+            ]
+        ),
+    )
     u64 = st.one_of(st.none(), st.integers(0, 2**64 - 1), st.sampled_from([2**63, 2**64 - 1, 2**53 + 1]))
-    day = st.one_of(st.none(), st.integers(-3000, 3000).map(lambda d: dt.date(2024, 1, 1) + dt.timedelta(days=d)))
-    cols = {name: data.draw(st.lists(strategy, min_size=n, max_size=n), label=name)
-            for name, strategy in [("d2", d2), ("d38", d38), ("u64", u64), ("day", day)]}
+    day = st.one_of(
+        st.none(), st.integers(-3000, 3000).map(lambda d: dt.date(2024, 1, 1) + dt.timedelta(days=d))
+    )
+    cols = {
+        name: data.draw(st.lists(strategy, min_size=n, max_size=n), label=name)
+        for name, strategy in [("d2", d2), ("d38", d38), ("u64", u64), ("day", day)]
+    }
     t = pa.table({"id": list(range(n)), **{c: pa.array(v, _EXACT_TYPES[c]) for c, v in cols.items()}})
     for c in _EXACT_TYPES:
         w = "ORDER BY id ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING"
-        calls = {"lag": f"lag({c}) OVER (ORDER BY id)", "lead": f"lead({c}, 2) OVER (ORDER BY id)",
-                 **({"lag0": f"lag({c}, 1, 0) OVER (ORDER BY id)"} if c != "day" else {}),
-                 "first": f"first_value({c}) OVER ({w})", "last": f"last_value({c}) OVER ({w})",
-                 "nth": f"nth_value({c}, 2) OVER ({w})", "min": f"min({c}) OVER ({w})", "max": f"max({c}) OVER ({w})",
-                 "cd": f"count(DISTINCT {c}) OVER ({w})",
-                 "rank": f"rank() OVER (ORDER BY {c} ASC NULLS FIRST)",
-                 "rn": f"row_number() OVER (ORDER BY {c} DESC NULLS LAST, id)"}
+        calls = {
+            "lag": f"lag({c}) OVER (ORDER BY id)",
+            "lead": f"lead({c}, 2) OVER (ORDER BY id)",
+            **({"lag0": f"lag({c}, 1, 0) OVER (ORDER BY id)"} if c != "day" else {}),
+            "first": f"first_value({c}) OVER ({w})",
+            "last": f"last_value({c}) OVER ({w})",
+            "nth": f"nth_value({c}, 2) OVER ({w})",
+            "min": f"min({c}) OVER ({w})",
+            "max": f"max({c}) OVER ({w})",
+            "cd": f"count(DISTINCT {c}) OVER ({w})",
+            "rank": f"rank() OVER (ORDER BY {c} ASC NULLS FIRST)",
+            "rn": f"row_number() OVER (ORDER BY {c} DESC NULLS LAST, id)",
+        }
         ours_t = overwindow.evaluate(t, *[f"{sql} AS w_{a}" for a, sql in calls.items()]).sort_by("id")
         con = duckdb.connect()
         con.register("t", t)
-        duck_t = con.sql(f"SELECT id, {', '.join(f'{sql} AS w_{a}' for a, sql in calls.items())} FROM t ORDER BY id").to_arrow_table()
+        duck_t = con.sql(
+            f"SELECT id, {', '.join(f'{sql} AS w_{a}' for a, sql in calls.items())} FROM t ORDER BY id"
+        ).to_arrow_table()
         for a in calls:
             assert ours_t.column(f"w_{a}").to_pylist() == duck_t.column(f"w_{a}").to_pylist(), (c, a)
             if a not in ("cd", "rank", "rn"):
                 assert ours_t.schema.field(f"w_{a}").type == duck_t.schema.field(f"w_{a}").type, (c, a)
         if c != "day":
             disc = f"percentile_disc(0.3) WITHIN GROUP (ORDER BY {c}) OVER ({w})"
-            assert _ours(t, [f"{disc} AS p"])["p"] == _duck(t, [f"quantile_disc({c}, 0.3) OVER ({w}) AS p"])["p"], c
+            assert (
+                _ours(t, [f"{disc} AS p"])["p"] == _duck(t, [f"quantile_disc({c}, 0.3) OVER ({w}) AS p"])["p"]
+            ), c
             ours = _ours(t, [f"sum({c}) OVER ({w}) AS s", f"avg({c}) OVER ({w}) AS m"])
             duck = _duck(t, [f"sum({c}) OVER ({w}) AS s", f"avg({c}) OVER ({w}) AS m"])
             for a in ("s", "m"):
                 for x, y in zip(ours[a], duck[a]):  # doubles of the values, summed exactly, rounded
-                    assert (x is None) == (y is None) and (x is None or abs(Decimal(x) - Decimal(y)) <= abs(Decimal(y)) * Decimal(2) ** -49), (c, a, x, y)
+                    assert (x is None) == (y is None) and (
+                        x is None or abs(Decimal(x) - Decimal(y)) <= abs(Decimal(y)) * Decimal(2) ** -49
+                    ), (c, a, x, y)
 
 
 def test_empty_frames():
     """sum/avg/min/... of an empty frame are NULL, counts are 0 -- for start-after-end frames and
     frames that fall off the partition."""
-    t = pa.table({"id": [1, 2, 3, 4], "g": [1, 1, 1, 2], "x": [1.5, 2.0, None, 4.0], "s": ["a", "b", "a", None]})
-    frames = ["ROWS BETWEEN 2 FOLLOWING AND 1 FOLLOWING", "ROWS BETWEEN 1 PRECEDING AND 3 PRECEDING",
-              "ROWS BETWEEN 5 FOLLOWING AND UNBOUNDED FOLLOWING", "GROUPS BETWEEN 3 FOLLOWING AND 2 FOLLOWING",
-              "RANGE BETWEEN 10 FOLLOWING AND 20 FOLLOWING"]
-    funcs = {"sum": "sum(x)", "avg": "avg(x)", "min": "min(s)", "cnt": "count(x)", "cs": "count(*)",
-             "cd": "count(DISTINCT s)", "med": "median(x)", "mode": "mode(s)", "var": "var_pop(x)",
-             "fv": "first_value(s)", "nth": "nth_value(s, 1)", "bo": "bool_or(x > 1)"}
+    t = pa.table(
+        {"id": [1, 2, 3, 4], "g": [1, 1, 1, 2], "x": [1.5, 2.0, None, 4.0], "s": ["a", "b", "a", None]}
+    )
+    frames = [
+        "ROWS BETWEEN 2 FOLLOWING AND 1 FOLLOWING",
+        "ROWS BETWEEN 1 PRECEDING AND 3 PRECEDING",
+        "ROWS BETWEEN 5 FOLLOWING AND UNBOUNDED FOLLOWING",
+        "GROUPS BETWEEN 3 FOLLOWING AND 2 FOLLOWING",
+        "RANGE BETWEEN 10 FOLLOWING AND 20 FOLLOWING",
+    ]
+    funcs = {
+        "sum": "sum(x)",
+        "avg": "avg(x)",
+        "min": "min(s)",
+        "cnt": "count(x)",
+        "cs": "count(*)",
+        "cd": "count(DISTINCT s)",
+        "med": "median(x)",
+        "mode": "mode(s)",
+        "var": "var_pop(x)",
+        "fv": "first_value(s)",
+        "nth": "nth_value(s, 1)",
+        "bo": "bool_or(x > 1)",
+    }
     pairs = {}
     for i, fr in enumerate(frames):
         for name, f in funcs.items():
@@ -313,13 +437,27 @@ def test_empty_frames():
 def test_start_past_end_on_some_rows_only():
     """Month-vs-day intervals: 31 days back is before 1 month back after a 30-day month, so the
     frame is empty on some rows only."""
-    d = [dt.date(2024, m, day) for m, day in [(1, 1), (1, 31), (2, 29), (3, 1), (3, 30), (3, 31), (4, 30), (5, 1), (5, 31)]]
+    d = [
+        dt.date(2024, m, day)
+        for m, day in [(1, 1), (1, 31), (2, 29), (3, 1), (3, 30), (3, 31), (4, 30), (5, 1), (5, 31)]
+    ]
     t = pa.table({"id": list(range(len(d))), "d": pa.array(d, pa.date32())})
-    _assert_same(t, {
-        "a": _same("count(*) OVER (ORDER BY d ASC NULLS FIRST RANGE BETWEEN INTERVAL 31 DAYS PRECEDING AND INTERVAL 1 MONTH PRECEDING)"),
-        "b": _same("count(*) OVER (ORDER BY d DESC NULLS FIRST RANGE BETWEEN INTERVAL 1 MONTH FOLLOWING AND INTERVAL 29 DAYS FOLLOWING)"),
-        "c": _same("count(*) OVER (ORDER BY id ASC NULLS FIRST ROWS BETWEEN 1 FOLLOWING AND 1 FOLLOWING)"),
-    })
+    _assert_same(
+        t,
+        {
+            "a": _same(
+                "count(*) OVER (ORDER BY d ASC NULLS FIRST "
+                "RANGE BETWEEN INTERVAL 31 DAYS PRECEDING AND INTERVAL 1 MONTH PRECEDING)"
+            ),
+            "b": _same(
+                "count(*) OVER (ORDER BY d DESC NULLS FIRST "
+                "RANGE BETWEEN INTERVAL 1 MONTH FOLLOWING AND INTERVAL 29 DAYS FOLLOWING)"
+            ),
+            "c": _same(
+                "count(*) OVER (ORDER BY id ASC NULLS FIRST ROWS BETWEEN 1 FOLLOWING AND 1 FOLLOWING)"
+            ),
+        },
+    )
 
 
 def test_interval_month_is_not_thirty_days():
@@ -327,12 +465,22 @@ def test_interval_month_is_not_thirty_days():
     (its interval equality says 1 month = 30 days, so `d - INTERVAL 30 DAYS` and `d - INTERVAL 1
     MONTH` become one expression), so the oracle here is the intersection of the two one-sided
     frames, each computed by DuckDB in its own query."""
-    d = [dt.date(2024, 1, 1), dt.date(2024, 2, 21), dt.date(2024, 2, 22), dt.date(2024, 3, 5), dt.date(2024, 3, 22),
-         dt.date(2024, 4, 21), dt.date(2024, 5, 1), dt.date(2024, 5, 31)]
+    d = [
+        dt.date(2024, 1, 1),
+        dt.date(2024, 2, 21),
+        dt.date(2024, 2, 22),
+        dt.date(2024, 3, 5),
+        dt.date(2024, 3, 22),
+        dt.date(2024, 4, 21),
+        dt.date(2024, 5, 1),
+        dt.date(2024, 5, 31),
+    ]
     t = pa.table({"id": list(range(len(d))), "d": pa.array(d, pa.date32())})
-    for direction, lo, hi in [("DESC", "INTERVAL 30 DAYS FOLLOWING", "INTERVAL 1 MONTH FOLLOWING"),
-                              ("ASC", "INTERVAL 1 MONTH PRECEDING", "INTERVAL 30 DAYS PRECEDING"),
-                              ("ASC", "INTERVAL 30 DAYS PRECEDING", "INTERVAL 1 MONTH FOLLOWING")]:
+    for direction, lo, hi in [
+        ("DESC", "INTERVAL 30 DAYS FOLLOWING", "INTERVAL 1 MONTH FOLLOWING"),
+        ("ASC", "INTERVAL 1 MONTH PRECEDING", "INTERVAL 30 DAYS PRECEDING"),
+        ("ASC", "INTERVAL 30 DAYS PRECEDING", "INTERVAL 1 MONTH FOLLOWING"),
+    ]:
         o = f"ORDER BY d {direction} NULLS LAST"
         start = _duck(t, [f"list(id) OVER ({o} RANGE BETWEEN {lo} AND UNBOUNDED FOLLOWING) AS l"])["l"]
         end = _duck(t, [f"list(id) OVER ({o} RANGE BETWEEN UNBOUNDED PRECEDING AND {hi}) AS l"])["l"]
@@ -346,47 +494,84 @@ def test_range_offset_equal_to_key_reaches_whole_peer_group():
     edge of the peer group, exactly like CURRENT ROW. DuckDB 2.0 sometimes stops at the current
     row there (depending on the peers' order, e.g. for rows 1 and 2 below, registered from Arrow),
     so its CURRENT ROW spelling is the oracle."""
-    t = pa.table({"id": [1, 2, 3, 4, 5, 6, 7], "p": [2, 2, 1, 2, 2, 2, 2],
-                  "k": [-INF, -INF, 0.5, 1.0, 1.0, NAN, NAN], "x": [1, 2, 4, 8, 16, 32, 64]})
-    w_ours = "PARTITION BY p ORDER BY k ASC NULLS FIRST RANGE BETWEEN UNBOUNDED PRECEDING AND {} EXCLUDE CURRENT ROW"
-    ours = _ours(t, [f"sum(x) OVER ({w_ours.format('0.5 PRECEDING')}) AS a",
-                     f"sum(x) OVER ({w_ours.format('0 PRECEDING')}) AS b",
-                     f"first_value(x) OVER ({w_ours.format('0.5 PRECEDING')}) AS c"])
-    cr = _duck(t, [f"sum(x) OVER ({w_ours.format('CURRENT ROW')}) AS s", f"first_value(x) OVER ({w_ours.format('CURRENT ROW')}) AS f"])
+    t = pa.table(
+        {
+            "id": [1, 2, 3, 4, 5, 6, 7],
+            "p": [2, 2, 1, 2, 2, 2, 2],
+            "k": [-INF, -INF, 0.5, 1.0, 1.0, NAN, NAN],
+            "x": [1, 2, 4, 8, 16, 32, 64],
+        }
+    )
+    w_ours = (
+        "PARTITION BY p ORDER BY k ASC NULLS FIRST "
+        "RANGE BETWEEN UNBOUNDED PRECEDING AND {} EXCLUDE CURRENT ROW"
+    )
+    ours = _ours(
+        t,
+        [
+            f"sum(x) OVER ({w_ours.format('0.5 PRECEDING')}) AS a",
+            f"sum(x) OVER ({w_ours.format('0 PRECEDING')}) AS b",
+            f"first_value(x) OVER ({w_ours.format('0.5 PRECEDING')}) AS c",
+        ],
+    )
+    cr = _duck(
+        t,
+        [
+            f"sum(x) OVER ({w_ours.format('CURRENT ROW')}) AS s",
+            f"first_value(x) OVER ({w_ours.format('CURRENT ROW')}) AS f",
+        ],
+    )
     # finite keys with 0.5 PRECEDING: rows with key <= k - 0.5
     fin = _duck(t, [f"sum(x) OVER ({w_ours.format('0.5 PRECEDING')}) AS s"])
     assert ours["b"] == cr["s"]
-    assert ours["a"] == [cr["s"][i] if not math.isfinite(k) else fin["s"][i] for i, k in enumerate(t["k"].to_pylist())]
+    assert ours["a"] == [
+        cr["s"][i] if not math.isfinite(k) else fin["s"][i] for i, k in enumerate(t["k"].to_pylist())
+    ]
     assert ours["a"][:2] == [2, 1] and ours["c"][:2] == [2, 1]  # the other -inf row; independent of DuckDB
 
 
 def test_lag_lead_defaults_and_offsets_past_the_partition():
-    t = pa.table({"id": list(range(8)), "g": [1, 1, 1, 1, 1, 2, 3, 3],
-                  "x": pa.array([10, None, 30, None, 50, 60, None, 80], pa.int64()), "d": [100 * i for i in range(8)]})
+    t = pa.table(
+        {
+            "id": list(range(8)),
+            "g": [1, 1, 1, 1, 1, 2, 3, 3],
+            "x": pa.array([10, None, 30, None, 50, 60, None, 80], pa.int64()),
+            "d": [100 * i for i in range(8)],
+        }
+    )
     o = "PARTITION BY g ORDER BY id ASC NULLS FIRST"
-    _assert_same(t, {
-        "a": _same(f"lag(x, 2, -1) OVER ({o})"),
-        "b": _same(f"lead(x, 3, 0) OVER ({o})"),
-        "c": _same(f"lag(x, 10) OVER ({o})"),
-        "d": _same(f"lead(x, 0) OVER ({o})"),
-        "e": _same(f"lag(x, -1, -7) OVER ({o})"),
-        "f": _same(f"lag(x, 1, d) OVER ({o})"),
-        "g": (f"lag(x, 2, -1) IGNORE NULLS OVER ({o})", f"lag(x, 2, -1 IGNORE NULLS) OVER ({o})"),
-        "h": (f"lead(x) IGNORE NULLS OVER ({o})", f"lead(x IGNORE NULLS) OVER ({o})"),
-    })
+    _assert_same(
+        t,
+        {
+            "a": _same(f"lag(x, 2, -1) OVER ({o})"),
+            "b": _same(f"lead(x, 3, 0) OVER ({o})"),
+            "c": _same(f"lag(x, 10) OVER ({o})"),
+            "d": _same(f"lead(x, 0) OVER ({o})"),
+            "e": _same(f"lag(x, -1, -7) OVER ({o})"),
+            "f": _same(f"lag(x, 1, d) OVER ({o})"),
+            "g": (f"lag(x, 2, -1) IGNORE NULLS OVER ({o})", f"lag(x, 2, -1 IGNORE NULLS) OVER ({o})"),
+            "h": (f"lead(x) IGNORE NULLS OVER ({o})", f"lead(x IGNORE NULLS) OVER ({o})"),
+        },
+    )
 
 
 def test_nth_value_beyond_the_frame_and_ignore_nulls():
     t = pa.table({"id": list(range(6)), "x": pa.array([None, 20, None, 40, 50, None], pa.int64())})
     o = "ORDER BY id ASC NULLS FIRST ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING"
-    _assert_same(t, {
-        "a": _same(f"nth_value(x, 5) OVER ({o})"),
-        "b": _same(f"nth_value(x, 2) OVER ({o})"),
-        "c": (f"nth_value(x, 2) IGNORE NULLS OVER ({o})", f"nth_value(x, 2 IGNORE NULLS) OVER ({o})"),
-        "d": (f"first_value(x) IGNORE NULLS OVER ({o})", f"first_value(x IGNORE NULLS) OVER ({o})"),
-        "e": (f"last_value(x) IGNORE NULLS OVER ({o} EXCLUDE CURRENT ROW)", f"last_value(x IGNORE NULLS) OVER ({o} EXCLUDE CURRENT ROW)"),
-        "f": _same(f"nth_value(x, 2) OVER ({o} EXCLUDE CURRENT ROW)"),
-    })
+    _assert_same(
+        t,
+        {
+            "a": _same(f"nth_value(x, 5) OVER ({o})"),
+            "b": _same(f"nth_value(x, 2) OVER ({o})"),
+            "c": (f"nth_value(x, 2) IGNORE NULLS OVER ({o})", f"nth_value(x, 2 IGNORE NULLS) OVER ({o})"),
+            "d": (f"first_value(x) IGNORE NULLS OVER ({o})", f"first_value(x IGNORE NULLS) OVER ({o})"),
+            "e": (
+                f"last_value(x) IGNORE NULLS OVER ({o} EXCLUDE CURRENT ROW)",
+                f"last_value(x IGNORE NULLS) OVER ({o} EXCLUDE CURRENT ROW)",
+            ),
+            "f": _same(f"nth_value(x, 2) OVER ({o} EXCLUDE CURRENT ROW)"),
+        },
+    )
 
 
 def test_ntile_more_buckets_than_rows_and_one_row_partitions():
@@ -394,10 +579,15 @@ def test_ntile_more_buckets_than_rows_and_one_row_partitions():
     g = [j for j, s in enumerate(sizes) for _ in range(s)]
     t = pa.table({"id": list(range(len(g))), "g": g})
     o = "PARTITION BY g ORDER BY id ASC NULLS FIRST"
-    _assert_same(t, {f"n{k}": _same(f"ntile({k}) OVER ({o})") for k in (1, 2, 4, 10, 100)} | {
-        "pr": _same(f"percent_rank() OVER ({o})"), "cd": _same(f"cume_dist() OVER ({o})"),
-        "pr2": _same("percent_rank() OVER (PARTITION BY g ORDER BY g ASC NULLS FIRST)"),
-    })
+    _assert_same(
+        t,
+        {f"n{k}": _same(f"ntile({k}) OVER ({o})") for k in (1, 2, 4, 10, 100)}
+        | {
+            "pr": _same(f"percent_rank() OVER ({o})"),
+            "cd": _same(f"cume_dist() OVER ({o})"),
+            "pr2": _same("percent_rank() OVER (PARTITION BY g ORDER BY g ASC NULLS FIRST)"),
+        },
+    )
     ours = _ours(t, [f"ntile(10) OVER ({o}) AS n", f"percent_rank() OVER ({o}) AS pr"])
     assert ours["n"][:1] == [1] and ours["pr"][:1] == [0.0]  # the 1-row partition
     assert ours["n"][3:6] == [1, 2, 3]  # 3 rows, 10 buckets
@@ -406,10 +596,14 @@ def test_ntile_more_buckets_than_rows_and_one_row_partitions():
 def test_exclude_ties_leaves_two_holes():
     t = pa.table({"id": list(range(7)), "k": [1, 2, 2, 2, 3, 5, 5], "x": [1, 2, 4, 8, 16, 32, 64]})
     o = "ORDER BY k ASC NULLS FIRST"
-    _assert_same(t, {
-        f"{u}{x[:2]}": _same(f"sum(x) OVER ({o} {u} BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE {x})")
-        for u in ("RANGE", "GROUPS") for x in ("TIES", "GROUP", "CURRENT ROW", "NO OTHERS")
-    })
+    _assert_same(
+        t,
+        {
+            f"{u}{x[:2]}": _same(f"sum(x) OVER ({o} {u} BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE {x})")
+            for u in ("RANGE", "GROUPS")
+            for x in ("TIES", "GROUP", "CURRENT ROW", "NO OTHERS")
+        },
+    )
     # k = 2, the middle of three peers: 1 PRECEDING .. 1 FOLLOWING in groups is {1}, {2, 2, 2}, {3};
     # EXCLUDE TIES keeps the row itself, so the frame has a hole on each side of it
     ours = _ours(t, [f"sum(x) OVER ({o} GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE TIES) AS s"])["s"]
@@ -423,10 +617,16 @@ def test_nan_and_inf_in_values_and_range_keys():
     pairs = {}
     for i, o in enumerate(["k ASC NULLS FIRST", "k DESC NULLS LAST", "k ASC NULLS LAST"]):
         w = f"ORDER BY {o} RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING"
-        pairs |= {f"c{i}": _same(f"count(*) OVER ({w})"), f"mn{i}": _same(f"min(v) OVER ({w})"),
-                  f"mx{i}": _same(f"max(v) OVER ({w})"), f"r{i}": _same(f"rank() OVER (ORDER BY {o})"),
-                  f"cd{i}": _same(f"count(DISTINCT k) OVER ({w})"),
-                  f"s{i}": _same(f"count(*) OVER (ORDER BY {o} RANGE BETWEEN 1000 FOLLOWING AND UNBOUNDED FOLLOWING)")}
+        pairs |= {
+            f"c{i}": _same(f"count(*) OVER ({w})"),
+            f"mn{i}": _same(f"min(v) OVER ({w})"),
+            f"mx{i}": _same(f"max(v) OVER ({w})"),
+            f"r{i}": _same(f"rank() OVER (ORDER BY {o})"),
+            f"cd{i}": _same(f"count(DISTINCT k) OVER ({w})"),
+            f"s{i}": _same(
+                f"count(*) OVER (ORDER BY {o} RANGE BETWEEN 1000 FOLLOWING AND UNBOUNDED FOLLOWING)"
+            ),
+        }
     _assert_same(t, pairs)
     # sums and variances with NaN / inf follow IEEE; checked against exact arithmetic over the
     # frames DuckDB reports
@@ -444,8 +644,12 @@ def test_float_drift_in_sliding_sums():
     so the oracle is the exact (correctly rounded) sum of the frame DuckDB reports."""
     x = [1e20, 1.0, -1e20, 1.0, 1e20, 3.0, -1e20, 0.5, 1e-3, -1e-3, 7.0]
     t = pa.table({"id": list(range(len(x))), "x": x})
-    frames = ["ROWS BETWEEN 2 PRECEDING AND CURRENT ROW", "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
-              "ROWS BETWEEN 1 FOLLOWING AND 3 FOLLOWING", "ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING EXCLUDE CURRENT ROW"]
+    frames = [
+        "ROWS BETWEEN 2 PRECEDING AND CURRENT ROW",
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+        "ROWS BETWEEN 1 FOLLOWING AND 3 FOLLOWING",
+        "ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING EXCLUDE CURRENT ROW",
+    ]
     for fr in frames:
         w = f"ORDER BY id ASC NULLS FIRST {fr}"
         lists = _duck(t, [f"list(x) OVER ({w}) AS l"])["l"]
@@ -459,17 +663,52 @@ def test_float_drift_in_sliding_sums():
 def test_variance_of_huge_tiny_and_cancelling_values():
     """Exact variances: squares of 1e200 overflow, of 5.7e-265 underflow, and S2 - S1^2/n of
     [1e16, 1e16 + 2, 1e16 + 4] cancels beyond a double-double."""
-    x = [1e150, 1e150, None, 3e150, -1e150, 1e20, 1.0, -1e20, 1e20, 2.0, 1e160, 1e160, 3e160, 1e200, -1e200, 1.0,
-         5.7e-265, 0.0, -2e-300, 0.0, -2.2e-313, 1e16, 1e16 + 2, 1e16 + 4, 1e16, 1e20, 1e20 + 16384, 1e20 + 32768]
+    x = [
+        1e150,
+        1e150,
+        None,
+        3e150,
+        -1e150,
+        1e20,
+        1.0,
+        -1e20,
+        1e20,
+        2.0,
+        1e160,
+        1e160,
+        3e160,
+        1e200,
+        -1e200,
+        1.0,
+        5.7e-265,
+        0.0,
+        -2e-300,
+        0.0,
+        -2.2e-313,
+        1e16,
+        1e16 + 2,
+        1e16 + 4,
+        1e16,
+        1e20,
+        1e20 + 16384,
+        1e20 + 32768,
+    ]
     t = pa.table({"id": list(range(len(x))), "x": pa.array(x, pa.float64())})
-    for fr in ["ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
-               "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING"]:
+    for fr in [
+        "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW",
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW",
+        "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING",
+    ]:
         w = f"ORDER BY id ASC NULLS FIRST {fr}"
         lists = _duck(t, [f"list(x) OVER ({w}) AS l"])["l"]
-        ours = _ours(t, [f"{f}(x) OVER ({w}) AS {f}" for f in ("var_pop", "var_samp", "stddev_pop", "stddev_samp")])
+        ours = _ours(
+            t, [f"{f}(x) OVER ({w}) AS {f}" for f in ("var_pop", "var_samp", "stddev_pop", "stddev_samp")]
+        )
         for f in ("var_pop", "var_samp", "stddev_pop", "stddev_samp"):
             for got, lst in zip(ours[f], lists):
-                want, tol = ds.exact_var([v for v in lst if v is not None], f.endswith("samp"), f.startswith("stddev"))
+                want, tol = ds.exact_var(
+                    [v for v in lst if v is not None], f.endswith("samp"), f.startswith("stddev")
+                )
                 assert ds.close(got, want, abs_tol=tol), (f, fr, lst, got, want)
 
 
@@ -478,18 +717,27 @@ def test_negative_zero_and_nan_payloads_are_peers():
     other_nan = np.frombuffer(np.array([0x7FF8000000000001], dtype=np.uint64).tobytes(), dtype=np.float64)[0]
     k = [0.0, -0.0, 0.5, -0.0, NAN, float(other_nan), None]
     t = pa.table({"id": list(range(len(k))), "k": pa.array(k, pa.float64())})
-    _assert_same(t, {
-        "r": _same("rank() OVER (ORDER BY k ASC NULLS FIRST)"),
-        "c": _same("count(*) OVER (ORDER BY k ASC NULLS FIRST RANGE BETWEEN CURRENT ROW AND CURRENT ROW)"),
-        "d": _same("count(DISTINCT k) OVER ()"),
-        "m": _same("count(*) OVER (ORDER BY k ASC NULLS FIRST RANGE BETWEEN 0.25 PRECEDING AND 0 FOLLOWING)"),
-        "p": _same("count(*) OVER (PARTITION BY k)"),
-    })
+    _assert_same(
+        t,
+        {
+            "r": _same("rank() OVER (ORDER BY k ASC NULLS FIRST)"),
+            "c": _same(
+                "count(*) OVER (ORDER BY k ASC NULLS FIRST RANGE BETWEEN CURRENT ROW AND CURRENT ROW)"
+            ),
+            "d": _same("count(DISTINCT k) OVER ()"),
+            "m": _same(
+                "count(*) OVER (ORDER BY k ASC NULLS FIRST RANGE BETWEEN 0.25 PRECEDING AND 0 FOLLOWING)"
+            ),
+            "p": _same("count(*) OVER (PARTITION BY k)"),
+        },
+    )
 
 
 def test_filter_comparisons_treat_nan_as_largest():
     x = [1.0, NAN, -1.0, None, 2.0, 0.0, NAN]
-    t = pa.table({"id": list(range(len(x))), "x": pa.array(x), "i": pa.array([1, None, 2, 3, 4, 5, 1], pa.int64())})
+    t = pa.table(
+        {"id": list(range(len(x))), "x": pa.array(x), "i": pa.array([1, None, 2, 3, 4, 5, 1], pa.int64())}
+    )
     conds = ["x > 0", "x = x", "x <> x", "x >= i", "1.5 < x", "x < 1e300", "NOT (x > 0)", "x <= 2"]
     _assert_same(t, {f"c{i}": _same(f"count(*) FILTER (WHERE {c}) OVER ()") for i, c in enumerate(conds)})
 
@@ -497,10 +745,20 @@ def test_filter_comparisons_treat_nan_as_largest():
 def test_percentile_disc_uses_cume_dist_not_rounded_product():
     """percentile_disc(0.55) over 1..100 is 55: its cume_dist 55/100 reaches 0.55, although
     ceil(0.55 * 100) is 56 in doubles."""
-    t = pa.table({"id": list(range(200)), "g": [0] * 100 + [1] * 100, "x": list(range(1, 101)) + list(range(100, 0, -1))})
-    pairs = {f"p{i}": (f"percentile_disc({p}) WITHIN GROUP (ORDER BY x) OVER (PARTITION BY g)",
-                       f"quantile_disc(x, {p}) OVER (PARTITION BY g)")
-             for i, p in enumerate([0.0, 0.01, 0.3, 0.55, 0.7, 0.99, 1.0])}
+    t = pa.table(
+        {
+            "id": list(range(200)),
+            "g": [0] * 100 + [1] * 100,
+            "x": list(range(1, 101)) + list(range(100, 0, -1)),
+        }
+    )
+    pairs = {
+        f"p{i}": (
+            f"percentile_disc({p}) WITHIN GROUP (ORDER BY x) OVER (PARTITION BY g)",
+            f"quantile_disc(x, {p}) OVER (PARTITION BY g)",
+        )
+        for i, p in enumerate([0.0, 0.01, 0.3, 0.55, 0.7, 0.99, 1.0])
+    }
     _assert_same(t, pairs)
     assert _ours(t, ["percentile_disc(0.55) WITHIN GROUP (ORDER BY x) OVER () AS p"])["p"][0] == 55
 
@@ -509,26 +767,51 @@ def test_percentile_cont_with_infinities_and_empty_frames():
     x = [-INF, 1.0, 2.0, INF, None, -1e308, 1e308, 5.0]
     t = pa.table({"id": list(range(len(x))), "x": pa.array(x)})
     pairs = {}
-    for i, fr in enumerate(["ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING", "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW",
-                            "ROWS BETWEEN 2 FOLLOWING AND 1 FOLLOWING", "ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING"]):
+    for i, fr in enumerate(
+        [
+            "ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING",
+            "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW",
+            "ROWS BETWEEN 2 FOLLOWING AND 1 FOLLOWING",
+            "ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING",
+        ]
+    ):
         w = f"ORDER BY id ASC NULLS FIRST {fr}"
         for j, p in enumerate([0.0, 0.25, 0.5, 0.9]):
-            pairs[f"c{i}_{j}"] = (f"percentile_cont({p}) WITHIN GROUP (ORDER BY x) OVER ({w})", f"quantile_cont(x, {p}) OVER ({w})")
+            pairs[f"c{i}_{j}"] = (
+                f"percentile_cont({p}) WITHIN GROUP (ORDER BY x) OVER ({w})",
+                f"quantile_cont(x, {p}) OVER ({w})",
+            )
         pairs[f"m{i}"] = _same(f"median(x) OVER ({w})")
     _assert_same(t, pairs)
 
 
 @pytest.mark.parametrize("exclude", ["CURRENT ROW", "GROUP", "TIES"])
-@pytest.mark.parametrize("frame", ["ROWS BETWEEN 3 PRECEDING AND 2 PRECEDING", "ROWS BETWEEN 2 FOLLOWING AND 4 FOLLOWING",
-                                   "GROUPS BETWEEN 2 PRECEDING AND 1 PRECEDING", "RANGE BETWEEN 1 FOLLOWING AND 3 FOLLOWING"])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "ROWS BETWEEN 3 PRECEDING AND 2 PRECEDING",
+        "ROWS BETWEEN 2 FOLLOWING AND 4 FOLLOWING",
+        "GROUPS BETWEEN 2 PRECEDING AND 1 PRECEDING",
+        "RANGE BETWEEN 1 FOLLOWING AND 3 FOLLOWING",
+    ],
+)
 def test_excluded_rows_outside_the_frame(frame, exclude):
     """EXCLUDE of rows the frame does not contain changes nothing (the sliding kernels once tried
     to remove them)."""
     t = pa.table({"id": list(range(9)), "x": [3, 1, 3, 2, 2, 5, 5, 5, 1], "s": list("abacbbcaa")})
     w = f"ORDER BY id ASC NULLS FIRST {frame} EXCLUDE {exclude}"
-    _assert_same(t, {"cd": _same(f"count(DISTINCT x) OVER ({w})"), "cs": _same(f"count(DISTINCT s) OVER ({w})"),
-                     "md": (f"percentile_disc(0.5) WITHIN GROUP (ORDER BY x) OVER ({w})", f"quantile_disc(x, 0.5) OVER ({w})"),
-                     "nv": _same(f"nth_value(s, 2) OVER ({w})")})
+    _assert_same(
+        t,
+        {
+            "cd": _same(f"count(DISTINCT x) OVER ({w})"),
+            "cs": _same(f"count(DISTINCT s) OVER ({w})"),
+            "md": (
+                f"percentile_disc(0.5) WITHIN GROUP (ORDER BY x) OVER ({w})",
+                f"quantile_disc(x, 0.5) OVER ({w})",
+            ),
+            "nv": _same(f"nth_value(s, 2) OVER ({w})"),
+        },
+    )
     # mode: DuckDB breaks ties by the first value in the frame, we by the smallest
     lists = _duck(t, [f"list(x) OVER ({w}) AS l"])["l"]
     ours = _ours(t, [f"mode(x) OVER ({w}) AS m"])["m"]
@@ -538,11 +821,19 @@ def test_excluded_rows_outside_the_frame(frame, exclude):
 def test_mode_breaks_ties_by_smallest_value():
     """A deliberate difference: DuckDB's mode returns the tied value met first in the frame."""
     t = pa.table({"id": list(range(6)), "x": [3, 1, 2, 1, 3, 2], "s": ["b", "a", "B", "a", "b", "B"]})
-    ours = _ours(t, ["mode(x) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m",
-                     "mode(s) OVER () AS ms"])
+    ours = _ours(
+        t,
+        [
+            "mode(x) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m",
+            "mode(s) OVER () AS ms",
+        ],
+    )
     assert ours["m"] == [3, 1, 1, 1, 1, 1]  # ties 3/1 at row 3, 3/1 (2 each) at row 4, all three at row 5
     assert ours["ms"] == ["B"] * 6  # 'B' < 'a' < 'b' in byte order
-    duck = _duck(t, ["mode(x) OVER (ORDER BY id ASC NULLS FIRST ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m"])
+    duck = _duck(
+        t,
+        ["mode(x) OVER (ORDER BY id ASC NULLS FIRST ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS m"],
+    )
     assert duck["m"][4] == 3  # DuckDB: 3 came first
 
 
@@ -555,8 +846,13 @@ def test_duckdb_quantile_crash_on_nan():
     w = "ORDER BY id ASC NULLS FIRST ROWS BETWEEN 5 PRECEDING AND CURRENT ROW"
     lists = _duck(t, [f"list(x) OVER ({w}) AS l"])["l"]
     for p in (0.0, 0.33, 0.5, 0.9, 1.0):
-        ours = _ours(t, [f"percentile_cont({p}) WITHIN GROUP (ORDER BY x) OVER ({w}) AS c",
-                         f"percentile_disc({p}) WITHIN GROUP (ORDER BY x) OVER ({w}) AS d"])
+        ours = _ours(
+            t,
+            [
+                f"percentile_cont({p}) WITHIN GROUP (ORDER BY x) OVER ({w}) AS c",
+                f"percentile_disc({p}) WITHIN GROUP (ORDER BY x) OVER ({w}) AS d",
+            ],
+        )
         for got, lst in zip(ours["c"], lists):
             vals = [v for v in lst if v is not None]
             assert ds.close(got, ds.exact_percentile_cont(vals, p), abs_tol=1e-9 * 128.5), (p, lst)

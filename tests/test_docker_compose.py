@@ -45,8 +45,11 @@ def dockerfile(service):
 def instructions(path):
     """A Dockerfile's instructions as (KEYWORD, argument text), continuation lines joined."""
     text = re.sub(r"\\\n", " ", open(path).read())
-    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in text.splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        (line.split(None, 1)[0].upper(), line.split(None, 1)[1])
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def recorder(calls, name, real):
@@ -103,7 +106,9 @@ def test_the_image_is_pinned_copies_what_exists_and_has_java():
         if keyword == "COPY":
             *sources, _ = arg.split()
             for source in sources:
-                assert os.path.exists(os.path.join(ROOT, SERVICES["view"]["build"]["context"], source)), source
+                assert os.path.exists(os.path.join(ROOT, SERVICES["view"]["build"]["context"], source)), (
+                    source
+                )
     assert any(keyword == "ENV" and "JAVA_HOME=" in arg for keyword, arg in steps)
     assert any(keyword == "RUN" and "openjdk-17-jre-headless" in arg for keyword, arg in steps)
     pyproject = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))
@@ -152,18 +157,28 @@ def test_the_view_job_gets_the_environment_the_code_reads(view):
     database = environment("postgres")
     assert dsn.hostname == "postgres" and dsn.username == database["POSTGRES_USER"]
     assert dsn.password == database["POSTGRES_PASSWORD"] and dsn.path == "/" + database["POSTGRES_DB"]
-    source = "".join(open(os.path.join(d, f)).read() for d, _, files in os.walk(os.path.join(ROOT, "overwindow"))
-                     for f in files if f.endswith(".py"))
+    source = "".join(
+        open(os.path.join(d, f)).read()
+        for d, _, files in os.walk(os.path.join(ROOT, "overwindow"))
+        for f in files
+        if f.endswith(".py")
+    )
     for name in env:
         assert name.startswith("OVERWINDOW_") and f'"{name}"' in source, f"{name}: no code reads it"
 
 
 def test_the_spark_connector_matches_the_images_pyspark():
     group, artifact, version = environment("view")["OVERWINDOW_SPARK_PACKAGES"].split(":")
-    assert (group, artifact) == ("org.apache.spark", "spark-sql-kafka-0-10_2.13")  # Spark 4 is Scala 2.13 only
+    assert (group, artifact) == (
+        "org.apache.spark",
+        "spark-sql-kafka-0-10_2.13",
+    )  # Spark 4 is Scala 2.13 only
     steps = instructions(dockerfile("view"))
-    pinned = next(arg.split("=", 1)[1] for keyword, arg in steps
-                  if keyword == "ARG" and arg.startswith("SPARK_VERSION="))
+    pinned = next(
+        arg.split("=", 1)[1]
+        for keyword, arg in steps
+        if keyword == "ARG" and arg.startswith("SPARK_VERSION=")
+    )
     assert version == pinned
     assert any(keyword == "RUN" and '"pyspark==${SPARK_VERSION}"' in arg for keyword, arg in steps)
     pyproject = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))
@@ -175,10 +190,16 @@ def test_services_wait_for_healthy_dependencies_and_keep_state_in_volumes(view):
     for name, service in SERVICES.items():
         for target, condition in service.get("depends_on", {}).items():
             if condition["condition"] == "service_healthy":
-                assert "healthcheck" in SERVICES[target], f"{name} waits for {target}, which has no healthcheck"
+                assert "healthcheck" in SERVICES[target], (
+                    f"{name} waits for {target}, which has no healthcheck"
+                )
     assert SERVICES["producer"]["depends_on"]["kafka"]["condition"] == "service_healthy"
     assert {t for t, c in SERVICES["view"]["depends_on"].items() if c["condition"] == "service_healthy"} == {
-        "kafka", "postgres"}
+        "kafka",
+        "postgres",
+    }
     mounts = [volume.split(":") for volume in SERVICES["view"]["volumes"]]
-    assert any(view.checkpoint.startswith(target.rstrip("/") + "/") and source in COMPOSE["volumes"]
-               for source, target in mounts), "the checkpoint must live in a volume"
+    assert any(
+        view.checkpoint.startswith(target.rstrip("/") + "/") and source in COMPOSE["volumes"]
+        for source, target in mounts
+    ), "the checkpoint must live in a volume"

@@ -23,17 +23,21 @@ def _duck(table: pa.Table, select: str) -> pd.DataFrame:
 def table():
     rng = np.random.default_rng(7)
     n = 200
-    return pa.table({
-        "rid": np.arange(n),
-        "k": rng.integers(0, 5, n),
-        "t": rng.integers(0, 40, n),
-        "x": rng.normal(size=n).round(3),
-    })
+    return pa.table(
+        {
+            "rid": np.arange(n),
+            "k": rng.integers(0, 5, n),
+            "t": rng.integers(0, 40, n),
+            "x": rng.normal(size=n).round(3),
+        }
+    )
 
 
 def test_pandas_in_pandas_out_keeps_columns_and_order(table):
     df = table.to_pandas().sample(frac=1, random_state=1)
-    out = overwindow.evaluate(df, "sum(x) OVER (PARTITION BY k ORDER BY t, rid) AS s", "row_number() OVER (ORDER BY rid) AS rn")
+    out = overwindow.evaluate(
+        df, "sum(x) OVER (PARTITION BY k ORDER BY t, rid) AS s", "row_number() OVER (ORDER BY rid) AS rn"
+    )
     assert isinstance(out, pd.DataFrame)
     assert list(out.columns) == ["rid", "k", "t", "x", "s", "rn"]
     assert out.index.equals(df.index)
@@ -52,11 +56,19 @@ def test_arrow_in_arrow_out(table):
 
 
 def test_expression_over_window_calls(table):
-    out = overwindow.evaluate(table, "x - lag(x) OVER (PARTITION BY k ORDER BY t, rid) AS d",
-                              "2 * avg(x) OVER (PARTITION BY k) + min(x) OVER (PARTITION BY k) AS e")
-    exp = _duck(table, "x - lag(x) OVER (PARTITION BY k ORDER BY t, rid) AS d, "
-                       "2 * avg(x) OVER (PARTITION BY k) + min(x) OVER (PARTITION BY k) AS e")
-    np.testing.assert_allclose(out["d"].to_numpy(zero_copy_only=False).astype(float), exp["d"].to_numpy(dtype=float), rtol=1e-12)
+    out = overwindow.evaluate(
+        table,
+        "x - lag(x) OVER (PARTITION BY k ORDER BY t, rid) AS d",
+        "2 * avg(x) OVER (PARTITION BY k) + min(x) OVER (PARTITION BY k) AS e",
+    )
+    exp = _duck(
+        table,
+        "x - lag(x) OVER (PARTITION BY k ORDER BY t, rid) AS d, "
+        "2 * avg(x) OVER (PARTITION BY k) + min(x) OVER (PARTITION BY k) AS e",
+    )
+    np.testing.assert_allclose(
+        out["d"].to_numpy(zero_copy_only=False).astype(float), exp["d"].to_numpy(dtype=float), rtol=1e-12
+    )
     np.testing.assert_allclose(out["e"].to_numpy(), exp["e"].to_numpy(), rtol=1e-12)
 
 
@@ -69,8 +81,13 @@ def test_calls_with_the_same_window_share_one_sort(table, monkeypatch):
         return original(*a, **kw)
 
     monkeypatch.setattr(sorting.Layout, "build", staticmethod(counting))
-    overwindow.evaluate(table, "sum(x) OVER (PARTITION BY k ORDER BY t) AS a", "max(x) OVER (PARTITION BY k ORDER BY t) AS b",
-                        "rank() OVER (PARTITION BY k ORDER BY t) AS c", "min(x) OVER (ORDER BY t) AS d")
+    overwindow.evaluate(
+        table,
+        "sum(x) OVER (PARTITION BY k ORDER BY t) AS a",
+        "max(x) OVER (PARTITION BY k ORDER BY t) AS b",
+        "rank() OVER (PARTITION BY k ORDER BY t) AS c",
+        "min(x) OVER (ORDER BY t) AS d",
+    )
     assert len(built) == 2
 
 

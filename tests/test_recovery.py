@@ -12,13 +12,29 @@ import pytest
 from replay_support import assert_view_is_exact, run_job, write_view
 
 
-@pytest.mark.parametrize("emit, sink, source, layout", [
-    *[(emit, sink, "files", "whole") for emit in ("on_window_close", "on_update") for sink in ("sqlite", "postgres")],
-    ("on_update", "sqlite", "files", "chunked"),
-    ("on_window_close", "sqlite", "kafka", "whole"), ("on_update", "postgres", "kafka", "whole")])
-def test_killed_and_restarted_job_leaves_the_exact_view(tmp_path, no_spark, emit, sink, source, layout, request):
-    view, rows = write_view(tmp_path, emit, sink, request.getfixturevalue("kafka_bootstrap") if source == "kafka" else None,
-                            layout)
+@pytest.mark.parametrize(
+    "emit, sink, source, layout",
+    [
+        *[
+            (emit, sink, "files", "whole")
+            for emit in ("on_window_close", "on_update")
+            for sink in ("sqlite", "postgres")
+        ],
+        ("on_update", "sqlite", "files", "chunked"),
+        ("on_window_close", "sqlite", "kafka", "whole"),
+        ("on_update", "postgres", "kafka", "whole"),
+    ],
+)
+def test_killed_and_restarted_job_leaves_the_exact_view(
+    tmp_path, no_spark, emit, sink, source, layout, request
+):
+    view, rows = write_view(
+        tmp_path,
+        emit,
+        sink,
+        request.getfixturevalue("kafka_bootstrap") if source == "kafka" else None,
+        layout,
+    )
     env = {"OVERWINDOW_POSTGRES_DSN": request.getfixturevalue("postgres_dsn")} if sink == "postgres" else {}
     assert run_job(view, kill_after_line=2, env=env) == -signal.SIGKILL  # between batches
     run_job(view, kill_after_s=12, env=env)  # on a timer: inside a batch if it is still running

@@ -65,8 +65,10 @@ def plant_table() -> pa.Table:
 
 # --- seeds/003: DuckDB's window blog ------------------------------------------------------------
 
-SEVEN_DAYS = ("PARTITION BY plant ORDER BY date ASC "
-              "RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING")
+SEVEN_DAYS = (
+    "PARTITION BY plant ORDER BY date ASC "
+    "RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING"
+)
 
 # The article's result table ("7 天移动平均值"), as printed.
 ARTICLE_MOVING_AVERAGE = [
@@ -98,7 +100,20 @@ ARTICLE_MOVING_AVERAGE = [
 
 # The article's input table (电厂 日期 兆瓦时), to check the bundled file against.
 ARTICLE_INPUT = {
-    "Boston": [564337, 507405, 528523, 469538, 474163, 507213, 613040, 582588, 499506, 482014, 486134, 531518],
+    "Boston": [
+        564337,
+        507405,
+        528523,
+        469538,
+        474163,
+        507213,
+        613040,
+        582588,
+        499506,
+        482014,
+        486134,
+        531518,
+    ],
     "Worcester": [118860, 101977, 106054, 92182, 94492, 99932, 118854, 113506, 96644, 93806, 98963, 107170],
 }
 
@@ -106,20 +121,33 @@ ARTICLE_INPUT = {
 def test_bundled_plant_data_is_the_article_input():
     t = plant_table()
     rows = list(zip(t.column("plant").to_pylist(), t.column("date").to_pylist(), t.column("mwh").to_pylist()))
-    want = [(plant, dt.date(2019, 1, 2 + i), v) for plant, values in ARTICLE_INPUT.items() for i, v in enumerate(values)]
+    want = [
+        (plant, dt.date(2019, 1, 2 + i), v)
+        for plant, values in ARTICLE_INPUT.items()
+        for i, v in enumerate(values)
+    ]
     assert rows == want
 
 
 def test_seven_day_moving_average_matches_the_article():
     t = plant_table()
     out = evaluate(t, f"avg(mwh) OVER ({SEVEN_DAYS}) AS mwh_7day")
-    got = list(zip(out.column("plant").to_pylist(), out.column("date").to_pylist(), out.column("mwh_7day").to_pylist()))
+    got = list(
+        zip(
+            out.column("plant").to_pylist(),
+            out.column("date").to_pylist(),
+            out.column("mwh_7day").to_pylist(),
+        )
+    )
     assert len(got) == len(ARTICLE_MOVING_AVERAGE)
     for (plant, date, value), (w_plant, w_date, w_text) in zip(got, ARTICLE_MOVING_AVERAGE):
         assert (plant, date.isoformat()) == (w_plant, w_date)
         # The article prints the averages cut to 2 decimals, not rounded: 3664219 / 7 =
         # 523459.857... is printed 523459.85 and 3194800 / 6 = 532466.666... as 532466.66.
-        assert Decimal(repr(value)).quantize(Decimal("0.01"), rounding=ROUND_DOWN) == Decimal(w_text), (plant, date)
+        assert Decimal(repr(value)).quantize(Decimal("0.01"), rounding=ROUND_DOWN) == Decimal(w_text), (
+            plant,
+            date,
+        )
         assert abs(value - float(w_text)) < 0.01
 
 
@@ -129,7 +157,9 @@ def test_seven_day_moving_average_is_exact():
     out = evaluate(t, f"avg(mwh) OVER ({SEVEN_DAYS}) AS a").column("a").to_pylist()
     plants, dates, mwh = (t.column(c).to_pylist() for c in ("plant", "date", "mwh"))
     for i, got in enumerate(out):
-        frame = [mwh[j] for j in range(len(mwh)) if plants[j] == plants[i] and abs((dates[j] - dates[i]).days) <= 3]
+        frame = [
+            mwh[j] for j in range(len(mwh)) if plants[j] == plants[i] and abs((dates[j] - dates[i]).days) <= 3
+        ]
         assert got == sum(frame) / len(frame)
 
 
@@ -143,11 +173,17 @@ def test_seven_day_moving_average_matches_duckdb():
 def test_seven_day_moving_min_max_share_the_window():
     """The article's follow-up: 7-day min and max beside the average, one sort for all three."""
     t = plant_table()
-    out = evaluate(t, f"avg(mwh) OVER ({SEVEN_DAYS}) AS a", f"min(mwh) OVER ({SEVEN_DAYS}) AS lo",
-                   f"max(mwh) OVER ({SEVEN_DAYS}) AS hi")
+    out = evaluate(
+        t,
+        f"avg(mwh) OVER ({SEVEN_DAYS}) AS a",
+        f"min(mwh) OVER ({SEVEN_DAYS}) AS lo",
+        f"max(mwh) OVER ({SEVEN_DAYS}) AS hi",
+    )
     theirs = duck(t, f"min(mwh) OVER ({SEVEN_DAYS}), max(mwh) OVER ({SEVEN_DAYS})")
     assert list(zip(out.column("lo").to_pylist(), out.column("hi").to_pylist())) == theirs
-    for lo, a, hi in zip(out.column("lo").to_pylist(), out.column("a").to_pylist(), out.column("hi").to_pylist()):
+    for lo, a, hi in zip(
+        out.column("lo").to_pylist(), out.column("a").to_pylist(), out.column("hi").to_pylist()
+    ):
         assert lo <= a <= hi
 
 
@@ -174,14 +210,18 @@ def test_seven_day_window_from_pandas():
 
 # --- seeds/004: Spark's WindowExec --------------------------------------------------------------
 
+
 def metrics() -> pa.Table:
-    """``Seq((0, 0, 0), (1, 0, 1), (2, 5, 2), (3, 0, 3), (4, 0, 1), (5, 5, 3), (6, 5, 0)).toDF("id", "device", "level")``."""
+    """``Seq((0, 0, 0), (1, 0, 1), (2, 5, 2), (3, 0, 3), (4, 0, 1), (5, 5, 3),
+    (6, 5, 0)).toDF("id", "device", "level")``."""
     rows = [(0, 0, 0), (1, 0, 1), (2, 5, 2), (3, 0, 3), (4, 0, 1), (5, 5, 3), (6, 5, 0)]
-    return pa.table({
-        "id": pa.array([r[0] for r in rows], pa.int32()),
-        "device": pa.array([r[1] for r in rows], pa.int32()),
-        "level": pa.array([r[2] for r in rows], pa.int32()),
-    })
+    return pa.table(
+        {
+            "id": pa.array([r[0] for r in rows], pa.int32()),
+            "device": pa.array([r[1] for r in rows], pa.int32()),
+            "level": pa.array([r[2] for r in rows], pa.int32()),
+        }
+    )
 
 
 def by_id(out: pa.Table, column: str) -> dict[int, int]:
@@ -189,7 +229,10 @@ def by_id(out: pa.Table, column: str) -> dict[int, int]:
 
 
 def test_metrics_range_frame_matches_spark_show():
-    out = evaluate(metrics(), "sum(level) OVER (PARTITION BY device ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS sum")
+    out = evaluate(
+        metrics(),
+        "sum(level) OVER (PARTITION BY device ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS sum",
+    )
     # sumOverRange.show: | id|device|level|sum|
     show = [(2, 5, 2, 2), (5, 5, 3, 3), (6, 5, 0, 3), (0, 0, 0, 0), (1, 0, 1, 1), (3, 0, 3, 3), (4, 0, 1, 4)]
     assert by_id(out, "sum") == {r[0]: r[3] for r in show}
@@ -197,7 +240,10 @@ def test_metrics_range_frame_matches_spark_show():
 
 
 def test_metrics_rows_frame_matches_spark_show():
-    out = evaluate(metrics(), "sum(level) OVER (PARTITION BY device ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS sum")
+    out = evaluate(
+        metrics(),
+        "sum(level) OVER (PARTITION BY device ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS sum",
+    )
     # sumOverRows.show, with the article's "<-- a difference" rows id 5 and id 3
     show = [(2, 5, 2, 2), (5, 5, 3, 5), (6, 5, 0, 3), (0, 0, 0, 0), (1, 0, 1, 1), (3, 0, 3, 4), (4, 0, 1, 4)]
     assert by_id(out, "sum") == {r[0]: r[3] for r in show}
@@ -206,11 +252,20 @@ def test_metrics_rows_frame_matches_spark_show():
 def test_metrics_both_frames_in_one_call_share_the_sort():
     out = evaluate(
         metrics(),
-        "sum(level) OVER (PARTITION BY device ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS by_range",
-        "sum(level) OVER (PARTITION BY device ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS by_rows",
+        "sum(level) OVER (PARTITION BY device ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) "
+        "AS by_range",
+        "sum(level) OVER (PARTITION BY device ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) "
+        "AS by_rows",
     )
-    differ = [i for i, a, b in zip(out.column("id").to_pylist(), out.column("by_range").to_pylist(),
-                                   out.column("by_rows").to_pylist()) if a != b]
+    differ = [
+        i
+        for i, a, b in zip(
+            out.column("id").to_pylist(),
+            out.column("by_range").to_pylist(),
+            out.column("by_rows").to_pylist(),
+        )
+        if a != b
+    ]
     assert differ == [3, 5]
     # input order and columns are kept
     assert out.column_names == ["id", "device", "level", "by_range", "by_rows"]
@@ -235,36 +290,58 @@ def test_spark_range_13_by_id_mod_4():
     # ids of a group are 4 apart, so 2 PRECEDING never reaches the previous one: sum = id
     assert ours == list(range(13))
     # ... while 4 PRECEDING does
-    wide = evaluate(t, "sum(id) OVER (PARTITION BY id % 4 ORDER BY id RANGE BETWEEN 4 PRECEDING AND CURRENT ROW) AS s")
+    wide = evaluate(
+        t, "sum(id) OVER (PARTITION BY id % 4 ORDER BY id RANGE BETWEEN 4 PRECEDING AND CURRENT ROW) AS s"
+    )
     assert wide.column("s").to_pylist() == [i + (i - 4 if i >= 4 else 0) for i in range(13)]
     assert wide.column("s").to_pylist() == duck(
-        t, "sum(id) OVER (PARTITION BY id % 4 ORDER BY id ASC NULLS FIRST RANGE BETWEEN 4 PRECEDING AND CURRENT ROW)")
+        t,
+        "sum(id) OVER (PARTITION BY id % 4 ORDER BY id ASC NULLS FIRST "
+        "RANGE BETWEEN 4 PRECEDING AND CURRENT ROW)",
+    )
 
 
 def test_spark_range_13_with_group_column():
     """The same with ``group`` materialised first, as the article's plan shows (Project id % 4 AS group)."""
     ids = list(range(13))
-    t = pa.table({"id": pa.array(ids, pa.int64()), "group": pa.array([i % 4 for i in ids], pa.int64()),
-                  "rid": pa.array(ids)})
-    over = '''PARTITION BY "group" ORDER BY id ASC NULLS FIRST RANGE BETWEEN 2 PRECEDING AND CURRENT ROW'''
-    ours = evaluate(t, "sum(id) OVER (PARTITION BY `group` ORDER BY id RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS sum")
+    t = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "group": pa.array([i % 4 for i in ids], pa.int64()),
+            "rid": pa.array(ids),
+        }
+    )
+    over = """PARTITION BY "group" ORDER BY id ASC NULLS FIRST RANGE BETWEEN 2 PRECEDING AND CURRENT ROW"""
+    ours = evaluate(
+        t, "sum(id) OVER (PARTITION BY `group` ORDER BY id RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS sum"
+    )
     assert ours.column("sum").to_pylist() == duck(t, f"sum(id) OVER ({over})")
 
 
 # --- seeds/002: RisingWave's OverWindow ---------------------------------------------------------
 
+
 def stock_prices() -> pa.Table:
     t0 = dt.datetime(2024, 5, 1, 9, 30)
     rows = [  # (stock_id, minutes after t0, price)
-        ("AAPL", 0, 180.0), ("MSFT", 0, 410.0), ("AAPL", 1, 181.5), ("AAPL", 3, 181.25),
-        ("MSFT", 2, 409.0), ("AAPL", 2, None), ("MSFT", 5, 412.5), ("GOOG", 4, 160.0), ("AAPL", 7, 179.0),
+        ("AAPL", 0, 180.0),
+        ("MSFT", 0, 410.0),
+        ("AAPL", 1, 181.5),
+        ("AAPL", 3, 181.25),
+        ("MSFT", 2, 409.0),
+        ("AAPL", 2, None),
+        ("MSFT", 5, 412.5),
+        ("GOOG", 4, 160.0),
+        ("AAPL", 7, 179.0),
     ]
-    return pa.table({
-        "stock_id": [r[0] for r in rows],
-        "event_time": pa.array([t0 + dt.timedelta(minutes=r[1]) for r in rows], pa.timestamp("us")),
-        "price": pa.array([r[2] for r in rows], pa.float64()),
-        "rid": pa.array(range(len(rows))),
-    })
+    return pa.table(
+        {
+            "stock_id": [r[0] for r in rows],
+            "event_time": pa.array([t0 + dt.timedelta(minutes=r[1]) for r in rows], pa.timestamp("us")),
+            "price": pa.array([r[2] for r in rows], pa.float64()),
+            "rid": pa.array(range(len(rows))),
+        }
+    )
 
 
 def test_risingwave_price_diff():
@@ -290,12 +367,14 @@ def orders() -> pa.Table:
             rows.append((user, i, v))
     rows = rows[::3] + rows[1::3] + rows[2::3]  # interleave the input: the sort must put it back
     t0 = dt.datetime(2024, 1, 1)
-    return pa.table({
-        "user_id": [r[0] for r in rows],
-        "order_time": pa.array([t0 + dt.timedelta(hours=r[1]) for r in rows], pa.timestamp("us")),
-        "amount": pa.array([r[2] for r in rows], pa.float64()),
-        "rid": pa.array(range(len(rows))),
-    })
+    return pa.table(
+        {
+            "user_id": [r[0] for r in rows],
+            "order_time": pa.array([t0 + dt.timedelta(hours=r[1]) for r in rows], pa.timestamp("us")),
+            "amount": pa.array([r[2] for r in rows], pa.float64()),
+            "rid": pa.array(range(len(rows))),
+        }
+    )
 
 
 def test_risingwave_recent_10_orders_avg():
@@ -304,15 +383,24 @@ def test_risingwave_recent_10_orders_avg():
     t = orders()
     over = "PARTITION BY user_id ORDER BY order_time ROWS BETWEEN 10 PRECEDING AND 1 PRECEDING"
     out = evaluate(t, f"avg(amount) OVER ({over}) AS recent_10_orders_avg_amount")
-    got = dict(zip(zip(out.column("user_id").to_pylist(), out.column("order_time").to_pylist()),
-                   out.column("recent_10_orders_avg_amount").to_pylist()))
+    got = dict(
+        zip(
+            zip(out.column("user_id").to_pylist(), out.column("order_time").to_pylist()),
+            out.column("recent_10_orders_avg_amount").to_pylist(),
+        )
+    )
     theirs = duck(t, f"avg(amount) OVER ({over.replace('order_time', 'order_time ASC NULLS FIRST')})")
-    assert all(same(a, b, 1e-6) for a, b, u in zip(out.column("recent_10_orders_avg_amount").to_pylist(), theirs,
-                                                    out.column("user_id").to_pylist()) if u != "u3")
+    assert all(
+        same(a, b, 1e-6)
+        for a, b, u in zip(
+            out.column("recent_10_orders_avg_amount").to_pylist(), theirs, out.column("user_id").to_pylist()
+        )
+        if u != "u3"
+    )
     t0 = dt.datetime(2024, 1, 1)
     u1 = [10.0 * (i + 1) for i in range(13)] + [5.0]
     for i in range(14):
-        prev = u1[max(0, i - 10):i]
+        prev = u1[max(0, i - 10) : i]
         assert got[("u1", t0 + dt.timedelta(hours=i))] == (sum(prev) / len(prev) if prev else None)
     assert [got[("u2", t0 + dt.timedelta(hours=i))] for i in range(3)] == [None, 7.5, 7.5]
     # exact sums (DuckDB's double sum gives 0 for 1e20 + 1 - 1e20): the 4th order sees (1e20 + 1 - 1e20) / 3
@@ -326,13 +414,15 @@ def risingwave_ts_pk_x(with_insert: bool) -> pa.Table:
         rows.append(("10:06", 102, 8))
     day = dt.date(2024, 1, 1)
     ts = [dt.datetime.combine(day, dt.time.fromisoformat(r[0])) for r in rows]
-    return pa.table({
-        "p": pa.array([1] * len(rows), pa.int32()),
-        "ts": pa.array(ts, pa.timestamp("us")),
-        "pk": pa.array([r[1] for r in rows], pa.int32()),
-        "x": pa.array([r[2] for r in rows], pa.int32()),
-        "rid": pa.array(range(len(rows))),
-    })
+    return pa.table(
+        {
+            "p": pa.array([1] * len(rows), pa.int32()),
+            "ts": pa.array(ts, pa.timestamp("us")),
+            "pk": pa.array([r[1] for r in rows], pa.int32()),
+            "x": pa.array([r[2] for r in rows], pa.int32()),
+            "rid": pa.array(range(len(rows))),
+        }
+    )
 
 
 EOWC_CALLS = [
@@ -346,17 +436,35 @@ EOWC_CALLS = [
 def test_risingwave_three_calls_on_article_data(with_insert):
     t = risingwave_ts_pk_x(with_insert)
     out = evaluate(t, *EOWC_CALLS)
-    by_pk = {pk: (a, b, c) for pk, a, b, c in zip(out.column("pk").to_pylist(), out.column("s1").to_pylist(),
-                                                   out.column("s2").to_pylist(), out.column("next_x").to_pylist())}
+    by_pk = {
+        pk: (a, b, c)
+        for pk, a, b, c in zip(
+            out.column("pk").to_pylist(),
+            out.column("s1").to_pylist(),
+            out.column("s2").to_pylist(),
+            out.column("next_x").to_pylist(),
+        )
+    }
     if with_insert:
         # ts: 10:00 10:02 10:06 10:10 10:17 / x: 5 3 8 9 0
-        assert by_pk == {100: (5, 8, 3), 101: (8, 11, 8), 102: (11, 17, 9), 103: (17, 9, 0), 104: (9, 0, None)}
+        assert by_pk == {
+            100: (5, 8, 3),
+            101: (8, 11, 8),
+            102: (11, 17, 9),
+            103: (17, 9, 0),
+            104: (9, 0, None),
+        }
     else:
         assert by_pk == {100: (5, 8, 3), 101: (8, 12, 9), 103: (12, 9, 0), 104: (9, 0, None)}
-    theirs = duck(t, "sum(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST ROWS 1 PRECEDING), "
-                     "sum(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING), "
-                     "lead(x, 1) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST)")
-    ours = list(zip(out.column("s1").to_pylist(), out.column("s2").to_pylist(), out.column("next_x").to_pylist()))
+    theirs = duck(
+        t,
+        "sum(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST ROWS 1 PRECEDING), "
+        "sum(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING), "
+        "lead(x, 1) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST)",
+    )
+    ours = list(
+        zip(out.column("s1").to_pylist(), out.column("s2").to_pylist(), out.column("next_x").to_pylist())
+    )
     assert ours == theirs
 
 
@@ -367,8 +475,15 @@ def test_risingwave_insert_changes_exactly_the_affected_rows():
     after = evaluate(risingwave_ts_pk_x(True), *EOWC_CALLS)
 
     def rows(t):
-        return {pk: (a, b, c) for pk, a, b, c in zip(t.column("pk").to_pylist(), t.column("s1").to_pylist(),
-                                                     t.column("s2").to_pylist(), t.column("next_x").to_pylist())}
+        return {
+            pk: (a, b, c)
+            for pk, a, b, c in zip(
+                t.column("pk").to_pylist(),
+                t.column("s1").to_pylist(),
+                t.column("s2").to_pylist(),
+                t.column("next_x").to_pylist(),
+            )
+        }
 
     b, a = rows(before), rows(after)
     changed = sorted(pk for pk in a if pk not in b or a[pk] != b[pk])
@@ -381,13 +496,20 @@ def random_stream(seed: int, n: int = 60) -> pa.Table:
     rnd = random.Random(seed)
     t0 = dt.datetime(2024, 1, 1)
     ts = [t0 + dt.timedelta(seconds=rnd.randrange(0, 3600)) for _ in range(n)]
-    return pa.table({
-        "p": pa.array([rnd.randrange(3) for _ in range(n)], pa.int64()),
-        "ts": pa.array(ts, pa.timestamp("us")),
-        "x": pa.array([rnd.choice([None, rnd.randint(-50, 50)]) if rnd.random() < 0.2 else rnd.randint(-50, 50)
-                       for _ in range(n)], pa.int64()),
-        "rid": pa.array(range(n)),
-    })
+    return pa.table(
+        {
+            "p": pa.array([rnd.randrange(3) for _ in range(n)], pa.int64()),
+            "ts": pa.array(ts, pa.timestamp("us")),
+            "x": pa.array(
+                [
+                    rnd.choice([None, rnd.randint(-50, 50)]) if rnd.random() < 0.2 else rnd.randint(-50, 50)
+                    for _ in range(n)
+                ],
+                pa.int64(),
+            ),
+            "rid": pa.array(range(n)),
+        }
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -400,16 +522,28 @@ def test_risingwave_queries_on_random_data_match_duckdb(seed):
     if len(set(keys)) != len(keys):
         pytest.skip("tied timestamps")
     calls = {
-        "price_diff": ("x - lag(x) OVER (PARTITION BY p ORDER BY ts) AS price_diff",
-                       "x - lag(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST)"),
-        "avg10": ("avg(x) OVER (PARTITION BY p ORDER BY ts ROWS BETWEEN 10 PRECEDING AND 1 PRECEDING) AS avg10",
-                  "avg(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST ROWS BETWEEN 10 PRECEDING AND 1 PRECEDING)"),
-        "s1": ("sum(x) OVER (PARTITION BY p ORDER BY ts ROWS 1 PRECEDING) AS s1",
-               "sum(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST ROWS 1 PRECEDING)"),
-        "s2": ("sum(x) OVER (PARTITION BY p ORDER BY ts ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) AS s2",
-               "sum(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING)"),
-        "lead": ("lead(x, 1) OVER (PARTITION BY p ORDER BY ts) AS lead",
-                 "lead(x, 1) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST)"),
+        "price_diff": (
+            "x - lag(x) OVER (PARTITION BY p ORDER BY ts) AS price_diff",
+            "x - lag(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST)",
+        ),
+        "avg10": (
+            "avg(x) OVER (PARTITION BY p ORDER BY ts ROWS BETWEEN 10 PRECEDING AND 1 PRECEDING) AS avg10",
+            "avg(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST "
+            "ROWS BETWEEN 10 PRECEDING AND 1 PRECEDING)",
+        ),
+        "s1": (
+            "sum(x) OVER (PARTITION BY p ORDER BY ts ROWS 1 PRECEDING) AS s1",
+            "sum(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST ROWS 1 PRECEDING)",
+        ),
+        "s2": (
+            "sum(x) OVER (PARTITION BY p ORDER BY ts ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) AS s2",
+            "sum(x) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST "
+            "ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING)",
+        ),
+        "lead": (
+            "lead(x, 1) OVER (PARTITION BY p ORDER BY ts) AS lead",
+            "lead(x, 1) OVER (PARTITION BY p ORDER BY ts ASC NULLS FIRST)",
+        ),
     }
     out = evaluate(t, *(ours for ours, _ in calls.values()))
     for name, (_, theirs_sql) in calls.items():

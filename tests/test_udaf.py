@@ -26,6 +26,7 @@ SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_
 
 # --- the aggregates ----------------------------------------------------------------------------
 
+
 class SumSquaresNaive(Aggregate):
     """state: (count, sum of squares) of the values seen."""
 
@@ -108,17 +109,28 @@ def spread(values: np.ndarray):
 
 
 SEMANTICS = {
-    "ow_test_sumsq_naive": sum_squares, "ow_test_sumsq_sliding": sum_squares, "ow_test_sumsq_merge": sum_squares,
-    "ow_test_sumsq_both": sum_squares, "ow_test_spread_naive": spread, "ow_test_spread_merge": spread,
+    "ow_test_sumsq_naive": sum_squares,
+    "ow_test_sumsq_sliding": sum_squares,
+    "ow_test_sumsq_merge": sum_squares,
+    "ow_test_sumsq_both": sum_squares,
+    "ow_test_spread_naive": spread,
+    "ow_test_spread_merge": spread,
 }
 
 
 # --- brute-force frames (the SQL definition, per row) -------------------------------------------
 
+
 def sql_order(p, o):
     """Input positions in SQL order: PARTITION BY p, ORDER BY o (ASC NULLS FIRST), ties stable."""
+
     def key(i):
-        return (p[i] is not None, p[i] if p[i] is not None else 0, o[i] is not None, o[i] if o[i] is not None else 0)
+        return (
+            p[i] is not None,
+            p[i] if p[i] is not None else 0,
+            o[i] is not None,
+            o[i] if o[i] is not None else 0,
+        )
 
     return sorted(range(len(p)), key=key)
 
@@ -184,16 +196,22 @@ def brute_frames(p, o, unit, start, end, exclude):
 
 
 def bound_sql(b) -> str:
-    return {"UP": "UNBOUNDED PRECEDING", "UF": "UNBOUNDED FOLLOWING", "CR": "CURRENT ROW"}.get(b) or \
-        f"{b[1]} {'PRECEDING' if b[0] == 'P' else 'FOLLOWING'}"
+    return {"UP": "UNBOUNDED PRECEDING", "UF": "UNBOUNDED FOLLOWING", "CR": "CURRENT ROW"}.get(
+        b
+    ) or f"{b[1]} {'PRECEDING' if b[0] == 'P' else 'FOLLOWING'}"
 
 
 @st.composite
 def cases(draw):
     n = draw(st.integers(0, 25))
     p = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
-    o = draw(st.lists(st.one_of(st.integers(0, 6), st.none()) if draw(st.booleans()) else st.integers(0, 6),
-                      min_size=n, max_size=n))
+    o = draw(
+        st.lists(
+            st.one_of(st.integers(0, 6), st.none()) if draw(st.booleans()) else st.integers(0, 6),
+            min_size=n,
+            max_size=n,
+        )
+    )
     x = draw(st.lists(st.one_of(st.integers(-1000, 1000), st.none()), min_size=n, max_size=n))
     f = draw(st.lists(st.booleans(), min_size=n, max_size=n))
     unit = draw(st.sampled_from(["ROWS", "RANGE", "GROUPS"]))
@@ -210,16 +228,26 @@ def cases(draw):
 @given(case=cases())
 def test_udaf_equals_numpy_over_brute_force_frames(name, case):
     p, o, x, f, unit, start, end, exclude, filtered = case
-    table = pa.table({"p": pa.array(p, pa.int64()), "o": pa.array(o, pa.int64()), "x": pa.array(x, pa.int64()),
-                      "f": pa.array(f, pa.bool_())})
+    table = pa.table(
+        {
+            "p": pa.array(p, pa.int64()),
+            "o": pa.array(o, pa.int64()),
+            "x": pa.array(x, pa.int64()),
+            "f": pa.array(f, pa.bool_()),
+        }
+    )
     filt = " FILTER (WHERE f)" if filtered else ""
-    sql = (f"{name}(x){filt} OVER (PARTITION BY p ORDER BY o {unit} BETWEEN {bound_sql(start)} AND {bound_sql(end)} "
-           f"EXCLUDE {exclude}) AS r")
+    sql = (
+        f"{name}(x){filt} OVER (PARTITION BY p ORDER BY o "
+        f"{unit} BETWEEN {bound_sql(start)} AND {bound_sql(end)} EXCLUDE {exclude}) AS r"
+    )
     note(sql)
     frames = brute_frames(p, o, unit, start, end, exclude)
     want = []
     for r in range(len(p)):
-        vals = np.array([x[q] for q in frames[r] if x[q] is not None and (f[q] or not filtered)], dtype=np.int64)
+        vals = np.array(
+            [x[q] for q in frames[r] if x[q] is not None and (f[q] or not filtered)], dtype=np.int64
+        )
         want.append(SEMANTICS[name](vals))
     got = evaluate(table, sql).column("r").to_pylist()
     assert got == want
@@ -228,26 +256,42 @@ def test_udaf_equals_numpy_over_brute_force_frames(name, case):
 
 # --- the planner's choice ----------------------------------------------------------------------
 
+
 def kernel(sql: str) -> str:
     return plan(parse_window(sql).calls[0], "int").name
 
 
-@pytest.mark.parametrize("name,frame,expected", [
-    ("ow_test_sumsq_naive", "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING", "naive"),
-    ("ow_test_sumsq_sliding", "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING", "sliding"),
-    ("ow_test_sumsq_merge", "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING", "segment-tree"),
-    ("ow_test_sumsq_both", "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING", "sliding"),
-    ("ow_test_spread_merge", "RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE TIES", "segment-tree"),
-    ("ow_test_spread_naive", "GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "naive"),
-    # a running frame only ever adds rows: it slides without retract
-    ("ow_test_spread_naive", "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", "sliding"),
-    ("ow_test_spread_merge", "RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", "sliding"),
-    # ... unless something is excluded
-    ("ow_test_spread_naive", "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW", "naive"),
-    # the whole partition: once per partition (by sliding: it starts at UNBOUNDED PRECEDING)
-    ("ow_test_sumsq_naive", "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING", "broadcast+sliding"),
-    ("ow_test_sumsq_merge", "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING", "broadcast+sliding"),
-])
+@pytest.mark.parametrize(
+    "name,frame,expected",
+    [
+        ("ow_test_sumsq_naive", "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING", "naive"),
+        ("ow_test_sumsq_sliding", "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING", "sliding"),
+        ("ow_test_sumsq_merge", "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING", "segment-tree"),
+        ("ow_test_sumsq_both", "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING", "sliding"),
+        ("ow_test_spread_merge", "RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE TIES", "segment-tree"),
+        ("ow_test_spread_naive", "GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "naive"),
+        # a running frame only ever adds rows: it slides without retract
+        ("ow_test_spread_naive", "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", "sliding"),
+        ("ow_test_spread_merge", "RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", "sliding"),
+        # ... unless something is excluded
+        (
+            "ow_test_spread_naive",
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW",
+            "naive",
+        ),
+        # the whole partition: once per partition (by sliding: it starts at UNBOUNDED PRECEDING)
+        (
+            "ow_test_sumsq_naive",
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING",
+            "broadcast+sliding",
+        ),
+        (
+            "ow_test_sumsq_merge",
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING",
+            "broadcast+sliding",
+        ),
+    ],
+)
 def test_planner_picks_kernel_by_methods(name, frame, expected):
     assert kernel(f"{name}(x) OVER (PARTITION BY k ORDER BY t {frame}) AS r") == expected
 
@@ -259,10 +303,14 @@ def test_prefer_naive_forces_the_naive_kernel():
 
 # --- registration ------------------------------------------------------------------------------
 
+
 def test_registered_name_is_callable_from_sql_case_insensitively():
     t = pa.table({"t": [1, 2, 3, 4], "x": [1, 2, None, 4]})
-    out = evaluate(t, "OW_TEST_SUMSQ_SLIDING(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS r",
-                   "ow_test_spread_merge(x) OVER () AS s")
+    out = evaluate(
+        t,
+        "OW_TEST_SUMSQ_SLIDING(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS r",
+        "ow_test_spread_merge(x) OVER () AS s",
+    )
     assert out.column("r").to_pylist() == [1, 5, 4, 16]
     assert out.column("s").to_pylist() == [3, 3, 3, 3]
     assert out.column("r").type == pa.int64()
@@ -270,8 +318,11 @@ def test_registered_name_is_callable_from_sql_case_insensitively():
 
 def test_udaf_in_an_expression_and_beside_builtins():
     t = pa.table({"t": [1, 2, 3], "x": [3, 4, 12]})
-    out = evaluate(t, "ow_test_sumsq_merge(x) OVER (ORDER BY t ROWS UNBOUNDED PRECEDING) - "
-                      "sum(x) OVER (ORDER BY t ROWS UNBOUNDED PRECEDING) AS d")
+    out = evaluate(
+        t,
+        "ow_test_sumsq_merge(x) OVER (ORDER BY t ROWS UNBOUNDED PRECEDING) - "
+        "sum(x) OVER (ORDER BY t ROWS UNBOUNDED PRECEDING) AS d",
+    )
     assert out.column("d").to_pylist() == [9 - 3, 25 - 7, 169 - 19]
 
 
@@ -321,8 +372,24 @@ def test_the_docstring_geomean():
     assert math.isclose(got[2], 8.0)
 
 
-@pytest.mark.parametrize("name", ["sum", "SUM", "count", "row_number", "lag", "median", "percentile_cont",
-                                  "stddev", "variance", "quantile_cont", "mean", "every", "any"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sum",
+        "SUM",
+        "count",
+        "row_number",
+        "lag",
+        "median",
+        "percentile_cont",
+        "stddev",
+        "variance",
+        "quantile_cont",
+        "mean",
+        "every",
+        "any",
+    ],
+)
 def test_registering_a_builtin_name_fails(name):
     with pytest.raises(WindowSpecError, match="built-in"):
         register_aggregate(name, SumSquaresNaive)
@@ -357,7 +424,9 @@ def test_a_class_need_not_subclass_aggregate():
 
     register_aggregate("ow_test_plain_count", Count)
     t = pa.table({"t": [1, 2, 3], "x": [1, None, 3]})
-    got = evaluate(t, "ow_test_plain_count(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS c").column("c").to_pylist()
+    got = (
+        evaluate(t, "ow_test_plain_count(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS c").column("c").to_pylist()
+    )
     assert got == [1, 1, 1]
 
 
@@ -389,24 +458,38 @@ def test_merge_does_not_see_mutated_states():
     rng = np.random.default_rng(7)
     x = rng.integers(0, 100, 200)
     t = pa.table({"t": np.arange(200), "x": x})
-    got = evaluate(t, "ow_test_collect_median(x) OVER (ORDER BY t ROWS BETWEEN 7 PRECEDING AND 5 FOLLOWING) AS m")
-    want = [int(np.median(x[max(0, i - 7):i + 6])) for i in range(200)]
+    got = evaluate(
+        t, "ow_test_collect_median(x) OVER (ORDER BY t ROWS BETWEEN 7 PRECEDING AND 5 FOLLOWING) AS m"
+    )
+    want = [int(np.median(x[max(0, i - 7) : i + 6])) for i in range(200)]
     assert got.column("m").to_pylist() == want
-    assert kernel("ow_test_collect_median(x) OVER (ORDER BY t ROWS BETWEEN 7 PRECEDING AND 5 FOLLOWING) AS m") == \
-        "segment-tree"
+    assert (
+        kernel("ow_test_collect_median(x) OVER (ORDER BY t ROWS BETWEEN 7 PRECEDING AND 5 FOLLOWING) AS m")
+        == "segment-tree"
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _large_table():
     rng = np.random.default_rng(3)
     n = 3000
-    return pa.table({"p": rng.integers(0, 5, n), "t": rng.integers(0, 400, n),
-                     "x": pa.array(rng.integers(-50, 50, n), mask=rng.random(n) < 0.1)})
+    return pa.table(
+        {
+            "p": rng.integers(0, 5, n),
+            "t": rng.integers(0, 400, n),
+            "x": pa.array(rng.integers(-50, 50, n), mask=rng.random(n) < 0.1),
+        }
+    )
 
 
-@pytest.mark.parametrize("frame", ["ROWS BETWEEN 20 PRECEDING AND 3 FOLLOWING EXCLUDE CURRENT ROW",
-                                   "RANGE BETWEEN 5 PRECEDING AND 5 FOLLOWING EXCLUDE TIES",
-                                   "GROUPS BETWEEN 2 PRECEDING AND CURRENT ROW EXCLUDE GROUP"])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "ROWS BETWEEN 20 PRECEDING AND 3 FOLLOWING EXCLUDE CURRENT ROW",
+        "RANGE BETWEEN 5 PRECEDING AND 5 FOLLOWING EXCLUDE TIES",
+        "GROUPS BETWEEN 2 PRECEDING AND CURRENT ROW EXCLUDE GROUP",
+    ],
+)
 def test_three_kernels_agree_on_a_larger_table(frame):
     t = _large_table()
     results = []

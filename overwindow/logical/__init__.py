@@ -5,5 +5,16 @@ from overwindow.logical.expr import Expr
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
 from overwindow.logical.parse import parse_window
 
-__all__ = ["Bound", "BoundKind", "Exclude", "Expr", "Frame", "FrameUnit", "Interval", "SortKey",
-           "WindowCall", "WindowExpression", "parse_window"]
+__all__ = [
+    "Bound",
+    "BoundKind",
+    "Exclude",
+    "Expr",
+    "Frame",
+    "FrameUnit",
+    "Interval",
+    "SortKey",
+    "WindowCall",
+    "WindowExpression",
+    "parse_window",
+]

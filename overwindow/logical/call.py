@@ -28,7 +28,10 @@ class SortKey:
             object.__setattr__(self, "nulls_first", not self.descending)
 
     def __str__(self) -> str:
-        return f"{self.expr} {'DESC' if self.descending else 'ASC'} NULLS {'FIRST' if self.nulls_first else 'LAST'}"
+        return (
+            f"{self.expr} {'DESC' if self.descending else 'ASC'} "
+            f"NULLS {'FIRST' if self.nulls_first else 'LAST'}"
+        )
 
 
 @dataclass(frozen=True)
@@ -80,8 +83,11 @@ class WindowCall:
         if kind is Kind.RANKING:
             return f"{self.function}() numbers rows from the start of the partition"
         if kind is Kind.OFFSET:
-            return f"{self.function}(...) IGNORE NULLS looks any distance for a non-NULL value" if self.ignore_nulls \
+            return (
+                f"{self.function}(...) IGNORE NULLS looks any distance for a non-NULL value"
+                if self.ignore_nulls
                 else None
+            )
         if not self.order_by:
             return f"{self.function}(...) OVER () without ORDER BY covers the whole partition"
         for bound in (self.frame.start, self.frame.end):
@@ -176,14 +182,20 @@ def validate(call: WindowCall) -> None:
     info = lookup(call.function)
     where = f"in {call.function}(...) AS {call.alias}"
     if len(call.args) != info.n_args:
-        raise WindowSpecError(f"{call.function}() takes {info.n_args} argument column(s), got {len(call.args)} {where}")
+        raise WindowSpecError(
+            f"{call.function}() takes {info.n_args} argument column(s), got {len(call.args)} {where}"
+        )
     if call.ignore_nulls and not info.ignore_nulls:
         raise WindowSpecError(f"IGNORE NULLS is not allowed with {call.function}() {where}")
     if call.filter is not None and info.kind is not Kind.AGGREGATE:
-        raise WindowSpecError(f"FILTER (WHERE ...) is only allowed with aggregate functions, not {call.function}() {where}")
+        raise WindowSpecError(
+            f"FILTER (WHERE ...) is only allowed with aggregate functions, not {call.function}() {where}"
+        )
     if info.kind in (Kind.RANKING, Kind.OFFSET):
         if not call.order_by:
-            raise WindowSpecError(f"{call.function}() requires the window to be ordered: add ORDER BY {where}")
+            raise WindowSpecError(
+                f"{call.function}() requires the window to be ordered: add ORDER BY {where}"
+            )
         if call.frame_given:
             raise WindowSpecError(
                 f"{call.function}() does not take a window frame (ROWS/RANGE/GROUPS); remove it {where}"
@@ -195,7 +207,9 @@ def validate(call: WindowCall) -> None:
     if call.function in ("lag", "lead"):
         off = call.params[0] if call.params else 1
         if not _is_int(off):
-            raise WindowSpecError(f"{call.function}() offset must be an integer constant, got {off!r} {where}")
+            raise WindowSpecError(
+                f"{call.function}() offset must be an integer constant, got {off!r} {where}"
+            )
     if call.function == "nth_value":
         n = call.params[0] if call.params else None
         if not _is_int(n) or n <= 0:
@@ -203,7 +217,9 @@ def validate(call: WindowCall) -> None:
     if call.function in ("percentile_cont", "percentile_disc"):
         p = call.params[0] if call.params else None
         ps = p if isinstance(p, tuple) else (p,)
-        if not ps or any(isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1 for x in ps):
+        if not ps or any(
+            isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1 for x in ps
+        ):
             raise WindowSpecError(f"{call.function} needs a fraction between 0 and 1, got {p!r} {where}")
     _validate_frame(call, where)
 
@@ -220,7 +236,9 @@ def _validate_frame(call: WindowCall, where: str) -> None:
         off = b.offset
         if isinstance(off, Interval):
             if f.unit is not FrameUnit.RANGE:
-                raise WindowSpecError(f"an INTERVAL offset is only allowed in a RANGE frame, not {f.unit.value} {where}")
+                raise WindowSpecError(
+                    f"an INTERVAL offset is only allowed in a RANGE frame, not {f.unit.value} {where}"
+                )
             if off.is_negative:
                 raise WindowSpecError(f"frame offset {off} must not be negative {where}")
         elif isinstance(off, bool) or not isinstance(off, (int, float)):

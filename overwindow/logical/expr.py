@@ -32,7 +32,7 @@ class Expr:
     sql: str
 
     @staticmethod
-    def of(node: exp.Expression | str) -> "Expr":
+    def of(node: exp.Expression | str) -> Expr:
         if isinstance(node, str):
             node = _parse(node)
         return Expr(node.sql(dialect=DIALECT))

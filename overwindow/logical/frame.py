@@ -65,23 +65,23 @@ class Bound:
     offset: int | float | Interval | None = None
 
     @staticmethod
-    def unbounded_preceding() -> "Bound":
+    def unbounded_preceding() -> Bound:
         return Bound(BoundKind.UNBOUNDED_PRECEDING)
 
     @staticmethod
-    def preceding(offset) -> "Bound":
+    def preceding(offset) -> Bound:
         return Bound(BoundKind.PRECEDING, offset)
 
     @staticmethod
-    def current_row() -> "Bound":
+    def current_row() -> Bound:
         return Bound(BoundKind.CURRENT_ROW)
 
     @staticmethod
-    def following(offset) -> "Bound":
+    def following(offset) -> Bound:
         return Bound(BoundKind.FOLLOWING, offset)
 
     @staticmethod
-    def unbounded_following() -> "Bound":
+    def unbounded_following() -> Bound:
         return Bound(BoundKind.UNBOUNDED_FOLLOWING)
 
     @property
@@ -108,7 +108,7 @@ class Frame:
     exclude: Exclude = Exclude.NO_OTHERS
 
     @staticmethod
-    def default(has_order_by: bool) -> "Frame":
+    def default(has_order_by: bool) -> Frame:
         """SQL's default: with ORDER BY, RANGE UNBOUNDED PRECEDING to CURRENT ROW (peers
         included); without, the whole partition."""
         end = Bound.current_row() if has_order_by else Bound.unbounded_following()

@@ -1,6 +1,8 @@
 """SQL text to window calls, with sqlglot's Spark dialect.
 
->>> w = parse_window("avg(x) OVER (PARTITION BY k ORDER BY d RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND CURRENT ROW) AS a")
+>>> w = parse_window(
+...     "avg(x) OVER (PARTITION BY k ORDER BY d RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND CURRENT ROW) AS a"
+... )
 >>> w.calls[0].frame.start.offset
 Interval(months=0, days=3, micros=0)
 """
@@ -65,7 +67,10 @@ def parse_window(text: str) -> WindowExpression:
         node = sqlglot.parse_one(text, read=DIALECT)
     except sqlglot.errors.ParseError as e:
         tokens = {t.token_type.name for t in sqlglot.tokenize(text, read=DIALECT)}
-        if "GROUPS" in {t.text.upper() for t in sqlglot.tokenize(text, read=DIALECT)} and "ORDER_BY" not in tokens:
+        if (
+            "GROUPS" in {t.text.upper() for t in sqlglot.tokenize(text, read=DIALECT)}
+            and "ORDER_BY" not in tokens
+        ):
             # sqlglot cannot read a GROUPS frame without ORDER BY at all; say what SQL says
             raise WindowSpecError(f"GROUPS frames require ORDER BY, in {text!r}") from None
         raise WindowSpecError(f"cannot parse window call {text!r}: {e}") from None
@@ -92,7 +97,9 @@ def parse_window(text: str) -> WindowExpression:
 
 def _call(w: exp.Window, alias: str) -> WindowCall:
     if w.args.get("alias") is not None and not w.args.get("partition_by") and not w.args.get("order"):
-        raise WindowSpecError(f"named windows (OVER {w.args['alias']}) are not supported; write the window inline")
+        raise WindowSpecError(
+            f"named windows (OVER {w.args['alias']}) are not supported; write the window inline"
+        )
     f = w.this
     filt = ignore_nulls = None
     while True:
@@ -142,7 +149,9 @@ def _function(f: exp.Expression, alias: str):
         inner, order = f.this, f.expression
         name = _NODE_NAMES.get(type(inner))
         if name not in ("percentile_cont", "percentile_disc"):
-            raise WindowSpecError(f"WITHIN GROUP is only supported with percentile_cont/percentile_disc {ctx}")
+            raise WindowSpecError(
+                f"WITHIN GROUP is only supported with percentile_cont/percentile_disc {ctx}"
+            )
         keys = order.expressions
         if len(keys) != 1:
             raise WindowSpecError(f"{name} WITHIN GROUP needs exactly one ORDER BY expression {ctx}")
@@ -151,7 +160,9 @@ def _function(f: exp.Expression, alias: str):
         if isinstance(key, exp.Ordered):
             if key.args.get("desc"):
                 if name == "percentile_disc":
-                    raise WindowSpecError(f"percentile_disc WITHIN GROUP (ORDER BY ... DESC) is not supported; use ASC {ctx}")
+                    raise WindowSpecError(
+                        f"percentile_disc WITHIN GROUP (ORDER BY ... DESC) is not supported; use ASC {ctx}"
+                    )
                 # the continuous percentile at p of a descending order is the one at 1 - p ascending
                 p = tuple(1 - x for x in p) if isinstance(p, tuple) else 1 - p
             key = key.this
@@ -202,7 +213,11 @@ def _frame(spec: exp.WindowSpec, has_order: bool) -> Frame:
     end_node = spec.args.get("end")
     end = _bound(end_node, spec.args.get("end_side")) if end_node is not None else Bound.current_row()
     exclude = spec.args.get("exclude")
-    ex = Exclude(str(exclude.this if isinstance(exclude, exp.Expression) else exclude).upper()) if exclude else Exclude.NO_OTHERS
+    ex = (
+        Exclude(str(exclude.this if isinstance(exclude, exp.Expression) else exclude).upper())
+        if exclude
+        else Exclude.NO_OTHERS
+    )
     return Frame(unit, start, end, ex)
 
 
@@ -271,7 +286,7 @@ def _day_time(text: str, first: str, last: str) -> Interval:
     if first not in fields or last not in fields or fields.index(first) > fields.index(last):
         raise WindowSpecError(f"unsupported INTERVAL ... {first} TO {last}")
     parts = text.replace(" ", ":").split(":")
-    names = fields[fields.index(first):fields.index(last) + 1]
+    names = fields[fields.index(first) : fields.index(last) + 1]
     if len(parts) != len(names):
         raise WindowSpecError(f"cannot read INTERVAL '{text}' {first} TO {last}")
     total = Interval()

@@ -7,7 +7,9 @@ disjoint, ordered parts. O(n log n) for RANGE offsets, O(n) otherwise.
 
 >>> import pyarrow as pa
 >>> lay = Layout.build([], [(Values(pa.array([1, 2, 2, 5])), False, True)])
->>> f = frame_bounds(lay, Frame(FrameUnit.RANGE, Bound.preceding(1), Bound.current_row()), Values(pa.array([1, 2, 2, 5])))
+>>> f = frame_bounds(
+...     lay, Frame(FrameUnit.RANGE, Bound.preceding(1), Bound.current_row()), Values(pa.array([1, 2, 2, 5]))
+... )
 >>> f.parts[0][0].tolist(), f.parts[0][1].tolist()
 ([0, 0, 0, 3], [1, 3, 3, 4])
 """
@@ -54,14 +56,20 @@ class Frames:
             total = total + (e - s)
         return total
 
-    def take(self, rows: np.ndarray) -> "Frames":
+    def take(self, rows: np.ndarray) -> Frames:
         """The frames of the given rows only."""
         return Frames([(s[rows], e[rows]) for s, e in self.parts])
 
 
-def frame_bounds(layout: Layout, frame: Frame, key: Values | None = None, descending: bool = False,
-                 nulls_first: bool = True) -> Frames:
-    """Frames of every sorted row. ``key`` is the (sorted) single ORDER BY column, needed for RANGE offsets."""
+def frame_bounds(
+    layout: Layout,
+    frame: Frame,
+    key: Values | None = None,
+    descending: bool = False,
+    nulls_first: bool = True,
+) -> Frames:
+    """Frames of every sorted row. ``key`` is the (sorted) single ORDER BY column, needed for RANGE
+    offsets."""
     n = layout.n
     i = np.arange(n, dtype=np.int64)
     ps, pe = layout.part_start, layout.part_end
@@ -102,7 +110,13 @@ def _bound(layout, frame, bound: Bound, is_start, i, key, descending, nulls_firs
         if frame.unit is FrameUnit.ROWS:
             return i if is_start else i + 1
         return layout.group_start[g] if is_start else layout.group_end[g]
-    delta = bound.offset if kind is BoundKind.FOLLOWING else -bound.offset if not isinstance(bound.offset, Interval) else bound.offset
+    delta = (
+        bound.offset
+        if kind is BoundKind.FOLLOWING
+        else -bound.offset
+        if not isinstance(bound.offset, Interval)
+        else bound.offset
+    )
     if frame.unit is FrameUnit.ROWS:
         return i + (_position_offset(delta) + (0 if is_start else 1))
     if frame.unit is FrameUnit.GROUPS:
@@ -123,7 +137,9 @@ def _position_offset(delta: int) -> int:
     return max(-(2**62), min(int(delta), 2**62))
 
 
-def _saturating_add(a: np.ndarray, delta: int, lowest: int, highest: int) -> tuple[np.ndarray, np.ndarray | None]:
+def _saturating_add(
+    a: np.ndarray, delta: int, lowest: int, highest: int
+) -> tuple[np.ndarray, np.ndarray | None]:
     """``a + delta`` clamped to the int64 range, and the mask of the entries the clamp changed (None
     when none: every entry lies in [lowest, highest], which decides it in O(1)). O(n).
 
@@ -143,7 +159,9 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     """RANGE ``x PRECEDING/FOLLOWING``: the first row (start) or first row past (end) the value
     ``key +/- x`` in sort order, within the row's partition; a NULL key's frame is its NULL peers."""
     if key.kind not in ("int", "float", "date", "timestamp"):
-        raise WindowSpecError(f"RANGE with an offset needs a numeric, DATE or TIMESTAMP ORDER BY column, not {key.type}")
+        raise WindowSpecError(
+            f"RANGE with an offset needs a numeric, DATE or TIMESTAMP ORDER BY column, not {key.type}"
+        )
     off = bound.offset
     following = bound.kind is BoundKind.FOLLOWING
     toward_larger = following != descending  # the bound moves toward larger key values
@@ -156,14 +174,18 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     beyond = None  # rows whose integer target is past the int64 range
     if isinstance(off, Interval):
         if key.kind not in ("date", "timestamp"):
-            raise WindowSpecError(f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {key.type}")
+            raise WindowSpecError(
+                f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {key.type}"
+            )
         # nanosecond keys keep their nanoseconds (a frame edge 1 ns past a row leaves it out)
         unit = "ns" if key.kind == "timestamp" and key.type.unit == "ns" else "us"
         values, uniq = _as_ticks(key, unit), _as_ticks(Values(key.uniques), unit)
         target, beyond = _shift_time(values, off, +1 if toward_larger else -1, unit)
     elif key.kind in ("date", "timestamp"):
-        raise WindowSpecError(f"RANGE over a {key.type} ORDER BY column needs an INTERVAL offset "
-                              f"(or whole days on a DATE), not {off}")
+        raise WindowSpecError(
+            f"RANGE over a {key.type} ORDER BY column needs an INTERVAL offset "
+            f"(or whole days on a DATE), not {off}"
+        )
     elif key.kind == "float" or isinstance(off, float):
         values = key.numbers.astype(np.float64)
         uniq = np.asarray(key.uniques.to_numpy(zero_copy_only=False)).astype(np.float64)
@@ -173,8 +195,13 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
             target = values + off if toward_larger else values - off
     else:
         uniq = None if span is not None else np.asarray(key.uniques.to_numpy(zero_copy_only=False))
-        lowest, highest = (span[0], span[0] + span[1] - 1) if span is not None else \
-            (int(uniq[0]), int(uniq[-1])) if len(uniq) else (0, 0)
+        lowest, highest = (
+            (span[0], span[0] + span[1] - 1)
+            if span is not None
+            else (int(uniq[0]), int(uniq[-1]))
+            if len(uniq)
+            else (0, 0)
+        )
         delta = off if toward_larger else -off
         target, beyond = _saturating_add(key.numbers, delta, lowest, highest)
     # position, among the sorted distinct values, of the first value the frame may hold: count the
@@ -233,7 +260,9 @@ def _as_ticks(key: Values, unit: str = "us") -> np.ndarray:
     return v * ({"s": 1_000_000, "ms": 1_000, "us": 1}[have] * _PER_US[unit])
 
 
-def _shift_time(ticks: np.ndarray, off: Interval, sign: int, unit: str = "us") -> tuple[np.ndarray, np.ndarray | None]:
+def _shift_time(
+    ticks: np.ndarray, off: Interval, sign: int, unit: str = "us"
+) -> tuple[np.ndarray, np.ndarray | None]:
     """``ticks + sign * off`` for a calendar interval, ``ticks`` in ``unit`` ("us" or "ns") since the
     epoch: the months first (a day past the end of the month reached becomes its last day, as in
     Spark, DuckDB and PostgreSQL), then the days and microseconds. Like ``_saturating_add``: results
@@ -263,8 +292,13 @@ def _shift_time(ticks: np.ndarray, off: Interval, sign: int, unit: str = "us") -
 _US_PER_DAY = 86_400_000_000
 _PER_US = {"us": 1, "ns": 1000}
 # per unit, the months whose every tick is an int64 datetime64 (the first and last month are partial)
-_MONTHS = {u: (int(np.datetime64(_I64.min + 1, u).astype("datetime64[M]").astype(np.int64)) + 1,
-               int(np.datetime64(_I64.max, u).astype("datetime64[M]").astype(np.int64)) - 1) for u in _PER_US}
+_MONTHS = {
+    u: (
+        int(np.datetime64(_I64.min + 1, u).astype("datetime64[M]").astype(np.int64)) + 1,
+        int(np.datetime64(_I64.max, u).astype("datetime64[M]").astype(np.int64)) - 1,
+    )
+    for u in _PER_US
+}
 
 
 def _add_months(ticks: np.ndarray, months: int, unit: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -272,7 +306,9 @@ def _add_months(ticks: np.ndarray, months: int, unit: str) -> tuple[np.ndarray, 
     month kept or cut to the month's last day, the time of day kept; clamped as ``_shift_time``. O(n)."""
     lo, hi = _MONTHS[unit]
     day_ticks = _US_PER_DAY * _PER_US[unit]
-    month = ticks.astype(np.int64, copy=False).view(f"datetime64[{unit}]").astype("datetime64[M]").view(np.int64)
+    month = (
+        ticks.astype(np.int64, copy=False).view(f"datetime64[{unit}]").astype("datetime64[M]").view(np.int64)
+    )
     # numpy rounds datetimes down to their month, before 1970 too
     target = month + int(np.clip(months, -2 * (hi - lo), 2 * (hi - lo)))
     beyond = (target < lo) | (target > hi) | (month < lo) | (month > hi)

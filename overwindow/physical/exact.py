@@ -40,7 +40,7 @@ class LimbPrefix:
         self.base = base
 
     @staticmethod
-    def of_floats(x: np.ndarray, exp_shift: np.ndarray | None = None) -> "LimbPrefix":
+    def of_floats(x: np.ndarray, exp_shift: np.ndarray | None = None) -> LimbPrefix:
         """Of the values ``x * 2**exp_shift`` (exp_shift: per-row integers; lets a caller sum
         values a double cannot hold, such as squares of 1e200)."""
         x = np.asarray(x, dtype=np.float64)
@@ -74,7 +74,7 @@ class LimbPrefix:
         return LimbPrefix._prefix(mant, shift, base, int(shift.max()) // W)
 
     @staticmethod
-    def _of_float_digits(x: np.ndarray, base: int, levels: int) -> "LimbPrefix":
+    def _of_float_digits(x: np.ndarray, base: int, levels: int) -> LimbPrefix:
         """The limbs ``_prefix`` would scatter, by float arithmetic alone, for a column whose bits
         all lie in [base, base + 32*levels) within ~1000 bits: t_j = trunc(x * 2**-(base + 32*j)) is
         exact (scaling by a power of two, then dropping the bits below limb j), and limb j is
@@ -86,18 +86,18 @@ class LimbPrefix:
             xs, upper = x[rows], None
             for j in range(levels - 1, -1, -1):
                 t = np.trunc(xs * 2.0 ** -(base + W * j))
-                table[j, 1 + rows.start:1 + rows.stop] = t if upper is None else t - upper * 2.0**W
+                table[j, 1 + rows.start : 1 + rows.stop] = t if upper is None else t - upper * 2.0**W
                 upper = t
         np.cumsum(table, axis=1, out=table)
         return LimbPrefix(table, base)
 
     @staticmethod
-    def of_ints(x: np.ndarray) -> "LimbPrefix":
+    def of_ints(x: np.ndarray) -> LimbPrefix:
         x = np.asarray(x, dtype=np.int64)
         return LimbPrefix._prefix(x, np.zeros(len(x), dtype=np.int64), 0, 0)
 
     @staticmethod
-    def _prefix(mant: np.ndarray, shift: np.ndarray, base: int, top_limb: int) -> "LimbPrefix":
+    def _prefix(mant: np.ndarray, shift: np.ndarray, base: int, top_limb: int) -> LimbPrefix:
         n = len(mant)
         limbs = top_limb + 3  # the three limbs a value may touch (limbs() adds one for carries)
         neg = mant < 0
@@ -133,8 +133,9 @@ class LimbPrefix:
         m = len(parts[0][0])
         hi, lo = np.empty(m), np.empty(m)
         for rows in chunks(m):
-            hi[rows], lo[rows] = self._frame_dd([(s[rows], e[rows]) for s, e in parts],
-                                                None if scale is None else scale[rows])
+            hi[rows], lo[rows] = self._frame_dd(
+                [(s[rows], e[rows]) for s, e in parts], None if scale is None else scale[rows]
+            )
         return hi, lo
 
     def _frame_dd(self, parts, scale: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -219,7 +220,9 @@ class LimbPrefix:
             down = None
             h = used[-1] if used else 0
             zero = np.zeros(d.shape[1])
-            first, second, third = (d[j].astype(np.float64) * scale[j] if j >= 0 else zero for j in (h, h - 1, h - 2))
+            first, second, third = (
+                d[j].astype(np.float64) * scale[j] if j >= 0 else zero for j in (h, h - 1, h - 2)
+            )
         else:
             # highest and lowest nonzero limb per column (all-zero columns: 0 and past the top)
             top = np.zeros(d.shape[1], dtype=np.int64)
@@ -285,7 +288,7 @@ class SplitPrefix:
         self.high, self.low = high, low
 
     @staticmethod
-    def of_floats(x: np.ndarray) -> "SplitPrefix | None":
+    def of_floats(x: np.ndarray) -> SplitPrefix | None:
         """The split prefix of ``x`` (finite), or None when its bit span is too wide for it."""
         x = np.asarray(x, dtype=np.float64)
         mag = np.abs(x)
@@ -295,7 +298,9 @@ class SplitPrefix:
             zeros = np.zeros(len(x) + 1)
             return SplitPrefix(zeros, zeros)
         top = int(np.frexp(largest)[1])  # every |value| < 2**top
-        base = int(np.frexp(float(mag.min(where=mag > 0, initial=np.inf)))[1]) - 53  # every value a multiple of 2**base
+        base = (
+            int(np.frexp(float(mag.min(where=mag > 0, initial=np.inf)))[1]) - 53
+        )  # every value a multiple of 2**base
         c = top + room - 53  # high parts: multiples of 2**c below 2**top, n of them sum below 2**53 * 2**c
         if c + room - base > 53 or not (-1000 < base and -1000 < c and top + room <= 1000):
             return None  # the low parts would not sum exactly, or a scale or sum leaves the normal range
@@ -341,8 +346,8 @@ HMASK = (1 << H) - 1
 def _digits(limbs: np.ndarray) -> np.ndarray:
     """Normalised non-negative 32-bit limbs (rows) as base-2**16 digits, with room to spare."""
     out = np.zeros((2 * limbs.shape[0] + 2, limbs.shape[1]), dtype=np.int64)
-    out[0:2 * limbs.shape[0]:2] = limbs & HMASK
-    out[1:2 * limbs.shape[0]:2] = limbs >> H
+    out[0 : 2 * limbs.shape[0] : 2] = limbs & HMASK
+    out[1 : 2 * limbs.shape[0] : 2] = limbs >> H
     return _normalise(out, H)
 
 
@@ -352,7 +357,7 @@ def _times(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = np.zeros((a.shape[0] + b.shape[0], a.shape[1]), dtype=np.int64)
     for i in range(a.shape[0]):
         if a[i].any():
-            out[i:i + b.shape[0]] += a[i] * b
+            out[i : i + b.shape[0]] += a[i] * b
     return out
 
 
@@ -360,12 +365,13 @@ def _shifted(c: np.ndarray, bits: int, length: int) -> np.ndarray:
     """c * 2**bits as ``length`` digits (bits >= 0; entries stay below 2**57)."""
     q, r = divmod(bits, H)
     out = np.zeros((length, c.shape[1]), dtype=np.int64)
-    out[q:q + c.shape[0]] = c << r
+    out[q : q + c.shape[0]] = c << r
     return out
 
 
-def n_times_m2(s1: "LimbPrefix", parts1, s2: "LimbPrefix", parts2, n: np.ndarray,
-               scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def n_times_m2(
+    s1: LimbPrefix, parts1, s2: LimbPrefix, parts2, n: np.ndarray, scale: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """n * S2 - S1**2 per frame (S1, S2: the exact frame sums of x and of x^2, from ``s1`` over
     ``parts1`` and ``s2`` over ``parts2``), computed exactly on the limbs and rounded once to a
     double-double (times 2**-scale). That is n times the sum of squared deviations, without the
@@ -395,6 +401,7 @@ def _normalise_abs(d: np.ndarray) -> np.ndarray:
 
 
 # --- double-double arithmetic (Dekker / Knuth), vectorised -------------------------------------
+
 
 def two_sum(a, b):
     s = a + b

@@ -33,10 +33,21 @@ _COMPARE = {
 }
 
 _TYPES = {
-    "INT": pa.int32(), "INTEGER": pa.int32(), "BIGINT": pa.int64(), "SMALLINT": pa.int16(), "TINYINT": pa.int8(),
-    "DOUBLE": pa.float64(), "FLOAT": pa.float32(), "REAL": pa.float32(), "BOOLEAN": pa.bool_(),
-    "STRING": pa.string(), "VARCHAR": pa.string(), "TEXT": pa.string(), "DATE": pa.date32(),
-    "TIMESTAMP": pa.timestamp("us"), "DECIMAL": pa.float64(),
+    "INT": pa.int32(),
+    "INTEGER": pa.int32(),
+    "BIGINT": pa.int64(),
+    "SMALLINT": pa.int16(),
+    "TINYINT": pa.int8(),
+    "DOUBLE": pa.float64(),
+    "FLOAT": pa.float32(),
+    "REAL": pa.float32(),
+    "BOOLEAN": pa.bool_(),
+    "STRING": pa.string(),
+    "VARCHAR": pa.string(),
+    "TEXT": pa.string(),
+    "DATE": pa.date32(),
+    "TIMESTAMP": pa.timestamp("us"),
+    "DECIMAL": pa.float64(),
 }
 
 
@@ -94,7 +105,9 @@ def _eval(node: exp.Expression, t: pa.Table):
             raise WindowSpecError(f"CAST to {node.to.sql(dialect=DIALECT)} is not supported")
         value = _eval(node.this, t)
         if pa.types.is_integer(target) and pa.types.is_floating(value.type):
-            value = pc.trunc(value)  # Spark drops the fraction (1.9 -> 1, -1.9 -> -1); out of range is an error
+            value = pc.trunc(
+                value
+            )  # Spark drops the fraction (1.9 -> 1, -1.9 -> -1); out of range is an error
         return pc.cast(value, target)
     if isinstance(node, exp.Coalesce):
         return pc.coalesce(*[_eval(e, t) for e in [node.this, *node.expressions]])
@@ -104,12 +117,16 @@ def _eval(node: exp.Expression, t: pa.Table):
         return _in(_eval(node.this, t), [literal_value(e, "IN list") for e in node.expressions])
     if isinstance(node, exp.Between):
         x = _eval(node.this, t)
-        return pc.and_kleene(_compare("greater_equal", x, _eval(node.args["low"], t)),
-                             _compare("less_equal", x, _eval(node.args["high"], t)))
+        return pc.and_kleene(
+            _compare("greater_equal", x, _eval(node.args["low"], t)),
+            _compare("less_equal", x, _eval(node.args["high"], t)),
+        )
     if isinstance(node, exp.Case):
         return _case(node, t)
-    raise WindowSpecError(f"unsupported expression {node.sql(dialect=DIALECT)} (supported: columns, constants, "
-                          "+ - * / %, comparisons, BETWEEN, AND OR NOT, IS NULL, CAST, COALESCE, ABS, IN, CASE)")
+    raise WindowSpecError(
+        f"unsupported expression {node.sql(dialect=DIALECT)} (supported: columns, constants, "
+        "+ - * / %, comparisons, BETWEEN, AND OR NOT, IS NULL, CAST, COALESCE, ABS, IN, CASE)"
+    )
 
 
 def _compare(fn: str, a, b):

@@ -8,9 +8,9 @@ logical call decides, the kernel only executes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -43,17 +43,37 @@ class KernelChoice:
 
 
 _AGG_NAMES = {
-    "count": "prefix-count", "count_star": "prefix-count", "sum": "exact-prefix-sum", "avg": "exact-prefix-sum",
-    "var_samp": "exact-moments", "var_pop": "exact-moments", "stddev_samp": "exact-moments",
-    "stddev_pop": "exact-moments", "bool_and": "prefix-count", "bool_or": "prefix-count",
-    "min": "sparse-table", "max": "sparse-table", "median": "wavelet", "percentile_cont": "wavelet",
-    "percentile_disc": "wavelet", "count_distinct": "wavelet", "mode": "sliding-counts",
+    "count": "prefix-count",
+    "count_star": "prefix-count",
+    "sum": "exact-prefix-sum",
+    "avg": "exact-prefix-sum",
+    "var_samp": "exact-moments",
+    "var_pop": "exact-moments",
+    "stddev_samp": "exact-moments",
+    "stddev_pop": "exact-moments",
+    "bool_and": "prefix-count",
+    "bool_or": "prefix-count",
+    "min": "sparse-table",
+    "max": "sparse-table",
+    "median": "wavelet",
+    "percentile_cont": "wavelet",
+    "percentile_disc": "wavelet",
+    "count_distinct": "wavelet",
+    "mode": "sliding-counts",
 }
 
 
 # a type family (physical.values.kind_of) in SQL words, for errors
-_KIND_WORDS = {"int": "an integer", "float": "a floating-point or DECIMAL", "bool": "a BOOLEAN", "date": "a DATE",
-               "timestamp": "a TIMESTAMP", "string": "a STRING", "other": "a BINARY or nested", None: "a NULL"}
+_KIND_WORDS = {
+    "int": "an integer",
+    "float": "a floating-point or DECIMAL",
+    "bool": "a BOOLEAN",
+    "date": "a DATE",
+    "timestamp": "a TIMESTAMP",
+    "string": "a STRING",
+    "other": "a BINARY or nested",
+    None: "a NULL",
+}
 
 
 def check_types(call: WindowCall, kind: str | None) -> None:
@@ -64,7 +84,9 @@ def check_types(call: WindowCall, kind: str | None) -> None:
     if call.function in ("bool_and", "bool_or") and kind != "bool":
         raise WindowSpecError(f"{call.function}({call.args[0]}) needs a BOOLEAN argument, {got}")
     if call.function in ("median", "percentile_cont") and kind not in ("int", "float", "date", "timestamp"):
-        raise WindowSpecError(f"{call.function}({call.args[0]}) needs a numeric, DATE or TIMESTAMP argument, {got}")
+        raise WindowSpecError(
+            f"{call.function}({call.args[0]}) needs a numeric, DATE or TIMESTAMP argument, {got}"
+        )
 
 
 def plan(call: WindowCall, kind: str | None, *, prefer_naive: bool = False) -> KernelChoice:
@@ -78,9 +100,16 @@ def plan(call: WindowCall, kind: str | None, *, prefer_naive: bool = False) -> K
         fn = ranking.KERNELS[call.function]
         return KernelChoice("index-arithmetic", lambda inp: fn(inp.layout, call))
     if info.kind is Kind.OFFSET:
-        return KernelChoice("index-arithmetic", lambda inp: positional.lag_lead(inp.values, inp.layout, call, inp.default))
+        return KernelChoice(
+            "index-arithmetic", lambda inp: positional.lag_lead(inp.values, inp.layout, call, inp.default)
+        )
     if info.kind is Kind.VALUE:
-        return _framed(call, KernelChoice("index-arithmetic", lambda inp: positional.value_function(inp.values, inp.frames, call)))
+        return _framed(
+            call,
+            KernelChoice(
+                "index-arithmetic", lambda inp: positional.value_function(inp.values, inp.frames, call)
+            ),
+        )
     user = user_aggregate_class(call.function)
     if user is not None or prefer_naive:
         agg = user() if user is not None else reference_aggregate(call)
@@ -89,7 +118,9 @@ def plan(call: WindowCall, kind: str | None, *, prefer_naive: bool = False) -> K
         fn = partial(_percentile, call)
     else:
         fn = aggregates.KERNELS.get(call.function) or holistic.KERNELS[call.function]
-    return _framed(call, KernelChoice(_AGG_NAMES[call.function], lambda inp: fn(inp.values, inp.mask, inp.frames)))
+    return _framed(
+        call, KernelChoice(_AGG_NAMES[call.function], lambda inp: fn(inp.values, inp.mask, inp.frames))
+    )
 
 
 def _percentile(call, values, mask, frames):
@@ -99,7 +130,9 @@ def _percentile(call, values, mask, frames):
 def _python_kernel(call: WindowCall, agg, force_naive: bool) -> KernelChoice:
     # a running frame (UNBOUNDED PRECEDING, nothing excluded) only ever adds rows: it slides
     # without retract
-    running = call.frame.start.kind is BoundKind.UNBOUNDED_PRECEDING and call.frame.exclude is Exclude.NO_OTHERS
+    running = (
+        call.frame.start.kind is BoundKind.UNBOUNDED_PRECEDING and call.frame.exclude is Exclude.NO_OTHERS
+    )
     if force_naive:
         kernel, name = python_aggregate.naive, "naive"
     elif python_aggregate.has(agg, "retract") or running:

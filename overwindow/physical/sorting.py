@@ -75,7 +75,9 @@ def _words(keys: list[tuple[np.ndarray, int]], limit: int) -> list[tuple[np.ndar
     return words
 
 
-def _stable_order(words: list[tuple[np.ndarray, int, int]], n: int, bits: int) -> tuple[np.ndarray, np.ndarray, bool]:
+def _stable_order(
+    words: list[tuple[np.ndarray, int, int]], n: int, bits: int
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """The stable sort permutation by ``words`` (major first), the major word in sorted order, and
     whether the minor word alone tells every row apart (a unique tiebreak such as an id: then every
     row is its own peer group).
@@ -131,7 +133,7 @@ def _major(words, sorted_word, keys, count: int) -> list[np.ndarray]:
             break
         sw = sorted_word(i)
         minor = 1
-        for _, k in keys[count:used + m]:
+        for _, k in keys[count : used + m]:
             minor *= k
         out.append(sw if minor == 1 else sw // minor)
         used += m
@@ -171,7 +173,9 @@ class Layout:
         return len(self.perm)
 
     @staticmethod
-    def build(partition: list[Values], order: list[tuple[Values, bool, bool]], n: int | None = None) -> "Layout":
+    def build(
+        partition: list[Values], order: list[tuple[Values, bool, bool]], n: int | None = None
+    ) -> Layout:
         if n is None:
             n = len(partition[0]) if partition else len(order[0][0]) if order else 0
         keys = [sort_codes(v, False, True) for v in partition] + [sort_codes(v, d, nf) for v, d, nf in order]
@@ -209,7 +213,7 @@ class Layout:
         )
 
     @staticmethod
-    def in_order(group_id: np.ndarray) -> "Layout":
+    def in_order(group_id: np.ndarray) -> Layout:
         """The layout of rows that are already one partition in ORDER BY order, from each row's peer
         group number (0, 1, ..., non-decreasing): what a caller that keeps its rows sorted (a
         streaming buffer) knows without a sort. O(n).
@@ -223,9 +227,17 @@ class Layout:
         first = np.ones(n, dtype=bool)  # row i starts a peer group
         np.not_equal(group_id[1:], group_id[:-1], out=first[1:])
         starts = np.flatnonzero(first)
-        return Layout(perm=np.arange(n), part_id=zeros, part_start=zeros, part_end=np.full(n, n, dtype=np.int64),
-                      group_id=group_id, group_start=starts, group_end=np.append(starts[1:], n) if n else starts,
-                      part_bounds=np.array([0, n] if n else [0], dtype=np.int64), identity=True)
+        return Layout(
+            perm=np.arange(n),
+            part_id=zeros,
+            part_start=zeros,
+            part_end=np.full(n, n, dtype=np.int64),
+            group_id=group_id,
+            group_start=starts,
+            group_end=np.append(starts[1:], n) if n else starts,
+            part_bounds=np.array([0, n] if n else [0], dtype=np.int64),
+            identity=True,
+        )
 
     def sorted(self, array: pa.Array) -> Values:
         """The column in this layout's row order."""

@@ -37,7 +37,8 @@ class Values:
 
     Views: ``valid`` (not NULL), ``numbers`` (int64 or float64, NULL as 0; dates as days, timestamps in
     their unit), ``codes`` (dense rank among the sorted distinct values, NaN greatest, NULL -1) with
-    ``uniques`` (the distinct values, sorted). Each view costs one pass (codes: one sort of the distinct values).
+    ``uniques`` (the distinct values, sorted). Each view costs one pass (codes: one sort of the distinct
+    values).
 
     DECIMAL and UINT64 values do not all fit ``numbers`` (float64 for both): there ``exact_numbers``
     is False, ``numbers`` serves arithmetic only (sum, avg, variances, percentile_cont: DOUBLE
@@ -141,7 +142,11 @@ class Values:
         mask = missing if missing.any() else None
         if len(self.array) == 0:
             return pa.nulls(len(index), self.type)
-        if self.array.null_count == 0 and self.kind in ("int", "float", "date", "timestamp") and self.exact_numbers:
+        if (
+            self.array.null_count == 0
+            and self.kind in ("int", "float", "date", "timestamp")
+            and self.exact_numbers
+        ):
             # numbers without NULLs: a numpy gather, half the fixed cost of Arrow's take on the
             # short columns streaming steps evaluate per key
             numbers = self.array.to_numpy(zero_copy_only=False)

@@ -65,40 +65,88 @@ def replay_files(incoming: str) -> int:
     """Write the plant sample as one CSV file per month, oldest first."""
     table = pv.read_csv(sample_path()).to_pandas()
     months = sorted(set(table["date"].astype(str).str[:7]))
-    return _write_files(incoming, [
-        (f"plant-{month}", table[table["date"].astype(str).str.startswith(month)].rename(columns={"date": "day"}))
-        for month in months])
+    return _write_files(
+        incoming,
+        [
+            (
+                f"plant-{month}",
+                table[table["date"].astype(str).str.startswith(month)].rename(columns={"date": "day"}),
+            )
+            for month in months
+        ],
+    )
 
 
 def replay_ticks(incoming: str) -> int:
     """Write the tick sample in feed order (not sorted: late ticks stay late), 400 ticks per file."""
-    text = pv.read_csv(sample_path("stock_ticks"), convert_options=pv.ConvertOptions(
-        column_types={"ts": "string"})).to_pandas()
-    return _write_files(incoming, [(f"ticks-{i // TICKS_PER_FILE:03d}", text.iloc[i:i + TICKS_PER_FILE])
-                                   for i in range(0, len(text), TICKS_PER_FILE)])
+    text = pv.read_csv(
+        sample_path("stock_ticks"), convert_options=pv.ConvertOptions(column_types={"ts": "string"})
+    ).to_pandas()
+    return _write_files(
+        incoming,
+        [
+            (f"ticks-{i // TICKS_PER_FILE:03d}", text.iloc[i : i + TICKS_PER_FILE])
+            for i in range(0, len(text), TICKS_PER_FILE)
+        ],
+    )
 
 
-def _view(out: str, name: str, schema: str, watermark: dict, calls: list[str], row_key: list[str],
-          partition: str, table: str) -> View:
+def _view(
+    out: str,
+    name: str,
+    schema: str,
+    watermark: dict,
+    calls: list[str],
+    row_key: list[str],
+    partition: str,
+    table: str,
+) -> View:
     return View(
         path=os.path.join(out, f"{name}.toml"),
-        source={"format": "files", "path": os.path.join(out, "incoming", name), "file_format": "csv",
-                "schema": schema, "max_files_per_trigger": 1},
-        watermark=watermark, partition_by=[partition], calls=calls, emit="on_window_close", row_key=row_key,
-        op_column=None, sink={"kind": "sqlite", "path": os.path.join(out, DATABASE), "table": table},
+        source={
+            "format": "files",
+            "path": os.path.join(out, "incoming", name),
+            "file_format": "csv",
+            "schema": schema,
+            "max_files_per_trigger": 1,
+        },
+        watermark=watermark,
+        partition_by=[partition],
+        calls=calls,
+        emit="on_window_close",
+        row_key=row_key,
+        op_column=None,
+        sink={"kind": "sqlite", "path": os.path.join(out, DATABASE), "table": table},
         checkpoint=os.path.join(out, "checkpoint", name),
-        spec=OverWindow(*calls, emit="on_window_close", rowKey=row_key))
+        spec=OverWindow(*calls, emit="on_window_close", rowKey=row_key),
+    )
 
 
 def demo_view(out: str) -> View:
-    return _view(out, "plants", "plant STRING, day TIMESTAMP, mwh DOUBLE", {"column": "day", "delay": "1 day"},
-                 CALLS, ["plant", "day"], "plant", TABLE)
+    return _view(
+        out,
+        "plants",
+        "plant STRING, day TIMESTAMP, mwh DOUBLE",
+        {"column": "day", "delay": "1 day"},
+        CALLS,
+        ["plant", "day"],
+        "plant",
+        TABLE,
+    )
 
 
 def ticks_view(out: str) -> View:
     # ticks arrive up to 20 s late in the feed: a 30 s watermark delay keeps them all
-    return _view(out, "ticks", "symbol STRING, ts TIMESTAMP, trade_id BIGINT, price DOUBLE, volume BIGINT",
-                 {"column": "ts", "delay": "30 seconds"}, TICK_CALLS, ["trade_id"], "symbol", TICK_TABLE)
+    return _view(
+        out,
+        "ticks",
+        "symbol STRING, ts TIMESTAMP, trade_id BIGINT, price DOUBLE, volume BIGINT",
+        {"column": "ts", "delay": "30 seconds"},
+        TICK_CALLS,
+        ["trade_id"],
+        "symbol",
+        TICK_TABLE,
+    )
 
 
 def run_demo(out: str, quiet: bool = False) -> int:
@@ -111,12 +159,17 @@ def run_demo(out: str, quiet: bool = False) -> int:
             os.remove(path)
     plants, ticks = demo_view(out), ticks_view(out)
     files = replay_files(plants.source["path"])
-    print(f"overwindow demo 1/2: {files} monthly files of daily plant output -> {plants.sink['path']} (table {TABLE})")
+    print(
+        f"overwindow demo 1/2: {files} monthly files of daily plant output -> {plants.sink['path']} "
+        f"(table {TABLE})"
+    )
     for call in CALLS:
         print("  " + call)
     run_view(plants, once=True, quiet=quiet)
     con = sqlite3.connect(plants.sink["path"])
-    rows = con.execute(f'SELECT plant, day, mwh, avg_7d, q1_7d, q3_7d FROM "{TABLE}" ORDER BY plant, day').fetchall()
+    rows = con.execute(
+        f'SELECT plant, day, mwh, avg_7d, q1_7d, q3_7d FROM "{TABLE}" ORDER BY plant, day'
+    ).fetchall()
     print(f"\n{len(rows)} rows in the view; the last days of each plant:")
     print(f"{'plant':<10} {'day':<10} {'MWh':>10} {'7-day avg':>12} {'7-day Q1':>12} {'7-day Q3':>12}")
     for plant in sorted({r[0] for r in rows}):
@@ -126,21 +179,27 @@ def run_demo(out: str, quiet: bool = False) -> int:
     write_chart(rows, chart)
 
     files = replay_ticks(ticks.source["path"])
-    print(f"\noverwindow demo 2/2: {files} files of stock ticks in feed order -> {ticks.sink['path']} "
-          f"(table {TICK_TABLE})")
+    print(
+        f"\noverwindow demo 2/2: {files} files of stock ticks in feed order -> {ticks.sink['path']} "
+        f"(table {TICK_TABLE})"
+    )
     for call in TICK_CALLS:
         print("  " + call)
     run_view(ticks, once=True, quiet=quiet)
-    last = con.execute(f'SELECT symbol, ts, price, change, avg_5m, volume_5m FROM "{TICK_TABLE}" t WHERE ts = '
-                       f'(SELECT max(ts) FROM "{TICK_TABLE}" WHERE symbol = t.symbol) ORDER BY symbol').fetchall()
+    last = con.execute(
+        f'SELECT symbol, ts, price, change, avg_5m, volume_5m FROM "{TICK_TABLE}" t WHERE ts = '
+        f'(SELECT max(ts) FROM "{TICK_TABLE}" WHERE symbol = t.symbol) ORDER BY symbol'
+    ).fetchall()
     count = con.execute(f'SELECT count(*) FROM "{TICK_TABLE}"').fetchone()[0]
     con.close()
     print(f"\n{count} ticks in the view; the last of each symbol:")
     print(f"{'symbol':<7} {'time':<12} {'price':>9} {'change':>8} {'5-min avg':>10} {'5-min volume':>13}")
     for symbol, ts, price, change, avg, volume in last:
         print(f"{symbol:<7} {ts[11:23]:<12} {price:>9.2f} {change or 0:>+8.2f} {avg:>10.2f} {volume:>13,}")
-    print(f"\nchart: {chart}\nviews: {plants.sink['path']} (SQLite, tables {TABLE} and {TICK_TABLE}; "
-          "query it while a job runs)")
+    print(
+        f"\nchart: {chart}\nviews: {plants.sink['path']} (SQLite, tables {TABLE} and {TICK_TABLE}; "
+        "query it while a job runs)"
+    )
     return 0
 
 
@@ -158,7 +217,9 @@ def write_chart(rows, path: str) -> None:
         mine = [r for r in rows if r[0] == plant]
         days = [dt.date.fromisoformat(r[1][:10]) for r in mine]
         ax.scatter(days, [r[2] for r in mine], s=4, color="0.6", label="daily MWh")
-        ax.fill_between(days, [r[4] for r in mine], [r[5] for r in mine], alpha=0.3, label="7-day interquartile range")
+        ax.fill_between(
+            days, [r[4] for r in mine], [r[5] for r in mine], alpha=0.3, label="7-day interquartile range"
+        )
         ax.plot(days, [r[3] for r in mine], linewidth=1.5, label="7-day moving average")
         ax.set_title(plant)
         ax.set_ylabel("MWh")

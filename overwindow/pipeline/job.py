@@ -21,18 +21,23 @@ def local_spark(app: str = "overwindow"):
     if active is not None:
         return active
     builder = SparkSession.builder
-    if os.environ.get("OVERWINDOW_SPARK_PACKAGES"):  # e.g. Spark's Kafka connector, fetched from Maven Central
+    if os.environ.get(
+        "OVERWINDOW_SPARK_PACKAGES"
+    ):  # e.g. Spark's Kafka connector, fetched from Maven Central
         builder = builder.config("spark.jars.packages", os.environ["OVERWINDOW_SPARK_PACKAGES"])
-    spark = (builder.master(os.environ.get("OVERWINDOW_MASTER", "local[2]")).appName(app)
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
-             .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
-             .config("spark.sql.streaming.minBatchesToRetain", "10")
-             .config(*WORKER_WARNINGS)
-             .getOrCreate())
+    spark = (
+        builder.master(os.environ.get("OVERWINDOW_MASTER", "local[2]"))
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+        .config("spark.sql.streaming.minBatchesToRetain", "10")
+        .config(*WORKER_WARNINGS)
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -66,13 +71,18 @@ def kafka_options(view: View) -> dict:
     True
     """
     src = view.source
-    options = {"kafka.bootstrap.servers": src["bootstrap_servers"], "subscribe": src["topic"],
-               "startingOffsets": src["starting_offsets"]}
+    options = {
+        "kafka.bootstrap.servers": src["bootstrap_servers"],
+        "subscribe": src["topic"],
+        "startingOffsets": src["starting_offsets"],
+    }
     for key, value in src.get("options", {}).items():
         if isinstance(value, str) and value.startswith("env:"):
             if value[4:] not in os.environ:
-                raise ViewFileError(f"{view.path}: [source] options.{key} reads the environment variable "
-                                    f"{value[4:]}, which is not set")
+                raise ViewFileError(
+                    f"{view.path}: [source] options.{key} reads the environment variable "
+                    f"{value[4:]}, which is not set"
+                )
             value = os.environ[value[4:]]
         options[f"kafka.{key}"] = str(value)
     if src.get("max_offsets_per_trigger"):
@@ -97,9 +107,10 @@ def kafka_frame(spark, view: View):
                 raise
             if src["reader"] == "spark":
                 raise ViewFileError(
-                    f"{view.path}: [source] reader = \"spark\" needs Spark's Kafka connector; set "
+                    f'{view.path}: [source] reader = "spark" needs Spark\'s Kafka connector; set '
                     f"OVERWINDOW_SPARK_PACKAGES=org.apache.spark:spark-sql-kafka-0-10_2.13:{spark.version} "
-                    f"(or use reader = \"python\")") from None
+                    f'(or use reader = "python")'
+                ) from None
     spark.dataSource.register(kafka.KafkaDataSource)
     return spark.readStream.format(kafka.FORMAT).options(**options).load()
 
@@ -124,8 +135,10 @@ def sink_for(view: View):
     if kind == "postgres":
         dsn = os.environ.get(view.sink["dsn_env"])
         if not dsn:
-            raise ViewFileError(f"{view.path}: [sink] kind = \"postgres\" reads its connection string from the "
-                                f"environment variable {view.sink['dsn_env']}, which is not set")
+            raise ViewFileError(
+                f'{view.path}: [sink] kind = "postgres" reads its connection string from the '
+                f"environment variable {view.sink['dsn_env']}, which is not set"
+            )
         key = view.partition_by + (view.row_key or [ROW_ID])
         return PostgresSink(dsn, view.sink["table"], key, upsert=view.emit == "on_update")
     if kind == "console":
@@ -154,7 +167,9 @@ def start_view(spark, view: View, once: bool, quiet: bool):
         def write(batch_df, batch_id):
             rows_out[batch_id] = sink.apply(batch_df.toArrow(), batch_id)
 
-        writer = writer.foreachBatch(write).outputMode("append" if view.emit == "on_window_close" else "update")
+        writer = writer.foreachBatch(write).outputMode(
+            "append" if view.emit == "on_window_close" else "update"
+        )
     writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime="1 second")
     printer = None
     if not quiet:

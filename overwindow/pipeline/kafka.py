@@ -30,21 +30,23 @@ unchanged (``kafka.security.protocol``, ``kafka.sasl.*``, ...).
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 FORMAT = "overwindow_kafka"
-SCHEMA = ("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp TIMESTAMP, "
-          "timestampType INT")
+SCHEMA = (
+    "key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp TIMESTAMP, "
+    "timestampType INT"
+)
 _READ_TIMEOUT_S = 60.0
 _BATCH_ROWS = 10_000
 
 
 def _client_config(options: dict) -> dict:
     """confluent-kafka settings from the source's ``kafka.*`` options."""
-    config = {k[len("kafka."):]: v for k, v in options.items() if k.startswith("kafka.")}
+    config = {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
     if "bootstrap.servers" not in config:
         raise ValueError(f"the {FORMAT} source needs the option kafka.bootstrap.servers")
     return config
@@ -55,8 +57,15 @@ def _consumer(config: dict):
         from confluent_kafka import Consumer
     except ImportError:  # pragma: no cover - the extra is part of the test set-up
         raise ImportError("the Kafka source needs confluent-kafka: pip install 'overwindow[kafka]'") from None
-    return Consumer({**config, "group.id": config.get("group.id", "overwindow"), "enable.auto.commit": False,
-                     "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+    return Consumer(
+        {
+            **config,
+            "group.id": config.get("group.id", "overwindow"),
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
 
 
 def share_limit(start: dict[str, int], ends: dict[str, int], limit: int) -> dict[str, int]:
@@ -154,8 +163,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         if self.starting == "latest":
             return {"topic": self.topic, "partitions": self._log_ends({}, None)}
-        lows = {str(p): self._client().get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)[0]
-                for p in self._partitions()}
+        lows = {
+            str(p): self._client().get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)[0]
+            for p in self._partitions()
+        }
         return {"topic": self.topic, "partitions": lows}
 
     def getDefaultReadLimit(self):
@@ -176,14 +187,19 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _starts(self, offset: dict) -> dict[str, int]:
         if offset.get("topic") != self.topic:
-            raise RuntimeError(f"the checkpoint holds offsets of topic {offset.get('topic')!r}, not {self.topic!r}: "
-                               "use a new checkpoint to read another topic")
+            raise RuntimeError(
+                f"the checkpoint holds offsets of topic {offset.get('topic')!r}, not {self.topic!r}: "
+                "use a new checkpoint to read another topic"
+            )
         return {p: int(o) for p, o in offset["partitions"].items()}
 
     def partitions(self, start: dict, end: dict):
         begin, stop = self._starts(start), self._starts(end)
-        return [_Range(self.topic, int(p), begin.get(p, 0), e) for p, e in sorted(stop.items(), key=lambda i: int(i[0]))
-                if e > begin.get(p, 0)]
+        return [
+            _Range(self.topic, int(p), begin.get(p, 0), e)
+            for p, e in sorted(stop.items(), key=lambda i: int(i[0]))
+            if e > begin.get(p, 0)
+        ]
 
     def commit(self, end: dict) -> None:
         """Offsets live in Spark's checkpoint; nothing is committed to the broker."""
@@ -209,8 +225,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             while position < partition.end:
                 if time.monotonic() > deadline:
                     raise RuntimeError(
-                        f"could not read offsets {position}..{partition.end - 1} of Kafka topic {partition.topic} "
-                        f"partition {partition.partition} within {_READ_TIMEOUT_S:.0f} s (deleted by retention?)")
+                        f"could not read offsets {position}..{partition.end - 1} of Kafka topic "
+                        f"{partition.topic} partition {partition.partition} within {_READ_TIMEOUT_S:.0f} s "
+                        "(deleted by retention?)"
+                    )
                 for msg in consumer.consume(1000, timeout=1.0):
                     if msg.error() is not None:
                         if msg.error().code() == KafkaError._PARTITION_EOF:
@@ -218,14 +236,21 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                             if msg.offset() >= partition.end:
                                 position = partition.end
                             continue
-                        raise RuntimeError(f"Kafka error on {partition.topic}[{partition.partition}]: {msg.error()}")
+                        raise RuntimeError(
+                            f"Kafka error on {partition.topic}[{partition.partition}]: {msg.error()}"
+                        )
                     if msg.offset() < position or msg.offset() >= partition.end:
                         continue
                     position = msg.offset() + 1
                     kind, ms = msg.timestamp()
                     # librdkafka counts timestamp types from "not available" = 0; Kafka (and Spark) from -1
-                    for name, value in (("key", msg.key()), ("value", msg.value()), ("offset", msg.offset()),
-                                        ("timestamp", ms * 1000 if kind else None), ("timestampType", kind - 1)):
+                    for name, value in (
+                        ("key", msg.key()),
+                        ("value", msg.value()),
+                        ("offset", msg.offset()),
+                        ("timestamp", ms * 1000 if kind else None),
+                        ("timestampType", kind - 1),
+                    ):
                         columns[name].append(value)
                 if len(columns["offset"]) >= _BATCH_ROWS or (position >= partition.end and columns["offset"]):
                     yield _record_batch(pa, partition, columns)
@@ -237,11 +262,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 def _record_batch(pa, partition: _Range, columns: dict):
     n = len(columns["offset"])
     return pa.RecordBatch.from_arrays(
-        [pa.array(columns["key"], pa.binary()), pa.array(columns["value"], pa.binary()),
-         pa.array([partition.topic] * n, pa.string()), pa.array([partition.partition] * n, pa.int32()),
-         pa.array(columns["offset"], pa.int64()), pa.array(columns["timestamp"], pa.timestamp("us", tz="UTC")),
-         pa.array(columns["timestampType"], pa.int32())],
-        names=["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"])
+        [
+            pa.array(columns["key"], pa.binary()),
+            pa.array(columns["value"], pa.binary()),
+            pa.array([partition.topic] * n, pa.string()),
+            pa.array([partition.partition] * n, pa.int32()),
+            pa.array(columns["offset"], pa.int64()),
+            pa.array(columns["timestamp"], pa.timestamp("us", tz="UTC")),
+            pa.array(columns["timestampType"], pa.int32()),
+        ],
+        names=["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"],
+    )
 
 
 class KafkaDataSource(DataSource):

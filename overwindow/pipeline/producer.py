@@ -9,7 +9,8 @@ the topic. Needs ``pip install overwindow[kafka]`` (confluent-kafka).
 
     produce("localhost:9092", "ticks", sample="stock_ticks", partitions=3, rate=50)
 
->>> tick = {"symbol": "AAPL", "ts": "2024-03-15T13:30:10.492Z", "trade_id": 1000001, "price": 172.7, "volume": 200}
+>>> tick = {"symbol": "AAPL", "ts": "2024-03-15T13:30:10.492Z", "trade_id": 1000001, "price": 172.7,
+...         "volume": 200}
 >>> replayed(SAMPLES["stock_ticks"], [tick], pass_number=2)[0]
 {'symbol': 'AAPL', 'ts': '2024-03-17T13:30:10.492Z', 'trade_id': 1000003, 'price': 172.7, 'volume': 200}
 """
@@ -21,9 +22,9 @@ import datetime as dt
 import itertools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,16 @@ class Sample:
 
 
 SAMPLES = {
-    "stock_ticks": Sample("stock_ticks.csv", key="symbol", time="ts", ids=("trade_id",),
-                          types={"symbol": str, "ts": str, "trade_id": int, "price": float, "volume": int}),
-    "plant_daily": Sample("plant_daily.csv", key="plant", time="date",
-                          types={"plant": str, "date": str, "mwh": float}),
+    "stock_ticks": Sample(
+        "stock_ticks.csv",
+        key="symbol",
+        time="ts",
+        ids=("trade_id",),
+        types={"symbol": str, "ts": str, "trade_id": int, "price": float, "volume": int},
+    ),
+    "plant_daily": Sample(
+        "plant_daily.csv", key="plant", time="date", types={"plant": str, "date": str, "mwh": float}
+    ),
 }
 
 
@@ -53,7 +60,9 @@ def read_sample(sample: Sample) -> list[dict]:
     {'plant': 'Boston', 'date': '2019-01-02', 'mwh': 564337.0}
     """
     with resources.files("overwindow").joinpath(f"data/{sample.file}").open(newline="") as f:
-        return [{column: sample.types[column](text) for column, text in row.items()} for row in csv.DictReader(f)]
+        return [
+            {column: sample.types[column](text) for column, text in row.items()} for row in csv.DictReader(f)
+        ]
 
 
 def _day(text: str) -> dt.date:
@@ -72,7 +81,9 @@ def replayed(sample: Sample, records: list[dict], pass_number: int) -> list[dict
     if pass_number == 0:
         return records
     days = dt.timedelta(days=pass_number * _days_covered(sample, records)[1])
-    id_steps = {c: pass_number * (max(r[c] for r in records) - min(r[c] for r in records) + 1) for c in sample.ids}
+    id_steps = {
+        c: pass_number * (max(r[c] for r in records) - min(r[c] for r in records) + 1) for c in sample.ids
+    }
     out = []
     for record in records:
         moved = dict(record)
@@ -120,8 +131,14 @@ def next_pass(bootstrap_servers: str, topic: str, sample: Sample, records: list[
     where a restarted replay goes on, so its event times stay ahead of what a view has seen. E.g. 2
     after ``produce(..., passes=2)`` onto a new topic."""
     kafka = _confluent_kafka()
-    consumer = kafka.Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "overwindow-produce",
-                               "enable.auto.commit": False, "log_level": 2})
+    consumer = kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": "overwindow-produce",
+            "enable.auto.commit": False,
+            "log_level": 2,
+        }
+    )
     first, span = _days_covered(sample, records)
     latest = -1
     try:
@@ -141,9 +158,16 @@ def next_pass(bootstrap_servers: str, topic: str, sample: Sample, records: list[
     return latest + 1
 
 
-def produce(bootstrap_servers: str, topic: str, sample: str = "stock_ticks", partitions: int = 3,
-            rate: float | None = None, passes: int | None = 1, resume: bool = False,
-            report: Callable[[str], None] | None = None) -> int:
+def produce(
+    bootstrap_servers: str,
+    topic: str,
+    sample: str = "stock_ticks",
+    partitions: int = 3,
+    rate: float | None = None,
+    passes: int | None = 1,
+    resume: bool = False,
+    report: Callable[[str], None] | None = None,
+) -> int:
     """Replay a bundled sample onto ``topic`` (created with ``partitions`` if missing) as JSON
     messages, at most ``rate`` messages a second; ``passes=None`` replays until interrupted, and
     ``resume`` starts after the latest pass on the topic (see next_pass). The topic and each
@@ -155,10 +179,15 @@ def produce(bootstrap_servers: str, topic: str, sample: str = "stock_ticks", par
     first = next_pass(bootstrap_servers, topic, chosen, records) if resume else 0
     if report is not None:
         report(f"topic {topic} ({existing} partitions), {sample} from pass {first + 1}")
-    producer = kafka.Producer({
-        "bootstrap.servers": bootstrap_servers,
-        # Retries must not reorder a key's records; murmur2 places keys as Java clients do.
-        "enable.idempotence": True, "partitioner": "murmur2_random", "linger.ms": 20})
+    producer = kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            # Retries must not reorder a key's records; murmur2 places keys as Java clients do.
+            "enable.idempotence": True,
+            "partitioner": "murmur2_random",
+            "linger.ms": 20,
+        }
+    )
     failures: list = []
     delivered = 0
 
@@ -181,13 +210,17 @@ def produce(bootstrap_servers: str, topic: str, sample: str = "stock_ticks", par
                 if failures:
                     raise RuntimeError(f"Kafka refused a message on topic {topic!r}: {failures[0]}")
             if report is not None:
-                report(f"pass {pass_number + 1}: {len(current)} {sample} records from {current[0][chosen.time][:10]} "
-                       f"sent to {topic} ({sent} in all)")
+                report(
+                    f"pass {pass_number + 1}: {len(current)} {sample} records from "
+                    f"{current[0][chosen.time][:10]} sent to {topic} ({sent} in all)"
+                )
     finally:
         undelivered = producer.flush(30)
     if failures or undelivered:
-        raise RuntimeError(f"{len(failures) + undelivered} messages not delivered to topic {topic!r}"
-                           + (f": {failures[0]}" if failures else ""))
+        raise RuntimeError(
+            f"{len(failures) + undelivered} messages not delivered to topic {topic!r}"
+            + (f": {failures[0]}" if failures else "")
+        )
     return delivered
 
 

@@ -23,9 +23,11 @@ def progress_line(p, rows_out: int | None) -> str:
     seconds = (p.batchDuration or 0) / 1000
     out = "?" if rows_out is None else f"{rows_out:,}"
     bad = bad_records(p)
-    return (f"batch {p.batchId}: {p.numInputRows:,} rows in, {out} out, watermark {watermark}, "
-            f"{state_keys:,} keys ({state_bytes / 1e6:.1f} MB) in state, {late:,} late, {seconds:.2f} s"
-            + (f", {bad:,} bad records" if bad else ""))
+    return (
+        f"batch {p.batchId}: {p.numInputRows:,} rows in, {out} out, watermark {watermark}, "
+        f"{state_keys:,} keys ({state_bytes / 1e6:.1f} MB) in state, {late:,} late, {seconds:.2f} s"
+        + (f", {bad:,} bad records" if bad else "")
+    )
 
 
 class ProgressPrinter(StreamingQueryListener):
@@ -44,7 +46,9 @@ class ProgressPrinter(StreamingQueryListener):
         p = event.progress
         if self.query_id is not None and str(p.id) != self.query_id:
             return
-        print(progress_line(p, self.rows_out.pop(p.batchId, None)), file=self.stream or sys.stdout, flush=True)
+        print(
+            progress_line(p, self.rows_out.pop(p.batchId, None)), file=self.stream or sys.stdout, flush=True
+        )
         self.last_batch = p.batchId
 
     def drain(self, query, timeout: float = 5.0) -> None:

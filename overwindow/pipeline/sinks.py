@@ -42,15 +42,22 @@ def changes(records: list[dict], columns: list[str], key: list[str], convert) ->
 
 # column types by our type family (overwindow.physical.values.kind_of): (SQLite, PostgreSQL);
 # other families (strings, ...) are text, binary columns BLOB / bytea
-_SQL_TYPES = {"int": ("INTEGER", "bigint"), "bool": ("INTEGER", "boolean"), "float": ("REAL", "double precision"),
-              "timestamp": ("TEXT", "timestamp"), "date": ("TEXT", "date")}
+_SQL_TYPES = {
+    "int": ("INTEGER", "bigint"),
+    "bool": ("INTEGER", "boolean"),
+    "float": ("REAL", "double precision"),
+    "timestamp": ("TEXT", "timestamp"),
+    "date": ("TEXT", "date"),
+}
 
 
 def _sql_type(t: pa.DataType, postgres: bool) -> str:
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return "bytea" if postgres else "BLOB"
     if pa.types.is_decimal(t):  # every digit: a REAL holds 15, SQLite keeps longer ones as text
-        return f"numeric({t.precision}, {t.scale})" if postgres else "NUMERIC" if t.precision <= 15 else "TEXT"
+        return (
+            f"numeric({t.precision}, {t.scale})" if postgres else "NUMERIC" if t.precision <= 15 else "TEXT"
+        )
     return _SQL_TYPES.get(kind_of(t), ("TEXT", "text"))[postgres]
 
 
@@ -83,7 +90,9 @@ class SqliteSink:
         if self.upsert:
             body += f", PRIMARY KEY ({', '.join(quote(k) for k in self.key)})"
         con.execute(f"CREATE TABLE IF NOT EXISTS {quote(self.table)} ({body})")
-        con.execute(f"CREATE TABLE IF NOT EXISTS {quote(BATCHES)} (view TEXT PRIMARY KEY, batch_id INTEGER NOT NULL)")
+        con.execute(
+            f"CREATE TABLE IF NOT EXISTS {quote(BATCHES)} (view TEXT PRIMARY KEY, batch_id INTEGER NOT NULL)"
+        )
 
     def apply(self, rows: pa.Table, batch_id: int) -> int:
         """Apply one micro-batch; returns the rows written (0 when the batch was applied before)."""
@@ -91,7 +100,9 @@ class SqliteSink:
         try:
             self._create(con, rows.schema)
             con.execute("BEGIN IMMEDIATE")
-            done = con.execute(f"SELECT batch_id FROM {quote(BATCHES)} WHERE view = ?", (self.table,)).fetchone()
+            done = con.execute(
+                f"SELECT batch_id FROM {quote(BATCHES)} WHERE view = ?", (self.table,)
+            ).fetchone()
             if done is not None and batch_id <= done[0]:
                 con.execute("ROLLBACK")
                 return 0
@@ -105,12 +116,19 @@ class SqliteSink:
                 if deletes:
                     con.executemany(f"DELETE FROM {quote(self.table)} WHERE {where}", deletes)
                 if upserts:
-                    con.executemany(f"INSERT OR REPLACE INTO {quote(self.table)} ({names}) VALUES ({marks})", upserts)
+                    con.executemany(
+                        f"INSERT OR REPLACE INTO {quote(self.table)} ({names}) VALUES ({marks})", upserts
+                    )
             else:
-                con.executemany(f"INSERT INTO {quote(self.table)} ({names}) VALUES ({marks})",
-                                changes(records, cols, self.key, _py)[0])
-            con.execute(f"INSERT INTO {quote(BATCHES)} (view, batch_id) VALUES (?, ?) "
-                        "ON CONFLICT(view) DO UPDATE SET batch_id = excluded.batch_id", (self.table, batch_id))
+                con.executemany(
+                    f"INSERT INTO {quote(self.table)} ({names}) VALUES ({marks})",
+                    changes(records, cols, self.key, _py)[0],
+                )
+            con.execute(
+                f"INSERT INTO {quote(BATCHES)} (view, batch_id) VALUES (?, ?) "
+                "ON CONFLICT(view) DO UPDATE SET batch_id = excluded.batch_id",
+                (self.table, batch_id),
+            )
             con.execute("COMMIT")
             return len(records)
         except BaseException:
@@ -152,15 +170,24 @@ class PostgresSink:
         names = [f.name for f in cols]
         table, batches = sql.Identifier(self.table), sql.Identifier(BATCHES)
         with psycopg.connect(self._dsn) as con, con.cursor() as cur:
-            body = sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(f.name),
-                                                              sql.SQL(_sql_type(f.type, postgres=True))) for f in cols)
+            body = sql.SQL(", ").join(
+                sql.SQL("{} {}").format(sql.Identifier(f.name), sql.SQL(_sql_type(f.type, postgres=True)))
+                for f in cols
+            )
             if self.upsert:
-                body = sql.SQL("{}, PRIMARY KEY ({})").format(body, sql.SQL(", ").join(map(sql.Identifier, self.key)))
+                body = sql.SQL("{}, PRIMARY KEY ({})").format(
+                    body, sql.SQL(", ").join(map(sql.Identifier, self.key))
+                )
             cur.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} ({})").format(table, body))
-            cur.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (view text PRIMARY KEY, batch_id bigint NOT NULL)")
-                        .format(batches))
+            cur.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {} (view text PRIMARY KEY, batch_id bigint NOT NULL)"
+                ).format(batches)
+            )
             con.commit()
-            cur.execute(sql.SQL("SELECT batch_id FROM {} WHERE view = %s FOR UPDATE").format(batches), (self.table,))
+            cur.execute(
+                sql.SQL("SELECT batch_id FROM {} WHERE view = %s FOR UPDATE").format(batches), (self.table,)
+            )
             done = cur.fetchone()
             if done is not None and batch_id <= done[0]:
                 con.rollback()
@@ -174,18 +201,33 @@ class PostgresSink:
                 if deletes:
                     cur.executemany(sql.SQL("DELETE FROM {} WHERE {}").format(table, where), deletes)
                 others = [c for c in names if c not in self.key]
-                update = sql.SQL(", ").join(sql.SQL("{} = EXCLUDED.{}").format(sql.Identifier(c), sql.Identifier(c))
-                                            for c in others) if others else None
+                update = (
+                    sql.SQL(", ").join(
+                        sql.SQL("{} = EXCLUDED.{}").format(sql.Identifier(c), sql.Identifier(c))
+                        for c in others
+                    )
+                    if others
+                    else None
+                )
                 conflict = sql.SQL(", ").join(map(sql.Identifier, self.key))
-                statement = sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) ").format(table, columns, marks, conflict)
+                statement = sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) ").format(
+                    table, columns, marks, conflict
+                )
                 statement += sql.SQL("DO UPDATE SET {}").format(update) if update else sql.SQL("DO NOTHING")
                 if upserts:
                     cur.executemany(statement, upserts)
             else:
-                cur.executemany(sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(table, columns, marks),
-                                changes(records, names, self.key, _pg)[0])
-            cur.execute(sql.SQL("INSERT INTO {} (view, batch_id) VALUES (%s, %s) ON CONFLICT (view) "
-                                "DO UPDATE SET batch_id = EXCLUDED.batch_id").format(batches), (self.table, batch_id))
+                cur.executemany(
+                    sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(table, columns, marks),
+                    changes(records, names, self.key, _pg)[0],
+                )
+            cur.execute(
+                sql.SQL(
+                    "INSERT INTO {} (view, batch_id) VALUES (%s, %s) ON CONFLICT (view) "
+                    "DO UPDATE SET batch_id = EXCLUDED.batch_id"
+                ).format(batches),
+                (self.table, batch_id),
+            )
             con.commit()
             return len(records)
 

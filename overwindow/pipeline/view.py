@@ -17,7 +17,9 @@ delay = "3 days"
 
 [view]
 partition_by = ["plant"]
-calls = ["avg(mwh) OVER (ORDER BY date RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING) AS avg7"]
+calls = [
+"avg(mwh) OVER (ORDER BY date RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING) AS avg7",
+]
 emit = "on_window_close"         # on_window_close | on_update
 row_key = ["plant", "date"]
 # state_layout = "chunked"       # on_update only: state in chunks (whole | chunked; see OverWindow)
@@ -114,7 +116,9 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         if value is None:
             raise ViewFileError(f"{where(section, key)}: missing; add {key} = ... under [{section}]")
         if not isinstance(value, kind):
-            raise ViewFileError(f"{where(section, key)}: expected {getattr(kind, '__name__', kind)}, got {value!r}")
+            raise ViewFileError(
+                f"{where(section, key)}: expected {getattr(kind, '__name__', kind)}, got {value!r}"
+            )
         if choices and value not in choices:
             raise ViewFileError(f"{where(section, key)}: must be one of {', '.join(choices)}, got {value!r}")
         return value
@@ -140,13 +144,19 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         source["reader"] = source.get("reader", "auto")
         for key, choices in (("starting_offsets", STARTING_OFFSETS), ("reader", KAFKA_READERS)):
             if source[key] not in choices:
-                raise ViewFileError(f"{where('source', key)}: must be one of {', '.join(choices)}, got {source[key]!r}")
+                raise ViewFileError(
+                    f"{where('source', key)}: must be one of {', '.join(choices)}, got {source[key]!r}"
+                )
         limit = source.get("max_offsets_per_trigger")
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0):
-            raise ViewFileError(f"{where('source', 'max_offsets_per_trigger')}: a positive number of records, got {limit!r}")
+            raise ViewFileError(
+                f"{where('source', 'max_offsets_per_trigger')}: a positive number of records, got {limit!r}"
+            )
         if not isinstance(source.get("options", {}), dict):
-            raise ViewFileError(f"{where('source', 'options')}: a table of Kafka client settings, "
-                                "e.g. options = { \"security.protocol\" = \"SSL\" }")
+            raise ViewFileError(
+                f"{where('source', 'options')}: a table of Kafka client settings, "
+                'e.g. options = { "security.protocol" = "SSL" }'
+            )
     watermark = doc.get("watermark")
     if watermark is not None:
         need("watermark", "column")
@@ -164,22 +174,33 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     row_key = [row_key] if isinstance(row_key, str) else row_key
     op_column = view.get("op_column")
     try:
-        spec = OverWindow(*calls, emit=emit, rowKey=row_key, opColumn=op_column,
-                          stateLayout=view.get("state_layout", "whole"))
+        spec = OverWindow(
+            *calls,
+            emit=emit,
+            rowKey=row_key,
+            opColumn=op_column,
+            stateLayout=view.get("state_layout", "whole"),
+        )
     except WindowSpecError as e:
         raise ViewFileError(f"{where('view', 'calls')}: {e}") from None
     if emit == "on_window_close" and watermark is None:
-        raise ViewFileError(f"{path}: emit = \"on_window_close\" needs a [watermark] section on the ORDER BY column "
-                            f"{spec.order_column!r}")
+        raise ViewFileError(
+            f'{path}: emit = "on_window_close" needs a [watermark] section on the ORDER BY column '
+            f"{spec.order_column!r}"
+        )
     sink = dict(doc.get("sink", {}))
     sink["kind"] = need("sink", "kind", str, SINKS)
     if sink["kind"] in ("sqlite", "parquet"):
         sink["path"] = local(need("sink", "path"))
     if sink["kind"] == "parquet" and emit != "on_window_close":
-        raise ViewFileError(f"{where('sink', 'kind')}: a Parquet sink only appends; use it with emit = \"on_window_close\"")
+        raise ViewFileError(
+            f'{where("sink", "kind")}: a Parquet sink only appends; use it with emit = "on_window_close"'
+        )
     if sink["kind"] in ("sqlite", "postgres"):
         sink["table"] = need("sink", "table")
     if sink["kind"] == "postgres":
         sink["dsn_env"] = sink.get("dsn_env", "OVERWINDOW_POSTGRES_DSN")
     checkpoint = local(need("sink", "checkpoint"))
-    return View(path, source, watermark, partition_by, calls, emit, row_key, op_column, sink, checkpoint, spec)
+    return View(
+        path, source, watermark, partition_by, calls, emit, row_key, op_column, sink, checkpoint, spec
+    )

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,10 @@ from overwindow.streaming.driver import machine_for
 # PySpark's applyInPandasWithState pads its output with empty rows through pd.concat, which warns on
 # every call under pandas 2.x: noise, not a problem of the query. Sessions that run overWindow set
 # this on their workers (spark.executorEnv.PYTHONWARNINGS).
-WORKER_WARNINGS = ("spark.executorEnv.PYTHONWARNINGS", "ignore:The behavior of DataFrame concatenation:FutureWarning")
+WORKER_WARNINGS = (
+    "spark.executorEnv.PYTHONWARNINGS",
+    "ignore:The behavior of DataFrame concatenation:FutureWarning",
+)
 
 log = logging.getLogger("overwindow")
 _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
@@ -45,8 +48,14 @@ def _arrow_schema(struct) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     schema = to_arrow_schema(struct, timezone="UTC")
-    return pa.schema([pa.field(f.name, pa.timestamp(f.type.unit) if pa.types.is_timestamp(f.type) else f.type,
-                               f.nullable) for f in schema])
+    return pa.schema(
+        [
+            pa.field(
+                f.name, pa.timestamp(f.type.unit) if pa.types.is_timestamp(f.type) else f.type, f.nullable
+            )
+            for f in schema
+        ]
+    )
 
 
 def _output_struct(input_struct, output: pa.Schema):
@@ -56,8 +65,14 @@ def _output_struct(input_struct, output: pa.Schema):
     from pyspark.sql.types import StructField, StructType
 
     given = {f.name: f for f in input_struct.fields}
-    return StructType([given[f.name] if f.name in given else
-                       StructField(f.name, from_arrow_type(f.type, prefer_timestamp_ntz=False), True) for f in output])
+    return StructType(
+        [
+            given[f.name]
+            if f.name in given
+            else StructField(f.name, from_arrow_type(f.type, prefer_timestamp_ntz=False), True)
+            for f in output
+        ]
+    )
 
 
 def check_watermark(df, spec: OverWindow) -> str:
@@ -67,7 +82,8 @@ def check_watermark(df, spec: OverWindow) -> str:
     if "spark.watermarkDelayMs" not in df.schema[col].metadata:
         raise WindowSpecError(
             f"emit on window close needs a watermark on the ORDER BY column `{col}`: "
-            f"call df.withWatermark('{col}', '<delay>') before groupBy(...).overWindow(...)")
+            f"call df.withWatermark('{col}', '<delay>') before groupBy(...).overWindow(...)"
+        )
     return col
 
 
@@ -84,8 +100,11 @@ def over_window(grouped, spec: OverWindow):
         watermarked, mode, timeout = True, "append", GroupStateTimeout.EventTimeTimeout
     else:
         order = spec.order_column
-        watermarked = bool(order) and "spark.watermarkDelayMs" in df.schema[
-            resolve_column(_arrow_schema(df.schema).empty_table(), order)].metadata
+        watermarked = (
+            bool(order)
+            and "spark.watermarkDelayMs"
+            in df.schema[resolve_column(_arrow_schema(df.schema).empty_table(), order)].metadata
+        )
         mode, timeout = "update", GroupStateTimeout.NoTimeout
     input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
     input_schema = _arrow_schema(input_struct)
@@ -96,8 +115,9 @@ def over_window(grouped, spec: OverWindow):
     run = _Runner(spec, input_schema, tz, watermarked)
     if spec.state_layout == "chunked":
         _check_chunked_session(df.sparkSession)
-        return grouped.transformWithStateInPandas(_chunked_processor(run), output_struct, "Update",
-                                                  "EventTime" if watermarked else "None")
+        return grouped.transformWithStateInPandas(
+            _chunked_processor(run), output_struct, "Update", "EventTime" if watermarked else "None"
+        )
     state_struct = StructType([StructField("state", BinaryType(), False)])
     return grouped.applyInPandasWithState(run, output_struct, state_struct, mode, timeout)
 
@@ -119,11 +139,14 @@ def _check_chunked_session(session) -> None:
     if not provider.endswith("RocksDBStateStoreProvider"):
         raise WindowSpecError(
             "stateLayout='chunked' runs on Spark's transformWithStateInPandas, which needs the RocksDB state "
-            f"store: spark.conf.set('spark.sql.streaming.stateStore.providerClass', '{ROCKSDB}') before starting "
-            f"the query (this session uses {provider or 'the default HDFS-backed store'})")
+            f"store: spark.conf.set('spark.sql.streaming.stateStore.providerClass', '{ROCKSDB}') before "
+            f"starting the query (this session uses {provider or 'the default HDFS-backed store'})"
+        )
     if importlib.util.find_spec("google.protobuf") is None:
-        raise WindowSpecError("stateLayout='chunked' runs on Spark's transformWithStateInPandas, which needs the "
-                              "'protobuf' package: pip install protobuf")
+        raise WindowSpecError(
+            "stateLayout='chunked' runs on Spark's transformWithStateInPandas, which needs the "
+            "'protobuf' package: pip install protobuf"
+        )
 
 
 class _Runner:
@@ -212,8 +235,15 @@ def _chunked_processor(runner: _Runner):
         def init(self, handle):
             self.index = handle.getValueState("index", binary)
             self.chunks = handle.getMapState("chunks", StructType([StructField("chunk", LongType())]), binary)
-            self.rows = handle.getMapState("rows", StructType([StructField("row", LongType())]),
-                                           StructType([StructField("chunk", LongType())])) if runner.spec.row_key else None
+            self.rows = (
+                handle.getMapState(
+                    "rows",
+                    StructType([StructField("row", LongType())]),
+                    StructType([StructField("chunk", LongType())]),
+                )
+                if runner.spec.row_key
+                else None
+            )
 
         def handleInputRows(self, key, rows, timerValues):
             wm_ms = timerValues.getCurrentWatermarkInMs() if runner.watermarked else None
@@ -280,8 +310,13 @@ def _to_arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
         arrays = [frame[f.name].to_numpy() for f in schema]
     else:
         arrays = [get(i) for i in found]
-    return pa.Table.from_arrays([pa.array(np.asarray(a) if isinstance(a.dtype, np.dtype) else a, type=f.type,
-                                          from_pandas=True) for a, f in zip(arrays, schema)], schema=schema)
+    return pa.Table.from_arrays(
+        [
+            pa.array(np.asarray(a) if isinstance(a.dtype, np.dtype) else a, type=f.type, from_pandas=True)
+            for a, f in zip(arrays, schema)
+        ],
+        schema=schema,
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -317,10 +352,19 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     """
     names = tuple(table.column_names)
     if not any(map(_pandas_typed, table.schema.types)) and hasattr(pd.DataFrame, "_from_arrays"):
-        return pd.DataFrame._from_arrays([col.to_numpy() for col in table.columns], columns=_column_index(names),
-                                         index=pd.RangeIndex(table.num_rows), verify_integrity=False)
-    return pd.DataFrame({name: col.to_pandas() if _pandas_typed(col.type) else col.to_numpy()
-                         for name, col in zip(names, table.columns)}, copy=False)
+        return pd.DataFrame._from_arrays(
+            [col.to_numpy() for col in table.columns],
+            columns=_column_index(names),
+            index=pd.RangeIndex(table.num_rows),
+            verify_integrity=False,
+        )
+    return pd.DataFrame(
+        {
+            name: col.to_pandas() if _pandas_typed(col.type) else col.to_numpy()
+            for name, col in zip(names, table.columns)
+        },
+        copy=False,
+    )
 
 
 def _pandas_typed(t: pa.DataType) -> bool:
@@ -354,6 +398,8 @@ def _whole_stream(df, spec: OverWindow):
     """``df.overWindow(spec)`` without groupBy: the whole stream is one partition."""
     from pyspark.sql import functions as F
 
-    log.warning("overwindow: overWindow without groupBy puts the whole stream in one partition on one "
-                "executor; group by a key where you can")
+    log.warning(
+        "overwindow: overWindow without groupBy puts the whole stream in one partition on one "
+        "executor; group by a key where you can"
+    )
     return over_window(df.withColumn(_ALL, F.lit(0)).groupBy(_ALL), spec)

@@ -1,1 +1,4 @@
-"""Streaming state machines: pure Python, no Spark. ``step(state, rows, watermark) -> (state, output, wakeup)``."""
+"""Streaming state machines: pure Python, no Spark.
+
+``step(state, rows, watermark) -> (state, output, wakeup)``.
+"""

@@ -28,8 +28,15 @@ to one end of the partition.
 
 >>> import pyarrow as pa
 >>> from overwindow.spec import OverWindow
->>> m = ChunkedOnUpdate(OnUpdate(OverWindow("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s", emit="on_update", stateLayout="chunked"),
-...                              pa.schema([("t", pa.int64()), ("x", pa.int64())])), rows_per_chunk=2)
+>>> m = ChunkedOnUpdate(
+...     OnUpdate(
+...         OverWindow(
+...             "sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s", emit="on_update", stateLayout="chunked"
+...         ),
+...         pa.schema([("t", pa.int64()), ("x", pa.int64())]),
+...     ),
+...     rows_per_chunk=2,
+... )
 >>> store = MemoryChunks()
 >>> m.step(store, pa.table({"t": [1, 2, 3], "x": [10, 20, 30]})).output.column("s").to_pylist()
 [10, 30, 50]
@@ -143,16 +150,19 @@ class ChunkedOnUpdate:
         tables, meta = decode(data, INDEX_KIND)
         index = tables["index"].combine_chunks()
         firsts = index.drop_columns([_CHUNK, _ROWS])
-        return [_Chunk(int(c), int(n), firsts.slice(i, 1)) for i, (c, n) in
-                enumerate(zip(index.column(_CHUNK).to_pylist(), index.column(_ROWS).to_pylist()))], meta
+        return [
+            _Chunk(int(c), int(n), firsts.slice(i, 1))
+            for i, (c, n) in enumerate(zip(index.column(_CHUNK).to_pylist(), index.column(_ROWS).to_pylist()))
+        ], meta
 
     def _write(self, store: ChunkStore, chunks: list[_Chunk], meta: dict) -> None:
         for c in chunks:
             if c.dirty:
                 store.write_chunk(c.id, self.machine.encode(c.rows, c.results, {}))
         firsts = pa.concat_tables([c.first for c in chunks]) if chunks else self.machine.empty_rows()
-        index = firsts.append_column(_CHUNK, pa.array([c.id for c in chunks], pa.int64())) \
-            .append_column(_ROWS, pa.array([c.n for c in chunks], pa.int64()))
+        index = firsts.append_column(_CHUNK, pa.array([c.id for c in chunks], pa.int64())).append_column(
+            _ROWS, pa.array([c.n for c in chunks], pa.int64())
+        )
         store.write_index(encode({"index": index}, meta, INDEX_KIND))
 
     def held_rows(self, store: ChunkStore) -> int:
@@ -181,7 +191,9 @@ class ChunkedOnUpdate:
         changed_ids = np.concatenate([deletes, ins_ids])
         if self.tracks_ids and len(changed_ids):
             position = {c.id: p for p, c in enumerate(chunks)}
-            held_at = np.array([position.get(c, -1) for c in store.find_rows(changed_ids).tolist()], dtype=np.int64)
+            held_at = np.array(
+                [position.get(c, -1) for c in store.find_rows(changed_ids).tolist()], dtype=np.int64
+            )
         ins_at = np.zeros(ins.num_rows, dtype=np.int64)
         if chunks and ins.num_rows:
             firsts = self._firsts(chunks)
@@ -190,9 +202,13 @@ class ChunkedOnUpdate:
             ins_at = np.maximum(before - 1, 0)
         outputs, recomputed, forget, place = [], 0, [], []
         evicted = np.zeros(0, dtype=np.int64)
-        spans = self._spans(chunks, np.union1d(ins_at, held_at[held_at >= 0]) if chunks else np.zeros(0, np.int64))
+        spans = self._spans(
+            chunks, np.union1d(ins_at, held_at[held_at >= 0]) if chunks else np.zeros(0, np.int64)
+        )
         if not chunks and ins.num_rows:
-            chunks = [_Chunk(self._new_id(meta), 0, ins.slice(0, 1), m.empty_rows(), m.results_schema.empty_table())]
+            chunks = [
+                _Chunk(self._new_id(meta), 0, ins.slice(0, 1), m.empty_rows(), m.results_schema.empty_table())
+            ]
             spans = [[0, 0]]
         done_spans: list[tuple[list[int], Applied, np.ndarray]] = []
         while spans:
@@ -201,7 +217,9 @@ class ChunkedOnUpdate:
             # rows held here that the batch deletes or replaces (with a row key; else found by position)
             gone = changed_ids[(held_at >= a) & (held_at <= b)] if len(held_at) else np.zeros(0, np.int64)
             try:
-                done = self._apply(store, chunks, a, b, meta, ins.filter(pa.array(in_span)), gone, None, ins_ids)
+                done = self._apply(
+                    store, chunks, a, b, meta, ins.filter(pa.array(in_span)), gone, None, ins_ids
+                )
             except NeedRows as short:
                 spans[0] = _widened(a, b, short, len(chunks))
                 self._absorb(spans, done_spans)
@@ -223,9 +241,18 @@ class ChunkedOnUpdate:
         self._write(store, chunks, meta)
         outputs = [o for o in outputs if o.num_rows]
         output = pa.concat_tables(outputs[::-1]) if outputs else m.output_schema.empty_table()
-        return Step(None, output, None, late,
-                    {"recomputed_rows": recomputed, "state_rows": sum(c.n for c in chunks), "bad_rows": bad,
-                     "late_rows_total": meta["late_rows"]})
+        return Step(
+            None,
+            output,
+            None,
+            late,
+            {
+                "recomputed_rows": recomputed,
+                "state_rows": sum(c.n for c in chunks),
+                "bad_rows": bad,
+                "late_rows_total": meta["late_rows"],
+            },
+        )
 
     def _spans(self, chunks: list[_Chunk], at: np.ndarray) -> list[list[int]]:
         """[first, last] chunk positions to load for changes in chunks ``at``: each with enough
@@ -260,17 +287,18 @@ class ChunkedOnUpdate:
 
     def _apply(self, store, chunks, a, b, meta, ins, gone, watermark, elsewhere) -> Applied:
         """``OnUpdate.apply`` over chunks a..b concatenated."""
-        span = [self._load(store, c) for c in chunks[a:b + 1]]
+        span = [self._load(store, c) for c in chunks[a : b + 1]]
         rows = pa.concat_tables([c.rows for c in span])
         results = pa.concat_tables([c.results for c in span])
-        return self.machine.apply(rows, results, dict(meta), ins, gone, watermark,
-                                  (a > 0, b < len(chunks) - 1), elsewhere)
+        return self.machine.apply(
+            rows, results, dict(meta), ins, gone, watermark, (a > 0, b < len(chunks) - 1), elsewhere
+        )
 
     def _replace(self, chunks: list[_Chunk], a: int, b: int, done: Applied, meta: dict) -> tuple:
         """Put a span's new rows back as chunks a..b: each row stays in its old chunk, an insert joins
         the chunk of the row before it; chunks left empty go, chunks past twice the size split (new
         ids from ``meta``). Returns (identities, chunk ids) of rows now held in another chunk."""
-        sizes = np.array([c.n for c in chunks[a:b + 1]])
+        sizes = np.array([c.n for c in chunks[a : b + 1]])
         label_of_old = np.repeat(np.arange(b - a + 1), sizes)
         fo = done.from_old
         label = np.zeros(len(fo), dtype=np.int64)
@@ -285,7 +313,7 @@ class ChunkedOnUpdate:
         dirty |= (ends - starts) != sizes
         replacement, moved_ids, moved_to = [], [], []
         ids = done.rows.column(_ID).to_numpy()
-        for j, chunk in enumerate(chunks[a:b + 1]):
+        for j, chunk in enumerate(chunks[a : b + 1]):
             s, e = int(starts[j]), int(ends[j])
             if e == s:
                 continue
@@ -298,13 +326,17 @@ class ChunkedOnUpdate:
                 lo, hi = int(cuts[q]), int(cuts[q + 1])
                 cid = chunk.id if q == 0 else self._new_id(meta)
                 part = done.rows.slice(lo, hi - lo)
-                replacement.append(_Chunk(cid, hi - lo, part.slice(0, 1), part, done.results.slice(lo, hi - lo), True))
+                replacement.append(
+                    _Chunk(cid, hi - lo, part.slice(0, 1), part, done.results.slice(lo, hi - lo), True)
+                )
                 # rows now in this chunk that were not before: inserts, and split-off rows
                 new_here = (fo[lo:hi] < 0) | (q > 0)
                 moved_ids.append(ids[lo:hi][new_here])
                 moved_to.append(np.full(int(new_here.sum()), cid, dtype=np.int64))
-        chunks[a:b + 1] = replacement
-        return np.concatenate(moved_ids or [np.zeros(0, np.int64)]), np.concatenate(moved_to or [np.zeros(0, np.int64)])
+        chunks[a : b + 1] = replacement
+        return np.concatenate(moved_ids or [np.zeros(0, np.int64)]), np.concatenate(
+            moved_to or [np.zeros(0, np.int64)]
+        )
 
     def _evict(self, store: ChunkStore, chunks: list[_Chunk], meta: dict, watermark) -> np.ndarray:
         """Evict behind the watermark: ``OnUpdate.apply`` with no changes over the chunks around the
@@ -333,8 +365,9 @@ class ChunkedOnUpdate:
         dropped = sum(c.n for c in chunks[:a])
         gone = np.zeros(0, dtype=np.int64)
         if self.tracks_ids:  # the dropped chunks are read once, for the identities to forget
-            gone = np.concatenate([self._load(store, c).rows.column(_ID).to_numpy()
-                                   for c in chunks[:b + 1]])[:dropped + done.evicted]
+            gone = np.concatenate(
+                [self._load(store, c).rows.column(_ID).to_numpy() for c in chunks[: b + 1]]
+            )[: dropped + done.evicted]
         meta.update(done.meta)
         meta["evicted_rows"] += dropped
         del chunks[:a]
@@ -342,7 +375,9 @@ class ChunkedOnUpdate:
         return gone
 
     @staticmethod
-    def _update_ids(store: ChunkStore, forget: list[np.ndarray], place: list[tuple], evicted: np.ndarray) -> None:
+    def _update_ids(
+        store: ChunkStore, forget: list[np.ndarray], place: list[tuple], evicted: np.ndarray
+    ) -> None:
         """Tell the store where identities now are: rows deleted or evicted are forgotten, rows
         inserted or moved to another chunk placed (one store call per identity)."""
         empty = np.zeros(0, dtype=np.int64)

@@ -5,7 +5,11 @@ other key whose wakeup the watermark has passed steps with no rows (Spark's even
 
 >>> import pyarrow as pa
 >>> from overwindow.spec import OverWindow
->>> d = Driver(OverWindow("lag(x) OVER (ORDER BY t) AS p"), pa.schema([("k", pa.int64()), ("t", pa.int64()), ("x", pa.int64())]), ["k"])
+>>> d = Driver(
+...     OverWindow("lag(x) OVER (ORDER BY t) AS p"),
+...     pa.schema([("k", pa.int64()), ("t", pa.int64()), ("x", pa.int64())]),
+...     ["k"],
+... )
 >>> d.feed(pa.table({"k": [1, 1], "t": [1, 2], "x": [5, 6]}), watermark=1).to_pydict()
 {'k': [1], 't': [1], 'x': [5], 'p': [None]}
 """
@@ -18,7 +22,9 @@ import pyarrow as pa
 from overwindow.spec import OverWindow
 
 
-def machine_for(spec: OverWindow, schema: pa.Schema, watermarked: bool = False, rows_per_chunk: int | None = None):
+def machine_for(
+    spec: OverWindow, schema: pa.Schema, watermarked: bool = False, rows_per_chunk: int | None = None
+):
     """The state machine of the spec's emit mode and state layout (``rows_per_chunk``: the chunked
     layout's chunk size, None for its default)."""
     if spec.emit == "on_window_close":
@@ -39,8 +45,14 @@ class Driver:
     """Steps a machine per partition key; states in a dict (whole layout) or one MemoryChunks per
     key (chunked layout)."""
 
-    def __init__(self, spec: OverWindow, schema: pa.Schema, keys: list[str], watermarked: bool = False,
-                 rows_per_chunk: int | None = None):
+    def __init__(
+        self,
+        spec: OverWindow,
+        schema: pa.Schema,
+        keys: list[str],
+        watermarked: bool = False,
+        rows_per_chunk: int | None = None,
+    ):
         self.machine = machine_for(spec, schema, watermarked, rows_per_chunk)
         self.chunked = spec.state_layout == "chunked"
         self.recomputed_rows = 0
@@ -57,8 +69,12 @@ class Driver:
         if rows is not None and rows.num_rows:
             # each key's row numbers in arrival order, in one hash grouping (NULL keys group together)
             index = pa.array(np.arange(rows.num_rows))
-            groups = rows.select(self.keys).append_column("__ow_row", index) \
-                .group_by(self.keys, use_threads=False).aggregate([("__ow_row", "list")])
+            groups = (
+                rows.select(self.keys)
+                .append_column("__ow_row", index)
+                .group_by(self.keys, use_threads=False)
+                .aggregate([("__ow_row", "list")])
+            )
             members = groups.column("__ow_row_list").combine_chunks()
             for i, key in enumerate(groups.select(self.keys).to_pylist()):
                 k = tuple(key[c] for c in self.keys)
@@ -89,11 +105,12 @@ class Driver:
 
     def state_rows(self) -> int:
         """Rows held in all partitions' state (released and pending)."""
-        from overwindow.streaming.state import decode
-
         from overwindow.streaming import on_update, window_close
+        from overwindow.streaming.state import decode
 
         if self.chunked:
             return sum(self.machine.held_rows(s) for s in self.states.values())
-        kind = window_close.STATE_KIND if self.machine.spec.emit == "on_window_close" else on_update.STATE_KIND
+        kind = (
+            window_close.STATE_KIND if self.machine.spec.emit == "on_window_close" else on_update.STATE_KIND
+        )
         return sum(decode(s, kind)[0]["rows"].num_rows for s in self.states.values())

@@ -61,9 +61,21 @@ _ID = "__ow_id"  # 64-bit row identity kept in the state
 _RESULT = "__ow_result."  # prefix of the held results' columns in the state
 _WHOLE = {"ntile", "percent_rank", "cume_dist"}
 _TO_END = {"row_number", "rank", "dense_rank"}
-OPS = {"insert": "insert", "i": "insert", "+i": "insert", "c": "insert", "create": "insert", "r": "insert",
-       "delete": "delete", "d": "delete", "-d": "delete",
-       "update": "update", "u": "update", "+u": "update", "-u": "skip"}
+OPS = {
+    "insert": "insert",
+    "i": "insert",
+    "+i": "insert",
+    "c": "insert",
+    "create": "insert",
+    "r": "insert",
+    "delete": "delete",
+    "d": "delete",
+    "-d": "delete",
+    "update": "update",
+    "u": "update",
+    "+u": "update",
+    "-u": "skip",
+}
 _OP_CODES = {"insert": 0, "delete": 1, "update": 2, "skip": 3, "bad": 4}
 
 
@@ -114,11 +126,15 @@ class OnUpdate:
         self.row_key = tuple(resolve_column(empty, c) for c in spec.row_key) if spec.row_key else None
         orders = {c.order_by for c in spec.calls}
         if len(orders) > 1:
-            raise WindowSpecError("emit on update needs every call to share one ORDER BY; split calls with different "
-                                  "ORDER BY into separate overWindow views")
+            raise WindowSpecError(
+                "emit on update needs every call to share one ORDER BY; split calls with different "
+                "ORDER BY into separate overWindow views"
+            )
         (self.order_by,) = orders
-        self.order_cols = [resolve_column(empty, k.expr.columns()[0]) if len(k.expr.columns()) == 1 else None
-                           for k in self.order_by]
+        self.order_cols = [
+            resolve_column(empty, k.expr.columns()[0]) if len(k.expr.columns()) == 1 else None
+            for k in self.order_by
+        ]
         self.expressions = list(spec.expressions)
         data = self.schema.empty_table()
         results = project(data, self.expressions, evaluate_calls(data, self.expressions))
@@ -129,8 +145,13 @@ class OnUpdate:
         self.margin = _margin(spec.calls)
         # with a watermark on the single ascending ORDER BY column, rows far enough behind it are
         # evicted; functions of the whole partition (ntile, ...) keep every row
-        self.evicts = watermarked and len(self.order_by) == 1 and not self.order_by[0].descending \
-            and self.order_cols[0] is not None and not any(c.function in _WHOLE for c in spec.calls)
+        self.evicts = (
+            watermarked
+            and len(self.order_by) == 1
+            and not self.order_by[0].descending
+            and self.order_cols[0] is not None
+            and not any(c.function in _WHOLE for c in spec.calls)
+        )
 
     # -- identity and order --------------------------------------------------------------------
 
@@ -150,18 +171,24 @@ class OnUpdate:
         keys = []
         for k in self.order_by:
             arrays = [evaluate_expr(k.expr, t) for t in tables]
-            keys.append(sort_codes(Values(pa.chunked_array(arrays, type=arrays[0].type)), k.descending, k.nulls_first))
+            keys.append(
+                sort_codes(Values(pa.chunked_array(arrays, type=arrays[0].type)), k.descending, k.nulls_first)
+            )
         codes = _fold(keys, sum(sizes))
         ends = np.cumsum(sizes).tolist()
-        return [codes[e - n:e] for e, n in zip(ends, sizes)]
+        return [codes[e - n : e] for e, n in zip(ends, sizes)]
 
     def _full_order(self, table: pa.Table, codes: np.ndarray) -> np.ndarray:
         """The permutation sorting (a few) rows by ORDER BY codes, then the row key (else all
         columns), then identity: the state's order."""
-        ties = [sort_codes(Values(table.column(c)), False, True)[0] for c in (self.row_key or self.schema.names)]
+        ties = [
+            sort_codes(Values(table.column(c)), False, True)[0] for c in (self.row_key or self.schema.names)
+        ]
         return np.lexsort([table.column(_ID).to_numpy()] + ties[::-1] + [codes])
 
-    def merge(self, old: pa.Table, old_codes: np.ndarray, kept: np.ndarray, ins: pa.Table, ins_codes: np.ndarray):
+    def merge(
+        self, old: pa.Table, old_codes: np.ndarray, kept: np.ndarray, ins: pa.Table, ins_codes: np.ndarray
+    ):
         """Inserts sorted, and for each the number of kept old rows (``old`` at positions ``kept``,
         in order) sorting before it. Binary searches on the ORDER BY codes; only rows tied with an
         insert on ORDER BY are compared further. O(m log n + ties) for m inserts."""
@@ -182,7 +209,9 @@ class OnUpdate:
             at = np.flatnonzero(~is_kept)
             which = tied[perm[at] - len(near)]
             # minus the tied kept rows of smaller ORDER BY values, already counted in lo
-            before[which] = lo[which] + kept_ahead[at] - np.searchsorted(kept_codes[near], ins_codes[which], "left")
+            before[which] = (
+                lo[which] + kept_ahead[at] - np.searchsorted(kept_codes[near], ins_codes[which], "left")
+            )
         return ins, ins_codes, before
 
     # -- state ---------------------------------------------------------------------------------
@@ -190,8 +219,11 @@ class OnUpdate:
     def load(self, state):
         """(rows, their stored results, meta) of a partition's state (or of one chunk of it)."""
         if state is None:
-            return self.empty_rows(), self.results_schema.empty_table(), \
-                {"evicted_rows": 0, "evicted_groups": 0, "horizon": None, "late_rows": 0}
+            return (
+                self.empty_rows(),
+                self.results_schema.empty_table(),
+                {"evicted_rows": 0, "evicted_groups": 0, "horizon": None, "late_rows": 0},
+            )
         tables, meta = decode(state, STATE_KIND)
         held = tables["rows"].combine_chunks()
         n_data = len(self.schema) + 1
@@ -201,8 +233,10 @@ class OnUpdate:
     def encode(self, rows: pa.Table, results: pa.Table, meta: dict) -> bytes:
         """State bytes of held rows and their results: one table (one IPC stream), the rows, then the
         results under a prefix. ``load`` reads them back."""
-        held = pa.Table.from_arrays(rows.columns + results.columns,
-                                    names=rows.column_names + [_RESULT + n for n in results.column_names])
+        held = pa.Table.from_arrays(
+            rows.columns + results.columns,
+            names=rows.column_names + [_RESULT + n for n in results.column_names],
+        )
         return encode({"rows": held}, meta, STATE_KIND)
 
     def empty_rows(self) -> pa.Table:
@@ -218,13 +252,30 @@ class OnUpdate:
         ins, deletes, late, bad = self.changes(rows, meta)
         meta["late_rows"] += late
         done = self.apply(old, old_res, meta, ins, deletes, watermark)
-        return Step(self.encode(done.rows, done.results, done.meta), done.output, None, late,
-                    {"recomputed_rows": done.recomputed, "state_rows": done.rows.num_rows, "bad_rows": bad,
-                     "late_rows_total": done.meta["late_rows"]})
+        return Step(
+            self.encode(done.rows, done.results, done.meta),
+            done.output,
+            None,
+            late,
+            {
+                "recomputed_rows": done.recomputed,
+                "state_rows": done.rows.num_rows,
+                "bad_rows": bad,
+                "late_rows_total": done.meta["late_rows"],
+            },
+        )
 
-    def apply(self, old: pa.Table, old_res: pa.Table, meta: dict, ins: pa.Table, deletes: np.ndarray,
-              watermark=None, edges: tuple[bool, bool] = (False, False),
-              elsewhere: np.ndarray | None = None) -> "Applied":
+    def apply(
+        self,
+        old: pa.Table,
+        old_res: pa.Table,
+        meta: dict,
+        ins: pa.Table,
+        deletes: np.ndarray,
+        watermark=None,
+        edges: tuple[bool, bool] = (False, False),
+        elsewhere: np.ndarray | None = None,
+    ) -> Applied:
         """Apply inserts (rows with identities, from ``changes``) and deletes (identities) to the held
         rows ``old`` (sorted, with ``old_res``), then evict behind the watermark.
 
@@ -280,28 +331,46 @@ class OnUpdate:
                 moved[fresh[at >= 0]] = True
             out_parts.append(self._diff(new_vals, old, old_res, prev, moved))
             vals = new_vals.select(self.results_schema.names)
-            new_res = _scatter(new_res, new_rows, vals if vals.schema.equals(self.results_schema) else
-                               vals.cast(self.results_schema))
+            new_res = _scatter(
+                new_res,
+                new_rows,
+                vals if vals.schema.equals(self.results_schema) else vals.cast(self.results_schema),
+            )
         if len(removed):
             out_parts.append(self._deleted(old.take(pa.array(removed))))
         new, new_res, meta, evicted = self._evict(new, new_res, new_codes, meta, watermark, new_reach, edges)
         outputs = [p for p in out_parts if p is not None and p.num_rows]
         output = pa.concat_tables(outputs) if outputs else self.output_schema.empty_table()
-        return Applied(new, new_res, meta, output, from_old[evicted:], new_rows[new_rows >= evicted] - evicted,
-                       evicted, recomputed)
+        return Applied(
+            new,
+            new_res,
+            meta,
+            output,
+            from_old[evicted:],
+            new_rows[new_rows >= evicted] - evicted,
+            evicted,
+            recomputed,
+        )
 
     def changes(self, rows: pa.Table | None, meta):
         """(rows to insert with their identities, identities to delete, late rows, bad rows) from one
         batch of input (None: no rows); the last change of an identity in the batch wins."""
         if rows is None or rows.num_rows == 0:
             return self.empty_rows(), np.zeros(0, dtype=np.int64), 0, 0
-        insert, delete, bad_op, skip = _OP_CODES["insert"], _OP_CODES["delete"], _OP_CODES["bad"], _OP_CODES["skip"]
+        insert, delete, bad_op, skip = (
+            _OP_CODES["insert"],
+            _OP_CODES["delete"],
+            _OP_CODES["bad"],
+            _OP_CODES["skip"],
+        )
         ops = np.full(rows.num_rows, insert, dtype=np.int8)
         bad = 0
         if self.op is not None:
             raw = rows.column(self.op).to_pylist()
-            ops = np.array([_OP_CODES[OPS.get(str(o).lower(), "bad")] if o is not None else bad_op for o in raw],
-                           dtype=np.int8)
+            ops = np.array(
+                [_OP_CODES[OPS.get(str(o).lower(), "bad")] if o is not None else bad_op for o in raw],
+                dtype=np.int8,
+            )
             bad = int((ops == bad_op).sum())
         data = rows.select(self.schema.names)
         if not data.schema.equals(self.schema):
@@ -310,7 +379,9 @@ class OnUpdate:
         late = np.zeros(rows.num_rows, dtype=bool)
         if self.evicts:
             keys = Values(evaluate_expr(self.order_by[0].expr, data))
-            if data.column(self.order_cols[0]).null_count:  # a NULL event time has no place relative to the watermark
+            if data.column(
+                self.order_cols[0]
+            ).null_count:  # a NULL event time has no place relative to the watermark
                 null_key = ~keys.valid
                 bad += int((null_key & (ops != bad_op)).sum())
                 ops = np.where(null_key, bad_op, ops)
@@ -333,8 +404,13 @@ class OnUpdate:
 
     # -- the symmetric frame finder --------------------------------------------------------------
 
-    def _frames(self, table: pa.Table, codes: np.ndarray, around: np.ndarray,
-                edges: tuple[bool, bool] = (False, False)) -> "_Reach":
+    def _frames(
+        self,
+        table: pa.Table,
+        codes: np.ndarray,
+        around: np.ndarray,
+        edges: tuple[bool, bool] = (False, False),
+    ) -> _Reach:
         """The frame finder over a window around the positions ``around`` (sorted) wide enough for
         them (``_Reach.holds``): first ``_margin`` rows either side, four times wider on each miss;
         all of ``table`` when frames are unbounded. With ``edges`` (the partition goes on before /
@@ -357,7 +433,7 @@ class OnUpdate:
             raise NeedRows(*short)
         return reach
 
-    def _recompute(self, table: pa.Table, reach: "_Reach", ranges, meta) -> tuple[pa.Table | None, int]:
+    def _recompute(self, table: pa.Table, reach: _Reach, ranges, meta) -> tuple[pa.Table | None, int]:
         """Results of the rows in ``ranges``, computed on the slices ``[first_frame_start,
         last_frame_end)`` their frames need; ranges whose slices overlap or lie within ``_GAP``
         rows of each other share one slice (one kernel call costs more than a few more rows)."""
@@ -381,20 +457,26 @@ class OnUpdate:
             results = evaluate_calls(part, self.expressions, layout=layout)
             for call in self.spec.calls:
                 if call.function in _TO_END:  # positions count from the partition's first row
-                    add = fs + meta["evicted_rows"] if call.function != "dense_rank" else \
-                        int(reach.groups[fs]) + meta["evicted_groups"]
+                    add = (
+                        fs + meta["evicted_rows"]
+                        if call.function != "dense_rank"
+                        else int(reach.groups[fs]) + meta["evicted_groups"]
+                    )
                     results[call.alias] = pc.add(results[call.alias], add)
             done = project(part, self.expressions, results)
             if len(batch) == 1:  # one run: a zero-copy slice
                 lo, hi = ranges[batch[0]]
                 pieces.append(done.slice(lo - fs, hi - lo))
             else:
-                pieces.append(done.take(pa.array(np.concatenate([np.arange(*ranges[i]) for i in batch]) - fs)))
+                pieces.append(
+                    done.take(pa.array(np.concatenate([np.arange(*ranges[i]) for i in batch]) - fs))
+                )
             count += sum(ranges[i][1] - ranges[i][0] for i in batch)
         return pa.concat_tables(pieces), count
 
-    def _diff(self, new_vals: pa.Table, old: pa.Table, old_res: pa.Table, prev: np.ndarray,
-              moved: np.ndarray) -> pa.Table:
+    def _diff(
+        self, new_vals: pa.Table, old: pa.Table, old_res: pa.Table, prev: np.ndarray, moved: np.ndarray
+    ) -> pa.Table:
         """Upserts of the recomputed rows whose results differ from what the state held for their
         identity (``prev``: its old position, -1 for a new identity), or whose own columns an update
         changed (``moved``: the rows an update replaced; other held rows are unchanged copies)."""
@@ -407,14 +489,17 @@ class OnUpdate:
             if moved.any():
                 at = pa.array(np.maximum(prev[moved], 0))
                 for name in self.schema.names:
-                    same[moved] &= _equal(new_vals.column(name).take(pa.array(np.flatnonzero(moved))),
-                                          old.column(name).take(at))
+                    same[moved] &= _equal(
+                        new_vals.column(name).take(pa.array(np.flatnonzero(moved))), old.column(name).take(at)
+                    )
             changed = ~same
         return self._finish(new_vals if changed.all() else new_vals.filter(pa.array(changed)), "upsert")
 
     def _deleted(self, rows: pa.Table) -> pa.Table:
         for e in self.expressions:
-            rows = rows.append_column(e.alias, pa.nulls(rows.num_rows, self.output_schema.field(e.alias).type))
+            rows = rows.append_column(
+                e.alias, pa.nulls(rows.num_rows, self.output_schema.field(e.alias).type)
+            )
         return self._finish(rows, "delete")
 
     def _finish(self, rows: pa.Table, change: str) -> pa.Table:
@@ -426,8 +511,16 @@ class OnUpdate:
 
     # -- eviction ----------------------------------------------------------------------------
 
-    def _evict(self, table: pa.Table, results: pa.Table, codes: np.ndarray, meta: dict, watermark,
-               reach: "_Reach | None" = None, edges: tuple[bool, bool] = (False, False)):
+    def _evict(
+        self,
+        table: pa.Table,
+        results: pa.Table,
+        codes: np.ndarray,
+        meta: dict,
+        watermark,
+        reach: _Reach | None = None,
+        edges: tuple[bool, bool] = (False, False),
+    ):
         """Drop rows (and their results) that no later change can need: once rows are evicted, changes
         below the watermark are late, so every change lands at or after the first row at or above it
         (``first_live``); the rows such a change can affect start at the first row whose frame reaches
@@ -450,12 +543,20 @@ class OnUpdate:
         keep_from = min(first_live, reach.span(first, first + 1)[0]) if first < n else first_live
         if keep_from <= 0:
             return table, results, meta, 0
-        meta = dict(meta, evicted_rows=meta["evicted_rows"] + keep_from,
-                    evicted_groups=meta["evicted_groups"] + int(reach.groups[keep_from - 1]) + 1)
+        meta = dict(
+            meta,
+            evicted_rows=meta["evicted_rows"] + keep_from,
+            evicted_groups=meta["evicted_groups"] + int(reach.groups[keep_from - 1]) + 1,
+        )
         # later changes below the watermark are late: the frames they would need are gone
         horizon = int(watermark) if keys.kind != "float" else float(watermark)
         meta["horizon"] = max(horizon, meta["horizon"] if meta["horizon"] is not None else horizon)
-        return table.slice(keep_from).combine_chunks(), results.slice(keep_from).combine_chunks(), meta, keep_from
+        return (
+            table.slice(keep_from).combine_chunks(),
+            results.slice(keep_from).combine_chunks(),
+            meta,
+            keep_from,
+        )
 
     def _range_reach(self, watermark, kind: str) -> list:
         """Per RANGE call, the smallest key whose frame reaches a row at the ``watermark`` key (the
@@ -504,7 +605,9 @@ def _column_bits(a: pa.Array) -> np.ndarray:
         elif pa.types.is_unsigned_integer(t) and t.bit_width == 64:
             a = a.view(pa.int64())
         v = a.cast(pa.int64())
-        bits = np.asarray((v.fill_null(0) if v.null_count else v).to_numpy(zero_copy_only=False)).view(np.uint64)
+        bits = np.asarray((v.fill_null(0) if v.null_count else v).to_numpy(zero_copy_only=False)).view(
+            np.uint64
+        )
     else:
         import pandas as pd
 
@@ -609,15 +712,23 @@ class _Reach:
     ([[3], [5]], (2, 5), True)
     """
 
-    def __init__(self, table: pa.Table, calls, order_by, groups: np.ndarray, lo: int = 0, hi: int | None = None,
-                 edges: tuple[bool, bool] = (False, False)):
+    def __init__(
+        self,
+        table: pa.Table,
+        calls,
+        order_by,
+        groups: np.ndarray,
+        lo: int = 0,
+        hi: int | None = None,
+        edges: tuple[bool, bool] = (False, False),
+    ):
         self.n = len(groups)
         self.lo, self.hi = lo, self.n if hi is None else hi
         # whether rows go on before / after the window (of this table, or of the partition past it)
         self.open_lo, self.open_hi = self.lo > 0 or edges[0], self.hi < self.n or edges[1]
         self.groups = groups
         n = self.hi - lo  # window size: every array below is indexed from lo
-        local = groups[lo:self.hi] - (groups[lo] if n else 0)
+        local = groups[lo : self.hi] - (groups[lo] if n else 0)
         i = np.arange(n, dtype=np.int64)
         layout = Layout.in_order(local)
         g_start = layout.group_start[local]
@@ -642,7 +753,9 @@ class _Reach:
                     s, e = i, np.minimum(i - back + 1, n)
                 self._widen(s, e, s, e)
             else:
-                if call.frame.unit is FrameUnit.RANGE and (call.frame.start.has_offset or call.frame.end.has_offset):
+                if call.frame.unit is FrameUnit.RANGE and (
+                    call.frame.start.has_offset or call.frame.end.has_offset
+                ):
                     k = order_by[0]
                     key = Values(evaluate_expr(k.expr, table.slice(lo, n)))
                     frames = frame_bounds(layout, call.frame, key, k.descending, k.nulls_first)
@@ -686,8 +799,8 @@ class _Reach:
     def span(self, lo: int, hi: int) -> tuple[int, int]:
         """[first_frame_start, last_frame_end) of rows [lo, hi) (inside the window), widened to
         whole peer groups."""
-        fs = int(self.read_lo[lo - self.lo:hi - self.lo].min()) + self.lo
-        fe = int(self.read_hi[lo - self.lo:hi - self.lo].max()) + self.lo
+        fs = int(self.read_lo[lo - self.lo : hi - self.lo].min()) + self.lo
+        fe = int(self.read_hi[lo - self.lo : hi - self.lo].max()) + self.lo
         g = self.groups
         if fs < self.n:
             fs = int(np.searchsorted(g, g[fs], side="left"))
@@ -756,7 +869,9 @@ def _find(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 def _scatter(table: pa.Table, at: np.ndarray, rows: pa.Table) -> pa.Table:
     """``table`` with its rows at positions ``at`` (sorted, distinct) replaced by ``rows``. O(n).
 
-    >>> _scatter(pa.table({"a": [1, 2, 3]}), np.array([0, 2]), pa.table({"a": [7, 9]})).column("a").to_pylist()
+    >>> _scatter(
+    ...     pa.table({"a": [1, 2, 3]}), np.array([0, 2]), pa.table({"a": [7, 9]})
+    ... ).column("a").to_pylist()
     [7, 2, 9]
     """
     idx = np.arange(table.num_rows)

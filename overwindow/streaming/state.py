@@ -27,14 +27,18 @@ class StateFormatError(ValueError):
 def encode(tables: dict[str, pa.Table], meta: dict, kind: str) -> bytes:
     """One IPC stream per named table, concatenated with length prefixes; ``meta`` in the first.
     O(bytes); streaming steps encode small states per key and call, so the fixed cost counts."""
-    header = json.dumps({"version": FORMAT_VERSION, "kind": kind, "tables": list(tables), "meta": meta}).encode()
+    header = json.dumps(
+        {"version": FORMAT_VERSION, "kind": kind, "tables": list(tables), "meta": meta}
+    ).encode()
     parts = [len(header).to_bytes(4, "little"), header]
     for table in tables.values():
         # one record batch: a message per chunk costs more than the copy (none when already one chunk)
         table = table.combine_chunks()
         sink = pa.BufferOutputStream()
         # options given: the default reads two environment variables on every writer
-        with pa.ipc.RecordBatchStreamWriter(sink, table.schema.with_metadata({_KEY: b"1"}), options=_OPTIONS) as w:
+        with pa.ipc.RecordBatchStreamWriter(
+            sink, table.schema.with_metadata({_KEY: b"1"}), options=_OPTIONS
+        ) as w:
             w.write_table(table)
         stream = sink.getvalue()
         parts += [stream.size.to_bytes(8, "little"), stream]
@@ -47,7 +51,7 @@ def decode(data: bytes, kind: str, oldest: int = FORMAT_VERSION) -> tuple[dict[s
     view = memoryview(data)
     n = int.from_bytes(view[:4], "little")
     try:
-        header = json.loads(bytes(view[4:4 + n]))
+        header = json.loads(bytes(view[4 : 4 + n]))
     except ValueError:
         raise StateFormatError("not overwindow state") from None
     version = header.get("version")
@@ -55,13 +59,16 @@ def decode(data: bytes, kind: str, oldest: int = FORMAT_VERSION) -> tuple[dict[s
         accepted = f"{oldest} to {FORMAT_VERSION}" if oldest < FORMAT_VERSION else f"{FORMAT_VERSION}"
         raise StateFormatError(
             f"state written as {header.get('kind')!r} format {version}, this overwindow reads "
-            f"{kind!r} format {accepted}; start the query from a new checkpoint")
+            f"{kind!r} format {accepted}; start the query from a new checkpoint"
+        )
     pos = 4 + n
     tables = {}
     for name in header["tables"]:
-        size = int.from_bytes(view[pos:pos + 8], "little")
+        size = int.from_bytes(view[pos : pos + 8], "little")
         pos += 8
-        table = pa.ipc.RecordBatchStreamReader(pa.py_buffer(view[pos:pos + size]), options=_READ_OPTIONS).read_all()
+        table = pa.ipc.RecordBatchStreamReader(
+            pa.py_buffer(view[pos : pos + size]), options=_READ_OPTIONS
+        ).read_all()
         tables[name] = table.replace_schema_metadata(None)
         pos += size
     return tables, header["meta"]

@@ -20,7 +20,9 @@ Cost per step: O(b log b) for a buffer of b rows (frame reach plus unemitted row
 
 >>> import pyarrow as pa
 >>> from overwindow.spec import OverWindow
->>> m = WindowClose(OverWindow("lag(x) OVER (ORDER BY t) AS p"), pa.schema([("t", pa.int64()), ("x", pa.int64())]))
+>>> m = WindowClose(
+...     OverWindow("lag(x) OVER (ORDER BY t) AS p"), pa.schema([("t", pa.int64()), ("x", pa.int64())])
+... )
 >>> r = m.step(None, pa.table({"t": [1, 2, 3], "x": [10, 20, 30]}), watermark=2)
 >>> r.output.to_pydict()
 {'t': [1, 2], 'x': [10, 20], 'p': [None, 10]}
@@ -74,12 +76,15 @@ class WindowClose:
         self.order = resolve_column(empty, spec.order_column)
         kind = Values(empty.column(self.order)).kind
         if kind not in ("int", "float", "date", "timestamp"):
-            raise WindowSpecError(f"ORDER BY {self.order} must be a TIMESTAMP, DATE or number to follow a watermark, "
-                                  f"not {schema.field(self.order).type}")
+            raise WindowSpecError(
+                f"ORDER BY {self.order} must be a TIMESTAMP, DATE or number to follow a watermark, "
+                f"not {schema.field(self.order).type}"
+            )
         self.key_kind = kind
         identity = spec.row_key or tuple(schema.names)
         self.sort_keys = [(self.order, "ascending")] + [
-            (resolve_column(empty, c), "ascending") for c in identity if c != self.order]
+            (resolve_column(empty, c), "ascending") for c in identity if c != self.order
+        ]
         self.expressions = list(spec.expressions)
         self.output_schema = project(empty, self.expressions, evaluate_calls(empty, self.expressions)).schema
 
@@ -88,8 +93,15 @@ class WindowClose:
     def _load(self, state: bytes | None):
         """(rows, their ORDER BY key numbers, meta) of a partition's state."""
         if state is None:
-            meta = {"n_released": 0, "emitted": 0, "pruned_rows": 0, "pruned_groups": 0,
-                    "released_upto": None, "late_rows": 0, "pending_sorted": True}
+            meta = {
+                "n_released": 0,
+                "emitted": 0,
+                "pruned_rows": 0,
+                "pruned_groups": 0,
+                "released_upto": None,
+                "late_rows": 0,
+                "pending_sorted": True,
+            }
             empty = self.schema.empty_table()
             return empty, self._keys(empty), meta
         tables, meta = decode(state, STATE_KIND, oldest=1)  # formats 1 and 2 hold the same tables
@@ -135,8 +147,13 @@ class WindowClose:
         groups = peer_groups(keys[:n])
         out, upto = self._emit(table.slice(0, n), keys[:n], groups, meta)
         table, keys, meta = self._prune(table, keys, groups, meta, upto)
-        return Step(self._save(table, meta), out, self._wakeup(keys, meta), late,
-                    {"state_rows": table.num_rows, "late_rows_total": meta["late_rows"]})
+        return Step(
+            self._save(table, meta),
+            out,
+            self._wakeup(keys, meta),
+            late,
+            {"state_rows": table.num_rows, "late_rows_total": meta["late_rows"]},
+        )
 
     def _keys(self, table: pa.Table) -> np.ndarray:
         return key_numbers(Values(table.column(self.order)))
@@ -156,10 +173,14 @@ class WindowClose:
         order = np.argsort(pend_k, kind="stable")
         if not _increasing(pend_k[order]):
             order = pc.sort_indices(pending, sort_keys=self.sort_keys).to_numpy()
-        return (pa.concat_tables([table.slice(0, n_released), pending.take(order)]),
-                np.concatenate([keys[:n_released], pend_k[order]]))
+        return (
+            pa.concat_tables([table.slice(0, n_released), pending.take(order)]),
+            np.concatenate([keys[:n_released], pend_k[order]]),
+        )
 
-    def _emit(self, released: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: dict) -> tuple[pa.Table, int]:
+    def _emit(
+        self, released: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: dict
+    ) -> tuple[pa.Table, int]:
         start = meta["emitted"]
         n = released.num_rows
         if start >= n:
@@ -230,8 +251,13 @@ class WindowClose:
             keep = int(np.searchsorted(groups, groups[keep], side="left"))
         if keep == 0:
             return table, keys, meta
-        meta = dict(meta, n_released=n - keep, emitted=meta["emitted"] - keep, pruned_rows=meta["pruned_rows"] + keep,
-                    pruned_groups=meta["pruned_groups"] + int(groups[keep - 1]) + 1)
+        meta = dict(
+            meta,
+            n_released=n - keep,
+            emitted=meta["emitted"] - keep,
+            pruned_rows=meta["pruned_rows"] + keep,
+            pruned_groups=meta["pruned_groups"] + int(groups[keep - 1]) + 1,
+        )
         return table.slice(keep), keys[keep:], meta
 
     def _reach_back(self, call: WindowCall, released, keys, groups, u, watermark) -> int:
@@ -271,11 +297,14 @@ class WindowClose:
             times.append(keys[n])  # the lowest pending key
         start = meta["emitted"]
         if start < n:
-            key = keys[start:start + 1]
+            key = keys[start : start + 1]
             for call in self.spec.calls:
                 end = call.frame.end
-                if call.info.kind in (Kind.VALUE, Kind.AGGREGATE) and call.frame.unit is FrameUnit.RANGE \
-                        and end.kind is BoundKind.FOLLOWING:
+                if (
+                    call.info.kind in (Kind.VALUE, Kind.AGGREGATE)
+                    and call.frame.unit is FrameUnit.RANGE
+                    and end.kind is BoundKind.FOLLOWING
+                ):
                     times.append(shift_key(key, self.key_kind, end.offset, +1)[0])
         return min(times).item() if times else None
 

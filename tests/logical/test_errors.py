@@ -13,19 +13,33 @@ import re
 import pyarrow as pa
 import pytest
 
-from overwindow import (Bound, Exclude, Expr, Frame, FrameUnit, Interval, SortKey, WindowCall, WindowRuntimeError,
-                        WindowSpecError, evaluate, parse_window)
+from overwindow import (
+    Bound,
+    Exclude,
+    Expr,
+    Frame,
+    FrameUnit,
+    Interval,
+    SortKey,
+    WindowCall,
+    WindowRuntimeError,
+    WindowSpecError,
+    evaluate,
+    parse_window,
+)
 
-TABLE = pa.table({
-    "k": [1, 1, 2],
-    "t": [1, 2, 3],
-    "x": [1.0, 2.0, 3.0],
-    "d": pa.array([dt.date(2020, 1, 1), dt.date(2020, 1, 2), dt.date(2020, 1, 5)]),
-    "ts": pa.array([dt.datetime(2020, 1, 1, h) for h in (0, 1, 5)], pa.timestamp("us")),
-    "s": ["a", "b", "c"],
-    "b": [True, False, None],
-    "big": pa.array([2**62, 2**62, 1], pa.int64()),
-})
+TABLE = pa.table(
+    {
+        "k": [1, 1, 2],
+        "t": [1, 2, 3],
+        "x": [1.0, 2.0, 3.0],
+        "d": pa.array([dt.date(2020, 1, 1), dt.date(2020, 1, 2), dt.date(2020, 1, 5)]),
+        "ts": pa.array([dt.datetime(2020, 1, 1, h) for h in (0, 1, 5)], pa.timestamp("us")),
+        "s": ["a", "b", "c"],
+        "b": [True, False, None],
+        "big": pa.array([2**62, 2**62, 1], pa.int64()),
+    }
+)
 
 
 def spec_error(text: str, *, at_evaluate: bool = False) -> str:
@@ -46,6 +60,7 @@ def has(message: str, *words: str) -> bool:
 
 # --- the cases of the brief ---------------------------------------------------------------------
 
+
 def test_unknown_function():
     msg = spec_error("frobnicate(x) OVER (ORDER BY t) AS r")
     assert has(msg, "unknown window function", "frobnicate")
@@ -61,35 +76,47 @@ def test_range_offset_needs_exactly_one_order_by_key():
 
 
 def test_range_without_offset_takes_any_number_of_keys():
-    out = evaluate(TABLE, "count(*) OVER (ORDER BY k, t RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS r")
+    out = evaluate(
+        TABLE, "count(*) OVER (ORDER BY k, t RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS r"
+    )
     assert out.column("r").to_pylist() == [1, 2, 3]
 
 
 def test_interval_offset_on_a_numeric_key_fails_at_evaluate():
-    msg = spec_error("sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW) AS r",
-                     at_evaluate=True)
+    msg = spec_error(
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW) AS r",
+        at_evaluate=True,
+    )
     assert has(msg, "INTERVAL", "DATE", "TIMESTAMP") and has(msg, "int64")
 
 
 def test_numeric_offset_on_a_timestamp_key():
-    msg = spec_error("sum(x) OVER (ORDER BY ts RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS r", at_evaluate=True)
+    msg = spec_error(
+        "sum(x) OVER (ORDER BY ts RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS r", at_evaluate=True
+    )
     assert has(msg, "RANGE", "timestamp", "INTERVAL")
 
 
 def test_fractional_offset_on_a_date_key():
-    msg = spec_error("sum(x) OVER (ORDER BY d RANGE BETWEEN 1.5 PRECEDING AND CURRENT ROW) AS r", at_evaluate=True)
+    msg = spec_error(
+        "sum(x) OVER (ORDER BY d RANGE BETWEEN 1.5 PRECEDING AND CURRENT ROW) AS r", at_evaluate=True
+    )
     assert has(msg, "RANGE", "date", "INTERVAL", "1.5")
 
 
 def test_whole_number_offset_on_a_date_key_counts_days():
     """As in Spark and DuckDB, ``RANGE 3 PRECEDING`` over a DATE means 3 days."""
     a = evaluate(TABLE, "count(*) OVER (ORDER BY d RANGE BETWEEN 3 PRECEDING AND CURRENT ROW) AS r")
-    b = evaluate(TABLE, "count(*) OVER (ORDER BY d RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND CURRENT ROW) AS r")
+    b = evaluate(
+        TABLE, "count(*) OVER (ORDER BY d RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND CURRENT ROW) AS r"
+    )
     assert a.column("r").to_pylist() == b.column("r").to_pylist() == [1, 2, 2]  # Jan 5 reaches Jan 2
 
 
 def test_range_offset_on_a_string_key():
-    msg = spec_error("sum(x) OVER (ORDER BY s RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS r", at_evaluate=True)
+    msg = spec_error(
+        "sum(x) OVER (ORDER BY s RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS r", at_evaluate=True
+    )
     assert has(msg, "RANGE", "numeric", "DATE", "TIMESTAMP", "string")
 
 
@@ -98,24 +125,30 @@ def test_missing_alias():
     assert has(msg, "AS <name>", "output name")
 
 
-@pytest.mark.parametrize("frame,words", [
-    ("ROWS BETWEEN -1 PRECEDING AND CURRENT ROW", ("negative", "-1")),
-    ("ROWS BETWEEN CURRENT ROW AND -2 FOLLOWING", ("negative", "-2")),
-    ("RANGE BETWEEN -0.5 PRECEDING AND CURRENT ROW", ("negative", "-0.5")),
-    ("GROUPS BETWEEN -1 PRECEDING AND CURRENT ROW", ("negative",)),
-    ("RANGE BETWEEN INTERVAL -1 DAY PRECEDING AND CURRENT ROW", ("negative", "INTERVAL")),
-])
+@pytest.mark.parametrize(
+    "frame,words",
+    [
+        ("ROWS BETWEEN -1 PRECEDING AND CURRENT ROW", ("negative", "-1")),
+        ("ROWS BETWEEN CURRENT ROW AND -2 FOLLOWING", ("negative", "-2")),
+        ("RANGE BETWEEN -0.5 PRECEDING AND CURRENT ROW", ("negative", "-0.5")),
+        ("GROUPS BETWEEN -1 PRECEDING AND CURRENT ROW", ("negative",)),
+        ("RANGE BETWEEN INTERVAL -1 DAY PRECEDING AND CURRENT ROW", ("negative", "INTERVAL")),
+    ],
+)
 def test_negative_offset(frame, words):
     msg = spec_error(f"sum(x) OVER (ORDER BY t {frame}) AS r")
     assert has(msg, "offset", *words)
 
 
-@pytest.mark.parametrize("frame,words", [
-    ("ROWS BETWEEN 1.5 PRECEDING AND CURRENT ROW", ("ROWS", "integer", "1.5")),
-    ("GROUPS BETWEEN 0.5 PRECEDING AND CURRENT ROW", ("GROUPS", "integer")),
-    ("ROWS BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW", ("INTERVAL", "RANGE", "ROWS")),
-    ("ROWS BETWEEN x PRECEDING AND CURRENT ROW", ("constant",)),
-])
+@pytest.mark.parametrize(
+    "frame,words",
+    [
+        ("ROWS BETWEEN 1.5 PRECEDING AND CURRENT ROW", ("ROWS", "integer", "1.5")),
+        ("GROUPS BETWEEN 0.5 PRECEDING AND CURRENT ROW", ("GROUPS", "integer")),
+        ("ROWS BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW", ("INTERVAL", "RANGE", "ROWS")),
+        ("ROWS BETWEEN x PRECEDING AND CURRENT ROW", ("constant",)),
+    ],
+)
 def test_bad_offset_kinds(frame, words):
     msg = spec_error(f"sum(x) OVER (ORDER BY t {frame}) AS r")
     assert has(msg, *words)
@@ -137,15 +170,28 @@ def test_nth_value_needs_a_positive_integer(n):
     assert has(msg, "nth_value", "positive integer", n)
 
 
-@pytest.mark.parametrize("function", ["row_number()", "rank()", "dense_rank()", "percent_rank()", "cume_dist()",
-                                      "ntile(2)", "lag(x)", "lead(x, 2)"])
+@pytest.mark.parametrize(
+    "function",
+    [
+        "row_number()",
+        "rank()",
+        "dense_rank()",
+        "percent_rank()",
+        "cume_dist()",
+        "ntile(2)",
+        "lag(x)",
+        "lead(x, 2)",
+    ],
+)
 def test_ranking_and_offset_functions_take_no_frame(function):
     msg = spec_error(f"{function} OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS r")
     name = function.split("(")[0]
     assert has(msg, f"{name}()", "frame", "ROWS/RANGE/GROUPS")
 
 
-@pytest.mark.parametrize("function", ["lag(x)", "lead(x)", "row_number()", "rank()", "ntile(3)", "cume_dist()"])
+@pytest.mark.parametrize(
+    "function", ["lag(x)", "lead(x)", "row_number()", "rank()", "ntile(3)", "cume_dist()"]
+)
 def test_order_required(function):
     msg = spec_error(f"{function} OVER (PARTITION BY k) AS r")
     assert has(msg, function.split("(")[0], "ORDER BY")
@@ -163,14 +209,17 @@ def test_distinct_only_in_count(function):
     assert has(msg, "DISTINCT", "count(DISTINCT")
 
 
-@pytest.mark.parametrize("where", [
-    "sum(nope) OVER () AS r",
-    "sum(x) OVER (PARTITION BY nope) AS r",
-    "sum(x) OVER (ORDER BY nope) AS r",
-    "sum(x) FILTER (WHERE nope > 1) OVER () AS r",
-    "lag(x, 1, nope) OVER (ORDER BY t) AS r",
-    "nope - lag(x) OVER (ORDER BY t) AS r",
-])
+@pytest.mark.parametrize(
+    "where",
+    [
+        "sum(nope) OVER () AS r",
+        "sum(x) OVER (PARTITION BY nope) AS r",
+        "sum(x) OVER (ORDER BY nope) AS r",
+        "sum(x) FILTER (WHERE nope > 1) OVER () AS r",
+        "lag(x, 1, nope) OVER (ORDER BY t) AS r",
+        "nope - lag(x) OVER (ORDER BY t) AS r",
+    ],
+)
 def test_unknown_column(where):
     msg = spec_error(where, at_evaluate=True)
     assert has(msg, "column", "`nope`", "does not exist")
@@ -184,36 +233,52 @@ def test_column_names_resolve_case_insensitively():
 
 # --- more SQL-worded errors ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,words", [
-    ("sum(x) OVER (ROWS BETWEEN UNBOUNDED FOLLOWING AND CURRENT ROW) AS r", ("start", "UNBOUNDED FOLLOWING")),
-    ("sum(x) OVER (ROWS BETWEEN CURRENT ROW AND UNBOUNDED PRECEDING) AS r", ("end", "UNBOUNDED PRECEDING")),
-    ("sum(x) IGNORE NULLS OVER () AS r", ("IGNORE NULLS", "sum")),
-    ("rank() IGNORE NULLS OVER (ORDER BY t) AS r", ("IGNORE NULLS", "rank")),
-    ("percentile_cont(1.5) WITHIN GROUP (ORDER BY x) OVER () AS r", ("percentile_cont", "between 0 and 1", "1.5")),
-    ("quantile_disc(x, -0.1) OVER () AS r", ("percentile_disc", "between 0 and 1")),
-    ("quantile_cont(x, [0.5, 2]) OVER () AS r", ("percentile_cont", "between 0 and 1")),
-    ("percentile_cont(0.5) WITHIN GROUP (ORDER BY x, t) OVER () AS r", ("exactly one", "ORDER BY")),
-    ("sum(x) WITHIN GROUP (ORDER BY x) OVER () AS r", ("WITHIN GROUP", "percentile_cont")),
-    ("lag(x, 1.5) OVER (ORDER BY t) AS r", ("lag", "offset", "integer")),
-    ("count() OVER () AS r", ("count()", "argument")),
-    ("lag(x, 1, 0, 5) OVER (ORDER BY t) AS r", ("arguments",)),
-    ("sum(x) AS r", ("no window function", "OVER")),
-    ("sum(x) OVER w AS r", ("named windows", "inline")),
-    ("sum(sum(x) OVER ()) OVER () AS r", ("cannot be nested",)),
-    ("sum(x OVER (", ("cannot parse",)),
-    ("upper(s) OVER () AS r", ("not a window function",)),
-])
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        (
+            "sum(x) OVER (ROWS BETWEEN UNBOUNDED FOLLOWING AND CURRENT ROW) AS r",
+            ("start", "UNBOUNDED FOLLOWING"),
+        ),
+        (
+            "sum(x) OVER (ROWS BETWEEN CURRENT ROW AND UNBOUNDED PRECEDING) AS r",
+            ("end", "UNBOUNDED PRECEDING"),
+        ),
+        ("sum(x) IGNORE NULLS OVER () AS r", ("IGNORE NULLS", "sum")),
+        ("rank() IGNORE NULLS OVER (ORDER BY t) AS r", ("IGNORE NULLS", "rank")),
+        (
+            "percentile_cont(1.5) WITHIN GROUP (ORDER BY x) OVER () AS r",
+            ("percentile_cont", "between 0 and 1", "1.5"),
+        ),
+        ("quantile_disc(x, -0.1) OVER () AS r", ("percentile_disc", "between 0 and 1")),
+        ("quantile_cont(x, [0.5, 2]) OVER () AS r", ("percentile_cont", "between 0 and 1")),
+        ("percentile_cont(0.5) WITHIN GROUP (ORDER BY x, t) OVER () AS r", ("exactly one", "ORDER BY")),
+        ("sum(x) WITHIN GROUP (ORDER BY x) OVER () AS r", ("WITHIN GROUP", "percentile_cont")),
+        ("lag(x, 1.5) OVER (ORDER BY t) AS r", ("lag", "offset", "integer")),
+        ("count() OVER () AS r", ("count()", "argument")),
+        ("lag(x, 1, 0, 5) OVER (ORDER BY t) AS r", ("arguments",)),
+        ("sum(x) AS r", ("no window function", "OVER")),
+        ("sum(x) OVER w AS r", ("named windows", "inline")),
+        ("sum(sum(x) OVER ()) OVER () AS r", ("cannot be nested",)),
+        ("sum(x OVER (", ("cannot parse",)),
+        ("upper(s) OVER () AS r", ("not a window function",)),
+    ],
+)
 def test_sql_worded_errors(text, words):
     assert has(spec_error(text), *words)
 
 
-@pytest.mark.parametrize("text,words", [
-    ("sum(s) OVER () AS r", ("sum(s)", "numeric", "string")),
-    ("avg(b) OVER () AS r", ("avg(b)", "numeric", "bool")),
-    ("var_pop(d) OVER () AS r", ("var_pop(d)", "numeric", "date")),
-    ("bool_and(x) OVER () AS r", ("bool_and(x)", "BOOLEAN")),
-    ("median(s) OVER () AS r", ("median(s)", "numeric")),
-])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("sum(s) OVER () AS r", ("sum(s)", "numeric", "string")),
+        ("avg(b) OVER () AS r", ("avg(b)", "numeric", "bool")),
+        ("var_pop(d) OVER () AS r", ("var_pop(d)", "numeric", "date")),
+        ("bool_and(x) OVER () AS r", ("bool_and(x)", "BOOLEAN")),
+        ("median(s) OVER () AS r", ("median(s)", "numeric")),
+    ],
+)
 def test_argument_type_errors(text, words):
     assert has(spec_error(text, at_evaluate=True), *words)
 
@@ -235,26 +300,50 @@ def test_errors_from_logical_objects():
     """Building calls from objects runs the same checks as SQL text."""
     t = SortKey(Expr.of("t"))
     with pytest.raises(WindowSpecError, match="GROUPS frames require ORDER BY"):
-        WindowCall("sum", "r", args=(Expr.of("x"),),
-                   frame=Frame(FrameUnit.GROUPS, Bound.preceding(1), Bound.current_row()))
+        WindowCall(
+            "sum",
+            "r",
+            args=(Expr.of("x"),),
+            frame=Frame(FrameUnit.GROUPS, Bound.preceding(1), Bound.current_row()),
+        )
     with pytest.raises(WindowSpecError, match=r"sum\(\) takes 1 argument"):
         WindowCall("sum", "r")
     with pytest.raises(WindowSpecError, match="RANGE with an offset needs exactly one ORDER BY column"):
-        WindowCall("sum", "r", args=(Expr.of("x"),), order_by=(t, t),
-                   frame=Frame(FrameUnit.RANGE, Bound.preceding(1), Bound.current_row()))
+        WindowCall(
+            "sum",
+            "r",
+            args=(Expr.of("x"),),
+            order_by=(t, t),
+            frame=Frame(FrameUnit.RANGE, Bound.preceding(1), Bound.current_row()),
+        )
     with pytest.raises(WindowSpecError, match="must not be negative"):
-        WindowCall("sum", "r", args=(Expr.of("x"),), order_by=(t,),
-                   frame=Frame(FrameUnit.RANGE, Bound.preceding(Interval(days=-1)), Bound.current_row()))
+        WindowCall(
+            "sum",
+            "r",
+            args=(Expr.of("x"),),
+            order_by=(t,),
+            frame=Frame(FrameUnit.RANGE, Bound.preceding(Interval(days=-1)), Bound.current_row()),
+        )
     with pytest.raises(WindowSpecError, match="unknown window function"):
         WindowCall("nope", "r")
     with pytest.raises(WindowSpecError, match="does not take a window frame"):
-        WindowCall("rank", "r", order_by=(t,), frame=Frame(FrameUnit.ROWS, Bound.current_row(), Bound.current_row()),
-                   frame_given=True)
+        WindowCall(
+            "rank",
+            "r",
+            order_by=(t,),
+            frame=Frame(FrameUnit.ROWS, Bound.current_row(), Bound.current_row()),
+            frame_given=True,
+        )
     with pytest.raises(WindowSpecError, match="ntile"):
         WindowCall("ntile", "r", order_by=(t,), params=(0,))
     # a valid call with EXCLUDE builds
-    WindowCall("sum", "r", args=(Expr.of("x"),), order_by=(t,),
-               frame=Frame(FrameUnit.ROWS, Bound.preceding(1), Bound.following(1), Exclude.TIES))
+    WindowCall(
+        "sum",
+        "r",
+        args=(Expr.of("x"),),
+        order_by=(t,),
+        frame=Frame(FrameUnit.ROWS, Bound.preceding(1), Bound.following(1), Exclude.TIES),
+    )
 
 
 def test_error_messages_name_the_call():
@@ -264,13 +353,17 @@ def test_error_messages_name_the_call():
 
 # --- error-reporting corner cases (fixed bugs) -------------------------------------------------
 
+
 def test_groups_without_order_by_in_sql():
     msg = spec_error("sum(x) OVER (GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW) AS r")
     assert has(msg, "GROUPS", "ORDER BY") and not has(msg, "Expecting")
 
 
 def test_day_to_second_interval():
-    text = "sum(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1 02:03:04' DAY TO SECOND PRECEDING AND CURRENT ROW) AS r"
+    text = (
+        "sum(x) OVER (ORDER BY ts "
+        "RANGE BETWEEN INTERVAL '1 02:03:04' DAY TO SECOND PRECEDING AND CURRENT ROW) AS r"
+    )
     try:
         call = parse_window(text).calls[0]
     except WindowSpecError as e:

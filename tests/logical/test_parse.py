@@ -11,8 +11,19 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from overwindow import (Bound, Exclude, Expr, Frame, FrameUnit, Interval, SortKey, WindowCall, WindowExpression,
-                        WindowSpecError, parse_window)
+from overwindow import (
+    Bound,
+    Exclude,
+    Expr,
+    Frame,
+    FrameUnit,
+    Interval,
+    SortKey,
+    WindowCall,
+    WindowExpression,
+    WindowSpecError,
+    parse_window,
+)
 from overwindow.logical.functions import BUILTINS, Kind
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -166,26 +177,50 @@ FRAMES = [
     ("ORDER BY t RANGE BETWEEN CURRENT ROW AND CURRENT ROW", Frame(FrameUnit.RANGE, C, C)),
     ("ORDER BY t GROUPS BETWEEN 1 PRECEDING AND 2 FOLLOWING", Frame(FrameUnit.GROUPS, P(1), F(2))),
     ("ORDER BY t GROUPS 1 PRECEDING", Frame(FrameUnit.GROUPS, P(1), C)),
-    ("ORDER BY t ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE NO OTHERS", Frame(FrameUnit.ROWS, P(1), F(1))),
-    ("ORDER BY t ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW",
-     Frame(FrameUnit.ROWS, P(1), F(1), Exclude.CURRENT_ROW)),
-    ("ORDER BY t RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING EXCLUDE GROUP",
-     Frame(FrameUnit.RANGE, UP, UF, Exclude.GROUP)),
-    ("ORDER BY t GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE TIES",
-     Frame(FrameUnit.GROUPS, P(1), F(1), Exclude.TIES)),
-    ("ORDER BY d RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING",
-     Frame(FrameUnit.RANGE, P(Interval(days=3)), F(Interval(days=3)))),
-    ("ORDER BY d RANGE BETWEEN INTERVAL '3' DAY PRECEDING AND CURRENT ROW", Frame(FrameUnit.RANGE, P(Interval(days=3)), C)),
-    ("ORDER BY d RANGE BETWEEN INTERVAL '1 hour' PRECEDING AND CURRENT ROW",
-     Frame(FrameUnit.RANGE, P(Interval(micros=3_600_000_000)), C)),
-    ("ORDER BY d RANGE BETWEEN INTERVAL 2 MONTHS PRECEDING AND INTERVAL 1 YEAR FOLLOWING",
-     Frame(FrameUnit.RANGE, P(Interval(months=2)), F(Interval(months=12)))),
-    ("ORDER BY d RANGE BETWEEN INTERVAL 1 WEEK PRECEDING AND INTERVAL 90 MINUTES FOLLOWING",
-     Frame(FrameUnit.RANGE, P(Interval(days=7)), F(Interval(micros=90 * 60_000_000)))),
-    ("ORDER BY d RANGE BETWEEN INTERVAL 10 SECONDS PRECEDING AND INTERVAL 100 MILLISECONDS FOLLOWING",
-     Frame(FrameUnit.RANGE, P(Interval(micros=10_000_000)), F(Interval(micros=100_000)))),
-    ("ORDER BY d RANGE BETWEEN INTERVAL 1.5 DAYS PRECEDING AND INTERVAL 5 MICROSECONDS FOLLOWING",
-     Frame(FrameUnit.RANGE, P(Interval(micros=129_600_000_000)), F(Interval(micros=5)))),
+    (
+        "ORDER BY t ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE NO OTHERS",
+        Frame(FrameUnit.ROWS, P(1), F(1)),
+    ),
+    (
+        "ORDER BY t ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW",
+        Frame(FrameUnit.ROWS, P(1), F(1), Exclude.CURRENT_ROW),
+    ),
+    (
+        "ORDER BY t RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING EXCLUDE GROUP",
+        Frame(FrameUnit.RANGE, UP, UF, Exclude.GROUP),
+    ),
+    (
+        "ORDER BY t GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE TIES",
+        Frame(FrameUnit.GROUPS, P(1), F(1), Exclude.TIES),
+    ),
+    (
+        "ORDER BY d RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING",
+        Frame(FrameUnit.RANGE, P(Interval(days=3)), F(Interval(days=3))),
+    ),
+    (
+        "ORDER BY d RANGE BETWEEN INTERVAL '3' DAY PRECEDING AND CURRENT ROW",
+        Frame(FrameUnit.RANGE, P(Interval(days=3)), C),
+    ),
+    (
+        "ORDER BY d RANGE BETWEEN INTERVAL '1 hour' PRECEDING AND CURRENT ROW",
+        Frame(FrameUnit.RANGE, P(Interval(micros=3_600_000_000)), C),
+    ),
+    (
+        "ORDER BY d RANGE BETWEEN INTERVAL 2 MONTHS PRECEDING AND INTERVAL 1 YEAR FOLLOWING",
+        Frame(FrameUnit.RANGE, P(Interval(months=2)), F(Interval(months=12))),
+    ),
+    (
+        "ORDER BY d RANGE BETWEEN INTERVAL 1 WEEK PRECEDING AND INTERVAL 90 MINUTES FOLLOWING",
+        Frame(FrameUnit.RANGE, P(Interval(days=7)), F(Interval(micros=90 * 60_000_000))),
+    ),
+    (
+        "ORDER BY d RANGE BETWEEN INTERVAL 10 SECONDS PRECEDING AND INTERVAL 100 MILLISECONDS FOLLOWING",
+        Frame(FrameUnit.RANGE, P(Interval(micros=10_000_000)), F(Interval(micros=100_000))),
+    ),
+    (
+        "ORDER BY d RANGE BETWEEN INTERVAL 1.5 DAYS PRECEDING AND INTERVAL 5 MICROSECONDS FOLLOWING",
+        Frame(FrameUnit.RANGE, P(Interval(micros=129_600_000_000)), F(Interval(micros=5))),
+    ),
 ]
 
 
@@ -222,13 +257,17 @@ def test_calls_are_hashable_and_frozen():
         a.alias = "s"
 
 
-@pytest.mark.parametrize("text", [f[0] for f in FUNCTIONS] + [
-    "sum(x) FILTER (WHERE x > 0) OVER (ORDER BY t DESC NULLS FIRST ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING "
-    "EXCLUDE TIES) AS r",
-    "percentile_cont(0.1) WITHIN GROUP (ORDER BY x) FILTER (WHERE x > 0) OVER () AS r",
-    "sum(x) OVER (ORDER BY t RANGE BETWEEN 1e300 PRECEDING AND 1e-7 FOLLOWING) AS r",
-    "count(*) OVER (PARTITION BY k, j) AS r",
-])
+@pytest.mark.parametrize(
+    "text",
+    [f[0] for f in FUNCTIONS]
+    + [
+        "sum(x) FILTER (WHERE x > 0) OVER (ORDER BY t DESC NULLS FIRST "
+        "ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING EXCLUDE TIES) AS r",
+        "percentile_cont(0.1) WITHIN GROUP (ORDER BY x) FILTER (WHERE x > 0) OVER () AS r",
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN 1e300 PRECEDING AND 1e-7 FOLLOWING) AS r",
+        "count(*) OVER (PARTITION BY k, j) AS r",
+    ],
+)
 def test_printing_is_a_fixed_point(text):
     call = one(text)
     printed = str(call)
@@ -247,9 +286,11 @@ def exprs():
 
 def intervals():
     # one unit per interval: compound ones do not print back (test_compound_interval_round_trip)
-    return st.one_of(st.integers(0, 40).map(lambda d: Interval(days=d)),
-                     st.integers(1, 24).map(lambda m: Interval(months=m)),
-                     st.integers(0, 10**12).map(lambda u: Interval(micros=u)))
+    return st.one_of(
+        st.integers(0, 40).map(lambda d: Interval(days=d)),
+        st.integers(1, 24).map(lambda m: Interval(months=m)),
+        st.integers(0, 10**12).map(lambda u: Interval(micros=u)),
+    )
 
 
 @st.composite
@@ -259,7 +300,9 @@ def frames(draw, n_order: int):
 
     def offset():
         if unit is FrameUnit.RANGE:
-            return draw(st.one_of(st.integers(0, 100), st.sampled_from([0.5, 1.25, 1e-3, 1e300]), intervals()))
+            return draw(
+                st.one_of(st.integers(0, 100), st.sampled_from([0.5, 1.25, 1e-3, 1e300]), intervals())
+            )
         return draw(st.integers(0, 2**63 - 1))
 
     def bound(is_start):
@@ -296,13 +339,26 @@ def calls(draw):
     partition = tuple(draw(exprs()) for _ in range(draw(st.integers(0, 2))))
     framed = info.kind in (Kind.VALUE, Kind.AGGREGATE)
     frame = draw(st.one_of(st.none(), frames(n_order))) if framed else None
-    filt = draw(st.one_of(st.none(), st.sampled_from(["x > 0", "b", "x IS NULL OR y <= 2"]).map(Expr.of))) \
-        if info.kind is Kind.AGGREGATE else None
+    filt = (
+        draw(st.one_of(st.none(), st.sampled_from(["x > 0", "b", "x IS NULL OR y <= 2"]).map(Expr.of)))
+        if info.kind is Kind.AGGREGATE
+        else None
+    )
     ignore = draw(st.booleans()) if info.ignore_nulls else False
     alias = draw(st.sampled_from(["r", "out_1", "MixedCase"]))
     try:
-        return WindowCall(function=name, alias=alias, args=args, params=params, default=default, filter=filt,
-                          ignore_nulls=ignore, partition_by=partition, order_by=order, frame=frame)
+        return WindowCall(
+            function=name,
+            alias=alias,
+            args=args,
+            params=params,
+            default=default,
+            filter=filt,
+            ignore_nulls=ignore,
+            partition_by=partition,
+            order_by=order,
+            frame=frame,
+        )
     except WindowSpecError:
         assume(False)
 
@@ -318,6 +374,7 @@ def test_random_calls_round_trip(call):
 
 # --- printing and parsing corner cases (fixed bugs) ------------------------------------------
 
+
 @pytest.mark.parametrize("alias", ["`weird name`", "`select`"])
 def test_alias_needing_quotes_round_trips(alias):
     call = one(f"sum(x) OVER () AS {alias}")
@@ -326,8 +383,13 @@ def test_alias_needing_quotes_round_trips(alias):
 
 @pytest.mark.parametrize("interval", [Interval(months=1, days=3), Interval(days=1, micros=5)])
 def test_compound_interval_round_trip(interval):
-    call = WindowCall("sum", "r", args=(Expr.of("x"),), order_by=(SortKey(Expr.of("t")),),
-                      frame=Frame(FrameUnit.RANGE, Bound.preceding(interval), Bound.current_row()))
+    call = WindowCall(
+        "sum",
+        "r",
+        args=(Expr.of("x"),),
+        order_by=(SortKey(Expr.of("t")),),
+        frame=Frame(FrameUnit.RANGE, Bound.preceding(interval), Bound.current_row()),
+    )
     assert round_trips(call)
 
 

@@ -182,21 +182,44 @@ def sql_sorted_perm(part, keys):
 
 KEY_VALUES = {
     "int": st.one_of(st.integers(-5, 5), st.sampled_from([I64_MAX, I64_MIN, I64_MAX - 1])),
-    "float": st.one_of(st.integers(-8, 8).map(lambda v: v / 2),
-                       st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 1e300, -1e300])),
-    "date": st.one_of(st.integers(-70, 70).map(lambda d: DAY0 + dt.timedelta(days=d)),
-                      # the ends of the calendar (9999-12-31 is a common "valid until" sentinel), a
-                      # leap day before 1677 (where nanosecond timestamps end)
-                      st.sampled_from([dt.date(1, 1, 1), dt.date(1, 1, 31), dt.date(1600, 2, 29),
-                                       dt.date(9999, 12, 1), dt.date(9999, 12, 31)])),
+    "float": st.one_of(
+        st.integers(-8, 8).map(lambda v: v / 2),
+        st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 1e300, -1e300]),
+    ),
+    "date": st.one_of(
+        st.integers(-70, 70).map(lambda d: DAY0 + dt.timedelta(days=d)),
+        # the ends of the calendar (9999-12-31 is a common "valid until" sentinel), a
+        # leap day before 1677 (where nanosecond timestamps end)
+        st.sampled_from(
+            [
+                dt.date(1, 1, 1),
+                dt.date(1, 1, 31),
+                dt.date(1600, 2, 29),
+                dt.date(9999, 12, 1),
+                dt.date(9999, 12, 31),
+            ]
+        ),
+    ),
     # nanosecond timestamps 37 minutes apart give or take a few nanoseconds, so that frame edges of
     # whole minutes and microseconds fall a nanosecond either side of rows; and month ends
     "timestamp_ns": st.one_of(
         st.tuples(st.integers(0, 6), st.integers(-3, 3)).map(
-            lambda a: pd.Timestamp("2024-03-31 00:30:00.123456789") + pd.Timedelta(minutes=37 * a[0], nanoseconds=a[1])),
-        st.sampled_from([pd.Timestamp("2024-01-31 23:59:59.999999999"), pd.Timestamp("2024-02-29 23:59:59.999999999")])),
+            lambda a: (
+                pd.Timestamp("2024-03-31 00:30:00.123456789")
+                + pd.Timedelta(minutes=37 * a[0], nanoseconds=a[1])
+            )
+        ),
+        st.sampled_from(
+            [pd.Timestamp("2024-01-31 23:59:59.999999999"), pd.Timestamp("2024-02-29 23:59:59.999999999")]
+        ),
+    ),
 }
-KEY_TYPES = {"int": pa.int64(), "float": pa.float64(), "date": pa.date32(), "timestamp_ns": pa.timestamp("ns")}
+KEY_TYPES = {
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "date": pa.date32(),
+    "timestamp_ns": pa.timestamp("ns"),
+}
 
 
 def nullable(values, rate):
@@ -207,7 +230,11 @@ def nullable(values, rate):
 def cases(draw, units=("ROWS", "RANGE", "GROUPS")):
     n = draw(st.integers(0, 28))
     partitioned = draw(st.booleans())
-    part = draw(st.lists(nullable(st.integers(0, 2), True), min_size=n, max_size=n)) if partitioned else [None] * n
+    part = (
+        draw(st.lists(nullable(st.integers(0, 2), True), min_size=n, max_size=n))
+        if partitioned
+        else [None] * n
+    )
     unit = FrameUnit(draw(st.sampled_from(units)))
     n_keys = draw(st.sampled_from([1, 1, 2] if unit is not FrameUnit.ROWS else [0, 1, 2]))
     kinds = [draw(st.sampled_from(sorted(KEY_VALUES)))] + ["int"] * (n_keys - 1)
@@ -222,17 +249,38 @@ def cases(draw, units=("ROWS", "RANGE", "GROUPS")):
         if unit is FrameUnit.RANGE:
             kind = kinds[0]
             if kind == "date":
-                return draw(st.sampled_from([Interval(days=0), Interval(days=1), Interval(days=3),
-                                             Interval(days=31), Interval(months=1), Interval(months=1, days=2),
-                                             # from one end of the calendar to the other, and past
-                                             # every int64 microsecond (months, days, both)
-                                             Interval(months=12 * 9998 + 11), Interval(days=3_652_058),
-                                             Interval(months=10**11), Interval(days=10**12),
-                                             Interval(months=1, days=10**12, micros=5)]))
+                return draw(
+                    st.sampled_from(
+                        [
+                            Interval(days=0),
+                            Interval(days=1),
+                            Interval(days=3),
+                            Interval(days=31),
+                            Interval(months=1),
+                            Interval(months=1, days=2),
+                            # from one end of the calendar to the other, and past
+                            # every int64 microsecond (months, days, both)
+                            Interval(months=12 * 9998 + 11),
+                            Interval(days=3_652_058),
+                            Interval(months=10**11),
+                            Interval(days=10**12),
+                            Interval(months=1, days=10**12, micros=5),
+                        ]
+                    )
+                )
             if kind == "timestamp_ns":
-                return draw(st.sampled_from([Interval(), Interval(micros=1), Interval(micros=74 * 60_000_000),
-                                             Interval(micros=37 * 60_000_000 + 1), Interval(months=1),
-                                             Interval(days=1, micros=1)]))
+                return draw(
+                    st.sampled_from(
+                        [
+                            Interval(),
+                            Interval(micros=1),
+                            Interval(micros=74 * 60_000_000),
+                            Interval(micros=37 * 60_000_000 + 1),
+                            Interval(months=1),
+                            Interval(days=1, micros=1),
+                        ]
+                    )
+                )
             if kind == "float":
                 return draw(st.sampled_from([0, 0.5, 1, 2.5, math.inf]))
             return draw(st.sampled_from([0, 1, 2, 3, I64_MAX]))
@@ -321,11 +369,14 @@ def test_exclude_ties_parts_before_current_row():
     """EXCLUDE TIES when the frame ends before the current row (was an engine bug: the current row's
     part lay past the frame's end, and the sliding kernels removed rows they never added)."""
     layout = Layout.build([], [(Values(pa.array([0, 0, 0, 0])), False, True)])
-    frames = frame_bounds(layout, Frame(FrameUnit.ROWS, Bound.unbounded_preceding(), Bound.preceding(2), Exclude.TIES))
+    frames = frame_bounds(
+        layout, Frame(FrameUnit.ROWS, Bound.unbounded_preceding(), Bound.preceding(2), Exclude.TIES)
+    )
     assert parts_well_formed(frames, 4)
 
 
 # --- pinned cases from DESIGN.md section 2 ------------------------------------------------------
+
 
 def frames_of(keys, frame, part=None):
     """Frames (as sorted lists of *input* positions) for each input row."""
@@ -351,7 +402,12 @@ def test_range_current_row_includes_peers():
 def test_groups_offsets_count_peer_groups():
     f = Frame(FrameUnit.GROUPS, Bound.preceding(1), Bound.following(1))
     assert frames_of([([1, 1, 5, 9, 9], False, True, "int")], f) == [
-        [0, 1, 2], [0, 1, 2], [0, 1, 2, 3, 4], [2, 3, 4], [2, 3, 4]]
+        [0, 1, 2],
+        [0, 1, 2],
+        [0, 1, 2, 3, 4],
+        [2, 3, 4],
+        [2, 3, 4],
+    ]
 
 
 def test_range_over_null_keys_is_the_null_peer_group():
@@ -391,9 +447,13 @@ def test_range_month_interval_clips_to_month_end():
 
 
 @settings(max_examples=300, **SETTINGS)
-@given(st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31, 23, 59, 59, 999999)),
-       st.one_of(st.integers(0, 40), st.integers(0, 12 * 10_000)), st.integers(0, 4_000_000),
-       st.integers(0, 86_400_000_000 * 3), st.sampled_from([1, -1]))
+@given(
+    st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31, 23, 59, 59, 999999)),
+    st.one_of(st.integers(0, 40), st.integers(0, 12 * 10_000)),
+    st.integers(0, 4_000_000),
+    st.integers(0, 86_400_000_000 * 3),
+    st.sampled_from([1, -1]),
+)
 def test_shift_key_is_calendar_arithmetic(when, months, days, micros, sign):
     """TIMESTAMP + / - INTERVAL over the whole calendar against Python's datetime (months first, the
     day cut to the month's end, then days and microseconds); a result past year 9999 or before year
@@ -410,10 +470,16 @@ def test_shift_key_is_calendar_arithmetic(when, months, days, micros, sign):
         assert got == (want - epoch) // dt.timedelta(microseconds=1)
 
 
-@pytest.mark.parametrize("offset, sign, clamped", [
-    (Interval(months=10**11), 1, 2**63 - 1), (Interval(months=10**11), -1, -(2**63)),
-    (Interval(days=10**12), 1, 2**63 - 1), (Interval(days=10**12), -1, -(2**63)),
-    (Interval(months=1, micros=2**63), 1, 2**63 - 1)])
+@pytest.mark.parametrize(
+    "offset, sign, clamped",
+    [
+        (Interval(months=10**11), 1, 2**63 - 1),
+        (Interval(months=10**11), -1, -(2**63)),
+        (Interval(days=10**12), 1, 2**63 - 1),
+        (Interval(days=10**12), -1, -(2**63)),
+        (Interval(months=1, micros=2**63), 1, 2**63 - 1),
+    ],
+)
 def test_shift_key_clamps_past_int64(offset, sign, clamped):
     """Past the int64 microseconds an interval clamps to their end instead of wrapping around."""
     us = np.array([0, 253_402_300_799_999_999], dtype=np.int64)  # 1970-01-01, 9999-12-31 23:59:59.999999
@@ -426,15 +492,42 @@ def test_range_nan_and_infinities():
     assert frames_of(keys, f) == [[0, 4], [1], [2, 5], [3], [0, 4], [2, 5]]
 
 
-@pytest.mark.parametrize("key,bound,want", [
-    ([I64_MAX, I64_MAX - 1], Frame(FrameUnit.RANGE, Bound.current_row(), Bound.following(1)), [[0], [0, 1]]),
-    ([I64_MIN, I64_MIN + 1], Frame(FrameUnit.RANGE, Bound.preceding(1), Bound.current_row()), [[0], [0, 1]]),
-    # the exact targets lie past int64 max (min): above (below) every key, so no row starts (ends) there
-    ([I64_MAX - 1, I64_MAX], Frame(FrameUnit.RANGE, Bound.following(I64_MAX), Bound.unbounded_following()), [[], []]),
-    ([I64_MAX - 1, I64_MAX], Frame(FrameUnit.RANGE, Bound.following(2), Bound.unbounded_following()), [[], []]),
-    ([I64_MIN, I64_MIN + 1], Frame(FrameUnit.RANGE, Bound.unbounded_preceding(), Bound.preceding(I64_MAX)), [[], []]),
-    ([I64_MIN, I64_MIN + 1], Frame(FrameUnit.RANGE, Bound.unbounded_preceding(), Bound.preceding(2)), [[], []]),
-])
+@pytest.mark.parametrize(
+    "key,bound,want",
+    [
+        (
+            [I64_MAX, I64_MAX - 1],
+            Frame(FrameUnit.RANGE, Bound.current_row(), Bound.following(1)),
+            [[0], [0, 1]],
+        ),
+        (
+            [I64_MIN, I64_MIN + 1],
+            Frame(FrameUnit.RANGE, Bound.preceding(1), Bound.current_row()),
+            [[0], [0, 1]],
+        ),
+        # the exact targets lie past int64 max (min): above (below) every key, so no row starts (ends) there
+        (
+            [I64_MAX - 1, I64_MAX],
+            Frame(FrameUnit.RANGE, Bound.following(I64_MAX), Bound.unbounded_following()),
+            [[], []],
+        ),
+        (
+            [I64_MAX - 1, I64_MAX],
+            Frame(FrameUnit.RANGE, Bound.following(2), Bound.unbounded_following()),
+            [[], []],
+        ),
+        (
+            [I64_MIN, I64_MIN + 1],
+            Frame(FrameUnit.RANGE, Bound.unbounded_preceding(), Bound.preceding(I64_MAX)),
+            [[], []],
+        ),
+        (
+            [I64_MIN, I64_MIN + 1],
+            Frame(FrameUnit.RANGE, Bound.unbounded_preceding(), Bound.preceding(2)),
+            [[], []],
+        ),
+    ],
+)
 def test_range_offset_near_int64_limits(key, bound, want):
     assert frames_of([(key, False, True, "int")], bound) == want
 

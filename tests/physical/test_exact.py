@@ -11,8 +11,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from overwindow.physical.exact import (LimbPrefix, SplitPrefix, dd_add_d, dd_div_d, dd_mul, dd_sub, fast_two_sum, two_prod,
-                                       two_sum)
+from overwindow.physical.exact import (
+    LimbPrefix,
+    SplitPrefix,
+    dd_add_d,
+    dd_div_d,
+    dd_mul,
+    dd_sub,
+    fast_two_sum,
+    two_prod,
+    two_sum,
+)
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 I64_MAX, I64_MIN = 2**63 - 1, -(2**63)
@@ -37,6 +46,7 @@ def ieee_double(q: Fraction) -> float:
 
 # --- strategies --------------------------------------------------------------------------------
 
+
 def finite_floats(max_exp: int = 1000):
     """Finite doubles of mixed exponents: small integers, ordinary floats, powers of two and scaled
     mantissas between 2**-(max_exp + 53) and 2**max_exp, subnormals, both signed zeros."""
@@ -56,18 +66,24 @@ def frames(draw, n: int, max_parts: int = 3):
     m = draw(st.integers(1, 12))
     k = draw(st.integers(1, max_parts))
     cuts = [sorted(draw(st.lists(st.integers(0, n), min_size=2 * k, max_size=2 * k))) for _ in range(m)]
-    return [(np.array([c[2 * j] for c in cuts], dtype=np.int64), np.array([c[2 * j + 1] for c in cuts], dtype=np.int64))
-            for j in range(k)]
+    return [
+        (
+            np.array([c[2 * j] for c in cuts], dtype=np.int64),
+            np.array([c[2 * j + 1] for c in cuts], dtype=np.int64),
+        )
+        for j in range(k)
+    ]
 
 
 def frame_values(values, parts, q):
     out = []
     for s, e in parts:
-        out += list(values[int(s[q]):int(e[q])])
+        out += list(values[int(s[q]) : int(e[q])])
     return out
 
 
 # --- LimbPrefix over floats --------------------------------------------------------------------
+
 
 @settings(max_examples=300, **SETTINGS)
 @given(st.data())
@@ -95,7 +111,9 @@ def test_frame_sums_within_three_limbs_are_correctly_rounded(data):
     sums far below the others' (leading zero limbs). Oracle: exact rationals, rounded by Python."""
     top = data.draw(st.integers(-900, 900))
     width = data.draw(st.integers(0, 50))
-    value = st.builds(lambda m, e: math.ldexp(m, e), st.integers(-(2**53) + 1, 2**53 - 1), st.integers(top - width, top))
+    value = st.builds(
+        lambda m, e: math.ldexp(m, e), st.integers(-(2**53) + 1, 2**53 - 1), st.integers(top - width, top)
+    )
     xs = data.draw(st.lists(value, min_size=1, max_size=40))
     xs += [-v for v in data.draw(st.lists(st.sampled_from(xs), max_size=10))]  # frames that cancel
     parts = data.draw(frames(len(xs)))
@@ -105,11 +123,14 @@ def test_frame_sums_within_three_limbs_are_correctly_rounded(data):
         assert got[q] == ieee_double(exact(vals)), (vals, got[q])
 
 
-@pytest.mark.parametrize("xs", [
-    [1.0, 2.0**-60, 3.0, -3.0],  # limbs in three rows; one frame cancels to the lowest limb alone
-    [2.0**70, 1.0, 2.0**-40, -(2.0**70)],  # limbs in four rows: the per-frame selection and sticky bit
-    [0.1, 0.1, 0.1, -8.323524475844733e-235],
-])
+@pytest.mark.parametrize(
+    "xs",
+    [
+        [1.0, 2.0**-60, 3.0, -3.0],  # limbs in three rows; one frame cancels to the lowest limb alone
+        [2.0**70, 1.0, 2.0**-40, -(2.0**70)],  # limbs in four rows: the per-frame selection and sticky bit
+        [0.1, 0.1, 0.1, -8.323524475844733e-235],
+    ],
+)
 def test_every_prefix_and_suffix_sum_is_correctly_rounded(xs):
     n = len(xs)
     ends = [(np.zeros(n + 1, dtype=np.int64), np.arange(n + 1)), (np.arange(n + 1), np.full(n + 1, n))]
@@ -117,12 +138,16 @@ def test_every_prefix_and_suffix_sum_is_correctly_rounded(xs):
     for s, e in ends:
         got = p.frame_sum([(s, e)])
         for q in range(n + 1):
-            assert got[q] == ieee_double(exact(xs[s[q]:e[q]])), (q, xs[s[q]:e[q]])
+            assert got[q] == ieee_double(exact(xs[s[q] : e[q]])), (q, xs[s[q] : e[q]])
 
 
 @settings(max_examples=60, **SETTINGS)
-@given(seed=st.integers(0, 2**32 - 1), scale=st.integers(-800, 800), spread=st.integers(0, 100),
-       width=st.integers(1, 150))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.integers(-800, 800),
+    spread=st.integers(0, 100),
+    width=st.integers(1, 150),
+)
 def test_float_digit_limbs_match_the_scatter_path(seed, scale, spread, width):
     """A column spanning under ~1000 bits gets its limbs by float arithmetic (``_of_float_digits``):
     the same prefix table the general path scatters from integer mantissas (forced here by an
@@ -142,11 +167,12 @@ def test_float_digit_limbs_match_the_scatter_path(seed, scale, spread, width):
     i = np.arange(n)
     got = fast.frame_sum([(np.maximum(i - width, 0), i + 1)])
     for q in range(n):
-        vals = xs[max(q - width, 0):q + 1].tolist()
+        vals = xs[max(q - width, 0) : q + 1].tolist()
         assert got[q] == math.fsum(vals), (q, vals)
 
 
 # --- SplitPrefix: two float64 prefix columns where the column's bit span allows -------------------
+
 
 def too_wide_to_split(x: np.ndarray) -> bool:
     """The documented limit: the column's bits (from the largest value's top bit down to the
@@ -169,8 +195,11 @@ def test_split_prefix_sums_are_correctly_rounded(data):
     declines, the column is one it could not sum exactly."""
     top = data.draw(st.integers(-1100, 1000))
     width = data.draw(st.integers(0, 110))
-    value = st.builds(lambda m, e: math.ldexp(m, e), st.integers(-(2**53) + 1, 2**53 - 1),
-                      st.integers(top - width - 53, top - 53))
+    value = st.builds(
+        lambda m, e: math.ldexp(m, e),
+        st.integers(-(2**53) + 1, 2**53 - 1),
+        st.integers(top - width - 53, top - 53),
+    )
     xs = data.draw(st.lists(st.one_of(value, st.sampled_from([0.0, -0.0])), min_size=0, max_size=60))
     xs += [-v for v in data.draw(st.lists(st.sampled_from(xs), max_size=10))] if xs else []
     x = np.array(xs, dtype=np.float64)
@@ -187,7 +216,12 @@ def test_split_prefix_sums_are_correctly_rounded(data):
 
 
 @settings(max_examples=40, **SETTINGS)
-@given(seed=st.integers(0, 2**32 - 1), decimals=st.integers(0, 9), n=st.integers(1, 5000), width=st.integers(1, 200))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    decimals=st.integers(0, 9),
+    n=st.integers(1, 5000),
+    width=st.integers(1, 200),
+)
 def test_split_prefix_sliding_sums_of_decimal_data(seed, decimals, n, width):
     """The data streaming steps see: values rounded to a few decimals, sliding frames over a few
     thousand rows. Oracle: math.fsum (correctly rounded) of each frame."""
@@ -200,17 +234,23 @@ def test_split_prefix_sliding_sums_of_decimal_data(seed, decimals, n, width):
     i = np.arange(n)
     got = split.frame_sum([(np.maximum(i - width, 0), i + 1)])
     for q in range(0, n, max(n // 300, 1)):
-        assert got[q] == math.fsum(xs[max(q - width, 0):q + 1].tolist()), q
+        assert got[q] == math.fsum(xs[max(q - width, 0) : q + 1].tolist()), q
 
 
-@pytest.mark.parametrize("xs", [
-    [2.54205911552021e+17, 4.6027599851255906e-14, 4.611686018427388e+18],
-    [0.1, 0.1, 0.1, -8.323524475844733e-235],  # 3 * 0.1 is a tie; the tiny tail decides it
-])
+@pytest.mark.parametrize(
+    "xs",
+    [
+        [2.54205911552021e17, 4.6027599851255906e-14, 4.611686018427388e18],
+        [0.1, 0.1, 0.1, -8.323524475844733e-235],  # 3 * 0.1 is a tie; the tiny tail decides it
+    ],
+)
 def test_sum_spanning_more_than_a_double_double_is_correctly_rounded(xs):
     """Was an engine bug: the limbs were rounded through a double-double, which drops the bits of a
     sum spanning more than 106 bits, so a sum just off a rounding tie came out one ulp off."""
-    for p in (LimbPrefix.of_floats(np.array(xs)), LimbPrefix.of_floats(np.array(xs), np.zeros(len(xs), dtype=np.int64))):
+    for p in (
+        LimbPrefix.of_floats(np.array(xs)),
+        LimbPrefix.of_floats(np.array(xs), np.zeros(len(xs), dtype=np.int64)),
+    ):
         assert p.frame_sum([(np.array([0]), np.array([len(xs)]))])[0] == math.fsum(xs)
 
 
@@ -230,7 +270,7 @@ def test_mixed_exponents():
     e = np.array([6, 4, 4, 6, 1])
     got = p.frame_sum([(s, e)])
     for q in range(len(s)):
-        vals = xs[s[q]:e[q]]
+        vals = xs[s[q] : e[q]]
         assert got[q] == math.fsum(vals) == float(exact(vals))
     hi, lo = p.frame_dd([(s, e)])
     # 1 + 2**-499 + 3 * 2**-550 once the big values cancel: lo keeps the tiny part exactly
@@ -272,18 +312,21 @@ def test_tiny_values_far_below_the_largest():
 DBL_MAX = 1.7976931348623157e308
 
 
-@pytest.mark.parametrize("xs,want", [
-    ([-1e308], -1e308),  # was NaN: a negative sum is rounded from its magnitude
-    ([DBL_MAX], DBL_MAX),
-    # were NaN (the top limb's term overflowed, then inf - inf): the exact 2e308 rounds to +inf (IEEE)
-    ([1e308, 1e308], math.inf),
-    ([-1e308, -1e308], -math.inf),
-    ([1e308, 1e308, -1e308], 1e308),
-    # DBL_MAX + half an ulp is a tie, to even: +inf; anything under it rounds back to DBL_MAX
-    ([DBL_MAX, 2.0**970], math.inf),
-    ([DBL_MAX, 2.0**970, -5e-324], DBL_MAX),
-    ([DBL_MAX, 2.0**969], DBL_MAX),
-])
+@pytest.mark.parametrize(
+    "xs,want",
+    [
+        ([-1e308], -1e308),  # was NaN: a negative sum is rounded from its magnitude
+        ([DBL_MAX], DBL_MAX),
+        # were NaN (the top limb's term overflowed, then inf - inf): the exact 2e308 rounds to +inf (IEEE)
+        ([1e308, 1e308], math.inf),
+        ([-1e308, -1e308], -math.inf),
+        ([1e308, 1e308, -1e308], 1e308),
+        # DBL_MAX + half an ulp is a tie, to even: +inf; anything under it rounds back to DBL_MAX
+        ([DBL_MAX, 2.0**970], math.inf),
+        ([DBL_MAX, 2.0**970, -5e-324], DBL_MAX),
+        ([DBL_MAX, 2.0**969], DBL_MAX),
+    ],
+)
 def test_near_dbl_max(xs, want):
     p = LimbPrefix.of_floats(np.array(xs))
     with np.errstate(all="ignore"):
@@ -311,13 +354,19 @@ def test_sums_and_means_near_dbl_max(data):
         if vals:
             want = exact(vals) / len(vals)
             assert math.isfinite(mean[q])
-            assert abs(Fraction(mean[q]) - want) <= abs(want) * Fraction(1, 2**50) + Fraction(1, 2**1075), (vals, mean[q])
+            assert abs(Fraction(mean[q]) - want) <= abs(want) * Fraction(1, 2**50) + Fraction(1, 2**1075), (
+                vals,
+                mean[q],
+            )
 
 
 # --- LimbPrefix over int64 ---------------------------------------------------------------------
 
-ints = st.one_of(st.integers(-1000, 1000), st.integers(I64_MIN, I64_MAX),
-                 st.sampled_from([I64_MAX, I64_MIN, I64_MAX - 1, I64_MIN + 1, 0, -1, 2**62, -(2**62)]))
+ints = st.one_of(
+    st.integers(-1000, 1000),
+    st.integers(I64_MIN, I64_MAX),
+    st.sampled_from([I64_MAX, I64_MIN, I64_MAX - 1, I64_MIN + 1, 0, -1, 2**62, -(2**62)]),
+)
 
 
 @settings(max_examples=300, **SETTINGS)
@@ -352,7 +401,9 @@ def test_int64_extremes():
 
 # --- double-double building blocks ------------------------------------------------------------
 
-moderate = st.floats(-1e150, 1e150, allow_nan=False, allow_infinity=False).filter(lambda v: v == 0 or abs(v) > 1e-140)
+moderate = st.floats(-1e150, 1e150, allow_nan=False, allow_infinity=False).filter(
+    lambda v: v == 0 or abs(v) > 1e-140
+)
 
 
 @settings(max_examples=300, **SETTINGS)
@@ -383,8 +434,10 @@ def test_two_prod_of_huge_values(a):
 
 
 def dd_values():
-    return st.tuples(st.floats(-1e100, 1e100, allow_nan=False).filter(lambda v: v == 0 or abs(v) > 1e-100),
-                     st.floats(-1, 1, allow_nan=False)).map(lambda t: fast_two_sum(np.float64(t[0]), np.float64(t[1]) * abs(t[0]) * 2.0**-60))
+    return st.tuples(
+        st.floats(-1e100, 1e100, allow_nan=False).filter(lambda v: v == 0 or abs(v) > 1e-100),
+        st.floats(-1, 1, allow_nan=False),
+    ).map(lambda t: fast_two_sum(np.float64(t[0]), np.float64(t[1]) * abs(t[0]) * 2.0**-60))
 
 
 @settings(max_examples=300, **SETTINGS)

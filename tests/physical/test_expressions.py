@@ -21,25 +21,59 @@ SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_
 
 # d is never 0 (DuckDB's zero divisors differ from Spark's, tested apart below)
 EXPRESSIONS = [
-    "a + b", "a - b * 2", "-a", "a / d", "a % d", "-a % d", "f % d", "a * f", "a > b", "f >= g", "f = g", "NOT (a >= b)",
-    "a IN (1, 2, -3)", "a IN (1, NULL)", "a NOT IN (1, NULL)", "a NOT IN (2, -1)", "f IN (0.5, -1.5)",
-    "a BETWEEN b AND 2", "f NOT BETWEEN -1 AND g", "a BETWEEN -2 AND 2 AND a IS NULL OR f > 0",
-    "COALESCE(a, b, 0)", "CASE WHEN a > b THEN a WHEN a < b THEN b END", "CASE WHEN f > 0 THEN 'p' ELSE 'n' END",
-    "ABS(a - b)", "a IS NULL OR f < 0",
+    "a + b",
+    "a - b * 2",
+    "-a",
+    "a / d",
+    "a % d",
+    "-a % d",
+    "f % d",
+    "a * f",
+    "a > b",
+    "f >= g",
+    "f = g",
+    "NOT (a >= b)",
+    "a IN (1, 2, -3)",
+    "a IN (1, NULL)",
+    "a NOT IN (1, NULL)",
+    "a NOT IN (2, -1)",
+    "f IN (0.5, -1.5)",
+    "a BETWEEN b AND 2",
+    "f NOT BETWEEN -1 AND g",
+    "a BETWEEN -2 AND 2 AND a IS NULL OR f > 0",
+    "COALESCE(a, b, 0)",
+    "CASE WHEN a > b THEN a WHEN a < b THEN b END",
+    "CASE WHEN f > 0 THEN 'p' ELSE 'n' END",
+    "ABS(a - b)",
+    "a IS NULL OR f < 0",
 ]
 
 ints = st.one_of(st.none(), st.integers(-5, 5))
-floats = st.one_of(st.none(), st.sampled_from([0.0, -0.0, 0.5, -1.5, 2.0, math.nan, math.inf]), st.floats(-10, 10))
+floats = st.one_of(
+    st.none(), st.sampled_from([0.0, -0.0, 0.5, -1.5, 2.0, math.nan, math.inf]), st.floats(-10, 10)
+)
 divisors = st.one_of(st.none(), st.sampled_from([1, -1, 2, -3, 7]))
 
 
 @settings(max_examples=60, **SETTINGS)
-@given(st.integers(0, 12).flatmap(lambda n: st.tuples(*[st.lists(s, min_size=n, max_size=n)
-                                                       for s in (ints, ints, divisors, floats, floats)])))
+@given(
+    st.integers(0, 12).flatmap(
+        lambda n: st.tuples(
+            *[st.lists(s, min_size=n, max_size=n) for s in (ints, ints, divisors, floats, floats)]
+        )
+    )
+)
 def test_expressions_agree_with_duckdb(columns):
     a, b, d, f, g = columns
-    t = pa.table({"a": pa.array(a, pa.int64()), "b": pa.array(b, pa.int64()), "d": pa.array(d, pa.int64()),
-                  "f": pa.array(f, pa.float64()), "g": pa.array(g, pa.float64())})
+    t = pa.table(
+        {
+            "a": pa.array(a, pa.int64()),
+            "b": pa.array(b, pa.int64()),
+            "d": pa.array(d, pa.int64()),
+            "f": pa.array(f, pa.float64()),
+            "g": pa.array(g, pa.float64()),
+        }
+    )
     con = duckdb.connect()
     con.register("t", t)
     for e in EXPRESSIONS:
@@ -58,10 +92,16 @@ def _same(x, y) -> bool:
 
 
 def test_a_zero_divisor_gives_null_and_spares_the_other_rows():
-    t = pa.table({"a": [7, -7, 5, None], "b": [0, 2, 0, 0], "f": [1.5, -2.5, 0.0, 1.0], "z": [0.0, 1.0, 0.0, None]})
+    t = pa.table(
+        {"a": [7, -7, 5, None], "b": [0, 2, 0, 0], "f": [1.5, -2.5, 0.0, 1.0], "z": [0.0, 1.0, 0.0, None]}
+    )
     got = {e: evaluate_expr(Expr.of(e), t).to_pylist() for e in ("a / b", "a % b", "f % z", "f / z")}
-    assert got == {"a / b": [None, -3.5, None, None], "a % b": [None, -1, None, None],
-                   "f % z": [None, -0.5, None, None], "f / z": [None, -2.5, None, None]}
+    assert got == {
+        "a / b": [None, -3.5, None, None],
+        "a % b": [None, -1, None, None],
+        "f % z": [None, -0.5, None, None],
+        "f / z": [None, -2.5, None, None],
+    }
 
 
 @pytest.mark.parametrize("target", ["BIGINT", "INT", "SMALLINT"])

@@ -25,27 +25,55 @@ from overwindow import WindowRuntimeError, evaluate, parse_window
 from overwindow.physical.kernels.holistic import interpolate_ints
 from overwindow.physical.planner import plan
 
-SETTINGS = dict(derandomize=True, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 I64_MAX = 2**63 - 1
 I64_MIN = -(2**63)
 
 # --- random tables -----------------------------------------------------------------------------
 
-SPECIAL_FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, 1e20, -1e20, 1e-300, 5e-324, 2.0**53, 2.0**53 + 2,
-                  1e150, -1e150, 1e-150, 1e308, -1.7976931348623157e308, math.nan, math.inf, -math.inf,
-                  0.1, 0.2, 0.3]
+SPECIAL_FLOATS = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    0.5,
+    1e20,
+    -1e20,
+    1e-300,
+    5e-324,
+    2.0**53,
+    2.0**53 + 2,
+    1e150,
+    -1e150,
+    1e-150,
+    1e308,
+    -1.7976931348623157e308,
+    math.nan,
+    math.inf,
+    -math.inf,
+    0.1,
+    0.2,
+    0.3,
+]
 
 
 def float_values(huge: bool = True):
-    parts = [st.integers(-50, 50).map(float), st.floats(-1e6, 1e6, allow_nan=False),
-             st.sampled_from(SPECIAL_FLOATS if huge else [v for v in SPECIAL_FLOATS if not abs(v) > 1e10])]
+    parts = [
+        st.integers(-50, 50).map(float),
+        st.floats(-1e6, 1e6, allow_nan=False),
+        st.sampled_from(SPECIAL_FLOATS if huge else [v for v in SPECIAL_FLOATS if not abs(v) > 1e10]),
+    ]
     return st.one_of(*parts)
 
 
 def int_values(magnitude: str):
-    """"extremes": up to int64 min/max; "big": |x| <= 2**40.
+    """ "extremes": up to int64 min/max; "big": |x| <= 2**40.
 
     sum draws "big" values, whose sums over at most 24 rows fit in int64: a sum past it is an
     error in both paths (test_int64_sum_overflow_is_an_error), not a value to compare.
@@ -66,10 +94,14 @@ T0_US = 1_714_557_600_123_456  # 2024-05-01 10:00:00.123456
 US_RANGE = (-62_135_596_800_000_000, 253_402_300_799_999_999)  # 0001-01-01 to 9999-12-31 23:59:59.999999
 # timestamps as ticks: close together (ties, spans of a few ticks), across the calendar, and (in
 # nanoseconds) across all of int64 (int64 min is pandas' NaT, so one above it)
-timestamp_us_values = st.one_of(st.integers(-20, 20).map(lambda d: T0_US + d), st.integers(*US_RANGE),
-                                st.sampled_from(US_RANGE))
-timestamp_ns_values = st.one_of(st.integers(-20, 20).map(lambda d: T0_US * 1000 + d),
-                                st.integers(I64_MIN + 1, I64_MAX), st.sampled_from([I64_MIN + 1, I64_MAX]))
+timestamp_us_values = st.one_of(
+    st.integers(-20, 20).map(lambda d: T0_US + d), st.integers(*US_RANGE), st.sampled_from(US_RANGE)
+)
+timestamp_ns_values = st.one_of(
+    st.integers(-20, 20).map(lambda d: T0_US * 1000 + d),
+    st.integers(I64_MIN + 1, I64_MAX),
+    st.sampled_from([I64_MIN + 1, I64_MAX]),
+)
 
 VALUE_STRATEGIES = {
     "int": (lambda magnitude: int_values(magnitude), pa.int64()),
@@ -83,8 +115,12 @@ VALUE_STRATEGIES = {
 }
 ORDER_STRATEGIES = {
     "int": (st.integers(-6, 6), pa.int64()),
-    "float": (st.one_of(st.integers(-6, 6).map(lambda v: v / 2),
-                        st.sampled_from([math.nan, math.inf, -math.inf, -0.0])), pa.float64()),
+    "float": (
+        st.one_of(
+            st.integers(-6, 6).map(lambda v: v / 2), st.sampled_from([math.nan, math.inf, -math.inf, -0.0])
+        ),
+        pa.float64(),
+    ),
     "date": (date_values, pa.date32()),
 }
 
@@ -104,17 +140,20 @@ def tables(draw, value_kind: str, magnitude: str = "extremes", max_rows: int = 2
     order_kind = draw(st.sampled_from(sorted(ORDER_STRATEGIES)))
     vstrat, vtype = VALUE_STRATEGIES[value_kind]
     ostrat, otype = ORDER_STRATEGIES[order_kind]
-    t = pa.table({
-        "p": pa.array(column(draw, n, st.integers(0, 2), 0.15), pa.int64()),
-        "o": pa.array(column(draw, n, ostrat, 0.15), otype),
-        "o2": pa.array(column(draw, n, st.integers(0, 3), 0.0), pa.int64()),
-        "x": pa.array(column(draw, n, vstrat(magnitude)), vtype),
-        "f": pa.array(column(draw, n, st.booleans(), 0.2), pa.bool_()),
-    })
+    t = pa.table(
+        {
+            "p": pa.array(column(draw, n, st.integers(0, 2), 0.15), pa.int64()),
+            "o": pa.array(column(draw, n, ostrat, 0.15), otype),
+            "o2": pa.array(column(draw, n, st.integers(0, 3), 0.0), pa.int64()),
+            "x": pa.array(column(draw, n, vstrat(magnitude)), vtype),
+            "f": pa.array(column(draw, n, st.booleans(), 0.2), pa.bool_()),
+        }
+    )
     return t, order_kind
 
 
 # --- random window clauses ---------------------------------------------------------------------
+
 
 def offset_sql(draw, unit: str, order_kind: str) -> str:
     if unit == "RANGE" and order_kind == "date":
@@ -158,13 +197,17 @@ def windows(draw, order_kind: str) -> str:
         return k
 
     frame = f"{unit} BETWEEN {bound(True)} AND {bound(False)}"
-    exclude = draw(st.sampled_from(["", "", " EXCLUDE NO OTHERS", " EXCLUDE CURRENT ROW", " EXCLUDE GROUP",
-                                    " EXCLUDE TIES"]))
+    exclude = draw(
+        st.sampled_from(
+            ["", "", " EXCLUDE NO OTHERS", " EXCLUDE CURRENT ROW", " EXCLUDE GROUP", " EXCLUDE TIES"]
+        )
+    )
     parts.append(frame + exclude)
     return " ".join(parts)
 
 
 # --- comparison --------------------------------------------------------------------------------
+
 
 def _norm(v):
     if isinstance(v, np.generic):
@@ -179,8 +222,12 @@ def close(a, b, tol_abs: float = 0.0, rel: float = 1e-9) -> bool:
     if a is None or b is None:
         return a is None and b is None
     if isinstance(a, list) or isinstance(b, list):
-        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(
-            close(x, y, tol_abs, rel) for x, y in zip(a, b))
+        return (
+            isinstance(a, list)
+            and isinstance(b, list)
+            and len(a) == len(b)
+            and all(close(x, y, tol_abs, rel) for x, y in zip(a, b))
+        )
     if isinstance(a, float) or isinstance(b, float):
         a, b = float(a), float(b)
         if math.isnan(a) or math.isnan(b):
@@ -192,8 +239,11 @@ def close(a, b, tol_abs: float = 0.0, rel: float = 1e-9) -> bool:
 
 
 def numbers_of(t: pa.Table) -> list[float]:
-    return [abs(float(v)) for v in t.column("x").to_pylist()
-            if v is not None and not isinstance(v, (str, datetime.date)) and math.isfinite(float(v))]
+    return [
+        abs(float(v))
+        for v in t.column("x").to_pylist()
+        if v is not None and not isinstance(v, (str, datetime.date)) and math.isfinite(float(v))
+    ]
 
 
 def tolerance(function: str, t: pa.Table) -> float:
@@ -252,7 +302,13 @@ AGGREGATES = {
     "bool_and(x)": ["bool"],
     "bool_or(x)": ["bool"],
     "median(x)": ["int", "float", "date", "timestamp_us", "timestamp_ns"],
-    "percentile_cont({p}) WITHIN GROUP (ORDER BY x)": ["int", "float", "date", "timestamp_us", "timestamp_ns"],
+    "percentile_cont({p}) WITHIN GROUP (ORDER BY x)": [
+        "int",
+        "float",
+        "date",
+        "timestamp_us",
+        "timestamp_ns",
+    ],
     "percentile_disc({p}) WITHIN GROUP (ORDER BY x)": ["int", "float", "string", "date"],
     "quantile_cont(x, [0.25, 0.5, 0.75])": ["float"],
     "mode(x)": ["int", "float", "string", "bool", "date"],
@@ -265,15 +321,36 @@ def _function_name(template: str) -> str:
     return {"quantile_cont": "percentile_cont"}.get(head, head)
 
 
-@pytest.mark.parametrize("template,value_kind", CASES, ids=[f"{f.split('(')[0]}-{k}" + ("-star" if "*" in f else "-distinct" if "DISTINCT" in f else "") for f, k in CASES])
+@pytest.mark.parametrize(
+    "template,value_kind",
+    CASES,
+    ids=[
+        f"{f.split('(')[0]}-{k}" + ("-star" if "*" in f else "-distinct" if "DISTINCT" in f else "")
+        for f, k in CASES
+    ],
+)
 @settings(max_examples=100, **SETTINGS)
 @given(data=st.data())
 def test_fast_kernel_equals_naive(template, value_kind, data):
     check_random_call(template, value_kind, data)
 
 
-BLOCKED = [(f, k) for f, k in CASES if f.split("(")[0] in
-           ("sum", "avg", "min", "max", "var_samp", "median", "percentile_cont", "percentile_disc", "quantile_cont")]
+BLOCKED = [
+    (f, k)
+    for f, k in CASES
+    if f.split("(")[0]
+    in (
+        "sum",
+        "avg",
+        "min",
+        "max",
+        "var_samp",
+        "median",
+        "percentile_cont",
+        "percentile_disc",
+        "quantile_cont",
+    )
+]
 
 
 @pytest.mark.parametrize("template,value_kind", BLOCKED, ids=[f"{f.split('(')[0]}-{k}" for f, k in BLOCKED])
@@ -311,7 +388,8 @@ def check_random_call(template, value_kind, data):
 PINNED = [
     "sum(x) OVER (ORDER BY o ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS r",
     "sum(x) OVER (PARTITION BY p ORDER BY o RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING EXCLUDE TIES) AS r",
-    "avg(x) FILTER (WHERE f) OVER (ORDER BY o DESC NULLS FIRST GROUPS BETWEEN 1 PRECEDING AND 2 FOLLOWING EXCLUDE GROUP) AS r",
+    "avg(x) FILTER (WHERE f) OVER (ORDER BY o DESC NULLS FIRST "
+    "GROUPS BETWEEN 1 PRECEDING AND 2 FOLLOWING EXCLUDE GROUP) AS r",
     "min(x) OVER (PARTITION BY p) AS r",
     "max(x) OVER (ORDER BY o ROWS BETWEEN 3 FOLLOWING AND 1 FOLLOWING) AS r",
     "count(DISTINCT x) OVER (ORDER BY o ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE CURRENT ROW) AS r",
@@ -328,7 +406,9 @@ PINNED = [
 def test_pinned_calls_on_floats(sql, data):
     t, order_kind = data.draw(tables("float"))
     if "RANGE BETWEEN 2" in sql and order_kind == "date":
-        sql = sql.replace("2 PRECEDING", "INTERVAL 2 DAYS PRECEDING").replace("1 FOLLOWING", "INTERVAL 1 DAYS FOLLOWING")
+        sql = sql.replace("2 PRECEDING", "INTERVAL 2 DAYS PRECEDING").replace(
+            "1 FOLLOWING", "INTERVAL 1 DAYS FOLLOWING"
+        )
     check_same(t, sql, sql.split("(")[0])
 
 
@@ -364,28 +444,38 @@ def test_int64_extremes_cancel_exactly():
 
 # --- engine bugs, fixed: regression tests ------------------------------------------------------
 
-@pytest.mark.parametrize("function,xs,want", [
-    ("sum", [-1e308], -1e308),  # was NaN: a negative sum is rounded from its magnitude
-    ("avg", [1e308], 1e308),
-    ("sum", [1e308, 1e308], math.inf),  # was NaN: IEEE rounding of the exact 2e308
-    ("sum", [-1e308, -1e308], -math.inf),
-    ("avg", [1e308, 1e308], 1e308),  # was NaN: the exact sum 2e308 overflowed the double-double
-    ("avg", [1.7976931348623157e308, 1.7976931348623157e308, -1.7976931348623157e308],
-     float(Fraction(1.7976931348623157e308) / 3)),
-    ("avg", [1e308, 1.0], 5e307),
-    ("sum", [1e308, 1.0], 1e308),
-    ("sum", [1.7976931348623157e308, -1.7976931348623157e308, 5e-324], 5e-324),
-])
+
+@pytest.mark.parametrize(
+    "function,xs,want",
+    [
+        ("sum", [-1e308], -1e308),  # was NaN: a negative sum is rounded from its magnitude
+        ("avg", [1e308], 1e308),
+        ("sum", [1e308, 1e308], math.inf),  # was NaN: IEEE rounding of the exact 2e308
+        ("sum", [-1e308, -1e308], -math.inf),
+        ("avg", [1e308, 1e308], 1e308),  # was NaN: the exact sum 2e308 overflowed the double-double
+        (
+            "avg",
+            [1.7976931348623157e308, 1.7976931348623157e308, -1.7976931348623157e308],
+            float(Fraction(1.7976931348623157e308) / 3),
+        ),
+        ("avg", [1e308, 1.0], 5e307),
+        ("sum", [1e308, 1.0], 1e308),
+        ("sum", [1.7976931348623157e308, -1.7976931348623157e308, 5e-324], 5e-324),
+    ],
+)
 def test_sum_avg_near_dbl_max(function, xs, want):
     t = pa.table({"o": list(range(len(xs))), "x": xs})
     got = evaluate(t, f"{function}(x) OVER () AS r").column("r").to_pylist()
     assert got == [want] * len(xs)
 
 
-@pytest.mark.parametrize("xs", [
-    [1e200],  # was NaN: x * x overflowed before the exact sums
-    [1e150, 1e150],  # was NaN: Dekker's split in two_prod overflowed above ~1.3e300
-])
+@pytest.mark.parametrize(
+    "xs",
+    [
+        [1e200],  # was NaN: x * x overflowed before the exact sums
+        [1e150, 1e150],  # was NaN: Dekker's split in two_prod overflowed above ~1.3e300
+    ],
+)
 def test_variance_of_huge_values(xs):
     t = pa.table({"x": xs})
     assert evaluate(t, "var_pop(x) OVER () AS r").column("r").to_pylist() == [0.0] * len(xs)
@@ -411,13 +501,16 @@ def test_exclude_ties_frame_before_current_row(function):
     assert evaluate(t, sql).column("r").to_pylist() == want
 
 
-@pytest.mark.parametrize("function,xs", [
-    ("sum", [2**62, 2**62]),            # a BIGINT overflow error, as in the fast path (was -2**63)
-    ("avg", [2**62, 2**62, 2**62]),     # 2**62
-    ("var_pop", [2**62, 0, -(2**62) + 5]),  # was negative
-    ("avg", pa.array([2**31 - 1, 2**31 - 1], pa.int32())),  # INT: wrapped at 2**31, gave -1.0
-    ("var_pop", pa.array([-1, -(2**31)], pa.int32())),      # gave 0.25
-])
+@pytest.mark.parametrize(
+    "function,xs",
+    [
+        ("sum", [2**62, 2**62]),  # a BIGINT overflow error, as in the fast path (was -2**63)
+        ("avg", [2**62, 2**62, 2**62]),  # 2**62
+        ("var_pop", [2**62, 0, -(2**62) + 5]),  # was negative
+        ("avg", pa.array([2**31 - 1, 2**31 - 1], pa.int32())),  # INT: wrapped at 2**31, gave -1.0
+        ("var_pop", pa.array([-1, -(2**31)], pa.int32())),  # gave 0.25
+    ],
+)
 def test_naive_int_arithmetic_is_exact(function, xs):
     """Was an engine bug: the reference path summed numpy int64 scalars, which wrap past 2**63."""
     t = pa.table({"x": xs if isinstance(xs, pa.Array) else pa.array(xs, pa.int64())})
@@ -437,7 +530,7 @@ def test_fast_int_arithmetic_is_exact():
     xs = [2**62, 2**62 - 1, 2**62, -(2**62) + 5, I64_MAX, I64_MIN]
     t = pa.table({"o": list(range(len(xs))), "x": pa.array(xs, pa.int64())})
     over = "OVER (ORDER BY o ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)"
-    frames = [xs[max(i - 1, 0):i + 2] for i in range(len(xs))]
+    frames = [xs[max(i - 1, 0) : i + 2] for i in range(len(xs))]
     avg = evaluate(t, f"avg(x) {over} AS r").column("r").to_pylist()
     assert avg == [float(Fraction(sum(f), len(f))) for f in frames]
     var = evaluate(t, f"var_pop(x) {over} AS r").column("r").to_pylist()
@@ -451,24 +544,30 @@ def test_fast_int_arithmetic_is_exact():
         evaluate(t, f"sum(x) {over} AS r")
 
 
-@pytest.mark.parametrize("sql,want", [
-    ("count(DISTINCT x) OVER () AS r", [1, 1, 1]),
-    ("rank() OVER (ORDER BY x) AS r", [1, 1, 1]),
-    ("count(*) OVER (PARTITION BY x) AS r", [3, 3, 3]),
-    ("count(*) OVER (ORDER BY x) AS r", [3, 3, 3]),
-])
+@pytest.mark.parametrize(
+    "sql,want",
+    [
+        ("count(DISTINCT x) OVER () AS r", [1, 1, 1]),
+        ("rank() OVER (ORDER BY x) AS r", [1, 1, 1]),
+        ("count(*) OVER (PARTITION BY x) AS r", [3, 3, 3]),
+        ("count(*) OVER (ORDER BY x) AS r", [3, 3, 3]),
+    ],
+)
 def test_negative_zero_equals_zero(sql, want):
     """-0.0 = 0.0 in SQL: peers, one partition, one distinct value (was an engine bug)."""
     t = pa.table({"x": [0.0, -0.0, 0.0]})
     assert evaluate(t, sql).column("r").to_pylist() == want
 
 
-@pytest.mark.parametrize("function,xs,want", [
-    ("count(DISTINCT x)", [math.nan, 1.0, math.nan], 2),
-    ("mode(x)", [math.nan, 1.0, math.nan], math.nan),
-    ("count(DISTINCT x)", [-0.0, math.nan, 0.0, float("nan")], 2),  # -0.0 = 0.0, two NaN objects
-    ("mode(x)", [1.0, -0.0, 2.0, 0.0, 1.0, 0.0], 0.0),  # zero three times, 1.0 twice
-])
+@pytest.mark.parametrize(
+    "function,xs,want",
+    [
+        ("count(DISTINCT x)", [math.nan, 1.0, math.nan], 2),
+        ("mode(x)", [math.nan, 1.0, math.nan], math.nan),
+        ("count(DISTINCT x)", [-0.0, math.nan, 0.0, float("nan")], 2),  # -0.0 = 0.0, two NaN objects
+        ("mode(x)", [1.0, -0.0, 2.0, 0.0, 1.0, 0.0], 0.0),  # zero three times, 1.0 twice
+    ],
+)
 def test_naive_nan_is_one_value(function, xs, want):
     """Was an engine bug: the reference path's set/Counter counted every NaN object on its own."""
     t = pa.table({"x": xs})
@@ -488,9 +587,16 @@ def test_sum_of_tiny_values_beside_huge_ones(function):
 
 
 @settings(max_examples=500, **SETTINGS)
-@given(st.one_of(st.lists(st.integers(I64_MIN, I64_MAX), min_size=2, max_size=2).map(sorted),
-                st.tuples(st.integers(I64_MIN, I64_MAX - 40), st.integers(0, 40)).map(lambda a: (a[0], a[0] + a[1]))),
-       st.one_of(st.sampled_from([0.0, 0.5, 0.25, 0.1, 0.3, 1 / 3, 1 - 2**-53, 2**-60]), st.floats(0, 1, exclude_max=True)))
+@given(
+    st.one_of(
+        st.lists(st.integers(I64_MIN, I64_MAX), min_size=2, max_size=2).map(sorted),
+        st.tuples(st.integers(I64_MIN, I64_MAX - 40), st.integers(0, 40)).map(lambda a: (a[0], a[0] + a[1])),
+    ),
+    st.one_of(
+        st.sampled_from([0.0, 0.5, 0.25, 0.1, 0.3, 1 / 3, 1 - 2**-53, 2**-60]),
+        st.floats(0, 1, exclude_max=True),
+    ),
+)
 def test_interpolate_ints_rounds_the_exact_product(pair, frac):
     """lo + frac * (hi - lo), from Python's exact rationals, rounded half to even: over all of int64
     (spans past 2**63 too), with fractions whose products with a span are exact ties."""
@@ -500,14 +606,26 @@ def test_interpolate_ints_rounds_the_exact_product(pair, frac):
     assert int(got[0]) == want
 
 
-@pytest.mark.parametrize("lo, hi, want", [(0, 1, 0), (1, 2, 2), (-3, -2, -2), (I64_MIN, I64_MAX, 0),
-                                          (I64_MIN + 1, I64_MAX, 0), (I64_MAX - 1, I64_MAX, I64_MAX - 1)])
+@pytest.mark.parametrize(
+    "lo, hi, want",
+    [
+        (0, 1, 0),
+        (1, 2, 2),
+        (-3, -2, -2),
+        (I64_MIN, I64_MAX, 0),
+        (I64_MIN + 1, I64_MAX, 0),
+        (I64_MAX - 1, I64_MAX, I64_MAX - 1),
+    ],
+)
 def test_interpolate_ints_halves_go_to_even(lo, hi, want):
     """Midpoints: an exact half goes to the even neighbour (-0.5 to 0, 1.5 to 2, -2.5 to -2)."""
     assert int(interpolate_ints(np.array([lo]), np.array([hi]), np.array([0.5]))[0]) == want
 
 
-@pytest.mark.parametrize("span, frac, want", [(5, 0.1, 1), (10, 0.05, 1), (5, 0.3, 1), (5, 0.7, 3), (2**60 + 5, 0.1, 115_292_150_460_684_705)])
+@pytest.mark.parametrize(
+    "span, frac, want",
+    [(5, 0.1, 1), (10, 0.05, 1), (5, 0.3, 1), (5, 0.7, 3), (2**60 + 5, 0.1, 115_292_150_460_684_705)],
+)
 def test_interpolate_ints_near_halves(span, frac, want):
     """Near a half, the double ``frac`` decides: 0.1 is 0.1000000000000000055..., so 5 * 0.1 is just
     above 1/2 (rounds up), 0.3 is 0.2999999999999999888..., so 5 * 0.3 is just below 3/2 (down);
@@ -525,10 +643,16 @@ def test_naive_percentile_cont_next_to_infinity():
     assert evaluate(t, sql, prefer_naive=True).column("r").to_pylist() == [[-math.inf, -math.inf]] * 2
 
 
-@pytest.mark.parametrize("function,want", [
-    ("min(x)", [0, 0, 4]), ("max(x)", [0, 4, 4]), ("mode(x)", [0, 0, 4]), ("median(x)", [0, 2, 4]),
-    ("percentile_disc(0.5) WITHIN GROUP (ORDER BY x)", [0, 0, 4]),
-])
+@pytest.mark.parametrize(
+    "function,want",
+    [
+        ("min(x)", [0, 0, 4]),
+        ("max(x)", [0, 4, 4]),
+        ("mode(x)", [0, 0, 4]),
+        ("median(x)", [0, 2, 4]),
+        ("percentile_disc(0.5) WITHIN GROUP (ORDER BY x)", [0, 0, 4]),
+    ],
+)
 def test_naive_path_on_dates(function, want):
     """Was an engine bug: the reference path failed on DATEs (TypeError building the result).
     Frames {d}, {d, d + 4}, {d + 4, NULL}; want in days after d."""
@@ -541,51 +665,74 @@ def test_naive_path_on_dates(function, want):
 
 # --- the planner's choices ---------------------------------------------------------------------
 
+
 def _plan(sql: str, kind: str | None, **kw) -> str:
     return plan(parse_window(sql).calls[0], kind, **kw).name
 
 
-@pytest.mark.parametrize("sql,kind,name", [
-    ("count(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "int", "prefix-count"),
-    ("count(*) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", None, "prefix-count"),
-    ("bool_and(x) OVER (ORDER BY t) AS r", "bool", "prefix-count"),
-    ("bool_or(x) OVER (ORDER BY t) AS r", "bool", "prefix-count"),
-    ("sum(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "float", "exact-prefix-sum"),
-    ("avg(x) OVER (ORDER BY t RANGE 3 PRECEDING) AS r", "int", "exact-prefix-sum"),
-    ("var_samp(x) OVER (ORDER BY t) AS r", "float", "exact-moments"),
-    ("stddev_pop(x) OVER (ORDER BY t GROUPS 1 PRECEDING) AS r", "float", "exact-moments"),
-    ("min(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "int", "sparse-table"),
-    ("max(x) OVER (ORDER BY t ROWS 3 PRECEDING EXCLUDE TIES) AS r", "string", "sparse-table"),
-    ("median(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "float", "wavelet"),
-    ("percentile_cont(0.3) WITHIN GROUP (ORDER BY x) OVER (ORDER BY t) AS r", "float", "wavelet"),
-    ("percentile_disc(0.3) WITHIN GROUP (ORDER BY x) OVER (ORDER BY t) AS r", "string", "wavelet"),
-    ("count(DISTINCT x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "string", "wavelet"),
-    ("mode(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "int", "sliding-counts"),
-    # whole-partition frames: computed once per partition and broadcast
-    ("min(x) OVER (PARTITION BY k) AS r", "int", "broadcast+sparse-table"),
-    ("sum(x) OVER () AS r", "float", "broadcast+exact-prefix-sum"),
-    ("count(*) OVER (PARTITION BY k ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS r",
-     None, "broadcast+prefix-count"),
-    ("mode(x) OVER (PARTITION BY k ORDER BY t RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS r",
-     "int", "broadcast+sliding-counts"),
-    ("median(x) OVER (PARTITION BY k) AS r", "float", "broadcast+wavelet"),
-    ("first_value(x) OVER (PARTITION BY k ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS r",
-     "int", "broadcast+index-arithmetic"),
-    # an excluded hole is not the whole partition
-    ("min(x) OVER (PARTITION BY k ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING "
-     "EXCLUDE CURRENT ROW) AS r", "int", "sparse-table"),
-    ("row_number() OVER (ORDER BY t) AS r", None, "index-arithmetic"),
-    ("lag(x) OVER (ORDER BY t) AS r", "int", "index-arithmetic"),
-    ("nth_value(x, 2) OVER (ORDER BY t) AS r", "int", "index-arithmetic"),
-])
+@pytest.mark.parametrize(
+    "sql,kind,name",
+    [
+        ("count(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "int", "prefix-count"),
+        ("count(*) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", None, "prefix-count"),
+        ("bool_and(x) OVER (ORDER BY t) AS r", "bool", "prefix-count"),
+        ("bool_or(x) OVER (ORDER BY t) AS r", "bool", "prefix-count"),
+        ("sum(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "float", "exact-prefix-sum"),
+        ("avg(x) OVER (ORDER BY t RANGE 3 PRECEDING) AS r", "int", "exact-prefix-sum"),
+        ("var_samp(x) OVER (ORDER BY t) AS r", "float", "exact-moments"),
+        ("stddev_pop(x) OVER (ORDER BY t GROUPS 1 PRECEDING) AS r", "float", "exact-moments"),
+        ("min(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "int", "sparse-table"),
+        ("max(x) OVER (ORDER BY t ROWS 3 PRECEDING EXCLUDE TIES) AS r", "string", "sparse-table"),
+        ("median(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "float", "wavelet"),
+        ("percentile_cont(0.3) WITHIN GROUP (ORDER BY x) OVER (ORDER BY t) AS r", "float", "wavelet"),
+        ("percentile_disc(0.3) WITHIN GROUP (ORDER BY x) OVER (ORDER BY t) AS r", "string", "wavelet"),
+        ("count(DISTINCT x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "string", "wavelet"),
+        ("mode(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "int", "sliding-counts"),
+        # whole-partition frames: computed once per partition and broadcast
+        ("min(x) OVER (PARTITION BY k) AS r", "int", "broadcast+sparse-table"),
+        ("sum(x) OVER () AS r", "float", "broadcast+exact-prefix-sum"),
+        (
+            "count(*) OVER (PARTITION BY k ORDER BY t "
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS r",
+            None,
+            "broadcast+prefix-count",
+        ),
+        (
+            "mode(x) OVER (PARTITION BY k ORDER BY t "
+            "RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS r",
+            "int",
+            "broadcast+sliding-counts",
+        ),
+        ("median(x) OVER (PARTITION BY k) AS r", "float", "broadcast+wavelet"),
+        (
+            "first_value(x) OVER (PARTITION BY k ORDER BY t "
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS r",
+            "int",
+            "broadcast+index-arithmetic",
+        ),
+        # an excluded hole is not the whole partition
+        (
+            "min(x) OVER (PARTITION BY k ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING "
+            "EXCLUDE CURRENT ROW) AS r",
+            "int",
+            "sparse-table",
+        ),
+        ("row_number() OVER (ORDER BY t) AS r", None, "index-arithmetic"),
+        ("lag(x) OVER (ORDER BY t) AS r", "int", "index-arithmetic"),
+        ("nth_value(x, 2) OVER (ORDER BY t) AS r", "int", "index-arithmetic"),
+    ],
+)
 def test_planner_picks_kernel(sql, kind, name):
     assert _plan(sql, kind) == name
 
 
-@pytest.mark.parametrize("sql,kind,name", [
-    ("sum(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "float", "naive"),
-    ("min(x) OVER (PARTITION BY k) AS r", "int", "broadcast+naive"),
-    ("mode(x) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS r", "int", "naive"),
-])
+@pytest.mark.parametrize(
+    "sql,kind,name",
+    [
+        ("sum(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS r", "float", "naive"),
+        ("min(x) OVER (PARTITION BY k) AS r", "int", "broadcast+naive"),
+        ("mode(x) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS r", "int", "naive"),
+    ],
+)
 def test_planner_prefer_naive(sql, kind, name):
     assert _plan(sql, kind, prefer_naive=True) == name

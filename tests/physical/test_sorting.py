@@ -36,8 +36,10 @@ def layouts(draw):
     n = draw(st.integers(0, 40))
     n_part = draw(st.integers(0, 2))
     n_order = draw(st.integers(0 if n_part else 1, 3))
-    cols = [draw(st.lists(draw(st.sampled_from([WIDE, WIDE, EXTREME])), min_size=n, max_size=n))
-            for _ in range(n_part + n_order)]
+    cols = [
+        draw(st.lists(draw(st.sampled_from([WIDE, WIDE, EXTREME])), min_size=n, max_size=n))
+        for _ in range(n_part + n_order)
+    ]
     dirs = [(False, True)] * n_part + [(draw(st.booleans()), draw(st.booleans())) for _ in range(n_order)]
     return n, n_part, cols, dirs
 
@@ -55,8 +57,10 @@ def test_layout_sorts_stably_with_wide_keys(case):
 
     want = sorted(range(n), key=lambda i: row_key(i, len(cols)))
     assert lay.perm.tolist() == want
-    for upto, ids, starts in ((n_part, lay.part_id, lay.part_bounds[:-1]),
-                              (len(cols) if order else n_part, lay.group_id, lay.group_start)):
+    for upto, ids, starts in (
+        (n_part, lay.part_id, lay.part_bounds[:-1]),
+        (len(cols) if order else n_part, lay.group_id, lay.group_start),
+    ):
         keys = [row_key(i, upto) for i in want]
         new_run = [i == 0 or keys[i] != keys[i - 1] for i in range(n)]
         assert ids.tolist() == (np.cumsum(new_run) - 1).tolist()
@@ -93,6 +97,15 @@ def test_in_order_is_the_layout_build_finds_for_sorted_rows(steps):
     groups = np.unique(keys, return_inverse=True)[1].ravel().astype(np.int64)
     got = Layout.in_order(groups)
     want = Layout.build([], [(Values(pa.array(keys)), False, True)], len(keys))
-    for field in ("perm", "part_id", "part_start", "part_end", "group_id", "group_start", "group_end", "part_bounds"):
+    for field in (
+        "perm",
+        "part_id",
+        "part_start",
+        "part_end",
+        "group_id",
+        "group_start",
+        "group_end",
+        "part_bounds",
+    ):
         assert np.array_equal(getattr(got, field), getattr(want, field)), field
     assert got.identity and want.identity

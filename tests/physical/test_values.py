@@ -32,8 +32,20 @@ def _expected(array: pa.Array) -> list:
     return out
 
 
-TYPES = [pa.timestamp("s"), pa.timestamp("ms"), pa.timestamp("us"), pa.timestamp("us", tz="UTC"), pa.date32(),
-         pa.int8(), pa.int32(), pa.int64(), pa.uint32(), pa.bool_(), pa.float32(), pa.float64()]
+TYPES = [
+    pa.timestamp("s"),
+    pa.timestamp("ms"),
+    pa.timestamp("us"),
+    pa.timestamp("us", tz="UTC"),
+    pa.date32(),
+    pa.int8(),
+    pa.int32(),
+    pa.int64(),
+    pa.uint32(),
+    pa.bool_(),
+    pa.float32(),
+    pa.float64(),
+]
 
 
 @settings(max_examples=200, deadline=None, derandomize=True, database=None)
@@ -55,8 +67,11 @@ def test_numbers_match_the_values(data, type_):
         raw = [v % 2_000_000 for v in raw]
     elif pa.types.is_timestamp(type_) and type_.unit == "s":
         raw = [v >> 6 for v in raw]  # within Python's datetime range (years 1 to 9999)
-    array = pa.array(raw, type=type_ if not pa.types.is_timestamp(type_) and not pa.types.is_date(type_) else pa.int64(),
-                     mask=np.array(nulls, dtype=bool))
+    array = pa.array(
+        raw,
+        type=type_ if not pa.types.is_timestamp(type_) and not pa.types.is_date(type_) else pa.int64(),
+        mask=np.array(nulls, dtype=bool),
+    )
     if pa.types.is_timestamp(type_):
         array = array.cast(type_)
     elif pa.types.is_date(type_):
@@ -71,7 +86,11 @@ def test_numbers_match_the_values(data, type_):
     assert got.tolist() == want
 
 
-@pytest.mark.parametrize("array", [pa.array([1, None, 3], pa.timestamp("ns", tz="UTC")),
-                                   pa.array([5, 6, 7], pa.timestamp("us")).slice(1)])
+@pytest.mark.parametrize(
+    "array",
+    [pa.array([1, None, 3], pa.timestamp("ns", tz="UTC")), pa.array([5, 6, 7], pa.timestamp("us")).slice(1)],
+)
 def test_timestamp_view_keeps_nulls_and_offset(array):
-    assert Values(array).numbers.tolist() == [0 if v is None else v for v in array.cast(pa.int64()).to_pylist()]
+    assert Values(array).numbers.tolist() == [
+        0 if v is None else v for v in array.cast(pa.int64()).to_pylist()
+    ]

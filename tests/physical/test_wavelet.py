@@ -20,15 +20,20 @@ def codes_and_queries(draw, max_parts=3):
     m = draw(st.integers(1, 15))
     k = draw(st.integers(1, max_parts))
     cuts = [sorted(draw(st.lists(st.integers(0, n), min_size=2 * k, max_size=2 * k))) for _ in range(m)]
-    parts = [(np.array([c[2 * j] for c in cuts], dtype=np.int64), np.array([c[2 * j + 1] for c in cuts], dtype=np.int64))
-             for j in range(k)]
+    parts = [
+        (
+            np.array([c[2 * j] for c in cuts], dtype=np.int64),
+            np.array([c[2 * j + 1] for c in cuts], dtype=np.int64),
+        )
+        for j in range(k)
+    ]
     return np.array(codes, dtype=np.int64), parts, sigma
 
 
 def union(codes, parts, q):
     out = []
     for s, e in parts:
-        out += codes[int(s[q]):int(e[q])].tolist()
+        out += codes[int(s[q]) : int(e[q])].tolist()
     return out
 
 
@@ -54,7 +59,7 @@ def test_kth_walks_every_rank(case):
     wm = WaveletMatrix(codes)
     for q in range(len(parts[0][0])):
         frame = sorted(union(codes, parts, q))
-        one = [(s[q:q + 1], e[q:q + 1]) for s, e in parts]
+        one = [(s[q : q + 1], e[q : q + 1]) for s, e in parts]
         for k in range(len(frame)):
             assert wm.kth(one, np.array([k]))[0] == frame[k]
 
@@ -65,11 +70,16 @@ def test_count_less(case, data):
     codes, parts, sigma = case
     wm = WaveletMatrix(codes)
     s, e = parts[0]
-    xs = np.array([data.draw(st.one_of(st.integers(0, sigma + 2), st.sampled_from([0, 1 << 40])))
-                   for _ in range(len(s))], dtype=np.int64)
+    xs = np.array(
+        [
+            data.draw(st.one_of(st.integers(0, sigma + 2), st.sampled_from([0, 1 << 40])))
+            for _ in range(len(s))
+        ],
+        dtype=np.int64,
+    )
     got = wm.count_less(s, e, xs)
     for q in range(len(s)):
-        want = sum(1 for c in codes[s[q]:e[q]] if c < xs[q])
+        want = sum(1 for c in codes[s[q] : e[q]] if c < xs[q])
         assert got[q] == want
 
 

@@ -10,16 +10,18 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kafka_support import produce
 
 import overwindow
-from kafka_support import produce
 from overwindow.pipeline.kafka import FORMAT, KafkaDataSource, share_limit
 from overwindow.pipeline.progress import bad_records
 from overwindow.pipeline.view import ViewFileError, load_view
 
 
-@given(st.dictionaries(st.sampled_from("0123"), st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1),
-       st.integers(1, 120))
+@given(
+    st.dictionaries(st.sampled_from("0123"), st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1),
+    st.integers(1, 120),
+)
 def test_share_limit_takes_the_limit_or_everything(ranges, limit):
     start = {p: min(a, b) for p, (a, b) in ranges.items()}
     ends = {p: max(a, b) for p, (a, b) in ranges.items()}
@@ -32,7 +34,11 @@ def test_share_limit_takes_the_limit_or_everything(ranges, limit):
 def _read_all(spark, bootstrap, topic, checkpoint, **options):
     """One availableNow run of the raw source; returns (rows, input rows per batch)."""
     spark.dataSource.register(KafkaDataSource)
-    reader = spark.readStream.format(FORMAT).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+    reader = (
+        spark.readStream.format(FORMAT)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+    )
     for name, value in options.items():
         reader = reader.option(name, value)
     rows, sizes = [], []
@@ -42,8 +48,13 @@ def _read_all(spark, bootstrap, topic, checkpoint, **options):
         rows.extend(got)
         sizes.append(len(got))
 
-    query = (reader.load().writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).start())
+    query = (
+        reader.load()
+        .writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     assert query.exception() is None
     return rows, sizes
@@ -80,13 +91,16 @@ def test_starting_offsets_latest_skips_what_was_there(spark, kafka_bootstrap, tm
     assert first == [] and [r.value for r in second] == [b"new"] * 7
 
 
-CALLS = ["sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",
-         "avg(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 10 SECONDS PRECEDING AND CURRENT ROW) AS a"]
+CALLS = [
+    "sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",
+    "avg(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 10 SECONDS PRECEDING AND CURRENT ROW) AS a",
+]
 
 
 def _view_file(tmp_path, bootstrap, topic, emit="on_update", reader="auto"):
     path = tmp_path / "view.toml"
-    path.write_text(textwrap.dedent(f"""
+    path.write_text(
+        textwrap.dedent(f"""
         [source]
         format = "kafka"
         bootstrap_servers = "{bootstrap}"
@@ -107,7 +121,8 @@ def _view_file(tmp_path, bootstrap, topic, emit="on_update", reader="auto"):
         path = "view.sqlite"
         table = "v"
         checkpoint = "chk"
-    """))
+    """)
+    )
     return path
 
 
@@ -117,8 +132,10 @@ def test_a_view_from_kafka_equals_the_batch_result_and_counts_bad_records(spark,
     from overwindow.pipeline.job import start_view
 
     topic = f"t-{uuid.uuid4().hex[:8]}"
-    rows = [{"k": f"s{i % 3}", "id": i, "ts": f"2024-05-01T10:{i // 60:02d}:{i % 60:02d}", "x": float(i * 7 % 23)}
-            for i in range(400)]
+    rows = [
+        {"k": f"s{i % 3}", "id": i, "ts": f"2024-05-01T10:{i // 60:02d}:{i % 60:02d}", "x": float(i * 7 % 23)}
+        for i in range(400)
+    ]
     records = [(r["k"].encode(), json.dumps(r).encode()) for r in rows]
     records[50:50] = [(b"s0", b"not json"), (b"s1", b'{"unrelated": 1}')]
     produce(kafka_bootstrap, topic, records, partitions=2)
@@ -130,7 +147,9 @@ def test_a_view_from_kafka_equals_the_batch_result_and_counts_bad_records(spark,
     table = pa.Table.from_pylist(rows)
     table = table.set_column(2, "ts", pa.compute.strptime(table["ts"], "%Y-%m-%dT%H:%M:%S", "us"))
     spec = overwindow.OverWindow(*CALLS, emit="on_update", rowKey="id")
-    want = {r["id"]: (r["s"], r["a"]) for r in overwindow.evaluate(table, *spec.partitioned(("k",))).to_pylist()}
+    want = {
+        r["id"]: (r["s"], r["a"]) for r in overwindow.evaluate(table, *spec.partitioned(("k",))).to_pylist()
+    }
     con = sqlite3.connect(tmp_path / "view.sqlite")
     got = {i: (s, a) for i, s, a in con.execute('SELECT id, s, a FROM "v"')}
     assert set(got) == set(want)
@@ -142,16 +161,29 @@ def test_reader_spark_without_the_connector_says_how_to_get_it(spark, kafka_boot
     from overwindow.pipeline.job import source_frame
 
     view = load_view(str(_view_file(tmp_path, kafka_bootstrap, "t", reader="spark")))
-    with pytest.raises(ViewFileError, match="OVERWINDOW_SPARK_PACKAGES=org.apache.spark:spark-sql-kafka-0-10"):
+    with pytest.raises(
+        ViewFileError, match="OVERWINDOW_SPARK_PACKAGES=org.apache.spark:spark-sql-kafka-0-10"
+    ):
         source_frame(spark, view)
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("starting_offsets", '"first"', r"\[source\] starting_offsets \(line \d+\): must be one of earliest, latest"),
-    ("reader", '"java"', r"\[source\] reader \(line \d+\): must be one of auto, spark, python"),
-    ("max_offsets_per_trigger", "0", r"\[source\] max_offsets_per_trigger \(line \d+\): a positive number"),
-    ("options", '"ssl"', r"\[source\] options \(line \d+\): a table of Kafka client settings"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        (
+            "starting_offsets",
+            '"first"',
+            r"\[source\] starting_offsets \(line \d+\): must be one of earliest, latest",
+        ),
+        ("reader", '"java"', r"\[source\] reader \(line \d+\): must be one of auto, spark, python"),
+        (
+            "max_offsets_per_trigger",
+            "0",
+            r"\[source\] max_offsets_per_trigger \(line \d+\): a positive number",
+        ),
+        ("options", '"ssl"', r"\[source\] options \(line \d+\): a table of Kafka client settings"),
+    ],
+)
 def test_bad_kafka_keys_are_named_with_their_line(tmp_path, key, value, message):
     path = _view_file(tmp_path, "localhost:9092", "t")
     text = path.read_text()
@@ -166,11 +198,18 @@ def test_client_secrets_come_from_the_environment_and_a_missing_one_is_named(tmp
     from overwindow.pipeline.job import kafka_options
 
     path = _view_file(tmp_path, "localhost:9092", "t")
-    path.write_text(path.read_text().replace('reader = "auto"', 'reader = "auto"\noptions = { "sasl.password" = '
-                                                                '"env:OW_TEST_SECRET", "security.protocol" = "SASL_SSL" }'))
+    path.write_text(
+        path.read_text().replace(
+            'reader = "auto"',
+            'reader = "auto"\noptions = { "sasl.password" = '
+            '"env:OW_TEST_SECRET", "security.protocol" = "SASL_SSL" }',
+        )
+    )
     view = load_view(str(path))
     monkeypatch.delenv("OW_TEST_SECRET", raising=False)
-    with pytest.raises(ViewFileError, match="options.sasl.password reads the environment variable OW_TEST_SECRET"):
+    with pytest.raises(
+        ViewFileError, match="options.sasl.password reads the environment variable OW_TEST_SECRET"
+    ):
         kafka_options(view)
     monkeypatch.setenv("OW_TEST_SECRET", "s3cret")
     options = kafka_options(view)

@@ -16,7 +16,9 @@ def _rows(dsn, table):
 
 def test_upserts_deletes_and_replays(postgres_dsn):
     sink = PostgresSink(postgres_dsn, "view one", key=["k", "id"], upsert=True)
-    b0 = pa.table({"k": ["a", "a", "b"], "id": [1, 2, 1], "s": [1.0, 2.0, float("nan")], "_change": ["upsert"] * 3})
+    b0 = pa.table(
+        {"k": ["a", "a", "b"], "id": [1, 2, 1], "s": [1.0, 2.0, float("nan")], "_change": ["upsert"] * 3}
+    )
     assert sink.apply(b0, 0) == 3
     assert sink.apply(b0, 0) == 0  # replayed: skipped
     b1 = pa.table({"k": ["a", "b"], "id": [1, 1], "s": [10.0, None], "_change": ["upsert", "delete"]})
@@ -38,7 +40,13 @@ def test_decimal_columns_are_numeric_with_every_digit(postgres_dsn):
 
     sink = PostgresSink(postgres_dsn, "money", key=["id"], upsert=True)
     big = Decimal("12345678901234567890.123456789012345678")
-    b = pa.table({"id": [1, 2], "price": pa.array([Decimal("1.10"), None], pa.decimal128(12, 2)),
-                  "big": pa.array([big, -big], pa.decimal128(38, 18)), "_change": ["upsert", "upsert"]})
+    b = pa.table(
+        {
+            "id": [1, 2],
+            "price": pa.array([Decimal("1.10"), None], pa.decimal128(12, 2)),
+            "big": pa.array([big, -big], pa.decimal128(38, 18)),
+            "_change": ["upsert", "upsert"],
+        }
+    )
     assert sink.apply(b, 0) == 2
     assert _rows(postgres_dsn, "money") == [(1, Decimal("1.10"), big), (2, None, -big)]

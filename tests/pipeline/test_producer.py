@@ -49,10 +49,13 @@ def partition_count(bootstrap, topic):
 
 def consume_all(bootstrap, topic, quiet_polls=3):
     """Every message on the topic as (partition, key, record), each partition in offset order."""
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
-                                         "enable.auto.commit": False})
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}", "enable.auto.commit": False}
+    )
     try:
-        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partition_count(bootstrap, topic))])
+        consumer.assign(
+            [confluent_kafka.TopicPartition(topic, p, 0) for p in range(partition_count(bootstrap, topic))]
+        )
         out, empty, deadline = [], 0, time.monotonic() + 120
         while empty < quiet_polls and time.monotonic() < deadline:
             batch = consumer.consume(1000, timeout=1.0)
@@ -73,7 +76,9 @@ def by_partition(messages):
 
 
 @pytest.mark.parametrize("sample, partitions", [("stock_ticks", 3), ("plant_daily", 2)])
-def test_every_row_arrives_once_keyed_in_order_on_the_requested_partitions(kafka_bootstrap, sample, partitions):
+def test_every_row_arrives_once_keyed_in_order_on_the_requested_partitions(
+    kafka_bootstrap, sample, partitions
+):
     topic = fresh_topic()
     rows = csv_rows(sample)
     assert produce(kafka_bootstrap, topic, sample=sample, partitions=partitions) == len(rows)
@@ -103,7 +108,7 @@ def test_later_passes_move_the_day_on_and_renumber_the_trades(kafka_bootstrap):
             original = [r for r in rows if r["symbol"] == symbol]
             assert len(mine) == 3 * len(original)
             for n in range(3):
-                replay = mine[n * len(original):(n + 1) * len(original)]
+                replay = mine[n * len(original) : (n + 1) * len(original)]
                 # One trading day per pass: 2024-03-15, then the 16th, then the 17th, same times of day.
                 shifted = [{**r, "ts": r["ts"].replace("2024-03-15", f"2024-03-{15 + n}")} for r in original]
                 assert [{**r, "trade_id": None} for r in replay] == [{**r, "trade_id": None} for r in shifted]
@@ -114,15 +119,15 @@ def test_a_pass_over_daily_output_starts_after_the_previous_one_ends(kafka_boots
     produce(kafka_bootstrap, topic, sample="plant_daily", passes=2, partitions=1)
     records = [r for _, _, r in consume_all(kafka_bootstrap, topic)]
     days = [dt.date.fromisoformat(r["date"]) for r in records if r["plant"] == "Boston"]
-    first, second = days[:len(days) // 2], days[len(days) // 2:]
+    first, second = days[: len(days) // 2], days[len(days) // 2 :]
     assert first[0] == dt.date(2019, 1, 2) and first[-1] == dt.date(2019, 12, 31)
     assert second[0] == dt.date(2020, 1, 1) and second == [d + dt.timedelta(days=364) for d in first]
 
 
 def test_a_resumed_replay_goes_on_after_the_passes_on_the_topic(kafka_bootstrap):
     topic = fresh_topic()
-    produce(kafka_bootstrap, topic, passes=1, resume=True, partitions=2)   # nothing there yet: the file's day
-    produce(kafka_bootstrap, topic, passes=1, partitions=2)                # the file again, as it is
+    produce(kafka_bootstrap, topic, passes=1, resume=True, partitions=2)  # nothing there yet: the file's day
+    produce(kafka_bootstrap, topic, passes=1, partitions=2)  # the file again, as it is
     produce(kafka_bootstrap, topic, passes=1, resume=True, partitions=2)
     records = [r for _, _, r in consume_all(kafka_bootstrap, topic)]
     rows = len(csv_rows("stock_ticks"))
@@ -151,8 +156,17 @@ def test_an_existing_topic_keeps_its_partitions(kafka_bootstrap):
 
 def test_the_command_line_produces_and_reports(kafka_bootstrap, capsys):
     topic = fresh_topic()
-    argv = ["produce", "--bootstrap-servers", kafka_bootstrap, "--topic", topic, "--data", "plant_daily",
-            "--partitions", "2"]
+    argv = [
+        "produce",
+        "--bootstrap-servers",
+        kafka_bootstrap,
+        "--topic",
+        topic,
+        "--data",
+        "plant_daily",
+        "--partitions",
+        "2",
+    ]
     assert main(argv) == 0
     rows = len(csv_rows("plant_daily"))
     out = capsys.readouterr().out
@@ -162,8 +176,23 @@ def test_the_command_line_produces_and_reports(kafka_bootstrap, capsys):
 
 def test_the_command_line_loops_until_ctrl_c(kafka_bootstrap):
     topic = fresh_topic()
-    loop = subprocess.Popen([sys.executable, "-m", "overwindow", "produce", "--bootstrap-servers", kafka_bootstrap,
-                             "--topic", topic, "--rate", "5000", "--loop"], stdout=subprocess.PIPE, text=True)
+    loop = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "overwindow",
+            "produce",
+            "--bootstrap-servers",
+            kafka_bootstrap,
+            "--topic",
+            topic,
+            "--rate",
+            "5000",
+            "--loop",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = [loop.stdout.readline()]
         while not lines[-1].startswith("overwindow produce: pass 2:"):

@@ -58,8 +58,13 @@ def test_decimal_columns_keep_their_digits(tmp_path):
     db = str(tmp_path / "v.sqlite")
     sink = SqliteSink(db, "v", key=["id"], upsert=False)
     big = Decimal("12345678901234567890.123456789012345678")
-    b = pa.table({"id": [1, 2, 3], "price": pa.array([Decimal("1.10"), None, Decimal("-2.50")], pa.decimal128(12, 2)),
-                  "big": pa.array([big, big, None], pa.decimal128(38, 18))})
+    b = pa.table(
+        {
+            "id": [1, 2, 3],
+            "price": pa.array([Decimal("1.10"), None, Decimal("-2.50")], pa.decimal128(12, 2)),
+            "big": pa.array([big, big, None], pa.decimal128(38, 18)),
+        }
+    )
     assert sink.apply(b, 0) == 3
     assert rows(db, "v") == [(1, 1.1, str(big)), (2, None, str(big)), (3, -2.5, None)]
     con = sqlite3.connect(db)

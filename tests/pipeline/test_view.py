@@ -48,18 +48,31 @@ def test_overrides_replace_keys(tmp_path):
     assert view.sink["path"] == "/tmp/other.sqlite" and view.emit == "on_update"
 
 
-@pytest.mark.parametrize("change, words", [
-    (('emit = "on_window_close"', 'emit = "sometimes"'), r"\[view\] emit \(line 15\): must be one of"),
-    (('kind = "sqlite"', 'kind = "excel"'), r"\[sink\] kind \(line 18\): must be one of sqlite"),
-    (('calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]', 'calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING)"]'),
-     r"\[view\] calls \(line 14\): .*AS <name>"),
-    (('calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]', 'calls = ["ntile(2) OVER (ORDER BY ts) AS n"]'),
-     r"\[view\] calls .*ntile"),
-    (('schema = "k STRING, ts TIMESTAMP, x DOUBLE"\n', ''), r"\[source\] schema: missing"),
-    (('[watermark]\ncolumn = "ts"\ndelay = "10 seconds"\n', ''), r"needs a \[watermark\] section"),
-    (('format = "files"', 'format = "files'), r"not valid TOML.*line 3"),
-    (('kind = "sqlite"', 'kind = "parquet"\n'), r"Parquet sink only appends") ,
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (('emit = "on_window_close"', 'emit = "sometimes"'), r"\[view\] emit \(line 15\): must be one of"),
+        (('kind = "sqlite"', 'kind = "excel"'), r"\[sink\] kind \(line 18\): must be one of sqlite"),
+        (
+            (
+                'calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]',
+                'calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING)"]',
+            ),
+            r"\[view\] calls \(line 14\): .*AS <name>",
+        ),
+        (
+            (
+                'calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]',
+                'calls = ["ntile(2) OVER (ORDER BY ts) AS n"]',
+            ),
+            r"\[view\] calls .*ntile",
+        ),
+        (('schema = "k STRING, ts TIMESTAMP, x DOUBLE"\n', ""), r"\[source\] schema: missing"),
+        (('[watermark]\ncolumn = "ts"\ndelay = "10 seconds"\n', ""), r"needs a \[watermark\] section"),
+        (('format = "files"', 'format = "files'), r"not valid TOML.*line 3"),
+        (('kind = "sqlite"', 'kind = "parquet"\n'), r"Parquet sink only appends"),
+    ],
+)
 def test_bad_views_name_the_key_and_line(tmp_path, change, words):
     old, new = change
     text = GOOD.replace(old, new)

@@ -14,14 +14,31 @@ import overwindow  # noqa: E402
 
 
 def main(src: str, work: str) -> None:
-    spark = (SparkSession.builder.remote("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    spark = (
+        SparkSession.builder.remote("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     assert type(spark).__module__.startswith("pyspark.sql.connect")
-    events = spark.readStream.schema("k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE").json(src).withWatermark("ts", "5 seconds")
-    spec = overwindow.OverWindow("sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s", "lag(x) OVER (ORDER BY ts) AS p", rowKey="rid")
+    events = (
+        spark.readStream.schema("k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE")
+        .json(src)
+        .withWatermark("ts", "5 seconds")
+    )
+    spec = overwindow.OverWindow(
+        "sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s", "lag(x) OVER (ORDER BY ts) AS p", rowKey="rid"
+    )
     out = events.groupBy("k").overWindow(spec)
-    q = (out.writeStream.format("parquet").option("path", work + "/out").option("checkpointLocation", work + "/chk")
-         .outputMode("append").trigger(availableNow=True).start())
+    q = (
+        out.writeStream.format("parquet")
+        .option("path", work + "/out")
+        .option("checkpointLocation", work + "/chk")
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
     for row in spark.read.parquet(work + "/out").toPandas().to_dict("records"):
         print(json.dumps({k: (str(v) if k == "ts" else v) for k, v in row.items()}))

@@ -12,8 +12,16 @@ from hypothesis import strategies as st
 
 from overwindow.spark.adapter import _to_arrow, _to_pandas
 
-SCHEMA = pa.schema([("k", pa.int32()), ("ts", pa.timestamp("us")), ("s", pa.string()), ("x", pa.float64()),
-                    ("b", pa.bool_()), ("d", pa.date32())])
+SCHEMA = pa.schema(
+    [
+        ("k", pa.int32()),
+        ("ts", pa.timestamp("us")),
+        ("s", pa.string()),
+        ("x", pa.float64()),
+        ("b", pa.bool_()),
+        ("d", pa.date32()),
+    ]
+)
 
 
 def spark_frame(table: pa.Table, order: list[str]) -> pd.DataFrame:
@@ -32,14 +40,18 @@ def spark_frame(table: pa.Table, order: list[str]) -> pd.DataFrame:
 def test_to_arrow_reads_every_column_as_from_pandas_does(seed, n, extra):
     rng = np.random.default_rng(seed)
     nulls = rng.random(n) < 0.2
-    table = pa.table({
-        "k": pa.array(rng.integers(-5, 5, n), pa.int32(), mask=rng.random(n) < 0.2),  # pandas: float64 with NaN
-        "ts": pa.array(rng.integers(0, 10**15, n), pa.timestamp("us"), mask=nulls),
-        "s": pa.array([f"v{i}" for i in rng.integers(0, 9, n)], mask=rng.random(n) < 0.2),
-        "x": pa.array(rng.normal(size=n), mask=rng.random(n) < 0.2),
-        "b": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.2),
-        "d": pa.array(rng.integers(0, 20000, n).astype(np.int32), pa.date32()),
-    })
+    table = pa.table(
+        {
+            "k": pa.array(
+                rng.integers(-5, 5, n), pa.int32(), mask=rng.random(n) < 0.2
+            ),  # pandas: float64 with NaN
+            "ts": pa.array(rng.integers(0, 10**15, n), pa.timestamp("us"), mask=nulls),
+            "s": pa.array([f"v{i}" for i in rng.integers(0, 9, n)], mask=rng.random(n) < 0.2),
+            "x": pa.array(rng.normal(size=n), mask=rng.random(n) < 0.2),
+            "b": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.2),
+            "d": pa.array(rng.integers(0, 20000, n).astype(np.int32), pa.date32()),
+        }
+    )
     if extra:
         table = table.append_column("__overwindow_all", pa.array(np.zeros(n, dtype=np.int32)))
     order = list(rng.permutation(table.column_names))
@@ -54,7 +66,6 @@ def test_to_arrow_names_a_missing_column():
     frame = pd.concat([pd.Series([1], name="k", dtype="int32")], axis=1)
     with pytest.raises(KeyError, match="ts"):
         _to_arrow(frame, SCHEMA)
-
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

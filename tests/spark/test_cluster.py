@@ -25,7 +25,9 @@ def _spark_class(*args, log, env):
 
     script = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
     # a session of its own, so that killing the worker's group takes its executor and Python workers too
-    return subprocess.Popen([script, *args], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return subprocess.Popen(
+        [script, *args], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
 
 
 def _wait_for_port(port, proc, log_path, seconds=120):
@@ -42,14 +44,28 @@ def _wait_for_port(port, proc, log_path, seconds=120):
 @pytest.fixture
 def cluster(tmp_path, no_spark):
     """spark://127.0.0.1:PORT with two one-core workers; yields (master URL, worker processes)."""
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_MASTER_OPTS="-Dspark.worker.timeout=10", SPARK_WORKER_DIR=str(tmp_path / "work"))
+    env = dict(
+        os.environ,
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_MASTER_OPTS="-Dspark.worker.timeout=10",
+        SPARK_WORKER_DIR=str(tmp_path / "work"),
+    )
     port = _free_port()
     procs = []
     try:
         log = tmp_path / "master.log"
-        master = _spark_class("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                              "--webui-port", str(_free_port()), log=open(log, "w"), env=env)
+        master = _spark_class(
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(_free_port()),
+            log=open(log, "w"),
+            env=env,
+        )
         procs.append(master)
         _wait_for_port(port, master, log)
         url = f"spark://127.0.0.1:{port}"
@@ -57,9 +73,22 @@ def cluster(tmp_path, no_spark):
         for i in range(2):
             log = tmp_path / f"worker{i}.log"
             wport = _free_port()
-            worker = _spark_class("org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port",
-                                  str(wport), "--webui-port", str(_free_port()), "--cores", "1", "--memory", "1g",
-                                  log=open(log, "w"), env=env)
+            worker = _spark_class(
+                "org.apache.spark.deploy.worker.Worker",
+                url,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(wport),
+                "--webui-port",
+                str(_free_port()),
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                log=open(log, "w"),
+                env=env,
+            )
             procs.append(worker)
             workers.append(worker)
             _wait_for_port(wport, worker, log)

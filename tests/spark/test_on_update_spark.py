@@ -16,10 +16,12 @@ from overwindow.errors import WindowSpecError
 from overwindow.spark.adapter import use_rocksdb
 
 SCHEMA = "k INT, id BIGINT, t BIGINT, x DOUBLE, op STRING"
-CALLS = ("sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",
-         "rank() OVER (ORDER BY t) AS r",
-         "avg(x) OVER (ORDER BY t RANGE BETWEEN 5 PRECEDING AND 5 FOLLOWING) AS a",
-         "lag(x) OVER (ORDER BY t) AS l")
+CALLS = (
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",
+    "rank() OVER (ORDER BY t) AS r",
+    "avg(x) OVER (ORDER BY t RANGE BETWEEN 5 PRECEDING AND 5 FOLLOWING) AS a",
+    "lag(x) OVER (ORDER BY t) AS l",
+)
 
 
 def _write(folder, rows, n):
@@ -33,8 +35,10 @@ def _write(folder, rows, n):
 @pytest.fixture
 def rocksdb(spark):
     """The RocksDB state store for one test (transformWithStateInPandas needs it)."""
-    keys = ["spark.sql.streaming.stateStore.providerClass",
-            "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"]
+    keys = [
+        "spark.sql.streaming.stateStore.providerClass",
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+    ]
     before = [spark.conf.get(k, None) for k in keys]
     use_rocksdb(spark)
     yield
@@ -70,12 +74,21 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
         rows = []
         for _ in range(40):
             if rng.random() < 0.7 or not live:
-                row = {"k": int(rng.integers(0, 3)), "id": next_id, "t": int(rng.integers(0, 50)),
-                       "x": float(rng.integers(0, 100)), "op": "insert"}
+                row = {
+                    "k": int(rng.integers(0, 3)),
+                    "id": next_id,
+                    "t": int(rng.integers(0, 50)),
+                    "x": float(rng.integers(0, 100)),
+                    "op": "insert",
+                }
                 next_id += 1
             else:
                 old = live[list(live)[int(rng.integers(0, len(live)))]]
-                row = dict(old, op="delete") if rng.random() < 0.5 else dict(old, t=int(rng.integers(0, 50)), op="update")
+                row = (
+                    dict(old, op="delete")
+                    if rng.random() < 0.5
+                    else dict(old, t=int(rng.integers(0, 50)), op="update")
+                )
             rows.append(row)
             if row["op"] == "delete":
                 live.pop((row["k"], row["id"]), None)
@@ -84,14 +97,23 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
         _write(src, rows, b)
         events = spark.readStream.schema(SCHEMA).json(src)
         spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op", stateLayout=layout)
-        q = (events.groupBy("k").overWindow(spec).writeStream.foreachBatch(apply)
-             .option("checkpointLocation", chk).outputMode("update").trigger(availableNow=True).start())
+        q = (
+            events.groupBy("k")
+            .overWindow(spec)
+            .writeStream.foreachBatch(apply)
+            .option("checkpointLocation", chk)
+            .outputMode("update")
+            .trigger(availableNow=True)
+            .start()
+        )
         q.awaitTermination()
 
         assert set(view) == set(live)
         table = pa.Table.from_pylist(list(live.values()))
-        batch = overwindow.evaluate(table.sort_by([("t", "ascending"), ("id", "ascending")]),
-                                    *overwindow.OverWindow(*calls, emit="on_update", rowKey="id").partitioned(("k",)))
+        batch = overwindow.evaluate(
+            table.sort_by([("t", "ascending"), ("id", "ascending")]),
+            *overwindow.OverWindow(*calls, emit="on_update", rowKey="id").partitioned(("k",)),
+        )
         for r in batch.to_pylist():
             got = view[(r["k"], r["id"])]
             for name in names:

@@ -15,17 +15,30 @@ import overwindow
 def test_over_window_through_spark_connect(no_spark, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    rows = [{"k": i % 3, "ts": f"2024-01-01T00:00:{i:02d}", "rid": i, "x": float((i * 7) % 11)} for i in range(40)]
+    rows = [
+        {"k": i % 3, "ts": f"2024-01-01T00:00:{i:02d}", "rid": i, "x": float((i * 7) % 11)} for i in range(40)
+    ]
     (src / "a.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
     job = os.path.join(os.path.dirname(__file__), "connect_job.py")
-    done = subprocess.run([sys.executable, "-W", "ignore", job, str(src), str(tmp_path)], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", job, str(src), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     emitted = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     table = pa.Table.from_pylist(rows)
     table = table.set_column(1, "ts", table["ts"].cast(pa.timestamp("us")))
-    batch = overwindow.evaluate(table, "sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 1 PRECEDING) AS s",
-                                "lag(x) OVER (PARTITION BY k ORDER BY ts) AS p").to_pandas().set_index("rid")
+    batch = (
+        overwindow.evaluate(
+            table,
+            "sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 1 PRECEDING) AS s",
+            "lag(x) OVER (PARTITION BY k ORDER BY ts) AS p",
+        )
+        .to_pandas()
+        .set_index("rid")
+    )
     # final watermark 00:00:34: rows at or below it are closed (no frame looks ahead)
     assert sorted(r["rid"] for r in emitted) == list(range(35))
     for r in emitted:

@@ -30,21 +30,43 @@ def _rows(rng, n_rows, start_s, keys=3, key=None):
     out = []
     for i in range(n_rows):
         sec = start_s + i * 2 + int(rng.integers(0, 5))
-        out.append({"k": int(rng.integers(0, keys)) if key is None else key,
-                    "ts": f"2024-01-01T{sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}",
-                    "rid": start_s * 1000 + i + (0 if key is None else 100 * (key + 1)), "x": round(float(rng.normal()), 3)})
+        out.append(
+            {
+                "k": int(rng.integers(0, keys)) if key is None else key,
+                "ts": f"2024-01-01T{sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}",
+                "rid": start_s * 1000 + i + (0 if key is None else 100 * (key + 1)),
+                "x": round(float(rng.normal()), 3),
+            }
+        )
     return out
 
 
-def _start(spark, src, chk, out, calls, schema=SCHEMA, key="k", time_col="ts", row_key="rid", delay=f"{DELAY_S} seconds",
-           **options):
+def _start(
+    spark,
+    src,
+    chk,
+    out,
+    calls,
+    schema=SCHEMA,
+    key="k",
+    time_col="ts",
+    row_key="rid",
+    delay=f"{DELAY_S} seconds",
+    **options,
+):
     reader = spark.readStream.schema(schema)
     for name, value in options.items():
         reader = reader.option(name, value)
     events = reader.json(src).withWatermark(time_col, delay)
     result = events.groupBy(key).overWindow(overwindow.OverWindow(*calls, rowKey=row_key))
-    q = (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", chk)
-         .outputMode("append").trigger(availableNow=True).start())
+    q = (
+        result.writeStream.format("parquet")
+        .option("path", out)
+        .option("checkpointLocation", chk)
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
     return q
 
@@ -57,10 +79,13 @@ def _expected(rows, calls, key="k", time_col="ts", row_key="rid", ahead=0, delay
     """(closed row ids, batch result indexed by row id): rows at or below the final watermark that
     have ``ahead`` released rows after them in their partition."""
     table = pa.Table.from_pylist(rows)
-    table = table.set_column(table.schema.get_field_index(time_col), time_col, table[time_col].cast(pa.timestamp("us")))
+    table = table.set_column(
+        table.schema.get_field_index(time_col), time_col, table[time_col].cast(pa.timestamp("us"))
+    )
     spec = overwindow.OverWindow(*calls, rowKey=row_key)
-    batch = overwindow.evaluate(table.sort_by([(time_col, "ascending"), (row_key, "ascending")]),
-                                *spec.partitioned((key,))).to_pandas()
+    batch = overwindow.evaluate(
+        table.sort_by([(time_col, "ascending"), (row_key, "ascending")]), *spec.partitioned((key,))
+    ).to_pandas()
     watermark = table[time_col].cast(pa.int64()).to_numpy().max() - delay_s * 1_000_000
     closed = set()
     for _, part in batch.groupby(key):
@@ -77,8 +102,13 @@ def _assert_matches(emitted, closed, batch, columns, row_key="rid"):
     got = emitted.set_index(row_key).sort_index()
     want = batch.loc[got.index]
     for col in columns:
-        np.testing.assert_allclose(got[col].to_numpy(dtype=float), want[col].to_numpy(dtype=float),
-                                   rtol=1e-9, equal_nan=True, err_msg=col)
+        np.testing.assert_allclose(
+            got[col].to_numpy(dtype=float),
+            want[col].to_numpy(dtype=float),
+            rtol=1e-9,
+            equal_nan=True,
+            err_msg=col,
+        )
 
 
 CALLS = (
@@ -160,17 +190,45 @@ def test_seed_examples_price_diff_and_previous_orders(spark, tmp_path):
         batch = []
         for i in range(60):
             sec = b * 300 + i * 4 + int(rng.integers(0, 3))
-            batch.append({"stock_id": f"S{int(rng.integers(0, 4))}", "event_time": f"2024-03-01T10:{sec // 60:02d}:{sec % 60:02d}",
-                          "order_id": b * 1000 + i, "price": round(float(100 + rng.normal() * 5), 2),
-                          "amount": round(float(rng.uniform(1, 500)), 2)})
+            batch.append(
+                {
+                    "stock_id": f"S{int(rng.integers(0, 4))}",
+                    "event_time": f"2024-03-01T10:{sec // 60:02d}:{sec % 60:02d}",
+                    "order_id": b * 1000 + i,
+                    "price": round(float(100 + rng.normal() * 5), 2),
+                    "amount": round(float(rng.uniform(1, 500)), 2),
+                }
+            )
         rows += batch
         _write(src, batch, b)
-    calls = ("price - lag(price) OVER (ORDER BY event_time) AS price_diff",
-             "avg(amount) OVER (ORDER BY event_time ROWS BETWEEN 10 PRECEDING AND 1 PRECEDING) AS recent_10_orders_avg_amount")
-    _start(spark, src, chk, out, calls, schema=schema, key="stock_id", time_col="event_time", row_key="order_id",
-           delay="5 minutes", maxFilesPerTrigger=1)
-    closed, expected = _expected(rows, calls, key="stock_id", time_col="event_time", row_key="order_id", delay_s=300)
-    _assert_matches(_emitted(spark, out), closed, expected, ("price_diff", "recent_10_orders_avg_amount"), row_key="order_id")
+    calls = (
+        "price - lag(price) OVER (ORDER BY event_time) AS price_diff",
+        "avg(amount) OVER (ORDER BY event_time ROWS BETWEEN 10 PRECEDING AND 1 PRECEDING) "
+        "AS recent_10_orders_avg_amount",
+    )
+    _start(
+        spark,
+        src,
+        chk,
+        out,
+        calls,
+        schema=schema,
+        key="stock_id",
+        time_col="event_time",
+        row_key="order_id",
+        delay="5 minutes",
+        maxFilesPerTrigger=1,
+    )
+    closed, expected = _expected(
+        rows, calls, key="stock_id", time_col="event_time", row_key="order_id", delay_s=300
+    )
+    _assert_matches(
+        _emitted(spark, out),
+        closed,
+        expected,
+        ("price_diff", "recent_10_orders_avg_amount"),
+        row_key="order_id",
+    )
 
 
 def test_seed_example_three_frames_and_lead(spark, tmp_path):
@@ -181,17 +239,37 @@ def test_seed_example_three_frames_and_lead(spark, tmp_path):
     schema = "p INT, ts TIMESTAMP, id BIGINT, x DOUBLE"
     rows = []
     for b in range(3):
-        batch = [{"p": int(rng.integers(0, 3)), "ts": f"2024-03-01T{(b * 1200 + i * 30) // 3600:02d}:{(b * 1200 + i * 30) // 60 % 60:02d}:00",
-                  "id": b * 1000 + i, "x": float(rng.integers(0, 100))} for i in range(30)]
+        batch = [
+            {
+                "p": int(rng.integers(0, 3)),
+                "ts": f"2024-03-01T{(b * 1200 + i * 30) // 3600:02d}:{(b * 1200 + i * 30) // 60 % 60:02d}:00",
+                "id": b * 1000 + i,
+                "x": float(rng.integers(0, 100)),
+            }
+            for i in range(30)
+        ]
         rows += batch
         _write(src, batch, b)
-        _start(spark, src, chk, out, ("sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s_prev",
-                                      "sum(x) OVER (ORDER BY ts ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) AS s_next",
-                                      "lead(x, 1) OVER (ORDER BY ts) AS nxt"),
-               schema=schema, key="p", row_key="id", delay="5 minutes")
-    calls = ("sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s_prev",
-             "sum(x) OVER (ORDER BY ts ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) AS s_next",
-             "lead(x, 1) OVER (ORDER BY ts) AS nxt")
+        _start(
+            spark,
+            src,
+            chk,
+            out,
+            (
+                "sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s_prev",
+                "sum(x) OVER (ORDER BY ts ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) AS s_next",
+                "lead(x, 1) OVER (ORDER BY ts) AS nxt",
+            ),
+            schema=schema,
+            key="p",
+            row_key="id",
+            delay="5 minutes",
+        )
+    calls = (
+        "sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s_prev",
+        "sum(x) OVER (ORDER BY ts ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) AS s_next",
+        "lead(x, 1) OVER (ORDER BY ts) AS nxt",
+    )
     closed, expected = _expected(rows, calls, key="p", row_key="id", ahead=1, delay_s=300)
     _assert_matches(_emitted(spark, out), closed, expected, ("s_prev", "s_next", "nxt"), row_key="id")
 
@@ -211,10 +289,18 @@ def test_without_group_by_the_stream_is_one_partition(spark, tmp_path):
     rows = _rows(rng, 30, 0) + _rows(rng, 30, 100)
     _write(src, rows, 0)
     events = spark.readStream.schema(SCHEMA).json(src).withWatermark("ts", "10 seconds")
-    result = events.overWindow(overwindow.OverWindow("sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s", rowKey="rid"))
+    result = events.overWindow(
+        overwindow.OverWindow("sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s", rowKey="rid")
+    )
     assert result.columns == ["k", "ts", "rid", "x", "s"]
-    q = (result.writeStream.format("parquet").option("path", out).option("checkpointLocation", str(tmp_path / "chk"))
-         .outputMode("append").trigger(availableNow=True).start())
+    q = (
+        result.writeStream.format("parquet")
+        .option("path", out)
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination()
     for r in rows:
         r["all"] = 0
@@ -235,8 +321,11 @@ def test_decimal_values_come_back_as_decimals(spark, tmp_path):
         r["price"] = round(float(rng.uniform(-1e9, 1e9)), 2)
         del r["x"]
     _write(src, rows, 0)
-    calls = ("lag(price) OVER (ORDER BY ts) AS prev", "max(price) OVER (ORDER BY ts ROWS 2 PRECEDING) AS hi",
-             "sum(price) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s")
+    calls = (
+        "lag(price) OVER (ORDER BY ts) AS prev",
+        "max(price) OVER (ORDER BY ts ROWS 2 PRECEDING) AS hi",
+        "sum(price) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s",
+    )
     _start(spark, src, chk, out, calls, schema="k INT, ts TIMESTAMP, rid BIGINT, price DECIMAL(12,2)")
     types = dict(spark.read.parquet(out).dtypes)
     assert (types["prev"], types["hi"], types["s"]) == ("decimal(12,2)", "decimal(12,2)", "double")
@@ -245,9 +334,13 @@ def test_decimal_values_come_back_as_decimals(spark, tmp_path):
     assert set(emitted.index) == closed
     table = pa.Table.from_pylist([dict(r, price=Decimal(f"{r['price']:.2f}")) for r in rows])
     table = table.set_column(table.schema.get_field_index("ts"), "ts", table["ts"].cast(pa.timestamp("us")))
-    table = table.set_column(table.schema.get_field_index("price"), "price", table["price"].cast(pa.decimal128(12, 2)))
-    batch = overwindow.evaluate(table.sort_by([("ts", "ascending"), ("rid", "ascending")]),
-                                *overwindow.OverWindow(*calls, rowKey="rid").partitioned(("k",))).to_pandas()
+    table = table.set_column(
+        table.schema.get_field_index("price"), "price", table["price"].cast(pa.decimal128(12, 2))
+    )
+    batch = overwindow.evaluate(
+        table.sort_by([("ts", "ascending"), ("rid", "ascending")]),
+        *overwindow.OverWindow(*calls, rowKey="rid").partitioned(("k",)),
+    ).to_pandas()
     want = batch.set_index("rid").loc[emitted.index]
     for col in ("prev", "hi"):
         assert emitted[col].tolist() == want[col].tolist(), col

@@ -10,11 +10,21 @@ def random_cdc_batch(rng, live: dict, next_id: int, size: int, t_hi: int = 15):
         choice = rng.random()
         x = None if rng.random() < 0.15 else float(rng.integers(-20, 20))
         if choice < 0.6 or not live:
-            row = {"k": int(rng.integers(0, 3)), "id": next_id, "t": int(rng.integers(0, t_hi)), "x": x, "op": "insert"}
+            row = {
+                "k": int(rng.integers(0, 3)),
+                "id": next_id,
+                "t": int(rng.integers(0, t_hi)),
+                "x": x,
+                "op": "insert",
+            }
             next_id += 1
         else:
             old = live[list(live)[int(rng.integers(0, len(live)))]]
-            row = dict(old, op="delete") if choice < 0.8 else dict(old, t=int(rng.integers(0, t_hi)), x=x, op="update")
+            row = (
+                dict(old, op="delete")
+                if choice < 0.8
+                else dict(old, t=int(rng.integers(0, t_hi)), x=x, op="update")
+            )
         batch.append(row)
         key = (row["k"], row["id"])
         if row["op"] == "delete":

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
 from cdc_support import random_cdc_batch
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import overwindow
@@ -19,26 +19,41 @@ from overwindow.streaming.chunked import INDEX_KIND, MemoryChunks
 from overwindow.streaming.driver import Driver
 from overwindow.streaming.state import decode
 
-SCHEMA = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("op", pa.string())])
+SCHEMA = pa.schema(
+    [("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("op", pa.string())]
+)
 CALL_SETS = [
-    ("sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS s",
-     "lag(x, 2) OVER (ORDER BY t) AS l", "lead(x) OVER (ORDER BY t) AS ld"),
-    ("avg(x) OVER (ORDER BY t RANGE BETWEEN 3 PRECEDING AND 2 FOLLOWING) AS a",
-     "count(*) OVER (ORDER BY t GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE TIES) AS c",
-     "max(x) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND 4 FOLLOWING EXCLUDE GROUP) AS m"),
-    ("median(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING) AS med",
-     "first_value(x) IGNORE NULLS OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS fv",
-     "count(DISTINCT x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS cd"),
-    ("sum(x) OVER (ORDER BY t DESC ROWS BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS sd",
-     "avg(x) OVER (ORDER BY t DESC RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS ad",
-     "lead(x, 2) OVER (ORDER BY t DESC) AS ldd"),
-    ("mode(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING) AS mo",
-     "last_value(x) OVER (ORDER BY t GROUPS BETWEEN CURRENT ROW AND 2 FOLLOWING) AS lv",
-     "var_samp(x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS vs",
-     "count(*) FILTER (WHERE x > 0) OVER (ORDER BY t RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING) AS pos"),
+    (
+        "sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS s",
+        "lag(x, 2) OVER (ORDER BY t) AS l",
+        "lead(x) OVER (ORDER BY t) AS ld",
+    ),
+    (
+        "avg(x) OVER (ORDER BY t RANGE BETWEEN 3 PRECEDING AND 2 FOLLOWING) AS a",
+        "count(*) OVER (ORDER BY t GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE TIES) AS c",
+        "max(x) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND 4 FOLLOWING EXCLUDE GROUP) AS m",
+    ),
+    (
+        "median(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING) AS med",
+        "first_value(x) IGNORE NULLS OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS fv",
+        "count(DISTINCT x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS cd",
+    ),
+    (
+        "sum(x) OVER (ORDER BY t DESC ROWS BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS sd",
+        "avg(x) OVER (ORDER BY t DESC RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS ad",
+        "lead(x, 2) OVER (ORDER BY t DESC) AS ldd",
+    ),
+    (
+        "mode(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING) AS mo",
+        "last_value(x) OVER (ORDER BY t GROUPS BETWEEN CURRENT ROW AND 2 FOLLOWING) AS lv",
+        "var_samp(x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS vs",
+        "count(*) FILTER (WHERE x > 0) OVER (ORDER BY t RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING) AS pos",
+    ),
     # frames wider than many chunks: stretches widen chunk by chunk
-    ("sum(x) OVER (ORDER BY t RANGE BETWEEN 10 PRECEDING AND 10 FOLLOWING) AS wide",
-     "lag(x, 7) OVER (ORDER BY t) AS l7"),
+    (
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN 10 PRECEDING AND 10 FOLLOWING) AS wide",
+        "lag(x, 7) OVER (ORDER BY t) AS l7",
+    ),
 ]
 
 
@@ -50,7 +65,9 @@ def _rows_by_key(table: pa.Table, names) -> list:
     """The changelog as a sorted list of (k, id, change, results), floats rounded for comparison."""
     out = []
     for r in table.to_pylist():
-        vals = tuple(None if r[n] is None else round(r[n], 6) if isinstance(r[n], float) else r[n] for n in names)
+        vals = tuple(
+            None if r[n] is None else round(r[n], 6) if isinstance(r[n], float) else r[n] for n in names
+        )
         out.append((r["k"], r["id"], r["_change"], vals))
     return sorted(out, key=repr)
 
@@ -67,8 +84,14 @@ def _same_changelog(a: pa.Table, b: pa.Table, names):
 
 
 @settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(CALL_SETS), n_batches=st.integers(1, 8),
-       batch_size=st.integers(1, 30), chunk=st.integers(2, 5), guess=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    calls=st.sampled_from(CALL_SETS),
+    n_batches=st.integers(1, 8),
+    batch_size=st.integers(1, 30),
+    chunk=st.integers(2, 5),
+    guess=st.booleans(),
+)
 def test_chunked_changelog_equals_whole_state_and_batch(seed, calls, n_batches, batch_size, chunk, guess):
     rng = np.random.default_rng(seed)
     whole = Driver(OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op"), SCHEMA, ["k"])
@@ -97,34 +120,53 @@ def test_chunked_changelog_equals_whole_state_and_batch(seed, calls, n_batches, 
         have = pa.Table.from_pylist([view[(r["k"], r["id"])] for r in batch.to_pylist()])
         _same_changelog(have, want, names)
     # the identity map points every live row at the chunk that holds it
-    for key, store in chunked.states.items():
+    for _key, store in chunked.states.items():
         index = decode(store.index, INDEX_KIND)[0]["index"]
         for cid in index.column("__ow_chunk").to_pylist():
             held = chunked.machine.machine.load(store.chunks[cid])[0]
-            assert all(store.rows[h] == cid for h in held.column("__ow_id").to_pylist()), held.column("id").to_pylist()
+            assert all(store.rows[h] == cid for h in held.column("__ow_id").to_pylist()), held.column(
+                "id"
+            ).to_pylist()
         assert set(store.chunks) == set(index.column("__ow_chunk").to_pylist())
         assert len(store.rows) == sum(index.column("__ow_rows").to_pylist())
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(CALL_SETS[:3] + CALL_SETS[4:]),
-       chunk=st.integers(2, 6), row_key=st.booleans(), guess=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    calls=st.sampled_from(CALL_SETS[:3] + CALL_SETS[4:]),
+    chunk=st.integers(2, 6),
+    row_key=st.booleans(),
+    guess=st.booleans(),
+)
 def test_chunked_eviction_equals_whole_state(seed, calls, chunk, row_key, guess):
     """With a watermark, both layouts evict the same rows, drop the same late rows and emit the same."""
     rng = np.random.default_rng(seed)
     schema = SCHEMA.remove(SCHEMA.get_field_index("op"))
     key = {"rowKey": "id"} if row_key else {}
     whole = Driver(OverWindow(*calls, emit="on_update", **key), schema, ["k"], watermarked=True)
-    chunked = Driver(OverWindow(*calls, emit="on_update", stateLayout="chunked", **key), schema, ["k"],
-                     watermarked=True, rows_per_chunk=chunk)
+    chunked = Driver(
+        OverWindow(*calls, emit="on_update", stateLayout="chunked", **key),
+        schema,
+        ["k"],
+        watermarked=True,
+        rows_per_chunk=chunk,
+    )
     if not guess:
         chunked.machine.margin = 0
     next_id, high = 0, 0
     for b in range(10):
         n = int(rng.integers(1, 25))
         t = high + rng.integers(-8, 6, n)  # mostly forward, some late
-        rows = pa.table({"k": rng.integers(0, 2, n), "id": np.arange(next_id, next_id + n), "t": t,
-                         "x": rng.integers(-5, 5, n).astype(float)}, schema=schema)
+        rows = pa.table(
+            {
+                "k": rng.integers(0, 2, n),
+                "id": np.arange(next_id, next_id + n),
+                "t": t,
+                "x": rng.integers(-5, 5, n).astype(float),
+            },
+            schema=schema,
+        )
         next_id += n
         watermark = high - 6 if b else None
         _same_changelog(chunked.feed(rows, watermark), whole.feed(rows, watermark), _names(calls))
@@ -136,17 +178,29 @@ def test_chunked_eviction_equals_whole_state(seed, calls, chunk, row_key, guess)
 def test_a_batch_reads_only_the_chunks_its_changes_reach():
     """Appending to a 20,000-row partition in 64-row chunks reads a few chunks, however many are held."""
     schema = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
-    spec = OverWindow("sum(x) OVER (ORDER BY t ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s",
-                      "lag(x) OVER (ORDER BY t) AS p", emit="on_update", rowKey="id", stateLayout="chunked")
+    spec = OverWindow(
+        "sum(x) OVER (ORDER BY t ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS s",
+        "lag(x) OVER (ORDER BY t) AS p",
+        emit="on_update",
+        rowKey="id",
+        stateLayout="chunked",
+    )
     driver = Driver(spec, schema, ["k"], rows_per_chunk=64)
     n = 20_000
-    driver.feed(pa.table({"k": np.zeros(n, np.int64), "id": np.arange(n), "t": np.arange(n) * 2,
-                          "x": np.ones(n)}, schema=schema))
+    driver.feed(
+        pa.table(
+            {"k": np.zeros(n, np.int64), "id": np.arange(n), "t": np.arange(n) * 2, "x": np.ones(n)},
+            schema=schema,
+        )
+    )
     store: MemoryChunks = driver.states[(0,)]
     assert len(store.chunks) >= n // 128
     reads, writes = store.reads, store.writes
-    out = driver.feed(pa.table({"k": [0, 0], "id": [n, n + 1], "t": [2 * n + 1, 2 * n - 101], "x": [5.0, 3.0]},
-                               schema=schema))
+    out = driver.feed(
+        pa.table(
+            {"k": [0, 0], "id": [n, n + 1], "t": [2 * n + 1, 2 * n - 101], "x": [5.0, 3.0]}, schema=schema
+        )
+    )
     # the new rows' chunks and the ones their 100-row frames and the rows after them reach
     assert store.reads - reads <= 8 and store.writes - writes <= 4
     by_id = {r["id"]: r for r in out.to_pylist()}
@@ -156,10 +210,12 @@ def test_a_batch_reads_only_the_chunks_its_changes_reach():
 
 
 def test_chunked_layout_is_refused_for_unbounded_reach():
-    for call, words in [("rank() OVER (ORDER BY t) AS r", "rank() numbers rows"),
-                        ("sum(x) OVER (ORDER BY t) AS s", "UNBOUNDED"),
-                        ("sum(x) OVER () AS s", "without ORDER BY"),
-                        ("lag(x) IGNORE NULLS OVER (ORDER BY t) AS l", "IGNORE NULLS")]:
+    for call, words in [
+        ("rank() OVER (ORDER BY t) AS r", "rank() numbers rows"),
+        ("sum(x) OVER (ORDER BY t) AS s", "UNBOUNDED"),
+        ("sum(x) OVER () AS s", "without ORDER BY"),
+        ("lag(x) IGNORE NULLS OVER (ORDER BY t) AS l", "IGNORE NULLS"),
+    ]:
         with pytest.raises(WindowSpecError, match=f"stateLayout=.chunked.*{re.escape(words)}"):
             OverWindow(call, emit="on_update", stateLayout="chunked")
     with pytest.raises(WindowSpecError, match="emit='on_update'"):
@@ -172,15 +228,30 @@ def test_an_update_that_moves_a_row_far_emits_no_delete():
     """A row moved across the partition leaves one chunk and joins another far away: one upsert for
     it (as the whole-state layout emits), no delete, and the identity map follows it."""
     schema = SCHEMA
-    calls = ("sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s", "lag(x) OVER (ORDER BY t) AS l")
+    calls = (
+        "sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",
+        "lag(x) OVER (ORDER BY t) AS l",
+    )
     n = 1_000
-    rows = pa.table({"k": np.zeros(n, np.int64), "id": np.arange(n), "t": np.arange(n) * 2, "x": np.ones(n),
-                     "op": ["insert"] * n}, schema=schema)
+    rows = pa.table(
+        {
+            "k": np.zeros(n, np.int64),
+            "id": np.arange(n),
+            "t": np.arange(n) * 2,
+            "x": np.ones(n),
+            "op": ["insert"] * n,
+        },
+        schema=schema,
+    )
     move = pa.table({"k": [0], "id": [5], "t": [2 * n - 1], "x": [7.0], "op": ["update"]}, schema=schema)
     outs = []
     for layout in ("whole", "chunked"):
-        driver = Driver(OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op", stateLayout=layout), schema,
-                        ["k"], rows_per_chunk=8)
+        driver = Driver(
+            OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op", stateLayout=layout),
+            schema,
+            ["k"],
+            rows_per_chunk=8,
+        )
         driver.feed(rows)
         outs.append(driver.feed(move))
     whole, chunked = outs

@@ -8,8 +8,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
 from cdc_support import random_cdc_batch
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import overwindow
@@ -17,31 +17,54 @@ from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
 from overwindow.streaming.driver import Driver
 
-SCHEMA = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("op", pa.string())])
+SCHEMA = pa.schema(
+    [("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("op", pa.string())]
+)
 CALL_SETS = [
-    ("sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS s",
-     "lag(x, 2) OVER (ORDER BY t) AS l", "lead(x) IGNORE NULLS OVER (ORDER BY t) AS ld",
-     "row_number() OVER (ORDER BY t) AS rn", "rank() OVER (ORDER BY t) AS rk"),
-    ("avg(x) OVER (ORDER BY t RANGE BETWEEN 3 PRECEDING AND 2 FOLLOWING) AS a",
-     "count(*) OVER (ORDER BY t GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE TIES) AS c",
-     "max(x) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND 4 FOLLOWING EXCLUDE GROUP) AS m",
-     "dense_rank() OVER (ORDER BY t) AS dr"),
-    ("sum(x) OVER (ORDER BY t) AS running", "median(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING) AS med",
-     "first_value(x) IGNORE NULLS OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS fv",
-     "count(DISTINCT x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS cd"),
-    ("ntile(3) OVER (ORDER BY t) AS nt", "percent_rank() OVER (ORDER BY t) AS pr", "cume_dist() OVER (ORDER BY t) AS cu",
-     "x - lag(x) OVER (ORDER BY t) AS back"),
-    ("sum(x) OVER (ORDER BY t DESC ROWS BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS sd", "rank() OVER (ORDER BY t DESC) AS rd",
-     "avg(x) OVER (ORDER BY t DESC RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS ad", "lead(x, 2) OVER (ORDER BY t DESC) AS ldd"),
+    (
+        "sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS s",
+        "lag(x, 2) OVER (ORDER BY t) AS l",
+        "lead(x) IGNORE NULLS OVER (ORDER BY t) AS ld",
+        "row_number() OVER (ORDER BY t) AS rn",
+        "rank() OVER (ORDER BY t) AS rk",
+    ),
+    (
+        "avg(x) OVER (ORDER BY t RANGE BETWEEN 3 PRECEDING AND 2 FOLLOWING) AS a",
+        "count(*) OVER (ORDER BY t GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE TIES) AS c",
+        "max(x) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND 4 FOLLOWING EXCLUDE GROUP) AS m",
+        "dense_rank() OVER (ORDER BY t) AS dr",
+    ),
+    (
+        "sum(x) OVER (ORDER BY t) AS running",
+        "median(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING) AS med",
+        "first_value(x) IGNORE NULLS OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS fv",
+        "count(DISTINCT x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS cd",
+    ),
+    (
+        "ntile(3) OVER (ORDER BY t) AS nt",
+        "percent_rank() OVER (ORDER BY t) AS pr",
+        "cume_dist() OVER (ORDER BY t) AS cu",
+        "x - lag(x) OVER (ORDER BY t) AS back",
+    ),
+    (
+        "sum(x) OVER (ORDER BY t DESC ROWS BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS sd",
+        "rank() OVER (ORDER BY t DESC) AS rd",
+        "avg(x) OVER (ORDER BY t DESC RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) AS ad",
+        "lead(x, 2) OVER (ORDER BY t DESC) AS ldd",
+    ),
     ("sum(x) OVER () AS total", "min(x) OVER () AS lo"),
-    ("mode(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING) AS mo",
-     "percentile_disc(0.5) WITHIN GROUP (ORDER BY x) OVER (ORDER BY t RANGE BETWEEN 4 PRECEDING AND CURRENT ROW) AS pd",
-     "last_value(x) OVER (ORDER BY t GROUPS BETWEEN CURRENT ROW AND 2 FOLLOWING) AS lv",
-     "nth_value(x, 2) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE CURRENT ROW) AS nv",
-     "var_samp(x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS vs",
-     "count(*) FILTER (WHERE x > 0) OVER (ORDER BY t RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING) AS pos",
-     "bool_or(x > 10) OVER (ORDER BY t ROWS 2 PRECEDING) AS big",
-     "py_range(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS pr2"),
+    (
+        "mode(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 1 FOLLOWING) AS mo",
+        "percentile_disc(0.5) WITHIN GROUP (ORDER BY x) "
+        "OVER (ORDER BY t RANGE BETWEEN 4 PRECEDING AND CURRENT ROW) AS pd",
+        "last_value(x) OVER (ORDER BY t GROUPS BETWEEN CURRENT ROW AND 2 FOLLOWING) AS lv",
+        "nth_value(x, 2) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE CURRENT ROW) "
+        "AS nv",
+        "var_samp(x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS vs",
+        "count(*) FILTER (WHERE x > 0) OVER (ORDER BY t RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING) AS pos",
+        "bool_or(x > 10) OVER (ORDER BY t ROWS 2 PRECEDING) AS big",
+        "py_range(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS pr2",
+    ),
 ]
 
 
@@ -79,15 +102,23 @@ def _duckdb_agrees(table: pa.Table, batch: pa.Table, calls):
     con.register("live", table)
     for call in calls:
         name = call.rsplit(" AS ", 1)[1]
-        over = call[:call.rindex(" AS ")]
+        over = call[: call.rindex(" AS ")]
         # DuckDB breaks mode ties differently (first in the frame, ours the smallest value: Spark's
         # deterministic mode) and knows no Python aggregates; the rest it computes the same way
-        if any(f in over for f in ("median", "IGNORE NULLS", "DISTINCT", "EXCLUDE", "ntile", "GROUPS", "mode(",
-                                   "py_range")):
+        if any(
+            f in over
+            for f in ("median", "IGNORE NULLS", "DISTINCT", "EXCLUDE", "ntile", "GROUPS", "mode(", "py_range")
+        ):
             continue
-        over = over.replace("OVER (ORDER BY t", "OVER (PARTITION BY k ORDER BY t").replace("OVER ()", "OVER (PARTITION BY k)")
-        if any(w in over for w in (" ROWS ", "lag(", "lead(", "row_number")):  # positions: ties by id, as ours
-            over = re.sub(r"ORDER BY t( DESC)?", lambda m: f"ORDER BY t{m.group(1) or ''} NULLS LAST, id", over)
+        over = over.replace("OVER (ORDER BY t", "OVER (PARTITION BY k ORDER BY t").replace(
+            "OVER ()", "OVER (PARTITION BY k)"
+        )
+        if any(
+            w in over for w in (" ROWS ", "lag(", "lead(", "row_number")
+        ):  # positions: ties by id, as ours
+            over = re.sub(
+                r"ORDER BY t( DESC)?", lambda m: f"ORDER BY t{m.group(1) or ''} NULLS LAST, id", over
+            )
         got = dict(con.execute(f"SELECT id, {over} FROM live").fetchall())
         for r in batch.to_pylist():
             a, b = got[r["id"]], r[name]
@@ -102,7 +133,9 @@ def _compare(view: dict, live: dict, calls):
     if not rows:
         return
     table = pa.Table.from_pylist(rows, schema=SCHEMA).drop_columns(["op"])
-    batch = overwindow.evaluate(table.sort_by([("t", "ascending"), ("id", "ascending")]), *spec.partitioned(("k",)))
+    batch = overwindow.evaluate(
+        table.sort_by([("t", "ascending"), ("id", "ascending")]), *spec.partitioned(("k",))
+    )
     if len(live) % 7 == 0:  # a sample of the states: DuckDB agrees with the batch evaluator
         _duckdb_agrees(table, batch, calls)
     for r in batch.to_pylist():
@@ -116,8 +149,12 @@ def _compare(view: dict, live: dict, calls):
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(CALL_SETS), n_batches=st.integers(1, 8),
-       batch_size=st.integers(1, 25))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    calls=st.sampled_from(CALL_SETS),
+    n_batches=st.integers(1, 8),
+    batch_size=st.integers(1, 25),
+)
 def test_changelog_view_equals_batch_after_every_batch(seed, calls, n_batches, batch_size):
     rng = np.random.default_rng(seed)
     spec = OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op")
@@ -139,12 +176,20 @@ def test_changelog_view_equals_batch_after_every_batch(seed, calls, n_batches, b
 
 def test_one_insert_into_a_large_partition_recomputes_only_the_frame():
     n = 100_000
-    spec = OverWindow("sum(x) OVER (ORDER BY t ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) AS s",
-                      "lag(x, 3) OVER (ORDER BY t) AS l", emit="on_update", rowKey="id")
+    spec = OverWindow(
+        "sum(x) OVER (ORDER BY t ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) AS s",
+        "lag(x, 3) OVER (ORDER BY t) AS l",
+        emit="on_update",
+        rowKey="id",
+    )
     schema = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
     driver = Driver(spec, schema, ["k"])
-    driver.feed(pa.table({"k": np.zeros(n, np.int64), "id": np.arange(n), "t": np.arange(n) * 2,
-                          "x": np.ones(n)}, schema=schema))
+    driver.feed(
+        pa.table(
+            {"k": np.zeros(n, np.int64), "id": np.arange(n), "t": np.arange(n) * 2, "x": np.ones(n)},
+            schema=schema,
+        )
+    )
     driver.recomputed_rows = 0
     out = driver.feed(pa.table({"k": [0], "id": [n], "t": [n + 1], "x": [5.0]}, schema=schema))
     # the new row, the 10 rows whose ROWS frame now holds it, the 3 rows whose lag moved (overlapping);
@@ -153,20 +198,36 @@ def test_one_insert_into_a_large_partition_recomputes_only_the_frame():
     assert 1 <= out.num_rows <= 11
     con = duckdb.connect()
     ids = out["id"].to_pylist()
-    t = pa.table({"id": np.arange(n + 1), "t": np.concatenate([np.arange(n) * 2, [n + 1]]),
-                  "x": np.concatenate([np.ones(n), [5.0]])})
+    t = pa.table(
+        {
+            "id": np.arange(n + 1),
+            "t": np.concatenate([np.arange(n) * 2, [n + 1]]),
+            "x": np.concatenate([np.ones(n), [5.0]]),
+        }
+    )
     con.register("t", t)
-    want = dict(con.execute("SELECT id, sum(x) OVER (ORDER BY t ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) FROM t").fetchall())
+    want = dict(
+        con.execute(
+            "SELECT id, sum(x) OVER (ORDER BY t ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) FROM t"
+        ).fetchall()
+    )
     assert all(r["s"] == want[r["id"]] for r in out.to_pylist())
     assert set(ids) == {i for i in range(n + 1) if want[i] != (min(i, 10) + 1)} | {n}
 
 
 def test_watermark_evicts_rows_no_frame_can_reach_and_drops_late_rows():
-    spec = OverWindow("sum(x) OVER (ORDER BY t ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS s",
-                      "rank() OVER (ORDER BY t) AS r", emit="on_update", rowKey="id")
+    spec = OverWindow(
+        "sum(x) OVER (ORDER BY t ROWS BETWEEN 5 PRECEDING AND CURRENT ROW) AS s",
+        "rank() OVER (ORDER BY t) AS r",
+        emit="on_update",
+        rowKey="id",
+    )
     schema = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
     driver = Driver(spec, schema, ["k"], watermarked=True)
-    rows = lambda ids: pa.table({"k": [0] * len(ids), "id": ids, "t": ids, "x": [1.0] * len(ids)}, schema=schema)
+
+    def rows(ids):
+        return pa.table({"k": [0] * len(ids), "id": ids, "t": ids, "x": [1.0] * len(ids)}, schema=schema)
+
     driver.feed(rows(list(range(100))), watermark=None)
     driver.feed(rows([100]), watermark=90)
     # rows at or above 90 stay, with the 5 rows the frame of row 90 reaches
@@ -184,17 +245,31 @@ def test_spec_errors():
 
 
 EVICTION_CALLS = [
-    ("sum(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 4 FOLLOWING) AS s", "lead(x, 3) OVER (ORDER BY t) AS ld"),
-    ("avg(x) OVER (ORDER BY t RANGE BETWEEN 2 PRECEDING AND 5 FOLLOWING) AS a", "lag(x, 2) OVER (ORDER BY t) AS l"),
-    ("count(x) OVER (ORDER BY t GROUPS BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS c",
-     "max(x) OVER (ORDER BY t RANGE BETWEEN 3 FOLLOWING AND 6 FOLLOWING) AS m"),
-    ("min(x) OVER (ORDER BY t ROWS BETWEEN 2 FOLLOWING AND 5 FOLLOWING) AS mn",
-     "sum(x) OVER (ORDER BY t RANGE BETWEEN 4 PRECEDING AND 1 PRECEDING) AS sp"),
+    (
+        "sum(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 4 FOLLOWING) AS s",
+        "lead(x, 3) OVER (ORDER BY t) AS ld",
+    ),
+    (
+        "avg(x) OVER (ORDER BY t RANGE BETWEEN 2 PRECEDING AND 5 FOLLOWING) AS a",
+        "lag(x, 2) OVER (ORDER BY t) AS l",
+    ),
+    (
+        "count(x) OVER (ORDER BY t GROUPS BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS c",
+        "max(x) OVER (ORDER BY t RANGE BETWEEN 3 FOLLOWING AND 6 FOLLOWING) AS m",
+    ),
+    (
+        "min(x) OVER (ORDER BY t ROWS BETWEEN 2 FOLLOWING AND 5 FOLLOWING) AS mn",
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN 4 PRECEDING AND 1 PRECEDING) AS sp",
+    ),
 ]
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(EVICTION_CALLS), layout=st.sampled_from(["whole", "chunked"]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    calls=st.sampled_from(EVICTION_CALLS),
+    layout=st.sampled_from(["whole", "chunked"]),
+)
 def test_eviction_never_changes_an_answer(seed, calls, layout):
     """With a watermark, every row's last emitted values equal the batch result over every row taken,
     evicted rows included: eviction keeps whatever a change at or above the watermark can need
@@ -207,8 +282,15 @@ def test_eviction_never_changes_an_answer(seed, calls, layout):
     for _ in range(12):
         n = int(rng.integers(1, 20))
         t = high + rng.integers(-7, 7, n)
-        rows = pa.table({"k": rng.integers(0, 2, n), "id": np.arange(next_id, next_id + n), "t": t,
-                         "x": rng.integers(-9, 9, n).astype(float)}, schema=schema)
+        rows = pa.table(
+            {
+                "k": rng.integers(0, 2, n),
+                "id": np.arange(next_id, next_id + n),
+                "t": t,
+                "x": rng.integers(-9, 9, n).astype(float),
+            },
+            schema=schema,
+        )
         sent.update((r["id"], (r, watermark)) for r in rows.to_pylist())
         next_id += n
         for r in driver.feed(rows, watermark).to_pylist():
@@ -223,5 +305,6 @@ def test_eviction_never_changes_an_answer(seed, calls, layout):
     for r in overwindow.evaluate(taken, *spec.partitioned(("k",))).to_pylist():
         got = view[r["id"]]
         for name in _names(calls):
-            assert got[name] == pytest.approx(r[name], rel=1e-9) if r[name] is not None else got[name] is None, \
-                (name, r, got)
+            assert (
+                got[name] == pytest.approx(r[name], rel=1e-9) if r[name] is not None else got[name] is None
+            ), (name, r, got)

@@ -27,26 +27,43 @@ CALLS = [
     ("count(*) OVER (ORDER BY t RANGE BETWEEN 5 PRECEDING AND 3 FOLLOWING) AS c", 0, 0, 3),
     ("max(x) OVER (ORDER BY t GROUPS BETWEEN 2 PRECEDING AND 1 FOLLOWING EXCLUDE TIES) AS m", 0, 1, None),
     ("median(x) OVER (ORDER BY t RANGE BETWEEN 7 PRECEDING AND CURRENT ROW) AS med", 0, 0, None),
-    ("first_value(x) IGNORE NULLS OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS f", 0, 0, None),
+    (
+        "first_value(x) IGNORE NULLS OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND CURRENT ROW) AS f",
+        0,
+        0,
+        None,
+    ),
     ("count(DISTINCT g) FILTER (WHERE x > 0) OVER (ORDER BY t ROWS 5 PRECEDING) AS cd", 0, 0, None),
 ]
 COLUMNS = ["d", "l3", "a10", "s", "ld", "rn", "rk", "dr", "c", "m", "med", "f", "cd"]
-SCHEMA = pa.schema([("k", pa.int64()), ("t", pa.int64()), ("rid", pa.int64()), ("x", pa.float64()), ("g", pa.int64())])
+SCHEMA = pa.schema(
+    [("k", pa.int64()), ("t", pa.int64()), ("rid", pa.int64()), ("x", pa.float64()), ("g", pa.int64())]
+)
 
 
 def _data(rng, n, keys, disorder):
     t = np.sort(rng.integers(0, n // 2 + 1, n)) + rng.integers(0, disorder + 1, n)  # ties and disorder
     x = rng.normal(size=n).round(2)
     x = np.where(rng.random(n) < 0.1, np.nan, x)
-    return pa.table({"k": rng.integers(0, keys, n), "t": t, "rid": np.arange(n),
-                     "x": pa.array(x, mask=np.isnan(x)), "g": rng.integers(0, 4, n)}, schema=SCHEMA)
+    return pa.table(
+        {
+            "k": rng.integers(0, keys, n),
+            "t": t,
+            "rid": np.arange(n),
+            "x": pa.array(x, mask=np.isnan(x)),
+            "g": rng.integers(0, 4, n),
+        },
+        schema=SCHEMA,
+    )
 
 
 def _closed(table, watermark, calls):
     """rids whose windows have closed at ``watermark``, from the calls' look-ahead needs."""
     closed = set()
     for k in set(table["k"].to_pylist()):
-        part = table.filter(pa.compute.equal(table["k"], k)).sort_by([("t", "ascending"), ("rid", "ascending")])
+        part = table.filter(pa.compute.equal(table["k"], k)).sort_by(
+            [("t", "ascending"), ("rid", "ascending")]
+        )
         t = part["t"].to_numpy()
         rel = t <= watermark
         n_rel = int(rel.sum())
@@ -82,22 +99,36 @@ def _check(table, out, watermark, calls=CALLS):
     assert len(rids) == len(set(rids)), "a row was emitted twice"
     assert set(rids) == _closed(table, watermark, calls)
     spec = OverWindow(*(c[0] for c in calls), rowKey="rid")
-    batch = overwindow.evaluate(table.sort_by([("t", "ascending"), ("rid", "ascending")]), *spec.partitioned(("k",)))
+    batch = overwindow.evaluate(
+        table.sort_by([("t", "ascending"), ("rid", "ascending")]), *spec.partitioned(("k",))
+    )
     want = batch.to_pandas().set_index("rid").loc[rids]
     got = out.to_pandas().set_index("rid")
     for name in [c[0].rsplit(" AS ", 1)[1] for c in calls]:
-        np.testing.assert_allclose(got[name].to_numpy(dtype=float), want[name].to_numpy(dtype=float),
-                                   rtol=1e-9, equal_nan=True, err_msg=name)
+        np.testing.assert_allclose(
+            got[name].to_numpy(dtype=float),
+            want[name].to_numpy(dtype=float),
+            rtol=1e-9,
+            equal_nan=True,
+            err_msg=name,
+        )
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 250), keys=st.integers(1, 4),
-       disorder=st.integers(0, 6), n_batches=st.integers(1, 12))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 250),
+    keys=st.integers(1, 4),
+    disorder=st.integers(0, 6),
+    n_batches=st.integers(1, 12),
+)
 def test_union_of_emitted_rows_equals_batch_over_closed_windows(seed, n, keys, disorder, n_batches):
     rng = np.random.default_rng(seed)
     table = _data(rng, n, keys, disorder)
     # arrival order: by time with bounded disorder, so no row is late for watermark = max seen - delay
-    table = table.take(pa.array(np.argsort(table["t"].to_numpy() - rng.integers(0, disorder + 1, n), kind="stable")))
+    table = table.take(
+        pa.array(np.argsort(table["t"].to_numpy() - rng.integers(0, disorder + 1, n), kind="stable"))
+    )
     batches = rng.integers(0, n + 1, n_batches)
     out, driver, watermark = _run(table, batches, delay=2 * disorder + 1)
     assert driver.late_rows == 0
@@ -108,9 +139,21 @@ def test_state_holds_only_what_future_frames_need():
     # distinct times, one key: after the stream the state holds the rows still waiting for 2 rows
     # after them, plus the history the frames of those rows reach (10 rows for the ROWS frame)
     n = 500
-    table = pa.table({"k": np.zeros(n, dtype=np.int64), "t": np.arange(n) * 10, "rid": np.arange(n),
-                      "x": np.arange(n, dtype=float), "g": np.zeros(n, dtype=np.int64)}, schema=SCHEMA)
-    calls = [CALLS[0], CALLS[2], CALLS[3]]  # lag, ROWS 10 PRECEDING .. 1 PRECEDING, ROWS 1 PRECEDING .. 2 FOLLOWING
+    table = pa.table(
+        {
+            "k": np.zeros(n, dtype=np.int64),
+            "t": np.arange(n) * 10,
+            "rid": np.arange(n),
+            "x": np.arange(n, dtype=float),
+            "g": np.zeros(n, dtype=np.int64),
+        },
+        schema=SCHEMA,
+    )
+    calls = [
+        CALLS[0],
+        CALLS[2],
+        CALLS[3],
+    ]  # lag, ROWS 10 PRECEDING .. 1 PRECEDING, ROWS 1 PRECEDING .. 2 FOLLOWING
     out, driver, watermark = _run(table, np.arange(0, n, 37), delay=0, calls=calls)
     _check(table, out, watermark, calls)
     # 2 rows wait for their FOLLOWING rows; the first of them reaches back 10 rows
@@ -121,7 +164,12 @@ def test_state_holds_only_what_future_frames_need():
 def test_late_rows_are_dropped_and_counted():
     spec = OverWindow("sum(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS s", rowKey="rid")
     driver = Driver(spec, SCHEMA, ["k"])
-    rows = lambda ts: pa.table({"k": [1] * len(ts), "t": ts, "rid": ts, "x": [1.0] * len(ts), "g": [0] * len(ts)}, schema=SCHEMA)
+
+    def rows(ts):
+        return pa.table(
+            {"k": [1] * len(ts), "t": ts, "rid": ts, "x": [1.0] * len(ts), "g": [0] * len(ts)}, schema=SCHEMA
+        )
+
     first = driver.feed(rows([1, 2, 3, 10]), watermark=5)
     assert first["t"].to_pylist() == [1, 2, 3]
     second = driver.feed(rows([4, 5, 6, 12]), watermark=11)  # 4 and 5 are at or below the watermark 5
@@ -131,13 +179,22 @@ def test_late_rows_are_dropped_and_counted():
 
 
 def test_ranks_continue_after_pruning():
-    spec = OverWindow("rank() OVER (ORDER BY t) AS r", "dense_rank() OVER (ORDER BY t) AS dr",
-                      "row_number() OVER (ORDER BY t) AS rn", rowKey="rid")
+    spec = OverWindow(
+        "rank() OVER (ORDER BY t) AS r",
+        "dense_rank() OVER (ORDER BY t) AS dr",
+        "row_number() OVER (ORDER BY t) AS rn",
+        rowKey="rid",
+    )
     driver = Driver(spec, SCHEMA, ["k"])
     ts = [1, 1, 2, 3, 3, 3, 4, 5, 5, 6]
-    table = pa.table({"k": [0] * 10, "t": ts, "rid": range(10), "x": [0.0] * 10, "g": [0] * 10}, schema=SCHEMA)
+    table = pa.table(
+        {"k": [0] * 10, "t": ts, "rid": range(10), "x": [0.0] * 10, "g": [0] * 10}, schema=SCHEMA
+    )
     # each watermark stays below the next batch's first time, so no row is late
-    outs = [driver.feed(table.slice(i, 2), watermark=ts[i + 2] - 1 if i + 2 < 10 else 100) for i in range(0, 10, 2)]
+    outs = [
+        driver.feed(table.slice(i, 2), watermark=ts[i + 2] - 1 if i + 2 < 10 else 100)
+        for i in range(0, 10, 2)
+    ]
     out = pa.concat_tables(outs + [driver.feed(None, watermark=100)])
     assert driver.state_rows() == 0
     assert out["r"].to_pylist() == [1, 1, 3, 4, 4, 4, 7, 8, 8, 10]
@@ -145,14 +202,20 @@ def test_ranks_continue_after_pruning():
     assert out["rn"].to_pylist() == list(range(1, 11))
 
 
-@pytest.mark.parametrize("call, words", [
-    ("ntile(4) OVER (ORDER BY t) AS n", "ntile"),
-    ("cume_dist() OVER (ORDER BY t) AS c", "cume_dist"),
-    ("sum(x) OVER (ORDER BY t ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS s", "UNBOUNDED FOLLOWING"),
-    ("sum(x) OVER (ORDER BY t DESC) AS s", "ascending"),
-    ("sum(x) OVER () AS s", "ORDER BY"),
-    ("sum(x) OVER (PARTITION BY k ORDER BY t) AS s", "PARTITION BY comes from groupBy"),
-])
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        ("ntile(4) OVER (ORDER BY t) AS n", "ntile"),
+        ("cume_dist() OVER (ORDER BY t) AS c", "cume_dist"),
+        (
+            "sum(x) OVER (ORDER BY t ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS s",
+            "UNBOUNDED FOLLOWING",
+        ),
+        ("sum(x) OVER (ORDER BY t DESC) AS s", "ascending"),
+        ("sum(x) OVER () AS s", "ORDER BY"),
+        ("sum(x) OVER (PARTITION BY k ORDER BY t) AS s", "PARTITION BY comes from groupBy"),
+    ],
+)
 def test_spec_errors_name_the_problem(call, words):
     with pytest.raises(WindowSpecError, match=words):
         OverWindow(call)
@@ -165,13 +228,21 @@ def test_calls_with_different_order_by_are_refused():
 
 def test_state_is_versioned_arrow_ipc_not_pickle():
     machine = WindowClose(OverWindow("lag(x) OVER (ORDER BY t) AS p"), SCHEMA)
-    step = machine.step(None, pa.table({"k": [1], "t": [5], "rid": [1], "x": [1.0], "g": [0]}, schema=SCHEMA), None)
+    step = machine.step(
+        None, pa.table({"k": [1], "t": [5], "rid": [1], "x": [1.0], "g": [0]}, schema=SCHEMA), None
+    )
     assert b"pickle" not in step.state and step.state[4:5] == b"{"
     with pytest.raises(Exception, match="format"):
         WindowClose(OverWindow("lag(x) OVER (ORDER BY t) AS p"), SCHEMA).step(
-            step.state.replace(f'"version": {FORMAT_VERSION}'.encode(), b'"version": 9'), None, 10)
+            step.state.replace(f'"version": {FORMAT_VERSION}'.encode(), b'"version": 9'), None, 10
+        )
     # format 1 window-close state (same tables) still reads
-    assert machine.step(step.state.replace(f'"version": {FORMAT_VERSION}'.encode(), b'"version": 1'), None, 10).output.num_rows == 1
+    assert (
+        machine.step(
+            step.state.replace(f'"version": {FORMAT_VERSION}'.encode(), b'"version": 1'), None, 10
+        ).output.num_rows
+        == 1
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -184,7 +255,10 @@ def test_state_with_pending_rows_in_arrival_order_still_reads(seed):
     rng = np.random.default_rng(seed)
     table = _data(rng, 120, 1, 30)  # one key; ties and disorder among the pending rows
     early = pa.compute.less_equal(table["t"], 40)
-    before, after = table.filter(early), table.filter(pa.compute.invert(early))  # nothing late for the second step
+    before, after = (
+        table.filter(early),
+        table.filter(pa.compute.invert(early)),
+    )  # nothing late for the second step
     machine = WindowClose(OverWindow(*(c[0] for c in CALLS), rowKey="rid"), SCHEMA)
     first = machine.step(None, before.take(pa.array(rng.permutation(before.num_rows))), watermark=20)
     tables, meta = decode(first.state, "window_close")
@@ -192,7 +266,9 @@ def test_state_with_pending_rows_in_arrival_order_still_reads(seed):
     rows = tables["rows"]
     arrival = rows.slice(n).take(pa.array(rng.permutation(rows.num_rows - n)))
     assert not arrival.equals(rows.slice(n))  # the pending rows really are out of order
-    old = encode({"rows": pa.concat_tables([rows.slice(0, n), arrival]).combine_chunks()}, meta, "window_close")
+    old = encode(
+        {"rows": pa.concat_tables([rows.slice(0, n), arrival]).combine_chunks()}, meta, "window_close"
+    )
     steps = [first, machine.step(old, None, watermark=30)]  # a timeout: no new rows to merge with
     steps.append(machine.step(steps[-1].state, after, watermark=45))
     steps.append(machine.step(steps[-1].state, None, watermark=10**6))
@@ -226,11 +302,11 @@ def test_python_aggregate_in_a_stream():
     _check(table, out, watermark, calls)
     # the spread is checked against numpy over each frame, independently of the engine
     part = table.to_pandas().sort_values(["t", "rid"])
-    for k, g in part.groupby("k"):
+    for _k, g in part.groupby("k"):
         xs = g["x"].to_numpy()
         for i, rid in enumerate(g["rid"]):
             if rid in set(out["rid"].to_pylist()):
-                frame = xs[max(0, i - 3):i + 2]
+                frame = xs[max(0, i - 3) : i + 2]
                 frame = frame[~np.isnan(frame)]
                 want = frame.max() - frame.min() if len(frame) else None
                 got = out.filter(pa.compute.equal(out["rid"], rid))["sp"][0].as_py()
@@ -238,8 +314,13 @@ def test_python_aggregate_in_a_stream():
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 60), distinct=st.integers(1, 80), n_batches=st.integers(1, 6),
-       unit=st.sampled_from(["s", "us", "ns"]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 60),
+    distinct=st.integers(1, 80),
+    n_batches=st.integers(1, 6),
+    unit=st.sampled_from(["s", "us", "ns"]),
+)
 def test_released_rows_follow_order_by_then_row_key(seed, n, distinct, n_batches, unit):
     """Pending rows are released in (ORDER BY key, row key) order, whatever order they arrived in:
     by the keys alone when they are distinct, by the full sort when they tie (few distinct times;
@@ -248,12 +329,19 @@ def test_released_rows_follow_order_by_then_row_key(seed, n, distinct, n_batches
     rng = np.random.default_rng(seed)
     schema = pa.schema([("k", pa.int64()), ("t", pa.timestamp(unit)), ("rid", pa.int64())])
     t = rng.integers(0, distinct, n) * (3 if unit == "ns" else 1000)
-    table = pa.table({"k": np.zeros(n, dtype=np.int64), "t": pa.array(t, pa.timestamp(unit)),
-                      "rid": rng.permutation(n)}, schema=schema)
-    spec = OverWindow("row_number() OVER (ORDER BY t) AS rn", "lag(rid) OVER (ORDER BY t) AS prev", rowKey="rid")
+    table = pa.table(
+        {"k": np.zeros(n, dtype=np.int64), "t": pa.array(t, pa.timestamp(unit)), "rid": rng.permutation(n)},
+        schema=schema,
+    )
+    spec = OverWindow(
+        "row_number() OVER (ORDER BY t) AS rn", "lag(rid) OVER (ORDER BY t) AS prev", rowKey="rid"
+    )
     driver = Driver(spec, schema, ["k"])
     cuts = np.sort(rng.integers(0, n + 1, n_batches))
-    outs = [driver.feed(table.slice(lo, hi - lo)) for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [n])))]
+    outs = [
+        driver.feed(table.slice(lo, hi - lo))
+        for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [n])))
+    ]
     outs.append(driver.feed(None, watermark=2**62))  # releases everything at once
     out = pa.concat_tables(outs)
     want = sorted(zip(t.tolist(), table["rid"].to_pylist()))

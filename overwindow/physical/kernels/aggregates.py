@@ -129,7 +129,9 @@ def _moments(values: Values, mask: np.ndarray, frames: Frames):
         k = np.frexp(sparse_table_reduce(mag, frames, np.maximum, 0.0))[1].astype(np.int64)
         m, e = np.frexp(xf)
         sq, sq_err = two_prod(m, m)  # m * m exactly, both parts normal doubles (or 0)
-        s2 = LimbPrefix.of_floats(np.stack([sq, sq_err], axis=1).ravel(), np.repeat(2 * e.astype(np.int64), 2))
+        s2 = LimbPrefix.of_floats(
+            np.stack([sq, sq_err], axis=1).ravel(), np.repeat(2 * e.astype(np.int64), 2)
+        )
     s1h, s1l = s1.frame_dd(frames.parts, scale=k)
     s2h, s2l = s2.frame_dd(parts2, scale=None if k is None else 2 * k)
     nf = np.maximum(n, 1).astype(np.float64)
@@ -143,8 +145,14 @@ def _moments(values: Values, mask: np.ndarray, frames: Frames):
     shaky = np.flatnonzero((n > 1) & (m2 <= s2h * 2.0**-60))
     if len(shaky):
         sub = frames.take(shaky)
-        th, tl = n_times_m2(s1, sub.parts, s2, [(2 * s, 2 * e) for s, e in sub.parts], n[shaky],
-                            None if k is None else 2 * k[shaky])
+        th, tl = n_times_m2(
+            s1,
+            sub.parts,
+            s2,
+            [(2 * s, 2 * e) for s, e in sub.parts],
+            n[shaky],
+            None if k is None else 2 * k[shaky],
+        )
         m2[shaky] = np.maximum(dd_div_d(th, tl, nf[shaky])[0], 0.0)
     return n, m2, bad, np.zeros(len(n), dtype=np.int64) if k is None else k
 
@@ -228,7 +236,7 @@ def _levels(x: np.ndarray, op, identity, w_max: int) -> np.ndarray:
     table[0] = x
     for j in range(1, depth):
         half = 1 << (j - 1)
-        op(table[j - 1, :-half], table[j - 1, half:], out=table[j, :len(x) - half])
+        op(table[j - 1, :-half], table[j - 1, half:], out=table[j, : len(x) - half])
     return table
 
 

@@ -67,7 +67,7 @@ def _numeric(values: Values) -> bool:
     return values.kind in ("int", "float", "date", "timestamp", "bool") and values.exact_numbers
 
 
-def _one_percentile(values: Values, select: "Selector", parts, size, p, continuous) -> pa.Array:
+def _one_percentile(values: Values, select: Selector, parts, size, p, continuous) -> pa.Array:
     empty = size == 0
     nm1 = np.maximum(size - 1, 0)
     if not continuous:
@@ -222,8 +222,9 @@ class Selector:
             wm, order = self._all
             rows = np.concatenate([np.arange(r.start, r.stop) for r in wide])
             for o, k in zip(out, ks):
-                o[rows] = self.keys[order[np.minimum(wm.kth([(s[rows], e[rows]) for s, e in parts], k[rows]),
-                                                     len(order) - 1)]]
+                o[rows] = self.keys[
+                    order[np.minimum(wm.kth([(s[rows], e[rows]) for s, e in parts], k[rows]), len(order) - 1)]
+                ]
         return out
 
     def _sorted_windows(self, start: np.ndarray, width: np.ndarray, ks: list[np.ndarray]) -> list[np.ndarray]:

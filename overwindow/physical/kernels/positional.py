@@ -53,7 +53,9 @@ def lag_lead(values: Values, layout: Layout, call, default: pa.Array | None) -> 
     return out
 
 
-def nth_index(frames: Frames, valid: np.ndarray, nth: np.ndarray | int, from_last: bool, ignore_nulls: bool) -> np.ndarray:
+def nth_index(
+    frames: Frames, valid: np.ndarray, nth: np.ndarray | int, from_last: bool, ignore_nulls: bool
+) -> np.ndarray:
     """Position of the nth (1-based) row of each frame, counting from its first or last row,
     skipping NULLs with IGNORE NULLS; -1 where the frame has fewer rows."""
     n_rows = len(frames.start)

@@ -36,7 +36,10 @@ def _result(agg, out: list) -> pa.Array:
 
 def naive(agg, values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
     vals, compact = _inputs(values, mask, frames)
-    out = [agg.evaluate(agg.update(agg.create(), frame_values(vals, compact, r))) for r in range(len(compact.start))]
+    out = [
+        agg.evaluate(agg.update(agg.create(), frame_values(vals, compact, r)))
+        for r in range(len(compact.start))
+    ]
     return _result(agg, out)
 
 
@@ -58,13 +61,13 @@ def sliding(agg, values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
 
 def segment_tree(agg, values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
     vals, compact = _inputs(values, mask, frames)
-    levels = [[agg.update(agg.create(), vals[i:i + 1]) for i in range(len(vals))]]
+    levels = [[agg.update(agg.create(), vals[i : i + 1]) for i in range(len(vals))]]
     while len(levels[-1]) > 1:
         below = levels[-1]
         up = []
         for j in range(0, len(below), FANOUT):
             state = below[j]
-            for other in below[j + 1:j + FANOUT]:
+            for other in below[j + 1 : j + FANOUT]:
                 state = agg.merge(state, other)
             up.append(state)
         levels.append(up)

@@ -41,7 +41,9 @@ _EPOCH = dt.date(1970, 1, 1)
 def _python_values(values) -> list:
     """Frame values as Python objects: ints (numpy int64 scalars wrap past 2**63), floats, bools,
     DATEs as datetime.date (which pyarrow turns back into a DATE result); other types as given."""
-    if isinstance(values, np.ndarray) and (values.dtype.kind in "biuf" or values.dtype == np.dtype("datetime64[D]")):
+    if isinstance(values, np.ndarray) and (
+        values.dtype.kind in "biuf" or values.dtype == np.dtype("datetime64[D]")
+    ):
         return values.tolist()
     return list(values)
 
@@ -176,7 +178,11 @@ def _ticks(x) -> int:
 
 def _from_ticks(n: int, like):
     """The DATE or TIMESTAMP (of ``like``'s unit) ``n`` days or ticks after 1970-01-01."""
-    return _EPOCH + dt.timedelta(days=n) if isinstance(like, dt.date) else np.datetime64(n, np.datetime_data(like.dtype)[0])
+    return (
+        _EPOCH + dt.timedelta(days=n)
+        if isinstance(like, dt.date)
+        else np.datetime64(n, np.datetime_data(like.dtype)[0])
+    )
 
 
 class Mode(_Collect):
@@ -194,8 +200,21 @@ class CountDistinct(_Collect):
 
 
 REFERENCE = {
-    "count": Count, "count_star": Count, "sum": Sum, "avg": Avg,
-    "var_samp": Variance, "var_pop": Variance, "stddev_samp": Variance, "stddev_pop": Variance,
-    "min": Min, "max": Max, "bool_and": BoolAnd, "bool_or": BoolOr, "median": Percentile,
-    "percentile_cont": Percentile, "percentile_disc": Percentile, "mode": Mode, "count_distinct": CountDistinct,
+    "count": Count,
+    "count_star": Count,
+    "sum": Sum,
+    "avg": Avg,
+    "var_samp": Variance,
+    "var_pop": Variance,
+    "stddev_samp": Variance,
+    "stddev_pop": Variance,
+    "min": Min,
+    "max": Max,
+    "bool_and": BoolAnd,
+    "bool_or": BoolOr,
+    "median": Percentile,
+    "percentile_cont": Percentile,
+    "percentile_disc": Percentile,
+    "mode": Mode,
+    "count_distinct": CountDistinct,
 }

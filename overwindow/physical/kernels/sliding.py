@@ -9,20 +9,27 @@ and added back after, O(hole size) per row.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from overwindow.physical.bounds import Frames
 
 
-def slide(frames: Frames, add: Callable[[int, int], None], remove: Callable[[int, int], None],
-          result: Callable[[], object], reset: Callable[[], None]) -> list:
+def slide(
+    frames: Frames,
+    add: Callable[[int, int], None],
+    remove: Callable[[int, int], None],
+    result: Callable[[], object],
+    reset: Callable[[], None],
+) -> list:
     """Call ``add(lo, hi)``/``remove(lo, hi)`` on sorted row ranges so that before each
     ``result()`` the structure holds exactly that row's frame; ``reset()`` empties it."""
     starts = frames.start.tolist()
     ends = frames.end.tolist()
-    holes = [(frames.parts[j][1].tolist(), frames.parts[j + 1][0].tolist()) for j in range(len(frames.parts) - 1)]
+    holes = [
+        (frames.parts[j][1].tolist(), frames.parts[j + 1][0].tolist()) for j in range(len(frames.parts) - 1)
+    ]
     out = []
     cs = ce = 0
     for r in range(len(starts)):
@@ -47,5 +54,5 @@ def slide(frames: Frames, add: Callable[[int, int], None], remove: Callable[[int
 
 def frame_values(values: np.ndarray, frames: Frames, row: int) -> np.ndarray:
     """The values of one row's frame, its parts concatenated."""
-    pieces = [values[s[row]:e[row]] for s, e in frames.parts]
+    pieces = [values[s[row] : e[row]] for s, e in frames.parts]
     return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
