@@ -241,7 +241,20 @@ def render(results: Path, head: list[str]) -> str:
     by: dict = {}
     for r in records:
         by.setdefault((r["point"], r["engine"], r["variant"]), []).append(r)
-    lines = [*head, ""]
+    commands = list(dict.fromkeys(r["command"] for r in records))
+    lines = [*head, "- Runs: " + "; ".join(f"`{c}`" for c in commands)]
+    lines += [
+        f'- Calls (one query): {", ".join(f"`{c}`" for c in CALLS)}, `groupBy("k")`, `rowKey="rid"`;'
+        f" watermark {DELAY_S} s; event times 1 ms apart in arrival order plus up to {JITTER_MS / 1000:g} s"
+        " of jitter. Spark: CSV file source, one file per micro-batch, `noop` sink, local[2], 2 shuffle"
+        " partitions. PyFlink: the same CSV files, one job per window (`benchmarks/flink.py`).",
+        "- Dense points: every key in every micro-batch; sparse: a first micro-batch fills 1,000,000 keys"
+        " (left out of the latencies), then each micro-batch touches the given rows over 10,000 keys.",
+        "- rows/s: input rows over the run's seconds (start to end, the last no-data micro-batch"
+        " included); micro-batch ms: `batchDuration` of the micro-batches with data, median and p99 over"
+        " every run of the variant (with a handful of micro-batches the p99 is the slowest).",
+        "",
+    ]
     lines += [
         "| point | keys | rows (per micro-batch) | engine | variant | runs, s | rows/s (median run) "
         "| micro-batch ms, median | p99 | ratio to passthrough | output rows |",
