@@ -2,6 +2,7 @@
 
     python benchmarks/bucketed.py check                 # in-process, then on Spark: output = batch query
     python benchmarks/bucketed.py bench                 # 1k / 100k dense, 1M sparse vs the per-key no-op
+    python benchmarks/bucketed.py harness               # the Python side alone (no Spark)
 
 Not product code: it shows the mechanism the design note (docs/many-keys.md) proposes, for one emit
 mode and two calls, ``lag(x) OVER (PARTITION BY k ORDER BY ts, rid)`` and
@@ -408,11 +409,13 @@ def make_batches(
 ) -> list[pa.Table]:
     """Micro-batch b: event times T0 + 10 s x b plus up to 5 s of jitter. Dense (``touched`` None):
     every key gets rows_per_batch / keys rows (at least one). Sparse: a first batch holds one row
-    for each of the ``keys`` keys (it fills the state); each later batch gives ``rows_per_batch``
-    rows to ``touched`` keys drawn at random."""
+    for each of the ``keys`` keys (it fills the state), then two one-row batches move the watermark
+    past the fill (its rows are released in the second: a million keys step there, outside the
+    measured micro-batches), then each batch gives ``rows_per_batch`` rows to ``touched`` keys drawn
+    at random."""
     rng = np.random.default_rng(seed)
     out, rid = [], 0
-    plan = [None] * batches if touched is None else ["fill"] + [touched] * batches
+    plan = [None] * batches if touched is None else ["fill", "advance", "advance"] + [touched] * batches
     for b, t in enumerate(plan):
         if t is None:
             per = max(1, rows_per_batch // keys)
@@ -420,6 +423,8 @@ def make_batches(
             rng.shuffle(k)
         elif t == "fill":
             k = rng.permutation(keys).astype(np.int32)
+        elif t == "advance":
+            k = np.zeros(1, np.int32)
         else:
             chosen = rng.choice(keys, t, replace=False).astype(np.int32)
             k = chosen[rng.integers(0, t, rows_per_batch)]
@@ -576,8 +581,18 @@ def run_query(spark, df, mode: str, chk: Path) -> dict:
     }
 
 
+def variant_df(events, variant: str, buckets: int):
+    from common import passthrough
+
+    if variant == "passthrough":
+        return passthrough(events.groupBy("k"), events.schema, "append")
+    if variant == "bucketed_noop":
+        return bucketed_noop(events, buckets)
+    return bucketed(events, buckets, "bucket" if variant == "bucketed_whole" else "per_key")
+
+
 def bench(args) -> None:
-    from common import passthrough, spark_session
+    from common import spark_session
 
     from overwindow.spark.adapter import use_rocksdb
 
@@ -587,6 +602,18 @@ def bench(args) -> None:
     try:
         use_rocksdb(spark)
         spark.sparkContext.addPyFile(__file__)
+        # warm-up, untimed: every variant once on a small dense input (JVM code paths, Python workers)
+        write_batches(work / "warm", make_batches(1_000, 2, 20_000, None, 3))
+        for v in args.variants:
+            events = (
+                spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(work / "warm"))
+            )
+            run_query(
+                spark,
+                variant_df(events.withWatermark("ts", "5 seconds"), v, args.buckets),
+                "append",
+                work / "chk-warm",
+            )
         for point in args.points:
             name, keys, touched = {
                 "1k": ("1k dense", 1_000, None),
@@ -607,13 +634,7 @@ def bench(args) -> None:
                         .option("maxFilesPerTrigger", 1)
                         .parquet(str(work / (f"{point}-nofill" if v == "passthrough" else point)))
                     )
-                    events = events.withWatermark("ts", "5 seconds")
-                    if v == "passthrough":
-                        df = passthrough(events.groupBy("k"), events.schema, "append")
-                    elif v == "bucketed_noop":
-                        df = bucketed_noop(events, args.buckets)
-                    else:
-                        df = bucketed(events, args.buckets, "bucket" if v == "bucketed_whole" else "per_key")
+                    df = variant_df(events.withWatermark("ts", "5 seconds"), v, args.buckets)
                     res = run_query(spark, df, "append", work / f"chk-{point}-{v}")
                     fed = tables[1:] if v == "passthrough" and touched is not None else tables
                     res.update(point=name, variant=v, round=r, input_rows=sum(t.num_rows for t in fed))
@@ -655,9 +676,78 @@ def summarize(results: list[dict], args) -> None:
         )
 
 
+def harness(args) -> None:
+    """The Python side alone, no Spark: each point's micro-batches through ``step`` per bucket (state
+    bytes in dicts), against overwindow's own per-key window-close machine on the same rows (one
+    ``WindowClose.step`` per key and micro-batch, as the per-key hosting calls it); seconds of CPU in
+    this one process. Shows what the vectorised step costs per micro-batch, without Spark's share."""
+    from overwindow.spec import OverWindow
+    from overwindow.streaming.window_close import WindowClose
+
+    spec = OverWindow(
+        *(c.replace("PARTITION BY k ", "").replace("ts, rid", "ts") for c in CALLS), rowKey="rid"
+    )
+    schema = pa.schema([("ts", pa.int64()), ("rid", pa.int64()), ("x", pa.float64())])
+    machine = WindowClose(spec, schema)
+    for point in args.points:
+        keys, touched = {
+            "1k": (1_000, None),
+            "100k": (100_000, None),
+            "1m-sparse": (1_000_000, args.touched),
+        }[point]
+        rows = args.rows_per_batch if touched is None else args.sparse_rows
+        tables = make_batches(keys, args.batches, rows, touched, 7)[:-1]
+        tables = [
+            t.set_column(1, "ts", t.column("ts").cast(pa.timestamp("us")).cast(pa.int64())) for t in tables
+        ]
+        for variant in ("bucketed", "per-key machine"):
+            if variant == "per-key machine" and keys > 100_000:
+                print(f"{point} {variant}: not run (a million keys through the per-key machine)", flush=True)
+                continue
+            states: dict = {}
+            wakeups: dict = {}
+            wm, times, stepped = None, [], 0
+            for t in tables:
+                a = time.process_time()
+                k = t.column("k").to_numpy().astype(np.int64)
+                if variant == "bucketed":
+                    b = k * 2654435761 % args.buckets
+                    order = np.argsort(b, kind="stable")
+                    t, b = t.take(pa.array(order)), b[order]
+                    cuts = np.flatnonzero(np.r_[True, b[1:] != b[:-1], True])
+                    seen = set()
+                    for s_, e_ in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+                        bk = int(b[s_])
+                        _, wakeups[bk], c = step(
+                            states.setdefault(bk, DictBucket()), t.slice(s_, e_ - s_), wm
+                        )
+                        stepped += c["stepped"]
+                        seen.add(bk)
+                    for bk, w in list(wakeups.items()):  # the buckets whose timer fires
+                        if bk not in seen and w is not None and wm is not None and w <= wm:
+                            _, wakeups[bk], c = step(states[bk], None, wm)
+                            stepped += c["stepped"]
+                else:
+                    order = np.argsort(k, kind="stable")
+                    t, k = t.take(pa.array(order)), k[order]
+                    cuts = np.flatnonzero(np.r_[True, k[1:] != k[:-1], True])
+                    part = t.select(["ts", "rid", "x"])
+                    for s_, e_ in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+                        key = int(k[s_])
+                        states[key] = machine.step(states.get(key), part.slice(s_, e_ - s_), wm).state
+                        stepped += 1
+                times.append(time.process_time() - a)
+                wm = max(wm or 0, int(t.column("ts").to_numpy().max()) - 5_000_000)
+            print(
+                f"{point} {variant}: CPU s per micro-batch {', '.join(f'{x:.2f}' for x in times)} "
+                f"({stepped:,} key steps)",
+                flush=True,
+            )
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=["check", "bench"])
+    p.add_argument("what", choices=["check", "bench", "harness"])
     p.add_argument("--buckets", type=int, default=64)
     p.add_argument("--points", nargs="*", default=["1k", "100k", "1m-sparse"])
     p.add_argument(
@@ -680,6 +770,9 @@ def main(argv=None) -> int:
         check_spark(tables, 7, "per_key")
         check_spark(sparse, 5, "per_key")
         check_spark(tables, 3, "bucket")
+        return 0
+    if args.what == "harness":
+        harness(args)
         return 0
     bench(args)
     return 0
