@@ -60,6 +60,7 @@ CALLS = (
 )
 TAIL = pa.schema([("ts", pa.int64()), ("rid", pa.int64()), ("x", pa.float64()), ("emitted", pa.bool_())])
 INDEX = pa.schema([("k", pa.int64()), ("wakeup", pa.int64())])
+PENDING = pa.schema([("k", pa.int64()), ("ts", pa.int64()), ("rid", pa.int64()), ("x", pa.float64())])
 T0_US = 1_704_067_200_000_000  # 2024-01-01T00:00:00Z
 
 
@@ -90,16 +91,23 @@ def read_ipc(data: bytes) -> pa.Table:
 
 
 class Bucket:
-    """One bucket's state behind three operations, over Spark's state variables or dicts:
-    ``index()`` / ``set_index(table)`` (the pending-wakeup index) and ``tails(keys)`` /
-    ``put_tails(keys, tables)`` (the per-key entries)."""
+    """One bucket's state behind a few operations, over Spark's state variables or dicts:
+    ``index()`` / ``set_index(table)`` (the pending-wakeup index), ``tails(keys)`` /
+    ``put_tails(keys, tables)`` (the per-key entries), and for ``step_split`` ``pending()`` /
+    ``set_pending(table, released_upto)`` (every key's unreleased rows in one value)."""
 
 
 class DictBucket(Bucket):
     """In-process state of one bucket (for the check without Spark)."""
 
     def __init__(self):
-        self._index, self._tails = INDEX.empty_table(), {}
+        self._index, self._tails, self._pending = INDEX.empty_table(), {}, (PENDING.empty_table(), None)
+
+    def pending(self):
+        return self._pending
+
+    def set_pending(self, table, released_upto):
+        self._pending = (table, released_upto)
 
     def index(self):
         return self._index
@@ -213,6 +221,70 @@ def step(bucket: Bucket, rows: pa.Table | None, wm_us: int | None) -> tuple[pa.T
     return out, (int(nw.min()) if len(nw) else None), counters
 
 
+def step_split(bucket: Bucket, rows: pa.Table | None, wm_us: int | None) -> tuple[pa.Table, int | None, dict]:
+    """``step`` with the design note's layout: the bucket's unreleased rows of every key in one value
+    (which is also its wakeup index), and per key only its history (the last HISTORY emitted rows),
+    read and written only for the keys that release rows in this call. Rows at or below the last
+    watermark the bucket applied are late (every row at or below it has been released)."""
+    pend, upto = bucket.pending()
+    counters = {"stepped": 0, "due": 0, "late": 0}
+    if rows is not None and rows.num_rows:
+        new = rows.select(PENDING.names).cast(PENDING)
+        if upto is not None:
+            ok = new.column("ts").to_numpy() > upto
+            counters["late"] = int(len(ok) - ok.sum())
+            new = new.filter(pa.array(ok))
+        pend = pa.concat_tables([pend, new])
+    out = None
+    if wm_us is not None and pend.num_rows:
+        due_mask = pend.column("ts").to_numpy() <= wm_us
+        if due_mask.any():
+            due, pend = pend.filter(pa.array(due_mask)), pend.filter(pa.array(~due_mask))
+            dk = due.column("k").to_numpy()
+            keys = np.unique(dk)
+            counters["stepped"] = counters["due"] = len(keys)
+            batches, lengths = [], np.zeros(len(keys), np.int64)
+            for i, b in enumerate(bucket.tails(keys)):
+                if b is not None:
+                    rb = decode_tail(b)
+                    batches.append(rb)
+                    lengths[i] = rb.num_rows
+            old = pa.Table.from_batches(batches, TAIL) if batches else TAIL.empty_table()
+            allk = np.concatenate([np.repeat(keys, lengths), dk])
+            table = pa.concat_tables(
+                [old, due.drop_columns(["k"]).append_column("emitted", pa.array(np.zeros(len(dk), bool)))]
+            )
+            order = np.lexsort((table.column("rid").to_numpy(), table.column("ts").to_numpy(), allk))
+            allk = allk[order]
+            table = table.take(pa.array(order)).add_column(0, "k", pa.array(allk))
+            import overwindow
+
+            result = overwindow.evaluate(table.drop_columns(["emitted"]), *CALLS)
+            was = table.column("emitted").to_numpy(zero_copy_only=False)
+            out = result.filter(pa.array(~was))
+            starts = np.flatnonzero(np.r_[True, allk[1:] != allk[:-1]])
+            sizes = np.diff(np.r_[starts, len(allk)])
+            pos = np.arange(len(allk)) - np.repeat(starts, sizes)
+            keep = pos >= np.repeat(sizes, sizes) - HISTORY
+            kept = (
+                table.filter(pa.array(keep))
+                .drop_columns(["k"])
+                .set_column(3, "emitted", pa.array(np.ones(int(keep.sum()), bool)))
+            )
+            kk = allk[keep]
+            ks = np.flatnonzero(np.r_[True, kk[1:] != kk[:-1]])
+            ke = np.r_[ks[1:], len(kk)]
+            kb = kept.combine_chunks().to_batches()[0]
+            bucket.put_tails(
+                kk[ks], [encode_tail(kb.slice(a, e - a)) for a, e in zip(ks.tolist(), ke.tolist())]
+            )
+        upto = wm_us if upto is None else max(upto, wm_us)
+    bucket.set_pending(pend, upto)
+    counters["pending_keys"] = len(np.unique(pend.column("k").to_numpy()))
+    wakeup = int(pend.column("ts").to_numpy().min()) if pend.num_rows else None
+    return out, wakeup, counters
+
+
 # -- on Spark --------------------------------------------------------------------------------------
 
 
@@ -233,6 +305,16 @@ def processor(buckets: int, layout: str):
 
         def set_index(self, table):
             self.p.index.update((ipc_table(table),))
+
+        def pending(self):
+            v = self.p.pending.get()
+            if v is None:
+                return PENDING.empty_table(), None
+            t = read_ipc(v[0])
+            return t, (v[1] if v[1] >= 0 else None)
+
+        def set_pending(self, table, released_upto):
+            self.p.pending.update((ipc_table(table), -1 if released_upto is None else released_upto))
 
         def tails(self, keys):
             if layout == "bucket":
@@ -292,6 +374,9 @@ def processor(buckets: int, layout: str):
             self.index = handle.getValueState("index", binary)
             self.tails = handle.getMapState("tails", StructType([StructField("k", LongType())]), binary)
             self.whole = handle.getValueState("whole", binary)
+            self.pending = handle.getValueState(
+                "pending", StructType([StructField("v", BinaryType()), StructField("upto", LongType())])
+            )
             self._whole = None
 
         def _run(self, rows, timer_values):
@@ -303,7 +388,7 @@ def processor(buckets: int, layout: str):
                 )
             wm_ms = timer_values.getCurrentWatermarkInMs()
             wm_us = wm_ms * 1000 if wm_ms > 0 else None
-            out, wakeup, _ = step(SparkBucket(self), rows, wm_us)
+            out, wakeup, _ = (step_split if layout == "split" else step)(SparkBucket(self), rows, wm_us)
             old_timer = meta[2] if meta is not None else -1
             timer = -(-wakeup // 1000) if wakeup is not None else -1
             if timer != old_timer:
@@ -401,6 +486,13 @@ def bucketed(events, buckets: int, layout: str):
 
 # -- data ------------------------------------------------------------------------------------------
 
+POINTS = {  # name: (label, keys, sparse)
+    "1k": ("1k dense", 1_000, False),
+    "100k": ("100k dense", 100_000, False),
+    "100k-sparse": ("100k sparse", 100_000, True),
+    "1m-sparse": ("1M sparse", 1_000_000, True),
+}
+
 SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
 
 
@@ -492,7 +584,7 @@ def compare(got: pd.DataFrame, want: pd.DataFrame, what: str) -> None:
     print(f"{what}: {len(got):,} rows emitted, equal to the batch query", flush=True)
 
 
-def check_in_process(tables: list[pa.Table], buckets: int) -> None:
+def check_in_process(tables: list[pa.Table], buckets: int, fn=step) -> None:
     """Feeds the micro-batches through ``step`` per bucket, as Spark would (watermark: the previous
     batch's largest event time less 5 s; a no-data batch at the end fires due wakeups)."""
     states: dict[int, DictBucket] = {}
@@ -506,20 +598,20 @@ def check_in_process(tables: list[pa.Table], buckets: int) -> None:
         if t is not None:
             b = t.column("k").to_numpy().astype(np.int64) * 2654435761 % buckets
             for bk in np.unique(b).tolist():
-                out, wakeups[bk], _ = step(
-                    states.setdefault(bk, DictBucket()), t.filter(pa.array(b == bk)), wm
-                )
+                out, wakeups[bk], _ = fn(states.setdefault(bk, DictBucket()), t.filter(pa.array(b == bk)), wm)
                 touched.add(bk)
                 if out is not None:
                     outs.append(out)
         for bk, w in list(wakeups.items()):
             if bk not in touched and w is not None and wm is not None and w <= wm:
-                out, wakeups[bk], _ = step(states[bk], None, wm)
+                out, wakeups[bk], _ = fn(states[bk], None, wm)
                 if out is not None:
                     outs.append(out)
         if t is not None:
             wm = max(wm or 0, int(t.column("ts").to_numpy().max()) - 5_000_000)
-    compare(pa.concat_tables(outs).to_pandas(), expected(tables), f"in process, {buckets} buckets")
+    compare(
+        pa.concat_tables(outs).to_pandas(), expected(tables), f"in process, {buckets} buckets, {fn.__name__}"
+    )
 
 
 def check_spark(tables: list[pa.Table], buckets: int, layout: str) -> None:
@@ -588,7 +680,8 @@ def variant_df(events, variant: str, buckets: int):
         return passthrough(events.groupBy("k"), events.schema, "append")
     if variant == "bucketed_noop":
         return bucketed_noop(events, buckets)
-    return bucketed(events, buckets, "bucket" if variant == "bucketed_whole" else "per_key")
+    layouts = {"bucketed": "per_key", "bucketed_whole": "bucket", "bucketed_split": "split"}
+    return bucketed(events, buckets, layouts[variant])
 
 
 def bench(args) -> None:
@@ -615,11 +708,8 @@ def bench(args) -> None:
                 work / "chk-warm",
             )
         for point in args.points:
-            name, keys, touched = {
-                "1k": ("1k dense", 1_000, None),
-                "100k": ("100k dense", 100_000, None),
-                "1m-sparse": ("1M sparse", 1_000_000, args.touched),
-            }[point]
+            name, keys, sparse = POINTS[point]
+            touched = args.touched if sparse else None
             rows = args.rows_per_batch if touched is None else args.sparse_rows
             tables = make_batches(keys, args.batches, rows, touched, 7)
             write_batches(work / point, tables)
@@ -690,19 +780,18 @@ def harness(args) -> None:
     schema = pa.schema([("ts", pa.int64()), ("rid", pa.int64()), ("x", pa.float64())])
     machine = WindowClose(spec, schema)
     for point in args.points:
-        keys, touched = {
-            "1k": (1_000, None),
-            "100k": (100_000, None),
-            "1m-sparse": (1_000_000, args.touched),
-        }[point]
+        _, keys, sparse = POINTS[point]
+        touched = args.touched if sparse else None
         rows = args.rows_per_batch if touched is None else args.sparse_rows
         tables = make_batches(keys, args.batches, rows, touched, 7)[:-1]
         tables = [
             t.set_column(1, "ts", t.column("ts").cast(pa.timestamp("us")).cast(pa.int64())) for t in tables
         ]
-        for variant in ("bucketed", "per-key machine"):
-            if variant == "per-key machine" and keys > 100_000:
-                print(f"{point} {variant}: not run (a million keys through the per-key machine)", flush=True)
+        for variant in ("bucketed", "bucketed split", "per-key machine"):
+            if variant == "per-key machine" and (sparse or keys > 100_000):
+                print(
+                    f"{point} {variant}: not run (filling the keys through the per-key machine)", flush=True
+                )
                 continue
             states: dict = {}
             wakeups: dict = {}
@@ -710,7 +799,8 @@ def harness(args) -> None:
             for t in tables:
                 a = time.process_time()
                 k = t.column("k").to_numpy().astype(np.int64)
-                if variant == "bucketed":
+                if variant.startswith("bucketed"):
+                    fn = step_split if variant == "bucketed split" else step
                     b = k * 2654435761 % args.buckets
                     order = np.argsort(b, kind="stable")
                     t, b = t.take(pa.array(order)), b[order]
@@ -718,14 +808,12 @@ def harness(args) -> None:
                     seen = set()
                     for s_, e_ in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
                         bk = int(b[s_])
-                        _, wakeups[bk], c = step(
-                            states.setdefault(bk, DictBucket()), t.slice(s_, e_ - s_), wm
-                        )
+                        _, wakeups[bk], c = fn(states.setdefault(bk, DictBucket()), t.slice(s_, e_ - s_), wm)
                         stepped += c["stepped"]
                         seen.add(bk)
                     for bk, w in list(wakeups.items()):  # the buckets whose timer fires
                         if bk not in seen and w is not None and wm is not None and w <= wm:
-                            _, wakeups[bk], c = step(states[bk], None, wm)
+                            _, wakeups[bk], c = fn(states[bk], None, wm)
                             stepped += c["stepped"]
                 else:
                     order = np.argsort(k, kind="stable")
@@ -749,12 +837,14 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("what", choices=["check", "bench", "harness"])
     p.add_argument("--buckets", type=int, default=64)
-    p.add_argument("--points", nargs="*", default=["1k", "100k", "1m-sparse"])
+    p.add_argument(
+        "--points", nargs="*", default=["1k", "100k", "100k-sparse", "1m-sparse"], choices=list(POINTS)
+    )
     p.add_argument(
         "--variants",
         nargs="*",
         default=["passthrough", "bucketed_noop", "bucketed"],
-        choices=["passthrough", "bucketed_noop", "bucketed", "bucketed_whole"],
+        choices=["passthrough", "bucketed_noop", "bucketed", "bucketed_whole", "bucketed_split"],
     )
     p.add_argument("--batches", type=int, default=5)
     p.add_argument("--rows-per-batch", type=int, default=200_000)
@@ -767,9 +857,12 @@ def main(argv=None) -> int:
         check_in_process(tables, 7)
         sparse = make_batches(2_000, 3, 500, 100, 2)
         check_in_process(sparse, 5)
+        check_in_process(tables, 7, step_split)
+        check_in_process(sparse, 5, step_split)
         check_spark(tables, 7, "per_key")
         check_spark(sparse, 5, "per_key")
         check_spark(tables, 3, "bucket")
+        check_spark(sparse, 5, "split")
         return 0
     if args.what == "harness":
         harness(args)
