@@ -398,28 +398,11 @@ def processor(buckets: int, layout: str):
                     self.handle.registerTimer(timer)
             self.meta.update((buckets, FORMAT, timer))
             if out is not None and out.num_rows:
-                yield pd.DataFrame(
-                    {
-                        "k": out.column("k").to_numpy().astype(np.int32),
-                        "ts": out.column("ts").to_numpy().astype("datetime64[us]"),
-                        "rid": out.column("rid").to_numpy(),
-                        "x": out.column("x").to_numpy(),
-                        "prev_x": out.column("prev_x").to_numpy(zero_copy_only=False),
-                        "s10": out.column("s10").to_numpy(zero_copy_only=False),
-                    }
-                )
+                yield output_frame(out)
 
         def handleInputRows(self, key, rows, timerValues):
             frames = [f for f in rows if len(f)]
-            pdf = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-            t = pa.table(
-                {
-                    "k": pdf["k"].to_numpy().astype(np.int64),
-                    "ts": pdf["ts"].to_numpy().astype("datetime64[us]").astype(np.int64),
-                    "rid": pdf["rid"].to_numpy().astype(np.int64),
-                    "x": pdf["x"].to_numpy().astype(np.float64),
-                }
-            )
+            t = frame_to_table(pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
             # the timer of this bucket may fire later in this batch: it then finds nothing due
             yield from self._run(t, timerValues)
 
@@ -433,6 +416,112 @@ def processor(buckets: int, layout: str):
             pass
 
     return BucketedWindowClose()
+
+
+class BlobBucket(Bucket):
+    """A bucket whose whole state is one value (``applyInPandasWithState``'s one state value per
+    group): the index and every key's tail, encoded with overwindow's state encoding."""
+
+    KIND = "bucketed_prototype"
+
+    def __init__(self, data: bytes | None):
+        from overwindow.streaming.state import decode
+
+        if data is None:
+            self._index, self._tails = INDEX.empty_table(), {}
+        else:
+            tables, _ = decode(data, self.KIND)
+            self._index = tables["index"]
+            t = tables["tails"]
+            self._tails = dict(zip(t.column("k").to_pylist(), t.column("b").to_pylist()))
+
+    def encode(self) -> bytes:
+        from overwindow.streaming.state import encode
+
+        tails = pa.table(
+            {
+                "k": pa.array(list(self._tails), pa.int64()),
+                "b": pa.array(list(self._tails.values()), pa.binary()),
+            }
+        )
+        return encode({"index": self._index, "tails": tails}, {}, self.KIND)
+
+    index = DictBucket.index
+    set_index = DictBucket.set_index
+    tails = DictBucket.tails
+    put_tails = DictBucket.put_tails
+
+
+class AipwsBucketed:
+    """The prototype's step hosted by ``applyInPandasWithState`` grouped by bucket: one state value
+    per bucket (``BlobBucket``), an event-time timeout per bucket at its earliest wakeup."""
+
+    def __call__(self, key, pdfs, state):
+        wm_ms = state.getCurrentWatermarkMs()
+        wm_us = wm_ms * 1000 if wm_ms > 0 else None
+        bucket = BlobBucket(state.get[0] if state.exists else None)
+        rows = None
+        if not state.hasTimedOut:
+            frames = [f for f in pdfs if len(f)]
+            if frames:
+                rows = frame_to_table(pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
+        out, wakeup, _ = step(bucket, rows, wm_us)
+        state.update((bucket.encode(),))
+        if wakeup is not None:
+            state.setTimeoutTimestamp(max(-(-wakeup // 1000), wm_ms + 1))
+        if out is not None and out.num_rows:
+            yield output_frame(out)
+
+
+def bucketed_aipws(events, buckets: int):
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    return (
+        events.withColumn("b", F.pmod(F.xxhash64("k"), F.lit(buckets)))
+        .groupBy("b")
+        .applyInPandasWithState(
+            AipwsBucketed(),
+            output_struct(),
+            StructType([StructField("s", BinaryType(), False)]),
+            "append",
+            GroupStateTimeout.EventTimeTimeout,
+        )
+    )
+
+
+def bucketed_aipws_noop(events, buckets: int):
+    """The floor of ``applyInPandasWithState`` grouped by the same buckets: the no-op pass-through."""
+    from common import passthrough
+    from pyspark.sql import functions as F
+
+    df = events.withColumn("b", F.pmod(F.xxhash64("k"), F.lit(buckets)))
+    return passthrough(df.groupBy("b"), df.schema, "append")
+
+
+def frame_to_table(pdf: pd.DataFrame) -> pa.Table:
+    return pa.table(
+        {
+            "k": pdf["k"].to_numpy().astype(np.int64),
+            "ts": pdf["ts"].to_numpy().astype("datetime64[us]").astype(np.int64),
+            "rid": pdf["rid"].to_numpy().astype(np.int64),
+            "x": pdf["x"].to_numpy().astype(np.float64),
+        }
+    )
+
+
+def output_frame(out: pa.Table) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "k": out.column("k").to_numpy().astype(np.int32),
+            "ts": out.column("ts").to_numpy().astype("datetime64[us]"),
+            "rid": out.column("rid").to_numpy(),
+            "x": out.column("x").to_numpy(),
+            "prev_x": out.column("prev_x").to_numpy(zero_copy_only=False),
+            "s10": out.column("s10").to_numpy(zero_copy_only=False),
+        }
+    )
 
 
 def bucketed_noop(events, buckets: int):
@@ -614,7 +703,7 @@ def check_in_process(tables: list[pa.Table], buckets: int, fn=step) -> None:
     )
 
 
-def check_spark(tables: list[pa.Table], buckets: int, layout: str) -> None:
+def check_spark(tables: list[pa.Table], buckets: int, variant: str) -> None:
     from common import spark_session
 
     from overwindow.spark.adapter import use_rocksdb
@@ -626,7 +715,7 @@ def check_spark(tables: list[pa.Table], buckets: int, layout: str) -> None:
         spark.sparkContext.addPyFile(__file__)
         write_batches(work / "src", tables)
         events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(work / "src"))
-        df = bucketed(events.withWatermark("ts", "5 seconds"), buckets, layout)
+        df = variant_df(events.withWatermark("ts", "5 seconds"), variant, buckets)
         got = []
         q = (
             df.writeStream.foreachBatch(lambda d, i: got.append(d.toPandas()))
@@ -640,7 +729,7 @@ def check_spark(tables: list[pa.Table], buckets: int, layout: str) -> None:
             raise RuntimeError(str(q.exception()))
         out = pd.concat(got, ignore_index=True)
         out["ts"] = out["ts"].astype("datetime64[us]").astype(np.int64)
-        compare(out, expected(tables), f"on Spark, {buckets} buckets, layout {layout}")
+        compare(out, expected(tables), f"on Spark, {buckets} buckets, {variant}")
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -680,6 +769,10 @@ def variant_df(events, variant: str, buckets: int):
         return passthrough(events.groupBy("k"), events.schema, "append")
     if variant == "bucketed_noop":
         return bucketed_noop(events, buckets)
+    if variant == "bucketed_aipws":
+        return bucketed_aipws(events, buckets)
+    if variant == "bucketed_aipws_noop":
+        return bucketed_aipws_noop(events, buckets)
     layouts = {"bucketed": "per_key", "bucketed_whole": "bucket", "bucketed_split": "split"}
     return bucketed(events, buckets, layouts[variant])
 
@@ -844,7 +937,15 @@ def main(argv=None) -> int:
         "--variants",
         nargs="*",
         default=["passthrough", "bucketed_noop", "bucketed"],
-        choices=["passthrough", "bucketed_noop", "bucketed", "bucketed_whole", "bucketed_split"],
+        choices=[
+            "passthrough",
+            "bucketed_noop",
+            "bucketed",
+            "bucketed_whole",
+            "bucketed_split",
+            "bucketed_aipws_noop",
+            "bucketed_aipws",
+        ],
     )
     p.add_argument("--batches", type=int, default=5)
     p.add_argument("--rows-per-batch", type=int, default=200_000)
@@ -859,10 +960,11 @@ def main(argv=None) -> int:
         check_in_process(sparse, 5)
         check_in_process(tables, 7, step_split)
         check_in_process(sparse, 5, step_split)
-        check_spark(tables, 7, "per_key")
-        check_spark(sparse, 5, "per_key")
-        check_spark(tables, 3, "bucket")
-        check_spark(sparse, 5, "split")
+        check_spark(tables, 7, "bucketed")
+        check_spark(sparse, 5, "bucketed")
+        check_spark(tables, 3, "bucketed_whole")
+        check_spark(sparse, 5, "bucketed_split")
+        check_spark(sparse, 5, "bucketed_aipws")
         return 0
     if args.what == "harness":
         harness(args)
