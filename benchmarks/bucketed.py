@@ -1,7 +1,7 @@
 """Prototype (issue 19, phase 1): many keys per Python call, on Spark, emit on window close.
 
     python benchmarks/bucketed.py check                 # in-process, then on Spark: output = batch query
-    python benchmarks/bucketed.py bench                 # 1k / 100k dense, 1M sparse vs the per-key no-op
+    python benchmarks/bucketed.py bench                 # 1k / 100k dense, 100k / 1M sparse
     python benchmarks/bucketed.py harness               # the Python side alone (no Spark)
 
 Not product code: it shows the mechanism the design note (docs/many-keys.md) proposes, for one emit
@@ -23,13 +23,22 @@ mode and two calls, ``lag(x) OVER (PARTITION BY k ORDER BY ts, rid)`` and
   the two calls evaluated by ``overwindow.evaluate`` with ``PARTITION BY k`` in one pass, rows at or
   below the watermark not yet emitted are emitted, and each key keeps its new tail.
 
-``--layout bucket`` keeps instead one ValueState per bucket holding every key's tail (one IPC
-stream, read and written whole): one state call per bucket, but all the bucket's state moves every
-call. ``bench`` runs, in one Spark session and interleaved, the per-key no-op pass-through
-(``groupBy(k).applyInPandasWithState``, append, event-time timeouts: the floor of any per-key
-function), the floor of the bucketed operator (``bucketed_noop``: same buckets, rows passed through,
-no state) and the prototype on the same rows. At the sparse point the per-key pass-through skips the
-micro-batch that fills 1M keys (a million calls): its state holds only the keys touched so far.
+Variants (``--variants``; ``check`` runs each against the batch query):
+
+- ``bucketed``: the above (``transformWithStateInPandas``, per-key MapState entries, the index);
+- ``bucketed_whole``: every key's tail in one ValueState per bucket (one IPC stream, read and
+  written whole): one state call per bucket, but all the bucket's state moves every call;
+- ``bucketed_split`` (``step_split``): the bucket's unreleased rows of every key in one value, which is
+  also the wakeup index, and per key only its history, read and written for keys releasing rows;
+- ``bucketed_aipws``: ``step`` hosted by ``applyInPandasWithState`` grouped by bucket, the whole
+  bucket in its one state value, an event-time timeout per bucket;
+- floors: ``passthrough`` (the per-key no-op ``groupBy(k).applyInPandasWithState``, append,
+  event-time timeouts: the floor of any per-key function), ``bucketed_noop`` and
+  ``bucketed_aipws_noop`` (the two operators grouped by the same buckets, rows passed through).
+
+``bench`` runs the variants in one Spark session after an untimed warm-up, on the same rows. At the
+sparse points the per-key pass-through skips the micro-batch that fills the keys (a million calls at
+1M): its state holds only the keys touched so far.
 """
 
 from __future__ import annotations
