@@ -1,7 +1,7 @@
 """PyFlink's SQL OVER on the cardinality sweep's input: what users pick instead of overwindow.
 
-    python -m venv /tmp/flinkvenv && /tmp/flinkvenv/bin/pip install apache-flink==2.3.0 numpy
-    /tmp/flinkvenv/bin/python benchmarks/flink.py --points 1k 100k      # under the Spark lock
+    python -m venv FLINKENV && FLINKENV/bin/pip install apache-flink==2.3.0    # a venv of its own
+    FLINKENV/bin/python benchmarks/flink.py --points 1k 100k    # one JVM: like Spark, one at a time
 
 Reads the same CSV rows as ``benchmarks/streaming.py --sweep`` (``benchmarks/sweep.py`` writes them
 from the same seed and parameters; joined in micro-batch order into one file, see ``one_file``)

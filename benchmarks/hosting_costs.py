@@ -27,7 +27,7 @@
   calls every group: its duration against G.
 
 Results print as Markdown tables (copied by hand into BENCHMARKS.md, "Hosting many keys per call").
-Run under the machine's Spark lock: ``flock /tmp/ow-spark.lock .venv/bin/python benchmarks/...``.
+Starts a JVM: run it when no other Spark job runs on the machine.
 """
 
 from __future__ import annotations
