@@ -3,6 +3,13 @@
     python benchmarks/streaming.py                        # 2M rows, 1,000 keys, 20 Parquet files
     python benchmarks/streaming.py --rows 200000 --no-write   # quick run
     python benchmarks/streaming.py --harness-only --profile   # the Python side alone, no Spark
+    python benchmarks/streaming.py --sweep --points 1k 100k   # cardinality sweep (benchmarks/sweep.py)
+    python benchmarks/streaming.py --sweep-report             # its results into BENCHMARKS.md
+
+``--sweep`` runs the cardinality sweep of issue 19 instead (``benchmarks/sweep.py`` says what it
+measures): per-entity calls over 1,000 to 1,000,000 keys, dense and sparse, each run appended as a
+JSON record to ``--results``; run it point by point (each run holds the Spark lock) and render all
+records, PyFlink's too (``benchmarks/flink.py``), with ``--sweep-report``.
 
 One input: ``--rows`` rows over ``--keys`` keys (``k`` int32), event times ``ts`` in arrival order
 (10 ms apart on average across all keys) plus a per-row jitter of up to ``--jitter`` seconds, ``rid``
@@ -61,6 +68,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import sweep  # noqa: E402
 from common import Passthrough, passthrough, section_head, spark_session, write_section  # noqa: E402
 from handwritten import handwritten, handwritten_window_close  # noqa: E402
 
@@ -547,6 +555,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", action="store_true", help="pyinstrument profiles of the Python-side replay")
     p.add_argument("--workdir", type=Path, help="where data and checkpoints go (default: a temporary folder)")
     p.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
+    p.add_argument("--sweep", action="store_true", help="run the cardinality sweep (benchmarks/sweep.py)")
+    p.add_argument("--sweep-report", action="store_true", help="write the sweep section from --results")
+    p.add_argument("--points", nargs="*", default=["1k", "10k", "100k"], choices=list(sweep.POINTS))
+    p.add_argument(
+        "--sweep-variants", nargs="*", default=list(sweep.SPARK_VARIANTS), choices=sweep.SPARK_VARIANTS
+    )
+    p.add_argument("--batches", type=int, default=4, help="sweep: micro-batches with data")
+    p.add_argument("--rows-per-batch", type=int, default=100_000, help="sweep: rows per dense micro-batch")
+    p.add_argument("--touched", type=int, default=10_000, help="sweep: keys per sparse micro-batch")
+    p.add_argument("--sparse-rows", type=int, default=20_000, help="sweep: rows per sparse micro-batch")
+    p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "sweep.jsonl")
     p.add_argument(
         "--no-write", action="store_true", help="print the section instead of updating BENCHMARKS.md"
     )
@@ -555,8 +574,31 @@ def main(argv: list[str] | None = None) -> int:
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
     )
 
+    if args.sweep_report:
+        head = section_head(
+            sweep.BEGIN,
+            "Cardinality sweep: per-entity calls over 1,000 to 1,000,000 keys",
+            "benchmarks/streaming.py --sweep-report",
+            args.command,
+            0,
+            "pyspark",
+            "pandas",
+            "numpy",
+            "pyarrow",
+        )
+        write_section(sweep.render(args.results, head), sweep.BEGIN, sweep.END, args.out)
+        print(f"wrote {args.out}")
+        return 0
     started = time.perf_counter()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="ow-stream-bench-"))
+    if args.sweep:
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            sweep.run(args, work)
+        finally:
+            if args.workdir is None:
+                shutil.rmtree(work, ignore_errors=True)
+        return 0
     try:
         make_data(work / "data", args.rows, args.keys, args.files, args.jitter, args.seed)
         make_data(work / "tiny", 2_000, 10, 2, args.jitter, args.seed + 1)

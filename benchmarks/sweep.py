@@ -1,0 +1,286 @@
+"""Cardinality sweep (issue 19): the same per-entity calls over 1,000 to 1,000,000 keys, dense and sparse.
+
+Run through ``benchmarks/streaming.py --sweep`` (Spark) and ``benchmarks/flink.py`` (PyFlink); both
+read the same CSV files, written here from a seed, and append one JSON record per run to a results
+file; ``streaming.py --sweep-report`` turns that file into the ``sweep`` section of BENCHMARKS.md.
+
+Points (``--points``), each a folder of CSV files, one per micro-batch (``k,ts,rid,x``; event times
+in arrival order, 1 ms apart across all keys, plus up to ``JITTER_MS`` of jitter):
+
+- ``1k``, ``10k``, ``100k``, ``1m``: dense, ``--batches`` micro-batches of ``--rows-per-batch`` rows,
+  every key in every micro-batch (each micro-batch is every key repeated, shuffled). The same rows
+  at every point but the key column; a micro-batch holds at least one row per key, so ``1m`` takes
+  1,000,000 rows per micro-batch when ``--rows-per-batch`` is smaller (the table says so).
+- ``1m-sparse``: a first micro-batch with one row for each of 1,000,000 keys (it fills the state;
+  not counted in the latencies), then ``--batches`` micro-batches of ``--sparse-rows`` rows over
+  ``--touched`` keys drawn at random (every drawn key gets a row).
+
+The last file holds one row far in the future, so the watermark passes every row and the no-data
+micro-batch after it releases whatever window close still holds.
+
+Spark variants (``SPARK_VARIANTS``; phase 2 adds the many-keys hosting by adding an entry), all
+``groupBy("k")`` on ``withWatermark("ts", "10 seconds")`` into the ``noop`` sink, CSV file source
+with ``maxFilesPerTrigger=1``:
+
+- ``passthrough``: the no-op applyInPandasWithState (one byte of state per key, append mode,
+  event-time timeouts): the floor of any per-key Python function;
+- ``window_close`` / ``on_update``: ``overWindow(OverWindow(*CALLS, rowKey="rid"))`` in each mode.
+
+Reported per run: seconds from ``start()`` to the end of ``awaitTermination()``, rows/s (input
+rows over those seconds), and the micro-batch durations (``batchDuration``) of the micro-batches with
+data: median and p99 (with a handful of micro-batches the p99 is the slowest one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+CALLS = (
+    "lag(x) OVER (ORDER BY ts) AS prev_x",
+    "avg(x) OVER (ORDER BY ts ROWS BETWEEN 9 PRECEDING AND CURRENT ROW) AS avg10",
+    "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 1 MINUTE PRECEDING AND CURRENT ROW) AS n1m",
+)
+SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
+POINTS = {
+    "1k": (1_000, False),
+    "10k": (10_000, False),
+    "100k": (100_000, False),
+    "1m": (1_000_000, False),
+    "1m-sparse": (1_000_000, True),
+}
+DELAY_S = 10
+JITTER_MS = 5_000
+T0_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z
+BEGIN, END = "<!-- sweep:begin -->", "<!-- sweep:end -->"
+
+
+# -- data ------------------------------------------------------------------------------------------
+
+
+def make_point(
+    folder: Path,
+    point: str,
+    batches: int,
+    rows_per_batch: int,
+    touched: int,
+    sparse_rows: int,
+    seed: int = 20240601,
+) -> dict:
+    """Writes the point's CSV files (one per micro-batch, distinct modification times in order);
+    returns a description (keys, rows per micro-batch, total rows)."""
+    keys, sparse = POINTS[point]
+    rng = np.random.default_rng(seed)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    sizes = []
+    if sparse:
+        # two one-row micro-batches after the fill move the watermark past it: the second releases
+        # the fill's rows (a million keys step there, outside the measured micro-batches)
+        plan = [("fill", keys), ("advance", 1), ("advance", 1)] + [("touch", sparse_rows)] * batches
+    else:
+        plan = [("dense", max(rows_per_batch, keys))] * batches
+    rid = 0
+    x_all = np.round(rng.normal(size=sum(n for _, n in plan)), 3)
+    for b, (kind, n) in enumerate(plan):
+        if kind == "dense":
+            k = np.resize(np.arange(keys, dtype=np.int64), n)
+            rng.shuffle(k)
+        elif kind == "fill":
+            k = rng.permutation(keys)
+        elif kind == "advance":
+            k = np.zeros(1, np.int64)
+        else:
+            chosen = rng.choice(keys, touched, replace=False)
+            k = chosen[rng.integers(0, touched, n)]
+            k[:touched] = chosen
+        ts = T0_MS + rid + np.arange(n) + rng.integers(0, JITTER_MS, n)
+        write_csv(folder / f"part-{b:04d}.csv", k, ts, np.arange(rid, rid + n), x_all[rid : rid + n])
+        sizes.append(n)
+        rid += n
+    last = T0_MS + rid + 3_600_000  # moves the watermark past every row
+    write_csv(
+        folder / f"part-{len(plan):04d}.csv",
+        np.array([0]),
+        np.array([last]),
+        np.array([rid]),
+        np.array([0.0]),
+    )
+    now = time.time()
+    files = sorted(folder.glob("*.csv"))
+    for i, f in enumerate(files):
+        os.utime(f, (now - len(files) + i, now - len(files) + i))
+    return {"keys": keys, "sparse": sparse, "rows_per_batch": sizes, "rows": rid + 1}
+
+
+def write_csv(path: Path, k, ts_ms, rid, x) -> None:
+    """``k,ts,rid,x`` without a header; ts as ``yyyy-MM-dd HH:mm:ss.SSS`` (UTC), read alike by Spark and
+    Flink."""
+    stamps = np.datetime_as_string(np.asarray(ts_ms, dtype="datetime64[ms]"), unit="ms")
+    text = "\n".join(
+        f"{a},{s.replace('T', ' ')},{b},{c!r}"
+        for a, s, b, c in zip(k.tolist(), stamps.tolist(), rid.tolist(), x.tolist())
+    )
+    path.write_text(text + "\n")
+
+
+# -- Spark -----------------------------------------------------------------------------------------
+
+
+def spark_variant(grouped, events, name: str):
+    """(streaming DataFrame, output mode) of a Spark variant of the sweep."""
+    from common import passthrough
+
+    import overwindow
+
+    if name == "passthrough":
+        return passthrough(grouped, events.schema, "append"), "append"
+    if name == "window_close":
+        return grouped.overWindow(overwindow.OverWindow(*CALLS, rowKey="rid")), "append"
+    if name == "on_update":
+        return grouped.overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid")), "update"
+    raise ValueError(name)
+
+
+SPARK_VARIANTS = ("passthrough", "window_close", "on_update")
+
+
+def run_spark_point(spark, src: Path, chk: Path, variant: str) -> dict:
+    events = (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .option("timestampFormat", "yyyy-MM-dd HH:mm:ss.SSS")
+        .csv(str(src))
+        .withWatermark("ts", f"{DELAY_S} seconds")
+    )
+    df, mode = spark_variant(events.groupBy("k"), events, variant)
+    shutil.rmtree(chk, ignore_errors=True)
+    started = time.perf_counter()
+    q = (
+        df.writeStream.format("noop")
+        .option("checkpointLocation", str(chk))
+        .outputMode(mode)
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    seconds = time.perf_counter() - started
+    if q.exception() is not None:
+        raise RuntimeError(f"{variant}: {q.exception()}")
+    prog = q.recentProgress
+    return {
+        "seconds": seconds,
+        "batch_ms": [p.batchDuration for p in prog],
+        "batch_rows": [p.numInputRows for p in prog],
+        "output_rows": sum(p.sink.numOutputRows for p in prog),
+        "dropped": sum(o.numRowsDroppedByWatermark for p in prog for o in p.stateOperators),
+    }
+
+
+def latencies(record: dict) -> list[float]:
+    """Durations of the micro-batches with data (sparse: without the first, which fills the state;
+    the one-row micro-batch that moves the watermark is left out too)."""
+    pairs = [(ms, n) for ms, n in zip(record["batch_ms"], record["batch_rows"]) if n > 1]
+    return [ms for ms, _ in pairs[1 if record["sparse"] else 0 :]]
+
+
+def run(args, work: Path) -> None:
+    """Every point in ``args.points``: its data, then each variant ``args.rounds`` times (interleaved,
+    after one untimed warm-up run of each variant on a tiny input), one JSON record per run."""
+    from common import spark_session
+
+    spark = spark_session("overwindow-sweep", work / "warehouse", args.max_records)
+    try:
+        tiny = work / "tiny"
+        make_point(tiny, "1k", 1, 2_000, 0, 0)
+        for v in args.sweep_variants:
+            run_spark_point(spark, tiny, work / "chk-tiny", v)
+        for point in args.points:
+            src = work / point
+            info = make_point(src, point, args.batches, args.rows_per_batch, args.touched, args.sparse_rows)
+            for r in range(args.rounds):
+                for v in args.sweep_variants:
+                    rec = run_spark_point(spark, src, work / f"chk-{point}-{v}", v)
+                    rec.update(
+                        info,
+                        engine="spark",
+                        point=point,
+                        variant=v,
+                        round=r,
+                        load=os.getloadavg()[0],
+                        command=args.command,
+                    )
+                    lat = latencies(rec)
+                    print(
+                        f"sweep {point} {v} round {r}: {rec['seconds']:.1f} s, "
+                        f"{info['rows'] / rec['seconds']:,.0f} rows/s, "
+                        f"median {statistics.median(lat):.0f} ms, max {max(lat):.0f} ms, "
+                        f"out {rec['output_rows']:,}, "
+                        f"batches {rec['batch_ms']}, load {rec['load']:.2f}",
+                        flush=True,
+                    )
+                    append(args.results, rec)
+            shutil.rmtree(src, ignore_errors=True)
+    finally:
+        spark.stop()
+
+
+def append(path: Path, record: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+# -- report ----------------------------------------------------------------------------------------
+
+
+def render(results: Path, head: list[str]) -> str:
+    """The BENCHMARKS.md section from every record of the results file (Spark and PyFlink runs)."""
+    records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    by: dict = {}
+    for r in records:
+        by.setdefault((r["point"], r["engine"], r["variant"]), []).append(r)
+    commands = list(dict.fromkeys(r["command"] for r in records))
+    lines = [*head, "- Runs: " + "; ".join(f"`{c}`" for c in commands)]
+    lines += [
+        f'- Calls (one query): {", ".join(f"`{c}`" for c in CALLS)}, `groupBy("k")`, `rowKey="rid"`;'
+        f" watermark {DELAY_S} s; event times 1 ms apart in arrival order plus up to {JITTER_MS / 1000:g} s"
+        " of jitter. Spark: CSV file source, one file per micro-batch, `noop` sink, local[2], 2 shuffle"
+        " partitions. PyFlink: the same CSV files, one job per window (`benchmarks/flink.py`).",
+        "- Dense points: every key in every micro-batch; sparse: a first micro-batch fills 1,000,000 keys"
+        " (left out of the latencies), then each micro-batch touches the given rows over 10,000 keys.",
+        "- rows/s: input rows over the run's seconds (start to end, the last no-data micro-batch"
+        " included); micro-batch ms: `batchDuration` of the micro-batches with data, median and p99 over"
+        " every run of the variant (with a handful of micro-batches the p99 is the slowest).",
+        "",
+    ]
+    lines += [
+        "| point | keys | rows (per micro-batch) | engine | variant | runs, s | rows/s (median run) "
+        "| micro-batch ms, median | p99 | ratio to passthrough | output rows |",
+        "|---|---:|---|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    order = {p: i for i, p in enumerate(POINTS)}
+    for (point, engine, variant), rs in sorted(
+        by.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1] != "spark")
+    ):
+        med = sorted(rs, key=lambda r: r["seconds"])[len(rs) // 2]
+        base = by.get((point, "spark", "passthrough"))
+        base_s = sorted(b["seconds"] for b in base)[len(base) // 2] if base else None
+        lat = [ms for r in rs for ms in latencies(r)] if engine == "spark" else []
+        per = sorted(set(med["rows_per_batch"][1:] if med["sparse"] else med["rows_per_batch"]))
+        runs = ", ".join(f"{r['seconds']:.1f}" for r in rs)
+        sizes = ", ".join(f"{p:,}" for p in per)
+        lat_cells = f"{statistics.median(lat):.0f} | {np.percentile(lat, 99):.0f}" if lat else " | "
+        ratio = f"{med['seconds'] / base_s:.2f}" if base_s else ""
+        out = f"{med['output_rows']:,}" if med.get("output_rows") is not None else ""
+        lines.append(
+            f"| {point} | {med['keys']:,} | {med['rows']:,} ({sizes}) | {engine} | {variant} | {runs} | "
+            f"{med['rows'] / med['seconds']:,.0f} | {lat_cells} | {ratio} | {out} |"
+        )
+    lines += ["", END]
+    return "\n".join(lines)
