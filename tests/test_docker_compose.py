@@ -114,7 +114,8 @@ def test_the_image_is_pinned_copies_what_exists_and_has_java():
     pyproject = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))
     install = next(arg for keyword, arg in steps if keyword == "RUN" and "pip install" in arg)
     extras = set(re.search(r"\.\[([\w,]+)\]", install).group(1).split(","))
-    assert extras == {"postgres", "kafka"} and extras <= set(pyproject["project"]["optional-dependencies"])
+    assert extras == {"spark", "postgres", "kafka"}
+    assert extras <= set(pyproject["project"]["optional-dependencies"])
     assert "overwindow" in pyproject["project"]["scripts"]
 
 

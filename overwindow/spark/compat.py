@@ -5,8 +5,8 @@ On PySpark 3.5 ``overWindow`` runs both emit modes with the whole state layout o
 :func:`require` when the query is built, naming the version it needs: the chunked state layout
 (``transformWithStateInPandas``), the Python Kafka reader (the Python data source API) and
 ``overWindow`` on Spark Connect. Where 3.5 has the same thing under another name, the shim lives
-here (:func:`to_arrow`, :func:`to_arrow_schema`). The README's "Supported versions" lists what each
-version was tested with (``scripts/compat``).
+here (:func:`to_arrow`, :func:`collect_as_arrow`, :func:`to_arrow_schema`). The README's "Supported
+versions" lists what each version was tested with (``scripts/compat``).
 
 >>> kafka_connector("3.5.9", scala="2.12")
 'org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.9'
@@ -59,11 +59,13 @@ def is_connect(df) -> bool:
 
 
 def to_arrow(df) -> pa.Table:
-    """``df.toArrow()`` (PySpark 4.0+); on 3.5 the same table through the collection that
-    ``toPandas`` uses with Arrow (``_collect_as_arrow``, internal), cast to the schema 4.0 gives.
-    O(rows)."""
-    if hasattr(df, "toArrow"):
-        return df.toArrow()
+    """``df.toArrow()`` (PySpark 4.0+), else :func:`collect_as_arrow`. O(rows)."""
+    return df.toArrow() if hasattr(df, "toArrow") else collect_as_arrow(df)
+
+
+def collect_as_arrow(df) -> pa.Table:
+    """What ``toArrow`` gives, on PySpark 3.5 (classic): the Arrow batches ``toPandas`` collects
+    (``_collect_as_arrow``, internal), cast to Spark's Arrow schema (timestamps in UTC). O(rows)."""
     schema = to_arrow_schema(df.schema)
     batches = df._collect_as_arrow()
     return pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
