@@ -22,8 +22,6 @@ def main(src: str, work: str) -> None:
         .getOrCreate()
     )
     assert type(spark).__module__.startswith("pyspark.sql.connect")
-    if os.environ.get("OVERWINDOW_TEST_SHIP"):  # the server's Python workers lack overwindow
-        overwindow.ship(spark)
     events = (
         spark.readStream.schema("k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE")
         .json(src)

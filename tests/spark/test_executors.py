@@ -1,10 +1,8 @@
 """What Spark's Python workers need: the running interpreter on local masters (a script run as a user
 runs it, with a ``python3`` on PATH that lacks overwindow), and the package shipped as a zip where the
-workers' Python lacks it (importable from the zip alone; through Spark Connect's addArtifacts). The
+workers' Python lacks it (importable from the zip alone). The
 standalone cluster run with such workers is in test_cluster.py."""
 
-import json
-import math
 import os
 import subprocess
 import sys
@@ -12,6 +10,7 @@ import textwrap
 import zipfile
 
 import pyarrow.parquet as pq
+import pytest
 from replay_support import CALLS, expected, write_view
 
 from overwindow.spark import executors
@@ -93,27 +92,9 @@ def test_a_script_run_as_users_run_it_uses_this_python_for_its_workers(tmp_path,
     assert got == expected(rows, "on_window_close")
 
 
-def test_ship_through_spark_connect_to_workers_without_overwindow(tmp_path, no_spark, bare_python):
-    src = tmp_path / "src"
-    src.mkdir()
-    rows = [{"k": i % 3, "ts": f"2024-01-01T00:00:{i:02d}", "rid": i, "x": float(i % 7)} for i in range(40)]
-    (src / "a.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    job = os.path.join(os.path.dirname(__file__), "connect_job.py")
-    done = subprocess.run(
-        [sys.executable, "-W", "ignore", job, str(src), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ, PYSPARK_PYTHON=bare_python, OVERWINDOW_TEST_SHIP="1"),
-        cwd=tmp_path,  # local workers start in the driver's folder: not the checkout, which has overwindow
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    emitted = {r["rid"]: r for r in (json.loads(x) for x in done.stdout.splitlines() if x.startswith("{"))}
-    # closed at the final watermark 00:00:34; sum over this row and the one before in its key,
-    # lag the one before: by hand from the rows above (keys are i % 3, so the one before is i - 3)
-    assert sorted(emitted) == list(range(35))
-    for i, r in emitted.items():
-        before = float((i - 3) % 7) if i >= 3 else None
-        assert r["s"] == float(i % 7) + (before or 0.0)
-        # NULL comes back as NaN through pandas and JSON
-        assert r["p"] == before if before is not None else (r["p"] is None or math.isnan(r["p"]))
+def test_ship_refuses_spark_connect():
+    # a Connect session object without a server: the refusal comes before anything is sent
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    with pytest.raises(NotImplementedError, match="install overwindow in the Python"):
+        executors.ship(ConnectSession.__new__(ConnectSession))
