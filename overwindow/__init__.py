@@ -21,14 +21,17 @@ from overwindow.logical import (
     WindowExpression,
     parse_window,
 )
+from overwindow.spark.executors import ship
 from overwindow.spec import OverWindow
 from overwindow.udaf import Aggregate, register_aggregate
 
 try:  # adds GroupedData.overWindow / DataFrame.overWindow when PySpark is importable
-    from overwindow.spark.adapter import register as _register_spark
-except ImportError:  # pragma: no cover - PySpark is a dependency, but the batch engine works without it
+    import pyspark  # noqa: F401
+except ImportError:  # the batch evaluator works without it (PySpark is the extra overwindow[spark])
     pass
 else:
+    from overwindow.spark.adapter import register as _register_spark
+
     _register_spark()
 
 __all__ = [
@@ -48,4 +51,5 @@ __all__ = [
     "evaluate",
     "parse_window",
     "register_aggregate",
+    "ship",
 ]

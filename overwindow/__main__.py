@@ -11,10 +11,14 @@ printed and a PNG chart written. ``run`` runs the view a TOML file defines (see 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 
 from overwindow.errors import WindowSpecError
 from overwindow.pipeline.producer import SAMPLES
+
+# the extra (pyproject.toml) that installs each optional module the commands import
+EXTRAS = {"pyspark": "spark", "matplotlib": "chart", "psycopg": "postgres", "confluent_kafka": "kafka"}
 
 
 def _value(text: str):
@@ -76,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         return _produce(args)
     try:
         if args.command == "demo":
+            if importlib.util.find_spec("matplotlib") is None:  # before a minute of Spark, not after
+                raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
             from overwindow.pipeline.demo import run_demo
 
             return run_demo(args.out, args.quiet)
@@ -91,6 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         return run_view(load_view(args.view, overrides), once=args.once, quiet=args.quiet)
     except (ValueError, WindowSpecError) as e:
         print(f"overwindow: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        extra = EXTRAS.get((e.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(
+            f"overwindow: {args.command} needs {e.name}: pip install 'overwindow[{extra}]'", file=sys.stderr
+        )
         return 2
 
 

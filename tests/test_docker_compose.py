@@ -114,7 +114,8 @@ def test_the_image_is_pinned_copies_what_exists_and_has_java():
     pyproject = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))
     install = next(arg for keyword, arg in steps if keyword == "RUN" and "pip install" in arg)
     extras = set(re.search(r"\.\[([\w,]+)\]", install).group(1).split(","))
-    assert extras == {"postgres", "kafka"} and extras <= set(pyproject["project"]["optional-dependencies"])
+    assert extras == {"spark", "postgres", "kafka"}
+    assert extras <= set(pyproject["project"]["optional-dependencies"])
     assert "overwindow" in pyproject["project"]["scripts"]
 
 
@@ -182,7 +183,8 @@ def test_the_spark_connector_matches_the_images_pyspark():
     assert version == pinned
     assert any(keyword == "RUN" and '"pyspark==${SPARK_VERSION}"' in arg for keyword, arg in steps)
     pyproject = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))
-    pyspark = next(Requirement(r) for r in pyproject["project"]["dependencies"] if r.startswith("pyspark"))
+    spark_extra = pyproject["project"]["optional-dependencies"]["spark"]  # PySpark is an extra
+    pyspark = next(Requirement(r) for r in spark_extra if r.startswith("pyspark"))
     assert pyspark.specifier.contains(version)
 
 

@@ -8,25 +8,30 @@ import sys
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import ConsoleSink, PostgresSink, SqliteSink
 from overwindow.pipeline.view import View, ViewFileError
+from overwindow.spark import compat, executors
 from overwindow.spark.adapter import WORKER_WARNINGS
 from overwindow.streaming.on_update import ROW_ID
 
 
 def local_spark(app: str = "overwindow"):
-    """The active SparkSession, or a local one set up the way overwindow runs best."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    """The active SparkSession, or one set up the way overwindow runs best: on ``local[2]`` (Python
+    workers run this interpreter unless PYSPARK_PYTHON says otherwise), or on the master
+    ``OVERWINDOW_MASTER`` names, whose executors get the package shipped (``executors.ship``)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    master = os.environ.get("OVERWINDOW_MASTER", "local[2]")
+    if executors.is_local(master):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     if os.environ.get(
         "OVERWINDOW_SPARK_PACKAGES"
     ):  # e.g. Spark's Kafka connector, fetched from Maven Central
         builder = builder.config("spark.jars.packages", os.environ["OVERWINDOW_SPARK_PACKAGES"])
     spark = (
-        builder.master(os.environ.get("OVERWINDOW_MASTER", "local[2]"))
+        builder.master(master)
         .appName(app)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
@@ -39,6 +44,8 @@ def local_spark(app: str = "overwindow"):
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    if not executors.is_local(master):
+        executors.ship(spark)
     return spark
 
 
@@ -108,7 +115,7 @@ def kafka_frame(spark, view: View):
             if src["reader"] == "spark":
                 raise ViewFileError(
                     f'{view.path}: [source] reader = "spark" needs Spark\'s Kafka connector; set '
-                    f"OVERWINDOW_SPARK_PACKAGES=org.apache.spark:spark-sql-kafka-0-10_2.13:{spark.version} "
+                    f"OVERWINDOW_SPARK_PACKAGES={compat.kafka_connector(spark.version)} "
                     f'(or use reader = "python")'
                 ) from None
     spark.dataSource.register(kafka.KafkaDataSource)
@@ -165,7 +172,7 @@ def start_view(spark, view: View, once: bool, quiet: bool):
         sink = sink_for(view)
 
         def write(batch_df, batch_id):
-            rows_out[batch_id] = sink.apply(batch_df.toArrow(), batch_id)
+            rows_out[batch_id] = sink.apply(compat.to_arrow(batch_df), batch_id)
 
         writer = writer.foreachBatch(write).outputMode(
             "append" if view.emit == "on_window_close" else "update"

@@ -32,8 +32,20 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+from overwindow.spark import compat
+
+compat.require(  # PySpark 3.5 has no pyspark.sql.datasource
+    "overwindow's Python Kafka reader (PySpark's Python data source API)",
+    instead='Use Spark\'s Kafka connector: reader = "spark" with '
+    f"OVERWINDOW_SPARK_PACKAGES={compat.kafka_connector(compat.version_text())}",
+)
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition  # noqa: E402
+from pyspark.sql.streaming.datasource import (  # noqa: E402
+    ReadAllAvailable,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
 FORMAT = "overwindow_kafka"
 SCHEMA = (

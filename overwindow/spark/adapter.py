@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
 from overwindow.physical.expressions import resolve_column
+from overwindow.spark import compat, executors
 from overwindow.spec import OverWindow
 from overwindow.streaming.driver import machine_for
 
@@ -45,9 +46,7 @@ _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without gro
 
 def _arrow_schema(struct) -> pa.Schema:
     """Arrow schema of the pandas frames a UDF receives: timestamps are session wall-clock, tz-naive."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    schema = to_arrow_schema(struct, timezone="UTC")
+    schema = compat.to_arrow_schema(struct)
     return pa.schema(
         [
             pa.field(
@@ -95,6 +94,11 @@ def over_window(grouped, spec: OverWindow):
     if not isinstance(spec, OverWindow):
         raise TypeError(f"overWindow() takes an overwindow.OverWindow, got {type(spec).__name__}")
     df = grouped._df
+    if compat.is_connect(df):
+        compat.require("overWindow on Spark Connect")
+    if spec.state_layout == "chunked":
+        compat.require("stateLayout='chunked' (Spark's transformWithStateInPandas)")
+    executors.use_running_python(df.sparkSession)
     if spec.emit == "on_window_close":
         check_watermark(df, spec)
         watermarked, mode, timeout = True, "append", GroupStateTimeout.EventTimeTimeout

@@ -1,5 +1,6 @@
 """A real Spark standalone cluster on this machine (a master and two workers, started from the pyspark
-installation): the view job runs there with results equal to the batch evaluator (as local mode's
+installation) whose workers' Python lacks overwindow (and sqlglot, sortedcontainers): the view job
+ships the package itself and runs there with results equal to the batch evaluator (as local mode's
 are), and when one worker (with its executor) is killed mid-stream the query recovers on the other
 and the view is still exact."""
 
@@ -7,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
@@ -30,6 +30,12 @@ def _spark_class(*args, log, env):
     )
 
 
+def _starts(python):
+    """Python workers the ``bare_python`` launcher started so far (a line each in its ``started``)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(python)), "started")
+    return len(open(path).read().split()) if os.path.exists(path) else 0
+
+
 def _wait_for_port(port, proc, log_path, seconds=120):
     deadline = time.time() + seconds
     while time.time() < deadline:
@@ -42,12 +48,12 @@ def _wait_for_port(port, proc, log_path, seconds=120):
 
 
 @pytest.fixture
-def cluster(tmp_path, no_spark):
+def cluster(tmp_path, no_spark, bare_python):
     """spark://127.0.0.1:PORT with two one-core workers; yields (master URL, worker processes)."""
     env = dict(
         os.environ,
         SPARK_LOCAL_IP="127.0.0.1",
-        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_PYTHON=bare_python,
         SPARK_MASTER_OPTS="-Dspark.worker.timeout=10",
         SPARK_WORKER_DIR=str(tmp_path / "work"),
     )
@@ -101,10 +107,12 @@ def cluster(tmp_path, no_spark):
 
 
 @pytest.mark.parametrize("emit", ["on_window_close", "on_update"])
-def test_a_view_on_a_cluster_survives_a_killed_worker(tmp_path, cluster, emit):
+def test_a_view_on_a_cluster_survives_a_killed_worker(tmp_path, cluster, emit, bare_python):
     url, workers = cluster
     view, rows = write_view(tmp_path, emit)
-    env = {"OVERWINDOW_MASTER": url, "SPARK_LOCAL_IP": "127.0.0.1"}
+    # the executors start the Python the driver's PYSPARK_PYTHON names: one without overwindow
+    env = {"OVERWINDOW_MASTER": url, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": bare_python}
+    started = _starts(bare_python)
 
     def kill_a_worker(batches_done):
         if batches_done == 2:  # mid-stream: four more files to go
@@ -113,3 +121,5 @@ def test_a_view_on_a_cluster_survives_a_killed_worker(tmp_path, cluster, emit):
     assert run_job(view, after_line=kill_a_worker, env=env) == 0
     assert workers[0].wait(30) == -signal.SIGKILL and workers[1].poll() is None
     assert_view_is_exact(tmp_path, rows, emit, "sqlite")
+    assert _starts(bare_python) > started  # the Python workers were the ones without overwindow
+    assert list((tmp_path / "work").glob("app-*/*/overwindow-*.zip"))  # the package the job shipped

@@ -1,0 +1,99 @@
+"""What differs between the PySpark versions overwindow supports (3.5 and 4.0 to 4.3), in one place.
+
+On PySpark 3.5 ``overWindow`` runs both emit modes with the whole state layout on
+``applyInPandasWithState`` (classic Spark). What needs an API that came with 4.0 is refused by
+:func:`require` when the query is built, naming the version it needs: the chunked state layout
+(``transformWithStateInPandas``), the Python Kafka reader (the Python data source API) and
+``overWindow`` on Spark Connect. Where 3.5 has the same thing under another name, the shim lives
+here (:func:`to_arrow`, :func:`collect_as_arrow`, :func:`to_arrow_schema`). The README's "Supported
+versions" lists what each version was tested with (``scripts/compat``).
+
+>>> kafka_connector("3.5.9", scala="2.12")
+'org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.9'
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import re
+
+import pyarrow as pa
+
+from overwindow.errors import WindowSpecError
+
+SPARK_4 = (4, 0)
+
+
+class SparkVersionError(WindowSpecError):
+    """A feature the installed PySpark lacks, e.g. ``stateLayout='chunked' (Spark's
+    transformWithStateInPandas) needs PySpark 4.0 or later; this is PySpark 3.5.9``."""
+
+
+def version_text() -> str:
+    import pyspark
+
+    return pyspark.__version__
+
+
+@functools.lru_cache(maxsize=1)
+def version() -> tuple[int, int]:
+    """(major, minor) of the installed PySpark, e.g. (3, 5)."""
+    major, minor = re.match(r"(\d+)\.(\d+)", version_text()).groups()
+    return int(major), int(minor)
+
+
+def require(feature: str, since: tuple[int, int] = SPARK_4, instead: str = "") -> None:
+    """Refuse ``feature`` (words a user knows it by) when the installed PySpark predates ``since``."""
+    if version() < since:
+        raise SparkVersionError(
+            f"{feature} needs PySpark {since[0]}.{since[1]} or later; this is PySpark {version_text()}"
+            + (f". {instead}" if instead else "")
+        )
+
+
+def is_connect(df) -> bool:
+    """Whether ``df`` is a Spark Connect DataFrame (or GroupedData)."""
+    return type(df).__module__.startswith("pyspark.sql.connect")
+
+
+def to_arrow(df) -> pa.Table:
+    """``df.toArrow()`` (PySpark 4.0+), else :func:`collect_as_arrow`. O(rows)."""
+    return df.toArrow() if hasattr(df, "toArrow") else collect_as_arrow(df)
+
+
+def collect_as_arrow(df) -> pa.Table:
+    """What ``toArrow`` gives, on PySpark 3.5 (classic): the Arrow batches ``toPandas`` collects
+    (``_collect_as_arrow``, internal), cast to Spark's Arrow schema (timestamps in UTC). O(rows)."""
+    schema = to_arrow_schema(df.schema)
+    batches = df._collect_as_arrow()
+    return pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
+
+
+def to_arrow_schema(struct) -> pa.Schema:
+    """Spark's Arrow schema for a StructType, timestamps in UTC (3.5 has no ``timezone`` argument
+    and always gives UTC)."""
+    from pyspark.sql.pandas.types import to_arrow_schema as spark_to_arrow_schema
+
+    if "timezone" in inspect.signature(spark_to_arrow_schema).parameters:
+        return spark_to_arrow_schema(struct, timezone="UTC")
+    return spark_to_arrow_schema(struct)
+
+
+def kafka_connector(spark_version: str, scala: str | None = None) -> str:
+    """Maven coordinates of Spark's Kafka connector for a Spark version; the Scala version defaults
+    to the one of the jars this PySpark ships (2.12 in the 3.5 wheels, 2.13 in 4.x)."""
+    return f"org.apache.spark:spark-sql-kafka-0-10_{scala or scala_version()}:{spark_version}"
+
+
+def scala_version() -> str:
+    """The Scala version of the installed PySpark's jars (2.13, as Spark 4 builds, if none are
+    found: a platform's own layout)."""
+    import pyspark
+
+    homes = (os.path.dirname(pyspark.__file__), os.environ.get("SPARK_HOME", ""))
+    folders = [os.path.join(home, "jars") for home in homes if home]
+    jars = [j for folder in folders if folder and os.path.isdir(folder) for j in os.listdir(folder)]
+    found = [m.group(1) for m in map(re.compile(r"spark-core_(\d+\.\d+)-").match, jars) if m]
+    return found[0] if found else "2.13"

@@ -1,0 +1,118 @@
+"""What Spark's Python workers need to run overwindow: the right interpreter on local masters, and
+the package itself on clusters.
+
+Local masters (``local``, ``local[2]``, ...) start their Python workers with ``PYSPARK_PYTHON``, or
+``python3`` from PATH when it is unset: a script run as ``.venv/bin/python script.py`` would have its
+workers start a Python without overwindow (``ModuleNotFoundError`` a minute later).
+:func:`use_running_python` makes them run the interpreter the driver runs, unless the user chose one.
+
+On a cluster the workers' Python is the cluster's: :func:`ship` sends overwindow there, as a zip of
+the package and its pure-Python dependencies (sqlglot, sortedcontainers) added to the session
+(``SparkContext.addPyFile``; classic Spark only: through Spark Connect the server's workers need
+overwindow installed). numpy, pandas and pyarrow must be on the workers already, as for any pandas
+UDF.
+
+>>> sorted(SHIPPED)
+['overwindow', 'sortedcontainers', 'sqlglot']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import sys
+import tempfile
+import zipfile
+
+from overwindow.spark import compat
+
+SHIPPED = ("overwindow", "sqlglot", "sortedcontainers")
+log = logging.getLogger("overwindow")
+
+
+def is_local(master: str | None) -> bool:
+    """Whether a master URL runs executors inside the driver's machine and process tree.
+
+    >>> is_local("local[2]"), is_local("local-cluster[2,1,1024]"), is_local("spark://h:7077")
+    (True, False, False)
+    """
+    return bool(master) and (master == "local" or master.startswith("local["))
+
+
+def use_running_python(session) -> None:
+    """On a local master, run Python workers with ``sys.executable`` when the user has set neither
+    ``PYSPARK_PYTHON`` nor ``spark.pyspark.python`` (PySpark's default is ``python3`` from PATH).
+    Classic sessions only: a Spark Connect server chose its workers' Python when it started."""
+    sc = getattr(session, "_sc", None)
+    if sc is None or not is_local(sc.master) or "PYSPARK_PYTHON" in os.environ:
+        return
+    if sc.getConf().get("spark.pyspark.python") is not None:
+        return
+    if sc.pythonExec != sys.executable:
+        log.info("overwindow: Python workers run %s (PYSPARK_PYTHON was not set)", sys.executable)
+        sc.pythonExec = sys.executable  # read by every Python function created from now on
+
+
+def ship(session) -> str:
+    """Add overwindow (with sqlglot and sortedcontainers) to ``session``'s executors, so that workers
+    whose Python lacks it can run ``overWindow``; returns the zip's path. Call it once per session,
+    before starting queries (again is harmless). Classic Spark (``SparkContext.addPyFile``); refused on
+    Spark Connect."""
+    path = package_zip()
+    shipped = getattr(session, "_overwindow_shipped", None)
+    if shipped == path:
+        return path
+    if compat.is_connect(session):
+        # addArtifacts(path, pyfile=True) did not reach the Python workers of a streaming query in
+        # overwindow's test (a local Connect server of 4.3, workers without overwindow): refuse
+        # rather than promise it
+        raise NotImplementedError(
+            "overwindow.ship does not work through Spark Connect: install overwindow in the Python "
+            "that the Connect server's workers run"
+        )
+    session.sparkContext.addPyFile(path)
+    session._overwindow_shipped = path
+    return path
+
+
+def package_zip(folder: str | None = None) -> str:
+    """A zip of the SHIPPED packages' source files (no compiled caches), named by a hash of its
+    content so that a changed package gets a new name (Spark refuses a second file of one name).
+    Built once per content; O(package size), about 1 MB compressed."""
+    files = sorted(_sources())
+    digest = hashlib.sha256()
+    for path, arcname in files:
+        digest.update(arcname.encode())
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    folder = folder or os.path.join(tempfile.gettempdir(), "overwindow-ship")
+    os.makedirs(folder, exist_ok=True)
+    target = os.path.join(folder, f"overwindow-{digest.hexdigest()[:16]}.zip")
+    if not os.path.exists(target):
+        partial = f"{target}.{os.getpid()}.tmp"
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
+            for path, arcname in files:
+                z.write(path, arcname)
+        os.replace(partial, target)
+    return target
+
+
+def _sources():
+    """(path, name in the zip) of every file of the SHIPPED packages but compiled caches."""
+    for name in SHIPPED:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError(f"cannot ship {name}: it is not installed as a package here")
+        root = list(spec.submodule_search_locations)[0]
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for n in names:
+                if not n.endswith((".pyc", ".pyo")):
+                    path = os.path.join(folder, n)
+                    yield path, os.path.join(name, os.path.relpath(path, root))
+
+
+if __name__ == "__main__":  # `spark-submit --py-files "$(python -m overwindow.spark.executors)" app.py`
+    print(package_zip())

@@ -1,0 +1,51 @@
+"""The version gates and 3.5 shims of overwindow/spark/compat.py, on the PySpark of this venv. On 3.5
+itself they run in scripts/compat (tests/compat/smoke_spark35.py)."""
+
+import datetime as dt
+import decimal
+
+import pytest
+
+from overwindow.spark import compat
+
+
+def test_the_shim_collects_what_to_arrow_gives(spark):
+    rows = [
+        (
+            1,
+            "a",
+            dt.datetime(2024, 1, 1, 12, 30),
+            dt.date(1960, 2, 29),
+            decimal.Decimal("12345678901234.56"),
+            1.5,
+        ),
+        (None, None, None, None, None, float("nan")),
+    ]
+    schema = "i BIGINT, s STRING, ts TIMESTAMP, d DATE, m DECIMAL(16, 2), x DOUBLE"
+    df = spark.createDataFrame(rows, schema)
+    for frame in (df, df.limit(0)):
+        want = frame.toArrow()  # Spark's own, the oracle
+        got = compat.collect_as_arrow(frame)
+        assert got.schema == want.schema
+        assert str(got.to_pylist()) == str(want.to_pylist())  # NaN prints alike (it equals nothing)
+
+
+def test_require_names_the_version_needed_and_the_one_installed(monkeypatch):
+    compat.require("anything of 4.0")  # this venv's PySpark is 4.x
+    monkeypatch.setattr(compat, "version_text", lambda: "3.5.9")
+    compat.version.cache_clear()
+    try:
+        with pytest.raises(compat.SparkVersionError) as e:
+            compat.require("stateLayout='chunked'", instead="Use the whole layout.")
+    finally:
+        compat.version.cache_clear()
+    assert str(e.value) == (
+        "stateLayout='chunked' needs PySpark 4.0 or later; this is PySpark 3.5.9. Use the whole layout."
+    )
+
+
+def test_the_kafka_connector_carries_the_scala_version_of_the_jars():
+    import pyspark
+
+    assert compat.scala_version() == "2.13"  # every PySpark 4 wheel is built for Scala 2.13
+    assert compat.kafka_connector(pyspark.__version__).endswith(f"_2.13:{pyspark.__version__}")
