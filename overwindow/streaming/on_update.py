@@ -45,22 +45,20 @@ import pyarrow.compute as pc
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.frame import BoundKind, FrameUnit
-from overwindow.logical.functions import Kind
+from overwindow.logical.functions import Reach
 from overwindow.physical.bounds import frame_bounds, key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr, resolve_column
 from overwindow.physical.sorting import Layout, sort_codes
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.state import decode, encode
-from overwindow.streaming.window_close import peer_groups
+from overwindow.streaming.stretch import evaluate_stretch, peer_groups
 
 STATE_KIND = "on_update"
 CHANGE = "_change"
 ROW_ID = "_row_id"
 _ID = "__ow_id"  # 64-bit row identity kept in the state
 _RESULT = "__ow_result."  # prefix of the held results' columns in the state
-_WHOLE = {"ntile", "percent_rank", "cume_dist"}
-_TO_END = {"row_number", "rank", "dense_rank"}
 OPS = {
     "insert": "insert",
     "i": "insert",
@@ -150,7 +148,7 @@ class OnUpdate:
             and len(self.order_by) == 1
             and not self.order_by[0].descending
             and self.order_cols[0] is not None
-            and not any(c.function in _WHOLE for c in spec.calls)
+            and not any(c.info.reach is Reach.WHOLE for c in spec.calls)
         )
 
     # -- identity and order --------------------------------------------------------------------
@@ -451,18 +449,16 @@ class OnUpdate:
             fs = min(spans[i][0] for i in batch)
             fe = max(spans[i][1] for i in batch)
             part = table.slice(fs, fe - fs)
-            # the rows are sorted by the calls' ORDER BY and reach.groups are its peer groups: no sort
+            # the rows are sorted by the calls' ORDER BY and reach.groups are its peer groups: no sort;
+            # positions count from the partition's first row
             groups = reach.groups[fs:fe]
-            layout = Layout.in_order(groups - groups[0] if len(groups) else groups)
-            results = evaluate_calls(part, self.expressions, layout=layout)
-            for call in self.spec.calls:
-                if call.function in _TO_END:  # positions count from the partition's first row
-                    add = (
-                        fs + meta["evicted_rows"]
-                        if call.function != "dense_rank"
-                        else int(reach.groups[fs]) + meta["evicted_groups"]
-                    )
-                    results[call.alias] = pc.add(results[call.alias], add)
+            results = evaluate_stretch(
+                part,
+                self.expressions,
+                groups - groups[0],
+                fs + meta["evicted_rows"],
+                int(groups[0]) + meta["evicted_groups"],
+            )
             done = project(part, self.expressions, results)
             if len(batch) == 1:  # one run: a zero-copy slice
                 lo, hi = ranges[batch[0]]
@@ -564,9 +560,9 @@ class OnUpdate:
         out = []
         w = np.array([watermark], dtype=np.float64 if kind == "float" else np.int64)
         for call in self.spec.calls:
-            if call.info.kind is Kind.OFFSET or call.frame.unit is not FrameUnit.RANGE or not call.order_by:
+            if call.reads.unit is not FrameUnit.RANGE:
                 continue
-            end = call.frame.end
+            end = call.reads.end
             if end.kind is BoundKind.UNBOUNDED_FOLLOWING:
                 out.append(-np.inf)
             elif end.has_offset:
@@ -681,17 +677,15 @@ def _interleave(n_kept: int, before: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def _margin(calls) -> int | None:
     """A first guess at how many rows around a change the frame finder needs (twice the largest
-    ROWS or lag/lead offset, at least 32; RANGE and GROUPS frames are found wider as needed); None
-    when some call reaches the whole partition or one end of it."""
+    ROWS offset a call's reach spans, lag/lead's included, at least 32; RANGE and GROUPS frames are
+    found wider as needed); None when some call reaches the whole partition or one end of it."""
     m = 16
     for call in calls:
         if call.unbounded_reach:
             return None
-        if call.info.kind is Kind.OFFSET:
-            m = max(m, abs(call.params[0] if call.params else 1))
-            continue
-        for bound in (call.frame.start, call.frame.end):
-            if call.frame.unit is FrameUnit.ROWS and bound.has_offset:
+        reach = call.reach
+        for bound in (reach.start, reach.end):
+            if reach.unit is FrameUnit.ROWS and bound.has_offset:
                 m = max(m, int(bound.offset))
     return 2 * m
 
@@ -731,38 +725,26 @@ class _Reach:
         local = groups[lo : self.hi] - (groups[lo] if n else 0)
         i = np.arange(n, dtype=np.int64)
         layout = Layout.in_order(local)
-        g_start = layout.group_start[local]
         self.start, self.end = i.copy(), i + 1  # rows whose value reaches a change at c (reach)
         self.read_lo, self.read_hi = i.copy(), i + 1  # rows a row reads (span)
         for call in calls:
-            info = call.info
-            if call.function in _WHOLE or (not call.order_by and info.kind is not Kind.OFFSET):
-                s, e = np.zeros(n, np.int64), np.full(n, n, np.int64)
-                self._widen(s, e, s, e)
-            elif call.function in _TO_END:  # a change at or before a row moves its position
-                self._widen(np.zeros(n, np.int64), i + 1, g_start, i + 1)
-            elif info.kind is Kind.OFFSET:
-                off = call.params[0] if call.params else 1
-                back = off if call.function == "lag" else -off
-                if call.ignore_nulls:
-                    s = np.zeros(n, np.int64) if back > 0 else i
-                    e = i + 1 if back > 0 else np.full(n, n, np.int64)
-                elif back >= 0:  # lag: the row back, lead: the row ahead (clipped to the window)
-                    s, e = np.maximum(i - back, 0), i + 1
-                else:
-                    s, e = i, np.minimum(i - back + 1, n)
-                self._widen(s, e, s, e)
+            reach, reads = call.reach, call.reads
+            s, e = self._frame(reach, layout, table, order_by, lo, n)
+            if reads != reach:
+                self._widen(s, e, *self._frame(reads, layout, table, order_by, lo, n))
             else:
-                if call.frame.unit is FrameUnit.RANGE and (
-                    call.frame.start.has_offset or call.frame.end.has_offset
-                ):
-                    k = order_by[0]
-                    key = Values(evaluate_expr(k.expr, table.slice(lo, n)))
-                    frames = frame_bounds(layout, call.frame, key, k.descending, k.nulls_first)
-                else:
-                    frames = frame_bounds(layout, call.frame)
-                s, e = frames.start, np.maximum(frames.end, frames.start)
                 self._widen(s, e, s, e)
+
+    @staticmethod
+    def _frame(frame, layout, table, order_by, lo, n) -> tuple[np.ndarray, np.ndarray]:
+        """[start, end) of every row's ``frame`` over the window's ``n`` rows from ``lo``."""
+        if frame.unit is FrameUnit.RANGE and (frame.start.has_offset or frame.end.has_offset):
+            k = order_by[0]
+            key = Values(evaluate_expr(k.expr, table.slice(lo, n)))
+            frames = frame_bounds(layout, frame, key, k.descending, k.nulls_first)
+        else:
+            frames = frame_bounds(layout, frame)
+        return frames.start, frames.end
 
     def _widen(self, s, e, read_s, read_e):
         np.minimum(self.start, s, out=self.start)

@@ -40,16 +40,14 @@ from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit
-from overwindow.logical.functions import Kind
 from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr, resolve_column
-from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.state import decode, encode
+from overwindow.streaming.stretch import evaluate_stretch, peer_groups
 
 STATE_KIND = "window_close"
-_RANK_OFFSETS = {"row_number": "rows", "rank": "rows", "dense_rank": "groups"}
 
 
 @dataclass
@@ -190,52 +188,37 @@ class WindowClose:
             upto = min(upto, self._complete_upto(call, released, keys, groups, start, meta["released_upto"]))
         if upto <= start:
             return self.output_schema.empty_table(), start
-        # the released rows are one partition sorted by the ORDER BY key (and identity): no sort
-        results = evaluate_calls(released, self.expressions, layout=Layout.in_order(groups))
+        # the released rows are one partition sorted by the ORDER BY key (and identity): no sort;
+        # positions count the pruned rows too
+        results = evaluate_stretch(
+            released, self.expressions, groups, meta["pruned_rows"], meta["pruned_groups"]
+        )
         window = slice(start, upto)
-        for call in self.spec.calls:
-            shift = _RANK_OFFSETS.get(call.function)
-            if shift is not None:  # positions counted before the pruned rows
-                add = meta["pruned_rows"] if shift == "rows" else meta["pruned_groups"]
-                results[call.alias] = pc.add(results[call.alias], add)
         part = released.slice(window.start, window.stop - window.start)
         results = {k: v.slice(window.start, window.stop - window.start) for k, v in results.items()}
         meta["emitted"] = upto
         return project(part, self.expressions, results), upto
 
     def _complete_upto(self, call: WindowCall, released, keys, groups, start, watermark) -> int:
-        """First released position (>= start) whose frame is not complete yet for this call."""
+        """First released position (>= start) whose frame is not complete yet for this call: the
+        rows it reads (``WindowCall.reads``) end n rows, n peer groups or x past its key ahead."""
         n = len(keys)
-        ahead_rows = ahead_groups = 0
-        range_ahead = None
-        if call.function in ("lead", "lag"):
-            off = call.params[0] if call.params else 1
-            ahead_rows = off if call.function == "lead" else -off
-            if call.ignore_nulls and ahead_rows > 0:
-                valid = evaluate_expr(call.args[0], released).is_valid().to_numpy(zero_copy_only=False)
-                after = np.cumsum(valid[::-1])[::-1] - valid  # non-NULL rows after each position
-                ok = after >= ahead_rows
-                return _first_false(ok, start)
-        elif call.info.kind in (Kind.VALUE, Kind.AGGREGATE):
-            end = call.frame.end
-            if end.kind is BoundKind.FOLLOWING:
-                if call.frame.unit is FrameUnit.ROWS:
-                    ahead_rows = end.offset
-                elif call.frame.unit is FrameUnit.GROUPS:
-                    ahead_groups = end.offset
-                else:
-                    range_ahead = end.offset
-        if ahead_rows > 0:
-            return max(start, n - ahead_rows)
-        if ahead_groups > 0:
-            last_group = groups[-1]
-            ok = groups + ahead_groups <= last_group
-            return _first_false(ok, start)
-        if range_ahead is not None:
-            reach = shift_key(keys, self.key_kind, range_ahead, +1)
-            ok = reach <= watermark
-            return _first_false(ok, start)
-        return n
+        back = call.rows_back
+        if call.ignore_nulls and back is not None:  # lag/lead IGNORE NULLS: counted in non-NULL rows
+            if back >= 0:
+                return n
+            valid = evaluate_expr(call.args[0], released).is_valid().to_numpy(zero_copy_only=False)
+            after = np.cumsum(valid[::-1])[::-1] - valid  # non-NULL rows after each position
+            return _first_false(after >= -back, start)
+        reads = call.reads
+        end = reads.end
+        if end.kind is not BoundKind.FOLLOWING:
+            return n
+        if reads.unit is FrameUnit.ROWS:
+            return max(start, n - end.offset)
+        if reads.unit is FrameUnit.GROUPS:
+            return _first_false(groups + end.offset <= groups[-1], start)
+        return _first_false(shift_key(keys, self.key_kind, end.offset, +1) <= watermark, start)
 
     def _prune(self, table: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: dict, upto: int):
         """Drop the released rows before the earliest one a future frame reaches."""
@@ -261,21 +244,17 @@ class WindowClose:
         return table.slice(keep), keys[keep:], meta
 
     def _reach_back(self, call: WindowCall, released, keys, groups, u, watermark) -> int:
-        """Earliest released position a frame of any row at or after position u can reach."""
+        """Earliest released position the rows read (``WindowCall.reads``) by any row at or after
+        position u can reach."""
         n = len(keys)
-        if call.function == "lag":
-            off = call.params[0] if call.params else 1
-            if off <= 0:
+        back = call.rows_back
+        if call.ignore_nulls and back is not None:  # lag/lead IGNORE NULLS: counted in non-NULL rows
+            if back <= 0:
                 return u
-            if call.ignore_nulls:
-                valid = evaluate_expr(call.args[0], released).is_valid().to_numpy(zero_copy_only=False)
-                nonnull = np.flatnonzero(valid[:u])
-                return int(nonnull[-off]) if len(nonnull) >= off else 0
-            return u - off
-        if call.info.kind not in (Kind.VALUE, Kind.AGGREGATE):
-            return u
-        start = call.frame.start
-        unit = call.frame.unit
+            valid = evaluate_expr(call.args[0], released).is_valid().to_numpy(zero_copy_only=False)
+            nonnull = np.flatnonzero(valid[:u])
+            return int(nonnull[-back]) if len(nonnull) >= back else 0
+        start, unit = call.reads.start, call.reads.unit
         if start.kind is BoundKind.UNBOUNDED_PRECEDING:
             return 0
         if start.kind is not BoundKind.PRECEDING:
@@ -299,12 +278,8 @@ class WindowClose:
         if start < n:
             key = keys[start : start + 1]
             for call in self.spec.calls:
-                end = call.frame.end
-                if (
-                    call.info.kind in (Kind.VALUE, Kind.AGGREGATE)
-                    and call.frame.unit is FrameUnit.RANGE
-                    and end.kind is BoundKind.FOLLOWING
-                ):
+                end = call.reads.end
+                if call.reads.unit is FrameUnit.RANGE and end.kind is BoundKind.FOLLOWING:
                     times.append(shift_key(key, self.key_kind, end.offset, +1)[0])
         return min(times).item() if times else None
 
@@ -318,17 +293,6 @@ def _first_false(ok: np.ndarray, start: int) -> int:
     """The first position at or after ``start`` where ``ok`` is False (len(ok) if none)."""
     bad = np.flatnonzero(~ok[start:])
     return start + int(bad[0]) if len(bad) else len(ok)
-
-
-def peer_groups(keys: np.ndarray) -> np.ndarray:
-    """Peer-group number (0, 1, ...) of each row of a sorted key column. O(n).
-
-    >>> peer_groups(np.array([3, 3, 5, 7, 7])).tolist()
-    [0, 0, 1, 2, 2]
-    """
-    if len(keys) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.concatenate(([0], np.cumsum(keys[1:] != keys[:-1])))
 
 
 def _group_start(groups: np.ndarray, u: int) -> int:

@@ -135,6 +135,25 @@ def test_union_of_emitted_rows_equals_batch_over_closed_windows(seed, n, keys, d
     _check(table, out, watermark)
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        ("lead(x, -2) OVER (ORDER BY t) AS p", 0, 0, None),
+        ("lead(x, -1) IGNORE NULLS OVER (ORDER BY t) AS p", 0, 0, None),
+        ("lag(x, -2) OVER (ORDER BY t) AS p", 2, 0, None),
+    ],
+)
+def test_negative_offsets_read_the_other_way(call):
+    """lead(x, -n) reads the row n rows back and lag(x, -n) the row n rows ahead: pruning keeps the
+    rows they read and emission waits for them. (Pruning took lead for a look ahead whatever the
+    sign, so lead(x, -2) came out NULL once rows were pruned.)"""
+    rng = np.random.default_rng(7)
+    table = _data(rng, 120, 2, 0)
+    out, driver, watermark = _run(table, np.arange(0, 120, 3), delay=1, calls=[call])
+    assert driver.late_rows == 0
+    _check(table, out, watermark, [call])
+
+
 def test_state_holds_only_what_future_frames_need():
     # distinct times, one key: after the stream the state holds the rows still waiting for 2 rows
     # after them, plus the history the frames of those rows reach (10 rows for the ROWS frame)
