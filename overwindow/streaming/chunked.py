@@ -55,7 +55,9 @@ import pyarrow as pa
 from overwindow.evaluate import evaluate_expr
 from overwindow.physical.bounds import key_numbers
 from overwindow.physical.values import Values
-from overwindow.streaming.on_update import _ID, Applied, NeedRows, OnUpdate, Step
+from overwindow.streaming.identity import IDENTITY
+from overwindow.streaming.on_update import Applied, OnUpdate, Step
+from overwindow.streaming.reach import NeedRows
 from overwindow.streaming.state import decode, encode
 
 INDEX_KIND = "on_update_index"
@@ -139,7 +141,7 @@ class ChunkedOnUpdate:
         self.output_schema = machine.output_schema
         self.tracks_ids = bool(machine.row_key)
         # rows either side of a change to load at first: the frame finder's own first guess
-        self.margin = machine.margin
+        self.margin = machine.finder.margin
 
     # -- index ---------------------------------------------------------------------------------
 
@@ -184,9 +186,10 @@ class ChunkedOnUpdate:
         m = self.machine
         chunks, meta = self._read(store)
         stored = {c.id for c in chunks}
-        ins, deletes, late, bad = m.changes(rows, meta)
-        meta["late_rows"] += late
-        ins_ids = ins.column(_ID).to_numpy()
+        changes = m.changes(rows, meta["horizon"])
+        ins, deletes = changes.inserts, changes.deletes
+        meta["late_rows"] += changes.late
+        ins_ids = ins.column(IDENTITY).to_numpy()
         held_at = np.zeros(0, dtype=np.int64)
         changed_ids = np.concatenate([deletes, ins_ids])
         if self.tracks_ids and len(changed_ids):
@@ -197,8 +200,8 @@ class ChunkedOnUpdate:
         ins_at = np.zeros(ins.num_rows, dtype=np.int64)
         if chunks and ins.num_rows:
             firsts = self._firsts(chunks)
-            f_codes, i_codes = m.order_codes(firsts, ins)
-            ins, _, before = m.merge(firsts, f_codes, np.arange(len(chunks)), ins, i_codes)
+            f_codes, i_codes = m.order.codes(firsts, ins)
+            ins, _, before = m.order.merge(firsts, f_codes, np.arange(len(chunks)), ins, i_codes)
             ins_at = np.maximum(before - 1, 0)
         outputs, recomputed, forget, place = [], 0, [], []
         evicted = np.zeros(0, dtype=np.int64)
@@ -232,7 +235,7 @@ class ChunkedOnUpdate:
             recomputed += done.recomputed
             forget.append(gone)
             place.append(self._replace(chunks, a, b, done, meta))
-        if watermark is not None and m.evicts and chunks:
+        if watermark is not None and m.eviction is not None and chunks:
             evicted = self._evict(store, chunks, meta, watermark)
         if self.tracks_ids:
             self._update_ids(store, forget, place, evicted)
@@ -245,11 +248,11 @@ class ChunkedOnUpdate:
             None,
             output,
             None,
-            late,
+            changes.late,
             {
                 "recomputed_rows": recomputed,
                 "state_rows": sum(c.n for c in chunks),
-                "bad_rows": bad,
+                "bad_rows": changes.bad,
                 "late_rows_total": meta["late_rows"],
             },
         )
@@ -312,7 +315,7 @@ class ChunkedOnUpdate:
         dirty[label[done.recomputed_at]] = True
         dirty |= (ends - starts) != sizes
         replacement, moved_ids, moved_to = [], [], []
-        ids = done.rows.column(_ID).to_numpy()
+        ids = done.rows.column(IDENTITY).to_numpy()
         for j, chunk in enumerate(chunks[a : b + 1]):
             s, e = int(starts[j]), int(ends[j])
             if e == s:
@@ -366,7 +369,7 @@ class ChunkedOnUpdate:
         gone = np.zeros(0, dtype=np.int64)
         if self.tracks_ids:  # the dropped chunks are read once, for the identities to forget
             gone = np.concatenate(
-                [self._load(store, c).rows.column(_ID).to_numpy() for c in chunks[: b + 1]]
+                [self._load(store, c).rows.column(IDENTITY).to_numpy() for c in chunks[: b + 1]]
             )[: dropped + done.evicted]
         meta.update(done.meta)
         meta["evicted_rows"] += dropped

@@ -13,7 +13,8 @@ import json
 
 import pyarrow as pa
 
-# 2: on-update identities are hashed without pandas (``on_update._row_hash``); other kinds unchanged
+# 2: on-update identities are hashed without pandas for numbers and times (``identity.row_hash``);
+# other kinds unchanged
 FORMAT_VERSION = 2
 _KEY = b"overwindow.state"
 _OPTIONS = pa.ipc.IpcWriteOptions()

@@ -1,5 +1,8 @@
-"""Random CDC micro-batches for the emit-on-update tests: inserts, deletes and updates (which may
-move a row in time) over a dict of the live rows the test keeps as its oracle's input."""
+"""Support for the emit-on-update tests: random CDC micro-batches (inserts, deletes and updates, which
+may move a row in time) over a dict of the live rows the test keeps as its oracle's input, and calls
+whose frames reach far (many rows, wide RANGE and GROUPS frames) for large partitions."""
+
+import pyarrow as pa
 
 
 def random_cdc_batch(rng, live: dict, next_id: int, size: int, t_hi: int = 15):
@@ -32,3 +35,23 @@ def random_cdc_batch(rng, live: dict, next_id: int, size: int, t_hi: int = 15):
         else:
             live[key] = {c: row[c] for c in ("k", "id", "t", "x")}
     return batch, next_id
+
+
+WIDE_CALLS = [
+    (
+        "sum(u) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING) AS s",
+        "lag(u, 40) OVER (ORDER BY t) AS l",
+        "lead(u, 2) OVER (ORDER BY t) AS ld",
+    ),
+    (
+        "count(*) OVER (ORDER BY t RANGE BETWEEN 30 PRECEDING AND 5 FOLLOWING) AS c",
+        "max(u) OVER (ORDER BY t GROUPS BETWEEN 20 PRECEDING AND CURRENT ROW EXCLUDE TIES) AS m",
+    ),
+    (
+        "min(u) OVER (ORDER BY t DESC RANGE BETWEEN 3 PRECEDING AND 60 FOLLOWING EXCLUDE GROUP) AS mn",
+        "first_value(u) OVER (ORDER BY t DESC ROWS BETWEEN 1 FOLLOWING AND 50 FOLLOWING) AS fv",
+    ),
+]
+WIDE = pa.schema(
+    [("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("u", pa.int64()), ("op", pa.string())]
+)
