@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.expr import Expr
@@ -68,7 +69,7 @@ class WindowCall:
     def info(self):
         return lookup(self.function)
 
-    @property
+    @cached_property
     def rows_back(self) -> int | None:
         """lag/lead: how many rows before the current row the row they read lies (negative: after
         it); None for functions of a frame or of positions. O(1).
@@ -83,7 +84,7 @@ class WindowCall:
             return self.params[0]
         return -self.params[0] if reach is Reach.ROWS_AFTER else None
 
-    @property
+    @cached_property
     def reach(self) -> Frame:
         """The rows a row's value depends on, as a frame over the ORDER BY: a change to a row alters
         exactly the rows whose reach holds it. The window frame for aggregates and values (the whole
@@ -111,7 +112,7 @@ class WindowCall:
         end = Bound.unbounded_following() if self.ignore_nulls else Bound.following(-back)
         return Frame(FrameUnit.ROWS, Bound.current_row(), end)
 
-    @property
+    @cached_property
     def reads(self) -> Frame:
         """The rows the kernels must see to compute a row's value, given how many rows and peer
         groups come before them (the catalog's ``Counts``): the reach, except that row_number, rank
@@ -125,7 +126,7 @@ class WindowCall:
             return Frame(FrameUnit.RANGE, Bound.current_row(), Bound.current_row())
         return self.reach
 
-    @property
+    @cached_property
     def unbounded_reach(self) -> str | None:
         """Why a row's value can depend on rows any distance away from it (its ``reach`` has an
         UNBOUNDED side), in SQL words; None when it reaches a bounded number of rows or ORDER BY
@@ -154,7 +155,7 @@ class WindowCall:
             return f"{self.function}(...) OVER () without ORDER BY covers the whole partition"
         return f"{self.function}(...) has an UNBOUNDED frame ({self.frame})"
 
-    @property
+    @cached_property
     def never_closes(self) -> str | None:
         """Why emit on window close can never emit this call, in SQL words (None when it can): its
         value needs the partition's final size, or every future row. O(1).

@@ -11,6 +11,8 @@ read (from the first, as frame starts never decrease), widened to whole peer gro
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyarrow as pa
 
@@ -20,6 +22,7 @@ from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.values import Values
 from overwindow.streaming.reach import FrameReach, ReachFinder
+from overwindow.streaming.state import OnUpdateMeta
 
 
 class Eviction:
@@ -34,11 +37,11 @@ class Eviction:
         rows: pa.Table,
         results: pa.Table,
         codes: np.ndarray,
-        meta: dict,
+        meta: OnUpdateMeta,
         watermark,
         reach: FrameReach | None = None,
         edges: tuple[bool, bool] = (False, False),
-    ) -> tuple[pa.Table, pa.Table, dict, int]:
+    ) -> tuple[pa.Table, pa.Table, OnUpdateMeta, int]:
         """(rows, their results, meta, rows dropped from the front) after evicting what no change at
         or above ``watermark`` (in the key's numbers) can need from the sorted partition ``rows``
         (ORDER BY codes ``codes``); ``reach``: a frame reach over them the caller has, reused when it
@@ -63,14 +66,14 @@ class Eviction:
         keep_from = min(first_live, reach.span(first, first + 1)[0]) if first < n else first_live
         if keep_from <= 0:
             return rows, results, meta, 0
-        meta = dict(
-            meta,
-            evicted_rows=meta["evicted_rows"] + keep_from,
-            evicted_groups=meta["evicted_groups"] + int(reach.groups[keep_from - 1]) + 1,
-        )
         # later changes below the watermark are late: the frames they would need are gone
         horizon = int(watermark) if keys.kind != "float" else float(watermark)
-        meta["horizon"] = max(horizon, meta["horizon"] if meta["horizon"] is not None else horizon)
+        meta = replace(
+            meta,
+            evicted_rows=meta.evicted_rows + keep_from,
+            evicted_groups=meta.evicted_groups + int(reach.groups[keep_from - 1]) + 1,
+            horizon=max(horizon, meta.horizon if meta.horizon is not None else horizon),
+        )
         return (
             rows.slice(keep_from).combine_chunks(),
             results.slice(keep_from).combine_chunks(),

@@ -35,7 +35,7 @@ plus O(changes log partition) searches.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -49,16 +49,15 @@ from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.arrays import in_ranges, runs, scatter
 from overwindow.streaming.changes import Changes, Op, decode_ops, last_changes
+from overwindow.streaming.contract import CHANGE, DELETE, ROW_ID, UPSERT, Counters, Step
 from overwindow.streaming.eviction import Eviction
 from overwindow.streaming.identity import IDENTITY, row_ids
 from overwindow.streaming.merge import Merged, RowOrder, merge_changes
 from overwindow.streaming.reach import FrameReach, ReachFinder
 from overwindow.streaming.recompute import changed, held_before, recompute
-from overwindow.streaming.state import decode, encode
+from overwindow.streaming.state import OnUpdateMeta, decode, encode
 
 STATE_KIND = "on_update"
-CHANGE = "_change"
-ROW_ID = "_row_id"
 _RESULT = "__ow_result."  # prefix of the held results' columns in the state
 
 
@@ -70,21 +69,12 @@ class Applied:
 
     rows: pa.Table
     results: pa.Table
-    meta: dict
+    meta: OnUpdateMeta
     output: pa.Table
     from_old: np.ndarray
     recomputed_at: np.ndarray
     evicted: int
     recomputed: int
-
-
-@dataclass
-class Step:
-    state: bytes
-    output: pa.Table
-    wakeup: object = None
-    late_rows: int = 0
-    counters: dict = field(default_factory=dict)
 
 
 class OnUpdate:
@@ -128,28 +118,26 @@ class OnUpdate:
 
     # -- state ---------------------------------------------------------------------------------
 
-    def load(self, state: bytes | None) -> tuple[pa.Table, pa.Table, dict]:
-        """(rows, their stored results, meta) of a partition's state (or of one chunk of it)."""
+    def load(self, state: bytes | None) -> tuple[pa.Table, pa.Table, OnUpdateMeta]:
+        """(rows, their stored results, meta) of a partition's state (or of one chunk of it: its
+        meta is empty)."""
         if state is None:
-            return (
-                self.empty_rows(),
-                self.results_schema.empty_table(),
-                {"evicted_rows": 0, "evicted_groups": 0, "horizon": None, "late_rows": 0},
-            )
-        tables, meta = decode(state, STATE_KIND)
+            return self.empty_rows(), self.results_schema.empty_table(), OnUpdateMeta()
+        tables, meta = decode(state, STATE_KIND, OnUpdateMeta)
         held = tables["rows"].combine_chunks()
         n_data = len(self.schema) + 1
         results = pa.Table.from_arrays(held.columns[n_data:], schema=self.results_schema)
         return held.select(list(range(n_data))), results, meta
 
-    def encode(self, rows: pa.Table, results: pa.Table, meta: dict) -> bytes:
+    def encode(self, rows: pa.Table, results: pa.Table, meta: OnUpdateMeta | None) -> bytes:
         """State bytes of held rows and their results: one table (one IPC stream), the rows, then the
-        results under a prefix. ``load`` reads them back."""
+        results under a prefix (``meta`` None: a chunk's, whose counters its index keeps). ``load``
+        reads them back."""
         held = pa.Table.from_arrays(
             rows.columns + results.columns,
             names=rows.column_names + [_RESULT + n for n in results.column_names],
         )
-        return encode({"rows": held}, meta, STATE_KIND)
+        return encode({"rows": held}, STATE_KIND, meta)
 
     def empty_rows(self) -> pa.Table:
         """No held rows: the input columns (without the op column) and the identity."""
@@ -161,20 +149,12 @@ class OnUpdate:
         """Apply one batch of changes to a partition's state (None: empty); the changelog it causes.
         Kernel work O(changes x frame reach), bookkeeping O(partition) vectorised (module docstring)."""
         old, old_res, meta = self.load(state)
-        changes = self.changes(rows, meta["horizon"])
-        meta["late_rows"] += changes.late
+        changes = self.changes(rows, meta.horizon)
+        meta.late_rows += changes.late
         done = self.apply(old, old_res, meta, changes.inserts, changes.deletes, watermark)
+        counters = Counters(done.rows.num_rows, done.meta.late_rows, done.recomputed, changes.bad)
         return Step(
-            self.encode(done.rows, done.results, done.meta),
-            done.output,
-            None,
-            changes.late,
-            {
-                "recomputed_rows": done.recomputed,
-                "state_rows": done.rows.num_rows,
-                "bad_rows": changes.bad,
-                "late_rows_total": done.meta["late_rows"],
-            },
+            self.encode(done.rows, done.results, done.meta), done.output, None, changes.late, counters
         )
 
     def changes(self, rows: pa.Table | None, horizon) -> Changes:
@@ -212,7 +192,7 @@ class OnUpdate:
         self,
         old: pa.Table,
         old_res: pa.Table,
-        meta: dict,
+        meta: OnUpdateMeta,
         ins: pa.Table,
         deletes: np.ndarray,
         watermark=None,
@@ -232,7 +212,7 @@ class OnUpdate:
         results, outputs, recomputed = merged.results, [], 0
         if len(at):
             new, recomputed = recompute(
-                merged.rows, reach, runs(at), self.expressions, meta["evicted_rows"], meta["evicted_groups"]
+                merged.rows, reach, runs(at), self.expressions, meta.evicted_rows, meta.evicted_groups
             )
             outputs.append(self._upserts(new, old, old_res, merged, at))
             fresh = new.select(self.results_schema.names)
@@ -285,7 +265,7 @@ class OnUpdate:
         old_ids = old.column(IDENTITY).to_numpy()
         prev, moved = held_before(merged, at, old_ids, new.column(IDENTITY).to_numpy())
         diff = changed(new, old, old_res, prev, moved, self.results_schema.names, self.schema.names)
-        return self._changelog(new if diff.all() else new.filter(pa.array(diff)), "upsert")
+        return self._changelog(new if diff.all() else new.filter(pa.array(diff)), UPSERT)
 
     def _deletes(self, rows: pa.Table) -> pa.Table:
         """Deletes of held rows, their results NULL."""
@@ -293,7 +273,7 @@ class OnUpdate:
             rows = rows.append_column(
                 e.alias, pa.nulls(rows.num_rows, self.output_schema.field(e.alias).type)
             )
-        return self._changelog(rows, "delete")
+        return self._changelog(rows, DELETE)
 
     def _changelog(self, rows: pa.Table, change: str) -> pa.Table:
         if not self.row_key:

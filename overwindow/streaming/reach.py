@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from overwindow.logical.call import SortKey, WindowCall
-from overwindow.logical.frame import Frame, FrameUnit
+from overwindow.logical.frame import Bound, BoundKind, Frame, FrameUnit
 from overwindow.physical.bounds import frame_bounds
 from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.sorting import Layout
@@ -62,12 +62,43 @@ def first_margin(calls: tuple[WindowCall, ...]) -> int | None:
     return 2 * m
 
 
+_FAR = 2**62  # an UNBOUNDED side, as a ROWS offset past any partition
+
+
+def _offset(bound: Bound) -> int:
+    """A ROWS bound as an offset from the current row (PRECEDING negative)."""
+    if bound.kind is BoundKind.UNBOUNDED_PRECEDING:
+        return -_FAR
+    if bound.kind is BoundKind.UNBOUNDED_FOLLOWING:
+        return _FAR
+    if bound.kind is BoundKind.CURRENT_ROW:
+        return 0
+    return int(bound.offset) if bound.kind is BoundKind.FOLLOWING else -int(bound.offset)
+
+
 class ReachFinder:
-    """Builds the ``FrameReach`` of one spec's calls (sharing one ORDER BY) around changes."""
+    """Builds the ``FrameReach`` of one spec's calls (sharing one ORDER BY) around changes.
+
+    Every call's reach and reads are frames (``WindowCall.reach``, ``WindowCall.reads``): the ROWS
+    ones unite into one frame by their offsets (``rows``: the offsets from the current row of the
+    first and last row reached, then of those read); the others (RANGE and GROUPS, found by value
+    and by peer group) are kept once each in ``by_value``, with whether they widen the reach, the
+    reads or both."""
 
     def __init__(self, calls: tuple[WindowCall, ...], order_by: tuple[SortKey, ...]):
         self.calls, self.order_by = calls, order_by
         self.margin = first_margin(calls)
+        self.rows = [0, 0, 0, 0]  # the row itself
+        by_value: dict[Frame, list[bool]] = {}
+        for call in calls:
+            for frame, which in ((call.reach, 0), (call.reads, 1)):
+                if frame.unit is FrameUnit.ROWS:
+                    lo, hi = _offset(frame.start), _offset(frame.end)
+                    self.rows[2 * which] = min(self.rows[2 * which], lo)
+                    self.rows[2 * which + 1] = max(self.rows[2 * which + 1], hi)
+                else:
+                    by_value.setdefault(frame, [False, False])[which] = True
+        self.by_value = [(frame, reach, reads) for frame, (reach, reads) in by_value.items()]
 
     def around(
         self,
@@ -88,11 +119,11 @@ class ReachFinder:
             hi = min(n, int(around[-1]) + margin + 1)
             lo = int(np.searchsorted(groups, groups[lo], "left"))  # whole peer groups
             hi = int(np.searchsorted(groups, groups[hi - 1], "right"))
-            reach = FrameReach(table, self.calls, self.order_by, groups, lo, hi, edges)
+            reach = FrameReach(table, self, groups, lo, hi, edges)
             if reach.holds(around):
                 return reach
             margin *= 4
-        reach = FrameReach(table, self.calls, self.order_by, groups, edges=edges)
+        reach = FrameReach(table, self, groups, edges=edges)
         short = reach.gaps(around)
         if any(short):
             raise NeedRows(*short)
@@ -111,7 +142,7 @@ class FrameReach:
     >>> from overwindow.spec import OverWindow
     >>> calls = OverWindow("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s").calls
     >>> t = pa.table({"t": [1, 2, 3, 4, 5], "x": [1, 1, 1, 1, 1]})
-    >>> r = FrameReach(t, calls, calls[0].order_by, np.arange(5), 1, 5)
+    >>> r = FrameReach(t, ReachFinder(calls, calls[0].order_by), np.arange(5), 1, 5)
     >>> [a.tolist() for a in r.affected(np.array([3]))], r.span(3, 5), r.holds(np.array([3]))
     ([[3], [5]], (2, 5), True)
     """
@@ -119,8 +150,7 @@ class FrameReach:
     def __init__(
         self,
         table: pa.Table,
-        calls: tuple[WindowCall, ...],
-        order_by: tuple[SortKey, ...],
+        finder: ReachFinder,
         groups: np.ndarray,
         lo: int = 0,
         hi: int | None = None,
@@ -134,16 +164,20 @@ class FrameReach:
         n = self.hi - lo  # window size: every array below is indexed from lo
         local = groups[lo : self.hi] - (groups[lo] if n else 0)
         i = np.arange(n, dtype=np.int64)
-        layout = Layout.in_order(local)
-        self.start, self.end = i.copy(), i + 1  # rows whose value reaches a change at c (reach)
-        self.read_lo, self.read_hi = i.copy(), i + 1  # rows a row reads (span)
-        for call in calls:
-            reach, reads = call.reach, call.reads
-            s, e = self._frame(reach, layout, table, order_by, lo, n)
-            if reads != reach:
-                self._widen(s, e, *self._frame(reads, layout, table, order_by, lo, n))
-            else:
-                self._widen(s, e, s, e)
+        # the ROWS frames, united by offsets (clipped to the window)
+        reach_lo, reach_hi, reads_lo, reads_hi = finder.rows
+        self.start, self.end = np.maximum(i + reach_lo, 0), np.minimum(i + reach_hi + 1, n)  # reach
+        self.read_lo, self.read_hi = np.maximum(i + reads_lo, 0), np.minimum(i + reads_hi + 1, n)  # span
+        if finder.by_value:
+            layout = Layout.in_order(local)
+        for frame, reach, reads in finder.by_value:
+            s, e = self._frame(frame, layout, table, finder.order_by, lo, n)
+            if reach:
+                np.minimum(self.start, s, out=self.start)
+                np.maximum(self.end, e, out=self.end)
+            if reads:
+                np.minimum(self.read_lo, s, out=self.read_lo)
+                np.maximum(self.read_hi, e, out=self.read_hi)
 
     @staticmethod
     def _frame(
@@ -157,12 +191,6 @@ class FrameReach:
         else:
             frames = frame_bounds(layout, frame)
         return frames.start, frames.end
-
-    def _widen(self, s, e, read_s, read_e):
-        np.minimum(self.start, s, out=self.start)
-        np.maximum(self.end, e, out=self.end)
-        np.minimum(self.read_lo, read_s, out=self.read_lo)
-        np.maximum(self.read_hi, read_e, out=self.read_hi)
 
     @cached_property
     def _start_mono(self) -> np.ndarray:

@@ -30,7 +30,7 @@ Cost per step: O(b log b) for a buffer of b rows (frame reach plus unemitted row
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -44,22 +44,11 @@ from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr, resolve_column
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
-from overwindow.streaming.state import decode, encode
+from overwindow.streaming.contract import Counters, Step
+from overwindow.streaming.state import WindowCloseMeta, decode, encode
 from overwindow.streaming.stretch import evaluate_stretch, peer_groups
 
 STATE_KIND = "window_close"
-
-
-@dataclass
-class Step:
-    """What one step produced: the new state bytes, the emitted rows, the earliest watermark at which
-    this partition can emit without new rows (None: only new rows can help), late rows dropped now."""
-
-    state: bytes
-    output: pa.Table
-    wakeup: float | int | None
-    late_rows: int = 0
-    counters: dict = field(default_factory=dict)
 
 
 class WindowClose:
@@ -91,28 +80,16 @@ class WindowClose:
     def _load(self, state: bytes | None):
         """(rows, their ORDER BY key numbers, meta) of a partition's state."""
         if state is None:
-            meta = {
-                "n_released": 0,
-                "emitted": 0,
-                "pruned_rows": 0,
-                "pruned_groups": 0,
-                "released_upto": None,
-                "late_rows": 0,
-                "pending_sorted": True,
-            }
             empty = self.schema.empty_table()
-            return empty, self._keys(empty), meta
-        tables, meta = decode(state, STATE_KIND, oldest=1)  # formats 1 and 2 hold the same tables
+            return empty, self._keys(empty), WindowCloseMeta()
+        tables, meta = decode(state, STATE_KIND, WindowCloseMeta)
         rows = tables["rows"]
         keys = self._keys(rows)
-        if not meta.get("pending_sorted"):  # written before pending rows were kept in order
-            n = meta["n_released"]
+        if not meta.pending_sorted:  # written before pending rows were kept in order
+            n = meta.n_released
             rows, keys = self._insert(rows.slice(0, n), keys[:n], n, rows.slice(n), keys[n:])
-            meta["pending_sorted"] = True
+            meta.pending_sorted = True
         return rows, keys, meta
-
-    def _save(self, rows: pa.Table, meta: dict) -> bytes:
-        return encode({"rows": rows}, meta, STATE_KIND)
 
     # -- the step ----------------------------------------------------------------------------
 
@@ -130,27 +107,27 @@ class WindowClose:
             new = Values(rows.column(self.order))
             new_k = key_numbers(new)
             ok = new.valid.copy() if new.array.null_count else new.valid
-            if meta["released_upto"] is not None:
-                ok &= new_k > meta["released_upto"]
+            if meta.released_upto is not None:
+                ok &= new_k > meta.released_upto
             late = len(ok) - int(np.count_nonzero(ok))
             if late:
                 rows, new_k = rows.filter(pa.array(ok)), new_k[ok]
-            table, keys = self._insert(table, keys, meta["n_released"], rows, new_k)
-        meta["late_rows"] += late
-        if watermark is not None and (meta["released_upto"] is None or watermark > meta["released_upto"]):
+            table, keys = self._insert(table, keys, meta.n_released, rows, new_k)
+        meta.late_rows += late
+        if watermark is not None and (meta.released_upto is None or watermark > meta.released_upto):
             # pending keys are sorted: the rows at or below the watermark are a prefix of them
-            meta["n_released"] = int(np.searchsorted(keys, watermark, side="right"))
-            meta["released_upto"] = watermark
-        n = meta["n_released"]
+            meta.n_released = int(np.searchsorted(keys, watermark, side="right"))
+            meta.released_upto = watermark
+        n = meta.n_released
         groups = peer_groups(keys[:n])
         out, upto = self._emit(table.slice(0, n), keys[:n], groups, meta)
         table, keys, meta = self._prune(table, keys, groups, meta, upto)
         return Step(
-            self._save(table, meta),
+            encode({"rows": table}, STATE_KIND, meta),
             out,
             self._wakeup(keys, meta),
             late,
-            {"state_rows": table.num_rows, "late_rows_total": meta["late_rows"]},
+            Counters(state_rows=table.num_rows, late_rows_total=meta.late_rows),
         )
 
     def _keys(self, table: pa.Table) -> np.ndarray:
@@ -177,26 +154,24 @@ class WindowClose:
         )
 
     def _emit(
-        self, released: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: dict
+        self, released: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: WindowCloseMeta
     ) -> tuple[pa.Table, int]:
-        start = meta["emitted"]
+        start = meta.emitted
         n = released.num_rows
         if start >= n:
             return self.output_schema.empty_table(), start
         upto = n
         for call in self.spec.calls:
-            upto = min(upto, self._complete_upto(call, released, keys, groups, start, meta["released_upto"]))
+            upto = min(upto, self._complete_upto(call, released, keys, groups, start, meta.released_upto))
         if upto <= start:
             return self.output_schema.empty_table(), start
         # the released rows are one partition sorted by the ORDER BY key (and identity): no sort;
         # positions count the pruned rows too
-        results = evaluate_stretch(
-            released, self.expressions, groups, meta["pruned_rows"], meta["pruned_groups"]
-        )
+        results = evaluate_stretch(released, self.expressions, groups, meta.pruned_rows, meta.pruned_groups)
         window = slice(start, upto)
         part = released.slice(window.start, window.stop - window.start)
         results = {k: v.slice(window.start, window.stop - window.start) for k, v in results.items()}
-        meta["emitted"] = upto
+        meta.emitted = upto
         return project(part, self.expressions, results), upto
 
     def _complete_upto(self, call: WindowCall, released, keys, groups, start, watermark) -> int:
@@ -220,26 +195,26 @@ class WindowClose:
             return _first_false(groups + end.offset <= groups[-1], start)
         return _first_false(shift_key(keys, self.key_kind, end.offset, +1) <= watermark, start)
 
-    def _prune(self, table: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: dict, upto: int):
+    def _prune(self, table: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: WindowCloseMeta, upto: int):
         """Drop the released rows before the earliest one a future frame reaches."""
-        n = meta["n_released"]
+        n = meta.n_released
         if n == 0:
             return table, keys, meta
         released = table.slice(0, n)
         keep = upto
         for call in self.spec.calls:
-            keep = min(keep, self._reach_back(call, released, keys[:n], groups, upto, meta["released_upto"]))
+            keep = min(keep, self._reach_back(call, released, keys[:n], groups, upto, meta.released_upto))
         keep = max(keep, 0)
         if keep < n:  # never split a peer group: RANGE peers and rank counters need it whole
             keep = int(np.searchsorted(groups, groups[keep], side="left"))
         if keep == 0:
             return table, keys, meta
-        meta = dict(
+        meta = replace(
             meta,
             n_released=n - keep,
-            emitted=meta["emitted"] - keep,
-            pruned_rows=meta["pruned_rows"] + keep,
-            pruned_groups=meta["pruned_groups"] + int(groups[keep - 1]) + 1,
+            emitted=meta.emitted - keep,
+            pruned_rows=meta.pruned_rows + keep,
+            pruned_groups=meta.pruned_groups + int(groups[keep - 1]) + 1,
         )
         return table.slice(keep), keys[keep:], meta
 
@@ -271,10 +246,10 @@ class WindowClose:
     def _wakeup(self, keys, meta):
         """The smallest watermark at which this partition can emit again without new rows."""
         times = []
-        n = meta["n_released"]
+        n = meta.n_released
         if n < len(keys):
             times.append(keys[n])  # the lowest pending key
-        start = meta["emitted"]
+        start = meta.emitted
         if start < n:
             key = keys[start : start + 1]
             for call in self.spec.calls:

@@ -8,9 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from overwindow.spec import OverWindow
-from overwindow.streaming import on_update
 from overwindow.streaming.on_update import OnUpdate
-from overwindow.streaming.state import decode
 
 
 @settings(max_examples=15, deadline=None)
@@ -49,4 +47,4 @@ def test_eviction_keeps_live_rows_exact(seed, calls):
         if r["t"] >= watermark:
             assert all(spec_all[r["id"]][a] == r[a] for a in spec.aliases), (r, spec_all[r["id"]])
             checked += 1
-    assert checked > 0 and decode(state, on_update.STATE_KIND)[0]["rows"].num_rows < len(everything)
+    assert checked > 0 and step.counters.state_rows < len(everything)

@@ -9,9 +9,8 @@ from hypothesis import strategies as st
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
-from overwindow.streaming import on_update
+from overwindow.streaming.identity import IDENTITY
 from overwindow.streaming.on_update import OnUpdate
-from overwindow.streaming.state import decode
 
 SCHEMA = pa.schema(
     [("k", pa.int64()), ("id", pa.int64()), ("t", pa.float64()), ("u", pa.int64()), ("op", pa.string())]
@@ -51,11 +50,11 @@ def test_state_stays_in_full_sort_order(seed, desc, nulls_first, row_key):
                 row["op"] = "delete"
             batch.append(row if row_key else {c: row[c] for c in schema.names})
         state = machine.step(state, pa.Table.from_pylist(batch, schema=schema)).state
-        rows = decode(state, on_update.STATE_KIND)[0]["rows"]
+        rows = machine.load(state)[0]
         kinds = [(Values(rows.column("t")), desc, nulls_first), (Values(rows.column("u")), False, True)]
         ties = [(Values(rows.column(c)), False, True) for c in (["id"] if row_key else schema.names)]
         perm = Layout.build(
-            [], kinds + ties + [(Values(rows.column("__ow_id")), False, True)], rows.num_rows
+            [], kinds + ties + [(Values(rows.column(IDENTITY)), False, True)], rows.num_rows
         ).perm
         assert perm.tolist() == list(range(rows.num_rows))
         if row_key:

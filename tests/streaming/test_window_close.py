@@ -1,6 +1,8 @@
 """The emit-on-window-close machine through the in-memory driver. Oracle: the batch evaluator over
 all rows, restricted to rows whose windows closed by the final watermark (from SQL's definitions)."""
 
+from dataclasses import dataclass, fields
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -11,8 +13,8 @@ import overwindow
 from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
 from overwindow.streaming.driver import Driver
-from overwindow.streaming.state import FORMAT_VERSION
-from overwindow.streaming.window_close import WindowClose
+from overwindow.streaming.state import FORMAT_VERSION, StateMeta, WindowCloseMeta, decode, encode
+from overwindow.streaming.window_close import STATE_KIND, WindowClose
 
 # (SQL, rows ahead, peer groups ahead, RANGE distance ahead) a row needs before its window closes
 CALLS = [
@@ -269,7 +271,15 @@ def test_state_with_pending_rows_in_arrival_order_still_reads(seed):
     """States written before pending rows were kept in order (no ``pending_sorted`` in their meta)
     hold the pending rows as they arrived; a machine given such a state emits what the batch
     evaluator gives."""
-    from overwindow.streaming.state import decode, encode
+
+    @dataclass
+    class CountersBeforePendingSorted(StateMeta):  # the window-close counters such states hold
+        n_released: int
+        emitted: int
+        pruned_rows: int
+        pruned_groups: int
+        released_upto: int | None
+        late_rows: int
 
     rng = np.random.default_rng(seed)
     table = _data(rng, 120, 1, 30)  # one key; ties and disorder among the pending rows
@@ -280,14 +290,18 @@ def test_state_with_pending_rows_in_arrival_order_still_reads(seed):
     )  # nothing late for the second step
     machine = WindowClose(OverWindow(*(c[0] for c in CALLS), rowKey="rid"), SCHEMA)
     first = machine.step(None, before.take(pa.array(rng.permutation(before.num_rows))), watermark=20)
-    tables, meta = decode(first.state, "window_close")
-    n = meta.pop("pending_sorted") and meta["n_released"]
+    tables, meta = decode(first.state, STATE_KIND, WindowCloseMeta)
+    n = meta.n_released
     rows = tables["rows"]
     arrival = rows.slice(n).take(pa.array(rng.permutation(rows.num_rows - n)))
     assert not arrival.equals(rows.slice(n))  # the pending rows really are out of order
+    counters = {f.name: getattr(meta, f.name) for f in fields(CountersBeforePendingSorted)}
     old = encode(
-        {"rows": pa.concat_tables([rows.slice(0, n), arrival]).combine_chunks()}, meta, "window_close"
+        {"rows": pa.concat_tables([rows.slice(0, n), arrival]).combine_chunks()},
+        STATE_KIND,
+        CountersBeforePendingSorted(**counters),
     )
+    assert "pending_sorted" not in old[:200].decode(errors="ignore")
     steps = [first, machine.step(old, None, watermark=30)]  # a timeout: no new rows to merge with
     steps.append(machine.step(steps[-1].state, after, watermark=45))
     steps.append(machine.step(steps[-1].state, None, watermark=10**6))
