@@ -5,19 +5,26 @@ whose frames reach far (many rows, wide RANGE and GROUPS frames) for large parti
 import pyarrow as pa
 
 
-def random_cdc_batch(rng, live: dict, next_id: int, size: int, t_hi: int = 15):
+def random_cdc_batch(
+    rng, live: dict, next_id: int, size: int, t_hi: int = 15, keys: int = 3, value: str = "x"
+):
     """``size`` changes: 60% inserts (new ids), 20% deletes and 20% updates of live rows; ``live``
-    ((k, id) -> row) is updated to match. Returns (the rows with their ``op``, the next free id)."""
+    ((k, id) -> row) is updated to match. ``keys``: partition keys 0 to keys - 1; ``value``: the
+    value column, ``x`` (a float, 15% NULL) or ``u`` (an integer in [0, 100)). Returns (the rows with
+    their ``op``, the next free id)."""
     batch = []
     for _ in range(size):
         choice = rng.random()
-        x = None if rng.random() < 0.15 else float(rng.integers(-20, 20))
+        if value == "x":
+            x = None if rng.random() < 0.15 else float(rng.integers(-20, 20))
+        else:
+            x = int(rng.integers(0, 100))
         if choice < 0.6 or not live:
             row = {
-                "k": int(rng.integers(0, 3)),
+                "k": int(rng.integers(0, keys)),
                 "id": next_id,
                 "t": int(rng.integers(0, t_hi)),
-                "x": x,
+                value: x,
                 "op": "insert",
             }
             next_id += 1
@@ -26,14 +33,14 @@ def random_cdc_batch(rng, live: dict, next_id: int, size: int, t_hi: int = 15):
             row = (
                 dict(old, op="delete")
                 if choice < 0.8
-                else dict(old, t=int(rng.integers(0, t_hi)), x=x, op="update")
+                else dict(old, t=int(rng.integers(0, t_hi)), **{value: x}, op="update")
             )
         batch.append(row)
         key = (row["k"], row["id"])
         if row["op"] == "delete":
             live.pop(key, None)
         else:
-            live[key] = {c: row[c] for c in ("k", "id", "t", "x")}
+            live[key] = {c: row[c] for c in ("k", "id", "t", value)}
     return batch, next_id
 
 

@@ -3,24 +3,23 @@ RANGE and GROUPS frames, and the changelog view still equals the batch result af
 
 import numpy as np
 import pyarrow as pa
-from cdc_support import WIDE, WIDE_CALLS
+from cdc_support import WIDE, WIDE_CALLS, random_cdc_batch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import overwindow
 from overwindow.spec import OverWindow
 from overwindow.streaming.on_update import OnUpdate
 
 
 def _view_matches_batch(view, live, spec):
-    import overwindow
-
-    table = pa.Table.from_pylist(list(live.values()), schema=WIDE).drop_columns(["op"])
+    table = pa.Table.from_pylist(list(live.values()), schema=WIDE.remove(WIDE.get_field_index("op")))
     batch = overwindow.evaluate(
         table.sort_by([("t", "ascending"), ("id", "ascending")]), *spec.partitioned(("k",))
     )
     assert set(view) == set(live)
     for r in batch.to_pylist():
-        got = view[r["id"]]
+        got = view[(r["k"], r["id"])]
         assert all(got[a] == r[a] for a in spec.aliases), (r, got)
 
 
@@ -33,38 +32,22 @@ def test_frame_finder_windows_in_large_partitions(seed, calls, n):
     spec = OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op")
     machine = OnUpdate(spec, WIDE)
     live = {
-        i: {"k": 0, "id": i, "t": int(rng.integers(0, n)), "u": int(rng.integers(0, 100)), "op": "insert"}
+        (0, i): {"k": 0, "id": i, "t": int(rng.integers(0, n)), "u": int(rng.integers(0, 100))}
         for i in range(n)
     }
-    step = machine.step(None, pa.Table.from_pylist(list(live.values()), schema=WIDE))
-    view = {r["id"]: r for r in step.output.to_pylist()}
+    step = machine.step(
+        None, pa.Table.from_pylist([dict(r, op="insert") for r in live.values()], schema=WIDE)
+    )
+    view = {(r["k"], r["id"]): r for r in step.output.to_pylist()}
     state, next_id = step.state, n
     for _ in range(4):
-        batch = []
-        for _ in range(int(rng.integers(1, 8))):
-            choice = rng.random()
-            if choice < 0.4:
-                row = {
-                    "k": 0,
-                    "id": next_id,
-                    "t": int(rng.integers(0, n)),
-                    "u": int(rng.integers(0, 100)),
-                    "op": "insert",
-                }
-                next_id += 1
-            else:
-                old = live[list(live)[int(rng.integers(0, len(live)))]]
-                row = (
-                    dict(old, op="delete")
-                    if choice < 0.7
-                    else dict(old, t=int(rng.integers(0, n)), u=int(rng.integers(0, 100)), op="update")
-                )
-            batch.append(row)
-            live.pop(row["id"], None) if row["op"] == "delete" else live.__setitem__(
-                row["id"], dict(row, op=None)
-            )
+        batch, next_id = random_cdc_batch(
+            rng, live, next_id, int(rng.integers(1, 8)), t_hi=n, keys=1, value="u"
+        )
         step = machine.step(state, pa.Table.from_pylist(batch, schema=WIDE))
         state = step.state
         for r in step.output.to_pylist():
-            view.pop(r["id"], None) if r["_change"] == "delete" else view.__setitem__(r["id"], r)
+            view.pop((r["k"], r["id"]), None) if r["_change"] == "delete" else view.__setitem__(
+                (r["k"], r["id"]), r
+            )
         _view_matches_batch(view, live, spec)
