@@ -26,11 +26,12 @@ Timing: best of ``--repeat`` runs (wall time, ``time.perf_counter``).
 from __future__ import annotations
 
 import argparse
+import importlib
 import platform
 import subprocess
 import sys
+import tempfile
 import time
-import types
 from pathlib import Path
 
 import numpy as np
@@ -87,38 +88,41 @@ class Timed:
         machine.step = step
 
 
-def machines_at(rev: str) -> dict:
-    """The machine modules (on_update, window_close) as committed at ``rev``, loaded under private
-    names beside the current ones, so one process can time both (the same background load)."""
-    mods = {}
-    for name in ("on_update", "window_close"):
+def machines_at(rev: str):
+    """The streaming package ``overwindow/streaming`` as committed at ``rev``, loaded under a private
+    name beside the current one (its own imports of ``overwindow.streaming`` rewritten to it; the rest
+    of ``overwindow`` is the current one), so one process can time both under the same background
+    load. Returns that package's ``driver`` module."""
+    name = "_at_" + "".join(c if c.isalnum() else "_" for c in rev) + "_streaming"
+    root = Path(tempfile.mkdtemp(prefix="ow_machines_"))
+    (root / name).mkdir()
+    files = subprocess.run(
+        ["git", "ls-tree", "--name-only", f"{rev}:overwindow/streaming"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    for file in (f for f in files if f.endswith(".py")):
         src = subprocess.run(
-            ["git", "show", f"{rev}:overwindow/streaming/{name}.py"],
+            ["git", "show", f"{rev}:overwindow/streaming/{file}"],
             cwd=ROOT,
             check=True,
             capture_output=True,
             text=True,
         ).stdout
-        mod = types.ModuleType(f"_at_{rev}_{name}")
-        sys.modules[mod.__name__] = mod  # dataclasses look their module up
-        exec(compile(src, f"{rev}:overwindow/streaming/{name}.py", "exec"), mod.__dict__)
-        mods[name] = mod
-    return mods
+        (root / name / file).write_text(src.replace("overwindow.streaming", name))
+    sys.path.insert(0, str(root))
+    return importlib.import_module(f"{name}.driver")
 
 
-def new_driver(spec: OverWindow, watermarked: bool, mods: dict | None) -> tuple[Driver, Timed]:
-    """A Driver running the current machine, or the one in ``mods`` (see ``machines_at``)."""
-    driver = Driver(spec, SCHEMA, ["k"], watermarked=watermarked)
-    if mods is not None:
-        driver.machine = (
-            mods["window_close"].WindowClose(spec, SCHEMA)
-            if spec.emit == "on_window_close"
-            else mods["on_update"].OnUpdate(spec, SCHEMA, watermarked)
-        )
+def new_driver(spec: OverWindow, watermarked: bool, driver_module=None) -> tuple[Driver, Timed]:
+    """A Driver running the current machines, or those of ``driver_module`` (see ``machines_at``)."""
+    driver = (driver_module.Driver if driver_module else Driver)(spec, SCHEMA, ["k"], watermarked=watermarked)
     return driver, Timed(driver.machine)
 
 
-def workload(emit: str, rows: int, keys: int, batches: int, seed: int, mods: dict | None = None) -> dict:
+def workload(emit: str, rows: int, keys: int, batches: int, seed: int, mods=None) -> dict:
     """Part (a): one run of the streaming workload in one emit mode."""
     data = make_rows(rows, keys, seed)
     driver, timed = new_driver(OverWindow(*CALLS, emit=emit, rowKey="rid"), True, mods)
@@ -141,7 +145,8 @@ def workload(emit: str, rows: int, keys: int, batches: int, seed: int, mods: dic
 
 def per_batch(total_state: int, keys: int, repeat: int, seed: int, variants: dict) -> dict:
     """Part (b): one 1,000-row on-update batch into ``keys`` keys holding ``total_state`` rows, for
-    each variant (name -> machine modules, None for the current ones), repeats interleaved."""
+    each variant (name -> the driver module of ``machines_at``, None for the current one), repeats
+    interleaved."""
     spec = OverWindow(*CALLS, emit="on_update", rowKey="rid")
     # each key's rows 10 ms apart on average, like the workload; a 50 ms jitter puts a new row among
     # the last few rows of its key

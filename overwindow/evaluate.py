@@ -151,7 +151,7 @@ def _evaluate_call(
         default = _sorted_column(table, call.default, call, layout, columns).array
     choice = plan(call, values.kind if call.args else None, prefer_naive=prefer_naive)
     frames = None
-    if info.kind in (Kind.VALUE, Kind.AGGREGATE):
+    if info.uses_frame:
         key = None
         if call.frame.unit is FrameUnit.RANGE and (call.frame.start.has_offset or call.frame.end.has_offset):
             k = call.order_by[0]

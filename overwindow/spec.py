@@ -18,18 +18,10 @@ from overwindow.errors import WindowSpecError
 from overwindow.evaluate import as_window_expression
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.expr import Expr
-from overwindow.logical.frame import BoundKind
-from overwindow.logical.functions import Kind, register_user_aggregate, user_aggregate_class
+from overwindow.logical.functions import register_user_aggregate, user_aggregate_class
 
 EMIT_MODES = ("on_window_close", "on_update")
 STATE_LAYOUTS = ("whole", "chunked")
-
-# functions whose value depends on rows that have not arrived yet, however long one waits
-_NEEDS_WHOLE_PARTITION = {
-    "ntile": "the partition's final size",
-    "cume_dist": "the partition's final size",
-    "percent_rank": "the partition's final size",
-}
 
 
 class OverWindow:
@@ -163,14 +155,5 @@ def _check_window_close(spec: OverWindow) -> None:
             f"time); got ORDER BY {', '.join(map(str, order))}"
         )
     for c in spec.calls:
-        where = f"in {c.alias}"
-        if c.function in _NEEDS_WHOLE_PARTITION:
-            raise WindowSpecError(
-                f"{c.function}() needs {_NEEDS_WHOLE_PARTITION[c.function]}, which a stream never "
-                f"knows; use emit='on_update' {where}"
-            )
-        if c.info.kind in (Kind.VALUE, Kind.AGGREGATE) and c.frame.end.kind is BoundKind.UNBOUNDED_FOLLOWING:
-            raise WindowSpecError(
-                f"a frame ending at UNBOUNDED FOLLOWING needs every future row, so it never closes; "
-                f"use emit='on_update' {where}"
-            )
+        if c.never_closes:
+            raise WindowSpecError(f"{c.never_closes}; use emit='on_update' in {c.alias}")

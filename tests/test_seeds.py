@@ -1,13 +1,13 @@
-"""The seeds' worked examples, reproduced exactly (DESIGN.md section 5).
+"""Published worked examples, reproduced exactly (docs/design.md, "Worked examples").
 
-* seeds/003_8657a37947d2ce4c.txt (DuckDB's window blog, in Chinese): the 7-day moving average of
+* DuckDB's blog post "Windowing in DuckDB" (Richard Wesley, 2021): the 7-day moving average of
   each plant's generation, the printed table verbatim, and the moving IQR checked against DuckDB.
   The input is the bundled sample data ``overwindow/data/plant_generation.csv`` (plants
   波士顿 = Boston and 伍斯特 = Worcester).
-* seeds/004_794deb019cc91a9e.txt (Spark's WindowExec): the ``metrics`` device/level sums over a
+* Spark's WindowExec as described in "The Internals of Spark SQL": the ``metrics`` device/level sums over a
   RANGE and a ROWS frame, the ``show`` tables verbatim, and the ``spark.range(0, 13)`` example
   checked against DuckDB.
-* seeds/002_4f080dbcf7def876.txt (RisingWave's OverWindow): the batch meaning of its example
+* RisingWave's article on its OverWindow operator: the batch meaning of its example
   queries on small made-up data (and the article's ts/pk/x table), checked against DuckDB.
 
 DuckDB's default null order differs from Spark's, so every DuckDB query pins NULLS FIRST/LAST.
@@ -63,7 +63,7 @@ def plant_table() -> pa.Table:
     return t.append_column("rid", pa.array(range(t.num_rows), pa.int64()))
 
 
-# --- seeds/003: DuckDB's window blog ------------------------------------------------------------
+# --- DuckDB's windowing blog ---------------------------------------------------------------------
 
 SEVEN_DAYS = (
     "PARTITION BY plant ORDER BY date ASC "
@@ -208,7 +208,7 @@ def test_seven_day_window_from_pandas():
     assert list(out.columns) == ["plant", "date", "mwh", "a"]
 
 
-# --- seeds/004: Spark's WindowExec --------------------------------------------------------------
+# --- Spark's WindowExec --------------------------------------------------------------------------
 
 
 def metrics() -> pa.Table:
@@ -318,7 +318,7 @@ def test_spark_range_13_with_group_column():
     assert ours.column("sum").to_pylist() == duck(t, f"sum(id) OVER ({over})")
 
 
-# --- seeds/002: RisingWave's OverWindow ---------------------------------------------------------
+# --- RisingWave's OverWindow ------------------------------------------------------------------
 
 
 def stock_prices() -> pa.Table:

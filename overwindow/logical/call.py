@@ -8,11 +8,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.expr import Expr
-from overwindow.logical.frame import BoundKind, Frame, FrameUnit, Interval
-from overwindow.logical.functions import Kind, lookup
+from overwindow.logical.frame import Bound, BoundKind, Frame, FrameUnit, Interval
+from overwindow.logical.functions import Kind, Reach, lookup
+
+_UNBOUNDED = (BoundKind.UNBOUNDED_PRECEDING, BoundKind.UNBOUNDED_FOLLOWING)
+_WHOLE_PARTITION = Frame(FrameUnit.ROWS, Bound.unbounded_preceding(), Bound.unbounded_following())
 
 
 @dataclass(frozen=True)
@@ -65,11 +69,69 @@ class WindowCall:
     def info(self):
         return lookup(self.function)
 
-    @property
+    @cached_property
+    def rows_back(self) -> int | None:
+        """lag/lead: how many rows before the current row the row they read lies (negative: after
+        it); None for functions of a frame or of positions. O(1).
+
+        >>> from overwindow.logical.parse import parse_window
+        >>> calls = ["lag(x, 2) OVER (ORDER BY t) AS a", "lead(x) OVER (ORDER BY t) AS b"]
+        >>> [parse_window(c).calls[0].rows_back for c in calls]
+        [2, -1]
+        """
+        reach = self.info.reach
+        if reach is Reach.ROWS_BEFORE:
+            return self.params[0]
+        return -self.params[0] if reach is Reach.ROWS_AFTER else None
+
+    @cached_property
+    def reach(self) -> Frame:
+        """The rows a row's value depends on, as a frame over the ORDER BY: a change to a row alters
+        exactly the rows whose reach holds it. The window frame for aggregates and values (the whole
+        partition without ORDER BY); for lag/lead the ROWS from the current row to the one they read
+        (to the partition's end on that side with IGNORE NULLS); for row_number/rank/dense_rank every
+        row up to the current one; for ntile/percent_rank/cume_dist the whole partition (the
+        catalog's ``Reach``). O(1).
+
+        >>> from overwindow.logical.parse import parse_window
+        >>> calls = ["lead(x, 2) OVER (ORDER BY t) AS a", "rank() OVER (ORDER BY t) AS r"]
+        >>> [str(parse_window(c).calls[0].reach) for c in calls]
+        ['ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING', 'ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW']
+        """
+        reach = self.info.reach
+        if reach is Reach.FRAME:
+            return self.frame if self.order_by else _WHOLE_PARTITION
+        if reach is Reach.TO_END:
+            return Frame(FrameUnit.ROWS, Bound.unbounded_preceding(), Bound.current_row())
+        if reach is Reach.WHOLE:
+            return _WHOLE_PARTITION
+        back = self.rows_back
+        if back > 0 or (back == 0 and not self.ignore_nulls):
+            start = Bound.unbounded_preceding() if self.ignore_nulls else Bound.preceding(back)
+            return Frame(FrameUnit.ROWS, start, Bound.current_row())
+        end = Bound.unbounded_following() if self.ignore_nulls else Bound.following(-back)
+        return Frame(FrameUnit.ROWS, Bound.current_row(), end)
+
+    @cached_property
+    def reads(self) -> Frame:
+        """The rows the kernels must see to compute a row's value, given how many rows and peer
+        groups come before them (the catalog's ``Counts``): the reach, except that row_number, rank
+        and dense_rank read only the row's own peer group. O(1).
+
+        >>> from overwindow.logical.parse import parse_window
+        >>> str(parse_window("dense_rank() OVER (ORDER BY t) AS r").calls[0].reads)
+        'RANGE BETWEEN CURRENT ROW AND CURRENT ROW'
+        """
+        if self.info.reach is Reach.TO_END:
+            return Frame(FrameUnit.RANGE, Bound.current_row(), Bound.current_row())
+        return self.reach
+
+    @cached_property
     def unbounded_reach(self) -> str | None:
-        """Why a row's value can depend on rows any distance away from it, in SQL words; None when
-        its frame reaches a bounded number of rows or ORDER BY values either side (ROWS, RANGE or
-        GROUPS with offsets or CURRENT ROW, lag/lead without IGNORE NULLS). O(1).
+        """Why a row's value can depend on rows any distance away from it (its ``reach`` has an
+        UNBOUNDED side), in SQL words; None when it reaches a bounded number of rows or ORDER BY
+        values either side (ROWS, RANGE or GROUPS with offsets or CURRENT ROW, lag/lead without
+        IGNORE NULLS). O(1).
 
         >>> from overwindow.logical.parse import parse_window
         >>> parse_window("rank() OVER (ORDER BY t) AS r").calls[0].unbounded_reach
@@ -79,20 +141,33 @@ class WindowCall:
         >>> parse_window("lag(x) OVER (ORDER BY t) AS p").calls[0].unbounded_reach is None
         True
         """
-        kind = self.info.kind
-        if kind is Kind.RANKING:
+        frame = self.reach
+        if not any(b.kind in _UNBOUNDED for b in (frame.start, frame.end)):
+            return None
+        reach = self.info.reach
+        if reach is Reach.TO_END:
             return f"{self.function}() numbers rows from the start of the partition"
-        if kind is Kind.OFFSET:
-            return (
-                f"{self.function}(...) IGNORE NULLS looks any distance for a non-NULL value"
-                if self.ignore_nulls
-                else None
-            )
+        if reach is Reach.WHOLE:
+            return f"{self.function}() depends on the partition's size, so on every row of it"
+        if reach is not Reach.FRAME:
+            return f"{self.function}(...) IGNORE NULLS looks any distance for a non-NULL value"
         if not self.order_by:
             return f"{self.function}(...) OVER () without ORDER BY covers the whole partition"
-        for bound in (self.frame.start, self.frame.end):
-            if bound.kind in (BoundKind.UNBOUNDED_PRECEDING, BoundKind.UNBOUNDED_FOLLOWING):
-                return f"{self.function}(...) has an UNBOUNDED frame ({self.frame})"
+        return f"{self.function}(...) has an UNBOUNDED frame ({self.frame})"
+
+    @cached_property
+    def never_closes(self) -> str | None:
+        """Why emit on window close can never emit this call, in SQL words (None when it can): its
+        value needs the partition's final size, or every future row. O(1).
+
+        >>> from overwindow.logical.parse import parse_window
+        >>> parse_window("cume_dist() OVER (ORDER BY t) AS c").calls[0].never_closes
+        "cume_dist() needs the partition's final size, which a stream never knows"
+        """
+        if self.info.reach is Reach.WHOLE:
+            return f"{self.function}() needs the partition's final size, which a stream never knows"
+        if self.info.uses_frame and self.frame.end.kind is BoundKind.UNBOUNDED_FOLLOWING:
+            return "a frame ending at UNBOUNDED FOLLOWING needs every future row, so it never closes"
         return None
 
     def columns(self) -> tuple[str, ...]:
@@ -130,7 +205,7 @@ class WindowCall:
             parts.append("PARTITION BY " + ", ".join(str(e) for e in self.partition_by))
         if self.order_by:
             parts.append("ORDER BY " + ", ".join(str(k) for k in self.order_by))
-        if self.info.kind in (Kind.VALUE, Kind.AGGREGATE):
+        if self.info.uses_frame:
             parts.append(str(self.frame))
         return " ".join(parts)
 
@@ -191,7 +266,7 @@ def validate(call: WindowCall) -> None:
         raise WindowSpecError(
             f"FILTER (WHERE ...) is only allowed with aggregate functions, not {call.function}() {where}"
         )
-    if info.kind in (Kind.RANKING, Kind.OFFSET):
+    if not info.uses_frame:
         if not call.order_by:
             raise WindowSpecError(
                 f"{call.function}() requires the window to be ordered: add ORDER BY {where}"

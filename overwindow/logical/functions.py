@@ -1,7 +1,11 @@
-"""The catalog of window functions: what each accepts, so calls are checked when they are built.
+"""The catalog of window functions: what each accepts, so calls are checked when they are built, and
+what its streaming behaviour depends on (``Reach``), so the streaming machines, the chunked layout and
+spec validation ask one place instead of testing function names.
 
 >>> lookup("stddev").name
 'stddev_samp'
+>>> lookup("rank").reach, lookup("rank").counts
+(<Reach.TO_END: 'to the end'>, <Counts.ROWS: 'rows'>)
 """
 
 from __future__ import annotations
@@ -19,6 +23,33 @@ class Kind(Enum):
     AGGREGATE = "aggregate"  # every aggregate, built in or user-defined, over the frame
 
 
+class Reach(Enum):
+    """How far a function's value reaches along the ORDER BY: which rows a change to one row can
+    alter, hence what a stream must keep, recompute and wait for. ``WindowCall.reach`` turns it into
+    a frame for one call (DataFusion keeps the same beside each function: ``uses_window_frame``,
+    ``supports_bounded_execution``, ``get_range``).
+
+    What follows from it: emit on window close can emit every function but the WHOLE ones (and
+    frames ending at UNBOUNDED FOLLOWING, ``WindowCall.never_closes``); the chunked layout hosts
+    only calls whose reach is bounded (FRAME with offsets, ROWS_BEFORE/AFTER without IGNORE NULLS:
+    ``WindowCall.unbounded_reach``).
+    """
+
+    FRAME = "frame"  # the call's window frame: ROWS offsets, RANGE by value, GROUPS by peer groups
+    ROWS_BEFORE = "rows before"  # lag: the row `offset` rows before (any distance with IGNORE NULLS)
+    ROWS_AFTER = "rows after"  # lead: the row `offset` rows after (any distance with IGNORE NULLS)
+    TO_END = "to the end"  # numbers rows from the partition start: a change moves every row after it
+    WHOLE = "whole"  # depends on the partition's size: a change moves every row of it
+
+
+class Counts(Enum):
+    """What a TO_END function counts from the partition's first row, so its value over the rows left
+    after evicting or pruning a prefix is the value over those rows plus the prefix's count."""
+
+    ROWS = "rows"  # row_number, rank
+    GROUPS = "peer groups"  # dense_rank
+
+
 @dataclass(frozen=True)
 class FunctionInfo:
     name: str
@@ -27,6 +58,14 @@ class FunctionInfo:
     params: tuple[str, ...] = ()  # names of constant parameters, in SQL order
     ignore_nulls: bool = False  # IGNORE NULLS allowed
     numeric_only: bool = False  # the argument must be a number (or for avg, interval-free)
+    reach: Reach = Reach.FRAME  # how far its value reaches (streaming: what to keep and recompute)
+    counts: Counts | None = None  # TO_END only: what it counts from the partition's first row
+
+    @property
+    def uses_frame(self) -> bool:
+        """Whether the call's window frame decides its value (aggregates, first/last/nth_value);
+        ranking and offset functions take no frame."""
+        return self.reach is Reach.FRAME
 
 
 def _f(name, kind, n_args=1, params=(), **kw):
@@ -36,14 +75,14 @@ def _f(name, kind, n_args=1, params=(), **kw):
 BUILTINS: dict[str, FunctionInfo] = {
     f.name: f
     for f in [
-        _f("row_number", Kind.RANKING, 0),
-        _f("rank", Kind.RANKING, 0),
-        _f("dense_rank", Kind.RANKING, 0),
-        _f("percent_rank", Kind.RANKING, 0),
-        _f("cume_dist", Kind.RANKING, 0),
-        _f("ntile", Kind.RANKING, 0, ["buckets"]),
-        _f("lag", Kind.OFFSET, 1, ["offset", "default"], ignore_nulls=True),
-        _f("lead", Kind.OFFSET, 1, ["offset", "default"], ignore_nulls=True),
+        _f("row_number", Kind.RANKING, 0, reach=Reach.TO_END, counts=Counts.ROWS),
+        _f("rank", Kind.RANKING, 0, reach=Reach.TO_END, counts=Counts.ROWS),
+        _f("dense_rank", Kind.RANKING, 0, reach=Reach.TO_END, counts=Counts.GROUPS),
+        _f("percent_rank", Kind.RANKING, 0, reach=Reach.WHOLE),
+        _f("cume_dist", Kind.RANKING, 0, reach=Reach.WHOLE),
+        _f("ntile", Kind.RANKING, 0, ["buckets"], reach=Reach.WHOLE),
+        _f("lag", Kind.OFFSET, 1, ["offset", "default"], ignore_nulls=True, reach=Reach.ROWS_BEFORE),
+        _f("lead", Kind.OFFSET, 1, ["offset", "default"], ignore_nulls=True, reach=Reach.ROWS_AFTER),
         _f("first_value", Kind.VALUE, 1, ignore_nulls=True),
         _f("last_value", Kind.VALUE, 1, ignore_nulls=True),
         _f("nth_value", Kind.VALUE, 1, ["n"], ignore_nulls=True),

@@ -10,7 +10,7 @@ from overwindow.pipeline.sinks import ConsoleSink, PostgresSink, SqliteSink
 from overwindow.pipeline.view import View, ViewFileError
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import WORKER_WARNINGS
-from overwindow.streaming.on_update import ROW_ID
+from overwindow.streaming.contract import ROW_ID
 
 
 def local_spark(app: str = "overwindow"):

@@ -22,8 +22,8 @@ import sqlite3
 import pyarrow as pa
 
 from overwindow.physical.values import kind_of
+from overwindow.streaming.contract import CHANGE
 
-CHANGE = "_change"
 BATCHES = "_overwindow_batches"
 
 

@@ -30,7 +30,7 @@ from overwindow.errors import WindowSpecError
 from overwindow.physical.expressions import resolve_column
 from overwindow.spark import compat, executors
 from overwindow.spec import OverWindow
-from overwindow.streaming.driver import machine_for
+from overwindow.streaming.machines import machine_for
 
 # PySpark's applyInPandasWithState pads its output with empty rows through pd.concat, which warns on
 # every call under pandas 2.x: noise, not a problem of the query. Sessions that run overWindow set

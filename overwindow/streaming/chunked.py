@@ -46,7 +46,7 @@ to one end of the partition.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -55,12 +55,16 @@ import pyarrow as pa
 from overwindow.evaluate import evaluate_expr
 from overwindow.physical.bounds import key_numbers
 from overwindow.physical.values import Values
-from overwindow.streaming.on_update import _ID, Applied, NeedRows, OnUpdate, Step
-from overwindow.streaming.state import decode, encode
+from overwindow.streaming.changes import Changes
+from overwindow.streaming.contract import Counters, Step
+from overwindow.streaming.identity import IDENTITY
+from overwindow.streaming.on_update import Applied, OnUpdate
+from overwindow.streaming.reach import NeedRows
+from overwindow.streaming.state import ChunkIndexMeta, decode, encode
 
 INDEX_KIND = "on_update_index"
 ROWS_PER_CHUNK = 512
-_CHUNK, _ROWS = "__ow_chunk", "__ow_rows"
+CHUNK, CHUNK_ROWS = "__ow_chunk", "__ow_rows"  # the index's columns: per chunk its id, its rows
 
 
 class ChunkStore(Protocol):
@@ -139,35 +143,33 @@ class ChunkedOnUpdate:
         self.output_schema = machine.output_schema
         self.tracks_ids = bool(machine.row_key)
         # rows either side of a change to load at first: the frame finder's own first guess
-        self.margin = machine.margin
+        self.margin = machine.finder.margin
 
     # -- index ---------------------------------------------------------------------------------
 
-    def _read(self, store: ChunkStore) -> tuple[list[_Chunk], dict]:
+    def _read(self, store: ChunkStore) -> tuple[list[_Chunk], ChunkIndexMeta]:
         data = store.read_index()
         if data is None:
-            return [], dict(self.machine.load(None)[2], next_chunk=0)
-        tables, meta = decode(data, INDEX_KIND)
+            return [], ChunkIndexMeta()
+        tables, meta = decode(data, INDEX_KIND, ChunkIndexMeta)
         index = tables["index"].combine_chunks()
-        firsts = index.drop_columns([_CHUNK, _ROWS])
+        firsts = index.drop_columns([CHUNK, CHUNK_ROWS])
         return [
             _Chunk(int(c), int(n), firsts.slice(i, 1))
-            for i, (c, n) in enumerate(zip(index.column(_CHUNK).to_pylist(), index.column(_ROWS).to_pylist()))
+            for i, (c, n) in enumerate(
+                zip(index.column(CHUNK).to_pylist(), index.column(CHUNK_ROWS).to_pylist())
+            )
         ], meta
 
-    def _write(self, store: ChunkStore, chunks: list[_Chunk], meta: dict) -> None:
+    def _write(self, store: ChunkStore, chunks: list[_Chunk], meta: ChunkIndexMeta) -> None:
         for c in chunks:
             if c.dirty:
-                store.write_chunk(c.id, self.machine.encode(c.rows, c.results, {}))
+                store.write_chunk(c.id, self.machine.encode(c.rows, c.results, None))
         firsts = pa.concat_tables([c.first for c in chunks]) if chunks else self.machine.empty_rows()
-        index = firsts.append_column(_CHUNK, pa.array([c.id for c in chunks], pa.int64())).append_column(
-            _ROWS, pa.array([c.n for c in chunks], pa.int64())
+        index = firsts.append_column(CHUNK, pa.array([c.id for c in chunks], pa.int64())).append_column(
+            CHUNK_ROWS, pa.array([c.n for c in chunks], pa.int64())
         )
-        store.write_index(encode({"index": index}, meta, INDEX_KIND))
-
-    def held_rows(self, store: ChunkStore) -> int:
-        """Rows the partition in ``store`` holds (from its index alone)."""
-        return sum(c.n for c in self._read(store)[0])
+        store.write_index(encode({"index": index}, INDEX_KIND, meta))
 
     def _load(self, store: ChunkStore, chunk: _Chunk) -> _Chunk:
         if chunk.rows is None:
@@ -184,55 +186,25 @@ class ChunkedOnUpdate:
         m = self.machine
         chunks, meta = self._read(store)
         stored = {c.id for c in chunks}
-        ins, deletes, late, bad = m.changes(rows, meta)
-        meta["late_rows"] += late
-        ins_ids = ins.column(_ID).to_numpy()
-        held_at = np.zeros(0, dtype=np.int64)
-        changed_ids = np.concatenate([deletes, ins_ids])
-        if self.tracks_ids and len(changed_ids):
-            position = {c.id: p for p, c in enumerate(chunks)}
-            held_at = np.array(
-                [position.get(c, -1) for c in store.find_rows(changed_ids).tolist()], dtype=np.int64
-            )
-        ins_at = np.zeros(ins.num_rows, dtype=np.int64)
-        if chunks and ins.num_rows:
-            firsts = self._firsts(chunks)
-            f_codes, i_codes = m.order_codes(firsts, ins)
-            ins, _, before = m.merge(firsts, f_codes, np.arange(len(chunks)), ins, i_codes)
-            ins_at = np.maximum(before - 1, 0)
-        outputs, recomputed, forget, place = [], 0, [], []
-        evicted = np.zeros(0, dtype=np.int64)
-        spans = self._spans(
-            chunks, np.union1d(ins_at, held_at[held_at >= 0]) if chunks else np.zeros(0, np.int64)
-        )
+        changes = m.changes(rows, meta.horizon)
+        meta.late_rows += changes.late
+        ins, ins_at, changed_ids, held_at = self._place(store, chunks, changes)
         if not chunks and ins.num_rows:
-            chunks = [
-                _Chunk(self._new_id(meta), 0, ins.slice(0, 1), m.empty_rows(), m.results_schema.empty_table())
-            ]
-            spans = [[0, 0]]
-        done_spans: list[tuple[list[int], Applied, np.ndarray]] = []
-        while spans:
-            a, b = spans[0]
-            in_span = (ins_at >= a) & (ins_at <= b)
-            # rows held here that the batch deletes or replaces (with a row key; else found by position)
-            gone = changed_ids[(held_at >= a) & (held_at <= b)] if len(held_at) else np.zeros(0, np.int64)
-            try:
-                done = self._apply(
-                    store, chunks, a, b, meta, ins.filter(pa.array(in_span)), gone, None, ins_ids
-                )
-            except NeedRows as short:
-                spans[0] = _widened(a, b, short, len(chunks))
-                self._absorb(spans, done_spans)
-                continue
-            spans.pop(0)
-            done_spans.append(([a, b], done, gone))
-        # apply every span's result to the chunk list from the right, so positions stay valid
-        for (a, b), done, gone in reversed(done_spans):
+            empty = _Chunk(
+                self._new_id(meta), 0, ins.slice(0, 1), m.empty_rows(), m.results_schema.empty_table()
+            )
+            chunks.append(empty)
+        outputs, recomputed, forget, place = [], 0, [], []
+        # apply every stretch's result to the chunk list from the right, so positions stay valid
+        for (a, b), done, gone in reversed(
+            self._apply_spans(store, chunks, meta, ins, ins_at, changed_ids, held_at)
+        ):
             outputs.append(done.output)
             recomputed += done.recomputed
             forget.append(gone)
             place.append(self._replace(chunks, a, b, done, meta))
-        if watermark is not None and m.evicts and chunks:
+        evicted = np.zeros(0, dtype=np.int64)
+        if watermark is not None and m.eviction is not None and chunks:
             evicted = self._evict(store, chunks, meta, watermark)
         if self.tracks_ids:
             self._update_ids(store, forget, place, evicted)
@@ -241,18 +213,66 @@ class ChunkedOnUpdate:
         self._write(store, chunks, meta)
         outputs = [o for o in outputs if o.num_rows]
         output = pa.concat_tables(outputs[::-1]) if outputs else m.output_schema.empty_table()
-        return Step(
-            None,
-            output,
-            None,
-            late,
-            {
-                "recomputed_rows": recomputed,
-                "state_rows": sum(c.n for c in chunks),
-                "bad_rows": bad,
-                "late_rows_total": meta["late_rows"],
-            },
-        )
+        counters = Counters(sum(c.n for c in chunks), meta.late_rows, recomputed, changes.bad)
+        return Step(None, output, None, changes.late, counters)
+
+    def _place(
+        self, store: ChunkStore, chunks: list[_Chunk], changes: Changes
+    ) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
+        """Where a batch's changes land: (the inserts, sorted; the chunk position each joins, that
+        of the last chunk starting before it; the identities deleted or replaced; the chunk position
+        holding each, -1 where none does or, without a row key, where the row is found by position
+        in its insert's chunk). A binary search per insert, a store lookup per identity."""
+        m = self.machine
+        ins = changes.inserts
+        changed_ids = np.concatenate([changes.deletes, ins.column(IDENTITY).to_numpy()])
+        held_at = np.zeros(0, dtype=np.int64)
+        if self.tracks_ids and len(changed_ids):
+            position = {c.id: p for p, c in enumerate(chunks)}
+            held_at = np.array(
+                [position.get(c, -1) for c in store.find_rows(changed_ids).tolist()], dtype=np.int64
+            )
+        ins_at = np.zeros(ins.num_rows, dtype=np.int64)
+        if chunks and ins.num_rows:
+            firsts = self._firsts(chunks)
+            f_codes, i_codes = m.order.codes(firsts, ins)
+            ins, _, before = m.order.merge(firsts, f_codes, np.arange(len(chunks)), ins, i_codes)
+            ins_at = np.maximum(before - 1, 0)
+        return ins, ins_at, changed_ids, held_at
+
+    def _apply_spans(
+        self,
+        store: ChunkStore,
+        chunks: list[_Chunk],
+        meta: ChunkIndexMeta,
+        ins: pa.Table,
+        ins_at: np.ndarray,
+        changed_ids: np.ndarray,
+        held_at: np.ndarray,
+    ) -> list[tuple[list[int], Applied, np.ndarray]]:
+        """``OnUpdate.apply`` over the stretches of chunks the changes reach (``_spans``), a stretch
+        widened by a chunk on each side a change's frames reach past (``NeedRows``), merging with the
+        stretches it meets. Per stretch, left to right: its chunk positions [a, b], what ``apply``
+        made of it, the identities held there that the batch deletes or replaces."""
+        elsewhere = ins.column(IDENTITY).to_numpy()
+        spans = self._spans(chunks, np.union1d(ins_at, held_at[held_at >= 0]))
+        done_spans: list[tuple[list[int], Applied, np.ndarray]] = []
+        while spans:
+            a, b = spans[0]
+            in_span = (ins_at >= a) & (ins_at <= b)
+            # rows held here that the batch deletes or replaces (with a row key; else found by position)
+            gone = changed_ids[(held_at >= a) & (held_at <= b)] if len(held_at) else np.zeros(0, np.int64)
+            try:
+                done = self._apply(
+                    store, chunks, a, b, meta, ins.filter(pa.array(in_span)), gone, None, elsewhere
+                )
+            except NeedRows as short:
+                spans[0] = _widened(a, b, short, len(chunks))
+                self._absorb(spans, done_spans)
+                continue
+            spans.pop(0)
+            done_spans.append(([a, b], done, gone))
+        return done_spans
 
     def _spans(self, chunks: list[_Chunk], at: np.ndarray) -> list[list[int]]:
         """[first, last] chunk positions to load for changes in chunks ``at``: each with enough
@@ -291,10 +311,10 @@ class ChunkedOnUpdate:
         rows = pa.concat_tables([c.rows for c in span])
         results = pa.concat_tables([c.results for c in span])
         return self.machine.apply(
-            rows, results, dict(meta), ins, gone, watermark, (a > 0, b < len(chunks) - 1), elsewhere
+            rows, results, replace(meta), ins, gone, watermark, (a > 0, b < len(chunks) - 1), elsewhere
         )
 
-    def _replace(self, chunks: list[_Chunk], a: int, b: int, done: Applied, meta: dict) -> tuple:
+    def _replace(self, chunks: list[_Chunk], a: int, b: int, done: Applied, meta: ChunkIndexMeta) -> tuple:
         """Put a span's new rows back as chunks a..b: each row stays in its old chunk, an insert joins
         the chunk of the row before it; chunks left empty go, chunks past twice the size split (new
         ids from ``meta``). Returns (identities, chunk ids) of rows now held in another chunk."""
@@ -312,7 +332,7 @@ class ChunkedOnUpdate:
         dirty[label[done.recomputed_at]] = True
         dirty |= (ends - starts) != sizes
         replacement, moved_ids, moved_to = [], [], []
-        ids = done.rows.column(_ID).to_numpy()
+        ids = done.rows.column(IDENTITY).to_numpy()
         for j, chunk in enumerate(chunks[a : b + 1]):
             s, e = int(starts[j]), int(ends[j])
             if e == s:
@@ -338,7 +358,7 @@ class ChunkedOnUpdate:
             moved_to or [np.zeros(0, np.int64)]
         )
 
-    def _evict(self, store: ChunkStore, chunks: list[_Chunk], meta: dict, watermark) -> np.ndarray:
+    def _evict(self, store: ChunkStore, chunks: list[_Chunk], meta: ChunkIndexMeta, watermark) -> np.ndarray:
         """Evict behind the watermark: ``OnUpdate.apply`` with no changes over the chunks around the
         first row at or above it; every chunk before them goes unread. Returns the identities
         evicted when they are tracked (the dropped chunks are read for them)."""
@@ -366,10 +386,10 @@ class ChunkedOnUpdate:
         gone = np.zeros(0, dtype=np.int64)
         if self.tracks_ids:  # the dropped chunks are read once, for the identities to forget
             gone = np.concatenate(
-                [self._load(store, c).rows.column(_ID).to_numpy() for c in chunks[: b + 1]]
+                [self._load(store, c).rows.column(IDENTITY).to_numpy() for c in chunks[: b + 1]]
             )[: dropped + done.evicted]
-        meta.update(done.meta)
-        meta["evicted_rows"] += dropped
+        meta.evicted_rows = done.meta.evicted_rows + dropped
+        meta.evicted_groups, meta.horizon = done.meta.evicted_groups, done.meta.horizon
         del chunks[:a]
         self._replace(chunks, 0, b - a, done, meta)
         return gone
@@ -391,9 +411,9 @@ class ChunkedOnUpdate:
             store.place_rows(placed[stays], into[stays])
 
     @staticmethod
-    def _new_id(meta: dict) -> int:
-        meta["next_chunk"] += 1
-        return meta["next_chunk"] - 1
+    def _new_id(meta: ChunkIndexMeta) -> int:
+        meta.next_chunk += 1
+        return meta.next_chunk - 1
 
 
 def _widened(a: int, b: int, short: NeedRows, n_chunks: int) -> list[int]:

@@ -20,25 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from overwindow.spec import OverWindow
-
-
-def machine_for(
-    spec: OverWindow, schema: pa.Schema, watermarked: bool = False, rows_per_chunk: int | None = None
-):
-    """The state machine of the spec's emit mode and state layout (``rows_per_chunk``: the chunked
-    layout's chunk size, None for its default)."""
-    if spec.emit == "on_window_close":
-        from overwindow.streaming.window_close import WindowClose
-
-        return WindowClose(spec, schema)
-    from overwindow.streaming.on_update import OnUpdate
-
-    machine = OnUpdate(spec, schema, watermarked)
-    if spec.state_layout == "chunked":
-        from overwindow.streaming.chunked import ROWS_PER_CHUNK, ChunkedOnUpdate
-
-        return ChunkedOnUpdate(machine, rows_per_chunk or ROWS_PER_CHUNK)
-    return machine
+from overwindow.streaming.chunked import MemoryChunks
+from overwindow.streaming.machines import machine_for
 
 
 class Driver:
@@ -59,6 +42,7 @@ class Driver:
         self.keys = list(keys)
         self.states: dict[tuple, bytes] = {}
         self.wakeups: dict[tuple, object] = {}
+        self.held: dict[tuple, int] = {}  # rows each key's state holds
         self.late_rows = 0
         self.steps = 0
 
@@ -91,8 +75,6 @@ class Driver:
 
     def _step(self, key, rows, watermark) -> pa.Table:
         if self.chunked and key not in self.states:
-            from overwindow.streaming.chunked import MemoryChunks
-
             self.states[key] = MemoryChunks()
         step = self.machine.step(self.states.get(key), rows, watermark)
         self.steps += 1
@@ -100,17 +82,10 @@ class Driver:
             self.states[key] = step.state
         self.wakeups[key] = step.wakeup
         self.late_rows += step.late_rows
-        self.recomputed_rows += step.counters.get("recomputed_rows", 0)
+        self.recomputed_rows += step.counters.recomputed_rows
+        self.held[key] = step.counters.state_rows
         return step.output
 
     def state_rows(self) -> int:
         """Rows held in all partitions' state (released and pending)."""
-        from overwindow.streaming import on_update, window_close
-        from overwindow.streaming.state import decode
-
-        if self.chunked:
-            return sum(self.machine.held_rows(s) for s in self.states.values())
-        kind = (
-            window_close.STATE_KIND if self.machine.spec.emit == "on_window_close" else on_update.STATE_KIND
-        )
-        return sum(decode(s, kind)[0]["rows"].num_rows for s in self.states.values())
+        return sum(self.held.values())

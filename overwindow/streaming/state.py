@@ -1,19 +1,36 @@
-"""State encoding: Arrow IPC stream bytes with a format version and JSON counters in the schema
-metadata. Never pickle: the bytes outlive the code that wrote them.
+"""State encoding: Arrow IPC stream bytes with a format version, the state's kind and its counters
+(a versioned dataclass per kind, as JSON) in a header. Never pickle: the bytes outlive the code that
+wrote them.
+
+Layout: 4 bytes (little-endian length of the header), the header (JSON: ``version``, ``kind``,
+``tables``: the names of the tables, ``meta``: the kind's counters), then per table 8 bytes of length
+and one Arrow IPC stream of one record batch.
+
+Kinds and the format versions they read:
+
+- ``window_close`` (``WindowCloseMeta``): formats 1 and 2 (the same tables and counters; states
+  written before pending rows were kept in order have no ``pending_sorted`` and are sorted on read);
+- ``on_update`` (``OnUpdateMeta``; also each chunk of the chunked layout, with empty counters):
+  format 2 only, as format 1 hashed row identities differently (``identity``);
+- ``on_update_index`` (``ChunkIndexMeta``): format 2.
 
 >>> t = pa.table({"x": [1, 2]})
->>> tables, meta = decode(encode({"rows": t}, {"n": 3}, kind="test"), kind="test")
+>>> data = encode({"rows": t}, "on_update", OnUpdateMeta(late_rows=3))
+>>> tables, meta = decode(data, "on_update", OnUpdateMeta)
 >>> tables["rows"].equals(t), meta
-(True, {'n': 3})
+(True, OnUpdateMeta(evicted_rows=0, evicted_groups=0, horizon=None, late_rows=3))
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, fields
+from typing import ClassVar, TypeVar
 
 import pyarrow as pa
 
-# 2: on-update identities are hashed without pandas (``on_update._row_hash``); other kinds unchanged
+# 2: on-update identities are hashed without pandas for numbers and times (``identity.row_hash``);
+# other kinds unchanged
 FORMAT_VERSION = 2
 _KEY = b"overwindow.state"
 _OPTIONS = pa.ipc.IpcWriteOptions()
@@ -24,11 +41,78 @@ class StateFormatError(ValueError):
     """State bytes this version cannot read (another format version, or not overwindow state)."""
 
 
-def encode(tables: dict[str, pa.Table], meta: dict, kind: str) -> bytes:
-    """One IPC stream per named table, concatenated with length prefixes; ``meta`` in the first.
-    O(bytes); streaming steps encode small states per key and call, so the fixed cost counts."""
+@dataclass
+class StateMeta:
+    """A state kind's counters, kept in the header as JSON (field names are the JSON keys).
+    ``OLDEST``: the oldest format version whose counters this class reads; a counter missing from a
+    state takes its field's default, which must be what its absence meant."""
+
+    OLDEST: ClassVar[int] = FORMAT_VERSION
+
+    def to_json(self) -> dict:
+        return dict(vars(self))  # the fields: plain values (asdict's deep copy costs 20x more)
+
+    @classmethod
+    def from_json(cls, raw: dict, version: int):
+        known = {f.name for f in fields(cls)}
+        if not set(raw) <= known:
+            raise StateFormatError(
+                f"state format {version} holds counters this overwindow does not know: "
+                f"{sorted(set(raw) - known)}; start the query from a new checkpoint"
+            )
+        return cls(**raw)
+
+
+@dataclass
+class WindowCloseMeta(StateMeta):
+    """Emit on window close: the ``rows`` table holds released rows, then pending ones."""
+
+    OLDEST: ClassVar[int] = 1
+
+    n_released: int = 0  # rows the watermark has released (the first n_released)
+    emitted: int = 0  # released rows already emitted (a prefix of them)
+    pruned_rows: int = 0  # rows of the partition pruned so far (row_number and rank count them)
+    pruned_groups: int = 0  # their peer groups (dense_rank counts them)
+    released_upto: int | float | None = None  # the watermark the released rows are at or below
+    late_rows: int = 0  # rows dropped as late so far
+    pending_sorted: bool = True  # pending rows in (ORDER BY, row key) order; False: in arrival order
+
+    @classmethod
+    def from_json(cls, raw: dict, version: int) -> WindowCloseMeta:
+        # states written before pending rows were kept in order hold them as they arrived
+        return super().from_json({"pending_sorted": False, **raw}, version)
+
+
+@dataclass
+class OnUpdateMeta(StateMeta):
+    """Emit on update: the ``rows`` table holds the live rows with their identities and results."""
+
+    evicted_rows: int = 0  # rows of the partition evicted so far (row_number and rank count them)
+    evicted_groups: int = 0  # their peer groups (dense_rank counts them)
+    horizon: int | float | None = None  # changes below this ORDER BY key are late (None: none yet)
+    late_rows: int = 0  # changes dropped as late so far
+
+
+@dataclass
+class ChunkIndexMeta(OnUpdateMeta):
+    """The chunked layout's index: the partition's counters and the next free chunk id."""
+
+    next_chunk: int = 0
+
+
+M = TypeVar("M", bound=StateMeta)
+
+
+def encode(tables: dict[str, pa.Table], kind: str, meta: StateMeta | None = None) -> bytes:
+    """State bytes of named tables, of a ``kind``, with counters ``meta`` (None: none). O(bytes);
+    streaming steps encode small states per key and call, so the fixed cost counts."""
     header = json.dumps(
-        {"version": FORMAT_VERSION, "kind": kind, "tables": list(tables), "meta": meta}
+        {
+            "version": FORMAT_VERSION,
+            "kind": kind,
+            "tables": list(tables),
+            "meta": meta.to_json() if meta is not None else {},
+        }
     ).encode()
     parts = [len(header).to_bytes(4, "little"), header]
     for table in tables.values():
@@ -45,16 +129,17 @@ def encode(tables: dict[str, pa.Table], meta: dict, kind: str) -> bytes:
     return b"".join(parts)
 
 
-def decode(data: bytes, kind: str, oldest: int = FORMAT_VERSION) -> tuple[dict[str, pa.Table], dict]:
-    """The tables and meta of state bytes of this ``kind`` written in a format from ``oldest`` (the
-    oldest this kind still reads the same way) up to ``FORMAT_VERSION``; StateFormatError otherwise."""
+def decode(data: bytes, kind: str, meta: type[M]) -> tuple[dict[str, pa.Table], M]:
+    """The tables and counters of state bytes of this ``kind`` written in a format from
+    ``meta.OLDEST`` up to ``FORMAT_VERSION``; StateFormatError otherwise. O(bytes), no copy of the
+    tables."""
     view = memoryview(data)
     n = int.from_bytes(view[:4], "little")
     try:
         header = json.loads(bytes(view[4 : 4 + n]))
     except ValueError:
         raise StateFormatError("not overwindow state") from None
-    version = header.get("version")
+    version, oldest = header.get("version"), meta.OLDEST
     if not isinstance(version, int) or not oldest <= version <= FORMAT_VERSION or header.get("kind") != kind:
         accepted = f"{oldest} to {FORMAT_VERSION}" if oldest < FORMAT_VERSION else f"{FORMAT_VERSION}"
         raise StateFormatError(
@@ -71,4 +156,4 @@ def decode(data: bytes, kind: str, oldest: int = FORMAT_VERSION) -> tuple[dict[s
         ).read_all()
         tables[name] = table.replace_schema_metadata(None)
         pos += size
-    return tables, header["meta"]
+    return tables, meta.from_json(header["meta"], version)

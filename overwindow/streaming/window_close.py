@@ -30,7 +30,7 @@ Cost per step: O(b log b) for a buffer of b rows (frame reach plus unemitted row
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -40,28 +40,15 @@ from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit
-from overwindow.logical.functions import Kind
 from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr, resolve_column
-from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
-from overwindow.streaming.state import decode, encode
+from overwindow.streaming.contract import Counters, Step
+from overwindow.streaming.state import WindowCloseMeta, decode, encode
+from overwindow.streaming.stretch import evaluate_stretch, peer_groups
 
 STATE_KIND = "window_close"
-_RANK_OFFSETS = {"row_number": "rows", "rank": "rows", "dense_rank": "groups"}
-
-
-@dataclass
-class Step:
-    """What one step produced: the new state bytes, the emitted rows, the earliest watermark at which
-    this partition can emit without new rows (None: only new rows can help), late rows dropped now."""
-
-    state: bytes
-    output: pa.Table
-    wakeup: float | int | None
-    late_rows: int = 0
-    counters: dict = field(default_factory=dict)
 
 
 class WindowClose:
@@ -93,28 +80,16 @@ class WindowClose:
     def _load(self, state: bytes | None):
         """(rows, their ORDER BY key numbers, meta) of a partition's state."""
         if state is None:
-            meta = {
-                "n_released": 0,
-                "emitted": 0,
-                "pruned_rows": 0,
-                "pruned_groups": 0,
-                "released_upto": None,
-                "late_rows": 0,
-                "pending_sorted": True,
-            }
             empty = self.schema.empty_table()
-            return empty, self._keys(empty), meta
-        tables, meta = decode(state, STATE_KIND, oldest=1)  # formats 1 and 2 hold the same tables
+            return empty, self._keys(empty), WindowCloseMeta()
+        tables, meta = decode(state, STATE_KIND, WindowCloseMeta)
         rows = tables["rows"]
         keys = self._keys(rows)
-        if not meta.get("pending_sorted"):  # written before pending rows were kept in order
-            n = meta["n_released"]
+        if not meta.pending_sorted:  # written before pending rows were kept in order
+            n = meta.n_released
             rows, keys = self._insert(rows.slice(0, n), keys[:n], n, rows.slice(n), keys[n:])
-            meta["pending_sorted"] = True
+            meta.pending_sorted = True
         return rows, keys, meta
-
-    def _save(self, rows: pa.Table, meta: dict) -> bytes:
-        return encode({"rows": rows}, meta, STATE_KIND)
 
     # -- the step ----------------------------------------------------------------------------
 
@@ -132,27 +107,27 @@ class WindowClose:
             new = Values(rows.column(self.order))
             new_k = key_numbers(new)
             ok = new.valid.copy() if new.array.null_count else new.valid
-            if meta["released_upto"] is not None:
-                ok &= new_k > meta["released_upto"]
+            if meta.released_upto is not None:
+                ok &= new_k > meta.released_upto
             late = len(ok) - int(np.count_nonzero(ok))
             if late:
                 rows, new_k = rows.filter(pa.array(ok)), new_k[ok]
-            table, keys = self._insert(table, keys, meta["n_released"], rows, new_k)
-        meta["late_rows"] += late
-        if watermark is not None and (meta["released_upto"] is None or watermark > meta["released_upto"]):
+            table, keys = self._insert(table, keys, meta.n_released, rows, new_k)
+        meta.late_rows += late
+        if watermark is not None and (meta.released_upto is None or watermark > meta.released_upto):
             # pending keys are sorted: the rows at or below the watermark are a prefix of them
-            meta["n_released"] = int(np.searchsorted(keys, watermark, side="right"))
-            meta["released_upto"] = watermark
-        n = meta["n_released"]
+            meta.n_released = int(np.searchsorted(keys, watermark, side="right"))
+            meta.released_upto = watermark
+        n = meta.n_released
         groups = peer_groups(keys[:n])
         out, upto = self._emit(table.slice(0, n), keys[:n], groups, meta)
         table, keys, meta = self._prune(table, keys, groups, meta, upto)
         return Step(
-            self._save(table, meta),
+            encode({"rows": table}, STATE_KIND, meta),
             out,
             self._wakeup(keys, meta),
             late,
-            {"state_rows": table.num_rows, "late_rows_total": meta["late_rows"]},
+            Counters(state_rows=table.num_rows, late_rows_total=meta.late_rows),
         )
 
     def _keys(self, table: pa.Table) -> np.ndarray:
@@ -179,103 +154,82 @@ class WindowClose:
         )
 
     def _emit(
-        self, released: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: dict
+        self, released: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: WindowCloseMeta
     ) -> tuple[pa.Table, int]:
-        start = meta["emitted"]
+        start = meta.emitted
         n = released.num_rows
         if start >= n:
             return self.output_schema.empty_table(), start
         upto = n
         for call in self.spec.calls:
-            upto = min(upto, self._complete_upto(call, released, keys, groups, start, meta["released_upto"]))
+            upto = min(upto, self._complete_upto(call, released, keys, groups, start, meta.released_upto))
         if upto <= start:
             return self.output_schema.empty_table(), start
-        # the released rows are one partition sorted by the ORDER BY key (and identity): no sort
-        results = evaluate_calls(released, self.expressions, layout=Layout.in_order(groups))
+        # the released rows are one partition sorted by the ORDER BY key (and identity): no sort;
+        # positions count the pruned rows too
+        results = evaluate_stretch(released, self.expressions, groups, meta.pruned_rows, meta.pruned_groups)
         window = slice(start, upto)
-        for call in self.spec.calls:
-            shift = _RANK_OFFSETS.get(call.function)
-            if shift is not None:  # positions counted before the pruned rows
-                add = meta["pruned_rows"] if shift == "rows" else meta["pruned_groups"]
-                results[call.alias] = pc.add(results[call.alias], add)
         part = released.slice(window.start, window.stop - window.start)
         results = {k: v.slice(window.start, window.stop - window.start) for k, v in results.items()}
-        meta["emitted"] = upto
+        meta.emitted = upto
         return project(part, self.expressions, results), upto
 
     def _complete_upto(self, call: WindowCall, released, keys, groups, start, watermark) -> int:
-        """First released position (>= start) whose frame is not complete yet for this call."""
+        """First released position (>= start) whose frame is not complete yet for this call: the
+        rows it reads (``WindowCall.reads``) end n rows, n peer groups or x past its key ahead."""
         n = len(keys)
-        ahead_rows = ahead_groups = 0
-        range_ahead = None
-        if call.function in ("lead", "lag"):
-            off = call.params[0] if call.params else 1
-            ahead_rows = off if call.function == "lead" else -off
-            if call.ignore_nulls and ahead_rows > 0:
-                valid = evaluate_expr(call.args[0], released).is_valid().to_numpy(zero_copy_only=False)
-                after = np.cumsum(valid[::-1])[::-1] - valid  # non-NULL rows after each position
-                ok = after >= ahead_rows
-                return _first_false(ok, start)
-        elif call.info.kind in (Kind.VALUE, Kind.AGGREGATE):
-            end = call.frame.end
-            if end.kind is BoundKind.FOLLOWING:
-                if call.frame.unit is FrameUnit.ROWS:
-                    ahead_rows = end.offset
-                elif call.frame.unit is FrameUnit.GROUPS:
-                    ahead_groups = end.offset
-                else:
-                    range_ahead = end.offset
-        if ahead_rows > 0:
-            return max(start, n - ahead_rows)
-        if ahead_groups > 0:
-            last_group = groups[-1]
-            ok = groups + ahead_groups <= last_group
-            return _first_false(ok, start)
-        if range_ahead is not None:
-            reach = shift_key(keys, self.key_kind, range_ahead, +1)
-            ok = reach <= watermark
-            return _first_false(ok, start)
-        return n
+        back = call.rows_back
+        if call.ignore_nulls and back is not None:  # lag/lead IGNORE NULLS: counted in non-NULL rows
+            if back >= 0:
+                return n
+            valid = evaluate_expr(call.args[0], released).is_valid().to_numpy(zero_copy_only=False)
+            after = np.cumsum(valid[::-1])[::-1] - valid  # non-NULL rows after each position
+            return _first_false(after >= -back, start)
+        reads = call.reads
+        end = reads.end
+        if end.kind is not BoundKind.FOLLOWING:
+            return n
+        if reads.unit is FrameUnit.ROWS:
+            return max(start, n - end.offset)
+        if reads.unit is FrameUnit.GROUPS:
+            return _first_false(groups + end.offset <= groups[-1], start)
+        return _first_false(shift_key(keys, self.key_kind, end.offset, +1) <= watermark, start)
 
-    def _prune(self, table: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: dict, upto: int):
+    def _prune(self, table: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: WindowCloseMeta, upto: int):
         """Drop the released rows before the earliest one a future frame reaches."""
-        n = meta["n_released"]
+        n = meta.n_released
         if n == 0:
             return table, keys, meta
         released = table.slice(0, n)
         keep = upto
         for call in self.spec.calls:
-            keep = min(keep, self._reach_back(call, released, keys[:n], groups, upto, meta["released_upto"]))
+            keep = min(keep, self._reach_back(call, released, keys[:n], groups, upto, meta.released_upto))
         keep = max(keep, 0)
         if keep < n:  # never split a peer group: RANGE peers and rank counters need it whole
             keep = int(np.searchsorted(groups, groups[keep], side="left"))
         if keep == 0:
             return table, keys, meta
-        meta = dict(
+        meta = replace(
             meta,
             n_released=n - keep,
-            emitted=meta["emitted"] - keep,
-            pruned_rows=meta["pruned_rows"] + keep,
-            pruned_groups=meta["pruned_groups"] + int(groups[keep - 1]) + 1,
+            emitted=meta.emitted - keep,
+            pruned_rows=meta.pruned_rows + keep,
+            pruned_groups=meta.pruned_groups + int(groups[keep - 1]) + 1,
         )
         return table.slice(keep), keys[keep:], meta
 
     def _reach_back(self, call: WindowCall, released, keys, groups, u, watermark) -> int:
-        """Earliest released position a frame of any row at or after position u can reach."""
+        """Earliest released position the rows read (``WindowCall.reads``) by any row at or after
+        position u can reach."""
         n = len(keys)
-        if call.function == "lag":
-            off = call.params[0] if call.params else 1
-            if off <= 0:
+        back = call.rows_back
+        if call.ignore_nulls and back is not None:  # lag/lead IGNORE NULLS: counted in non-NULL rows
+            if back <= 0:
                 return u
-            if call.ignore_nulls:
-                valid = evaluate_expr(call.args[0], released).is_valid().to_numpy(zero_copy_only=False)
-                nonnull = np.flatnonzero(valid[:u])
-                return int(nonnull[-off]) if len(nonnull) >= off else 0
-            return u - off
-        if call.info.kind not in (Kind.VALUE, Kind.AGGREGATE):
-            return u
-        start = call.frame.start
-        unit = call.frame.unit
+            valid = evaluate_expr(call.args[0], released).is_valid().to_numpy(zero_copy_only=False)
+            nonnull = np.flatnonzero(valid[:u])
+            return int(nonnull[-back]) if len(nonnull) >= back else 0
+        start, unit = call.reads.start, call.reads.unit
         if start.kind is BoundKind.UNBOUNDED_PRECEDING:
             return 0
         if start.kind is not BoundKind.PRECEDING:
@@ -292,19 +246,15 @@ class WindowClose:
     def _wakeup(self, keys, meta):
         """The smallest watermark at which this partition can emit again without new rows."""
         times = []
-        n = meta["n_released"]
+        n = meta.n_released
         if n < len(keys):
             times.append(keys[n])  # the lowest pending key
-        start = meta["emitted"]
+        start = meta.emitted
         if start < n:
             key = keys[start : start + 1]
             for call in self.spec.calls:
-                end = call.frame.end
-                if (
-                    call.info.kind in (Kind.VALUE, Kind.AGGREGATE)
-                    and call.frame.unit is FrameUnit.RANGE
-                    and end.kind is BoundKind.FOLLOWING
-                ):
+                end = call.reads.end
+                if call.reads.unit is FrameUnit.RANGE and end.kind is BoundKind.FOLLOWING:
                     times.append(shift_key(key, self.key_kind, end.offset, +1)[0])
         return min(times).item() if times else None
 
@@ -318,17 +268,6 @@ def _first_false(ok: np.ndarray, start: int) -> int:
     """The first position at or after ``start`` where ``ok`` is False (len(ok) if none)."""
     bad = np.flatnonzero(~ok[start:])
     return start + int(bad[0]) if len(bad) else len(ok)
-
-
-def peer_groups(keys: np.ndarray) -> np.ndarray:
-    """Peer-group number (0, 1, ...) of each row of a sorted key column. O(n).
-
-    >>> peer_groups(np.array([3, 3, 5, 7, 7])).tolist()
-    [0, 0, 1, 2, 2]
-    """
-    if len(keys) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.concatenate(([0], np.cumsum(keys[1:] != keys[:-1])))
 
 
 def _group_start(groups: np.ndarray, u: int) -> int:

@@ -4,7 +4,7 @@
 tables, wavelet matrix, sliding counts, broadcast); ``evaluate(t, call, prefer_naive=True)`` runs
 the same call through ``physical/kernels/reference.py`` with the naive per-frame Python kernel,
 which recomputes every frame from scratch (exact rational sums, sorting). Random tables hit the
-edge cases of DESIGN.md section 2: NULL/NaN/inf values and order keys, huge and tiny magnitudes,
+edge cases of docs/design.md, Semantics: NULL/NaN/inf values and order keys, huge and tiny magnitudes,
 int64 extremes, ties, empty frames, frames whose start passes their end, EXCLUDE holes, FILTER
 and partitions. Hypothesis runs derandomized (same examples every run), bounded to stay fast.
 """
@@ -413,7 +413,7 @@ def test_pinned_calls_on_floats(sql, data):
 
 
 def test_exact_sums_cancel():
-    """1e20 + 1 - 1e20 is 1 in every frame, in both paths (DESIGN.md: float drift)."""
+    """1e20 + 1 - 1e20 is 1 in every frame, in both paths (docs/design.md, Semantics: float drift)."""
     t = pa.table({"o": list(range(7)), "x": [1e20, 1.0, -1e20, 1e20, 1.0, -1e20, 3.0]})
     sql = "sum(x) OVER (ORDER BY o ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS r"
     want = [1e20, 1e20 + 1, 1.0, 1.0, 1.0, 1.0, -1e20 + 4]

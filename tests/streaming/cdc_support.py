@@ -1,20 +1,30 @@
-"""Random CDC micro-batches for the emit-on-update tests: inserts, deletes and updates (which may
-move a row in time) over a dict of the live rows the test keeps as its oracle's input."""
+"""Support for the emit-on-update tests: random CDC micro-batches (inserts, deletes and updates, which
+may move a row in time) over a dict of the live rows the test keeps as its oracle's input, and calls
+whose frames reach far (many rows, wide RANGE and GROUPS frames) for large partitions."""
+
+import pyarrow as pa
 
 
-def random_cdc_batch(rng, live: dict, next_id: int, size: int, t_hi: int = 15):
+def random_cdc_batch(
+    rng, live: dict, next_id: int, size: int, t_hi: int = 15, keys: int = 3, value: str = "x"
+):
     """``size`` changes: 60% inserts (new ids), 20% deletes and 20% updates of live rows; ``live``
-    ((k, id) -> row) is updated to match. Returns (the rows with their ``op``, the next free id)."""
+    ((k, id) -> row) is updated to match. ``keys``: partition keys 0 to keys - 1; ``value``: the
+    value column, ``x`` (a float, 15% NULL) or ``u`` (an integer in [0, 100)). Returns (the rows with
+    their ``op``, the next free id)."""
     batch = []
     for _ in range(size):
         choice = rng.random()
-        x = None if rng.random() < 0.15 else float(rng.integers(-20, 20))
+        if value == "x":
+            x = None if rng.random() < 0.15 else float(rng.integers(-20, 20))
+        else:
+            x = int(rng.integers(0, 100))
         if choice < 0.6 or not live:
             row = {
-                "k": int(rng.integers(0, 3)),
+                "k": int(rng.integers(0, keys)),
                 "id": next_id,
                 "t": int(rng.integers(0, t_hi)),
-                "x": x,
+                value: x,
                 "op": "insert",
             }
             next_id += 1
@@ -23,12 +33,32 @@ def random_cdc_batch(rng, live: dict, next_id: int, size: int, t_hi: int = 15):
             row = (
                 dict(old, op="delete")
                 if choice < 0.8
-                else dict(old, t=int(rng.integers(0, t_hi)), x=x, op="update")
+                else dict(old, t=int(rng.integers(0, t_hi)), **{value: x}, op="update")
             )
         batch.append(row)
         key = (row["k"], row["id"])
         if row["op"] == "delete":
             live.pop(key, None)
         else:
-            live[key] = {c: row[c] for c in ("k", "id", "t", "x")}
+            live[key] = {c: row[c] for c in ("k", "id", "t", value)}
     return batch, next_id
+
+
+WIDE_CALLS = [
+    (
+        "sum(u) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND 2 FOLLOWING) AS s",
+        "lag(u, 40) OVER (ORDER BY t) AS l",
+        "lead(u, 2) OVER (ORDER BY t) AS ld",
+    ),
+    (
+        "count(*) OVER (ORDER BY t RANGE BETWEEN 30 PRECEDING AND 5 FOLLOWING) AS c",
+        "max(u) OVER (ORDER BY t GROUPS BETWEEN 20 PRECEDING AND CURRENT ROW EXCLUDE TIES) AS m",
+    ),
+    (
+        "min(u) OVER (ORDER BY t DESC RANGE BETWEEN 3 PRECEDING AND 60 FOLLOWING EXCLUDE GROUP) AS mn",
+        "first_value(u) OVER (ORDER BY t DESC ROWS BETWEEN 1 FOLLOWING AND 50 FOLLOWING) AS fv",
+    ),
+]
+WIDE = pa.schema(
+    [("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("u", pa.int64()), ("op", pa.string())]
+)

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 import overwindow
 from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
-from overwindow.streaming.chunked import INDEX_KIND, MemoryChunks
+from overwindow.streaming.chunked import CHUNK, CHUNK_ROWS, INDEX_KIND, MemoryChunks
 from overwindow.streaming.driver import Driver
-from overwindow.streaming.state import decode
+from overwindow.streaming.identity import IDENTITY
+from overwindow.streaming.state import ChunkIndexMeta, decode
 
 SCHEMA = pa.schema(
     [("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("op", pa.string())]
@@ -121,14 +122,14 @@ def test_chunked_changelog_equals_whole_state_and_batch(seed, calls, n_batches, 
         _same_changelog(have, want, names)
     # the identity map points every live row at the chunk that holds it
     for _key, store in chunked.states.items():
-        index = decode(store.index, INDEX_KIND)[0]["index"]
-        for cid in index.column("__ow_chunk").to_pylist():
+        index = decode(store.index, INDEX_KIND, ChunkIndexMeta)[0]["index"]
+        for cid in index.column(CHUNK).to_pylist():
             held = chunked.machine.machine.load(store.chunks[cid])[0]
-            assert all(store.rows[h] == cid for h in held.column("__ow_id").to_pylist()), held.column(
+            assert all(store.rows[h] == cid for h in held.column(IDENTITY).to_pylist()), held.column(
                 "id"
             ).to_pylist()
-        assert set(store.chunks) == set(index.column("__ow_chunk").to_pylist())
-        assert len(store.rows) == sum(index.column("__ow_rows").to_pylist())
+        assert set(store.chunks) == set(index.column(CHUNK).to_pylist())
+        assert len(store.rows) == sum(index.column(CHUNK_ROWS).to_pylist())
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -259,7 +260,7 @@ def test_an_update_that_moves_a_row_far_emits_no_delete():
     assert "delete" not in chunked.column("_change").to_pylist()
     assert {r["id"]: r["s"] for r in chunked.to_pylist()}[5] == 1 + 1 + 7.0
     store = driver.states[(0,)]
-    index = decode(store.index, INDEX_KIND)[0]["index"]
-    last = index.column("__ow_chunk").to_pylist()[-1]
+    index = decode(store.index, INDEX_KIND, ChunkIndexMeta)[0]["index"]
+    last = index.column(CHUNK).to_pylist()[-1]
     held_5 = [h for h, c in store.rows.items() if c == last]
-    assert len(held_5) == index.column("__ow_rows").to_pylist()[-1]
+    assert len(held_5) == index.column(CHUNK_ROWS).to_pylist()[-1]

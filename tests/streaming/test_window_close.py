@@ -1,6 +1,8 @@
 """The emit-on-window-close machine through the in-memory driver. Oracle: the batch evaluator over
 all rows, restricted to rows whose windows closed by the final watermark (from SQL's definitions)."""
 
+from dataclasses import dataclass, fields
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -11,8 +13,8 @@ import overwindow
 from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
 from overwindow.streaming.driver import Driver
-from overwindow.streaming.state import FORMAT_VERSION
-from overwindow.streaming.window_close import WindowClose
+from overwindow.streaming.state import FORMAT_VERSION, StateMeta, WindowCloseMeta, decode, encode
+from overwindow.streaming.window_close import STATE_KIND, WindowClose
 
 # (SQL, rows ahead, peer groups ahead, RANGE distance ahead) a row needs before its window closes
 CALLS = [
@@ -135,6 +137,25 @@ def test_union_of_emitted_rows_equals_batch_over_closed_windows(seed, n, keys, d
     _check(table, out, watermark)
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        ("lead(x, -2) OVER (ORDER BY t) AS p", 0, 0, None),
+        ("lead(x, -1) IGNORE NULLS OVER (ORDER BY t) AS p", 0, 0, None),
+        ("lag(x, -2) OVER (ORDER BY t) AS p", 2, 0, None),
+    ],
+)
+def test_negative_offsets_read_the_other_way(call):
+    """lead(x, -n) reads the row n rows back and lag(x, -n) the row n rows ahead: pruning keeps the
+    rows they read and emission waits for them. (Pruning took lead for a look ahead whatever the
+    sign, so lead(x, -2) came out NULL once rows were pruned.)"""
+    rng = np.random.default_rng(7)
+    table = _data(rng, 120, 2, 0)
+    out, driver, watermark = _run(table, np.arange(0, 120, 3), delay=1, calls=[call])
+    assert driver.late_rows == 0
+    _check(table, out, watermark, [call])
+
+
 def test_state_holds_only_what_future_frames_need():
     # distinct times, one key: after the stream the state holds the rows still waiting for 2 rows
     # after them, plus the history the frames of those rows reach (10 rows for the ROWS frame)
@@ -250,7 +271,15 @@ def test_state_with_pending_rows_in_arrival_order_still_reads(seed):
     """States written before pending rows were kept in order (no ``pending_sorted`` in their meta)
     hold the pending rows as they arrived; a machine given such a state emits what the batch
     evaluator gives."""
-    from overwindow.streaming.state import decode, encode
+
+    @dataclass
+    class CountersBeforePendingSorted(StateMeta):  # the window-close counters such states hold
+        n_released: int
+        emitted: int
+        pruned_rows: int
+        pruned_groups: int
+        released_upto: int | None
+        late_rows: int
 
     rng = np.random.default_rng(seed)
     table = _data(rng, 120, 1, 30)  # one key; ties and disorder among the pending rows
@@ -261,14 +290,18 @@ def test_state_with_pending_rows_in_arrival_order_still_reads(seed):
     )  # nothing late for the second step
     machine = WindowClose(OverWindow(*(c[0] for c in CALLS), rowKey="rid"), SCHEMA)
     first = machine.step(None, before.take(pa.array(rng.permutation(before.num_rows))), watermark=20)
-    tables, meta = decode(first.state, "window_close")
-    n = meta.pop("pending_sorted") and meta["n_released"]
+    tables, meta = decode(first.state, STATE_KIND, WindowCloseMeta)
+    n = meta.n_released
     rows = tables["rows"]
     arrival = rows.slice(n).take(pa.array(rng.permutation(rows.num_rows - n)))
     assert not arrival.equals(rows.slice(n))  # the pending rows really are out of order
+    counters = {f.name: getattr(meta, f.name) for f in fields(CountersBeforePendingSorted)}
     old = encode(
-        {"rows": pa.concat_tables([rows.slice(0, n), arrival]).combine_chunks()}, meta, "window_close"
+        {"rows": pa.concat_tables([rows.slice(0, n), arrival]).combine_chunks()},
+        STATE_KIND,
+        CountersBeforePendingSorted(**counters),
     )
+    assert "pending_sorted" not in old[:200].decode(errors="ignore")
     steps = [first, machine.step(old, None, watermark=30)]  # a timeout: no new rows to merge with
     steps.append(machine.step(steps[-1].state, after, watermark=45))
     steps.append(machine.step(steps[-1].state, None, watermark=10**6))

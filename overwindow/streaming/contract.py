@@ -1,0 +1,62 @@
+"""The contract between the streaming state machines and what hosts them (the Spark adapter, the
+in-memory driver): one step per partition and micro-batch, its result, and the output columns a
+machine adds.
+
+A machine is built once per spec and input schema (``overwindow.streaming.machines.machine_for``) and
+holds nothing between calls, so one machine object serves every partition: a host keeps each
+partition's state and calls ``step(state, rows, watermark)`` for the partitions with rows in the
+micro-batch, and for those whose ``wakeup`` the watermark has passed (with no rows). A host that
+serves many partitions in one call (a bucket of keys) steps each of them with its own state.
+
+>>> import pyarrow as pa
+>>> from overwindow.spec import OverWindow
+>>> from overwindow.streaming.machines import machine_for
+>>> schema = pa.schema([("t", pa.int64()), ("x", pa.int64())])
+>>> m = machine_for(OverWindow("lag(x) OVER (ORDER BY t) AS p"), schema)
+>>> step = m.step(None, pa.table({"t": [1, 2], "x": [5, 6]}), watermark=1)
+>>> step.output.to_pylist(), step.wakeup, step.counters
+([{'t': 1, 'x': 5, 'p': None}], 2, Counters(state_rows=2, late_rows_total=0, recomputed_rows=0, bad_rows=0))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import pyarrow as pa
+
+CHANGE = "_change"  # emit on update: UPSERT or DELETE per output row
+UPSERT, DELETE = "upsert", "delete"
+ROW_ID = "_row_id"  # emit on update without a row key: the row's 64-bit identity, the changelog's key
+
+
+@dataclass
+class Counters:
+    """What a step counted for its partition."""
+
+    state_rows: int = 0  # rows the partition holds after the step
+    late_rows_total: int = 0  # rows dropped as late since the partition started
+    recomputed_rows: int = 0  # emit on update: rows whose results this step recomputed
+    bad_rows: int = 0  # emit on update: rows this step kept aside (no known op, NULL event time)
+
+
+@dataclass
+class Step:
+    """What one step produced for one partition."""
+
+    state: bytes | None  # the new state; None: the machine wrote it to the store it was given
+    output: pa.Table  # the rows emitted, in the machine's ``output_schema``
+    wakeup: int | float | None = None  # window close: the watermark at which it can emit without rows
+    late_rows: int = 0  # rows of this step dropped as late
+    counters: Counters = field(default_factory=Counters)
+
+
+class StateMachine(Protocol):
+    """A streaming state machine: pure Python, no Spark."""
+
+    output_schema: pa.Schema
+
+    def step(self, state, rows: pa.Table | None, watermark=None) -> Step:
+        """Feed one partition's rows of a micro-batch (None: none) with the current watermark (in the
+        ORDER BY key's numbers) to its ``state`` (None: new); the new state and the rows emitted."""
+        ...

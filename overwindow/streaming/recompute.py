@@ -1,0 +1,121 @@
+"""Recompute and diff for emit on update: the results of the rows a batch's changes reach, evaluated
+with the batch kernels on the slices their frames read, and which of them differ from what the
+state last emitted for the same identity (only those are emitted).
+
+>>> equal(pa.array([1.0, None, float("nan")]), pa.array([1.0, None, float("nan")])).tolist()
+[True, True, True]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from overwindow.evaluate import project
+from overwindow.logical.call import WindowExpression
+from overwindow.streaming.arrays import find
+from overwindow.streaming.merge import Merged
+from overwindow.streaming.reach import FrameReach
+from overwindow.streaming.stretch import evaluate_stretch
+
+GAP = 4096  # ranges whose slices lie closer than this share one kernel call
+
+
+def recompute(
+    rows: pa.Table,
+    reach: FrameReach,
+    ranges: list[tuple[int, int]],
+    expressions: list[WindowExpression],
+    rows_before: int,
+    groups_before: int,
+) -> tuple[pa.Table | None, int]:
+    """(the rows in ``ranges`` of the sorted partition ``rows`` with every expression's column, how
+    many rows that is), computed on the slices ``[first_frame_start, last_frame_end)`` their frames
+    read (``reach.span``); ranges whose slices overlap or lie within ``GAP`` rows of each other share
+    one slice (one kernel call costs more than a few more rows). ``rows_before`` / ``groups_before``:
+    the partition's rows and peer groups before ``rows`` (evicted). Kernel work O(rows recomputed x
+    frame reach)."""
+    if not ranges:
+        return None, 0
+    spans = [reach.span(lo, hi) for lo, hi in ranges]
+    batches = [[0]]
+    for i in range(1, len(ranges)):
+        if spans[i][0] <= max(spans[j][1] for j in batches[-1]) + GAP:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    pieces, count = [], 0
+    for batch in batches:
+        fs = min(spans[i][0] for i in batch)
+        fe = max(spans[i][1] for i in batch)
+        part = rows.slice(fs, fe - fs)
+        # the rows are sorted by the calls' ORDER BY and reach.groups are its peer groups: no sort;
+        # positions count from the partition's first row
+        groups = reach.groups[fs:fe]
+        results = evaluate_stretch(
+            part, expressions, groups - groups[0], fs + rows_before, int(groups[0]) + groups_before
+        )
+        done = project(part, expressions, results)
+        if len(batch) == 1:  # one run: a zero-copy slice
+            lo, hi = ranges[batch[0]]
+            pieces.append(done.slice(lo - fs, hi - lo))
+        else:
+            pieces.append(done.take(pa.array(np.concatenate([np.arange(*ranges[i]) for i in batch]) - fs)))
+        count += sum(ranges[i][1] - ranges[i][0] for i in batch)
+    return pa.concat_tables(pieces), count
+
+
+def held_before(
+    merged: Merged, at_new: np.ndarray, old_ids: np.ndarray, new_ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For the rows at new positions ``at_new`` (identities ``new_ids``): (the old position of what
+    the state last emitted for each identity, -1 for a new one; whether that is a row an update
+    replaced, whose own columns may differ). O(k log k) for k replaced rows."""
+    prev = merged.from_old[at_new]
+    fresh = np.flatnonzero(prev < 0)
+    moved = np.zeros(len(prev), dtype=bool)
+    if len(fresh) and len(merged.replaced_old):
+        at = find(old_ids[merged.replaced_old], new_ids[fresh])
+        prev[fresh[at >= 0]] = merged.replaced_old[at[at >= 0]]
+        moved[fresh[at >= 0]] = True
+    return prev, moved
+
+
+def changed(
+    new: pa.Table,
+    old: pa.Table,
+    old_res: pa.Table,
+    prev: np.ndarray,
+    moved: np.ndarray,
+    results: list[str],
+    columns: list[str],
+) -> np.ndarray:
+    """Which recomputed rows ``new`` differ from what the state held for their identity (``prev``:
+    its old position in ``old`` / ``old_res``, -1 for a new identity): in the ``results`` columns,
+    and for ``moved`` rows (an update replaced them; other held rows are unchanged copies) in the
+    input ``columns`` too. NULL equals NULL and NaN equals NaN. O(rows x columns)."""
+    out = prev < 0
+    if out.all():
+        return out
+    at = pa.array(np.maximum(prev, 0))
+    same = ~out
+    for name in results:
+        same &= equal(new.column(name), old_res.column(name).take(at))
+    if moved.any():
+        at = pa.array(np.maximum(prev[moved], 0))
+        rows = pa.array(np.flatnonzero(moved))
+        for name in columns:
+            same[moved] &= equal(new.column(name).take(rows), old.column(name).take(at))
+    return ~same
+
+
+def equal(a, b) -> np.ndarray:
+    """Per-row equality of two arrays where NULL equals NULL and NaN equals NaN. O(n)."""
+    a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+    b = b.combine_chunks() if isinstance(b, pa.ChunkedArray) else b
+    both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+    eq = pc.fill_null(pc.equal(a, b), False)
+    if pa.types.is_floating(a.type):
+        eq = pc.or_(eq, pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False))
+    return pc.or_(eq, both_null).to_numpy(zero_copy_only=False)

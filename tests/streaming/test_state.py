@@ -1,0 +1,154 @@
+"""State bytes: states written by an earlier release of this format still load and the stream goes on
+exactly (the oracle: the batch evaluator over every row); today's machines write the same tables
+and counters for the same input; what this release cannot read is refused with a clear error.
+
+``data/format2_states.json`` holds states written by overwindow at git 36aaea1 (format 2, before the
+counters became dataclasses) for the inputs stored beside them: a window-close state with pruned
+and pending rows, an emit-on-update state after eviction, and a chunked store (index, chunks and
+identity map)."""
+
+import base64
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import overwindow
+from overwindow.spec import OverWindow
+from overwindow.streaming.chunked import MemoryChunks
+from overwindow.streaming.contract import CHANGE, DELETE
+from overwindow.streaming.machines import machine_for
+from overwindow.streaming.on_update import OnUpdate
+from overwindow.streaming.state import FORMAT_VERSION, StateFormatError
+
+SCHEMA = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.float64()), ("u", pa.int64())])
+CDC = pa.schema(
+    [("k", pa.int64()), ("rid", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("op", pa.string())]
+)
+ROWS = CDC.remove(CDC.get_field_index("op"))
+OLD = json.loads((Path(__file__).parent / "data" / "format2_states.json").read_text())
+
+
+def _header(state: bytes) -> dict:
+    n = int.from_bytes(state[:4], "little")
+    return json.loads(state[4 : 4 + n])
+
+
+def _tables(state: bytes) -> list[pa.Table]:
+    """The tables of state bytes, read by the layout documented in overwindow.streaming.state."""
+    pos, out = 4 + int.from_bytes(state[:4], "little"), []
+    while pos < len(state):
+        size = int.from_bytes(state[pos : pos + 8], "little")
+        out.append(pa.ipc.open_stream(state[pos + 8 : pos + 8 + size]).read_all())
+        pos += 8 + size
+    return out
+
+
+def _same_state(new: bytes, old: bytes):
+    """The same header (version, kind, table names, counters) and the same tables."""
+    assert _header(new) == _header(old)
+    assert all(a.equals(b) for a, b in zip(_tables(new), _tables(old), strict=True))
+
+
+def _equal_values(got: dict, want: dict, names):
+    for name in names:
+        a, b = got[name], want[name]
+        assert (a is None and b is None) or a == pytest.approx(b, rel=1e-12), (name, got, want)
+
+
+def _names(calls):
+    return [c.rsplit(" AS ", 1)[1] for c in calls]
+
+
+def test_window_close_state_written_by_format_2_goes_on():
+    old = OLD["window_close"]
+    spec = OverWindow(*old["calls"], rowKey="rid")
+    machine = machine_for(spec, ROWS)
+    batch1, batch2 = (pa.Table.from_pylist(old[b], schema=ROWS) for b in ("batch1", "batch2"))
+    first = machine.step(None, batch1, old["watermark1"])
+    state = base64.b64decode(old["state"])
+    _same_state(first.state, state)
+    assert _header(state)["meta"]["pruned_rows"] > 0  # row_number and rank go on counting them
+    second = machine.step(state, batch2, old["watermark2"])
+    last = machine.step(second.state, None, 10**6)
+    assert second.late_rows == 0
+    out = pa.concat_tables([first.output, second.output, last.output])
+    everything = pa.concat_tables([batch1, batch2])
+    want = {r["rid"]: r for r in overwindow.evaluate(everything, *spec.partitioned(("k",))).to_pylist()}
+    # every row but the last closes (ROWS 1 FOLLOWING waits for a row after it), none twice
+    assert out.num_rows == len(set(out.column("rid").to_pylist())) == len(want) - 1
+    for r in out.to_pylist():
+        _equal_values(r, want[r["rid"]], _names(old["calls"]))
+
+
+def _changelog_view(outputs, view: dict):
+    for out in outputs:
+        for r in out.to_pylist():
+            if r[CHANGE] == DELETE:
+                view.pop(r["rid"], None)
+            else:
+                view[r["rid"]] = r
+    return view
+
+
+def _live(batches) -> dict:
+    live = {}
+    for batch in batches:
+        for r in batch:
+            if r["op"] == "delete":
+                live.pop(r["rid"], None)
+            else:
+                live[r["rid"]] = {c: r[c] for c in ROWS.names}
+    return live
+
+
+@pytest.mark.parametrize("layout", ["whole", "chunked"])
+def test_on_update_state_written_by_format_2_goes_on(layout):
+    old = OLD["on_update" if layout == "whole" else "chunked"]
+    spec = OverWindow(*old["calls"], emit="on_update", rowKey="rid", opColumn="op", stateLayout=layout)
+    machine = machine_for(spec, CDC, watermarked=True, rows_per_chunk=old.get("rows_per_chunk"))
+    batch1, batch2 = (pa.Table.from_pylist(old[b], schema=CDC) for b in ("batch1", "batch2"))
+    if layout == "whole":
+        first = [machine.step(None, batch1, None)]
+        first.append(machine.step(first[0].state, None, old["watermark1"]))
+        state = base64.b64decode(old["state"])
+        _same_state(first[-1].state, state)
+        assert _header(state)["meta"]["evicted_rows"] > 0
+        second = machine.step(state, batch2, old["watermark2"])
+    else:
+        store = MemoryChunks()
+        first = [machine.step(store, batch1, None), machine.step(store, None, old["watermark1"])]
+        _same_state(store.index, base64.b64decode(old["index"]))
+        state = MemoryChunks()  # the store as the old release left it
+        state.index = base64.b64decode(old["index"])
+        state.chunks = {int(c): base64.b64decode(v) for c, v in old["chunks"].items()}
+        state.rows = {int(i): c for i, c in old["rows"].items()}
+        assert set(state.chunks) == set(store.chunks) and state.rows == store.rows
+        for c, data in state.chunks.items():
+            _same_state(store.chunks[c], data)
+        second = machine.step(state, batch2, old["watermark2"])
+    assert second.late_rows == 0
+    view = _changelog_view([s.output for s in first] + [second.output], {})
+    live = _live([old["batch1"], old["batch2"]])
+    assert set(view) == set(live)
+    everything = pa.Table.from_pylist(list(live.values()), schema=ROWS)
+    for r in overwindow.evaluate(everything, *spec.partitioned(("k",))).to_pylist():
+        _equal_values(view[r["rid"]], r, _names(old["calls"]))
+    assert second.counters.state_rows < len(live)  # evicted rows are gone, answers unchanged
+
+
+def test_format_1_state_is_refused_with_a_clear_error():
+    """Format 1 hashed identities with pandas; its identities cannot match new rows' any more."""
+
+    spec = OverWindow("lag(u) OVER (ORDER BY t) AS p", emit="on_update", rowKey="id")
+    machine = OnUpdate(spec, SCHEMA)
+    state = machine.step(
+        None, pa.Table.from_pylist([{"k": 0, "id": 1, "t": 1.0, "u": 1}], schema=SCHEMA)
+    ).state
+    old = state.replace(f'"version": {FORMAT_VERSION}'.encode(), b'"version": 1')
+    with pytest.raises(
+        StateFormatError,
+        match="format 1, this overwindow reads 'on_update' format 2; start the query from a new checkpoint",
+    ):
+        machine.step(old, None)
