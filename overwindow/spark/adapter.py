@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
 from overwindow.physical.expressions import resolve_column
+from overwindow.physical.values import TypeFamily, kind_of
 from overwindow.spec import OverWindow
 from overwindow.streaming.driver import machine_for
 
@@ -188,11 +189,9 @@ class _Runner:
             log.warning("overwindow: dropped %d late rows for key %s", step.late_rows, key)
         return step
 
-    def _key(self) -> tuple[str, str]:
+    def _key(self) -> tuple[TypeFamily, str]:
         """(type family, column) of the ORDER BY column the watermark applies to."""
         if self._key_cache is None:
-            from overwindow.physical.values import kind_of
-
             order = resolve_column(self.schema.empty_table(), self.spec.order_column)
             self._key_cache = kind_of(self.schema.field(order).type), order
         return self._key_cache
@@ -200,23 +199,23 @@ class _Runner:
     def _to_key(self, utc_ms: int):
         """A UTC watermark in the ORDER BY key's numbers (wall-clock microseconds)."""
         kind, order = self._key()
-        if kind not in ("timestamp", "date"):
+        if not kind.is_temporal:
             return utc_ms
-        if self.tz in ("UTC", "Etc/UTC", "GMT", "Z") or kind == "date":
+        if self.tz in ("UTC", "Etc/UTC", "GMT", "Z") or kind is TypeFamily.DATE:
             return int(utc_ms) * 1000  # wall clock is UTC: no time-zone arithmetic
         ts = pd.Timestamp(utc_ms, unit="ms", tz="UTC")
-        if kind == "timestamp" and self.schema.field(order).type.tz is None:
+        if kind is TypeFamily.TIMESTAMP and self.schema.field(order).type.tz is None:
             ts = ts.tz_convert(self.tz)
         return int(ts.tz_localize(None).value // 1000)
 
     def _to_ms(self, key_micros) -> int:
         kind, order = self._key()
-        if kind not in ("timestamp", "date"):
+        if not kind.is_temporal:
             return int(key_micros)
-        if self.tz in ("UTC", "Etc/UTC", "GMT", "Z") or kind == "date":
+        if self.tz in ("UTC", "Etc/UTC", "GMT", "Z") or kind is TypeFamily.DATE:
             return -(-int(key_micros) // 1000)
         ts = pd.Timestamp(int(key_micros) * 1000)
-        if kind == "timestamp" and self.schema.field(order).type.tz is None:
+        if kind is TypeFamily.TIMESTAMP and self.schema.field(order).type.tz is None:
             ts = ts.tz_localize(self.tz, ambiguous=True, nonexistent="shift_forward")
         else:
             ts = ts.tz_localize("UTC")

@@ -49,7 +49,7 @@ from overwindow.logical.functions import Kind
 from overwindow.physical.bounds import frame_bounds, key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr, resolve_column
 from overwindow.physical.sorting import Layout, sort_codes
-from overwindow.physical.values import Values
+from overwindow.physical.values import TypeFamily, Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.state import decode, encode
 from overwindow.streaming.window_close import peer_groups
@@ -549,7 +549,7 @@ class OnUpdate:
             evicted_groups=meta["evicted_groups"] + int(reach.groups[keep_from - 1]) + 1,
         )
         # later changes below the watermark are late: the frames they would need are gone
-        horizon = int(watermark) if keys.kind != "float" else float(watermark)
+        horizon = int(watermark) if keys.kind is not TypeFamily.FLOAT else float(watermark)
         meta["horizon"] = max(horizon, meta["horizon"] if meta["horizon"] is not None else horizon)
         return (
             table.slice(keep_from).combine_chunks(),
@@ -558,11 +558,11 @@ class OnUpdate:
             keep_from,
         )
 
-    def _range_reach(self, watermark, kind: str) -> list:
+    def _range_reach(self, watermark, kind: TypeFamily) -> list:
         """Per RANGE call, the smallest key whose frame reaches a row at the ``watermark`` key (the
         watermark minus the frame's end offset; minus infinity for UNBOUNDED FOLLOWING)."""
         out = []
-        w = np.array([watermark], dtype=np.float64 if kind == "float" else np.int64)
+        w = np.array([watermark], dtype=np.float64 if kind is TypeFamily.FLOAT else np.int64)
         for call in self.spec.calls:
             if call.info.kind is Kind.OFFSET or call.frame.unit is not FrameUnit.RANGE or not call.order_by:
                 continue
