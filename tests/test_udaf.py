@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from overwindow import Aggregate, WindowSpecError, evaluate, parse_window, register_aggregate
 from overwindow.physical.planner import plan
+from overwindow.physical.values import TypeFamily
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -258,7 +259,7 @@ def test_udaf_equals_numpy_over_brute_force_frames(name, case):
 
 
 def kernel(sql: str) -> str:
-    return plan(parse_window(sql).calls[0], "int").name
+    return plan(parse_window(sql).calls[0], TypeFamily.INT).name
 
 
 @pytest.mark.parametrize(
@@ -298,7 +299,7 @@ def test_planner_picks_kernel_by_methods(name, frame, expected):
 
 def test_prefer_naive_forces_the_naive_kernel():
     call = parse_window("ow_test_sumsq_sliding(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS r").calls[0]
-    assert plan(call, "int", prefer_naive=True).name == "naive"
+    assert plan(call, TypeFamily.INT, prefer_naive=True).name == "naive"
 
 
 # --- registration ------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from overwindow.errors import WindowSpecError
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
 from overwindow.physical.blocks import chunks
 from overwindow.physical.sorting import Layout, sort_codes, value_span
-from overwindow.physical.values import Values
+from overwindow.physical.values import TypeFamily, Values
 
 _I64 = np.iinfo(np.int64)
 
@@ -158,7 +158,7 @@ def _saturating_add(
 def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_first) -> np.ndarray:
     """RANGE ``x PRECEDING/FOLLOWING``: the first row (start) or first row past (end) the value
     ``key +/- x`` in sort order, within the row's partition; a NULL key's frame is its NULL peers."""
-    if key.kind not in ("int", "float", "date", "timestamp"):
+    if not key.kind.is_ordered_number:
         raise WindowSpecError(
             f"RANGE with an offset needs a numeric, DATE or TIMESTAMP ORDER BY column, not {key.type}"
         )
@@ -168,25 +168,25 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     off = _date_days(off, key.kind)
     # an integer key over a short span needs no distinct values: every integer from its min to its
     # max stands in for them (skips np.unique of the key), unless the folded key would overflow
-    span = value_span(key) if key.kind == "int" and isinstance(off, int) else None
+    span = value_span(key) if key.kind is TypeFamily.INT and isinstance(off, int) else None
     if span is not None and len(layout.part_bounds) * (span[1] + 2) >= 2**62:
         span = None
     beyond = None  # rows whose integer target is past the int64 range
     if isinstance(off, Interval):
-        if key.kind not in ("date", "timestamp"):
+        if not key.kind.is_temporal:
             raise WindowSpecError(
                 f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {key.type}"
             )
         # nanosecond keys keep their nanoseconds (a frame edge 1 ns past a row leaves it out)
-        unit = "ns" if key.kind == "timestamp" and key.type.unit == "ns" else "us"
+        unit = "ns" if key.kind is TypeFamily.TIMESTAMP and key.type.unit == "ns" else "us"
         values, uniq = _as_ticks(key, unit), _as_ticks(Values(key.uniques), unit)
         target, beyond = _shift_time(values, off, +1 if toward_larger else -1, unit)
-    elif key.kind in ("date", "timestamp"):
+    elif key.kind.is_temporal:
         raise WindowSpecError(
             f"RANGE over a {key.type} ORDER BY column needs an INTERVAL offset "
             f"(or whole days on a DATE), not {off}"
         )
-    elif key.kind == "float" or isinstance(off, float):
+    elif key.kind is TypeFamily.FLOAT or isinstance(off, float):
         values = key.numbers.astype(np.float64)
         uniq = np.asarray(key.uniques.to_numpy(zero_copy_only=False)).astype(np.float64)
         # inf - inf is NaN (an infinite key with an infinite offset): a value, not a warning; NaN
@@ -239,9 +239,9 @@ def _search_in_partitions(layout, folded: np.ndarray, needles: np.ndarray) -> np
     return out
 
 
-def _date_days(offset, kind: str):
+def _date_days(offset, kind: TypeFamily):
     """A whole-number offset on a DATE key counts days (as in Spark and DuckDB)."""
-    if kind == "date" and isinstance(offset, int) and not isinstance(offset, bool):
+    if kind is TypeFamily.DATE and isinstance(offset, int) and not isinstance(offset, bool):
         return Interval(days=offset)
     return offset
 
@@ -250,7 +250,7 @@ def _as_ticks(key: Values, unit: str = "us") -> np.ndarray:
     """A DATE or TIMESTAMP key in ``unit`` ("us" or "ns") since the epoch: coarser units multiply
     exactly, nanoseconds floor to microseconds."""
     v = key.numbers.astype(np.int64, copy=False)
-    if key.kind == "date":
+    if key.kind is TypeFamily.DATE:
         return v * (_US_PER_DAY * _PER_US[unit])
     have = key.type.unit
     if have == unit:
@@ -331,10 +331,10 @@ def _month_start(month: np.ndarray, unit: str) -> np.ndarray:
 def key_numbers(key: Values) -> np.ndarray:
     """The ORDER BY key in the numeric domain RANGE offsets apply to: microseconds since the epoch for
     DATE and TIMESTAMP, the numbers themselves otherwise."""
-    return _as_ticks(key) if key.kind in ("date", "timestamp") else key.numbers
+    return _as_ticks(key) if key.kind.is_temporal else key.numbers
 
 
-def shift_key(numbers: np.ndarray, kind: str, offset, sign: int) -> np.ndarray:
+def shift_key(numbers: np.ndarray, kind: TypeFamily, offset, sign: int) -> np.ndarray:
     """``numbers + sign * offset`` in ``key_numbers``' domain: an INTERVAL (or whole days, on a DATE)
     for DATE/TIMESTAMP keys, a number otherwise. Integer, DATE and TIMESTAMP keys saturate at the
     int64 limits rather than wrap: a reach past int64 max still compares above every key. O(n)."""

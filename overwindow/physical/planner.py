@@ -2,7 +2,7 @@
 logical call decides, the kernel only executes.
 
 >>> from overwindow.logical.parse import parse_window
->>> plan(parse_window("sum(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS s").calls[0], "float").name
+>>> plan(parse_window("sum(x) OVER (ORDER BY t ROWS 3 PRECEDING) AS s").calls[0], TypeFamily.FLOAT).name
 'exact-prefix-sum'
 """
 
@@ -22,7 +22,7 @@ from overwindow.logical.functions import Kind, lookup, user_aggregate_class
 from overwindow.physical.bounds import Frames
 from overwindow.physical.kernels import aggregates, holistic, positional, python_aggregate, ranking
 from overwindow.physical.sorting import Layout
-from overwindow.physical.values import Values
+from overwindow.physical.values import TypeFamily, Values
 
 
 @dataclass
@@ -65,31 +65,31 @@ _AGG_NAMES = {
 
 # a type family (physical.values.kind_of) in SQL words, for errors
 _KIND_WORDS = {
-    "int": "an integer",
-    "float": "a floating-point or DECIMAL",
-    "bool": "a BOOLEAN",
-    "date": "a DATE",
-    "timestamp": "a TIMESTAMP",
-    "string": "a STRING",
-    "other": "a BINARY or nested",
+    TypeFamily.INT: "an integer",
+    TypeFamily.FLOAT: "a floating-point or DECIMAL",
+    TypeFamily.BOOL: "a BOOLEAN",
+    TypeFamily.DATE: "a DATE",
+    TypeFamily.TIMESTAMP: "a TIMESTAMP",
+    TypeFamily.STRING: "a STRING",
+    TypeFamily.OTHER: "a BINARY or nested",
     None: "a NULL",
 }
 
 
-def check_types(call: WindowCall, kind: str | None) -> None:
+def check_types(call: WindowCall, kind: TypeFamily | None) -> None:
     info = lookup(call.function)
     got = f"got {_KIND_WORDS.get(kind, kind)} argument, in {call.alias}"
-    if info.numeric_only and kind not in ("int", "float"):
+    if info.numeric_only and not (kind and kind.is_numeric):
         raise WindowSpecError(f"{call.function}({call.args[0]}) needs a numeric argument, {got}")
-    if call.function in ("bool_and", "bool_or") and kind != "bool":
+    if call.function in ("bool_and", "bool_or") and kind is not TypeFamily.BOOL:
         raise WindowSpecError(f"{call.function}({call.args[0]}) needs a BOOLEAN argument, {got}")
-    if call.function in ("median", "percentile_cont") and kind not in ("int", "float", "date", "timestamp"):
+    if call.function in ("median", "percentile_cont") and not (kind and kind.is_ordered_number):
         raise WindowSpecError(
             f"{call.function}({call.args[0]}) needs a numeric, DATE or TIMESTAMP argument, {got}"
         )
 
 
-def plan(call: WindowCall, kind: str | None, *, prefer_naive: bool = False) -> KernelChoice:
+def plan(call: WindowCall, kind: TypeFamily | None, *, prefer_naive: bool = False) -> KernelChoice:
     """Pick the kernel for ``call`` whose argument has type family ``kind`` (None: no argument).
 
     ``prefer_naive`` forces the reference path for aggregates (used to test the fast kernels).

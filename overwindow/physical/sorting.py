@@ -24,7 +24,7 @@ _SPAN = 1 << 40
 def value_span(v: Values) -> tuple[int, int] | None:
     """(min, count of values from min to max) of an integer-like key whose span is below 2**40 and
     which stays clear of the int64 limits, or None. Such keys sort by ``value - min``."""
-    if v.kind not in ("int", "date", "timestamp", "bool") or v.numbers.dtype != np.int64:
+    if not v.kind.is_integral or v.numbers.dtype != np.int64:
         return None
     nums = v.numbers
     present = nums if not v.array.null_count else nums[v.valid]  # no copy without NULLs

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from functools import cached_property
 
 import numpy as np
@@ -14,22 +15,61 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
-def kind_of(t: pa.DataType) -> str:
-    """Our type family of an Arrow type: int, float, bool, date, timestamp, string or other. DECIMAL
-    and UINT64 (past int64) compute as float (``Values.exact_numbers``)."""
+class TypeFamily(Enum):
+    """How overwindow computes on a column: the family of its Arrow type (``kind_of``).
+
+    >>> TypeFamily.DATE.is_temporal, TypeFamily.INT.is_numeric, TypeFamily.STRING.is_numeric
+    (True, True, False)
+    """
+
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    DATE = "date"
+    TIMESTAMP = "timestamp"
+    STRING = "string"
+    OTHER = "other"  # binary, nested
+
+    @property
+    def is_numeric(self) -> bool:
+        """A number (what sum, avg and the variances take)."""
+        return self in (TypeFamily.INT, TypeFamily.FLOAT)
+
+    @property
+    def is_integral(self) -> bool:
+        """Its ``Values.numbers`` are int64: INT, BOOL, DATE (days), TIMESTAMP (ticks)."""
+        return self in (TypeFamily.INT, TypeFamily.BOOL, TypeFamily.DATE, TypeFamily.TIMESTAMP)
+
+    @property
+    def is_temporal(self) -> bool:
+        return self in (TypeFamily.DATE, TypeFamily.TIMESTAMP)
+
+    @property
+    def is_ordered_number(self) -> bool:
+        """A number, DATE or TIMESTAMP: a key RANGE offsets and watermarks apply to."""
+        return self.is_numeric or self.is_temporal
+
+
+def kind_of(t: pa.DataType) -> TypeFamily:
+    """The type family of an Arrow type. DECIMAL and UINT64 (past int64) compute as FLOAT
+    (``Values.exact_numbers``).
+
+    >>> kind_of(pa.int32()), kind_of(pa.large_string())
+    (<TypeFamily.INT: 'int'>, <TypeFamily.STRING: 'string'>)
+    """
     if pa.types.is_integer(t) and t != pa.uint64():
-        return "int"
+        return TypeFamily.INT
     if pa.types.is_floating(t) or pa.types.is_decimal(t) or t == pa.uint64():
-        return "float"
+        return TypeFamily.FLOAT
     if pa.types.is_boolean(t):
-        return "bool"
+        return TypeFamily.BOOL
     if pa.types.is_date(t):
-        return "date"
+        return TypeFamily.DATE
     if pa.types.is_timestamp(t):
-        return "timestamp"
+        return TypeFamily.TIMESTAMP
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return "string"
-    return "other"
+        return TypeFamily.STRING
+    return TypeFamily.OTHER
 
 
 class Values:
@@ -70,16 +110,16 @@ class Values:
     @cached_property
     def numbers(self) -> np.ndarray:
         a = self.array
-        if self.kind == "float":
+        if self.kind is TypeFamily.FLOAT:
             target = pa.float64()
-        elif self.kind == "bool":
+        elif self.kind is TypeFamily.BOOL:
             target = pa.int64()
-        elif self.kind == "date":
+        elif self.kind is TypeFamily.DATE:
             a, target = a.cast(pa.int32()), pa.int64()
-        elif self.kind in ("timestamp", "int"):
+        elif self.kind in (TypeFamily.TIMESTAMP, TypeFamily.INT):
             # a timestamp's storage is its int64 count of units: a view, not a cast (a cast, even to
             # the type an array already has, costs microseconds: streaming steps do this per key)
-            a = a.view(pa.int64()) if self.kind == "timestamp" else a
+            a = a.view(pa.int64()) if self.kind is TypeFamily.TIMESTAMP else a
             target = pa.int64()
         else:
             raise TypeError(f"column of type {self.type} has no numeric view")
@@ -102,7 +142,7 @@ class Values:
     @cached_property
     def _dense(self) -> tuple[np.ndarray, pa.Array]:
         """(codes, uniques): numbers by one numpy sort, other types by Arrow's hashing."""
-        if self.kind in ("int", "float", "date", "timestamp", "bool") and self.exact_numbers:
+        if (self.kind.is_ordered_number or self.kind is TypeFamily.BOOL) and self.exact_numbers:
             nums = self.numbers
             if nums.dtype == np.float64:
                 nums = np.where(np.isnan(nums), np.nan, nums + 0.0)  # one NaN, and -0.0 is 0.0
@@ -128,11 +168,11 @@ class Values:
         """Arrow array of this column's type from a numeric view (the inverse of ``numbers``; only
         with ``exact_numbers``)."""
         mask = ~valid
-        if self.kind == "float":
+        if self.kind is TypeFamily.FLOAT:
             return pa.array(numbers.astype(np.float64), mask=mask).cast(self.type)
-        if self.kind == "bool":
+        if self.kind is TypeFamily.BOOL:
             return pa.array(numbers.astype(bool), mask=mask)
-        if self.kind == "date":
+        if self.kind is TypeFamily.DATE:
             return pa.array(numbers.astype(np.int32), mask=mask).cast(self.type)
         return pa.array(numbers.astype(np.int64), mask=mask).cast(self.type)
 
@@ -142,11 +182,7 @@ class Values:
         mask = missing if missing.any() else None
         if len(self.array) == 0:
             return pa.nulls(len(index), self.type)
-        if (
-            self.array.null_count == 0
-            and self.kind in ("int", "float", "date", "timestamp")
-            and self.exact_numbers
-        ):
+        if self.array.null_count == 0 and self.kind.is_ordered_number and self.exact_numbers:
             # numbers without NULLs: a numpy gather, half the fixed cost of Arrow's take on the
             # short columns streaming steps evaluate per key
             numbers = self.array.to_numpy(zero_copy_only=False)

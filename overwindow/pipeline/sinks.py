@@ -21,7 +21,7 @@ import sqlite3
 
 import pyarrow as pa
 
-from overwindow.physical.values import kind_of
+from overwindow.physical.values import TypeFamily, kind_of
 from overwindow.streaming.contract import CHANGE
 
 BATCHES = "_overwindow_batches"
@@ -43,11 +43,11 @@ def changes(records: list[dict], columns: list[str], key: list[str], convert) ->
 # column types by our type family (overwindow.physical.values.kind_of): (SQLite, PostgreSQL);
 # other families (strings, ...) are text, binary columns BLOB / bytea
 _SQL_TYPES = {
-    "int": ("INTEGER", "bigint"),
-    "bool": ("INTEGER", "boolean"),
-    "float": ("REAL", "double precision"),
-    "timestamp": ("TEXT", "timestamp"),
-    "date": ("TEXT", "date"),
+    TypeFamily.INT: ("INTEGER", "bigint"),
+    TypeFamily.BOOL: ("INTEGER", "boolean"),
+    TypeFamily.FLOAT: ("REAL", "double precision"),
+    TypeFamily.TIMESTAMP: ("TEXT", "timestamp"),
+    TypeFamily.DATE: ("TEXT", "date"),
 }
 
 

@@ -17,7 +17,6 @@ microseconds and wakeups back, so any session time zone works (UTC is simplest).
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import logging
 from collections.abc import Iterator
@@ -28,7 +27,9 @@ import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
 from overwindow.physical.expressions import resolve_column
+from overwindow.physical.values import TypeFamily, kind_of
 from overwindow.spark import compat, executors
+from overwindow.spark.boundary import to_arrow, to_pandas
 from overwindow.spec import OverWindow
 from overwindow.streaming.machines import machine_for
 
@@ -184,7 +185,7 @@ class _Runner:
 
     def step(self, key, prior, pdfs: Iterator[pd.DataFrame], wm_ms):
         """The machine's step on a key's pandas chunks, with Spark's watermark (UTC ms) in key units."""
-        tables = [_to_arrow(p, self.schema) for p in pdfs if len(p)]
+        tables = [to_arrow(p, self.schema) for p in pdfs if len(p)]
         rows = pa.concat_tables(tables) if tables else None
         watermark = self._to_key(wm_ms) if wm_ms and wm_ms > 0 else None
         step = self.machine.step(prior, rows, watermark)
@@ -192,11 +193,9 @@ class _Runner:
             log.warning("overwindow: dropped %d late rows for key %s", step.late_rows, key)
         return step
 
-    def _key(self) -> tuple[str, str]:
+    def _key(self) -> tuple[TypeFamily, str]:
         """(type family, column) of the ORDER BY column the watermark applies to."""
         if self._key_cache is None:
-            from overwindow.physical.values import kind_of
-
             order = resolve_column(self.schema.empty_table(), self.spec.order_column)
             self._key_cache = kind_of(self.schema.field(order).type), order
         return self._key_cache
@@ -204,23 +203,23 @@ class _Runner:
     def _to_key(self, utc_ms: int):
         """A UTC watermark in the ORDER BY key's numbers (wall-clock microseconds)."""
         kind, order = self._key()
-        if kind not in ("timestamp", "date"):
+        if not kind.is_temporal:
             return utc_ms
-        if self.tz in ("UTC", "Etc/UTC", "GMT", "Z") or kind == "date":
+        if self.tz in ("UTC", "Etc/UTC", "GMT", "Z") or kind is TypeFamily.DATE:
             return int(utc_ms) * 1000  # wall clock is UTC: no time-zone arithmetic
         ts = pd.Timestamp(utc_ms, unit="ms", tz="UTC")
-        if kind == "timestamp" and self.schema.field(order).type.tz is None:
+        if kind is TypeFamily.TIMESTAMP and self.schema.field(order).type.tz is None:
             ts = ts.tz_convert(self.tz)
         return int(ts.tz_localize(None).value // 1000)
 
     def _to_ms(self, key_micros) -> int:
         kind, order = self._key()
-        if kind not in ("timestamp", "date"):
+        if not kind.is_temporal:
             return int(key_micros)
-        if self.tz in ("UTC", "Etc/UTC", "GMT", "Z") or kind == "date":
+        if self.tz in ("UTC", "Etc/UTC", "GMT", "Z") or kind is TypeFamily.DATE:
             return -(-int(key_micros) // 1000)
         ts = pd.Timestamp(int(key_micros) * 1000)
-        if kind == "timestamp" and self.schema.field(order).type.tz is None:
+        if kind is TypeFamily.TIMESTAMP and self.schema.field(order).type.tz is None:
             ts = ts.tz_localize(self.tz, ambiguous=True, nonexistent="shift_forward")
         else:
             ts = ts.tz_localize("UTC")
@@ -294,91 +293,11 @@ class _StateVariables:
             self.rows.removeKey((i,))
 
 
-def _to_arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
-    """A UDF's pandas chunk as Arrow, column by column. O(rows).
-
-    Spark builds a fresh frame per key and call (``pd.concat`` of one Series per column), and on such
-    a frame ``frame[name]`` costs ~20 us a column building a Series, ``pa.Table.from_pandas`` ~0.2 ms
-    in metadata handling: more than the conversion of the few hundred rows a key gets. So columns are
-    read by position with pandas' ``_get_column_array`` (internal, in pandas 1.3 to 2.x; the public
-    path where it is missing or names repeat), numpy-typed ones as numpy (a naive timestamp column's
-    DatetimeArray converts three times faster so).
-
-    >>> s = pa.schema([("t", pa.timestamp("us")), ("x", pa.float64())])
-    >>> _to_arrow(pd.DataFrame({"x": [1.5], "t": pd.to_datetime(["2024-01-01"])}), s).to_pylist()
-    [{'t': datetime.datetime(2024, 1, 1, 0, 0), 'x': 1.5}]
-    """
-    get = getattr(frame, "_get_column_array", None)
-    found = _positions(tuple(frame.columns), tuple(schema.names)) if get is not None else None
-    if found is None:
-        arrays = [frame[f.name].to_numpy() for f in schema]
-    else:
-        arrays = [get(i) for i in found]
-    return pa.Table.from_arrays(
-        [
-            pa.array(np.asarray(a) if isinstance(a.dtype, np.dtype) else a, type=f.type, from_pandas=True)
-            for a, f in zip(arrays, schema)
-        ],
-        schema=schema,
-    )
-
-
-@functools.lru_cache(maxsize=64)
-def _positions(columns: tuple, names: tuple) -> tuple[int, ...] | None:
-    """Where each of ``names`` is among a frame's ``columns`` (None if some name repeats)."""
-    index = pd.Index(columns)
-    if not index.is_unique:
-        return None
-    found = index.get_indexer(names).tolist()
-    if -1 in found:
-        raise KeyError(f"columns {[n for n, i in zip(names, found) if i < 0]} missing from {list(columns)}")
-    return tuple(found)
-
-
 def _emitted(step) -> Iterator[pd.DataFrame]:
     """A step's output as Spark takes it: no frame at all when nothing is emitted (both operators
     skip empty frames, so building one would be wasted)."""
     if step.output.num_rows:
-        yield _to_pandas(step.output)
-
-
-def _to_pandas(table: pa.Table) -> pd.DataFrame:
-    """The rows to hand back to Spark, column by column as numpy arrays (naive timestamps too:
-    datetime64 of their unit) without copies. O(rows).
-
-    Table.to_pandas, and DataFrame's handling of a dict (a new column Index, each array checked and
-    wrapped), cost more than the conversion for the small tables one key emits per call: pandas'
-    ``DataFrame._from_arrays`` (internal, in pandas 0.23 to 2.x) with the column Index built once
-    takes a third less. DATE and time-zone columns take pandas' own conversion and the dict path.
-
-    >>> _to_pandas(pa.table({"t": pa.array([0], pa.timestamp("us")), "x": [1.5]})).dtypes.astype(str).tolist()
-    ['datetime64[us]', 'float64']
-    """
-    names = tuple(table.column_names)
-    if not any(map(_pandas_typed, table.schema.types)) and hasattr(pd.DataFrame, "_from_arrays"):
-        return pd.DataFrame._from_arrays(
-            [col.to_numpy() for col in table.columns],
-            columns=_column_index(names),
-            index=pd.RangeIndex(table.num_rows),
-            verify_integrity=False,
-        )
-    return pd.DataFrame(
-        {
-            name: col.to_pandas() if _pandas_typed(col.type) else col.to_numpy()
-            for name, col in zip(names, table.columns)
-        },
-        copy=False,
-    )
-
-
-def _pandas_typed(t: pa.DataType) -> bool:
-    """DATE and time-zone columns: converted by pandas (numpy has no type for them)."""
-    return pa.types.is_date(t) or bool(getattr(t, "tz", None))
-
-
-@functools.lru_cache(maxsize=64)
-def _column_index(names: tuple) -> pd.Index:
-    return pd.Index(names)
+        yield to_pandas(step.output)
 
 
 def register() -> None:

@@ -20,7 +20,7 @@ from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr
-from overwindow.physical.values import Values
+from overwindow.physical.values import TypeFamily, Values
 from overwindow.streaming.reach import FrameReach, ReachFinder
 from overwindow.streaming.state import OnUpdateMeta
 
@@ -67,7 +67,7 @@ class Eviction:
         if keep_from <= 0:
             return rows, results, meta, 0
         # later changes below the watermark are late: the frames they would need are gone
-        horizon = int(watermark) if keys.kind != "float" else float(watermark)
+        horizon = int(watermark) if keys.kind is not TypeFamily.FLOAT else float(watermark)
         meta = replace(
             meta,
             evicted_rows=meta.evicted_rows + keep_from,
@@ -82,18 +82,18 @@ class Eviction:
         )
 
 
-def range_reach(calls: tuple[WindowCall, ...], watermark, kind: str) -> list:
+def range_reach(calls: tuple[WindowCall, ...], watermark, kind: TypeFamily) -> list:
     """Per call reading a RANGE frame, the smallest key whose frame reaches a row at the
     ``watermark`` key (the watermark minus the frame's end offset; minus infinity for UNBOUNDED
     FOLLOWING). O(calls).
 
     >>> from overwindow.spec import OverWindow
     >>> calls = OverWindow("count(*) OVER (ORDER BY t RANGE BETWEEN 1 PRECEDING AND 5 FOLLOWING) AS c").calls
-    >>> [int(k) for k in range_reach(calls, 100, "int")]
+    >>> [int(k) for k in range_reach(calls, 100, TypeFamily.INT)]
     [95]
     """
     out = []
-    w = np.array([watermark], dtype=np.float64 if kind == "float" else np.int64)
+    w = np.array([watermark], dtype=np.float64 if kind is TypeFamily.FLOAT else np.int64)
     for call in calls:
         if call.reads.unit is not FrameUnit.RANGE:
             continue

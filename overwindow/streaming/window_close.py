@@ -62,7 +62,7 @@ class WindowClose:
         empty = schema.empty_table()
         self.order = resolve_column(empty, spec.order_column)
         kind = Values(empty.column(self.order)).kind
-        if kind not in ("int", "float", "date", "timestamp"):
+        if not kind.is_ordered_number:
             raise WindowSpecError(
                 f"ORDER BY {self.order} must be a TIMESTAMP, DATE or number to follow a watermark, "
                 f"not {schema.field(self.order).type}"

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from overwindow import WindowRuntimeError, evaluate, parse_window
 from overwindow.physical.kernels.holistic import interpolate_ints
 from overwindow.physical.planner import plan
+from overwindow.physical.values import TypeFamily
 
 SETTINGS = dict(
     derandomize=True,
@@ -667,7 +668,7 @@ def test_naive_path_on_dates(function, want):
 
 
 def _plan(sql: str, kind: str | None, **kw) -> str:
-    return plan(parse_window(sql).calls[0], kind, **kw).name
+    return plan(parse_window(sql).calls[0], TypeFamily(kind) if kind else None, **kw).name
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from overwindow.errors import WindowRuntimeError
 from overwindow.physical.blocks import chunks
 from overwindow.physical.bounds import Frames
 from overwindow.physical.exact import LimbPrefix, SplitPrefix, dd_div_d, dd_mul, dd_sub, n_times_m2, two_prod
-from overwindow.physical.values import Values
+from overwindow.physical.values import TypeFamily, Values
 
 
 def prefix_count(mask: np.ndarray) -> np.ndarray:
@@ -80,7 +80,7 @@ def bigint_overflow(name: str) -> WindowRuntimeError:
 
 
 def sum_(values: Values, mask: np.ndarray, frames: Frames, name: str = "sum") -> pa.Array:
-    if values.kind == "float":
+    if values.kind is TypeFamily.FLOAT:
         s = _FloatSums(values.numbers, mask, frames, split=True)
         total = s.nonfinite(s.limbs.frame_sum(frames.parts))
         return pa.array(total, mask=s.n == 0)
@@ -89,11 +89,11 @@ def sum_(values: Values, mask: np.ndarray, frames: Frames, name: str = "sum") ->
 
 
 def avg(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
-    if values.kind == "float":
+    if values.kind is TypeFamily.FLOAT:
         s = _FloatSums(values.numbers, mask, frames)
         mean = s.limbs.frame_mean(frames.parts, np.maximum(s.n, 1))
         return pa.array(s.nonfinite(mean), mask=s.n == 0)
-    if values.kind == "int":
+    if values.kind is TypeFamily.INT:
         x = np.where(mask, values.numbers, 0)
         n = frames.count(prefix_count(mask))
         mean = LimbPrefix.of_ints(x).frame_mean(frames.parts, np.maximum(n, 1))
@@ -243,7 +243,7 @@ def _levels(x: np.ndarray, op, identity, w_max: int) -> np.ndarray:
 def _min_max(values: Values, mask: np.ndarray, frames: Frames, is_min: bool) -> pa.Array:
     op = np.minimum if is_min else np.maximum
     n = frame_counts(mask, frames)
-    if values.kind == "float" and values.exact_numbers:
+    if values.kind is TypeFamily.FLOAT and values.exact_numbers:
         x = values.numbers
         nan = mask & np.isnan(x)
         ident = np.inf if is_min else -np.inf
@@ -252,7 +252,7 @@ def _min_max(values: Values, mask: np.ndarray, frames: Frames, is_min: bool) -> 
             n_nan = frames.count(prefix_count(nan))
             out = np.where(n_nan == n, np.nan, out) if is_min else np.where(n_nan > 0, np.nan, out)
         return pa.array(out, mask=n == 0).cast(values.type)
-    if values.kind in ("int", "date", "timestamp", "bool") and values.exact_numbers:
+    if values.kind.is_integral and values.exact_numbers:
         ii = np.iinfo(np.int64)
         ident = ii.max if is_min else ii.min
         out = sparse_table_reduce(np.where(mask, values.numbers, ident), frames, op, ident)

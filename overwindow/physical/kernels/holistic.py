@@ -24,7 +24,7 @@ from overwindow.physical.bounds import Frames
 from overwindow.physical.kernels.aggregates import prefix_count
 from overwindow.physical.kernels.sliding import slide
 from overwindow.physical.kernels.wavelet import WaveletMatrix
-from overwindow.physical.values import Values
+from overwindow.physical.values import TypeFamily, Values
 
 
 def _compact(mask: np.ndarray, frames: Frames):
@@ -64,7 +64,7 @@ def _sort_keys(values: Values) -> np.ndarray:
 
 def _numeric(values: Values) -> bool:
     """Whether the column's ``numbers`` are its values (not for DECIMAL or UINT64: codes then)."""
-    return values.kind in ("int", "float", "date", "timestamp", "bool") and values.exact_numbers
+    return (values.kind.is_ordered_number or values.kind is TypeFamily.BOOL) and values.exact_numbers
 
 
 def _one_percentile(values: Values, select: Selector, parts, size, p, continuous) -> pa.Array:
@@ -97,7 +97,7 @@ def _one_percentile(values: Values, select: Selector, parts, size, p, continuous
         uniques = Values(values.uniques).numbers
         k_lo, k_hi = (uniques[np.clip(k, 0, len(uniques) - 1)] for k in (k_lo, k_hi))
     frac = pos - lo
-    if values.kind in ("date", "timestamp"):
+    if values.kind.is_temporal:
         return values.from_numbers(interpolate_ints(k_lo, k_hi, frac), ~empty)
     v_lo, v_hi = k_lo.astype(np.float64), k_hi.astype(np.float64)
     # Spark's (and DuckDB's) interpolation lo * (1 - d) + hi * d, not lo + d * (hi - lo): it keeps

@@ -1,5 +1,6 @@
-"""The adapter's conversions between the pandas frames Spark's workers build and Arrow, without Spark.
-Oracle: pyarrow's own pandas conversion (``pa.Table.from_pandas``) of the same frames."""
+"""The conversions between the pandas frames Spark's workers build and Arrow (overwindow.spark.boundary),
+without Spark. Oracle: pyarrow's own pandas conversion (``pa.Table.from_pandas``) of the same frames,
+on the path through pandas internals and on the public fallback alike."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from overwindow.spark.adapter import _to_arrow, _to_pandas
+from overwindow.spark import boundary
+from overwindow.spark.boundary import to_arrow, to_pandas
 
 SCHEMA = pa.schema(
     [
@@ -24,6 +26,13 @@ SCHEMA = pa.schema(
 )
 
 
+@pytest.fixture(params=[True, False], ids=["pandas-internals", "public-fallback"])
+def internals(request, monkeypatch):
+    """Every test runs twice: through pandas' internals and through the public API only."""
+    monkeypatch.setattr(boundary, "PANDAS_INTERNALS", request.param)
+    return request.param
+
+
 def spark_frame(table: pa.Table, order: list[str]) -> pd.DataFrame:
     """A frame as PySpark's applyInPandasWithState worker builds it: one Series per column (timestamps
     as datetime64[ns]), joined by ``pd.concat(axis=1)``, columns in ``order`` (the DataFrame's, which
@@ -35,9 +44,14 @@ def spark_frame(table: pa.Table, order: list[str]) -> pd.DataFrame:
     return pd.concat(series, axis=1)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 30), extra=st.booleans())
-def test_to_arrow_reads_every_column_as_from_pandas_does(seed, n, extra):
+def test_to_arrow_reads_every_column_as_from_pandas_does(internals, seed, n, extra):
     rng = np.random.default_rng(seed)
     nulls = rng.random(n) < 0.2
     table = pa.table(
@@ -56,21 +70,26 @@ def test_to_arrow_reads_every_column_as_from_pandas_does(seed, n, extra):
         table = table.append_column("__overwindow_all", pa.array(np.zeros(n, dtype=np.int32)))
     order = list(rng.permutation(table.column_names))
     frame = spark_frame(table, order)
-    got = _to_arrow(frame, SCHEMA)
+    got = to_arrow(frame, SCHEMA)
     want = pa.Table.from_pandas(frame[SCHEMA.names], schema=SCHEMA, preserve_index=False)
     assert got.schema.equals(SCHEMA)
     assert got.equals(want)
 
 
-def test_to_arrow_names_a_missing_column():
+def test_to_arrow_names_a_missing_column(internals):
     frame = pd.concat([pd.Series([1], name="k", dtype="int32")], axis=1)
     with pytest.raises(KeyError, match="ts"):
-        _to_arrow(frame, SCHEMA)
+        to_arrow(frame, SCHEMA)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 30), zoned=st.booleans())
-def test_to_pandas_gives_the_frame_arrow_gives(seed, n, zoned):
+def test_to_pandas_gives_the_frame_arrow_gives(internals, seed, n, zoned):
     """Rows handed back to Spark: the frame pyarrow's own to_pandas builds (values, dtypes, NULLs),
     on the fast path (numbers, strings, naive timestamps) and the other (DATE, time-zone columns)."""
     rng = np.random.default_rng(seed)
@@ -85,7 +104,7 @@ def test_to_pandas_gives_the_frame_arrow_gives(seed, n, zoned):
         columns["d"] = pa.array(rng.integers(0, 20000, n).astype(np.int32), pa.date32())
         columns["z"] = pa.array(rng.integers(0, 10**15, n), pa.timestamp("us", tz="UTC"))
     table = pa.table(columns)
-    got = _to_pandas(table)
+    got = to_pandas(table)
     want = table.to_pandas()
     assert list(got.columns) == list(want.columns)
     for name in want.columns:
