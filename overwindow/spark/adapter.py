@@ -186,6 +186,13 @@ class _Runner:
         step = self.machine.step(prior, rows, watermark)
         if step.late_rows:
             log.warning("overwindow: dropped %d late rows for key %s", step.late_rows, key)
+        if step.counters.unknown_updates:
+            log.warning(
+                "overwindow: %d updates of unknown rows for key %s (inserted; a stream must not move "
+                "rows between partitions)",
+                step.counters.unknown_updates,
+                key,
+            )
         return step
 
     def _key(self) -> tuple[str, str]:

@@ -14,8 +14,8 @@ serves many partitions in one call (a bucket of keys) steps each of them with it
 >>> schema = pa.schema([("t", pa.int64()), ("x", pa.int64())])
 >>> m = machine_for(OverWindow("lag(x) OVER (ORDER BY t) AS p"), schema)
 >>> step = m.step(None, pa.table({"t": [1, 2], "x": [5, 6]}), watermark=1)
->>> step.output.to_pylist(), step.wakeup, step.counters
-([{'t': 1, 'x': 5, 'p': None}], 2, Counters(state_rows=2, late_rows_total=0, recomputed_rows=0, bad_rows=0))
+>>> step.output.to_pylist(), step.wakeup, step.counters.state_rows
+([{'t': 1, 'x': 5, 'p': None}], 2, 2)
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ class Counters:
     late_rows_total: int = 0  # rows dropped as late since the partition started
     recomputed_rows: int = 0  # emit on update: rows whose results this step recomputed
     bad_rows: int = 0  # emit on update: rows this step kept aside (no known op, NULL event time)
+    unknown_updates: int = 0  # emit on update: single-image updates of rows the partition did not hold
 
 
 @dataclass

@@ -44,6 +44,7 @@ class Driver:
         self.wakeups: dict[tuple, object] = {}
         self.held: dict[tuple, int] = {}  # rows each key's state holds
         self.late_rows = 0
+        self.unknown_updates = 0  # single-image updates of rows their partition did not hold
         self.steps = 0
 
     def feed(self, rows: pa.Table | None, watermark=None) -> pa.Table:
@@ -83,6 +84,7 @@ class Driver:
         self.wakeups[key] = step.wakeup
         self.late_rows += step.late_rows
         self.recomputed_rows += step.counters.recomputed_rows
+        self.unknown_updates += step.counters.unknown_updates
         self.held[key] = step.counters.state_rows
         return step.output
 
