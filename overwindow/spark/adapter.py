@@ -29,6 +29,7 @@ import pyarrow as pa
 from overwindow.errors import WindowSpecError
 from overwindow.physical.expressions import resolve_column
 from overwindow.spec import OverWindow
+from overwindow.streaming.contract import END_OF_INPUT
 from overwindow.streaming.machines import machine_for
 
 # PySpark's applyInPandasWithState pads its output with empty rows through pd.concat, which warns on
@@ -40,6 +41,11 @@ WORKER_WARNINGS = (
 )
 
 log = logging.getLogger("overwindow")
+# Spark knows no end of input: a key whose rows wait for later rows (wakeup END_OF_INPUT) sets its
+# event-time timeout here, and a watermark at or past it is the end of input (a job ending its input
+# moves the watermark past it, e.g. with a marker row near Spark's last TIMESTAMP, 9999-12-31, so
+# every key with a timeout times out and emits what it holds)
+END_OF_INPUT_MS = 221_845_392_000_000  # 9000-01-01T00:00:00Z
 _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
 
 
@@ -175,7 +181,8 @@ class _Runner:
         step = self.step(key, state.get[0] if state.exists else None, pdfs, wm_ms)
         state.update((step.state,))
         if step.wakeup is not None and self.spec.emit == "on_window_close":
-            state.setTimeoutTimestamp(max(self._to_ms(step.wakeup), (wm_ms or 0) + 1))
+            wake = END_OF_INPUT_MS if step.wakeup == END_OF_INPUT else self._to_ms(step.wakeup)
+            state.setTimeoutTimestamp(max(wake, (wm_ms or 0) + 1))
         yield from _emitted(step)
 
     def step(self, key, prior, pdfs: Iterator[pd.DataFrame], wm_ms):
@@ -183,6 +190,8 @@ class _Runner:
         tables = [_to_arrow(p, self.schema) for p in pdfs if len(p)]
         rows = pa.concat_tables(tables) if tables else None
         watermark = self._to_key(wm_ms) if wm_ms and wm_ms > 0 else None
+        if wm_ms is not None and wm_ms >= END_OF_INPUT_MS:
+            watermark = END_OF_INPUT
         step = self.machine.step(prior, rows, watermark)
         if step.late_rows:
             log.warning("overwindow: dropped %d late rows for key %s", step.late_rows, key)

@@ -57,7 +57,7 @@ from overwindow.physical.bounds import key_numbers
 from overwindow.physical.values import Values
 from overwindow.streaming.arrays import member
 from overwindow.streaming.changes import Changes
-from overwindow.streaming.contract import Counters, Step
+from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
 from overwindow.streaming.identity import IDENTITY
 from overwindow.streaming.on_update import Applied, OnUpdate
 from overwindow.streaming.reach import NeedRows
@@ -185,6 +185,7 @@ class ChunkedOnUpdate:
     def step(self, store: ChunkStore, rows: pa.Table | None, watermark=None) -> Step:
         """Apply one batch of changes to the partition in ``store``; the changelog it causes."""
         m = self.machine
+        watermark = None if watermark == END_OF_INPUT else watermark
         chunks, meta = self._read(store)
         stored = {c.id for c in chunks}
         changes = m.changes(rows, meta.horizon, watermark)

@@ -20,6 +20,7 @@ serves many partitions in one call (a bucket of keys) steps each of them with it
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -28,6 +29,12 @@ import pyarrow as pa
 CHANGE = "_change"  # emit on update: UPSERT or DELETE per output row
 UPSERT, DELETE = "upsert", "delete"
 ROW_ID = "_row_id"  # emit on update without a row key: the row's 64-bit identity, the changelog's key
+# the watermark past every row: the input has ended. Window close releases and emits every row it
+# holds, frames cut at the partition's end as the batch evaluator cuts them (Flink does this for
+# bounded sources), and takes no rows after it; a ``wakeup`` of END_OF_INPUT means rows wait for
+# later rows (n FOLLOWING, lead) and only the end of input emits them without. Emit on update has
+# nothing to add at the end.
+END_OF_INPUT = math.inf
 
 
 @dataclass

@@ -49,7 +49,7 @@ from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.arrays import in_ranges, member, runs, scatter
 from overwindow.streaming.changes import Changes, Op, decode_ops, last_changes
-from overwindow.streaming.contract import CHANGE, DELETE, ROW_ID, UPSERT, Counters, Step
+from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT, ROW_ID, UPSERT, Counters, Step
 from overwindow.streaming.eviction import Eviction
 from overwindow.streaming.identity import IDENTITY, row_ids
 from overwindow.streaming.merge import Merged, RowOrder, merge_changes
@@ -148,7 +148,9 @@ class OnUpdate:
 
     def step(self, state: bytes | None, rows: pa.Table | None, watermark=None) -> Step:
         """Apply one batch of changes to a partition's state (None: empty); the changelog it causes.
-        Kernel work O(changes x frame reach), bookkeeping O(partition) vectorised (module docstring)."""
+        Kernel work O(changes x frame reach), bookkeeping O(partition) vectorised (module docstring).
+        ``END_OF_INPUT`` changes nothing: every change was emitted when it came."""
+        watermark = None if watermark == END_OF_INPUT else watermark
         old, old_res, meta = self.load(state)
         changes = self.changes(rows, meta.horizon, watermark)
         meta.late_rows += changes.late
