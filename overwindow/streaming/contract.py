@@ -57,6 +57,33 @@ class Step:
     wakeup: int | float | None = None  # window close: the watermark at which it can emit without rows
     late_rows: int = 0  # rows of this step dropped as late
     counters: Counters = field(default_factory=Counters)
+    # the partition holds nothing a later step reads (no rows, no counts that numbering continues
+    # from): the host removes its state rather than write an empty one. Lateness then rests on the
+    # host's watermark alone, as it does for a partition never seen.
+    empty: bool = False
+
+
+class RowBoundError(RuntimeError):
+    """A partition holds more rows than the spec's ``maxRowsPerKey``."""
+
+
+def check_row_bound(step: Step, bound: int | None, key) -> None:
+    """Raise RowBoundError, naming the bound and the partition ``key``, when the step left more rows
+    in the partition's state than ``bound`` (None: no bound). O(1).
+
+    >>> try:
+    ...     check_row_bound(Step(None, pa.table({}), counters=Counters(state_rows=3)), 2, ("a",))
+    ... except RowBoundError as e:
+    ...     print(str(e).split(";")[0])
+    the partition ('a',) holds 3 rows in state, more than maxRowsPerKey=2
+    """
+    rows = step.counters.state_rows
+    if bound is not None and rows > bound:
+        raise RowBoundError(
+            f"the partition {key!r} holds {rows:,} rows in state, more than maxRowsPerKey={bound:,}; "
+            "raise the bound, add a watermark on the ORDER BY column (rows behind it leave the state), "
+            "or partition the stream more finely"
+        )
 
 
 class StateMachine(Protocol):

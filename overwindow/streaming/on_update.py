@@ -116,6 +116,7 @@ class OnUpdate:
             and not any(c.info.reach is Reach.WHOLE for c in spec.calls)
         )
         self.eviction = Eviction(self.finder) if evicts else None
+        self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -163,8 +164,9 @@ class OnUpdate:
             changes.bad,
             len(changes.updates) - held,
         )
+        empty = done.rows.num_rows == 0 and (done.meta.evicted_rows == 0 or not self.counts)
         return Step(
-            self.encode(done.rows, done.results, done.meta), done.output, None, changes.late, counters
+            self.encode(done.rows, done.results, done.meta), done.output, None, changes.late, counters, empty
         )
 
     def changes(self, rows: pa.Table | None, horizon, watermark=None) -> Changes:

@@ -77,6 +77,7 @@ class WindowClose:
         ]
         self.expressions = list(spec.expressions)
         self.output_schema = project(empty, self.expressions, evaluate_calls(empty, self.expressions)).schema
+        self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
 
     # -- state -------------------------------------------------------------------------------
 
@@ -132,6 +133,7 @@ class WindowClose:
             self._wakeup(keys, meta),
             late,
             Counters(state_rows=table.num_rows, late_rows_total=meta.late_rows),
+            table.num_rows == 0 and (meta.pruned_rows == 0 or not self.counts),
         )
 
     def _keys(self, table: pa.Table) -> np.ndarray:

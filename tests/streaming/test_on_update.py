@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import overwindow
 from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
+from overwindow.streaming.contract import RowBoundError
 from overwindow.streaming.driver import Driver
 
 SCHEMA = pa.schema(
@@ -169,6 +170,7 @@ def test_changelog_view_equals_batch_after_every_batch(seed, calls, n_batches, b
             else:
                 view[(r["k"], r["id"])] = r
         _compare(view, live, calls)
+        assert set(driver.states) == {(k,) for k, _ in live}  # a key whose rows all went has no state
     # replaying the live rows as updates changes nothing, so it emits nothing
     again = driver.feed(pa.Table.from_pylist([dict(r, op="update") for r in live.values()], schema=SCHEMA))
     assert again.num_rows == 0
@@ -375,3 +377,23 @@ def test_changes_below_the_watermark_are_late_without_eviction(seed, calls):
         assert (driver.late_rows, driver.unknown_updates) == (late, unknown)
         watermark = 10 * b
     assert late > 0
+
+
+@pytest.mark.parametrize("layout", ["whole", "chunked"])
+def test_a_key_past_the_row_bound_fails_naming_the_bound_and_the_key(layout):
+    spec = OverWindow(
+        "lag(x) OVER (ORDER BY t) AS p", emit="on_update", rowKey="id", stateLayout=layout, maxRowsPerKey=3
+    )
+    driver = Driver(spec, SCHEMA, ["k"])
+    rows = [{"k": 7, "id": i, "t": i, "x": 1.0, "op": None} for i in range(4)]
+    driver.feed(pa.Table.from_pylist(rows[:3], schema=SCHEMA))
+    with pytest.raises(
+        RowBoundError, match=r"partition \(7,\) holds 4 rows in state, more than maxRowsPerKey=3"
+    ):
+        driver.feed(pa.Table.from_pylist(rows[3:], schema=SCHEMA))
+
+
+@pytest.mark.parametrize("bound", [0, -1, 2.5, "10", True])
+def test_the_row_bound_is_a_positive_integer(bound):
+    with pytest.raises(WindowSpecError, match="maxRowsPerKey must be a positive integer"):
+        OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update", maxRowsPerKey=bound)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import overwindow
 from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
-from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT
+from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT, RowBoundError
 from overwindow.streaming.driver import Driver
 from overwindow.streaming.state import FORMAT_VERSION, StateMeta, WindowCloseMeta, decode, encode
 from overwindow.streaming.window_close import STATE_KIND, WindowClose
@@ -182,6 +182,44 @@ def test_end_of_input_emits_every_row_as_the_batch_evaluator(seed, n, keys, diso
         assert updates.machine.step(state, None, END_OF_INPUT).output.num_rows == 0
     as_changelog = pa.Table.from_pylist(list(view.values())).drop_columns([CHANGE])
     _check(table, as_changelog, END_OF_INPUT)
+
+
+@pytest.mark.parametrize(
+    "calls, counts",
+    [
+        (["max(x) OVER (ORDER BY t ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS m"], False),
+        (["row_number() OVER (ORDER BY t) AS rn", "dense_rank() OVER (ORDER BY t) AS dr"], True),
+    ],
+)
+def test_a_key_that_holds_nothing_loses_its_state(calls, counts):
+    """Once every row of a key is emitted and pruned its state is removed, unless its numbering
+    (row_number, rank) continues from the rows pruned; either way the key's later rows carry the
+    batch evaluator's values over all its rows, and a bound on rows per key fails past it."""
+    spec = OverWindow(*calls, rowKey="rid")
+    driver = Driver(spec, SCHEMA, ["k"])
+
+    def rows(k, ts, first):
+        n = len(ts)
+        return pa.table(
+            {
+                "k": [k] * n,
+                "t": ts,
+                "rid": range(first, first + n),
+                "x": [float(t) for t in ts],
+                "g": [0] * n,
+            },
+            schema=SCHEMA,
+        )
+
+    batches = [rows(1, [1, 2, 2, 3], 0), rows(2, [4, 9], 4), rows(1, [7, 8, 8], 6)]
+    out = [driver.feed(batches[0], watermark=None), driver.feed(batches[1], watermark=5)]
+    assert ((1,) in driver.states) == counts and (2,) in driver.states
+    out += [driver.feed(batches[2], watermark=8), driver.feed(None, END_OF_INPUT)]
+    _check(pa.concat_tables(batches), pa.concat_tables(out), END_OF_INPUT, [(c, 0, 0, None) for c in calls])
+
+    bounded = Driver(OverWindow(*calls, rowKey="rid", maxRowsPerKey=3), SCHEMA, ["k"])
+    with pytest.raises(RowBoundError, match=r"\(1,\) holds 4 rows in state, more than maxRowsPerKey=3"):
+        bounded.feed(batches[0], watermark=None)
 
 
 @pytest.mark.parametrize(
