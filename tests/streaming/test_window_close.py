@@ -120,48 +120,46 @@ def _check(table, out, watermark, calls=CALLS):
         )
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(
+# random streams: rows, partition keys, disorder in arrival, micro-batch count
+STREAMS = dict(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(1, 250),
     keys=st.integers(1, 4),
     disorder=st.integers(0, 6),
     n_batches=st.integers(1, 12),
 )
-def test_union_of_emitted_rows_equals_batch_over_closed_windows(seed, n, keys, disorder, n_batches):
+
+
+def _stream(seed, n, keys, disorder, n_batches):
+    """(rows in arrival order: by time with bounded disorder, so no row is late for watermark = max
+    seen - delay; the micro-batch bounds; the delay)."""
     rng = np.random.default_rng(seed)
     table = _data(rng, n, keys, disorder)
-    # arrival order: by time with bounded disorder, so no row is late for watermark = max seen - delay
     table = table.take(
         pa.array(np.argsort(table["t"].to_numpy() - rng.integers(0, disorder + 1, n), kind="stable"))
     )
-    batches = rng.integers(0, n + 1, n_batches)
-    out, driver, watermark = _run(table, batches, delay=2 * disorder + 1)
+    return table, rng.integers(0, n + 1, n_batches), 2 * disorder + 1
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(**STREAMS)
+def test_union_of_emitted_rows_equals_batch_over_closed_windows(seed, n, keys, disorder, n_batches):
+    table, batches, delay = _stream(seed, n, keys, disorder, n_batches)
+    out, driver, watermark = _run(table, batches, delay)
     assert driver.late_rows == 0
     _check(table, out, watermark)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(1, 150),
-    keys=st.integers(1, 4),
-    disorder=st.integers(0, 6),
-    n_batches=st.integers(1, 8),
-)
+@given(**STREAMS)
 def test_end_of_input_emits_every_row_as_the_batch_evaluator(seed, n, keys, disorder, n_batches):
     """After the last micro-batch, a step with the watermark END_OF_INPUT (on every key with a
     wakeup, as the driver steps keys with an event-time timeout) emits every row not emitted yet,
     including those waiting for FOLLOWING rows that never come: window close's output over all input
     equals the batch evaluator over all input; emit on update, fed the same batches, emits nothing
     more and its view equals it too. Rows sent after the end are late."""
-    rng = np.random.default_rng(seed)
-    table = _data(rng, n, keys, disorder)
-    table = table.take(
-        pa.array(np.argsort(table["t"].to_numpy() - rng.integers(0, disorder + 1, n), kind="stable"))
-    )
-    batches = rng.integers(0, n + 1, n_batches)
-    out, driver, _ = _run(table, batches, delay=2 * disorder + 1)
+    table, batches, delay = _stream(seed, n, keys, disorder, n_batches)
+    out, driver, _ = _run(table, batches, delay)
     final = driver.feed(None, END_OF_INPUT)
     assert driver.late_rows == 0 and driver.state_rows() == 0
     _check(table, pa.concat_tables([out, final]), END_OF_INPUT)
