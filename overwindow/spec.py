@@ -36,6 +36,8 @@ class OverWindow:
     chunks and reads and writes only those a batch's changes reach (per-batch cost independent of
     the rows held; needs frames of bounded reach and Spark's transformWithStateInPandas with the
     RocksDB state store).
+    ``maxRowsPerKey``: the most rows one partition (groupBy key) may hold in state; a step that
+    leaves more fails naming the bound and the key (None: no bound).
     """
 
     def __init__(
@@ -45,6 +47,7 @@ class OverWindow:
         rowKey: str | list[str] | tuple[str, ...] | None = None,
         opColumn: str | None = None,
         stateLayout: str = "whole",
+        maxRowsPerKey: int | None = None,
     ):
         if not calls:
             raise WindowSpecError("OverWindow needs at least one window call")
@@ -71,6 +74,11 @@ class OverWindow:
                 f"stateLayout must be one of {', '.join(STATE_LAYOUTS)}, got {stateLayout!r}"
             )
         self.state_layout = stateLayout
+        if maxRowsPerKey is not None and (
+            isinstance(maxRowsPerKey, bool) or not isinstance(maxRowsPerKey, int) or maxRowsPerKey < 1
+        ):
+            raise WindowSpecError(f"maxRowsPerKey must be a positive integer, got {maxRowsPerKey!r}")
+        self.max_rows_per_key = maxRowsPerKey
         if stateLayout == "chunked":
             if emit != "on_update":
                 raise WindowSpecError(

@@ -180,7 +180,7 @@ def start_view(spark, view: View, once: bool, quiet: bool):
     writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime="1 second")
     printer = None
     if not quiet:
-        printer = ProgressPrinter(rows_out)
+        printer = ProgressPrinter(rows_out, counts=getattr(out, "overwindow_counts", None))
         spark.streams.addListener(printer)
     query = writer.queryName(view.name).start()
     if printer is not None:

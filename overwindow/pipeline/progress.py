@@ -13,12 +13,14 @@ def bad_records(p) -> int:
     return int(metrics["bad_records"] or 0) if metrics is not None else 0
 
 
-def progress_line(p, rows_out: int | None) -> str:
+def progress_line(p, rows_out: int | None, machine: tuple[int, int] = (0, 0)) -> str:
     """``batch 3: 1,200 rows in, 1,180 out, watermark 2024-01-01T10:00:00Z, 4 keys (2.1 MB) in state,
-    0 late, 0.84 s`` (and ``, 2 bad records`` when a Kafka batch had values that are not records)."""
+    0 late, 0.84 s`` (and ``, 2 bad records`` when a Kafka batch had values that are not records).
+    ``machine``: (rows late, updates of unknown rows) the state machines counted in the batch; their
+    late rows join Spark's."""
     state_keys = sum(op.numRowsTotal for op in p.stateOperators)
     state_bytes = sum(op.memoryUsedBytes for op in p.stateOperators)
-    late = sum(op.numRowsDroppedByWatermark for op in p.stateOperators)
+    late = sum(op.numRowsDroppedByWatermark for op in p.stateOperators) + machine[0]
     watermark = (p.eventTime or {}).get("watermark", "-")
     seconds = (p.batchDuration or 0) / 1000
     out = "?" if rows_out is None else f"{rows_out:,}"
@@ -27,14 +29,16 @@ def progress_line(p, rows_out: int | None) -> str:
         f"batch {p.batchId}: {p.numInputRows:,} rows in, {out} out, watermark {watermark}, "
         f"{state_keys:,} keys ({state_bytes / 1e6:.1f} MB) in state, {late:,} late, {seconds:.2f} s"
         + (f", {bad:,} bad records" if bad else "")
+        + (f", {machine[1]:,} updates of unknown rows" if machine[1] else "")
     )
 
 
 class ProgressPrinter(StreamingQueryListener):
     """Prints a progress line for every micro-batch of the query it watches."""
 
-    def __init__(self, rows_out: dict, stream=None):
+    def __init__(self, rows_out: dict, stream=None, counts=None):
         self.rows_out = rows_out  # batch id -> rows the sink wrote, filled by the sink
+        self.counts = counts  # the state machines' counts (overwindow.spark.adapter.MachineCounts)
         self.stream = stream  # None: sys.stdout at the time of printing
         self.query_id = None
         self.last_batch = -1  # the last batch id printed
@@ -46,8 +50,11 @@ class ProgressPrinter(StreamingQueryListener):
         p = event.progress
         if self.query_id is not None and str(p.id) != self.query_id:
             return
+        machine = self.counts.take() if self.counts is not None else (0, 0)
         print(
-            progress_line(p, self.rows_out.pop(p.batchId, None)), file=self.stream or sys.stdout, flush=True
+            progress_line(p, self.rows_out.pop(p.batchId, None), machine),
+            file=self.stream or sys.stdout,
+            flush=True,
         )
         self.last_batch = p.batchId
 

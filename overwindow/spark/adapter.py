@@ -31,6 +31,7 @@ from overwindow.physical.values import TypeFamily, kind_of
 from overwindow.spark import compat, executors
 from overwindow.spark.boundary import to_arrow, to_pandas
 from overwindow.spec import OverWindow
+from overwindow.streaming.contract import END_OF_INPUT, check_row_bound
 from overwindow.streaming.machines import machine_for
 
 # PySpark's applyInPandasWithState pads its output with empty rows through pd.concat, which warns on
@@ -42,6 +43,11 @@ WORKER_WARNINGS = (
 )
 
 log = logging.getLogger("overwindow")
+# Spark knows no end of input: a key whose rows wait for later rows (wakeup END_OF_INPUT) sets its
+# event-time timeout here, and a watermark at or past it is the end of input (a job ending its input
+# moves the watermark past it, e.g. with a marker row near Spark's last TIMESTAMP, 9999-12-31, so
+# every key with a timeout times out and emits what it holds)
+END_OF_INPUT_MS = 221_845_392_000_000  # 9000-01-01T00:00:00Z
 _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
 
 
@@ -117,14 +123,17 @@ def over_window(grouped, spec: OverWindow):
     machine = machine_for(spec, input_schema, watermarked)
     output_struct = _output_struct(input_struct, machine.output_schema)
     tz = df.sparkSession.conf.get("spark.sql.session.timeZone")
-    run = _Runner(spec, input_schema, tz, watermarked)
+    run = _Runner(spec, input_schema, tz, watermarked, MachineCounts.of(df.sparkSession))
     if spec.state_layout == "chunked":
         _check_chunked_session(df.sparkSession)
-        return grouped.transformWithStateInPandas(
+        out = grouped.transformWithStateInPandas(
             _chunked_processor(run), output_struct, "Update", "EventTime" if watermarked else "None"
         )
-    state_struct = StructType([StructField("state", BinaryType(), False)])
-    return grouped.applyInPandasWithState(run, output_struct, state_struct, mode, timeout)
+    else:
+        state_struct = StructType([StructField("state", BinaryType(), False)])
+        out = grouped.applyInPandasWithState(run, output_struct, state_struct, mode, timeout)
+    out.overwindow_counts = run.counts  # what the machines drop, for the job's progress line
+    return out
 
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -157,8 +166,9 @@ def _check_chunked_session(session) -> None:
 class _Runner:
     """The function Spark calls per key and micro-batch (pickled to the workers with its spec)."""
 
-    def __init__(self, spec: OverWindow, schema: pa.Schema, tz: str, watermarked: bool):
+    def __init__(self, spec: OverWindow, schema: pa.Schema, tz: str, watermarked: bool, counts=None):
         self.spec, self.schema, self.tz, self.watermarked = spec, schema, tz, watermarked
+        self.counts = counts
         self._machine = None
         self._key_cache = None
 
@@ -169,18 +179,29 @@ class _Runner:
         return self._machine
 
     def __getstate__(self):
-        return {"spec": self.spec, "schema": self.schema, "tz": self.tz, "watermarked": self.watermarked}
+        return {
+            "spec": self.spec,
+            "schema": self.schema,
+            "tz": self.tz,
+            "watermarked": self.watermarked,
+            "counts": self.counts,
+        }
 
     def __setstate__(self, d):
-        self.__init__(d["spec"], d["schema"], d["tz"], d["watermarked"])
+        self.__init__(d["spec"], d["schema"], d["tz"], d["watermarked"], d["counts"])
         self.spec.register_user_aggregates()
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         wm_ms = state.getCurrentWatermarkMs() if self.watermarked else None
         step = self.step(key, state.get[0] if state.exists else None, pdfs, wm_ms)
-        state.update((step.state,))
+        check_row_bound(step, self.spec.max_rows_per_key, key)
+        if step.empty:
+            state.remove()
+        else:
+            state.update((step.state,))
         if step.wakeup is not None and self.spec.emit == "on_window_close":
-            state.setTimeoutTimestamp(max(self._to_ms(step.wakeup), (wm_ms or 0) + 1))
+            wake = END_OF_INPUT_MS if step.wakeup == END_OF_INPUT else self._to_ms(step.wakeup)
+            state.setTimeoutTimestamp(max(wake, (wm_ms or 0) + 1))
         yield from _emitted(step)
 
     def step(self, key, prior, pdfs: Iterator[pd.DataFrame], wm_ms):
@@ -188,9 +209,20 @@ class _Runner:
         tables = [to_arrow(p, self.schema) for p in pdfs if len(p)]
         rows = pa.concat_tables(tables) if tables else None
         watermark = self._to_key(wm_ms) if wm_ms and wm_ms > 0 else None
+        if wm_ms is not None and wm_ms >= END_OF_INPUT_MS:
+            watermark = END_OF_INPUT
         step = self.machine.step(prior, rows, watermark)
+        if self.counts is not None:
+            self.counts.add(step)
         if step.late_rows:
             log.warning("overwindow: dropped %d late rows for key %s", step.late_rows, key)
+        if step.counters.unknown_updates:
+            log.warning(
+                "overwindow: %d updates of unknown rows for key %s (inserted; a stream must not move "
+                "rows between partitions)",
+                step.counters.unknown_updates,
+                key,
+            )
         return step
 
     def _key(self) -> tuple[TypeFamily, str]:
@@ -226,6 +258,46 @@ class _Runner:
         return -(-ts.value // 1_000_000)
 
 
+class MachineCounts:
+    """What the state machines drop or doubt, summed over a query's workers with Spark accumulators:
+    rows dropped as late (beside those Spark drops before them) and updates of unknown rows. The
+    workers add; the driver ``take``s what was counted since its last take (once per micro-batch
+    for the progress line). Counts of retried tasks are added again (accumulators in transformations
+    count every attempt)."""
+
+    def __init__(self, late, unknown_updates):
+        self.late, self.unknown_updates = late, unknown_updates
+        self._taken = (0, 0)
+
+    @classmethod
+    def of(cls, session) -> MachineCounts | None:
+        """Counts for a query of ``session``; None on Spark Connect (no accumulators)."""
+        try:
+            sc = session.sparkContext
+        except Exception:  # Spark Connect: no SparkContext
+            return None
+        return cls(sc.accumulator(0), sc.accumulator(0))
+
+    def add(self, step) -> None:
+        """On a worker: a step's counts."""
+        if step.late_rows:
+            self.late.add(step.late_rows)
+        if step.counters.unknown_updates:
+            self.unknown_updates.add(step.counters.unknown_updates)
+
+    def take(self) -> tuple[int, int]:
+        """On the driver: (late rows, updates of unknown rows) counted since the last take."""
+        now = (self.late.value, self.unknown_updates.value)
+        taken, self._taken = self._taken, now
+        return now[0] - taken[0], now[1] - taken[1]
+
+    def __getstate__(self):
+        return {"late": self.late, "unknown_updates": self.unknown_updates}
+
+    def __setstate__(self, d):
+        self.__init__(d["late"], d["unknown_updates"])
+
+
 def _chunked_processor(runner: _Runner):
     """A StatefulProcessor running the chunked emit-on-update machine (defined here so that importing
     overwindow does not import pyspark)."""
@@ -250,7 +322,9 @@ def _chunked_processor(runner: _Runner):
 
         def handleInputRows(self, key, rows, timerValues):
             wm_ms = timerValues.getCurrentWatermarkInMs() if runner.watermarked else None
-            yield from _emitted(runner.step(key, _StateVariables(self), rows, wm_ms))
+            step = runner.step(key, _StateVariables(self), rows, wm_ms)
+            check_row_bound(step, runner.spec.max_rows_per_key, key)
+            yield from _emitted(step)
 
         def close(self):
             pass

@@ -7,7 +7,7 @@ batch's changes as the machine applies them (the last change of an identity in a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -76,4 +76,7 @@ class Changes:
     inserts: pa.Table  # rows to insert, or to replace the held row of their identity (with identities)
     deletes: np.ndarray  # identities of held rows to delete
     late: int = 0  # rows dropped as late: below the eviction horizon
-    bad: int = 0  # rows kept aside: no known operation, or a NULL event time while evicting
+    bad: int = 0  # rows kept aside: no known operation, or a NULL event time under a watermark
+    updates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # identities of single-image updates (a delete of the held row plus an insert): one the
+    # partition does not hold is an "update of an unknown row", counted

@@ -55,8 +55,9 @@ import pyarrow as pa
 from overwindow.evaluate import evaluate_expr
 from overwindow.physical.bounds import key_numbers
 from overwindow.physical.values import Values
+from overwindow.streaming.arrays import member
 from overwindow.streaming.changes import Changes
-from overwindow.streaming.contract import Counters, Step
+from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
 from overwindow.streaming.identity import IDENTITY
 from overwindow.streaming.on_update import Applied, OnUpdate
 from overwindow.streaming.reach import NeedRows
@@ -184,11 +185,15 @@ class ChunkedOnUpdate:
     def step(self, store: ChunkStore, rows: pa.Table | None, watermark=None) -> Step:
         """Apply one batch of changes to the partition in ``store``; the changelog it causes."""
         m = self.machine
+        watermark = None if watermark == END_OF_INPUT else watermark
         chunks, meta = self._read(store)
         stored = {c.id for c in chunks}
-        changes = m.changes(rows, meta.horizon)
+        changes = m.changes(rows, meta.horizon, watermark)
         meta.late_rows += changes.late
         ins, ins_at, changed_ids, held_at = self._place(store, chunks, changes)
+        n_del = len(changes.deletes)
+        known = changed_ids[:n_del][held_at[:n_del] >= 0] if len(held_at) else changed_ids[:0]
+        unknown = len(changes.updates) - int(member(changes.updates, known).sum())
         if not chunks and ins.num_rows:
             empty = _Chunk(
                 self._new_id(meta), 0, ins.slice(0, 1), m.empty_rows(), m.results_schema.empty_table()
@@ -213,7 +218,7 @@ class ChunkedOnUpdate:
         self._write(store, chunks, meta)
         outputs = [o for o in outputs if o.num_rows]
         output = pa.concat_tables(outputs[::-1]) if outputs else m.output_schema.empty_table()
-        counters = Counters(sum(c.n for c in chunks), meta.late_rows, recomputed, changes.bad)
+        counters = Counters(sum(c.n for c in chunks), meta.late_rows, recomputed, changes.bad, unknown)
         return Step(None, output, None, changes.late, counters)
 
     def _place(

@@ -14,12 +14,13 @@ serves many partitions in one call (a bucket of keys) steps each of them with it
 >>> schema = pa.schema([("t", pa.int64()), ("x", pa.int64())])
 >>> m = machine_for(OverWindow("lag(x) OVER (ORDER BY t) AS p"), schema)
 >>> step = m.step(None, pa.table({"t": [1, 2], "x": [5, 6]}), watermark=1)
->>> step.output.to_pylist(), step.wakeup, step.counters
-([{'t': 1, 'x': 5, 'p': None}], 2, Counters(state_rows=2, late_rows_total=0, recomputed_rows=0, bad_rows=0))
+>>> step.output.to_pylist(), step.wakeup, step.counters.state_rows
+([{'t': 1, 'x': 5, 'p': None}], 2, 2)
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -28,6 +29,12 @@ import pyarrow as pa
 CHANGE = "_change"  # emit on update: UPSERT or DELETE per output row
 UPSERT, DELETE = "upsert", "delete"
 ROW_ID = "_row_id"  # emit on update without a row key: the row's 64-bit identity, the changelog's key
+# the watermark past every row: the input has ended. Window close releases and emits every row it
+# holds, frames cut at the partition's end as the batch evaluator cuts them (Flink does this for
+# bounded sources), and takes no rows after it; a ``wakeup`` of END_OF_INPUT means rows wait for
+# later rows (n FOLLOWING, lead) and only the end of input emits them without. Emit on update has
+# nothing to add at the end.
+END_OF_INPUT = math.inf
 
 
 @dataclass
@@ -38,6 +45,7 @@ class Counters:
     late_rows_total: int = 0  # rows dropped as late since the partition started
     recomputed_rows: int = 0  # emit on update: rows whose results this step recomputed
     bad_rows: int = 0  # emit on update: rows this step kept aside (no known op, NULL event time)
+    unknown_updates: int = 0  # emit on update: single-image updates of rows the partition did not hold
 
 
 @dataclass
@@ -49,6 +57,33 @@ class Step:
     wakeup: int | float | None = None  # window close: the watermark at which it can emit without rows
     late_rows: int = 0  # rows of this step dropped as late
     counters: Counters = field(default_factory=Counters)
+    # the partition holds nothing a later step reads (no rows, no counts that numbering continues
+    # from): the host removes its state rather than write an empty one. Lateness then rests on the
+    # host's watermark alone, as it does for a partition never seen.
+    empty: bool = False
+
+
+class RowBoundError(RuntimeError):
+    """A partition holds more rows than the spec's ``maxRowsPerKey``."""
+
+
+def check_row_bound(step: Step, bound: int | None, key) -> None:
+    """Raise RowBoundError, naming the bound and the partition ``key``, when the step left more rows
+    in the partition's state than ``bound`` (None: no bound). O(1).
+
+    >>> try:
+    ...     check_row_bound(Step(None, pa.table({}), counters=Counters(state_rows=3)), 2, ("a",))
+    ... except RowBoundError as e:
+    ...     print(str(e).split(";")[0])
+    the partition ('a',) holds 3 rows in state, more than maxRowsPerKey=2
+    """
+    rows = step.counters.state_rows
+    if bound is not None and rows > bound:
+        raise RowBoundError(
+            f"the partition {key!r} holds {rows:,} rows in state, more than maxRowsPerKey={bound:,}; "
+            "raise the bound, add a watermark on the ORDER BY column (rows behind it leave the state), "
+            "or partition the stream more finely"
+        )
 
 
 class StateMachine(Protocol):

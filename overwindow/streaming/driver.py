@@ -1,7 +1,8 @@
 """An in-memory driver that runs a streaming machine the way Spark hosts it, for tests and local use.
 
 Each micro-batch: rows are grouped by the partition key and every key with rows steps; then every
-other key whose wakeup the watermark has passed steps with no rows (Spark's event-time timeout).
+other key whose wakeup the watermark has passed steps with no rows (Spark's event-time timeout). A
+key whose step leaves its state empty loses it; one past the spec's ``maxRowsPerKey`` fails.
 
 >>> import pyarrow as pa
 >>> from overwindow.spec import OverWindow
@@ -21,6 +22,7 @@ import pyarrow as pa
 
 from overwindow.spec import OverWindow
 from overwindow.streaming.chunked import MemoryChunks
+from overwindow.streaming.contract import check_row_bound
 from overwindow.streaming.machines import machine_for
 
 
@@ -37,6 +39,7 @@ class Driver:
         rows_per_chunk: int | None = None,
     ):
         self.machine = machine_for(spec, schema, watermarked, rows_per_chunk)
+        self.max_rows = spec.max_rows_per_key
         self.chunked = spec.state_layout == "chunked"
         self.recomputed_rows = 0
         self.keys = list(keys)
@@ -44,6 +47,7 @@ class Driver:
         self.wakeups: dict[tuple, object] = {}
         self.held: dict[tuple, int] = {}  # rows each key's state holds
         self.late_rows = 0
+        self.unknown_updates = 0  # single-image updates of rows their partition did not hold
         self.steps = 0
 
     def feed(self, rows: pa.Table | None, watermark=None) -> pa.Table:
@@ -78,11 +82,17 @@ class Driver:
             self.states[key] = MemoryChunks()
         step = self.machine.step(self.states.get(key), rows, watermark)
         self.steps += 1
+        check_row_bound(step, self.max_rows, key)
+        self.late_rows += step.late_rows
+        self.recomputed_rows += step.counters.recomputed_rows
+        self.unknown_updates += step.counters.unknown_updates
+        if step.empty:  # as the Spark adapter does: no empty state is kept
+            for kept in (self.states, self.wakeups, self.held):
+                kept.pop(key, None)
+            return step.output
         if not self.chunked:
             self.states[key] = step.state
         self.wakeups[key] = step.wakeup
-        self.late_rows += step.late_rows
-        self.recomputed_rows += step.counters.recomputed_rows
         self.held[key] = step.counters.state_rows
         return step.output
 

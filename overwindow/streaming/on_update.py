@@ -44,12 +44,12 @@ from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.functions import Reach
 from overwindow.physical.bounds import key_numbers
-from overwindow.physical.expressions import evaluate_expr, resolve_column
+from overwindow.physical.expressions import resolve_column
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
-from overwindow.streaming.arrays import in_ranges, runs, scatter
+from overwindow.streaming.arrays import in_ranges, member, runs, scatter
 from overwindow.streaming.changes import Changes, Op, decode_ops, last_changes
-from overwindow.streaming.contract import CHANGE, DELETE, ROW_ID, UPSERT, Counters, Step
+from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT, ROW_ID, UPSERT, Counters, Step
 from overwindow.streaming.eviction import Eviction
 from overwindow.streaming.identity import IDENTITY, row_ids
 from overwindow.streaming.merge import Merged, RowOrder, merge_changes
@@ -108,13 +108,15 @@ class OnUpdate:
         # behind it are evicted; functions of the whole partition (ntile, ...) keep every row
         order_col = self.order_by[0].expr.columns() if len(self.order_by) == 1 else ()
         self.event_time = resolve_column(empty, order_col[0]) if len(order_col) == 1 else None
+        # with a watermark on it, every change below the watermark is late, evicting or not
+        self.watermarked = watermarked and self.event_time is not None
         evicts = (
-            watermarked
-            and self.event_time is not None
+            self.watermarked
             and not self.order_by[0].descending
             and not any(c.info.reach is Reach.WHOLE for c in spec.calls)
         )
         self.eviction = Eviction(self.finder) if evicts else None
+        self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -147,20 +149,31 @@ class OnUpdate:
 
     def step(self, state: bytes | None, rows: pa.Table | None, watermark=None) -> Step:
         """Apply one batch of changes to a partition's state (None: empty); the changelog it causes.
-        Kernel work O(changes x frame reach), bookkeeping O(partition) vectorised (module docstring)."""
+        Kernel work O(changes x frame reach), bookkeeping O(partition) vectorised (module docstring).
+        ``END_OF_INPUT`` changes nothing: every change was emitted when it came."""
+        watermark = None if watermark == END_OF_INPUT else watermark
         old, old_res, meta = self.load(state)
-        changes = self.changes(rows, meta.horizon)
+        changes = self.changes(rows, meta.horizon, watermark)
         meta.late_rows += changes.late
+        held = int(member(old.column(IDENTITY).to_numpy(), changes.updates).sum())
         done = self.apply(old, old_res, meta, changes.inserts, changes.deletes, watermark)
-        counters = Counters(done.rows.num_rows, done.meta.late_rows, done.recomputed, changes.bad)
+        counters = Counters(
+            done.rows.num_rows,
+            done.meta.late_rows,
+            done.recomputed,
+            changes.bad,
+            len(changes.updates) - held,
+        )
+        empty = done.rows.num_rows == 0 and (done.meta.evicted_rows == 0 or not self.counts)
         return Step(
-            self.encode(done.rows, done.results, done.meta), done.output, None, changes.late, counters
+            self.encode(done.rows, done.results, done.meta), done.output, None, changes.late, counters, empty
         )
 
-    def changes(self, rows: pa.Table | None, horizon) -> Changes:
-        """One batch of input (None: no rows) as changes to apply: rows with an unknown op, or (while
-        evicting) a NULL event time, are bad; rows below the eviction ``horizon`` are late; of the
-        rest, the last change of an identity wins."""
+    def changes(self, rows: pa.Table | None, horizon, watermark=None) -> Changes:
+        """One batch of input (None: no rows) as changes to apply: rows with an unknown op, or (with a
+        watermark on the event time) a NULL event time, are bad; changes whose event time is below
+        the ``watermark`` or the eviction ``horizon`` are late (the README's rule, whether or not
+        eviction has begun); of the rest, the last change of an identity wins."""
         if rows is None or rows.num_rows == 0:
             return Changes(self.empty_rows(), np.zeros(0, dtype=np.int64))
         ops = np.full(rows.num_rows, Op.INSERT, dtype=np.int8)
@@ -172,21 +185,23 @@ class OnUpdate:
             data = data.cast(self.schema)
         ids = row_ids(data, self.row_key)
         late = np.zeros(rows.num_rows, dtype=bool)
-        if self.eviction is not None:
-            keys = Values(evaluate_expr(self.order_by[0].expr, data))
-            if data.column(self.event_time).null_count:  # NULL has no place relative to the watermark
-                null_key = ~keys.valid
-                bad += int((null_key & (ops != Op.BAD)).sum())
-                ops = np.where(null_key, Op.BAD, ops)
-            if horizon is not None:
-                late = keys.valid & (key_numbers(keys) < horizon)
-        last = last_changes(ids, (ops != Op.BAD) & (ops != Op.SKIP) & ~late)
+        if self.watermarked:
+            times = Values(data.column(self.event_time))
+            if times.array.null_count:  # NULL has no place relative to the watermark
+                null_time = ~times.valid
+                bad += int((null_time & (ops != Op.BAD)).sum())
+                ops = np.where(null_time, Op.BAD, ops)
+            below = [w for w in (watermark, horizon) if w is not None]
+            if below:
+                late = times.valid & (key_numbers(times) < max(below)) & (ops != Op.BAD)
+        valid = (ops != Op.BAD) & (ops != Op.SKIP) & ~late
+        last = last_changes(ids, valid)
         ins = last & (ops != Op.DELETE)
         dels = last & (ops != Op.INSERT)
         inserts = (data if ins.all() else data.filter(pa.array(ins))).append_column(
             IDENTITY, pa.array(ids[ins])
         )
-        return Changes(inserts, ids[dels], int(late.sum()), bad)
+        return Changes(inserts, ids[dels], int(late.sum()), bad, ids[_sole_updates(ids, ops, valid, last)])
 
     def apply(
         self,
@@ -281,3 +296,21 @@ class OnUpdate:
         rows = rows.append_column(CHANGE, pa.repeat(pa.scalar(change, pa.string()), rows.num_rows))
         rows = rows.select(self.output_schema.names)
         return rows if rows.schema.equals(self.output_schema) else rows.cast(self.output_schema)
+
+
+def _sole_updates(ids: np.ndarray, ops: np.ndarray, valid: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Where a single-image update is the only change of its identity in the batch (an insert then an
+    update of a new row in one batch is no update of an unknown row). O(n log n) with updates.
+
+    >>> ops = np.array([Op.INSERT, Op.UPDATE, Op.UPDATE], dtype=np.int8)
+    >>> ok = np.ones(3, dtype=bool)
+    >>> _sole_updates(np.array([1, 1, 2]), ops, ok, np.array([False, True, True])).tolist()
+    [False, False, True]
+    """
+    updates = last & (ops == Op.UPDATE)
+    if not updates.any():
+        return updates
+    _, inverse, counts = np.unique(ids[valid], return_inverse=True, return_counts=True)
+    once = np.zeros(len(ids), dtype=bool)
+    once[valid] = counts[inverse] == 1
+    return updates & once

@@ -16,6 +16,9 @@ is above every released one). A step:
    ``PRECEDING`` distances, ``lag`` offsets; ``UNBOUNDED PRECEDING`` keeps everything), at a peer-group
    boundary, counting pruned rows and peer groups so row_number/rank/dense_rank continue.
 
+At the end of input (watermark ``END_OF_INPUT``) every row held is released and emitted, frames cut at
+the partition's end, and the state is pruned empty.
+
 Cost per step: O(b log b) for a buffer of b rows (frame reach plus unemitted rows).
 
 >>> import pyarrow as pa
@@ -44,7 +47,7 @@ from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr, resolve_column
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
-from overwindow.streaming.contract import Counters, Step
+from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
 from overwindow.streaming.state import WindowCloseMeta, decode, encode
 from overwindow.streaming.stretch import evaluate_stretch, peer_groups
 
@@ -74,6 +77,7 @@ class WindowClose:
         ]
         self.expressions = list(spec.expressions)
         self.output_schema = project(empty, self.expressions, evaluate_calls(empty, self.expressions)).schema
+        self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
 
     # -- state -------------------------------------------------------------------------------
 
@@ -114,20 +118,22 @@ class WindowClose:
                 rows, new_k = rows.filter(pa.array(ok)), new_k[ok]
             table, keys = self._insert(table, keys, meta.n_released, rows, new_k)
         meta.late_rows += late
+        final = watermark == END_OF_INPUT
         if watermark is not None and (meta.released_upto is None or watermark > meta.released_upto):
             # pending keys are sorted: the rows at or below the watermark are a prefix of them
-            meta.n_released = int(np.searchsorted(keys, watermark, side="right"))
+            meta.n_released = len(keys) if final else int(np.searchsorted(keys, watermark, side="right"))
             meta.released_upto = watermark
         n = meta.n_released
         groups = peer_groups(keys[:n])
-        out, upto = self._emit(table.slice(0, n), keys[:n], groups, meta)
-        table, keys, meta = self._prune(table, keys, groups, meta, upto)
+        out, upto = self._emit(table.slice(0, n), keys[:n], groups, meta, final)
+        table, keys, meta = self._prune(table, keys, groups, meta, n if final else upto)
         return Step(
             encode({"rows": table}, STATE_KIND, meta),
             out,
             self._wakeup(keys, meta),
             late,
             Counters(state_rows=table.num_rows, late_rows_total=meta.late_rows),
+            table.num_rows == 0 and (meta.pruned_rows == 0 or not self.counts),
         )
 
     def _keys(self, table: pa.Table) -> np.ndarray:
@@ -154,14 +160,16 @@ class WindowClose:
         )
 
     def _emit(
-        self, released: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: WindowCloseMeta
+        self, released: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: WindowCloseMeta, final: bool
     ) -> tuple[pa.Table, int]:
+        """(the released rows whose frames are complete, emitted now; the position emitted up to).
+        ``final``: the input has ended, every frame is complete."""
         start = meta.emitted
         n = released.num_rows
         if start >= n:
             return self.output_schema.empty_table(), start
         upto = n
-        for call in self.spec.calls:
+        for call in () if final else self.spec.calls:
             upto = min(upto, self._complete_upto(call, released, keys, groups, start, meta.released_upto))
         if upto <= start:
             return self.output_schema.empty_table(), start
@@ -196,13 +204,14 @@ class WindowClose:
         return _first_false(shift_key(keys, self.key_kind, end.offset, +1) <= watermark, start)
 
     def _prune(self, table: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: WindowCloseMeta, upto: int):
-        """Drop the released rows before the earliest one a future frame reaches."""
+        """Drop the released rows before the earliest one a future frame reaches (all of them after
+        the end of input)."""
         n = meta.n_released
         if n == 0:
             return table, keys, meta
         released = table.slice(0, n)
         keep = upto
-        for call in self.spec.calls:
+        for call in () if meta.released_upto == END_OF_INPUT else self.spec.calls:
             keep = min(keep, self._reach_back(call, released, keys[:n], groups, upto, meta.released_upto))
         keep = max(keep, 0)
         if keep < n:  # never split a peer group: RANGE peers and rank counters need it whole
@@ -252,11 +261,13 @@ class WindowClose:
         start = meta.emitted
         if start < n:
             key = keys[start : start + 1]
+            times.append(END_OF_INPUT)  # released rows wait for later rows, or at least the end
             for call in self.spec.calls:
                 end = call.reads.end
                 if call.reads.unit is FrameUnit.RANGE and end.kind is BoundKind.FOLLOWING:
                     times.append(shift_key(key, self.key_kind, end.offset, +1)[0])
-        return min(times).item() if times else None
+        wakeup = min(times) if times else None
+        return wakeup.item() if isinstance(wakeup, np.generic) else wakeup
 
 
 def _increasing(keys: np.ndarray) -> bool:

@@ -129,3 +129,57 @@ def test_chunked_layout_needs_the_rocksdb_state_store(spark, tmp_path):
     spec = overwindow.OverWindow(CALLS[0], emit="on_update", rowKey="id", stateLayout="chunked")
     with pytest.raises(WindowSpecError, match="RocksDB state store: spark.conf.set"):
         events.groupBy("k").overWindow(spec)
+
+
+def test_the_progress_line_counts_the_machines_late_rows_and_unknown_updates(spark, tmp_path):
+    """A change 17 minutes below the watermark, on a running total (which never evicts), is dropped
+    by the machine, and the progress line's late count has it beside Spark's; an update of a row
+    never inserted is counted there too. (Spark drops nothing before an emit-on-update machine.)"""
+    from overwindow.pipeline.progress import ProgressPrinter
+
+    src, chk = tmp_path / "src", tmp_path / "chk"
+    src.mkdir()
+    first = [
+        {"k": "a", "id": i, "t": f"2024-01-01T10:{2 * i:02d}:00", "x": 1.0, "op": "insert"} for i in range(11)
+    ]
+    late = {"k": "a", "id": 50, "t": "2024-01-01T10:02:30", "x": 100.0, "op": "insert"}
+    unknown = {"k": "a", "id": 99, "t": "2024-01-01T10:30:00", "x": 2.0, "op": "update"}
+    _write(str(src), first, 0)
+    _write(str(src), [late, unknown], 1)
+    df = (
+        spark.readStream.schema("k STRING, id BIGINT, t TIMESTAMP, x DOUBLE, op STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(src))
+        .withWatermark("t", "1 minute")
+    )
+    spec = overwindow.OverWindow(
+        "sum(x) OVER (ORDER BY t) AS s", emit="on_update", rowKey="id", opColumn="op"
+    )
+    out = df.groupBy("k").overWindow(spec)
+    lines, got = [], {}
+
+    class Lines:
+        def write(self, text):
+            lines.append(text)
+
+        def flush(self):
+            pass
+
+    printer = ProgressPrinter({}, stream=Lines(), counts=out.overwindow_counts)
+    spark.streams.addListener(printer)
+    try:
+        query = (
+            out.writeStream.foreachBatch(lambda b, i: got.update((r["id"], r["s"]) for r in b.collect()))
+            .outputMode("update")
+            .option("checkpointLocation", str(chk))
+            .trigger(availableNow=True)
+            .start()
+        )
+        printer.query_id = str(query.id)
+        query.awaitTermination()
+        printer.drain(query)
+    finally:
+        spark.streams.removeListener(printer)
+    batch1 = [line for line in lines if line.startswith("batch 1:")]
+    assert len(batch1) == 1 and ", 1 late," in batch1[0] and "1 updates of unknown rows" in batch1[0], lines
+    assert 50 not in got and got[99] == 13.0  # the late row is in no sum; the update became an insert

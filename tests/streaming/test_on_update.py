@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import overwindow
 from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
+from overwindow.streaming.contract import RowBoundError
 from overwindow.streaming.driver import Driver
 
 SCHEMA = pa.schema(
@@ -169,6 +170,7 @@ def test_changelog_view_equals_batch_after_every_batch(seed, calls, n_batches, b
             else:
                 view[(r["k"], r["id"])] = r
         _compare(view, live, calls)
+        assert set(driver.states) == {(k,) for k, _ in live}  # a key whose rows all went has no state
     # replaying the live rows as updates changes nothing, so it emits nothing
     again = driver.feed(pa.Table.from_pylist([dict(r, op="update") for r in live.values()], schema=SCHEMA))
     assert again.num_rows == 0
@@ -297,9 +299,10 @@ def test_eviction_never_changes_an_answer(seed, calls, layout):
             view[r["id"]] = r
         high = max(high, int(t.max()))
         watermark = high - 5
-    dropped = [(r, w) for i, (r, w) in sent.items() if i not in view]
+    dropped = [(i, w) for i, (r, w) in sent.items() if i not in view]
     assert len(dropped) == driver.late_rows
-    assert all(w is not None and r["t"] < w for r, w in dropped)  # only rows below the watermark are late
+    # every row below the watermark is late, those between the eviction horizon and it too
+    assert {i for i, _ in dropped} == {i for i, (r, w) in sent.items() if w is not None and r["t"] < w}
     assert driver.state_rows() < len(view) or len(view) < 30
     taken = pa.Table.from_pylist([r for i, (r, _) in sent.items() if i in view], schema=schema)
     for r in overwindow.evaluate(taken, *spec.partitioned(("k",))).to_pylist():
@@ -308,3 +311,89 @@ def test_eviction_never_changes_an_answer(seed, calls, layout):
             assert (
                 got[name] == pytest.approx(r[name], rel=1e-9) if r[name] is not None else got[name] is None
             ), (name, r, got)
+
+
+LATE_CALLS = [
+    ("sum(x) OVER (ORDER BY t) AS running", "count(*) OVER (ORDER BY t) AS c"),
+    (
+        "ntile(3) OVER (ORDER BY t) AS nt",
+        "row_number() OVER (ORDER BY t) AS rn",
+        "lag(x) OVER (ORDER BY t) AS l",
+    ),
+]
+
+
+def _random_changes(rng, n: int, next_id: int, ids_seen: list, t_lo: int, t_hi: int):
+    """``n`` changes: inserts of new ids, and deletes and single-image updates of any id seen so far
+    (held or deleted) or never inserted; id i is in partition i % 2."""
+    rows = []
+    for _ in range(n):
+        choice = rng.random()
+        if choice < 0.1 or choice < 0.5 or not ids_seen:
+            i, op = next_id, ("update" if choice < 0.1 else "insert")  # an update of a row never inserted
+            next_id += 1
+        else:
+            i, op = int(rng.choice(ids_seen)), ("delete" if choice < 0.7 else "update")
+        x = None if rng.random() < 0.1 else float(rng.integers(-9, 9))
+        rows.append({"k": i % 2, "id": i, "t": int(rng.integers(t_lo, t_hi)), "x": x, "op": op})
+        ids_seen.append(i)
+    return rows, next_id
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(LATE_CALLS))
+def test_changes_below_the_watermark_are_late_without_eviction(seed, calls):
+    """Every change whose event time is below the watermark is dropped and counted (the README's
+    rule), also for calls that never evict (UNBOUNDED PRECEDING, functions of the whole partition),
+    which applied them before; a single-image update of a row its partition does not hold is
+    counted. After every micro-batch the view equals the batch evaluator over the changes taken."""
+    rng = np.random.default_rng(seed)
+    spec = OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op")
+    driver = Driver(spec, SCHEMA, ["k"], watermarked=True)
+    live, view, next_id, seen, watermark = {}, {}, 0, [], None
+    late = unknown = 0
+    for b in range(6):
+        batch, next_id = _random_changes(
+            rng, int(rng.integers(1, 15)), next_id, seen, 10 * b - 20, 10 * b + 10
+        )
+        taken = [r for r in batch if watermark is None or r["t"] >= watermark]
+        late += len(batch) - len(taken)
+        by_key = {}
+        for r in taken:
+            by_key.setdefault((r["k"], r["id"]), []).append(r["op"])
+        unknown += sum(ops == ["update"] and key not in live for key, ops in by_key.items())
+        for r in taken:  # in order: the last change of a row in a batch wins
+            key = (r["k"], r["id"])
+            if r["op"] == "delete":
+                live.pop(key, None)
+            else:
+                live[key] = {c: r[c] for c in ("k", "id", "t", "x")}
+        for r in driver.feed(pa.Table.from_pylist(batch, schema=SCHEMA), watermark).to_pylist():
+            if r["_change"] == "delete":
+                view.pop((r["k"], r["id"]), None)
+            else:
+                view[(r["k"], r["id"])] = r
+        _compare(view, live, calls)
+        assert (driver.late_rows, driver.unknown_updates) == (late, unknown)
+        watermark = 10 * b
+    assert late > 0
+
+
+@pytest.mark.parametrize("layout", ["whole", "chunked"])
+def test_a_key_past_the_row_bound_fails_naming_the_bound_and_the_key(layout):
+    spec = OverWindow(
+        "lag(x) OVER (ORDER BY t) AS p", emit="on_update", rowKey="id", stateLayout=layout, maxRowsPerKey=3
+    )
+    driver = Driver(spec, SCHEMA, ["k"])
+    rows = [{"k": 7, "id": i, "t": i, "x": 1.0, "op": None} for i in range(4)]
+    driver.feed(pa.Table.from_pylist(rows[:3], schema=SCHEMA))
+    with pytest.raises(
+        RowBoundError, match=r"partition \(7,\) holds 4 rows in state, more than maxRowsPerKey=3"
+    ):
+        driver.feed(pa.Table.from_pylist(rows[3:], schema=SCHEMA))
+
+
+@pytest.mark.parametrize("bound", [0, -1, 2.5, "10", True])
+def test_the_row_bound_is_a_positive_integer(bound):
+    with pytest.raises(WindowSpecError, match="maxRowsPerKey must be a positive integer"):
+        OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update", maxRowsPerKey=bound)

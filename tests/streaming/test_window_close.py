@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import overwindow
 from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
+from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT, RowBoundError
 from overwindow.streaming.driver import Driver
 from overwindow.streaming.state import FORMAT_VERSION, StateMeta, WindowCloseMeta, decode, encode
 from overwindow.streaming.window_close import STATE_KIND, WindowClose
@@ -97,9 +98,12 @@ def _run(table, batches, delay, calls=CALLS):
 
 
 def _check(table, out, watermark, calls=CALLS):
+    """Each row emitted once: the rows closed at ``watermark`` (END_OF_INPUT: every row), with the
+    batch evaluator's values over all rows."""
     rids = out["rid"].to_pylist()
     assert len(rids) == len(set(rids)), "a row was emitted twice"
-    assert set(rids) == _closed(table, watermark, calls)
+    closed = set(table["rid"].to_pylist()) if watermark == END_OF_INPUT else _closed(table, watermark, calls)
+    assert set(rids) == closed
     spec = OverWindow(*(c[0] for c in calls), rowKey="rid")
     batch = overwindow.evaluate(
         table.sort_by([("t", "ascending"), ("rid", "ascending")]), *spec.partitioned(("k",))
@@ -116,25 +120,104 @@ def _check(table, out, watermark, calls=CALLS):
         )
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(
+# random streams: rows, partition keys, disorder in arrival, micro-batch count
+STREAMS = dict(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(1, 250),
     keys=st.integers(1, 4),
     disorder=st.integers(0, 6),
     n_batches=st.integers(1, 12),
 )
-def test_union_of_emitted_rows_equals_batch_over_closed_windows(seed, n, keys, disorder, n_batches):
+
+
+def _stream(seed, n, keys, disorder, n_batches):
+    """(rows in arrival order: by time with bounded disorder, so no row is late for watermark = max
+    seen - delay; the micro-batch bounds; the delay)."""
     rng = np.random.default_rng(seed)
     table = _data(rng, n, keys, disorder)
-    # arrival order: by time with bounded disorder, so no row is late for watermark = max seen - delay
     table = table.take(
         pa.array(np.argsort(table["t"].to_numpy() - rng.integers(0, disorder + 1, n), kind="stable"))
     )
-    batches = rng.integers(0, n + 1, n_batches)
-    out, driver, watermark = _run(table, batches, delay=2 * disorder + 1)
+    return table, rng.integers(0, n + 1, n_batches), 2 * disorder + 1
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(**STREAMS)
+def test_union_of_emitted_rows_equals_batch_over_closed_windows(seed, n, keys, disorder, n_batches):
+    table, batches, delay = _stream(seed, n, keys, disorder, n_batches)
+    out, driver, watermark = _run(table, batches, delay)
     assert driver.late_rows == 0
     _check(table, out, watermark)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(**STREAMS)
+def test_end_of_input_emits_every_row_as_the_batch_evaluator(seed, n, keys, disorder, n_batches):
+    """After the last micro-batch, a step with the watermark END_OF_INPUT (on every key with a
+    wakeup, as the driver steps keys with an event-time timeout) emits every row not emitted yet,
+    including those waiting for FOLLOWING rows that never come: window close's output over all input
+    equals the batch evaluator over all input; emit on update, fed the same batches, emits nothing
+    more and its view equals it too. Rows sent after the end are late."""
+    table, batches, delay = _stream(seed, n, keys, disorder, n_batches)
+    out, driver, _ = _run(table, batches, delay)
+    final = driver.feed(None, END_OF_INPUT)
+    assert driver.late_rows == 0 and driver.state_rows() == 0
+    _check(table, pa.concat_tables([out, final]), END_OF_INPUT)
+    assert driver.feed(table.slice(0, 1), END_OF_INPUT).num_rows == 0 and driver.late_rows == 1
+
+    spec = OverWindow(*(c[0] for c in CALLS), rowKey="rid", emit="on_update")
+    updates = Driver(spec, SCHEMA, ["k"], watermarked=True)
+    view = {}
+    bounds = np.sort(batches)
+    for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [n]))):
+        steps = [updates.feed(table.slice(lo, hi - lo)), updates.feed(None, END_OF_INPUT)]
+        for r in pa.concat_tables(steps).to_pylist():
+            if r[CHANGE] == DELETE:
+                view.pop(r["rid"])
+            else:
+                view[r["rid"]] = r
+    for state in updates.states.values():  # the machine itself adds nothing at the end
+        assert updates.machine.step(state, None, END_OF_INPUT).output.num_rows == 0
+    as_changelog = pa.Table.from_pylist(list(view.values())).drop_columns([CHANGE])
+    _check(table, as_changelog, END_OF_INPUT)
+
+
+@pytest.mark.parametrize(
+    "calls, counts",
+    [
+        (["max(x) OVER (ORDER BY t ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS m"], False),
+        (["row_number() OVER (ORDER BY t) AS rn", "dense_rank() OVER (ORDER BY t) AS dr"], True),
+    ],
+)
+def test_a_key_that_holds_nothing_loses_its_state(calls, counts):
+    """Once every row of a key is emitted and pruned its state is removed, unless its numbering
+    (row_number, rank) continues from the rows pruned; either way the key's later rows carry the
+    batch evaluator's values over all its rows, and a bound on rows per key fails past it."""
+    spec = OverWindow(*calls, rowKey="rid")
+    driver = Driver(spec, SCHEMA, ["k"])
+
+    def rows(k, ts, first):
+        n = len(ts)
+        return pa.table(
+            {
+                "k": [k] * n,
+                "t": ts,
+                "rid": range(first, first + n),
+                "x": [float(t) for t in ts],
+                "g": [0] * n,
+            },
+            schema=SCHEMA,
+        )
+
+    batches = [rows(1, [1, 2, 2, 3], 0), rows(2, [4, 9], 4), rows(1, [7, 8, 8], 6)]
+    out = [driver.feed(batches[0], watermark=None), driver.feed(batches[1], watermark=5)]
+    assert ((1,) in driver.states) == counts and (2,) in driver.states
+    out += [driver.feed(batches[2], watermark=8), driver.feed(None, END_OF_INPUT)]
+    _check(pa.concat_tables(batches), pa.concat_tables(out), END_OF_INPUT, [(c, 0, 0, None) for c in calls])
+
+    bounded = Driver(OverWindow(*calls, rowKey="rid", maxRowsPerKey=3), SCHEMA, ["k"])
+    with pytest.raises(RowBoundError, match=r"\(1,\) holds 4 rows in state, more than maxRowsPerKey=3"):
+        bounded.feed(batches[0], watermark=None)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,91 @@
+"""The adapter's state path, without Spark (a stand-in for Spark's GroupState records what the
+function sets): at the end of input a key whose rows wait for later rows sets its timeout at
+END_OF_INPUT_MS and a watermark past it emits every row it holds; a key left holding nothing has its
+state removed; a key past maxRowsPerKey fails naming the bound and the key."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import overwindow
+from overwindow.spark.adapter import END_OF_INPUT_MS, _Runner
+from overwindow.spec import OverWindow
+from overwindow.streaming.contract import RowBoundError
+
+
+class _State:
+    """What ``applyInPandasWithState`` hands the function for one key: the watermark, the stored
+    state (``get`` is a property, as in PySpark) and the timeout it is given."""
+
+    def __init__(self, watermark_ms: int, value: bytes | None):
+        self.watermark_ms, self.value, self.timeout, self.removed = watermark_ms, value, None, False
+
+    def getCurrentWatermarkMs(self):
+        return self.watermark_ms
+
+    @property
+    def exists(self):
+        return self.value is not None
+
+    @property
+    def get(self):
+        return (self.value,)
+
+    def update(self, row):
+        self.value = row[0]
+
+    def setTimeoutTimestamp(self, ms):
+        self.timeout = ms
+
+    def remove(self):
+        self.value, self.removed = None, True
+
+
+def test_a_watermark_past_end_of_input_emits_the_rows_waiting_for_later_rows():
+    spec = OverWindow(
+        "lead(x) OVER (ORDER BY ts) AS nx",
+        "sum(x) OVER (ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 2 FOLLOWING) AS s",
+        "row_number() OVER (ORDER BY ts) AS rn",
+    )
+    schema = pa.schema([("ts", pa.timestamp("us")), ("x", pa.float64())])
+    run = _Runner(spec, schema, "UTC", watermarked=True)
+    times = pd.to_datetime(["2024-01-01 00:00:01", "2024-01-01 00:00:02", "2024-01-01 00:00:04"])
+    rows = pd.DataFrame({"ts": times, "x": [1.0, 2.0, 4.0]})
+    last_ms = int(times[-1].value // 1_000_000)
+    state, out = None, []
+    for watermark_ms, frames in ((0, [rows]), (last_ms + 1000, []), (END_OF_INPUT_MS + 1, [])):
+        gs = _State(watermark_ms, state)
+        out += list(run(("k",), iter(frames), gs))
+        state = gs.value
+        if watermark_ms == last_ms + 1000:  # released: the last two rows wait for rows after them
+            assert sum(map(len, out)) == 1 and gs.timeout == END_OF_INPUT_MS
+    got = pd.concat(out).reset_index(drop=True)
+    want = overwindow.evaluate(pa.Table.from_pandas(rows, schema=schema), *spec.expressions)
+    pd.testing.assert_frame_equal(got, want.to_pandas(), check_dtype=False)
+
+
+def test_a_key_left_holding_nothing_has_its_state_removed():
+    """Emit on update: once every row of a key is deleted its state is removed, not written empty."""
+    spec = OverWindow("sum(x) OVER (ORDER BY t) AS s", emit="on_update", rowKey="id", opColumn="op")
+    schema = pa.schema([("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("op", pa.string())])
+    run = _Runner(spec, schema, "UTC", watermarked=False)
+    gs = _State(0, None)
+    list(run(("k",), iter([pd.DataFrame({"id": [1, 2], "t": [1, 2], "x": [1.0, 2.0], "op": "insert"})]), gs))
+    assert gs.exists and not gs.removed
+    out = list(run(("k",), iter([pd.DataFrame({"id": [1, 2], "t": [1, 2], "x": [1.0, 2.0], "op": "d"})]), gs))
+    assert gs.removed and not gs.exists
+    assert pd.concat(out)["_change"].tolist() == ["delete", "delete"]
+
+
+def test_a_key_past_the_row_bound_fails_naming_the_bound_and_the_key():
+    spec = OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update", maxRowsPerKey=2)
+    schema = pa.schema([("t", pa.int64()), ("x", pa.float64())])
+    run = _Runner(spec, schema, "UTC", watermarked=False)
+    with pytest.raises(
+        RowBoundError, match=r"\('sensor-7',\) holds 3 rows in state, more than maxRowsPerKey=2"
+    ):
+        list(
+            run(("sensor-7",), iter([pd.DataFrame({"t": [1, 2, 3], "x": [1.0, 2.0, 3.0]})]), _State(0, None))
+        )
