@@ -287,7 +287,8 @@ class View:
         if key is None:
             return f"{self.path}: [{section}]"
         line = self.lines.get((section, key))
-        return f"{self.path}: [{section}] {key}" + (f" (line {line})" if line else "")
+        where = f" (line {line})" if isinstance(line, int) else f" ({line})" if line else ""
+        return f"{self.path}: [{section}] {key}{where}"
 
     def written_paths(self) -> list[tuple[str, str, str]]:
         """(section, key, absolute path) of every place the job writes."""
@@ -423,7 +424,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
             problems.append(f"{path}: {reason}")
         else:
             section, _, key = dotted.partition(".")
-            lines.pop((section, key.partition(".")[0]), None)  # the value no longer comes from that line
+            lines[section, key.partition(".")[0]] = "--set"  # the value no longer comes from the file
 
     for name, body in doc.items():
         if name in SECTIONS_BY_NAME and isinstance(body, dict):

@@ -182,3 +182,12 @@ def test_any_misspelt_key_is_refused_at_its_line(tmp_path_factory, data):
     with pytest.raises(ViewFileError) as e:
         load_view(path)
     assert f"] {typo} (line {_line(bad, typo + ' =')}): unknown key" in str(e.value)
+
+
+def test_the_readme_lists_every_key_with_its_default_and_meaning():
+    import os
+
+    from overwindow.pipeline.view import key_reference
+
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")) as f:
+        assert key_reference() in f.read()
