@@ -243,9 +243,11 @@ def test_validate_and_run_refuse_every_class_without_starting_java(tmp_path):
     )
     assert probe.returncode != 0 and marker.exists()
     marker.unlink()
+    (tmp_path / "view.sqlite").write_text("")  # a file where a folder is asked for
+    env.pop("OW_TEST_UNSET_DSN", None)
     paths = []
-    for i, (overrides, _, _) in enumerate(MISTAKES[:6]):
-        text = with_keys(GOOD, {**overrides, "sink.checkpoint": f"chk{i}", "sink.table": f"v{i}"})
+    for i, (overrides, _, _) in enumerate(MISTAKES):
+        text = with_keys(GOOD, {"sink.checkpoint": f"chk{i}", "sink.table": f"v{i}", **overrides})
         paths.append(view_file(tmp_path, text, name=f"view{i}.toml"))
     for command in (["validate", *paths], ["run", "--once", *paths]):
         done = _overwindow(command, env)
