@@ -270,3 +270,17 @@ def test_run_creates_the_sink_folder_and_refuses_a_source_holding_spark_scratch(
     monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path / "events" / "scratch"))
     found = problems([path])
     assert any("[source] path (line 4): the source folder" in x and "scratch files" in x for x in found)
+
+
+def test_run_names_a_kafka_broker_that_does_not_answer_before_spark_starts(tmp_path, no_jvm, capsys):
+    """validate cannot know; run connects first and names the key in one line (nothing listens on
+    port 1), instead of Spark's connector retrying in the background."""
+    path = view_file(tmp_path, KAFKA.format(servers="127.0.0.1:1", topic="t", options="{}"), events=False)
+    assert main(["validate", path]) == 0
+    capsys.readouterr()
+    assert main(["run", path, "--once"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(
+        f"overwindow: {path}: [source] bootstrap_servers (line 4): no Kafka broker answers (127.0.0.1:1: "
+    ), err
