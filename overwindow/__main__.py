@@ -1,9 +1,11 @@
-"""Command line: ``overwindow demo``, ``overwindow run VIEW``, ``overwindow produce``
-(also ``python -m overwindow``).
+"""Command line: ``overwindow demo``, ``overwindow run VIEW...``, ``overwindow validate VIEW...``,
+``overwindow keys``, ``overwindow produce`` (also ``python -m overwindow``).
 
 ``demo`` runs the main job on embedded defaults: the bundled plant output replayed as a stream of
 files, a 7-day moving average and interquartile band per plant kept in an SQLite file, a table
-printed and a PNG chart written. ``run`` runs the view a TOML file defines (see overwindow.pipeline.view).
+printed and a PNG chart written. ``run`` runs the views TOML files define (see overwindow.pipeline.view),
+after checking them as ``validate`` does without starting Spark (overwindow.pipeline.validate);
+``keys`` lists the view file's keys.
 ``produce`` replays a bundled sample as JSON messages on a Kafka topic (see overwindow.pipeline.producer):
 ``overwindow produce --bootstrap-servers localhost:9092 --topic ticks --rate 50 --loop``.
 """
@@ -34,25 +36,67 @@ def _value(text: str):
         return text
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("overwindow")
+    except PackageNotFoundError:  # run from a source tree without installing
+        return "unknown (not installed)"
+
+
+KEYS_HELP = (
+    "The view file's keys, their defaults and meanings: `overwindow keys`, or the README's "
+    '"View-file keys" section.'
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="overwindow", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"overwindow {_version()}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--debug", action="store_true", help="on a failure, show the full trace (and Spark's log)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the bundled demo view (plant output, 7-day average and IQR)")
+    demo = sub.add_parser(
+        "demo", parents=[common], help="run the bundled demo view (plant output, 7-day average and IQR)"
+    )
     demo.add_argument(
         "--out", default="overwindow-demo", help="folder for the replayed files, the view and the chart"
     )
     demo.add_argument("--quiet", action="store_true", help="no progress lines")
-    run = sub.add_parser("run", help="run the streaming view a TOML file defines")
-    run.add_argument("view", help="the view file (TOML)")
-    run.add_argument("--once", action="store_true", help="process what has arrived, then stop (availableNow)")
-    run.add_argument("--quiet", action="store_true", help="no progress lines")
-    run.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override a key of the view file, e.g. --set sink.path=/tmp/v.sqlite",
+    run = sub.add_parser(
+        "run",
+        parents=[common],
+        help="run the streaming views TOML files define",
+        description="Check the view files (as `overwindow validate` does) and what they connect to, "
+        "then run them in one Spark session until Ctrl-C (or, with --once, until what has arrived "
+        "is processed).",
+        epilog=KEYS_HELP,
     )
+    run.add_argument("view", nargs="+", help="the view file(s) (TOML)")
+    run.add_argument("--once", action="store_true", help="process what has arrived, then stop (availableNow)")
+    run.add_argument("--quiet", action="store_true", help="no progress lines (same as --progress none)")
+    run.add_argument(
+        "--progress",
+        choices=("line", "json", "none"),
+        default="line",
+        help="per micro-batch: a line (default), one JSON object per line for monitoring, or nothing",
+    )
+    _set_option(run)
+    validate = sub.add_parser(
+        "validate",
+        parents=[common],
+        help="check view files without starting Spark",
+        description="Check everything about the views that can be checked without data and without "
+        "starting Spark: keys, schema, columns, calls, watermark, paths, sink, environment, the "
+        "checkpoint's view, and tables or checkpoints shared between the views given.",
+        epilog=KEYS_HELP,
+    )
+    validate.add_argument("view", nargs="+", help="the view file(s) (TOML)")
+    _set_option(validate)
+    sub.add_parser("keys", help="list the view file's keys, their defaults and meanings")
     produce = sub.add_parser("produce", help="replay a bundled sample as JSON messages on a Kafka topic")
     produce.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT", help="the Kafka brokers")
     produce.add_argument("--topic", required=True, help="created with --partitions partitions if missing")
@@ -78,34 +122,103 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "produce":
         return _produce(args)
+    if args.command == "keys":
+        from overwindow.pipeline.view import key_reference
+
+        print(key_reference())
+        return 0
     try:
-        if args.command == "demo":
-            if importlib.util.find_spec("matplotlib") is None:  # before a minute of Spark, not after
-                raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
-            from overwindow.pipeline.demo import run_demo
-
-            return run_demo(args.out, args.quiet)
-        from overwindow.pipeline.job import run_view
-        from overwindow.pipeline.view import load_view
-
-        overrides = {}
-        for item in args.set:
-            key, sep, value = item.partition("=")
-            if not sep or "." not in key:
-                parser.error(f"--set takes SECTION.KEY=VALUE, got {item!r}")
-            overrides[key] = _value(value)
-        return run_view(load_view(args.view, overrides), once=args.once, quiet=args.quiet)
-    except (ValueError, WindowSpecError) as e:
-        print(f"overwindow: {e}", file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as e:
-        extra = EXTRAS.get((e.name or "").split(".")[0])
-        if extra is None:
+        return _command(args, parser)
+    except KeyboardInterrupt:  # before the queries run (starting Spark, say): nothing to stop
+        print("\nstopped.", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if args.debug:
             raise
-        print(
-            f"overwindow: {args.command} needs {e.name}: pip install 'overwindow[{extra}]'", file=sys.stderr
-        )
-        return 2
+        extra = EXTRAS.get((getattr(e, "name", None) or "").split(".")[0])
+        if isinstance(e, ModuleNotFoundError) and extra is not None:
+            print(
+                f"overwindow: {args.command} needs {e.name}: pip install 'overwindow[{extra}]'",
+                file=sys.stderr,
+            )
+            return 2
+        from overwindow.pipeline.job import ViewRunError
+
+        for line in str(e).splitlines() or [type(e).__name__]:
+            print(f"overwindow: {line}", file=sys.stderr)
+        if isinstance(e, ViewRunError):
+            return 1
+        if isinstance(e, (ValueError, WindowSpecError)):
+            return 2
+        print("overwindow: (run with --debug for the trace)", file=sys.stderr)
+        return 1
+
+
+def _set_option(command) -> None:
+    command.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a key of the view file(s), e.g. --set sink.path=/tmp/v.sqlite",
+    )
+
+
+def _command(args, parser) -> int:
+    if args.command == "demo":
+        if importlib.util.find_spec("matplotlib") is None:  # before a minute of Spark, not after
+            raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
+        from overwindow.pipeline.demo import run_demo
+
+        return run_demo(args.out, args.quiet, args.debug)
+    from overwindow.pipeline.view import ViewFileError, load_view
+
+    overrides = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or "." not in key:
+            parser.error(f"--set takes SECTION.KEY=VALUE, got {item!r}")
+        overrides[key] = _value(value)
+    views, problems = [], []
+    for path in args.view:
+        try:
+            views.append(load_view(path, overrides))
+        except ViewFileError as e:
+            problems.append(str(e))
+    if problems:
+        raise ViewFileError("\n".join(problems))
+    for view in views:
+        for warning in view.warnings:
+            print(f"overwindow: warning: {warning}", file=sys.stderr)
+    if args.command == "validate":
+        from overwindow.pipeline.validate import check_views
+
+        for c in check_views(views):
+            for warning in c.view.warnings:
+                print(f"overwindow: warning: {warning}", file=sys.stderr)
+            print(f"{c.view.path}: ok: {describe_checked(c)}")
+        return 0
+    from overwindow.pipeline import job
+
+    progress = "none" if args.quiet else args.progress
+    options = dict(once=args.once, quiet=progress == "none", json_lines=progress == "json", debug=args.debug)
+    if len(views) == 1:
+        return job.run_view(views[0], **options)
+    return job.run_views(views, **options)
+
+
+def describe_checked(c) -> str:
+    """``3 columns in, 4 out (k, ts, x, s); emit on window close; sqlite table v in view.sqlite``."""
+    v = c.view
+    place = {
+        "sqlite": f"table {v.sink.get('table')} in {v.sink.get('path')}",
+        "postgres": f"table {v.sink.get('table')}",
+    }
+    where = place.get(v.sink["kind"], v.sink.get("path", ""))
+    return (
+        f"{len(c.schema)} columns in, {len(c.output)} out ({', '.join(c.output.names)}); "
+        f"emit {v.emit.replace('_', ' ')}; {v.sink['kind']} {where}"
+    ).rstrip()
 
 
 def _produce(args) -> int:

@@ -22,6 +22,19 @@ from overwindow.logical.functions import register_user_aggregate, user_aggregate
 
 EMIT_MODES = ("on_window_close", "on_update")
 STATE_LAYOUTS = ("whole", "chunked")
+# output columns the machines and sinks add (the change marker, the row identity) and the prefix of
+# the columns they use inside; compared without case, as Spark and SQLite compare names
+RESERVED_NAMES = ("_change", "_row_id")
+RESERVED_PREFIXES = ("__ow_", "__overwindow")
+
+
+def reserved(names) -> list[str]:
+    """The names among ``names`` that overwindow's output keeps for itself.
+
+    >>> reserved(["x", "_Change", "__ow_id"])
+    ['_Change', '__ow_id']
+    """
+    return [n for n in names if n.lower() in RESERVED_NAMES or n.lower().startswith(RESERVED_PREFIXES)]
 
 
 class OverWindow:
@@ -63,6 +76,7 @@ class OverWindow:
                 f"opColumn={opColumn!r} needs rowKey: deletes and updates find their row by it"
             )
         self.expressions: tuple[WindowExpression, ...] = tuple(as_window_expression(c) for c in calls)
+        self.check_columns(self.aliases, "an alias")
         for e in self.expressions:
             for c in e.calls:
                 if c.partition_by:
@@ -106,6 +120,16 @@ class OverWindow:
             for c in self.calls
             if user_aggregate_class(c.function) is not None
         }
+
+    def check_columns(self, names, what: str = "an input column") -> None:
+        """Refuses names the output keeps for itself (``_change``, ``_row_id``, ``__ow_...``)."""
+        taken = reserved(names)
+        if taken:
+            raise WindowSpecError(
+                f"{what} may not be named {', '.join(map(repr, taken))}: overwindow's output uses "
+                f"{', '.join(RESERVED_NAMES)} and names starting with {' or '.join(RESERVED_PREFIXES)}; "
+                "rename it"
+            )
 
     def register_user_aggregates(self) -> None:
         """Register this spec's Python aggregates in this process (a Spark worker) if missing."""

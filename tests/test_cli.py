@@ -4,7 +4,10 @@ Values come from the batch evaluator and DuckDB over the same sample."""
 import datetime as dt
 import json
 import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import textwrap
 
 import duckdb
@@ -148,3 +151,235 @@ def test_a_bad_view_file_exits_2_with_the_key(tmp_path, capsys):
     view.write_text('[source]\nformat = "ftp"\n')
     assert main(["run", str(view)]) == 2
     assert "[source] format (line 2): must be one of files, kafka" in capsys.readouterr().err
+
+
+# -- operating the job (issue 14, items 3 and 9; issue 18, items 6 and 8) ----------------------------
+
+VIEW = """
+[source]
+format = "files"
+path = "events"
+file_format = "json"
+schema = "k STRING, ts TIMESTAMP, id BIGINT, x BIGINT"
+max_files_per_trigger = 1
+
+[watermark]
+column = "ts"
+delay = "5 seconds"
+
+[view]
+partition_by = ["k"]
+calls = ["sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s"]
+emit = "on_window_close"
+row_key = ["id"]
+
+[sink]
+kind = "sqlite"
+path = "view.sqlite"
+table = "v"
+checkpoint = "chk"
+"""
+
+
+def _events(folder, files=3, rows=20, x=lambda f, i: f * 100 + i):
+    """``files`` JSON files of ``rows`` events each, a minute apart per file, oldest first."""
+    events = folder / "events"
+    events.mkdir(parents=True, exist_ok=True)
+    for f in range(files):
+        path = events / f"f{f}.json"
+        path.write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "k": f"k{i % 2}",
+                        "ts": f"2024-01-01T00:{f:02d}:{i:02d}",
+                        "id": f * 1000 + i,
+                        "x": x(f, i),
+                    }
+                )
+                + "\n"
+                for i in range(rows)
+            )
+        )
+        os.utime(path, (1_000 + f, 1_000 + f))
+    return files * rows
+
+
+def _view(folder, text=VIEW):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "view.toml"
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def _table(path, table="v"):
+    with sqlite3.connect(path) as con:
+        return sorted(con.execute(f'SELECT * FROM "{table}"').fetchall())
+
+
+def test_progress_as_json_and_no_watermark_before_the_first(spark, tmp_path, capsys):
+    _events(tmp_path)
+    view = _view(tmp_path)
+    assert main(["run", view, "--once", "--progress", "json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    # a batch per file, then (maybe) one without data that moves the watermark
+    assert [r["batch"] for r in records] == list(range(len(records))) and len(records) in (3, 4)
+    assert [r["rows_in"] for r in records] == [20, 20, 20, 0][: len(records)]
+    assert sum(r["rows_out"] for r in records) == len(_table(tmp_path / "view.sqlite"))
+    assert records[0]["watermark"] is None and records[-1]["watermark"] == "2024-01-01T00:02:14.000Z"
+    for r in records:
+        assert r["view"] is None and r["late"] == 0 and r["bad"] == 0 and r["state_keys"] >= 0
+        assert r["state_bytes"] >= 0 and r["batch_ms"] > 0 and "triggerExecution" in r["durations_ms"]
+    # the same as lines: batch 0 has no watermark yet
+    other = _view(tmp_path / "lines", VIEW.replace('path = "events"', 'path = "../events"'))
+    assert main(["run", other, "--once"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("batch 0: 20 rows in, 0 out, watermark none, ")
+    assert lines[1].startswith("batch 1: 20 rows in, ") and "watermark 2024-01-01T00:00:14.000Z" in lines[1]
+
+
+def test_two_views_run_in_one_job(spark, tmp_path, capsys):
+    _events(tmp_path, files=2)
+    first = _view(
+        tmp_path / "a",
+        VIEW.replace('path = "events"', 'path = "../events"').replace(
+            'path = "view.sqlite"', 'path = "../views.sqlite"'
+        ),
+    )
+    second = _view(
+        tmp_path / "b",
+        VIEW.replace('path = "events"', 'path = "../events"')
+        .replace('path = "view.sqlite"', 'path = "../views.sqlite"')
+        .replace('table = "v"', 'table = "w"')
+        .replace("ROWS 2 PRECEDING", "ROWS 5 PRECEDING"),
+    )
+    assert main(["run", first, second, "--once"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(x.startswith("v: batch 0: 20 rows in") for x in lines)
+    assert any(x.startswith("w: batch 0: 20 rows in") for x in lines)
+    v, w = _table(tmp_path / "views.sqlite", "v"), _table(tmp_path / "views.sqlite", "w")
+    assert len(v) == len(w) > 0 and [r[:4] for r in v] == [r[:4] for r in w]
+
+
+def test_a_view_changed_or_moved_under_its_checkpoint_is_refused(spark, tmp_path, capsys):
+    folder = tmp_path / "before"
+    _events(folder, files=2)
+    view = _view(folder)
+    assert main(["run", view, "--once", "--quiet"]) == 0
+    kept = _table(folder / "view.sqlite")
+    assert kept
+    changes = [
+        (
+            VIEW.replace('AS s"]', 'AS s", "max(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS max3"]'),
+            '[view] calls was ["sum(x) OVER (ORDER BY ts ASC NULLS FIRST ROWS BETWEEN 2 PRECEDING AND '
+            'CURRENT ROW) AS s"], is now ["sum(x)',
+        ),
+        (
+            VIEW.replace('emit = "on_window_close"', 'emit = "on_update"'),
+            '[view] emit was "on_window_close", is now "on_update"',
+        ),
+        (
+            VIEW.replace('partition_by = ["k"]', "partition_by = []"),
+            '[view] partition_by was ["k"], is now []',
+        ),
+        (
+            VIEW.replace("x BIGINT", "x DOUBLE"),
+            '[source] schema was ["k string", "ts timestamp", "id bigint", "x bigint"]',
+        ),
+    ]
+    for text, words in changes:
+        (folder / "view.toml").write_text(textwrap.dedent(text))
+        for command in ("validate", "run"):
+            assert main([command, view, "--once"] if command == "run" else [command, view]) == 2
+            err = capsys.readouterr().err
+            assert words in err, err
+            assert "either run this view with a new checkpoint and a new table" in err
+            assert "or go back to the view the checkpoint was started with" in err
+    assert _table(folder / "view.sqlite") == kept  # nothing ran
+    # the whole folder moved: Spark's checkpoint would read every file again
+    (folder / "view.toml").write_text(textwrap.dedent(VIEW))
+    moved = tmp_path / "after"
+    os.rename(folder, moved)
+    assert main(["run", str(moved / "view.toml"), "--once"]) == 2
+    err = capsys.readouterr().err
+    assert f"the view folder moved from {folder} to {moved}" in err and "emitted twice" in err
+    assert _table(moved / "view.sqlite") == kept
+    # the way on: a new checkpoint and table
+    again = VIEW.replace('checkpoint = "chk"', 'checkpoint = "chk2"').replace('table = "v"', 'table = "v2"')
+    (moved / "view.toml").write_text(textwrap.dedent(again))
+    assert main(["run", str(moved / "view.toml"), "--once", "--quiet"]) == 0
+    assert len(_table(moved / "view.sqlite", "v2")) == len(kept)
+
+
+def test_a_failing_sink_is_one_line_naming_the_key_and_the_trace_comes_with_debug(spark, tmp_path, capsys):
+    _events(tmp_path, files=1)
+    view = _view(tmp_path)
+    with sqlite3.connect(tmp_path / "view.sqlite") as con:  # the table exists with other columns
+        con.execute('CREATE TABLE "v" (k TEXT, other INTEGER)')
+    assert main(["run", view, "--once", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"overwindow: {view}: [sink] path (line 21): writing 'v' failed: OperationalError: table v has no "
+        "column named ts"
+    ]
+    with pytest.raises(Exception, match="Traceback"):
+        main(["run", view, "--once", "--quiet", "--debug"])
+
+
+def test_a_failing_call_is_one_line_naming_the_calls(spark, tmp_path, capsys):
+    _events(tmp_path, files=1, x=lambda f, i: 2**62)
+    view = _view(tmp_path)
+    assert main(["run", view, "--once", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"overwindow: {view}: [view] calls (line 15): sum overflows BIGINT (use a DOUBLE argument for "
+        "larger sums)"
+    ]
+
+
+def test_version_help_and_keys(capsys):
+    import tomllib
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    with open(os.path.join(os.path.dirname(__file__), "..", "pyproject.toml"), "rb") as f:
+        version = tomllib.load(f)["project"]["version"]
+    assert capsys.readouterr().out == f"overwindow {version}\n"
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert '`overwindow keys`, or the README\'s "View-file keys" section' in capsys.readouterr().out.replace(
+        "\n", " "
+    )
+    assert main(["keys"]) == 0
+    assert "| `partition_by` | `[]` |" in capsys.readouterr().out
+
+
+def test_ctrl_c_stops_with_one_line(no_spark, tmp_path):
+    """Ctrl-C at a terminal signals the whole process group (the JVM and Python workers too)."""
+    _events(tmp_path, files=6, rows=2000)
+    view = _view(tmp_path)
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "overwindow", "run", view],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        for line in proc.stdout:
+            if line.startswith("batch 2:"):
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err
+    assert (
+        out.strip().splitlines()[-1].startswith("stopped. Run the same command to resume from the checkpoint")
+    )
+    for word in ("Traceback", "Exception", "ERROR", "py4j", "[Stage"):
+        assert word not in err, err

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import signal
 import sys
+import threading
+import time
 
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import ConsoleSink, PostgresSink, SqliteSink
@@ -13,10 +18,12 @@ from overwindow.spark.adapter import WORKER_WARNINGS
 from overwindow.streaming.contract import ROW_ID
 
 
-def local_spark(app: str = "overwindow"):
+def local_spark(app: str = "overwindow", debug: bool = False):
     """The active SparkSession, or one set up the way overwindow runs best: on ``local[2]`` (Python
     workers run this interpreter unless PYSPARK_PYTHON says otherwise), or on the master
-    ``OVERWINDOW_MASTER`` names, whose executors get the package shipped (``executors.ship``)."""
+    ``OVERWINDOW_MASTER`` names, whose executors get the package shipped (``executors.ship``); no UI,
+    no console progress bars (they would cut into the progress lines), and Spark's own log off unless
+    ``debug`` (a failure is reported by the job in one line; ``--debug`` shows Spark's account)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -34,6 +41,7 @@ def local_spark(app: str = "overwindow"):
         builder.master(master)
         .appName(app)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
@@ -43,7 +51,9 @@ def local_spark(app: str = "overwindow"):
         .config(*WORKER_WARNINGS)
         .getOrCreate()
     )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("WARN" if debug else "OFF")
+    if not debug:  # py4j logs each broken call (a stopped query's callbacks) with its traceback
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
     if not executors.is_local(master):
         executors.ship(spark)
     return spark
@@ -153,8 +163,18 @@ def sink_for(view: View):
     raise ViewFileError(f"{view.path}: [sink] kind = {kind!r} is not available in this version")
 
 
-def start_view(spark, view: View, once: bool, quiet: bool):
-    """Start the view's streaming query; returns it (with its progress printer attached)."""
+def start_view(
+    spark,
+    view: View,
+    once: bool,
+    quiet: bool,
+    json_lines: bool = False,
+    name: str | None = None,
+    sink_errors: list | None = None,
+):
+    """Start the view's streaming query; returns it and its progress printer (None when ``quiet``).
+    ``json_lines``: JSON progress; ``name``: a prefix for progress lines; ``sink_errors``: receives
+    the exception the sink raises, if it does (so a failure names the sink, not Spark's trace)."""
     import overwindow  # noqa: F401  (registers overWindow)
 
     if view.spec.state_layout == "chunked":  # transformWithStateInPandas runs only on RocksDB
@@ -172,7 +192,13 @@ def start_view(spark, view: View, once: bool, quiet: bool):
         sink = sink_for(view)
 
         def write(batch_df, batch_id):
-            rows_out[batch_id] = sink.apply(compat.to_arrow(batch_df), batch_id)
+            rows = compat.to_arrow(batch_df)  # runs the query's micro-batch: its failures are not the sink's
+            try:
+                rows_out[batch_id] = sink.apply(rows, batch_id)
+            except Exception as e:
+                if sink_errors is not None:
+                    sink_errors.append(e)
+                raise
 
         writer = writer.foreachBatch(write).outputMode(
             "append" if view.emit == "on_window_close" else "update"
@@ -180,7 +206,9 @@ def start_view(spark, view: View, once: bool, quiet: bool):
     writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime="1 second")
     printer = None
     if not quiet:
-        printer = ProgressPrinter(rows_out, counts=getattr(out, "overwindow_counts", None))
+        printer = ProgressPrinter(
+            rows_out, json_lines=json_lines, name=name, counts=getattr(out, "overwindow_counts", None)
+        )
         spark.streams.addListener(printer)
     query = writer.queryName(view.name).start()
     if printer is not None:
@@ -188,18 +216,99 @@ def start_view(spark, view: View, once: bool, quiet: bool):
     return query, printer
 
 
-def run_view(view: View, once: bool = False, quiet: bool = False, spark=None) -> int:
-    spark = spark or local_spark()
-    query, printer = start_view(spark, view, once, quiet)
+class ViewRunError(RuntimeError):
+    """A view's query failed after Spark started; the message is one line naming the view's part."""
+
+
+def run_view(view: View, once: bool = False, quiet: bool = False, spark=None, **options) -> int:
+    """Run one view (see run_views)."""
+    return run_views([view], once, quiet, spark, **options)
+
+
+def run_views(
+    views: list[View],
+    once: bool = False,
+    quiet: bool = False,
+    spark=None,
+    json_lines: bool = False,
+    debug: bool = False,
+) -> int:
+    """Check the views (overwindow.pipeline.validate) and what they connect to, record their
+    fingerprints in their checkpoints, then run them in one Spark session until they end (``once``)
+    or Ctrl-C. Raises ViewFileError (nothing started) or ViewRunError (a query failed; one line)."""
+    from overwindow.pipeline.failures import describe
+    from overwindow.pipeline.fingerprint import record
+    from overwindow.pipeline.validate import check_views, preflight
+
+    checked = check_views(views, create=True)
+    preflight(views)
+    for c in checked:
+        record(c)
+    spark = spark or local_spark(debug=debug)
+    running = []  # (view, query, printer, sink errors)
     try:
-        query.awaitTermination()
+        for view in views:
+            errors: list = []
+            name = view.name if len(views) > 1 else None
+            try:
+                query, printer = start_view(spark, view, once, quiet, json_lines, name, errors)
+            except Exception as e:
+                for _, started, _, _ in running:  # the views started before this one
+                    _quietly(started.stop)
+                if debug:
+                    raise
+                raise ViewRunError(describe(e, view)) from None
+            running.append((view, query, printer, errors))
+        with _stop_on_interrupt():
+            while any(q.isActive for _, q, _, _ in running):
+                time.sleep(0.2)
+                if any(q.exception() is not None for _, q, _, _ in running):
+                    break  # one failed: stop the others, report it
     except KeyboardInterrupt:
-        query.stop()
-        print(f"\nstopped. Run the same command to resume from the checkpoint {view.checkpoint}", flush=True)
+        for _, query, _, _ in running:
+            _quietly(query.stop)
+        where = ", ".join(v.checkpoint for v in views)
+        print(f"\nstopped. Run the same command to resume from the checkpoint {where}", flush=True)
+        return 0
     finally:
-        if printer is not None:
-            printer.drain(query)
-            spark.streams.removeListener(printer)
-    if query.exception() is not None:
-        raise RuntimeError(f"the view's query failed: {query.exception()}")
+        for _, query, printer, _ in running:
+            if printer is not None:
+                _quietly(lambda: printer.drain(query))
+                _quietly(lambda: spark.streams.removeListener(printer))
+    for view, query, _, errors in running:
+        failure = query.exception()
+        if failure is not None:
+            for _, other, _, _ in running:
+                _quietly(other.stop)
+            if debug:
+                raise ViewRunError(str(failure))
+            raise ViewRunError(describe(failure, view, errors[0] if errors else None))
     return 0
+
+
+def _quietly(action) -> None:
+    """Run a clean-up step; a failure in it (a JVM already gone) must not hide what happened."""
+    try:
+        action()
+    except Exception:
+        pass
+
+
+@contextlib.contextmanager
+def _stop_on_interrupt():
+    """Ctrl-C (and SIGTERM, docker stop) raise KeyboardInterrupt in the main thread, and nothing
+    else: PySpark's own SIGINT handler cancels every running job first, which fails the query
+    with a trace instead of stopping it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

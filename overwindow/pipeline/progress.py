@@ -1,45 +1,89 @@
-"""One progress line per micro-batch, from Spark's StreamingQueryListener."""
+"""Progress per micro-batch, from Spark's StreamingQueryListener: a line for people, or (``--progress
+json``) one JSON object per line for monitoring.
+
+Counts the job keeps itself (bad records, ...) come from observed metrics whose name starts with
+``overwindow`` (``df.observe("overwindow_source", ...)``), summed by field name, so a source that
+observes a new count shows up in the JSON without a change here.
+"""
 
 from __future__ import annotations
 
+import json
 import sys
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+NO_WATERMARK = "1970-01-01T00:00:00.000Z"  # what Spark reports before the first watermark
+
+
+def observed(p) -> dict[str, int]:
+    """The job's own counts in a progress (observed metrics named ``overwindow...``), by field."""
+    counts: dict[str, int] = {}
+    for name, row in (p.observedMetrics or {}).items():
+        if not name.startswith("overwindow"):
+            continue
+        for field, value in row.asDict().items():
+            if value is None or isinstance(value, (int, float)):
+                counts[field] = counts.get(field, 0) + int(value or 0)
+    return counts
+
 
 def bad_records(p) -> int:
     """Source records of the batch that were not records of the view's schema (dropped, counted)."""
-    metrics = (p.observedMetrics or {}).get("overwindow_source")
-    return int(metrics["bad_records"] or 0) if metrics is not None else 0
+    return observed(p).get("bad_records", 0)
+
+
+def progress_record(p, rows_out: int | None, machine: tuple[int, int] = (0, 0)) -> dict:
+    """A micro-batch's progress as a flat dict (the JSON form): rows in and out, late rows (Spark's
+    and the state machines', ``machine[0]``), bad rows, updates of unknown rows (``machine[1]``),
+    keys and bytes in state, the watermark (None before the first), durations in milliseconds."""
+    watermark = (p.eventTime or {}).get("watermark")
+    counts = observed(p)
+    return {
+        "batch": p.batchId,
+        "timestamp": p.timestamp,
+        "rows_in": p.numInputRows,
+        "rows_out": rows_out,
+        "late": sum(op.numRowsDroppedByWatermark for op in p.stateOperators) + machine[0],
+        "bad": counts.get("bad_records", 0),
+        "unknown_updates": machine[1],
+        "counts": counts,
+        "state_keys": sum(op.numRowsTotal for op in p.stateOperators),
+        "state_bytes": sum(op.memoryUsedBytes for op in p.stateOperators),
+        "watermark": None if watermark in (None, NO_WATERMARK) else watermark,
+        "batch_ms": p.batchDuration,
+        "durations_ms": dict(p.durationMs or {}),
+    }
 
 
 def progress_line(p, rows_out: int | None, machine: tuple[int, int] = (0, 0)) -> str:
     """``batch 3: 1,200 rows in, 1,180 out, watermark 2024-01-01T10:00:00Z, 4 keys (2.1 MB) in state,
-    0 late, 0.84 s`` (and ``, 2 bad records`` when a Kafka batch had values that are not records).
-    ``machine``: (rows late, updates of unknown rows) the state machines counted in the batch; their
-    late rows join Spark's."""
-    state_keys = sum(op.numRowsTotal for op in p.stateOperators)
-    state_bytes = sum(op.memoryUsedBytes for op in p.stateOperators)
-    late = sum(op.numRowsDroppedByWatermark for op in p.stateOperators) + machine[0]
-    watermark = (p.eventTime or {}).get("watermark", "-")
-    seconds = (p.batchDuration or 0) / 1000
+    0 late, 0.84 s`` (and ``, 2 bad records`` when a batch had records that are not rows, ``, 1
+    updates of unknown rows`` when emit on update met some). ``machine``: (rows late, updates of
+    unknown rows) the state machines counted in the batch; their late rows join Spark's."""
+    r = progress_record(p, rows_out, machine)
     out = "?" if rows_out is None else f"{rows_out:,}"
-    bad = bad_records(p)
     return (
-        f"batch {p.batchId}: {p.numInputRows:,} rows in, {out} out, watermark {watermark}, "
-        f"{state_keys:,} keys ({state_bytes / 1e6:.1f} MB) in state, {late:,} late, {seconds:.2f} s"
-        + (f", {bad:,} bad records" if bad else "")
-        + (f", {machine[1]:,} updates of unknown rows" if machine[1] else "")
+        f"batch {r['batch']}: {r['rows_in']:,} rows in, {out} out, watermark {r['watermark'] or 'none'}, "
+        f"{r['state_keys']:,} keys ({r['state_bytes'] / 1e6:.1f} MB) in state, {r['late']:,} late, "
+        f"{(r['batch_ms'] or 0) / 1000:.2f} s"
+        + (f", {r['bad']:,} bad records" if r["bad"] else "")
+        + (f", {r['unknown_updates']:,} updates of unknown rows" if r["unknown_updates"] else "")
     )
 
 
 class ProgressPrinter(StreamingQueryListener):
-    """Prints a progress line for every micro-batch of the query it watches."""
+    """Prints the progress of every micro-batch of the query it watches; ``json``: one JSON object
+    per line (with ``view``, the view's name); ``name``: a prefix for lines (several views in one job)."""
 
-    def __init__(self, rows_out: dict, stream=None, counts=None):
+    def __init__(
+        self, rows_out: dict, stream=None, json_lines: bool = False, name: str | None = None, counts=None
+    ):
         self.rows_out = rows_out  # batch id -> rows the sink wrote, filled by the sink
         self.counts = counts  # the state machines' counts (overwindow.spark.adapter.MachineCounts)
         self.stream = stream  # None: sys.stdout at the time of printing
+        self.json_lines = json_lines
+        self.name = name
         self.query_id = None
         self.last_batch = -1  # the last batch id printed
 
@@ -51,11 +95,12 @@ class ProgressPrinter(StreamingQueryListener):
         if self.query_id is not None and str(p.id) != self.query_id:
             return
         machine = self.counts.take() if self.counts is not None else (0, 0)
-        print(
-            progress_line(p, self.rows_out.pop(p.batchId, None), machine),
-            file=self.stream or sys.stdout,
-            flush=True,
-        )
+        rows_out = self.rows_out.pop(p.batchId, None)
+        if self.json_lines:
+            text = json.dumps({"view": self.name, **progress_record(p, rows_out, machine)})
+        else:
+            text = (f"{self.name}: " if self.name else "") + progress_line(p, rows_out, machine)
+        print(text, file=self.stream or sys.stdout, flush=True)
         self.last_batch = p.batchId
 
     def drain(self, query, timeout: float = 5.0) -> None:

@@ -1,15 +1,11 @@
-"""View files: a TOML definition of a streaming materialized view, checked before Spark starts.
+"""View files: a TOML definition of a streaming materialized view, read and checked before Spark starts.
 
 ```toml
 [source]
 format = "files"                 # files | kafka
 path = "events/"                 # files: a folder that receives new files
 file_format = "json"             # json | parquet | csv
-schema = "plant STRING, date DATE, mwh DOUBLE"
-max_files_per_trigger = 1
-# kafka: bootstrap_servers = "host:9092", topic = "t", starting_offsets = "earliest" | "latest",
-#        max_offsets_per_trigger = 10000, reader = "auto" | "spark" | "python",
-#        options = { "security.protocol" = "SASL_SSL" }  (client settings; JSON records of `schema`)
+schema = "plant STRING, date TIMESTAMP, mwh DOUBLE"
 
 [watermark]
 column = "date"
@@ -22,7 +18,6 @@ calls = [
 ]
 emit = "on_window_close"         # on_window_close | on_update
 row_key = ["plant", "date"]
-# state_layout = "chunked"       # on_update only: state in chunks (whole | chunked; see OverWindow)
 
 [sink]
 kind = "sqlite"                  # sqlite | postgres | parquet | console
@@ -31,12 +26,24 @@ table = "plant_view"
 checkpoint = "checkpoint/"
 ```
 
-Relative paths are relative to the view file. Errors name the key and its line.
+Every key the file may hold is one row of ``KEYS`` (section, name, kind, default, meaning, where it
+applies); the README's key reference is ``key_reference()`` of that table. A key or section the table
+does not know is refused with the line it is on and the nearest known name; a known key that does
+not apply to the view (``topic`` of a file source) is a warning. Relative paths are relative to the
+view file.
+
+>>> KEYS_BY_NAME["view", "partition_by"].default
+[]
+>>> suggest("partiton_by", "view")
+'partition_by'
 """
 
 from __future__ import annotations
 
+import copy
+import difflib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -46,7 +53,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from overwindow.errors import WindowSpecError
-from overwindow.spec import EMIT_MODES, OverWindow
+from overwindow.spec import EMIT_MODES, STATE_LAYOUTS, OverWindow
 
 SOURCES = ("files", "kafka")
 FILE_FORMATS = ("json", "parquet", "csv")
@@ -56,7 +63,203 @@ SINKS = ("sqlite", "postgres", "parquet", "console")
 
 
 class ViewFileError(ValueError):
-    """A view file that cannot run; the message names the file, key and line."""
+    """A view file that cannot run; each line of the message names the file, key and line."""
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    meaning: str
+    required: bool = True
+    free: bool = False  # keys are not checked against KEYS (settings passed on as they are)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One view-file key. ``kind``: text | count (an integer above 0) | names (a column name or a list
+    of them) | texts (a list of text) | table (settings as a TOML table). ``when``: (section, key,
+    values) — the key applies only when that key has one of the values. ``path``: a path, relative
+    to the view file; ``writes``: the job writes there (so it may not lie in the source folder)."""
+
+    section: str
+    name: str
+    kind: str
+    meaning: str
+    default: object = None
+    required: bool = False
+    choices: tuple = ()
+    when: tuple | None = None
+    path: bool = False
+    writes: bool = False
+
+
+SECTIONS = (
+    Section("source", "where the rows come from and their columns"),
+    Section("watermark", "how late rows may arrive (needed by emit on window close)", required=False),
+    Section("view", "the window calls and how they are emitted"),
+    Section("sink", "where the view is kept, and the checkpoint"),
+)
+
+_FILES = ("source", "format", ("files",))
+_KAFKA = ("source", "format", ("kafka",))
+KEYS = (
+    Key("source", "format", "text", "where rows come from", required=True, choices=SOURCES),
+    Key(
+        "source",
+        "schema",
+        "text",
+        "the input columns in Spark's DDL: `name TYPE, ...` (STRING, BIGINT, DOUBLE, DECIMAL(p, s), "
+        "DATE, TIMESTAMP, ...)",
+        required=True,
+    ),
+    Key(
+        "source", "path", "text", "the folder that receives new files", required=True, when=_FILES, path=True
+    ),
+    Key("source", "file_format", "text", "the files' format", "json", choices=FILE_FORMATS, when=_FILES),
+    Key(
+        "source",
+        "max_files_per_trigger",
+        "count",
+        "at most this many new files per micro-batch (default: all new files)",
+        when=_FILES,
+    ),
+    Key(
+        "source",
+        "bootstrap_servers",
+        "text",
+        "the Kafka brokers, `host:port[,host:port]`",
+        required=True,
+        when=_KAFKA,
+    ),
+    Key(
+        "source",
+        "topic",
+        "text",
+        "the Kafka topic (one), of JSON records of the schema",
+        required=True,
+        when=_KAFKA,
+    ),
+    Key(
+        "source",
+        "starting_offsets",
+        "text",
+        "where a new checkpoint starts reading the topic",
+        "earliest",
+        choices=STARTING_OFFSETS,
+        when=_KAFKA,
+    ),
+    Key(
+        "source",
+        "max_offsets_per_trigger",
+        "count",
+        "at most this many records per micro-batch (default: all new records)",
+        when=_KAFKA,
+    ),
+    Key(
+        "source",
+        "reader",
+        "text",
+        "Spark's Kafka connector if the session has it, else overwindow's Python reader; or insist on one",
+        "auto",
+        choices=KAFKA_READERS,
+        when=_KAFKA,
+    ),
+    Key(
+        "source",
+        "options",
+        "table",
+        'Kafka client settings, e.g. `{ "security.protocol" = "SSL" }`; a value `"env:NAME"` is read '
+        "from the environment variable NAME",
+        {},
+        when=_KAFKA,
+    ),
+    Key("watermark", "column", "text", "the event-time column (a TIMESTAMP)", required=True),
+    Key(
+        "watermark",
+        "delay",
+        "text",
+        'how late a row may arrive, as Spark reads it: "10 seconds", "5 minutes", "1 hour 30 minutes"',
+        required=True,
+    ),
+    Key(
+        "view",
+        "calls",
+        "texts",
+        "the window calls, SQL text each with `AS name`, without PARTITION BY",
+        required=True,
+    ),
+    Key(
+        "view",
+        "partition_by",
+        "names",
+        "the partition key columns (PARTITION BY); none: the whole stream is one partition",
+        [],
+    ),
+    Key("view", "emit", "text", "when rows are emitted", "on_window_close", choices=EMIT_MODES),
+    Key(
+        "view",
+        "row_key",
+        "names",
+        "the columns that identify a row: they break ORDER BY ties and key the sink (default: all "
+        "input columns)",
+    ),
+    Key(
+        "view",
+        "op_column",
+        "text",
+        "a column saying insert, update or delete per row (CDC input; emit on update; needs row_key)",
+    ),
+    Key(
+        "view",
+        "state_layout",
+        "text",
+        "emit on update: a key's state as one value, or in chunks a micro-batch reads only where its "
+        "changes reach",
+        "whole",
+        choices=STATE_LAYOUTS,
+    ),
+    Key("sink", "kind", "text", "where the view is kept", required=True, choices=SINKS),
+    Key(
+        "sink",
+        "path",
+        "text",
+        "sqlite: the database file; parquet: the folder",
+        required=True,
+        when=("sink", "kind", ("sqlite", "parquet")),
+        path=True,
+        writes=True,
+    ),
+    Key("sink", "table", "text", "the table", required=True, when=("sink", "kind", ("sqlite", "postgres"))),
+    Key(
+        "sink",
+        "dsn_env",
+        "text",
+        "the environment variable holding the PostgreSQL connection string",
+        "OVERWINDOW_POSTGRES_DSN",
+        when=("sink", "kind", ("postgres",)),
+    ),
+    Key(
+        "sink",
+        "checkpoint",
+        "text",
+        "the folder where Spark keeps offsets and state (one per view)",
+        required=True,
+        path=True,
+        writes=True,
+    ),
+)
+SECTIONS_BY_NAME = {s.name: s for s in SECTIONS}
+KEYS_BY_NAME = {(k.section, k.name): k for k in KEYS}
+
+
+def suggest(name: str, section: str | None) -> str | None:
+    """The known key (of ``section``; of any section as ``[section] key``) nearest to ``name``."""
+    names = [k.name for k in KEYS if k.section == section]
+    found = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if found:
+        return found[0]
+    elsewhere = [k for k in KEYS if k.name == name or difflib.get_close_matches(name, [k.name], cutoff=0.8)]
+    return f"[{elsewhere[0].section}] {elsewhere[0].name}" if elsewhere else None
 
 
 @dataclass
@@ -72,26 +275,135 @@ class View:
     sink: dict
     checkpoint: str
     spec: OverWindow = field(repr=False, default=None)
+    lines: dict = field(repr=False, default_factory=dict)  # (section, key) -> line in the file
+    warnings: list = field(repr=False, default_factory=list)
 
     @property
     def name(self) -> str:
         return self.sink.get("table") or os.path.splitext(os.path.basename(self.path))[0]
 
+    def where(self, section: str, key: str | None = None) -> str:
+        """``view.toml: [sink] path (line 20)``: the place a message points at."""
+        if key is None:
+            return f"{self.path}: [{section}]"
+        line = self.lines.get((section, key))
+        where = f" (line {line})" if isinstance(line, int) else f" ({line})" if line else ""
+        return f"{self.path}: [{section}] {key}{where}"
 
-def _line_of(text: str, section: str, key: str) -> int | None:
-    """The line of ``key`` in ``[section]`` (1-based), to point errors at it."""
-    current = None
+    def written_paths(self) -> list[tuple[str, str, str]]:
+        """(section, key, absolute path) of every place the job writes."""
+        found = []
+        for k in KEYS:
+            if not k.writes:
+                continue
+            value = (
+                self.checkpoint
+                if (k.section, k.name) == ("sink", "checkpoint")
+                else self.section(k.section).get(k.name)
+            )
+            if isinstance(value, str) and not is_uri(value):
+                found.append((k.section, k.name, value))
+        return found
+
+    def section(self, name: str) -> dict:
+        return {"source": self.source, "watermark": self.watermark or {}, "sink": self.sink}.get(name, {})
+
+
+def is_uri(path: str) -> bool:
+    """A location with a scheme (``s3a://bucket/chk``): not a local path."""
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path) is not None
+
+
+def key_lines(text: str) -> dict[tuple[str, str], int]:
+    """The line (1-based) of each ``[section] key`` assignment of a TOML text, to point messages at
+    it. Multi-line values are skipped; a ``[section.key]`` table header counts as the key's line."""
+    found: dict[tuple[str, str], int] = {}
+    section = None
+    depth = 0  # inside a multi-line array or inline table
+    quoted = None  # inside a multi-line string ('''/""")
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
-        if stripped.startswith("[") and stripped.endswith("]"):
-            current = stripped.strip("[]").strip()
-        elif current == section and stripped.split("=", 1)[0].strip() == key:
-            return number
+        if quoted is not None:
+            if quoted in stripped:
+                quoted = None
+            continue
+        if depth == 0 and stripped.startswith("[") and not stripped.startswith("[["):
+            parts = [p.strip().strip("\"'") for p in stripped.split("]")[0].strip("[").split(".")]
+            section = parts[0]
+            if len(parts) > 1:
+                found.setdefault((section, parts[1]), number)
+            continue
+        if depth == 0 and "=" in stripped and not stripped.startswith("#"):
+            name = [p.strip().strip("\"'") for p in stripped.split("=", 1)[0].split(".")]
+            if section is None and len(name) > 1:
+                found.setdefault((name[0], name[1]), number)
+            elif section is not None:
+                found.setdefault((section, name[0]), number)
+        body = re.sub(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', "", stripped.split("=", 1)[-1])
+        if body.count('"""') % 2 or body.count("'''") % 2:
+            quoted = '"""' if '"""' in body else "'''"
+        body = body.split("#", 1)[0]
+        depth = max(0, depth + body.count("[") + body.count("{") - body.count("]") - body.count("}"))
+    return found
+
+
+def _kind_error(key: Key, value) -> str | None:
+    """Why ``value`` is not of the key's kind (None when it is)."""
+    kind = key.kind
+    if kind == "text" and not isinstance(value, str):
+        return f"expected text, got {value!r}"
+    if kind == "count" and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+        return f"a positive number, got {value!r}"
+    if kind == "names" and not (
+        isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+    ):
+        return f'a column name or a list of them, e.g. ["a", "b"], got {value!r}'
+    if kind == "texts" and not (
+        isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value)
+    ):
+        return f"a list of text, got {value!r}"
+    if kind == "table" and not (
+        isinstance(value, dict) and all(isinstance(v, (str, int, float, bool)) for v in value.values())
+    ):
+        return f"a table of {key.meaning}; got {value!r}"
+    return None
+
+
+def _applies(key: Key, doc: dict) -> bool:
+    if key.when is None:
+        return True
+    section, name, values = key.when
+    found = doc.get(section, {}).get(name, KEYS_BY_NAME[section, name].default)
+    return found in values
+
+
+def _set_override(doc: dict, dotted: str, value) -> str | None:
+    """Put a ``--set section.key=value`` into the parsed file; the reason when the key is unknown."""
+    section, _, key = dotted.partition(".")
+    if section not in SECTIONS_BY_NAME:
+        near = difflib.get_close_matches(section, list(SECTIONS_BY_NAME), n=1)
+        return f"--set {dotted}: unknown section [{section}]" + (
+            f"; did you mean [{near[0]}]?" if near else ""
+        )
+    head, _, rest = key.partition(".")
+    known = KEYS_BY_NAME.get((section, head))
+    if known is None and not SECTIONS_BY_NAME[section].free:
+        near = suggest(key, section)
+        return f"--set {dotted}: unknown key" + (f"; did you mean {near}?" if near else "")
+    target = doc.setdefault(section, {})
+    if rest and known is not None and known.kind == "table":
+        target = target.setdefault(head, {})
+        if not isinstance(target, dict):
+            return f"--set {dotted}: [{section}] {head} is not a table"
+        key = rest
+    target[key] = value
     return None
 
 
 def load_view(path: str, overrides: dict | None = None) -> View:
-    """Read and check a view file; ``overrides`` maps "section.key" to a value (command-line flags)."""
+    """Read and check a view file; ``overrides`` maps "section.key" to a value (command-line flags).
+    Raises ViewFileError with one line per problem. Checks only the file itself: the schema, the
+    columns, paths and the environment are checked by overwindow.pipeline.validate."""
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -102,105 +414,167 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ViewFileError(f"{path}: not valid TOML: {e}") from None
+    lines = key_lines(text)
+    view = View(path, {}, None, [], [], "", None, None, {}, "", lines=lines)
+    problems: list[str] = []
+
     for dotted, value in (overrides or {}).items():
-        section, key = dotted.split(".", 1)
-        doc.setdefault(section, {})[key] = value
-    base = os.path.dirname(os.path.abspath(path))
+        reason = _set_override(doc, dotted, value)
+        if reason:
+            problems.append(f"{path}: {reason}")
+        else:
+            section, _, key = dotted.partition(".")
+            lines[section, key.partition(".")[0]] = "--set"  # the value no longer comes from the file
 
-    def where(section, key):
-        line = _line_of(text, section, key)
-        return f"{path}: [{section}] {key}" + (f" (line {line})" if line else "")
-
-    def need(section, key, kind=str, choices=None):
-        value = doc.get(section, {}).get(key)
-        if value is None:
-            raise ViewFileError(f"{where(section, key)}: missing; add {key} = ... under [{section}]")
-        if not isinstance(value, kind):
-            raise ViewFileError(
-                f"{where(section, key)}: expected {getattr(kind, '__name__', kind)}, got {value!r}"
+    for name, body in doc.items():
+        if name in SECTIONS_BY_NAME and isinstance(body, dict):
+            continue
+        if not isinstance(body, dict):
+            owner = suggest(name, None)
+            problems.append(
+                f"{path}: {name} (line {lines.get((name, name)) or _top_line(text, name)}): a key outside "
+                "any section" + (f"; did you mean {owner}?" if owner and owner.startswith("[") else "")
             )
-        if choices and value not in choices:
-            raise ViewFileError(f"{where(section, key)}: must be one of {', '.join(choices)}, got {value!r}")
-        return value
-
-    def local(p):
-        return p if os.path.isabs(p) else os.path.join(base, p)
-
-    for section in doc:
-        if section not in ("source", "watermark", "view", "sink"):
-            raise ViewFileError(f"{path}: unknown section [{section}] (use source, watermark, view, sink)")
-    source = dict(doc.get("source", {}))
-    source["format"] = need("source", "format", str, SOURCES)
-    need("source", "schema")
-    if source["format"] == "files":
-        source["path"] = local(need("source", "path"))
-        source["file_format"] = source.get("file_format", "json")
-        if source["file_format"] not in FILE_FORMATS:
-            raise ViewFileError(f"{where('source', 'file_format')}: must be one of {', '.join(FILE_FORMATS)}")
-    else:
-        need("source", "bootstrap_servers")
-        need("source", "topic")
-        source["starting_offsets"] = source.get("starting_offsets", "earliest")
-        source["reader"] = source.get("reader", "auto")
-        for key, choices in (("starting_offsets", STARTING_OFFSETS), ("reader", KAFKA_READERS)):
-            if source[key] not in choices:
-                raise ViewFileError(
-                    f"{where('source', key)}: must be one of {', '.join(choices)}, got {source[key]!r}"
+            continue
+        near = difflib.get_close_matches(name, list(SECTIONS_BY_NAME), n=1)
+        problems.append(
+            f"{path}: unknown section [{name}]"
+            + (f"; did you mean [{near[0]}]?" if near else f" (use {', '.join(SECTIONS_BY_NAME)})")
+        )
+    for section in SECTIONS:
+        body = doc.get(section.name)
+        if not isinstance(body, dict) or section.free:
+            continue
+        for key in body:
+            if (section.name, key) not in KEYS_BY_NAME:
+                near = suggest(key, section.name)
+                problems.append(
+                    f"{view.where(section.name, key)}: unknown key"
+                    + (f"; did you mean {near}?" if near else "")
                 )
-        limit = source.get("max_offsets_per_trigger")
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0):
-            raise ViewFileError(
-                f"{where('source', 'max_offsets_per_trigger')}: a positive number of records, got {limit!r}"
+    if problems:
+        raise ViewFileError("\n".join(problems))
+
+    values: dict[str, dict] = {}
+    for key in KEYS:
+        body = doc.get(key.section)
+        if body is None:
+            continue
+        value = body.get(key.name)
+        applies = _applies(key, doc)
+        if value is None:
+            if key.required and applies:
+                add = f"add {key.name} = ... under [{key.section}]"
+                problems.append(f"{view.where(key.section, key.name)}: missing; {add}")
+            elif applies and key.default is not None:
+                values.setdefault(key.section, {})[key.name] = copy.deepcopy(key.default)
+            continue
+        if not applies:
+            section, name, allowed = key.when
+            view.warnings.append(
+                f"{view.where(key.section, key.name)}: not used when [{section}] {name} = "
+                f"{doc.get(section, {}).get(name, KEYS_BY_NAME[section, name].default)!r} (it applies to "
+                + " or ".join(f"{name} = {v!r}" for v in allowed)
+                + ")"
             )
-        if not isinstance(source.get("options", {}), dict):
-            raise ViewFileError(
-                f"{where('source', 'options')}: a table of Kafka client settings, "
-                'e.g. options = { "security.protocol" = "SSL" }'
+            continue
+        reason = _kind_error(key, value)
+        if reason is None and key.choices and value not in key.choices:
+            reason = f"must be one of {', '.join(key.choices)}, got {value!r}"
+        if reason:
+            problems.append(f"{view.where(key.section, key.name)}: {reason}")
+            continue
+        if key.kind == "names" and isinstance(value, str):
+            value = [value]
+        if key.path:
+            value = (
+                value
+                if is_uri(value)
+                else os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), value))
             )
-    watermark = doc.get("watermark")
-    if watermark is not None:
-        need("watermark", "column")
-        need("watermark", "delay")
-    view = doc.get("view", {})
-    calls = need("view", "calls", list)
-    if not calls or not all(isinstance(c, str) for c in calls):
-        raise ViewFileError(f"{where('view', 'calls')}: a list of window calls as SQL text")
-    partition_by = view.get("partition_by", [])
-    partition_by = [partition_by] if isinstance(partition_by, str) else list(partition_by)
-    emit = view.get("emit", "on_window_close")
-    if emit not in EMIT_MODES:
-        raise ViewFileError(f"{where('view', 'emit')}: must be one of {', '.join(EMIT_MODES)}, got {emit!r}")
-    row_key = view.get("row_key")
-    row_key = [row_key] if isinstance(row_key, str) else row_key
-    op_column = view.get("op_column")
+        values.setdefault(key.section, {})[key.name] = value
+    for section in SECTIONS:
+        if section.required and section.name not in doc:
+            problems.append(f"{path}: missing section [{section.name}] ({section.meaning})")
+    if problems:
+        raise ViewFileError("\n".join(problems))
+
+    view.source = values.get("source", {})
+    view.watermark = values.get("watermark") if "watermark" in doc else None
+    v = values.get("view", {})
+    view.calls, view.partition_by, view.emit = v["calls"], v["partition_by"], v["emit"]
+    view.row_key, view.op_column = v.get("row_key"), v.get("op_column")
+    view.sink = values.get("sink", {})
+    view.checkpoint = view.sink.pop("checkpoint")
     try:
-        spec = OverWindow(
-            *calls,
-            emit=emit,
-            rowKey=row_key,
-            opColumn=op_column,
-            stateLayout=view.get("state_layout", "whole"),
+        view.spec = OverWindow(
+            *view.calls,
+            emit=view.emit,
+            rowKey=view.row_key,
+            opColumn=view.op_column,
+            stateLayout=v.get("state_layout", "whole"),
         )
     except WindowSpecError as e:
-        raise ViewFileError(f"{where('view', 'calls')}: {e}") from None
-    if emit == "on_window_close" and watermark is None:
+        raise ViewFileError(f"{view.where('view', _spec_key(str(e)))}: {_view_words(str(e))}") from None
+    if view.emit == "on_window_close" and view.watermark is None:
         raise ViewFileError(
             f'{path}: emit = "on_window_close" needs a [watermark] section on the ORDER BY column '
-            f"{spec.order_column!r}"
+            f"{view.spec.order_column!r}"
         )
-    sink = dict(doc.get("sink", {}))
-    sink["kind"] = need("sink", "kind", str, SINKS)
-    if sink["kind"] in ("sqlite", "parquet"):
-        sink["path"] = local(need("sink", "path"))
-    if sink["kind"] == "parquet" and emit != "on_window_close":
+    if view.sink["kind"] == "parquet" and view.emit != "on_window_close":
         raise ViewFileError(
-            f'{where("sink", "kind")}: a Parquet sink only appends; use it with emit = "on_window_close"'
+            f'{view.where("sink", "kind")}: a Parquet sink only appends; use it with emit = "on_window_close"'
         )
-    if sink["kind"] in ("sqlite", "postgres"):
-        sink["table"] = need("sink", "table")
-    if sink["kind"] == "postgres":
-        sink["dsn_env"] = sink.get("dsn_env", "OVERWINDOW_POSTGRES_DSN")
-    checkpoint = local(need("sink", "checkpoint"))
-    return View(
-        path, source, watermark, partition_by, calls, emit, row_key, op_column, sink, checkpoint, spec
-    )
+    return view
+
+
+def _top_line(text: str, name: str) -> int | str:
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.split("=", 1)[0].strip().strip("\"'") == name:
+            return number
+    return "?"
+
+
+# OverWindow's keyword arguments and the view-file keys they come from
+_SPEC_WORDS = {"opColumn": "op_column", "rowKey": "row_key", "stateLayout": "state_layout"}
+
+
+def _spec_key(message: str) -> str:
+    """The [view] key a spec error is about (the calls unless it names another argument)."""
+    for word, key in _SPEC_WORDS.items():
+        if message.startswith(word):
+            return key
+    return "calls"
+
+
+def _view_words(message: str) -> str:
+    """A spec error in view-file words: ``opColumn='op'`` -> ``op_column = "op"``."""
+    for word, key in _SPEC_WORDS.items():
+        message = message.replace(word, key)
+    return re.sub(r"\b(op_column|row_key|state_layout|emit)='([^']*)'", r'\1 = "\2"', message)
+
+
+def key_reference() -> str:
+    """The view-file key reference as a Markdown table (the README's "View-file keys")."""
+    rows = ["| key | default | meaning |", "| --- | --- | --- |"]
+    for section in SECTIONS:
+        needed = "required" if section.required else "optional"
+        rows.append(f"| **`[{section.name}]`** | {needed} | {section.meaning} |")
+        for k in (k for k in KEYS if k.section == section.name):
+            default = "required" if k.required else "-" if k.default is None else f"`{_toml(k.default)}`"
+            bar = " \\| "  # a literal | inside a Markdown table cell
+            meaning = k.meaning + (f" ({bar.join(k.choices)})" if k.choices else "")
+            if k.when is not None:
+                meaning += f"; only with `{k.when[1]} = " + bar.join(f'"{v}"' for v in k.when[2]) + "`"
+            rows.append(f"| `{k.name}` | {default} | {meaning} |")
+    return "\n".join(rows)
+
+
+def _toml(value) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{}" if not value else "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    return str(value)

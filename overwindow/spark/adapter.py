@@ -118,6 +118,7 @@ def over_window(grouped, spec: OverWindow):
         )
         mode, timeout = "update", GroupStateTimeout.NoTimeout
     input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
+    spec.check_columns(input_struct.names)
     input_schema = _arrow_schema(input_struct)
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked)

@@ -139,6 +139,8 @@ def decode(data: bytes, kind: str, meta: type[M]) -> tuple[dict[str, pa.Table], 
         header = json.loads(bytes(view[4 : 4 + n]))
     except ValueError:
         raise StateFormatError("not overwindow state") from None
+    if not isinstance(header, dict):
+        raise StateFormatError("not overwindow state")
     version, oldest = header.get("version"), meta.OLDEST
     if not isinstance(version, int) or not oldest <= version <= FORMAT_VERSION or header.get("kind") != kind:
         accepted = f"{oldest} to {FORMAT_VERSION}" if oldest < FORMAT_VERSION else f"{FORMAT_VERSION}"
@@ -146,14 +148,27 @@ def decode(data: bytes, kind: str, meta: type[M]) -> tuple[dict[str, pa.Table], 
             f"state written as {header.get('kind')!r} format {version}, this overwindow reads "
             f"{kind!r} format {accepted}; start the query from a new checkpoint"
         )
-    pos = 4 + n
+    try:
+        return _tables(view, 4 + n, header), meta.from_json(header["meta"], version)
+    except (ValueError, KeyError, TypeError, IndexError, OSError, pa.ArrowException) as e:
+        raise StateFormatError(
+            f"state of {kind!r} format {version} is damaged and cannot be decoded ({type(e).__name__}: "
+            f"{e}); start the query from a new checkpoint"
+        ) from None
+
+
+def _tables(view: memoryview, pos: int, header: dict) -> dict[str, pa.Table]:
     tables = {}
     for name in header["tables"]:
         size = int.from_bytes(view[pos : pos + 8], "little")
         pos += 8
+        if size <= 0 or pos + size > len(view):
+            raise ValueError(f"table {name!r} runs past the end of the value")
         table = pa.ipc.RecordBatchStreamReader(
             pa.py_buffer(view[pos : pos + size]), options=_READ_OPTIONS
         ).read_all()
         tables[name] = table.replace_schema_metadata(None)
         pos += size
-    return tables, meta.from_json(header["meta"], version)
+    if pos != len(view):
+        raise ValueError(f"{len(view) - pos} bytes after the last table")
+    return tables

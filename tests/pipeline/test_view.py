@@ -3,8 +3,10 @@
 import textwrap
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
-from overwindow.pipeline.view import ViewFileError, load_view
+from overwindow.pipeline.view import KEYS_BY_NAME, ViewFileError, load_view
 
 GOOD = """
 [source]
@@ -86,3 +88,106 @@ def test_bad_views_name_the_key_and_line(tmp_path, change, words):
 def test_missing_file(tmp_path):
     with pytest.raises(ViewFileError, match="cannot read the view file"):
         load_view(str(tmp_path / "nope.toml"))
+
+
+# -- unknown keys and sections (issue 14, item 1) ----------------------------------------------------
+
+
+def _line(text, start):
+    return next(n for n, line in enumerate(text.splitlines(), 1) if line.strip().startswith(start))
+
+
+@pytest.mark.parametrize(
+    "old, new, section, suggestion",
+    [
+        ('partition_by = ["k"]', 'partiton_by = ["k"]', "view", "partition_by"),
+        ('emit = "on_window_close"', 'emit = "on_window_close"\nrowkey = ["k"]', "view", "row_key"),
+        ('file_format = "json"', 'file_formt = "json"', "source", "file_format"),
+        ('checkpoint = "chk"', 'checkpont = "chk"', "sink", "checkpoint"),
+        ('delay = "10 seconds"', 'dealy = "10 seconds"', "watermark", "delay"),
+        # a key of another section
+        (
+            'emit = "on_window_close"',
+            'emit = "on_window_close"\ncheckpoint = "c"',
+            "view",
+            "[sink] checkpoint",
+        ),
+    ],
+)
+def test_an_unknown_key_is_refused_with_its_line_and_the_nearest_known_key(
+    tmp_path, old, new, section, suggestion
+):
+    text = textwrap.dedent(GOOD).replace(old, new)
+    bad = new.splitlines()[-1].split("=")[0].strip()
+    with pytest.raises(ViewFileError) as e:
+        load_view(write(tmp_path, text))
+    assert (
+        f"[{section}] {bad} (line {_line(text, bad + ' =')}): unknown key; did you mean {suggestion}?"
+        in str(e.value)
+    )
+
+
+def test_unknown_sections_and_keys_outside_sections_are_refused(tmp_path):
+    text = 'format = "files"\n' + textwrap.dedent(GOOD).replace("[sink]", "[snk]")
+    with pytest.raises(ViewFileError) as e:
+        load_view(write(tmp_path, text))
+    lines = str(e.value).splitlines()
+    assert any(
+        "format (line 1): a key outside any section; did you mean [source] format?" in x for x in lines
+    )
+    assert any("unknown section [snk]; did you mean [sink]?" in x for x in lines)
+
+
+def test_set_refuses_unknown_keys(tmp_path):
+    with pytest.raises(
+        ViewFileError, match=r"--set view.partiton_by: unknown key; did you mean partition_by\?"
+    ):
+        load_view(write(tmp_path, GOOD), {"view.partiton_by": ["k"]})
+    with pytest.raises(
+        ViewFileError, match=r"--set sinc.path: unknown section \[sinc\]; did you mean \[sink\]\?"
+    ):
+        load_view(write(tmp_path, GOOD), {"sinc.path": "x"})
+
+
+def test_a_key_that_does_not_apply_is_a_warning(tmp_path):
+    text = textwrap.dedent(GOOD).replace('file_format = "json"', 'file_format = "json"\ntopic = "t"')
+    view = load_view(write(tmp_path, text))
+    assert view.warnings == [
+        f"{tmp_path / 'view.toml'}: [source] topic (line {_line(text, 'topic =')}): not used when "
+        "[source] format = 'files' (it applies to format = 'kafka')"
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_any_misspelt_key_is_refused_at_its_line(tmp_path_factory, data):
+    """Every key of the GOOD file, misspelt by one random edit (not into another known key), is refused
+    naming the misspelling and its line; nothing is silently ignored."""
+    text = textwrap.dedent(GOOD)
+    keys = [line.split("=")[0].strip() for line in text.splitlines() if "=" in line]
+    key = data.draw(st.sampled_from(keys))
+    at = data.draw(st.integers(0, len(key) - 1))
+    edit = data.draw(st.sampled_from(["drop", "swap", "add", "case"]))
+    if edit == "drop":
+        typo = key[:at] + key[at + 1 :]
+    elif edit == "swap":
+        typo = key[:at] + key[at + 1 : at + 2] + key[at] + key[at + 2 :]
+    elif edit == "add":
+        typo = key[:at] + data.draw(st.sampled_from("aeiorst_")) + key[at:]
+    else:
+        typo = key[:at] + key[at].upper() + key[at + 1 :]
+    assume(typo != key and typo and typo not in {k for _, k in KEYS_BY_NAME})
+    bad = text.replace(f"\n{key} =", f"\n{typo} =", 1)
+    path = write(tmp_path_factory.mktemp("typo"), bad)
+    with pytest.raises(ViewFileError) as e:
+        load_view(path)
+    assert f"] {typo} (line {_line(bad, typo + ' =')}): unknown key" in str(e.value)
+
+
+def test_the_readme_lists_every_key_with_its_default_and_meaning():
+    import os
+
+    from overwindow.pipeline.view import key_reference
+
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")) as f:
+        assert key_reference() in f.read()

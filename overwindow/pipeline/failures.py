@@ -1,0 +1,105 @@
+"""A failure after Spark started, as one line naming the view's file, key, table or checkpoint.
+
+Spark reports a failed query as a StreamingQueryException whose text holds the Java trace and, for a
+failure in Python (a UDF on a worker, the sink's foreachBatch on the driver), the Python traceback:
+hundreds of lines. ``describe`` finds the cause and names the part of the view it belongs to; the
+whole text is for ``--debug``.
+
+>>> from overwindow.pipeline.view import View
+>>> v = View("v.toml", {"format": "files", "path": "/in"}, None, [], [], "on_update", None, None,
+...          {"kind": "sqlite", "path": "/v.sqlite", "table": "v"}, "/chk")
+>>> describe(RuntimeError("... Traceback (most recent call last):\\n  File ...\\n"
+...                       "overwindow.errors.WindowRuntimeError: sum(x) overflows BIGINT\\n\\tat org..."), v)
+'v.toml: [view] calls: sum(x) overflows BIGINT'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from overwindow.pipeline import dsn as dsn_text
+from overwindow.pipeline.view import View
+
+# the last "module.Error: message" line of a Python traceback inside Spark's text
+_PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception|Exit|Interrupt)): (.*)$")
+_JAVA_CAUSE = re.compile(r"^(?:Caused by: )?((?:[a-z]\w*\.)+[A-Z]\w*(?:Exception|Error)): (.*)$")
+
+
+def _python_error(text: str) -> tuple[str, str] | None:
+    """(exception name, message) of the last Python traceback in ``text``."""
+    found = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "Traceback (most recent call last)" in line:
+            for later in lines[i + 1 :]:
+                m = _PYTHON_ERROR.match(later.strip())
+                if m and not later.startswith(" "):
+                    found = (m.group(1), m.group(2).strip())
+                    break
+    return found
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = re.sub(r"^\[[A-Z_.]+\] ", "", line.strip())
+        if line and not line.startswith("==="):
+            return line
+    return text.strip()
+
+
+def describe(error: BaseException, view: View, sink_error: BaseException | None = None) -> str:
+    """One line for a failed query of ``view``; ``sink_error``: the exception the sink raised in
+    this process, when it was the sink that failed."""
+    secret = os.environ.get(view.sink.get("dsn_env", "")) if view.sink.get("kind") == "postgres" else None
+    line = _classify(error, view, sink_error)
+    return dsn_text.redact(line, secret)
+
+
+def _classify(error: BaseException, view: View, sink_error: BaseException | None) -> str:
+    from overwindow.errors import WindowRuntimeError, WindowSpecError
+
+    if sink_error is not None:
+        key = {"sqlite": "path", "postgres": "table"}.get(view.sink["kind"], "kind")
+        place = view.sink.get("table") or view.sink.get("path")
+        return (
+            f"{view.where('sink', key)}: writing {place!r} failed: "
+            f"{type(sink_error).__name__}: {_first_line(str(sink_error))}"
+        )
+    if isinstance(error, (WindowSpecError, WindowRuntimeError)):
+        return f"{view.where('view', 'calls')}: {error}"
+    text = str(error)
+    python = _python_error(text)
+    if python is not None:
+        name, message = python
+        if name == "StateFormatError":
+            where = view.where("sink", "checkpoint")
+            return f"{where}: the state in {view.checkpoint} cannot be read: {message}"
+        if name in ("WindowRuntimeError", "WindowSpecError"):
+            return f"{view.where('view', 'calls')}: {message}"
+        if view.source["format"] == "kafka" and "kafka" in (name + message).lower():
+            key = (
+                "topic"
+                if "topic" in message.lower() and "not found" in message.lower()
+                else "bootstrap_servers"
+            )
+            return f"{view.where('source', key)}: {message}"
+        return f"{view.path}: the view's query failed in Python: {name}: {message}"
+    lowered = text.lower()
+    if view.source["format"] == "kafka" and "kafka" in lowered:
+        cause = _java_cause(text)
+        return f"{view.where('source', 'bootstrap_servers')}: reading the topic failed: {cause}"
+    if view.source["format"] == "files" and (
+        "path_not_found" in lowered or "filenotfoundexception" in lowered or "path does not exist" in lowered
+    ):
+        return f"{view.where('source', 'path')}: {_java_cause(text)}"
+    return f"{view.path}: the view's query failed: {_java_cause(text)}"
+
+
+def _java_cause(text: str) -> str:
+    """The deepest ``Caused by`` of a Java trace, else the text's first line."""
+    causes = [m for m in map(_JAVA_CAUSE.match, (x.strip() for x in text.splitlines())) if m]
+    if causes:
+        name, message = causes[-1].groups()
+        return f"{name.rsplit('.', 1)[-1]}: {message}"
+    return _first_line(text)

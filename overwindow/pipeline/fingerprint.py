@@ -1,0 +1,150 @@
+"""The view a checkpoint belongs to: a fingerprint of everything that shapes its state and its sink,
+kept in the checkpoint folder and compared before a run starts.
+
+A view changed under an existing checkpoint would otherwise run on state of another shape (an added
+call, another emit mode), or Spark's state schema check would stop it with advice that corrupts
+state when followed. The fingerprint holds the source's columns and place (the folder of a file
+source: Spark's checkpoint keeps absolute file paths, so a moved folder is read again), the
+partition, the calls (as SQL, so layout and spacing do not count), the row key, the op column, the
+emit mode, the state layout and format, the watermark column, and the sink's kind, place and table;
+not the watermark delay or batch sizes, which a checkpoint may change. It is recorded when a run
+starts; a checkpoint Spark has not committed to yet is free to take another view.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from overwindow.pipeline.view import View, is_uri
+
+FILE = "overwindow-view.json"
+VERSION = 1
+# fingerprint field -> the view-file key it comes from
+KEYS = {
+    "schema": "[source] schema",
+    "source": "[source] path / topic",
+    "partition_by": "[view] partition_by",
+    "calls": "[view] calls",
+    "row_key": "[view] row_key",
+    "op_column": "[view] op_column",
+    "emit": "[view] emit",
+    "state_layout": "[view] state_layout",
+    "state_format": "overwindow's state format",
+    "watermark_column": "[watermark] column",
+    "sink": "[sink] kind / path / table",
+}
+
+
+def fingerprint(checked) -> dict:
+    """The fingerprint of a checked view (overwindow.pipeline.validate.Checked)."""
+    from overwindow.streaming.state import FORMAT_VERSION
+
+    view: View = checked.view
+    src, sink = view.source, view.sink
+    return {
+        "version": VERSION,
+        "view_file": os.path.abspath(view.path),
+        "schema": [f"{f.name} {f.dataType.simpleString()}" for f in checked.struct.fields],
+        "source": src["path"] if src["format"] == "files" else f"kafka topic {src['topic']}",
+        "partition_by": list(view.partition_by),
+        "calls": [_sql(e) for e in view.spec.expressions],
+        "row_key": list(view.row_key) if view.row_key else None,
+        "op_column": view.op_column,
+        "emit": view.emit,
+        "state_layout": view.spec.state_layout,
+        "state_format": FORMAT_VERSION,
+        "watermark_column": view.watermark["column"] if view.watermark else None,
+        "sink": {k: sink[k] for k in ("kind", "path", "table") if k in sink},
+    }
+
+
+def _sql(expression) -> str:
+    """A window expression as normalized SQL (defaults spelt out), so rewording does not count."""
+    from overwindow.logical.call import quote
+
+    if expression.expr is None:
+        return str(expression.calls[0])
+    sql = expression.expr.sql
+    for call in expression.calls:
+        sql = sql.replace(f"`{call.alias}`", call.alias).replace(
+            call.alias, f"{call.function_sql()} OVER ({call.over_sql()})"
+        )
+    return f"{sql} AS {quote(expression.alias)}"
+
+
+def _started(checkpoint: str) -> bool:
+    """Spark has written offsets into the checkpoint (so it holds a position and maybe state)."""
+    offsets = os.path.join(checkpoint, "offsets")
+    return os.path.isdir(offsets) and any(not n.startswith(".") for n in os.listdir(offsets))
+
+
+def _show(value) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def check_checkpoint(view: View, checked) -> list[str]:
+    """Why the view may not run on its checkpoint (empty: it may). A started checkpoint without a
+    fingerprint (made by an older overwindow) is accepted with a warning and fingerprinted at run."""
+    if is_uri(view.checkpoint) or not _started(view.checkpoint):
+        return []
+    try:
+        with open(os.path.join(view.checkpoint, FILE)) as f:
+            old = json.load(f)
+    except FileNotFoundError:
+        view.warnings.append(
+            f"{view.where('sink', 'checkpoint')}: the checkpoint does not say which view it belongs to "
+            "(started by an older overwindow); it is taken to be this one"
+        )
+        return []
+    except (OSError, ValueError) as e:
+        return [f"{view.where('sink', 'checkpoint')}: cannot read {FILE} in the checkpoint: {e}"]
+    new = fingerprint(checked)
+    moved = _moved(old, new)
+    if moved:
+        return [
+            f"{view.where('sink', 'checkpoint')}: the view folder moved from {moved[0]} to {moved[1]}: "
+            f"Spark's checkpoint keeps absolute file paths, so every file in the source folder would be "
+            f"read again and emitted twice. Move the folder back, or start a new checkpoint and table "
+            f"(new [sink] checkpoint and table names)"
+        ]
+    changes = [
+        f"{label} was {_show(old.get(field))}, is now {_show(new[field])}"
+        for field, label in KEYS.items()
+        if old.get(field) != new[field]
+    ]
+    if not changes:
+        return []
+    return [
+        f"{view.where('sink', 'checkpoint')}: the checkpoint {view.checkpoint} was started by another "
+        f"view: {'; '.join(changes)}. Its state and table fit that view only: either run this view "
+        "with a new checkpoint and a new table (new [sink] checkpoint and table names), or go back "
+        "to the view the checkpoint was started with"
+    ]
+
+
+def _moved(old: dict, new: dict) -> tuple[str, str] | None:
+    """(old folder, new folder) when the file source moved together with the view file."""
+    before, after = old.get("source"), new["source"]
+    if before == after or not isinstance(before, str) or not os.path.isabs(before):
+        return None
+    old_dir, new_dir = os.path.dirname(old.get("view_file", "")), os.path.dirname(new["view_file"])
+    if old_dir != new_dir and os.path.relpath(before, old_dir) == os.path.relpath(after, new_dir):
+        return old_dir, new_dir
+    return None
+
+
+def record(checked) -> None:
+    """Write the view's fingerprint into its checkpoint folder (atomically), unless Spark has
+    started the checkpoint for a view already fingerprinted."""
+    view = checked.view
+    if is_uri(view.checkpoint):
+        return
+    path = os.path.join(view.checkpoint, FILE)
+    if _started(view.checkpoint) and os.path.exists(path):
+        return
+    os.makedirs(view.checkpoint, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(fingerprint(checked), f, indent=1, ensure_ascii=False)
+    os.replace(tmp, path)

@@ -1,0 +1,441 @@
+"""``overwindow validate``: everything about a view that can be checked without data and without a
+JVM, in view-file words; ``overwindow run`` does the same before it starts Spark.
+
+Checked: the schema parses as Spark reads it (overwindow.pipeline.spark_strings) and every column
+can cross to Python; partition, ORDER BY, row-key, op and watermark columns exist with usable types;
+the calls build against the schema (the state machine and its output columns, on an empty table);
+the watermark delay parses as ``withWatermark`` reads it; no column or alias takes a name the output
+keeps for itself; the source folder exists; the sink's and the checkpoint's folders exist or can be
+created, and lie outside the source folder; the PostgreSQL connection string is set and readable;
+Kafka settings are well formed; the view matches the one its checkpoint was started with
+(overwindow.pipeline.fingerprint); and across the views of one job, no two share a checkpoint or a
+table. ``preflight`` (run only) then connects to what is outside: the database, the Kafka brokers.
+
+>>> _kafka_servers_problem("broker:9092,10.0.0.7:9093") is None
+True
+>>> _kafka_servers_problem("broker")
+"'broker' is not host:port"
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import socket
+import tempfile
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from overwindow.errors import WindowSpecError
+from overwindow.pipeline import dsn as dsn_text
+from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
+from overwindow.pipeline.view import View, ViewFileError, is_uri
+
+# Kafka client settings Spark's connector refuses (it manages them itself), and the view key that
+# replaces each where there is one
+SPARK_MANAGED_KAFKA_OPTIONS = {
+    "auto.offset.reset": "starting_offsets",
+    "enable.auto.commit": None,
+    "key.deserializer": None,
+    "value.deserializer": None,
+    "interceptor.classes": None,
+    "bootstrap.servers": "bootstrap_servers",
+}
+BOOKKEEPING_TABLE = "_overwindow_batches"  # the sinks' table of applied batches
+POSTGRES_NAME_BYTES = 63  # PostgreSQL cuts longer identifiers, silently
+
+
+@dataclass
+class Checked:
+    """A view that passed: its input columns (Spark and Arrow) and its output columns."""
+
+    view: View
+    struct: object  # pyspark StructType of the source
+    schema: pa.Schema  # the Arrow schema the state machine reads
+    output: pa.Schema  # the view's columns, as the sink receives them
+    watermarked: bool  # the ORDER BY column carries the watermark (emit on update evicts)
+
+
+def check_views(views: list[View], create: bool = False) -> list[Checked]:
+    """Check each view, then the views together; ``create``: make the sink's and checkpoint's
+    folders (run does, validate does not). Raises ViewFileError with one line per problem."""
+    checked, problems = [], []
+    for view in views:
+        try:
+            checked.append(check_view(view, create))
+        except ViewFileError as e:
+            problems.append(str(e))
+    problems += _shared_places(views)
+    if problems:
+        raise ViewFileError("\n".join(problems))
+    return checked
+
+
+def check_view(view: View, create: bool = False) -> Checked:
+    """Everything checkable about one view without data or a JVM (see the module docstring)."""
+    from overwindow.pipeline.fingerprint import check_checkpoint
+
+    problems: list[str] = []
+    out = _columns(view, problems)
+    problems += _source_problems(view)
+    problems += _sink_problems(view, out, create)
+    problems += _path_problems(view)
+    if not problems:
+        problems += check_checkpoint(view, out)
+    if problems:
+        raise ViewFileError("\n".join(problems))
+    return out
+
+
+def _columns(view: View, problems: list[str]) -> Checked | None:
+    """The schema, the key columns and the calls against it; None when the schema cannot be read."""
+    from pyspark.sql import types as T
+
+    from overwindow.physical.expressions import resolve_column
+    from overwindow.spark.adapter import _arrow_schema
+    from overwindow.streaming.machines import machine_for
+
+    try:
+        struct = parse_schema(view.source["schema"])
+    except SparkStringError as e:
+        problems.append(f"{view.where('source', 'schema')}: Spark cannot read it: {e}")
+        return None
+    names = [f.name for f in struct.fields]
+    folded: dict[str, str] = {}
+    for name in names:
+        if name.lower() in folded:
+            problems.append(
+                f"{view.where('source', 'schema')}: columns `{folded[name.lower()]}` and `{name}` differ "
+                "only in case; Spark and SQLite do not tell them apart"
+            )
+        folded[name.lower()] = name
+    try:
+        view.spec.check_columns(names)
+    except WindowSpecError as e:
+        problems.append(f"{view.where('source', 'schema')}: {e}")
+    fields = []
+    for f in struct.fields:
+        try:
+            fields.append(_arrow_schema(T.StructType([f])).field(0))
+        except Exception as e:
+            problems.append(
+                f"{view.where('source', 'schema')}: column `{f.name}` of type {f.dataType.simpleString()} "
+                f"cannot be handed to Python (Arrow): {str(e).splitlines()[0]}"
+            )
+    if problems:
+        return None
+    schema = pa.schema(fields)
+    empty = schema.empty_table()
+
+    def column(section: str, key: str, name: str) -> str | None:
+        try:
+            return resolve_column(empty, name)
+        except WindowSpecError as e:
+            problems.append(f"{view.where(section, key)}: {e}")
+            return None
+
+    for name in view.partition_by:
+        found = column("view", "partition_by", name)
+        if found is not None and not _groupable(struct[found].dataType):
+            problems.append(
+                f"{view.where('view', 'partition_by')}: Spark cannot group by `{found}` of type "
+                f"{struct[found].dataType.simpleString()} (maps and variants are not comparable)"
+            )
+    for name in view.row_key or []:
+        column("view", "row_key", name)
+    if view.op_column:
+        found = column("view", "op_column", view.op_column)
+        if found is not None and not pa.types.is_string(schema.field(found).type):
+            problems.append(
+                f"{view.where('view', 'op_column')}: `{found}` must be a STRING of insert/update/delete "
+                f"(or c/u/d, +I/-U/+U/-D), not {struct[found].dataType.simpleString()}"
+            )
+    watermarked = False
+    if view.watermark:
+        found = column("watermark", "column", view.watermark["column"])
+        if found is not None and not isinstance(struct[found].dataType, T.TimestampType):
+            problems.append(
+                f"{view.where('watermark', 'column')}: Spark puts a watermark only on a TIMESTAMP column; "
+                f"`{found}` is {struct[found].dataType.simpleString().upper()}"
+            )
+        try:
+            parse_delay(view.watermark["delay"])
+        except SparkStringError as e:
+            problems.append(f"{view.where('watermark', 'delay')}: Spark cannot read it: {e}")
+        order = view.spec.order_column
+        ordered = None
+        if order is not None:
+            try:
+                ordered = resolve_column(empty, order)
+            except WindowSpecError:
+                ordered = None  # the calls' own check below names it
+        watermarked = found is not None and found == ordered
+        if found is not None and ordered is not None and not watermarked:
+            if view.emit == "on_window_close":
+                problems.append(
+                    f"{view.where('watermark', 'column')}: emit on window close follows the watermark on "
+                    f"the ORDER BY column `{ordered}`, not on `{found}`"
+                )
+            else:
+                view.warnings.append(
+                    f"{view.where('watermark', 'column')}: the watermark is on `{found}`, not on the ORDER "
+                    f"BY column `{ordered}`: no row is ever late and the state keeps every row"
+                )
+    if problems:
+        return None
+    try:
+        machine = machine_for(view.spec, schema, watermarked)
+    except WindowSpecError as e:
+        problems.append(f"{view.where('view', 'calls')}: {e}")
+        return None
+    output = machine.output_schema
+    seen: dict[str, str] = {}
+    for name in output.names:
+        if name.lower() in seen:
+            problems.append(
+                f"{view.where('view', 'calls')}: the output has two columns named `{seen[name.lower()]}` "
+                f"and `{name}` (an alias repeats an input column or another alias)"
+            )
+        seen[name.lower()] = name
+    return Checked(view, struct, schema, output, watermarked)
+
+
+def _groupable(t) -> bool:
+    from pyspark.sql import types as T
+
+    if isinstance(t, (T.MapType, T.VariantType)):
+        return False
+    if isinstance(t, T.ArrayType):
+        return _groupable(t.elementType)
+    if isinstance(t, T.StructType):
+        return all(_groupable(f.dataType) for f in t.fields)
+    return True
+
+
+def _kafka_servers_problem(servers: str) -> str | None:
+    for server in servers.split(","):
+        server = server.strip()
+        m = re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d+)", server)
+        if m is None:
+            return f"{server!r} is not host:port"
+        if not 0 < int(m.group(2)) < 65536:
+            return f"{server!r}: the port is 1 to 65535"
+    return None
+
+
+def _source_problems(view: View) -> list[str]:
+    src = view.source
+    problems = []
+    if src["format"] == "files":
+        path = src["path"]
+        if not is_uri(path):
+            base = re.split(r"[*?\[{]", path, maxsplit=1)[0]  # a glob: its fixed part must exist
+            base = base if base == path else os.path.dirname(base)
+            if not os.path.isdir(base):
+                what = "is a file, not a folder" if os.path.exists(base) else "does not exist"
+                problems.append(f"{view.where('source', 'path')}: {base} {what}")
+        return problems
+    reason = _kafka_servers_problem(src["bootstrap_servers"])
+    if reason:
+        problems.append(f"{view.where('source', 'bootstrap_servers')}: {reason} (e.g. broker:9092)")
+    topic = src["topic"]
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", topic) or topic in (".", ".."):
+        problems.append(
+            f"{view.where('source', 'topic')}: {topic!r} is not a Kafka topic name (one topic; letters, "
+            "digits, '.', '_', '-', up to 249)"
+        )
+    if src["reader"] == "python" and importlib.util.find_spec("confluent_kafka") is None:
+        need = "overwindow's Kafka reader needs confluent-kafka: pip install 'overwindow[kafka]'"
+        problems.append(f"{view.where('source', 'reader')}: {need}")
+    for key, value in src.get("options", {}).items():
+        if key in SPARK_MANAGED_KAFKA_OPTIONS:
+            instead = SPARK_MANAGED_KAFKA_OPTIONS[key]
+            problems.append(
+                f"{view.where('source', 'options')}: {key} is managed by the job"
+                + (f"; set [source] {instead} instead" if instead else "; remove it")
+            )
+        if isinstance(value, str) and value.startswith("env:") and value[4:] not in os.environ:
+            problems.append(
+                f"{view.where('source', 'options')}: options.{key} reads the environment variable "
+                f"{value[4:]}, which is not set"
+            )
+    return problems
+
+
+def _creatable(path: str) -> str | None:
+    """Why a folder cannot be made at ``path`` (None when it exists or can be made)."""
+    probe = path
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe):
+        return f"{probe} is a file, not a folder"
+    if probe != path and not os.access(probe, os.W_OK | os.X_OK):
+        return f"{path} cannot be created: {probe} is not writable"
+    if probe == path and not os.access(path, os.W_OK | os.X_OK):
+        return f"{path} is not writable"
+    return None
+
+
+def _sink_problems(view: View, out: Checked | None, create: bool) -> list[str]:
+    sink = view.sink
+    problems = []
+    folders = [("sink", "checkpoint", view.checkpoint)]
+    if sink["kind"] == "sqlite":
+        if os.path.isdir(sink["path"]):
+            problems.append(f"{view.where('sink', 'path')}: {sink['path']} is a folder, not a database file")
+        folders.append(("sink", "path", os.path.dirname(sink["path"])))
+    if sink["kind"] == "parquet":
+        folders.append(("sink", "path", sink["path"]))
+    for section, key, folder in folders:
+        if is_uri(folder):
+            continue
+        reason = _creatable(folder)
+        if reason:
+            problems.append(f"{view.where(section, key)}: {reason}")
+        elif create:
+            os.makedirs(folder, exist_ok=True)
+    table = sink.get("table")
+    if table is not None and table.lower() == BOOKKEEPING_TABLE:
+        problems.append(f"{view.where('sink', 'table')}: {table} is the sinks' own table of applied batches")
+    if sink["kind"] == "sqlite" and table is not None and table.lower().startswith("sqlite_"):
+        problems.append(f"{view.where('sink', 'table')}: SQLite keeps names starting with sqlite_ for itself")
+    if sink["kind"] == "postgres":
+        long = [
+            n for n in [table] + (out.output.names if out else []) if len(n.encode()) > POSTGRES_NAME_BYTES
+        ]
+        if long:
+            problems.append(
+                f"{view.where('sink', 'table')}: PostgreSQL cuts names longer than {POSTGRES_NAME_BYTES} "
+                f"bytes, so two could become one: {', '.join(map(repr, long))}"
+            )
+        problems += _dsn_problems(view)
+    return problems
+
+
+def _dsn_problems(view: View) -> list[str]:
+    env = view.sink["dsn_env"]
+    value = os.environ.get(env)
+    if not value:
+        return [
+            f'{view.where("sink", "dsn_env")}: kind = "postgres" reads its connection string from the '
+            f"environment variable {env}, which is not set"
+        ]
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        need = "the PostgreSQL sink needs psycopg: pip install 'overwindow[postgres]'"
+        return [f"{view.where('sink', 'kind')}: {need}"]
+    try:
+        dsn_text.parse(value)
+    except dsn_text.DsnError as e:
+        return [f"{view.where('sink', 'dsn_env')}: the connection string in {env}: {e}"]
+    return []
+
+
+def _inside(path: str, folder: str) -> bool:
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _path_problems(view: View) -> list[str]:
+    """Nothing the job writes may lie in the source folder: Spark would read it back as input. That
+    covers the sink, the checkpoint and Spark's scratch folder; the working folder (where a shell
+    puts a log) is a warning."""
+    if view.source["format"] != "files" or is_uri(view.source["path"]):
+        return []
+    source = view.source["path"]
+    problems = [
+        f"{view.where(section, key)}: {path} lies in the source folder {source}, whose every file Spark "
+        "reads as input; put it elsewhere"
+        for section, key, path in view.written_paths()
+        if _inside(path, source)
+    ]
+    scratch = os.environ.get("SPARK_LOCAL_DIRS", tempfile.gettempdir()).split(",")[0]
+    if _inside(scratch, source):
+        problems.append(
+            f"{view.where('source', 'path')}: the source folder {source} holds {scratch}, where Spark "
+            "writes its scratch files, which it would read back as input; use a folder of its own"
+        )
+    if _inside(os.getcwd(), source):
+        view.warnings.append(
+            f"{view.where('source', 'path')}: the job runs inside its source folder {source}: a log or "
+            "any other file written here is read as input"
+        )
+    return problems
+
+
+def _shared_places(views: list[View]) -> list[str]:
+    """Two views of one job may not share a checkpoint or a table, nor write into each other's source."""
+    problems = []
+    for i, a in enumerate(views):
+        for b in views[i + 1 :]:
+            if _inside(a.checkpoint, b.checkpoint) or _inside(b.checkpoint, a.checkpoint):
+                problems.append(
+                    f"{b.where('sink', 'checkpoint')}: the checkpoint of {a.path} too; one per view"
+                )
+            same = _same_table(a, b)
+            if same:
+                problems.append(f"{b.where('sink', 'table')}: {same}")
+            for x, y in ((a, b), (b, a)):
+                if y.source["format"] == "files" and not is_uri(y.source["path"]):
+                    for section, key, path in x.written_paths():
+                        if _inside(path, y.source["path"]):
+                            problems.append(
+                                f"{x.where(section, key)}: {path} lies in the source folder of {y.path}"
+                            )
+    return problems
+
+
+def _same_table(a: View, b: View) -> str | None:
+    """Why ``a`` and ``b`` write one table (None when they do not)."""
+    kind = a.sink["kind"]
+    if kind != b.sink["kind"] or kind not in ("sqlite", "postgres", "parquet"):
+        return None
+    if kind == "parquet":
+        if _inside(a.sink["path"], b.sink["path"]) or _inside(b.sink["path"], a.sink["path"]):
+            return f"the Parquet folder of {a.path} too"
+        return None
+    ta, tb = a.sink["table"], b.sink["table"]
+    if kind == "sqlite":
+        if os.path.realpath(a.sink["path"]) == os.path.realpath(b.sink["path"]) and ta.lower() == tb.lower():
+            return f"{tb!r} is the table {ta!r} of {a.path} (SQLite ignores case in names)"
+        return None
+    same_server = os.environ.get(a.sink["dsn_env"]) == os.environ.get(b.sink["dsn_env"])
+    if same_server and ta.encode()[:POSTGRES_NAME_BYTES] == tb.encode()[:POSTGRES_NAME_BYTES]:
+        return (
+            f"{tb!r} is the table {ta!r} of {a.path} (PostgreSQL keeps the first {POSTGRES_NAME_BYTES} bytes)"
+        )
+    return None
+
+
+def preflight(views: list[View], timeout: float = 10.0) -> None:
+    """What ``run`` checks outside the machine before Spark starts: each PostgreSQL sink accepts a
+    connection, and some Kafka broker of each Kafka source answers on its port."""
+    problems = []
+    for view in views:
+        if view.sink["kind"] == "postgres":
+            try:
+                dsn_text.try_connect(os.environ[view.sink["dsn_env"]], int(timeout))
+            except dsn_text.DsnError as e:
+                problems.append(
+                    f"{view.where('sink', 'dsn_env')}: PostgreSQL from {view.sink['dsn_env']}: {e}"
+                )
+        if view.source["format"] == "kafka":
+            reasons = []
+            for server in view.source["bootstrap_servers"].split(","):
+                host, _, port = server.strip().rpartition(":")
+                try:
+                    socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+                    break
+                except OSError as e:
+                    reasons.append(f"{server.strip()}: {e.strerror or e}")
+            else:
+                where = view.where("source", "bootstrap_servers")
+                problems.append(f"{where}: no Kafka broker answers ({'; '.join(reasons)})")
+    if problems:
+        raise ViewFileError("\n".join(problems))

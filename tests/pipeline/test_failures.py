@@ -1,0 +1,105 @@
+"""A failure after Spark started is one line naming the part of the view it belongs to (issue 18,
+item 8). Spark's texts here are shaped as PySpark hands them to the driver (a Java trace holding the
+worker's Python traceback); the messages inside are the package's and libpq's own. The whole path
+through Spark is in tests/test_cli.py (a failing sink, a failing call)."""
+
+import textwrap
+
+import pytest
+
+from overwindow.pipeline.failures import describe
+from overwindow.pipeline.view import load_view
+from overwindow.streaming.state import OnUpdateMeta, StateFormatError, decode, encode
+
+VIEW = """
+[source]
+format = "files"
+path = "events"
+schema = "k STRING, ts TIMESTAMP, x DOUBLE"
+
+[view]
+partition_by = ["k"]
+calls = ["sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s"]
+emit = "on_update"
+
+[sink]
+kind = "{kind}"
+table = "v"
+checkpoint = "chk"
+"""
+
+
+def _view(tmp_path, kind="sqlite"):
+    (tmp_path / "events").mkdir(exist_ok=True)
+    text = VIEW.format(kind=kind)
+    if kind == "sqlite":
+        text = text.replace('table = "v"', 'path = "v.sqlite"\ntable = "v"')
+    path = tmp_path / "view.toml"
+    path.write_text(textwrap.dedent(text))
+    return load_view(str(path))
+
+
+def _spark_text(python_traceback: str) -> str:
+    """A StreamingQueryException's text around a worker's Python traceback."""
+    return (
+        "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Job aborted due to stage "
+        "failure: Task 0 in stage 3.0 failed 1 times, most recent failure: Lost task 0.0 in stage 3.0 "
+        "(TID 7) (localhost executor driver): org.apache.spark.api.python.PythonException: Traceback "
+        "(most recent call last):\n"
+        '  File "/venv/lib/python3.11/site-packages/pyspark/worker.py", line 1247, in main\n'
+        "    process()\n"
+        f"{python_traceback}\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(...)\n"
+        "\tat org.apache.spark.sql.execution.python.PythonArrowOutput$$anon$1.read(...)\n"
+    )
+
+
+def test_state_that_cannot_be_read_names_the_checkpoint(tmp_path):
+    view = _view(tmp_path)
+    with pytest.raises(StateFormatError) as e:
+        decode(encode({}, "rows")[:-3] + b"\x00", "rows", OnUpdateMeta)
+    text = _spark_text(f"overwindow.streaming.state.StateFormatError: {e.value}")
+    line = describe(RuntimeError(text), view)
+    assert line == (
+        f"{view.path}: [sink] checkpoint (line 16): the state in {view.checkpoint} cannot be read: {e.value}"
+    )
+
+
+def test_a_missing_source_folder_names_the_source_path(tmp_path):
+    view = _view(tmp_path)
+    text = (
+        "[STREAM_FAILED] Query terminated with exception: [PATH_NOT_FOUND] Path does not exist: "
+        f"file:{tmp_path}/events.\n"
+        "\tat org.apache.spark.sql.errors.QueryCompilationErrors$.dataPathNotExistError"
+    )
+    line = describe(RuntimeError(text), view)
+    assert line.startswith(f"{view.path}: [source] path (line 4): ") and "\n" not in line
+
+
+def test_a_java_failure_is_its_deepest_cause_in_one_line(tmp_path):
+    view = _view(tmp_path)
+    text = (
+        "[STREAM_FAILED] Query terminated with exception: Job aborted.\n"
+        "\tat org.apache.spark.sql.execution.streaming.StreamExecution.runStream(...)\n"
+        "Caused by: org.apache.spark.SparkException: Task failed\n"
+        "\tat ...\n"
+        "Caused by: java.lang.OutOfMemoryError: Java heap space\n"
+        "\tat ...\n"
+    )
+    assert describe(RuntimeError(text), view) == (
+        f"{view.path}: the view's query failed: OutOfMemoryError: Java heap space"
+    )
+
+
+def test_a_failing_postgres_sink_never_shows_the_password(tmp_path, monkeypatch):
+    view = _view(tmp_path, kind="postgres")
+    monkeypatch.setenv("OVERWINDOW_POSTGRES_DSN", "postgresql://ow:Sup3r%25S3cret@db:5432/views")
+    error = RuntimeError(
+        'connection to server at "db" failed: FATAL: password authentication failed for user "ow" '
+        "(postgresql://ow:Sup3r%25S3cret@db:5432/views, password Sup3r%S3cret)"
+    )
+    line = describe(RuntimeError("query failed"), view, sink_error=error)
+    assert line.startswith(f"{view.path}: [sink] table (line 14): writing 'v' failed: RuntimeError: ")
+    assert "password authentication failed" in line
+    for piece in ("Sup3r", "S3cret"):
+        assert piece not in line, line

@@ -1,0 +1,107 @@
+"""The checkpoint's view (issue 14, item 3): what shapes state and table is compared with the view the
+checkpoint was started with; what a checkpoint may change (the delay, batch sizes, spacing) is not.
+Here the checkpoint is marked started by hand; tests/test_cli.py runs it on Spark."""
+
+import os
+import shutil
+import textwrap
+
+import pytest
+
+from overwindow.pipeline.fingerprint import FILE, record
+from overwindow.pipeline.validate import check_views
+from overwindow.pipeline.view import ViewFileError, load_view
+
+VIEW = """
+[source]
+format = "files"
+path = "events"
+schema = "k STRING, ts TIMESTAMP, id BIGINT, x DOUBLE"
+max_files_per_trigger = 1
+
+[watermark]
+column = "ts"
+delay = "10 seconds"
+
+[view]
+partition_by = ["k"]
+calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]
+row_key = ["id"]
+
+[sink]
+kind = "sqlite"
+path = "view.sqlite"
+table = "v"
+checkpoint = "chk"
+"""
+
+
+CALL = "sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"
+
+
+def started(folder, text=VIEW):
+    """A view run once: its fingerprint recorded and Spark's offsets folder not empty."""
+    (folder / "events").mkdir(parents=True)
+    (folder / "view.toml").write_text(textwrap.dedent(text))
+    (checked,) = check_views([load_view(str(folder / "view.toml"))], create=True)
+    record(checked)
+    (folder / "chk" / "offsets").mkdir()
+    (folder / "chk" / "offsets" / "0").write_text("v1\n")
+    return str(folder / "view.toml")
+
+
+@pytest.mark.parametrize(
+    "override, label",
+    [
+        ({"view.calls": [CALL, "max(x) OVER (ORDER BY ts) AS m"]}, "[view] calls"),
+        ({"view.calls": ["sum(x) OVER (ORDER BY ts ROWS 4 PRECEDING) AS s"]}, "[view] calls"),
+        ({"view.partition_by": []}, "[view] partition_by"),
+        ({"view.row_key": ["id", "k"]}, "[view] row_key"),
+        ({"view.emit": "on_update"}, "[view] emit"),
+        ({"view.emit": "on_update", "view.state_layout": "chunked"}, "[view] state_layout"),
+        ({"source.schema": "k STRING, ts TIMESTAMP, id BIGINT, x DECIMAL(10, 2)"}, "[source] schema"),
+        ({"sink.table": "v2"}, "[sink] kind / path / table"),
+        ({"sink.path": "other.sqlite"}, "[sink] kind / path / table"),
+    ],
+)  # fmt: skip
+def test_what_shapes_state_or_table_is_compared(tmp_path, override, label):
+    path = started(tmp_path)
+    with pytest.raises(ViewFileError) as e:
+        check_views([load_view(path, override)])
+    assert f"{label} was " in str(e.value)
+    assert "a new checkpoint and a new table" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        {"watermark.delay": "1 hour"},
+        {"source.max_files_per_trigger": 5},
+        {"view.calls": ["SUM(x)   over (order by ts rows between 3 preceding and current row)   as s"]},
+    ],
+)
+def test_what_a_checkpoint_may_change_is_not(tmp_path, override):
+    path = started(tmp_path)
+    check_views([load_view(path, override)])
+
+
+def test_a_checkpoint_spark_has_not_started_takes_any_view(tmp_path):
+    path = started(tmp_path)
+    shutil.rmtree(tmp_path / "chk" / "offsets")
+    check_views([load_view(path, {"view.emit": "on_update"})])
+
+
+def test_a_moved_view_folder_is_named_as_such(tmp_path):
+    started(tmp_path / "a")
+    os.rename(tmp_path / "a", tmp_path / "b")
+    with pytest.raises(
+        ViewFileError, match=f"the view folder moved from {tmp_path / 'a'} to {tmp_path / 'b'}"
+    ):
+        check_views([load_view(str(tmp_path / "b" / "view.toml"))])
+
+
+def test_a_checkpoint_without_a_record_is_taken_with_a_warning(tmp_path):
+    path = started(tmp_path)
+    os.remove(tmp_path / "chk" / FILE)
+    (checked,) = check_views([load_view(path, {"view.emit": "on_update"})])
+    assert any("does not say which view it belongs to" in w for w in checked.view.warnings)

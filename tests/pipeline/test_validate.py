@@ -1,0 +1,286 @@
+"""``overwindow validate``: every mistake that can be seen without data is refused before Spark
+starts, naming the view-file key; no JVM is started (checked by a fixture that fails the test if
+PySpark tries to launch one, and, through the command line, by a ``java`` that leaves a mark)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from overwindow.__main__ import main
+from overwindow.pipeline.validate import check_views
+from overwindow.pipeline.view import ViewFileError, load_view
+
+GOOD = """
+[source]
+format = "files"
+path = "events"
+schema = "k STRING, ts TIMESTAMP, id BIGINT, x DOUBLE, op STRING"
+
+[watermark]
+column = "ts"
+delay = "10 seconds"
+
+[view]
+partition_by = ["k"]
+calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]
+emit = "on_window_close"
+row_key = ["id"]
+
+[sink]
+kind = "sqlite"
+path = "out/view.sqlite"
+table = "v"
+checkpoint = "chk"
+"""
+
+
+@pytest.fixture
+def no_jvm(monkeypatch):
+    """Fails the test if anything asks PySpark for a JVM."""
+    import pyspark.java_gateway
+    from pyspark import SparkContext
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a JVM was started")
+
+    monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", refuse)
+    monkeypatch.setattr(SparkContext, "_ensure_initialized", classmethod(refuse))
+    active = SparkContext._active_spark_context
+    yield
+    assert SparkContext._active_spark_context is active
+
+
+def view_file(folder, text=GOOD, name="view.toml", events=True):
+    folder.mkdir(parents=True, exist_ok=True)
+    if events:
+        (folder / "events").mkdir(exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def problems(paths, overrides=None):
+    views = [load_view(p, overrides) for p in paths]
+    with pytest.raises(ViewFileError) as e:
+        check_views(views)
+    return str(e.value).splitlines()
+
+
+def test_a_good_view_passes_and_says_what_it_makes(tmp_path, no_jvm, capsys):
+    path = view_file(tmp_path)
+    assert main(["validate", path]) == 0
+    out = capsys.readouterr().out
+    assert "ok: 5 columns in, 6 out (k, ts, id, x, op, s); emit on window close" in out
+    assert not (tmp_path / "out").exists()  # validate creates nothing
+
+
+S = "k STRING, ts TIMESTAMP, id BIGINT, x DOUBLE"  # the schema, to vary below
+# the classes of issue 14 item 2: (override, the key named, words of the message)
+MISTAKES = [
+    ({"source.schema": S.replace("k ", "key ")}, "[view] partition_by", "`k` does not exist"),
+    ({"watermark.column": "event_time"}, "[watermark] column", "`event_time` does not exist"),
+    ({"watermark.delay": "10 minutez"}, "[watermark] delay", "unknown unit 'minutez'"),
+    ({"watermark.delay": "-5 seconds"}, "[watermark] delay", "should not be negative"),
+    ({"source.path": "no/such/folder"}, "[source] path", "does not exist"),
+    ({"source.schema": "k STRING, ts TIMESTAMP x DOUBLE"}, "[source] schema", "Spark cannot read it"),
+    ({"source.schema": S.replace("STRING", "STRNG")}, "[source] schema", "unsupported data type"),
+    ({"source.schema": S.replace("TIMESTAMP", "DATE")}, "[watermark] column", "only on a TIMESTAMP"),
+    ({"source.schema": S.replace("x ", "y ")}, "[view] calls", "`x` does not exist"),
+    ({"view.row_key": ["trade_id"]}, "[view] row_key", "`trade_id` does not exist"),
+    ({"view.emit": "on_update", "view.op_column": "kind"}, "[view] op_column", "`kind` does not exist"),
+    ({"view.emit": "on_update", "view.op_column": "x"}, "[view] op_column", "must be a STRING"),
+    ({"source.schema": S.replace("k STRING", "k MAP<STRING, INT>")}, "[view] partition_by", "cannot group"),
+    (
+        {"source.schema": S + ", t2 TIMESTAMP", "watermark.column": "t2"},
+        "[watermark] column",
+        "follows the watermark on the ORDER BY column `ts`",
+    ),
+    ({"sink.path": "view.sqlite/x.sqlite"}, "[sink] path", "is a file, not a folder"),
+    ({"sink.kind": "postgres", "sink.dsn_env": "OW_TEST_UNSET_DSN"}, "[sink] dsn_env", "which is not set"),
+    ({"sink.table": "_Overwindow_Batches"}, "[sink] table", "the sinks' own table"),
+    ({"sink.checkpoint": "events/chk"}, "[sink] checkpoint", "lies in the source folder"),
+    ({"sink.path": "events/view.sqlite"}, "[sink] path", "lies in the source folder"),
+    ({"sink.path": "events"}, "[sink] path", "lies in the source folder"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("overrides, key, words", MISTAKES)
+def test_each_mistake_is_named_by_its_key(tmp_path, no_jvm, overrides, key, words):
+    path = view_file(tmp_path)
+    (tmp_path / "view.sqlite").write_text("")  # a file where a folder is asked for
+    os.environ.pop("OW_TEST_UNSET_DSN", None)
+    found = problems([path], overrides)
+    assert any(f"{key} (" in line and words in line for line in found), found
+
+
+KAFKA = """
+[source]
+format = "kafka"
+bootstrap_servers = "{servers}"
+topic = "{topic}"
+schema = "k STRING, ts TIMESTAMP, id BIGINT, x DOUBLE"
+options = {options}
+
+[view]
+partition_by = ["k"]
+calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]
+emit = "on_update"
+
+[sink]
+kind = "console"
+checkpoint = "chk"
+"""
+
+
+@pytest.mark.parametrize(
+    "servers, topic, options, key, words",
+    [
+        ("broker", "t", "{}", "[source] bootstrap_servers", "'broker' is not host:port"),
+        ("broker:99999", "t", "{}", "[source] bootstrap_servers", "the port is 1 to 65535"),
+        ("b:9092", "a,b", "{}", "[source] topic", "is not a Kafka topic name"),
+        ("b:9092", "t", '{ "auto.offset.reset" = "x" }', "[source] options", "set [source] starting_offsets"),
+        ("b:9092", "t", '{ "sasl.password" = "env:OW_TEST_UNSET" }', "[source] options", "OW_TEST_UNSET,"),
+    ],
+)  # fmt: skip
+def test_kafka_settings_are_checked(tmp_path, no_jvm, servers, topic, options, key, words):
+    os.environ.pop("OW_TEST_UNSET", None)
+    path = view_file(tmp_path, KAFKA.format(servers=servers, topic=topic, options=options), events=False)
+    found = problems([path])
+    assert any(key in line and words in line for line in found), found
+
+
+# -- reserved names and shared tables (issue 18, item 5) -------------------------------------------
+
+
+def test_an_input_column_named_like_the_outputs_own_columns_is_refused(tmp_path, no_jvm):
+    schema = "k STRING, ts TIMESTAMP, id BIGINT, x DOUBLE, _change STRING"
+    found = problems([view_file(tmp_path)], {"source.schema": schema})
+    assert any("[source] schema (--set): an input column may not be named '_change'" in x for x in found)
+
+
+def test_two_views_may_not_write_one_table_or_share_a_checkpoint(tmp_path, no_jvm):
+    a = view_file(tmp_path / "a", GOOD.replace('path = "out/view.sqlite"', 'path = "../shared.sqlite"'))
+    b = view_file(
+        tmp_path / "b",
+        GOOD.replace('path = "out/view.sqlite"', 'path = "../shared.sqlite"')
+        .replace('table = "v"', 'table = "V"')
+        .replace('checkpoint = "chk"', 'checkpoint = "../a/chk"'),
+    )
+    found = problems([a, b])
+    assert any("[sink] table (line 20): 'V' is the table 'v' of" in x and "ignores case" in x for x in found)
+    assert any("[sink] checkpoint (line 21): the checkpoint of" in x for x in found)
+
+
+def test_a_view_may_not_write_into_the_source_folder_of_another(tmp_path, no_jvm):
+    a = view_file(tmp_path / "a")
+    b = view_file(tmp_path / "b", GOOD.replace('path = "out/view.sqlite"', 'path = "../a/events/b.sqlite"'))
+    found = problems([a, b])
+    assert any("[sink] path (line 19)" in x and "lies in the source folder of" in x for x in found), found
+
+
+def test_postgres_names_past_63_bytes_are_refused(tmp_path, no_jvm, monkeypatch):
+    monkeypatch.setenv("OVERWINDOW_POSTGRES_DSN", "host=localhost dbname=x")
+    long = "t" * 60 + "été"  # 64 bytes in UTF-8
+    text = GOOD.replace('kind = "sqlite"\npath = "out/view.sqlite"', 'kind = "postgres"')
+    found = problems([view_file(tmp_path, text)], {"sink.table": long})
+    assert any("PostgreSQL cuts names longer than 63 bytes" in x for x in found), found
+    a = view_file(tmp_path / "a", text.replace('table = "v"', f'table = "{"x" * 63}_one"'))
+    b = view_file(
+        tmp_path / "b", text.replace('table = "v"', f'table = "{"x" * 63}_two"').replace("chk", "chk2")
+    )
+    found = problems([a, b])
+    assert any("keeps the first 63 bytes" in x for x in found), found
+
+
+# -- through the command line, with a java that leaves a mark ----------------------------------------
+
+
+def with_keys(text, overrides):
+    """The view text with ``section.key`` set (its line replaced, or added under the section)."""
+    lines = textwrap.dedent(text).splitlines()
+    for dotted, value in overrides.items():
+        section, name = dotted.split(".")
+        start = lines.index(f"[{section}]")
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("[")), len(lines))
+        line = f"{name} = {json.dumps(value)}"
+        found = [i for i in range(start, end) if lines[i].startswith(f"{name} =")]
+        if found:
+            lines[found[0]] = line
+        else:
+            lines.insert(start + 1, line)
+    return "\n".join(lines) + "\n"
+
+
+def _fake_java(tmp_path):
+    home = tmp_path / "fake-java"
+    (home / "bin").mkdir(parents=True)
+    marker = tmp_path / "java-was-started"
+    java = home / "bin" / "java"
+    java.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    java.chmod(0o755)
+    env = dict(os.environ, JAVA_HOME=str(home), PATH=f"{home / 'bin'}:{os.environ['PATH']}")
+    return env, marker
+
+
+def _overwindow(args, env):
+    return subprocess.run(
+        [sys.executable, "-m", "overwindow", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_validate_and_run_refuse_every_class_without_starting_java(tmp_path):
+    env, marker = _fake_java(tmp_path)
+    # the detector works: asking PySpark for a session runs that java
+    probe = subprocess.run(
+        [sys.executable, "-c", "from pyspark.sql import SparkSession; SparkSession.builder.getOrCreate()"],
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert probe.returncode != 0 and marker.exists()
+    marker.unlink()
+    (tmp_path / "view.sqlite").write_text("")  # a file where a folder is asked for
+    env.pop("OW_TEST_UNSET_DSN", None)
+    paths = []
+    for i, (overrides, _, _) in enumerate(MISTAKES):
+        text = with_keys(GOOD, {"sink.checkpoint": f"chk{i}", "sink.table": f"v{i}", **overrides})
+        paths.append(view_file(tmp_path, text, name=f"view{i}.toml"))
+    for command in (["validate", *paths], ["run", "--once", *paths]):
+        done = _overwindow(command, env)
+        assert done.returncode == 2, done.stderr
+        for path, (_, key, words) in zip(paths, MISTAKES):
+            assert any(
+                line.startswith(f"overwindow: {path}: {key} (line ") and words in line
+                for line in done.stderr.splitlines()
+            ), (key, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert not marker.exists()
+
+
+def test_run_creates_the_sink_folder_and_refuses_a_source_holding_spark_scratch(
+    tmp_path, no_jvm, monkeypatch
+):
+    path = view_file(tmp_path)
+    check_views([load_view(path)], create=True)  # what run does first
+    assert (tmp_path / "out").is_dir() and (tmp_path / "chk").is_dir()
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path / "events" / "scratch"))
+    found = problems([path])
+    assert any("[source] path (line 4): the source folder" in x and "scratch files" in x for x in found)
+
+
+def test_run_names_a_kafka_broker_that_does_not_answer_before_spark_starts(tmp_path, no_jvm, capsys):
+    """validate cannot know; run connects first and names the key in one line (nothing listens on
+    port 1), instead of Spark's connector retrying in the background."""
+    path = view_file(tmp_path, KAFKA.format(servers="127.0.0.1:1", topic="t", options="{}"), events=False)
+    assert main(["validate", path]) == 0
+    capsys.readouterr()
+    assert main(["run", path, "--once"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(
+        f"overwindow: {path}: [source] bootstrap_servers (line 4): no Kafka broker answers (127.0.0.1:1: "
+    ), err

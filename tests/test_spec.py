@@ -1,0 +1,21 @@
+"""OverWindow refuses, when it is built, names the output keeps for itself (issue 18, item 5): an
+alias ``_change`` was taken for the change marker (window close: the column vanished and rows whose
+value read "delete" were dropped by the sink)."""
+
+import pytest
+
+from overwindow import OverWindow, WindowSpecError
+
+
+@pytest.mark.parametrize("alias", ["_change", "_CHANGE", "_row_id", "__ow_id", "__overwindow_all"])
+@pytest.mark.parametrize("emit", ["on_window_close", "on_update"])
+def test_aliases_that_take_the_outputs_own_names_are_refused(alias, emit):
+    with pytest.raises(WindowSpecError, match=rf"an alias may not be named '{alias}'"):
+        OverWindow(f"sum(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS {alias}", emit=emit)
+
+
+def test_input_columns_are_checked_by_name_without_case():
+    spec = OverWindow("sum(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS s")
+    spec.check_columns(["t", "x", "change", "row_id", "_ow"])  # near misses are fine
+    with pytest.raises(WindowSpecError, match="an input column may not be named '_Row_Id'"):
+        spec.check_columns(["t", "x", "_Row_Id"])
