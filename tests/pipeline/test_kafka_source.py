@@ -158,7 +158,7 @@ def test_a_view_from_kafka_equals_the_batch_result_and_counts_bad_records(spark,
 
 
 def test_reader_spark_without_the_connector_says_how_to_get_it(spark, kafka_bootstrap, tmp_path):
-    from overwindow.pipeline.job import source_frame
+    from overwindow.pipeline.sources import source_frame
 
     view = load_view(str(_view_file(tmp_path, kafka_bootstrap, "t", reader="spark")))
     with pytest.raises(
@@ -195,7 +195,7 @@ def test_bad_kafka_keys_are_named_with_their_line(tmp_path, key, value, message)
 
 
 def test_client_secrets_come_from_the_environment_and_a_missing_one_is_named(tmp_path, monkeypatch):
-    from overwindow.pipeline.job import kafka_options
+    from overwindow.pipeline.sources import kafka_options
 
     path = _view_file(tmp_path, "localhost:9092", "t")
     path.write_text(
