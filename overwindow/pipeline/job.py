@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import sys
 
+from overwindow.pipeline.checkpoint import checkpoint_state
 from overwindow.pipeline.progress import ProgressPrinter
-from overwindow.pipeline.sinks import ConsoleSink, PostgresSink, SqliteSink
+from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
 from overwindow.pipeline.sources import source_frame
 from overwindow.pipeline.view import View, ViewFileError
 from overwindow.spark.adapter import WORKER_WARNINGS
@@ -62,6 +63,31 @@ def sink_for(view: View):
     raise ViewFileError(f"{view.path}: [sink] kind = {kind!r} is not available in this version")
 
 
+def paired_sink(spark, view: View):
+    """The view's sink, once its table is known to belong to the view's checkpoint
+    (``sinks.check_pairing``: refuses with SinkDriftError)."""
+    sink = sink_for(view)
+    if hasattr(sink, "bookkeeping"):
+        where = f" (checkpoint {view.checkpoint})"
+        check_pairing(view.sink["table"], sink.bookkeeping(), checkpoint_state(spark, view.checkpoint), where)
+    return sink
+
+
+def batch_writer(spark, view: View, sink, rows_out: dict):
+    """The foreachBatch function: applies the batch to the sink; ``rows_out[batch_id]`` gets the rows
+    written (or SKIPPED)."""
+    query_id = []  # the checkpoint's query id, read once the query has started
+
+    def write(batch_df, batch_id):
+        rows = batch_df.toArrow()
+        if not query_id:
+            query_id.append(checkpoint_state(spark, view.checkpoint).query_id)
+        applied = sink.apply(rows, batch_id, query_id[0])
+        rows_out[batch_id] = SKIPPED if applied is None else applied
+
+    return write
+
+
 def start_view(spark, view: View, once: bool, quiet: bool):
     """Start the view's streaming query; returns it (with its progress printer attached)."""
     import overwindow  # noqa: F401  (registers overWindow)
@@ -78,11 +104,7 @@ def start_view(spark, view: View, once: bool, quiet: bool):
     if view.sink["kind"] == "parquet":
         writer = writer.format("parquet").option("path", view.sink["path"]).outputMode("append")
     else:
-        sink = sink_for(view)
-
-        def write(batch_df, batch_id):
-            rows_out[batch_id] = sink.apply(batch_df.toArrow(), batch_id)
-
+        write = batch_writer(spark, view, paired_sink(spark, view), rows_out)
         writer = writer.foreachBatch(write).outputMode(
             "append" if view.emit == "on_window_close" else "update"
         )

@@ -13,7 +13,7 @@ def bad_records(p) -> int:
     return int(metrics["bad_records"] or 0) if metrics is not None else 0
 
 
-def progress_line(p, rows_out: int | None) -> str:
+def progress_line(p, rows_out: int | str | None) -> str:
     """``batch 3: 1,200 rows in, 1,180 out, watermark 2024-01-01T10:00:00Z, 4 keys (2.1 MB) in state,
     0 late, 0.84 s`` (and ``, 2 bad records`` when a Kafka batch had values that are not records)."""
     state_keys = sum(op.numRowsTotal for op in p.stateOperators)
@@ -21,7 +21,7 @@ def progress_line(p, rows_out: int | None) -> str:
     late = sum(op.numRowsDroppedByWatermark for op in p.stateOperators)
     watermark = (p.eventTime or {}).get("watermark", "-")
     seconds = (p.batchDuration or 0) / 1000
-    out = "?" if rows_out is None else f"{rows_out:,}"
+    out = "?" if rows_out is None else rows_out if isinstance(rows_out, str) else f"{rows_out:,}"
     bad = bad_records(p)
     return (
         f"batch {p.batchId}: {p.numInputRows:,} rows in, {out} out, watermark {watermark}, "
