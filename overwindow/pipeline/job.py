@@ -5,29 +5,59 @@ from __future__ import annotations
 import os
 import sys
 
-from overwindow.pipeline.checkpoint import checkpoint_state
+from overwindow.pipeline.checkpoint import checkpoint_state, missing_files
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
-from overwindow.pipeline.sources import source_frame
+from overwindow.pipeline.sources import Source, open_source
 from overwindow.pipeline.view import View, ViewFileError
 from overwindow.spark.adapter import WORKER_WARNINGS
 from overwindow.streaming.on_update import ROW_ID
 
 
-def local_spark(app: str = "overwindow"):
-    """The active SparkSession, or a local one set up the way overwindow runs best."""
+def spark_settings(view: View | None = None) -> dict:
+    """Spark settings for the session the job starts: ``OVERWINDOW_SPARK_CONF`` (``key=value`` pairs
+    separated by spaces, for every view run here), then the view's ``[spark]`` section over them.
+
+    >>> os.environ["OVERWINDOW_SPARK_CONF"] = "spark.driver.memory=2g spark.sql.shuffle.partitions=4"
+    >>> spark_settings(View("v.toml", {}, None, [], [], "on_update", None, None, {}, "chk",
+    ...                     spark={"spark.driver.memory": "6g"}))
+    {'spark.driver.memory': '6g', 'spark.sql.shuffle.partitions': '4'}
+    >>> del os.environ["OVERWINDOW_SPARK_CONF"]
+    """
+    settings = {}
+    for item in os.environ.get("OVERWINDOW_SPARK_CONF", "").split():
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("spark."):
+            raise ValueError(
+                f"OVERWINDOW_SPARK_CONF: {item!r} is not a Spark setting; write key=value pairs separated "
+                "by spaces, e.g. OVERWINDOW_SPARK_CONF='spark.driver.memory=4g spark.executor.memory=4g'"
+            )
+        settings[key] = value
+    return {**settings, **(view.spark if view is not None else {})}
+
+
+def local_spark(app: str = "overwindow", settings: dict | None = None):
+    """The active SparkSession, or a local one set up the way overwindow runs best, with ``settings``
+    (``spark_settings``) over its defaults. Settings that only a new session takes (memory, master)
+    are ignored, with a warning, when a session is active."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    settings = settings or {}
     active = SparkSession.getActiveSession()
     if active is not None:
+        for key, value in settings.items():
+            if active.conf.isModifiable(key):
+                active.conf.set(key, value)
+            elif active.conf.get(key, None) != value:
+                print(f"overwindow: {key}={value} needs a new Spark session; ignored", file=sys.stderr)
         return active
     builder = SparkSession.builder
     if os.environ.get(
         "OVERWINDOW_SPARK_PACKAGES"
     ):  # e.g. Spark's Kafka connector, fetched from Maven Central
         builder = builder.config("spark.jars.packages", os.environ["OVERWINDOW_SPARK_PACKAGES"])
-    spark = (
+    builder = (
         builder.master(os.environ.get("OVERWINDOW_MASTER", "local[2]"))
         .appName(app)
         .config("spark.ui.enabled", "false")
@@ -38,8 +68,10 @@ def local_spark(app: str = "overwindow"):
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
         .config("spark.sql.streaming.minBatchesToRetain", "10")
         .config(*WORKER_WARNINGS)
-        .getOrCreate()
     )
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -73,13 +105,24 @@ def paired_sink(spark, view: View):
     return sink
 
 
-def batch_writer(spark, view: View, sink, rows_out: dict):
-    """The foreachBatch function: applies the batch to the sink; ``rows_out[batch_id]`` gets the rows
-    written (or SKIPPED)."""
+def batch_writer(spark, view: View, source: Source, sink, rows_out: dict):
+    """The foreachBatch function: checks the batch's input files, runs the batch, keeps its bad
+    records, applies it to the sink; ``rows_out[batch_id]`` gets the rows written (or SKIPPED)."""
     query_id = []  # the checkpoint's query id, read once the query has started
 
     def write(batch_df, batch_id):
+        if source.files is not None:
+            gone = missing_files(spark, view.checkpoint, batch_id)
+            if gone:
+                print(
+                    f"overwindow: batch {batch_id}: {len(gone)} file(s) listed for the batch were deleted "
+                    f"before Spark read them; their rows are not in the view: {', '.join(gone)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
         rows = batch_df.toArrow()
+        if source.dead_letter is not None:
+            source.dead_letter.write()
         if not query_id:
             query_id.append(checkpoint_state(spark, view.checkpoint).query_id)
         applied = sink.apply(rows, batch_id, query_id[0])
@@ -96,7 +139,8 @@ def start_view(spark, view: View, once: bool, quiet: bool):
         from overwindow.spark.adapter import use_rocksdb
 
         use_rocksdb(spark)
-    df = source_frame(spark, view)
+    source = open_source(spark, view)
+    df = source.frame
     grouped = df.groupBy(*view.partition_by) if view.partition_by else None
     out = grouped.overWindow(view.spec) if grouped is not None else df.overWindow(view.spec)
     rows_out: dict = {}
@@ -104,7 +148,7 @@ def start_view(spark, view: View, once: bool, quiet: bool):
     if view.sink["kind"] == "parquet":
         writer = writer.format("parquet").option("path", view.sink["path"]).outputMode("append")
     else:
-        write = batch_writer(spark, view, paired_sink(spark, view), rows_out)
+        write = batch_writer(spark, view, source, paired_sink(spark, view), rows_out)
         writer = writer.foreachBatch(write).outputMode(
             "append" if view.emit == "on_window_close" else "update"
         )
@@ -120,7 +164,7 @@ def start_view(spark, view: View, once: bool, quiet: bool):
 
 
 def run_view(view: View, once: bool = False, quiet: bool = False, spark=None) -> int:
-    spark = spark or local_spark()
+    spark = spark or local_spark(settings=spark_settings(view))
     query, printer = start_view(spark, view, once, quiet)
     try:
         query.awaitTermination()

@@ -13,6 +13,12 @@ def bad_records(p) -> int:
     return int(metrics["bad_records"] or 0) if metrics is not None else 0
 
 
+def null_event_times(p) -> int:
+    """Bad records of the batch whose event time (the watermark column) was NULL."""
+    metrics = (p.observedMetrics or {}).get("overwindow_source")
+    return int(metrics.asDict().get("null_event_times") or 0) if metrics is not None else 0
+
+
 def progress_line(p, rows_out: int | str | None) -> str:
     """``batch 3: 1,200 rows in, 1,180 out, watermark 2024-01-01T10:00:00Z, 4 keys (2.1 MB) in state,
     0 late, 0.84 s`` (and ``, 2 bad records`` when a Kafka batch had values that are not records)."""
@@ -22,11 +28,12 @@ def progress_line(p, rows_out: int | str | None) -> str:
     watermark = (p.eventTime or {}).get("watermark", "-")
     seconds = (p.batchDuration or 0) / 1000
     out = "?" if rows_out is None else rows_out if isinstance(rows_out, str) else f"{rows_out:,}"
-    bad = bad_records(p)
+    bad, null_times = bad_records(p), null_event_times(p)
     return (
         f"batch {p.batchId}: {p.numInputRows:,} rows in, {out} out, watermark {watermark}, "
         f"{state_keys:,} keys ({state_bytes / 1e6:.1f} MB) in state, {late:,} late, {seconds:.2f} s"
         + (f", {bad:,} bad records" if bad else "")
+        + (f" ({null_times:,} with a NULL event time)" if null_times else "")
     )
 
 

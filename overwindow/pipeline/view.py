@@ -6,9 +6,11 @@ format = "files"                 # files | kafka
 path = "events/"                 # files: a folder that receives new files
 file_format = "json"             # json | parquet | csv
 schema = "plant STRING, date DATE, mwh DOUBLE"
-max_files_per_trigger = 1
+max_files_per_trigger = 1        # or max_bytes_per_trigger (default 33554432: 32 MiB a batch)
+dead_letter = "bad/"             # optional: bad records kept here (overwindow.pipeline.sources)
+# envelope = "debezium"          # Debezium change events (json files, kafka; on_update with row_key)
 # kafka: bootstrap_servers = "host:9092", topic = "t", starting_offsets = "earliest" | "latest",
-#        max_offsets_per_trigger = 10000, reader = "auto" | "spark" | "python",
+#        max_offsets_per_trigger = 10000 (default 100000), reader = "auto" | "spark" | "python",
 #        options = { "security.protocol" = "SASL_SSL" }  (client settings; JSON records of `schema`)
 
 [watermark]
@@ -29,6 +31,9 @@ kind = "sqlite"                  # sqlite | postgres | parquet | console
 path = "view.sqlite"             # sqlite: the database file; parquet: the folder
 table = "plant_view"
 checkpoint = "checkpoint/"
+
+[spark]                          # optional: Spark settings over OVERWINDOW_SPARK_CONF's
+"spark.driver.memory" = "4g"
 ```
 
 Relative paths are relative to the view file. Errors name the key and its line.
@@ -53,6 +58,7 @@ FILE_FORMATS = ("json", "parquet", "csv")
 STARTING_OFFSETS = ("earliest", "latest")
 KAFKA_READERS = ("auto", "spark", "python")  # Spark's connector if present, else ours; only one; only ours
 SINKS = ("sqlite", "postgres", "parquet", "console")
+ENVELOPES = ("none", "debezium")  # [source] envelope: rows as they are, or Debezium change events
 
 
 class ViewFileError(ValueError):
@@ -72,6 +78,7 @@ class View:
     sink: dict
     checkpoint: str
     spec: OverWindow = field(repr=False, default=None)
+    spark: dict = field(default_factory=dict)  # [spark]: Spark settings for the session the job starts
 
     @property
     def name(self) -> str:
@@ -127,8 +134,10 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         return p if os.path.isabs(p) else os.path.join(base, p)
 
     for section in doc:
-        if section not in ("source", "watermark", "view", "sink"):
-            raise ViewFileError(f"{path}: unknown section [{section}] (use source, watermark, view, sink)")
+        if section not in ("source", "watermark", "view", "sink", "spark"):
+            raise ViewFileError(
+                f"{path}: unknown section [{section}] (use source, watermark, view, sink, spark)"
+            )
     source = dict(doc.get("source", {}))
     source["format"] = need("source", "format", str, SOURCES)
     need("source", "schema")
@@ -137,6 +146,15 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         source["file_format"] = source.get("file_format", "json")
         if source["file_format"] not in FILE_FORMATS:
             raise ViewFileError(f"{where('source', 'file_format')}: must be one of {', '.join(FILE_FORMATS)}")
+        for key in ("max_files_per_trigger", "max_bytes_per_trigger"):
+            limit = source.get(key)
+            if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0):
+                raise ViewFileError(f"{where('source', key)}: a positive whole number, got {limit!r}")
+        if "max_files_per_trigger" in source and "max_bytes_per_trigger" in source:
+            raise ViewFileError(
+                f"{where('source', 'max_bytes_per_trigger')}: set max_files_per_trigger or "
+                "max_bytes_per_trigger, not both (Spark takes one)"
+            )
     else:
         need("source", "bootstrap_servers")
         need("source", "topic")
@@ -157,6 +175,18 @@ def load_view(path: str, overrides: dict | None = None) -> View:
                 f"{where('source', 'options')}: a table of Kafka client settings, "
                 'e.g. options = { "security.protocol" = "SSL" }'
             )
+    if source.get("dead_letter") is not None:
+        source["dead_letter"] = local(need("source", "dead_letter"))
+    source["envelope"] = source.get("envelope", "none")
+    if source["envelope"] not in ENVELOPES:
+        raise ViewFileError(
+            f"{where('source', 'envelope')}: must be one of {', '.join(ENVELOPES)}, "
+            f"got {source['envelope']!r}"
+        )
+    if source["envelope"] == "debezium" and source.get("file_format", "json") != "json":
+        raise ViewFileError(
+            f'{where("source", "envelope")}: Debezium events are JSON: use file_format = "json"'
+        )
     watermark = doc.get("watermark")
     if watermark is not None:
         need("watermark", "column")
@@ -173,6 +203,13 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     row_key = view.get("row_key")
     row_key = [row_key] if isinstance(row_key, str) else row_key
     op_column = view.get("op_column")
+    if source["envelope"] == "debezium":
+        if emit != "on_update" or not row_key:
+            raise ViewFileError(
+                f'{where("source", "envelope")}: Debezium changes need emit = "on_update" and a [view] '
+                "row_key (the columns that identify a row)"
+            )
+        op_column = op_column or "_op"  # the source adds the op of each row image under this name
     try:
         spec = OverWindow(
             *calls,
@@ -200,7 +237,30 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         sink["table"] = need("sink", "table")
     if sink["kind"] == "postgres":
         sink["dsn_env"] = sink.get("dsn_env", "OVERWINDOW_POSTGRES_DSN")
+    if source.get("dead_letter") is not None and sink["kind"] == "parquet":
+        raise ViewFileError(
+            f"{where('source', 'dead_letter')}: dead letters are written by the job's own sinks "
+            "(sqlite, postgres, console), not by Spark's Parquet sink"
+        )
     checkpoint = local(need("sink", "checkpoint"))
+    settings = {}  # [spark]: Spark settings, "spark." optional (so --set spark.driver.memory=4g works)
+    for key, value in doc.get("spark", {}).items():
+        if not isinstance(value, (str, int, float, bool)):
+            raise ViewFileError(
+                f'{where("spark", key)}: a Spark setting and its value, e.g. "spark.driver.memory" = "4g"'
+            )
+        settings[key if key.startswith("spark.") else f"spark.{key}"] = value
     return View(
-        path, source, watermark, partition_by, calls, emit, row_key, op_column, sink, checkpoint, spec
+        path,
+        source,
+        watermark,
+        partition_by,
+        calls,
+        emit,
+        row_key,
+        op_column,
+        sink,
+        checkpoint,
+        spec,
+        {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in settings.items()},
     )

@@ -74,7 +74,7 @@ OPS = {
     "update": "update",
     "u": "update",
     "+u": "update",
-    "-u": "skip",
+    "-u": "delete",  # Flink's old image: where it lands (the old key's group) the row goes away
 }
 _OP_CODES = {"insert": 0, "delete": 1, "update": 2, "skip": 3, "bad": 4}
 
