@@ -123,6 +123,8 @@ def test_bad_json_records_are_counted_and_kept_aside(spark, tmp_path):
     assert query.exception() is None
     assert sum(bad_records(p) for p in query.recentProgress) == len(bad)
     assert sum(null_event_times(p) for p in query.recentProgress) == 2
+    # not late: Spark's watermark never saw them (the progress line's late count stays 0)
+    assert sum(op.numRowsDroppedByWatermark for p in query.recentProgress for op in p.stateOperators) == 0
     _assert_view_is(tmp_path, good)
     kept = _dead_letters(tmp_path)
     assert sorted((r["record"], r["reason"]) for r in kept) == sorted(bad.items())
