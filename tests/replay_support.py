@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -24,17 +25,19 @@ CALLS = [
 ]
 
 
-def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole"):
+def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffled=False):
     """Six batches of 40 events, as six JSON files, or (``kafka`` = bootstrap address) as records of a
     one-partition topic read 40 per micro-batch; returns the view file and the events. ``layout``:
-    the state layout of emit on update."""
+    the state layout of emit on update. ``shuffled`` (emit on update): event times in random order
+    across the batches (so a batch changes rows the sink holds) and no watermark (none is late)."""
     rng = np.random.default_rng(21)
+    seconds = rng.permutation(240) if shuffled else np.arange(240)
     batches = [
         [
             {
                 "k": int(rng.integers(0, 3)),
                 "id": f * 100 + i,
-                "ts": f"2024-01-01T00:{f:02d}:{i:02d}",
+                "ts": f"2024-01-01T00:{seconds[f * 40 + i] // 40:02d}:{seconds[f * 40 + i] % 40:02d}",
                 "x": float(rng.integers(0, 50)),
             }
             for i in range(40)
@@ -64,9 +67,7 @@ def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole"):
         {source}
         schema = "k INT, id BIGINT, ts TIMESTAMP, x DOUBLE"
 
-        [watermark]
-        column = "ts"
-        delay = "5 seconds"
+        {watermark}
 
         [view]
         partition_by = ["k"]
@@ -80,15 +81,23 @@ def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole"):
         path = "view.sqlite"
         table = "v_{emit}"
         checkpoint = "chk"
-    """).format(source=source, calls=json.dumps(CALLS), emit=emit, sink=sink, layout=layout)
+    """).format(
+            source=source,
+            calls=json.dumps(CALLS),
+            emit=emit,
+            sink=sink,
+            layout=layout,
+            watermark="" if shuffled else '[watermark]\ncolumn = "ts"\ndelay = "5 seconds"',
+        )
     )
     return view, [r for batch in batches for r in batch]
 
 
-def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=None):
-    """Runs the view with ``--once``; SIGKILLs the job after its n-th progress line (between batches)
-    or after some seconds (possibly inside a batch); ``after_line(n)`` is called after each progress
-    line. Returns the exit code."""
+def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=None, kill_when=None):
+    """Runs the view with ``--once``; SIGKILLs the job after its n-th progress line (between batches),
+    after some seconds (possibly inside a batch) or once ``kill_when(lines)`` (polled with the number
+    of progress lines so far) is true; ``after_line(n)`` is called after each progress line. Returns
+    the exit code."""
     env = dict(os.environ, PYTHONWARNINGS="ignore", **(env or {}))
     proc = subprocess.Popen(
         [sys.executable, "-m", "overwindow", "run", str(view), "--once"],
@@ -98,7 +107,18 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
         env=env,
     )
     start = time.time()
-    if kill_after_s is None:
+    if kill_when is not None:
+        lines = []
+        reader = threading.Thread(
+            target=lambda: lines.extend(line for line in proc.stdout if line.startswith("batch "))
+        )
+        reader.start()
+        while proc.poll() is None and not kill_when(len(lines)):
+            time.sleep(0.05)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        reader.join()
+    elif kill_after_s is None:
         lines = 0
         for line in proc.stdout:
             if line.startswith("batch "):

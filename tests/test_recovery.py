@@ -4,7 +4,8 @@ and the view in the sink (SQLite, and PostgreSQL on a server the tests start), f
 Kafka topic on a broker the tests start, finally equals the batch result over all input: no row
 lost, none duplicated. Files run every (mode, sink) pair, and emit on update with chunked state
 (transformWithStateInPandas, RocksDB, watermark eviction); Kafka runs both modes and both sinks in
-two pairs, to keep the suite's time in bounds (each run starts a Spark)."""
+two pairs, to keep the suite's time in bounds (each run starts a Spark). A PostgreSQL run is killed
+five times inside the sink's open transaction."""
 
 import signal
 
@@ -40,3 +41,35 @@ def test_killed_and_restarted_job_leaves_the_exact_view(
     run_job(view, kill_after_s=12, env=env)  # on a timer: inside a batch if it is still running
     assert run_job(view, env=env) == 0  # to the end
     assert_view_is_exact(tmp_path, rows, emit, sink, env.get("OVERWINDOW_POSTGRES_DSN"))
+
+
+def test_killed_inside_the_postgres_write_five_times_leaves_the_exact_view(tmp_path, no_spark, postgres_dsn):
+    """SIGKILL while the sink's transaction is open: after the job's first batch of a run the test
+    share-locks the rows the table holds, the next batch (event times out of order, so it updates held
+    rows) blocks on them inside its transaction (seen in pg_stat_activity), the job is killed there and
+    the lock let go. Five times; then a run to the end leaves the exact view."""
+    import psycopg
+
+    view, rows = write_view(tmp_path, "on_update", "postgres", shuffled=True)
+    env = {"OVERWINDOW_POSTGRES_DSN": postgres_dsn}
+    for _ in range(5):
+        with psycopg.connect(postgres_dsn) as locker, psycopg.connect(postgres_dsn, autocommit=True) as watch:
+            locked = []
+
+            def blocked_inside_the_write(lines):
+                if lines and not locked:
+                    locker.execute('SELECT 1 FROM "v_on_update" FOR SHARE')
+                    locked.append(locker.info.backend_pid)
+                return (
+                    bool(locked)
+                    and watch.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> %s",
+                        (locked[0],),
+                    ).fetchone()[0]
+                    > 0
+                )
+
+            assert run_job(view, kill_when=blocked_inside_the_write, env=env) == -signal.SIGKILL
+            locker.rollback()
+    assert run_job(view, env=env) == 0
+    assert_view_is_exact(tmp_path, rows, "on_update", "postgres", postgres_dsn)

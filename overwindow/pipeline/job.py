@@ -10,24 +10,56 @@ import sys
 import threading
 import time
 
+from overwindow.pipeline.checkpoint import checkpoint_state, missing_files
 from overwindow.pipeline.progress import ProgressPrinter
-from overwindow.pipeline.sinks import ConsoleSink, PostgresSink, SqliteSink
+from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
+from overwindow.pipeline.sources import Source, open_source
 from overwindow.pipeline.view import View, ViewFileError
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import WORKER_WARNINGS
 from overwindow.streaming.contract import ROW_ID
 
 
-def local_spark(app: str = "overwindow", debug: bool = False):
-    """The active SparkSession, or one set up the way overwindow runs best: on ``local[2]`` (Python
-    workers run this interpreter unless PYSPARK_PYTHON says otherwise), or on the master
-    ``OVERWINDOW_MASTER`` names, whose executors get the package shipped (``executors.ship``); no UI,
-    no console progress bars (they would cut into the progress lines), and Spark's own log off unless
-    ``debug`` (a failure is reported by the job in one line; ``--debug`` shows Spark's account)."""
+def spark_settings(view: View | None = None) -> dict:
+    """Spark settings for the session the job starts: ``OVERWINDOW_SPARK_CONF`` (``key=value`` pairs
+    separated by spaces, for every view run here), then the view's ``[spark]`` section over them.
+
+    >>> os.environ["OVERWINDOW_SPARK_CONF"] = "spark.driver.memory=2g spark.sql.shuffle.partitions=4"
+    >>> spark_settings(View("v.toml", {}, None, [], [], "on_update", None, None, {}, "chk",
+    ...                     spark={"spark.driver.memory": "6g"}))
+    {'spark.driver.memory': '6g', 'spark.sql.shuffle.partitions': '4'}
+    >>> del os.environ["OVERWINDOW_SPARK_CONF"]
+    """
+    settings = {}
+    for item in os.environ.get("OVERWINDOW_SPARK_CONF", "").split():
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("spark."):
+            raise ValueError(
+                f"OVERWINDOW_SPARK_CONF: {item!r} is not a Spark setting; write key=value pairs separated "
+                "by spaces, e.g. OVERWINDOW_SPARK_CONF='spark.driver.memory=4g spark.executor.memory=4g'"
+            )
+        settings[key] = value
+    return {**settings, **(view.spark if view is not None else {})}
+
+
+def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bool = False):
+    """The active SparkSession, or one set up the way overwindow runs best, with ``settings``
+    (``spark_settings``) over its defaults: on ``local[2]`` (Python workers run this interpreter
+    unless PYSPARK_PYTHON says otherwise), or on the master ``OVERWINDOW_MASTER`` names, whose
+    executors get the package shipped (``executors.ship``); no UI, no console progress bars (they
+    would cut into the progress lines), and Spark's own log off unless ``debug`` (a failure is
+    reported by the job in one line; ``--debug`` shows Spark's account). Settings that only a new
+    session takes (memory, master) are ignored, with a warning, when a session is active."""
     from pyspark.sql import SparkSession
 
+    settings = settings or {}
     active = SparkSession.getActiveSession()
     if active is not None:
+        for key, value in settings.items():
+            if active.conf.isModifiable(key):
+                active.conf.set(key, value)
+            elif active.conf.get(key, None) != value:
+                print(f"overwindow: {key}={value} needs a new Spark session; ignored", file=sys.stderr)
         return active
     master = os.environ.get("OVERWINDOW_MASTER", "local[2]")
     if executors.is_local(master):
@@ -37,7 +69,7 @@ def local_spark(app: str = "overwindow", debug: bool = False):
         "OVERWINDOW_SPARK_PACKAGES"
     ):  # e.g. Spark's Kafka connector, fetched from Maven Central
         builder = builder.config("spark.jars.packages", os.environ["OVERWINDOW_SPARK_PACKAGES"])
-    spark = (
+    builder = (
         builder.master(master)
         .appName(app)
         .config("spark.ui.enabled", "false")
@@ -49,99 +81,16 @@ def local_spark(app: str = "overwindow", debug: bool = False):
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
         .config("spark.sql.streaming.minBatchesToRetain", "10")
         .config(*WORKER_WARNINGS)
-        .getOrCreate()
     )
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN" if debug else "OFF")
     if not debug:  # py4j logs each broken call (a stopped query's callbacks) with its traceback
         logging.getLogger("py4j").setLevel(logging.CRITICAL)
     if not executors.is_local(master):
         executors.ship(spark)
     return spark
-
-
-def source_frame(spark, view: View):
-    """The view's input as a streaming DataFrame with the view's schema (and its watermark)."""
-    src = view.source
-    if src["format"] == "kafka":
-        df = _json_records(kafka_frame(spark, view), src["schema"])
-    else:
-        reader = spark.readStream.schema(src["schema"])
-        if src.get("max_files_per_trigger"):
-            reader = reader.option("maxFilesPerTrigger", int(src["max_files_per_trigger"]))
-        if src["file_format"] == "csv":
-            reader = reader.option("header", "true")
-        df = reader.format(src["file_format"]).load(src["path"])
-    if view.watermark:
-        df = df.withWatermark(view.watermark["column"], view.watermark["delay"])
-    return df
-
-
-def kafka_options(view: View) -> dict:
-    """The Kafka reader's options (Spark connector names) from the view's [source]. A client setting
-    written ``"env:NAME"`` is read from the environment variable NAME, so secrets stay out of view
-    files.
-
-    >>> v = View("v.toml", {"bootstrap_servers": "b:9092", "topic": "t", "starting_offsets": "earliest",
-    ...                     "options": {"sasl.password": "env:HOME"}}, None, [], [], "on_update",
-    ...          None, None, {}, "chk")
-    >>> kafka_options(v)["kafka.sasl.password"] == os.environ["HOME"]
-    True
-    """
-    src = view.source
-    options = {
-        "kafka.bootstrap.servers": src["bootstrap_servers"],
-        "subscribe": src["topic"],
-        "startingOffsets": src["starting_offsets"],
-    }
-    for key, value in src.get("options", {}).items():
-        if isinstance(value, str) and value.startswith("env:"):
-            if value[4:] not in os.environ:
-                raise ViewFileError(
-                    f"{view.path}: [source] options.{key} reads the environment variable "
-                    f"{value[4:]}, which is not set"
-                )
-            value = os.environ[value[4:]]
-        options[f"kafka.{key}"] = str(value)
-    if src.get("max_offsets_per_trigger"):
-        options["maxOffsetsPerTrigger"] = str(src["max_offsets_per_trigger"])
-    return options
-
-
-def kafka_frame(spark, view: View):
-    """Raw Kafka records (the connector's columns): through Spark's own connector when the session has
-    it (``reader = "spark"``, or ``"auto"``), else through overwindow's Python data source."""
-    from pyspark.errors import AnalysisException
-
-    from overwindow.pipeline import kafka
-
-    src = view.source
-    options = kafka_options(view)
-    if src["reader"] in ("auto", "spark"):
-        try:
-            return spark.readStream.format("kafka").options(**options).load()
-        except AnalysisException as e:
-            if "KAFKA_DATA_SOURCE_NOT_ENABLED" not in str(e):
-                raise
-            if src["reader"] == "spark":
-                raise ViewFileError(
-                    f'{view.path}: [source] reader = "spark" needs Spark\'s Kafka connector; set '
-                    f"OVERWINDOW_SPARK_PACKAGES={compat.kafka_connector(spark.version)} "
-                    f'(or use reader = "python")'
-                ) from None
-    spark.dataSource.register(kafka.KafkaDataSource)
-    return spark.readStream.format(kafka.FORMAT).options(**options).load()
-
-
-def _json_records(raw, schema: str):
-    """Kafka values parsed as JSON records of ``schema``. A value that is not such a record is dropped
-    and counted (the progress line's "bad records"); the other rows go on."""
-    from pyspark.sql import functions as F
-
-    parsed = raw.select(F.from_json(F.col("value").cast("string"), schema).alias("r"))
-    fields = parsed.schema["r"].dataType.fieldNames()
-    bad = F.col("r").isNull() | ~F.greatest(*[F.col(f"r.`{f}`").isNotNull() for f in fields], F.lit(False))
-    counted = parsed.observe("overwindow_source", F.sum(F.when(bad, 1).otherwise(0)).alias("bad_records"))
-    return counted.where(~bad).select("r.*")
 
 
 def sink_for(view: View):
@@ -163,6 +112,49 @@ def sink_for(view: View):
     raise ViewFileError(f"{view.path}: [sink] kind = {kind!r} is not available in this version")
 
 
+def paired_sink(spark, view: View):
+    """The view's sink, once its table is known to belong to the view's checkpoint
+    (``sinks.check_pairing``: refuses with SinkDriftError)."""
+    sink = sink_for(view)
+    if hasattr(sink, "bookkeeping"):
+        where = f" (checkpoint {view.checkpoint})"
+        check_pairing(view.sink["table"], sink.bookkeeping(), checkpoint_state(spark, view.checkpoint), where)
+    return sink
+
+
+def batch_writer(spark, view: View, source: Source, sink, rows_out: dict, sink_errors: list | None = None):
+    """The foreachBatch function: checks the batch's input files, runs the batch, keeps its bad
+    records, applies it to the sink; ``rows_out[batch_id]`` gets the rows written (or SKIPPED);
+    ``sink_errors`` receives the exception the sink raises, if it does (so a failure names the sink,
+    not Spark's trace)."""
+    query_id = []  # the checkpoint's query id, read once the query has started
+
+    def write(batch_df, batch_id):
+        if source.files is not None:
+            gone = missing_files(spark, view.checkpoint, batch_id)
+            if gone:
+                print(
+                    f"overwindow: batch {batch_id}: {len(gone)} file(s) listed for the batch were deleted "
+                    f"before Spark read them; their rows are not in the view: {', '.join(gone)}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        rows = compat.to_arrow(batch_df)  # runs the query's micro-batch: its failures are not the sink's
+        if source.dead_letter is not None:
+            source.dead_letter.write()
+        if not query_id:
+            query_id.append(checkpoint_state(spark, view.checkpoint).query_id)
+        try:
+            applied = sink.apply(rows, batch_id, query_id[0])
+        except Exception as e:
+            if sink_errors is not None:
+                sink_errors.append(e)
+            raise
+        rows_out[batch_id] = SKIPPED if applied is None else applied
+
+    return write
+
+
 def start_view(
     spark,
     view: View,
@@ -181,7 +173,8 @@ def start_view(
         from overwindow.spark.adapter import use_rocksdb
 
         use_rocksdb(spark)
-    df = source_frame(spark, view)
+    source = open_source(spark, view)
+    df = source.frame
     grouped = df.groupBy(*view.partition_by) if view.partition_by else None
     out = grouped.overWindow(view.spec) if grouped is not None else df.overWindow(view.spec)
     rows_out: dict = {}
@@ -189,17 +182,7 @@ def start_view(
     if view.sink["kind"] == "parquet":
         writer = writer.format("parquet").option("path", view.sink["path"]).outputMode("append")
     else:
-        sink = sink_for(view)
-
-        def write(batch_df, batch_id):
-            rows = compat.to_arrow(batch_df)  # runs the query's micro-batch: its failures are not the sink's
-            try:
-                rows_out[batch_id] = sink.apply(rows, batch_id)
-            except Exception as e:
-                if sink_errors is not None:
-                    sink_errors.append(e)
-                raise
-
+        write = batch_writer(spark, view, source, paired_sink(spark, view), rows_out, sink_errors)
         writer = writer.foreachBatch(write).outputMode(
             "append" if view.emit == "on_window_close" else "update"
         )
@@ -244,7 +227,10 @@ def run_views(
     preflight(views)
     for c in checked:
         record(c)
-    spark = spark or local_spark(debug=debug)
+    settings: dict = {}
+    for view in views:
+        settings.update(spark_settings(view))
+    spark = spark or local_spark(settings=settings, debug=debug)
     running = []  # (view, query, printer, sink errors)
     try:
         for view in views:

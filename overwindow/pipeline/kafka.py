@@ -201,7 +201,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if offset.get("topic") != self.topic:
             raise RuntimeError(
                 f"the checkpoint holds offsets of topic {offset.get('topic')!r}, not {self.topic!r}: "
-                "use a new checkpoint to read another topic"
+                "use a new checkpoint (and a new or dropped table) to read another topic"
             )
         return {p: int(o) for p, o in offset["partitions"].items()}
 

@@ -33,7 +33,12 @@ def bad_records(p) -> int:
     return observed(p).get("bad_records", 0)
 
 
-def progress_record(p, rows_out: int | None, machine: tuple[int, int] = (0, 0)) -> dict:
+def null_event_times(p) -> int:
+    """Bad records of the batch whose event time (the watermark column) was NULL."""
+    return observed(p).get("null_event_times", 0)
+
+
+def progress_record(p, rows_out: int | str | None, machine: tuple[int, int] = (0, 0)) -> dict:
     """A micro-batch's progress as a flat dict (the JSON form): rows in and out, late rows (Spark's
     and the state machines', ``machine[0]``), bad rows, updates of unknown rows (``machine[1]``),
     keys and bytes in state, the watermark (None before the first), durations in milliseconds."""
@@ -46,6 +51,7 @@ def progress_record(p, rows_out: int | None, machine: tuple[int, int] = (0, 0)) 
         "rows_out": rows_out,
         "late": sum(op.numRowsDroppedByWatermark for op in p.stateOperators) + machine[0],
         "bad": counts.get("bad_records", 0),
+        "null_event_times": null_event_times(p),
         "unknown_updates": machine[1],
         "counts": counts,
         "state_keys": sum(op.numRowsTotal for op in p.stateOperators),
@@ -56,18 +62,20 @@ def progress_record(p, rows_out: int | None, machine: tuple[int, int] = (0, 0)) 
     }
 
 
-def progress_line(p, rows_out: int | None, machine: tuple[int, int] = (0, 0)) -> str:
+def progress_line(p, rows_out: int | str | None, machine: tuple[int, int] = (0, 0)) -> str:
     """``batch 3: 1,200 rows in, 1,180 out, watermark 2024-01-01T10:00:00Z, 4 keys (2.1 MB) in state,
-    0 late, 0.84 s`` (and ``, 2 bad records`` when a batch had records that are not rows, ``, 1
+    0 late, 0.84 s`` (and ``, 2 bad records (1 with a NULL event time)`` when a batch had records
+    that are not rows, ``, 1
     updates of unknown rows`` when emit on update met some). ``machine``: (rows late, updates of
     unknown rows) the state machines counted in the batch; their late rows join Spark's."""
     r = progress_record(p, rows_out, machine)
-    out = "?" if rows_out is None else f"{rows_out:,}"
+    out = "?" if rows_out is None else rows_out if isinstance(rows_out, str) else f"{rows_out:,}"
     return (
         f"batch {r['batch']}: {r['rows_in']:,} rows in, {out} out, watermark {r['watermark'] or 'none'}, "
         f"{r['state_keys']:,} keys ({r['state_bytes'] / 1e6:.1f} MB) in state, {r['late']:,} late, "
         f"{(r['batch_ms'] or 0) / 1000:.2f} s"
         + (f", {r['bad']:,} bad records" if r["bad"] else "")
+        + (f" ({r['null_event_times']:,} with a NULL event time)" if r["null_event_times"] else "")
         + (f", {r['unknown_updates']:,} updates of unknown rows" if r["unknown_updates"] else "")
     )
 

@@ -60,6 +60,7 @@ FILE_FORMATS = ("json", "parquet", "csv")
 STARTING_OFFSETS = ("earliest", "latest")
 KAFKA_READERS = ("auto", "spark", "python")  # Spark's connector if present, else ours; only one; only ours
 SINKS = ("sqlite", "postgres", "parquet", "console")
+ENVELOPES = ("none", "debezium")  # [source] envelope: rows as they are, or Debezium change events
 
 
 class ViewFileError(ValueError):
@@ -98,6 +99,13 @@ SECTIONS = (
     Section("watermark", "how late rows may arrive (needed by emit on window close)", required=False),
     Section("view", "the window calls and how they are emitted"),
     Section("sink", "where the view is kept, and the checkpoint"),
+    Section(
+        "spark",
+        "Spark settings for the session the job starts, over OVERWINDOW_SPARK_CONF's (e.g. "
+        '`"spark.driver.memory" = "4g"`; the `spark.` prefix may be left out)',
+        required=False,
+        free=True,
+    ),
 )
 
 _FILES = ("source", "format", ("files",))
@@ -120,8 +128,33 @@ KEYS = (
         "source",
         "max_files_per_trigger",
         "count",
-        "at most this many new files per micro-batch (default: all new files)",
+        "at most this many new files per micro-batch (instead of max_bytes_per_trigger)",
         when=_FILES,
+    ),
+    Key(
+        "source",
+        "max_bytes_per_trigger",
+        "count",
+        "at most about this many bytes of new files per micro-batch (default 33554432: 32 MiB)",
+        when=_FILES,
+    ),
+    Key(
+        "source",
+        "dead_letter",
+        "text",
+        "a folder where bad records are kept, with the reason, as JSON lines per micro-batch "
+        "(default: counted only)",
+        path=True,
+        writes=True,
+    ),
+    Key(
+        "source",
+        "envelope",
+        "text",
+        "rows as they are, or Debezium change events (`before`/`after`/`op`: JSON files or Kafka; "
+        'emit = "on_update" with a row_key)',
+        "none",
+        choices=ENVELOPES,
     ),
     Key(
         "source",
@@ -152,7 +185,7 @@ KEYS = (
         "source",
         "max_offsets_per_trigger",
         "count",
-        "at most this many records per micro-batch (default: all new records)",
+        "at most this many records per micro-batch (default 100000)",
         when=_KAFKA,
     ),
     Key(
@@ -277,6 +310,7 @@ class View:
     spec: OverWindow = field(repr=False, default=None)
     lines: dict = field(repr=False, default_factory=dict)  # (section, key) -> line in the file
     warnings: list = field(repr=False, default_factory=list)
+    spark: dict = field(default_factory=dict)  # [spark]: Spark settings for the session the job starts
 
     @property
     def name(self) -> str:
@@ -506,6 +540,8 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     view.row_key, view.op_column = v.get("row_key"), v.get("op_column")
     view.sink = values.get("sink", {})
     view.checkpoint = view.sink.pop("checkpoint")
+    _check_source(view)
+    view.spark = _spark_settings(view, doc.get("spark", {}))
     try:
         view.spec = OverWindow(
             *view.calls,
@@ -526,6 +562,47 @@ def load_view(path: str, overrides: dict | None = None) -> View:
             f'{view.where("sink", "kind")}: a Parquet sink only appends; use it with emit = "on_window_close"'
         )
     return view
+
+
+def _check_source(view: View) -> None:
+    """The [source] rules that join keys (each key alone is checked by its row of KEYS)."""
+    src = view.source
+    if "max_files_per_trigger" in src and "max_bytes_per_trigger" in src:
+        raise ViewFileError(
+            f"{view.where('source', 'max_bytes_per_trigger')}: set max_files_per_trigger or "
+            "max_bytes_per_trigger, not both (Spark takes one)"
+        )
+    if src.get("envelope") == "debezium":
+        if src.get("format") == "files" and src.get("file_format", "json") != "json":
+            raise ViewFileError(
+                f'{view.where("source", "envelope")}: Debezium events are JSON: use file_format = "json"'
+            )
+        if view.emit != "on_update" or not view.row_key:
+            raise ViewFileError(
+                f'{view.where("source", "envelope")}: Debezium changes need emit = "on_update" and a '
+                "[view] row_key (the columns that identify a row)"
+            )
+        view.op_column = view.op_column or "_op"  # the source adds the op of each row image under this name
+    if src.get("dead_letter") is not None and view.sink.get("kind") == "parquet":
+        raise ViewFileError(
+            f"{view.where('source', 'dead_letter')}: dead letters are written by the job's own sinks "
+            "(sqlite, postgres, console), not by Spark's Parquet sink"
+        )
+
+
+def _spark_settings(view: View, body: dict) -> dict:
+    """[spark]: Spark settings as text, ``spark.`` added where left out (so ``--set
+    spark.driver.memory=4g`` works too)."""
+    settings = {}
+    for key, value in body.items():
+        if not isinstance(value, (str, int, float, bool)):
+            raise ViewFileError(
+                f"{view.where('spark', key)}: a Spark setting and its value, "
+                'e.g. "spark.driver.memory" = "4g"'
+            )
+        name = key if key.startswith("spark.") else f"spark.{key}"
+        settings[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return settings
 
 
 def _top_line(text: str, name: str) -> int | str:

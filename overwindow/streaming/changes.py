@@ -20,7 +20,6 @@ class Op:
     INSERT = 0
     DELETE = 1
     UPDATE = 2  # a delete of the held row plus an insert of the same identity
-    SKIP = 3  # an update's before image: the after image carries the change
     BAD = 4  # no known operation: counted and kept aside
 
 
@@ -38,7 +37,7 @@ OPS = {
     "update": Op.UPDATE,
     "u": Op.UPDATE,
     "+u": Op.UPDATE,
-    "-u": Op.SKIP,
+    "-u": Op.DELETE,  # Flink's old image: where it lands (the old key's group) the row goes away
 }
 
 

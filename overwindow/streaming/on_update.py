@@ -194,7 +194,7 @@ class OnUpdate:
             below = [w for w in (watermark, horizon) if w is not None]
             if below:
                 late = times.valid & (key_numbers(times) < max(below)) & (ops != Op.BAD)
-        valid = (ops != Op.BAD) & (ops != Op.SKIP) & ~late
+        valid = (ops != Op.BAD) & ~late
         last = last_changes(ids, valid)
         ins = last & (ops != Op.DELETE)
         dels = last & (ops != Op.INSERT)

@@ -14,7 +14,7 @@ from kafka_support import produce
 
 import overwindow
 from overwindow.pipeline.kafka import FORMAT, KafkaDataSource, share_limit
-from overwindow.pipeline.progress import bad_records
+from overwindow.pipeline.progress import bad_records, null_event_times
 from overwindow.pipeline.view import ViewFileError, load_view
 
 
@@ -97,7 +97,9 @@ CALLS = [
 ]
 
 
-def _view_file(tmp_path, bootstrap, topic, emit="on_update", reader="auto"):
+def _view_file(
+    tmp_path, bootstrap, topic, emit="on_update", reader="auto", limit="max_offsets_per_trigger = 100"
+):
     path = tmp_path / "view.toml"
     path.write_text(
         textwrap.dedent(f"""
@@ -107,8 +109,13 @@ def _view_file(tmp_path, bootstrap, topic, emit="on_update", reader="auto"):
         topic = "{topic}"
         schema = "k STRING, id BIGINT, ts TIMESTAMP, x DOUBLE"
         starting_offsets = "earliest"
-        max_offsets_per_trigger = 100
+        {limit}
         reader = "{reader}"
+        dead_letter = "bad"
+
+        [watermark]
+        column = "ts"
+        delay = "1 hour"
 
         [view]
         partition_by = ["k"]
@@ -127,6 +134,8 @@ def _view_file(tmp_path, bootstrap, topic, emit="on_update", reader="auto"):
 
 
 def test_a_view_from_kafka_equals_the_batch_result_and_counts_bad_records(spark, kafka_bootstrap, tmp_path):
+    """Values that are not records of the schema (not JSON, no column of it, a wrong type, a NULL
+    event time) are counted and kept in the dead-letter folder with the topic, partition and offset."""
     import sqlite3
 
     from overwindow.pipeline.job import start_view
@@ -137,13 +146,25 @@ def test_a_view_from_kafka_equals_the_batch_result_and_counts_bad_records(spark,
         for i in range(400)
     ]
     records = [(r["k"].encode(), json.dumps(r).encode()) for r in rows]
-    records[50:50] = [(b"s0", b"not json"), (b"s1", b'{"unrelated": 1}')]
+    bad = {
+        b"not json": "not a JSON record",
+        b'{"unrelated": 1}': "no column of the schema",
+        b'{"k": "s0", "id": 999, "ts": "2024-05-01T10:00:00", "x": "seven"}': "wrong type: x (DOUBLE)",
+        b'{"k": "s1", "id": 998, "ts": null, "x": 7.0}': "NULL event time (ts)",
+    }
+    records[50:50] = [(b"s0", value) for value in bad]
     produce(kafka_bootstrap, topic, records, partitions=2)
     view = load_view(str(_view_file(tmp_path, kafka_bootstrap, topic)))
     query, _ = start_view(spark, view, once=True, quiet=True)
     query.awaitTermination()
     assert query.exception() is None
-    assert sum(bad_records(p) for p in query.recentProgress) == 2
+    assert sum(bad_records(p) for p in query.recentProgress) == len(bad)
+    assert sum(null_event_times(p) for p in query.recentProgress) == 1
+    kept = [
+        json.loads(line) for f in sorted((tmp_path / "bad").iterdir()) for line in f.read_text().splitlines()
+    ]
+    assert sorted((r["record"].encode(), r["reason"]) for r in kept) == sorted(bad.items())
+    assert all(r["origin"].startswith(f"topic {topic} partition ") for r in kept)
     table = pa.Table.from_pylist(rows)
     table = table.set_column(2, "ts", pa.compute.strptime(table["ts"], "%Y-%m-%dT%H:%M:%S", "us"))
     spec = overwindow.OverWindow(*CALLS, emit="on_update", rowKey="id")
@@ -158,13 +179,13 @@ def test_a_view_from_kafka_equals_the_batch_result_and_counts_bad_records(spark,
 
 
 def test_reader_spark_without_the_connector_says_how_to_get_it(spark, kafka_bootstrap, tmp_path):
-    from overwindow.pipeline.job import source_frame
+    from overwindow.pipeline.sources import open_source
 
     view = load_view(str(_view_file(tmp_path, kafka_bootstrap, "t", reader="spark")))
     with pytest.raises(
         ViewFileError, match="OVERWINDOW_SPARK_PACKAGES=org.apache.spark:spark-sql-kafka-0-10"
     ):
-        source_frame(spark, view)
+        open_source(spark, view)
 
 
 @pytest.mark.parametrize(
@@ -195,7 +216,7 @@ def test_bad_kafka_keys_are_named_with_their_line(tmp_path, key, value, message)
 
 
 def test_client_secrets_come_from_the_environment_and_a_missing_one_is_named(tmp_path, monkeypatch):
-    from overwindow.pipeline.job import kafka_options
+    from overwindow.pipeline.sources import kafka_options
 
     path = _view_file(tmp_path, "localhost:9092", "t")
     path.write_text(
@@ -214,3 +235,20 @@ def test_client_secrets_come_from_the_environment_and_a_missing_one_is_named(tmp
     monkeypatch.setenv("OW_TEST_SECRET", "s3cret")
     options = kafka_options(view)
     assert options["kafka.sasl.password"] == "s3cret" and options["kafka.security.protocol"] == "SASL_SSL"
+
+
+def test_micro_batches_are_bounded_by_default(spark, kafka_bootstrap, tmp_path, monkeypatch):
+    """Without max_offsets_per_trigger a micro-batch takes at most DEFAULT_MAX_OFFSETS_PER_TRIGGER
+    records (made small here), so a backlog cannot make one unbounded batch."""
+    from overwindow.pipeline import sources
+    from overwindow.pipeline.job import start_view
+
+    monkeypatch.setattr(sources, "DEFAULT_MAX_OFFSETS_PER_TRIGGER", 30)
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    rows = [{"k": "s", "id": i, "ts": f"2024-05-01T10:00:{i:02d}", "x": 1.0} for i in range(50)]
+    produce(kafka_bootstrap, topic, [(b"s", json.dumps(r).encode()) for r in rows])
+    view = load_view(str(_view_file(tmp_path, kafka_bootstrap, topic, limit="")))
+    query, _ = start_view(spark, view, once=True, quiet=True)
+    query.awaitTermination()
+    assert query.exception() is None
+    assert [p.numInputRows for p in query.recentProgress if p.numInputRows] == [30, 20]

@@ -1,17 +1,22 @@
-"""The SQLite sink applies each micro-batch exactly once, quotes identifiers, binds values."""
+"""The SQLite sink applies each micro-batch exactly once, keeps NULL keys as SQL does, records the
+query that wrote it, quotes identifiers, binds values."""
 
 import sqlite3
 
 import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from sink_support import CHANGELOG, batches, model, sort_key
 
-from overwindow.pipeline.sinks import SqliteSink
+from overwindow.pipeline.checkpoint import CheckpointState
+from overwindow.pipeline.sinks import Applied, Bookkeeping, SinkDriftError, SqliteSink, check_pairing
 
 
 def rows(db, table):
     con = sqlite3.connect(db)
     try:
         quoted = '"' + table.replace('"', '""') + '"'
-        return sorted(con.execute(f"SELECT * FROM {quoted}").fetchall())
+        return sorted(con.execute(f"SELECT * FROM {quoted}").fetchall(), key=sort_key)
     finally:
         con.close()
 
@@ -20,20 +25,105 @@ def test_upserts_and_deletes_keyed_by_partition_and_row_key(tmp_path):
     db = str(tmp_path / "v.sqlite")
     sink = SqliteSink(db, "v", key=["k", "id"], upsert=True)
     b0 = pa.table({"k": ["a", "a", "b"], "id": [1, 2, 1], "s": [1.0, 2.0, 3.0], "_change": ["upsert"] * 3})
-    assert sink.apply(b0, 0) == 3
+    assert sink.apply(b0, 0, "q") == 3
     b1 = pa.table({"k": ["a", "b"], "id": [1, 1], "s": [10.0, None], "_change": ["upsert", "delete"]})
-    assert sink.apply(b1, 1) == 2
+    assert sink.apply(b1, 1, "q") == 2
     assert rows(db, "v") == [("a", 1, 10.0), ("a", 2, 2.0)]
 
 
-def test_a_replayed_batch_changes_nothing(tmp_path):
+@settings(max_examples=150, deadline=None)
+@given(CHANGELOG)
+def test_null_keys_match_like_values(tmp_path_factory, changelog):
+    """NULL in a partition or row-key column: an upsert replaces the row with the same NULL key and a
+    delete removes it (SQLite's = never matches NULL: rows were duplicated and never deleted)."""
+    db = str(tmp_path_factory.mktemp("nulls") / "v.sqlite")
+    sink = SqliteSink(db, "v", key=["k", "id"], upsert=True)
+    for n, batch in enumerate(batches(changelog)):
+        sink.apply(batch, n, "q")
+    assert rows(db, "v") == model(changelog)
+
+
+def test_a_replayed_batch_changes_nothing_and_says_so(tmp_path):
     db = str(tmp_path / "v.sqlite")
     sink = SqliteSink(db, "v", key=["k"], upsert=False)
     b = pa.table({"k": [1, 2], "s": [0.5, 1.5]})
-    assert sink.apply(b, 0) == 2
-    assert sink.apply(b, 0) == 0  # the same batch id again: skipped
-    assert sink.apply(b.slice(0, 1), 1) == 1
+    assert sink.apply(b, 0, "q") == 2
+    assert sink.apply(b, 0, "q") is None  # the same batch id again: skipped, not "0 rows"
+    assert sink.apply(b.slice(0, 1), 1, "q") == 1
     assert rows(db, "v") == [(1, 0.5), (1, 0.5), (2, 1.5)]
+
+
+def test_the_table_records_its_query_and_refuses_another(tmp_path):
+    db = str(tmp_path / "v.sqlite")
+    sink = SqliteSink(db, "v", key=["k"], upsert=False)
+    assert sink.bookkeeping() == Bookkeeping(False, None)
+    b = pa.table({"k": [1], "s": [0.5]})
+    sink.apply(b, 0, "query-1")
+    sink.apply(b, 1, "query-1")
+    assert sink.bookkeeping() == Bookkeeping(True, Applied("query-1", 1))
+    with pytest.raises(SinkDriftError, match="written by another query"):
+        sink.apply(b, 0, "query-2")  # a new checkpoint's batch 0 was skipped as applied before
+    assert rows(db, "v") == [(1, 0.5), (1, 0.5)]
+
+
+def test_bookkeeping_of_an_earlier_version_gains_the_query_id(tmp_path):
+    db = str(tmp_path / "v.sqlite")
+    con = sqlite3.connect(db)
+    con.execute('CREATE TABLE "_overwindow_batches" (view TEXT PRIMARY KEY, batch_id INTEGER NOT NULL)')
+    con.execute("INSERT INTO \"_overwindow_batches\" VALUES ('v', 3)")
+    con.commit()
+    con.close()
+    sink = SqliteSink(db, "v", key=["k"], upsert=False)
+    assert sink.bookkeeping() == Bookkeeping(False, Applied(None, 3))
+    assert sink.apply(pa.table({"k": [1]}), 3, "q") is None
+    assert sink.apply(pa.table({"k": [1]}), 4, "q") == 1
+    assert sink.bookkeeping() == Bookkeeping(True, Applied("q", 4))
+
+
+NEW = CheckpointState(None, None, None)
+
+
+@pytest.mark.parametrize(
+    "kept, checkpoint, refused",
+    [
+        (Bookkeeping(False, None), NEW, None),  # a new view
+        (Bookkeeping(True, None), NEW, None),  # a table made beforehand, no batches
+        (Bookkeeping(True, Applied("q1", 4)), CheckpointState("q1", 4, 4), None),
+        (Bookkeeping(True, Applied("q1", 5)), CheckpointState("q1", 4, 5), None),  # killed before commit
+        (Bookkeeping(True, Applied("q1", 0)), CheckpointState("q1", None, 0), None),
+        (Bookkeeping(True, Applied(None, 4)), CheckpointState("q1", 4, 4), None),  # earlier version
+        (Bookkeeping(True, Applied("q1", 4)), NEW, "holds batches 0..4 of another query"),
+        (Bookkeeping(True, Applied("q1", 4)), CheckpointState("q2", 7, 7), "of another query"),
+        (Bookkeeping(True, Applied(None, 4)), NEW, "of an earlier run, and the checkpoint is new"),
+        (
+            Bookkeeping(False, None),
+            CheckpointState("q1", 4, 4),
+            "batches 0..4 were applied but the table of v",
+        ),
+        (Bookkeeping(False, Applied("q1", 4)), CheckpointState("q1", 4, 4), "the table of v is missing"),
+        (Bookkeeping(True, None), CheckpointState("q1", 4, 4), "record of applied batches of v is missing"),
+        (
+            Bookkeeping(True, Applied("q1", 9)),
+            CheckpointState("q1", 4, 5),
+            "past the checkpoint's last batch 5",
+        ),
+        (Bookkeeping(True, Applied("q1", 2)), CheckpointState("q1", 4, 5), "applied batches up to 2 only"),
+        (
+            Bookkeeping(True, Applied("q1", 2)),
+            CheckpointState("q1", None, 0),
+            "past the checkpoint's last batch 0",
+        ),
+    ],
+)
+def test_check_pairing(kept, checkpoint, refused):
+    if refused is None:
+        check_pairing("v", kept, checkpoint, " (checkpoint chk)")
+    else:
+        with pytest.raises(SinkDriftError, match=refused) as e:
+            check_pairing("v", kept, checkpoint, " (checkpoint chk)")
+        assert "(checkpoint chk)" in str(e.value) and "a new checkpoint and a new (or dropped) table" in str(
+            e.value
+        )
 
 
 def test_names_are_quoted_and_values_bound(tmp_path):
@@ -45,7 +135,7 @@ def test_names_are_quoted_and_values_bound(tmp_path):
     con.commit()
     con.close()
     b = pa.table({"id": [1], "weird col": ["'); DROP TABLE x; --"], "_change": ["upsert"]})
-    assert sink.apply(b, 0) == 1
+    assert sink.apply(b, 0, "q") == 1
     assert rows(db, evil) == [(1, "'); DROP TABLE x; --")]
     assert rows(db, "x") == []  # still there
 
@@ -65,7 +155,7 @@ def test_decimal_columns_keep_their_digits(tmp_path):
             "big": pa.array([big, big, None], pa.decimal128(38, 18)),
         }
     )
-    assert sink.apply(b, 0) == 3
+    assert sink.apply(b, 0, "q") == 3
     assert rows(db, "v") == [(1, 1.1, str(big)), (2, None, str(big)), (3, -2.5, None)]
     con = sqlite3.connect(db)
     assert [r[2] for r in con.execute('PRAGMA table_info("v")')] == ["INTEGER", "NUMERIC", "TEXT"]

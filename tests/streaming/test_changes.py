@@ -11,9 +11,10 @@ from overwindow.streaming.changes import Op, decode_ops, last_changes
 
 SPELLINGS = {
     Op.INSERT: ["insert", "c", "r", "+I", "i", "create"],
-    Op.DELETE: ["delete", "d", "-D"],
+    # Flink's before image -U deletes the row where it lands: in the row's old group when the update
+    # moved it to another partition; in its own group the +U after it wins (the last change wins)
+    Op.DELETE: ["delete", "d", "-D", "-U"],
     Op.UPDATE: ["update", "u", "+U"],
-    Op.SKIP: ["-U"],  # Flink's before image: the +U after it carries the update
 }
 
 

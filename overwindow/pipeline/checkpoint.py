@@ -1,0 +1,106 @@
+"""What a Structured Streaming checkpoint says about its query, read through Hadoop's file system
+(so a checkpoint on HDFS or an object store reads as a local one): the query id Spark keeps for the
+checkpoint (``metadata``), the last batch committed (``commits/``) and planned (``offsets/``), and
+the files the file source listed for a batch (``sources/0/``).
+
+These are Spark's own files, in the formats Spark has written since 2.0: ``metadata`` is one JSON
+object with the query ``id``; ``commits/N`` and ``offsets/N`` exist once batch N is committed or
+planned; ``sources/0/N`` (or, every ``compactInterval`` batches, ``sources/0/M.compact`` holding all
+batches up to M) starts with a version line, then one JSON object per file with its ``path`` and
+``batchId``.
+
+>>> parse_source_log("v1\\n" + '{"path":"file:///in/a.json","timestamp":1,"batchId":3}', 3)
+['file:///in/a.json']
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CheckpointState:
+    """A checkpoint as it stands: its query id (None before the query first started), the last
+    committed and the last planned batch ids (None: none yet)."""
+
+    query_id: str | None
+    last_committed: int | None
+    last_planned: int | None
+
+
+class _Fs:
+    """Hadoop's FileSystem for one checkpoint (or file-source) path, through the session's JVM."""
+
+    def __init__(self, spark, path: str):
+        self._jvm = spark._jvm
+        self._conf = spark._jsc.hadoopConfiguration()
+        self._root = self._path(path)
+
+    def _path(self, path: str):
+        return self._jvm.org.apache.hadoop.fs.Path(path)
+
+    def child(self, *parts: str):
+        return self._jvm.org.apache.hadoop.fs.Path(self._root, "/".join(parts))
+
+    def exists(self, path) -> bool:
+        return bool(path.getFileSystem(self._conf).exists(path))
+
+    def read(self, path) -> str | None:
+        if not self.exists(path):
+            return None
+        stream = path.getFileSystem(self._conf).open(path)
+        try:
+            return self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+
+    def batch_ids(self, folder: str) -> list[int]:
+        """The numbered files of a checkpoint log folder (``commits``, ``offsets``)."""
+        path = self.child(folder)
+        if not self.exists(path):
+            return []
+        names = [s.getPath().getName() for s in path.getFileSystem(self._conf).listStatus(path)]
+        return sorted(int(n) for n in names if n.isdigit())
+
+
+def checkpoint_state(spark, checkpoint: str) -> CheckpointState:
+    """The state of the checkpoint at ``checkpoint`` (a missing folder is a new checkpoint). O(batches
+    retained)."""
+    fs = _Fs(spark, checkpoint)
+    meta = fs.read(fs.child("metadata"))
+    query_id = json.loads(meta.splitlines()[0]).get("id") if meta and meta.strip() else None
+    commits, offsets = fs.batch_ids("commits"), fs.batch_ids("offsets")
+    return CheckpointState(query_id, commits[-1] if commits else None, offsets[-1] if offsets else None)
+
+
+def parse_source_log(text: str, batch_id: int) -> list[str]:
+    """The file paths (URIs) of ``batch_id`` in a file-source log file's text."""
+    paths = []
+    for line in text.splitlines()[1:]:
+        if line.strip():
+            entry = json.loads(line)
+            if entry.get("batchId") == batch_id:
+                paths.append(entry["path"])
+    return paths
+
+
+def listed_files(spark, checkpoint: str, batch_id: int, compact_interval: int = 10) -> list[str]:
+    """The files the (only) file source of the query listed for ``batch_id``, as URIs."""
+    fs = _Fs(spark, checkpoint)
+    text = fs.read(fs.child("sources", "0", str(batch_id)))
+    if text is None:  # folded into the next compact file: batch ids up to it, every compact_interval
+        compact = (batch_id // compact_interval + 1) * compact_interval - 1
+        text = fs.read(fs.child("sources", "0", f"{compact}.compact")) or ""
+    return parse_source_log(text, batch_id)
+
+
+def missing_files(spark, checkpoint: str, batch_id: int) -> list[str]:
+    """The files listed for ``batch_id`` that do not exist (now): Spark skips a file that is gone when
+    it builds the batch, with only a log warning, so their rows never reach the view."""
+    fs = _Fs(spark, checkpoint)
+    return [
+        uri
+        for uri in listed_files(spark, checkpoint, batch_id)
+        if not fs.exists(spark._jvm.org.apache.hadoop.fs.Path(spark._jvm.java.net.URI(uri)))
+    ]

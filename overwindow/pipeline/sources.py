@@ -1,0 +1,436 @@
+"""The view's source as a streaming DataFrame: files (JSON Lines, CSV, Parquet) or Kafka (Spark's
+connector or overwindow's Python reader), parsed into the view's schema, with its watermark.
+
+Nothing is lost without a word. A record that is not a row of the schema is *bad*: it is dropped from
+the stream, counted (the observed metric ``overwindow_source``: ``bad_records``, and among them
+``null_event_times``; "N bad records" on the progress line) and, when the view names a dead-letter
+folder (``[source] dead_letter``), kept there with its raw text, where it came from and why
+(``DeadLetter``). The rest of its micro-batch goes on. Reasons, in the order they are checked:
+
+- ``not a JSON record`` / ``malformed CSV line``: Spark's parser (PERMISSIVE mode) could not read it;
+- ``a value longer than the JSON parser's limit of 20,000,000 characters``;
+- ``wrong type: x (DOUBLE)``: a value of another type (Spark would have made it NULL);
+- ``no column of the schema``: a JSON object without any of the schema's columns (``{"other": 1}``);
+- ``NULL event time (ts)``: the watermark column is NULL, so the row has no place in event time
+  (it is not late: it is bad);
+- Debezium envelopes (``[source] envelope = "debezium"``): ``not a Debezium change event``,
+  ``Debezium op 't' is not a row change``, ``Debezium op 'd' without a before image``, ...
+
+JSON text (files and Kafka values) is parsed with Spark's ``from_json``, as Spark's JSON reader does:
+blank lines are skipped, a line holding a JSON array counts as its elements. CSV files are read by
+Spark's CSV reader with their header checked against the schema (``enforceSchema = false``): a
+header in another order, or with other names, stops the query with Spark's message naming the file,
+rather than swapping columns. Files listed for a micro-batch but deleted before it read them are
+found from the checkpoint's file-source log (``checkpoint.missing_files``) and reported.
+
+Admission control: a micro-batch takes at most ``max_files_per_trigger`` files or
+``max_bytes_per_trigger`` bytes (default ``DEFAULT_MAX_BYTES_PER_TRIGGER``), or
+``max_offsets_per_trigger`` Kafka records (default ``DEFAULT_MAX_OFFSETS_PER_TRIGGER``), so no
+micro-batch, and no replay of one after a crash, is unboundedly large.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+
+import pandas as pd
+
+from overwindow.pipeline.view import View, ViewFileError
+from overwindow.spark import compat
+
+METRICS = "overwindow_source"  # the observed metric the progress line reads
+JSON_STRING_LIMIT = 20_000_000  # characters: Jackson's default for one string value, which Spark keeps
+DEFAULT_MAX_BYTES_PER_TRIGGER = 32 * 1024 * 1024
+DEFAULT_MAX_OFFSETS_PER_TRIGGER = 100_000
+_CORRUPT = "__ow_corrupt"  # Spark's column for the raw text of a record it could not parse
+_TEXT, _RAW, _ORIGIN, _OP, _PRE, _ROW, _REASON = (
+    "__ow_text",
+    "__ow_raw",
+    "__ow_origin",
+    "__ow_op",
+    "__ow_pre_reason",
+    "__ow_row",
+    "__ow_reason",
+)
+
+
+@dataclass
+class Source:
+    """The view's input (``frame``: the schema's columns, plus the op column of a Debezium source,
+    with the watermark), where its bad records go (None: counted only), and the folder of a file
+    source (for the check of files deleted before they were read)."""
+
+    frame: object
+    dead_letter: DeadLetter | None
+    files: str | None
+
+
+def open_source(spark, view: View) -> Source:
+    """The view's source, parsed and checked (see the module docstring)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    src = view.source
+    schema = StructType.fromDDL(src["schema"])
+    envelope = src.get("envelope", "none")
+    if src["format"] == "kafka":
+        raw = kafka_frame(spark, view)
+        origin = F.format_string("topic %s partition %d offset %d", "topic", "partition", "offset")
+        text = raw.select(F.col("value").cast("string").alias(_TEXT), origin.alias(_ORIGIN))
+        rows = _json_rows(text, schema, view, envelope)
+    elif src["file_format"] == "json":
+        lines = _file_reader(spark, view).format("text").load(src["path"])
+        text = lines.select(F.col("value").alias(_TEXT), F.col("_metadata.file_path").alias(_ORIGIN))
+        rows = _json_rows(text.where(F.trim(_TEXT) != ""), schema, view, envelope)
+    elif src["file_format"] == "csv":
+        rows = _csv_rows(spark, view, schema)
+    else:
+        typed = _file_reader(spark, view).schema(schema).format(src["file_format"]).load(src["path"])
+        rows = _typed_rows(typed, schema, F.lit(None).cast("string"), F.lit(None).cast(_strings(schema)))
+    dead_letter = DeadLetter(spark, src["dead_letter"]) if src.get("dead_letter") else None
+    df = _checked(rows, schema, view, dead_letter, op=view.op_column if envelope == "debezium" else None)
+    if view.watermark:
+        df = df.withWatermark(view.watermark["column"], view.watermark["delay"])
+    return Source(df, dead_letter, src["path"] if src["format"] == "files" else None)
+
+
+def _file_reader(spark, view: View):
+    """A file-source reader with the view's admission control: at most ``max_files_per_trigger`` files
+    or ``max_bytes_per_trigger`` bytes per micro-batch (Spark takes one of the two)."""
+    src = view.source
+    reader = spark.readStream
+    if src.get("max_files_per_trigger"):
+        return reader.option("maxFilesPerTrigger", int(src["max_files_per_trigger"]))
+    return reader.option(
+        "maxBytesPerTrigger", int(src.get("max_bytes_per_trigger") or DEFAULT_MAX_BYTES_PER_TRIGGER)
+    )
+
+
+def _json_rows(text, schema, view: View, envelope: str):
+    """Rows of ``text`` (columns _TEXT, _ORIGIN: JSON text and where it came from) parsed into
+    ``schema``: columns _ROW (the parsed struct, with Spark's _CORRUPT text), _RAW, _ORIGIN, _PRE (a
+    reason found before the row was parsed) and, for a Debezium source, _OP."""
+    from pyspark.sql import functions as F
+
+    elements = F.when(F.ltrim(_TEXT).startswith("["), F.from_json(_TEXT, "array<string>"))
+    text = text.select(F.explode(F.coalesce(elements, F.array(_TEXT))).alias(_TEXT), _ORIGIN)
+    if envelope == "debezium":
+        text = _debezium_images(text, schema, view.partition_by)
+    else:
+        text = text.select(_TEXT, F.col(_TEXT).alias(_RAW), _ORIGIN, F.lit(None).cast("string").alias(_PRE))
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
+    parsed = text.withColumn(_ROW, F.from_json(_TEXT, _with_corrupt(schema), options))
+    limit = F.length(_TEXT) > JSON_STRING_LIMIT
+    too_long = f"a value longer than the JSON parser's limit of {JSON_STRING_LIMIT:,} characters"
+    return parsed.select(
+        _ROW,
+        _RAW,
+        _ORIGIN,
+        *([_OP] if envelope == "debezium" else []),
+        F.coalesce(
+            _PRE,
+            F.when(F.col(_TEXT).isNull(), F.lit("no value")),
+            F.when(F.col(f"{_ROW}.{_CORRUPT}").isNotNull() & limit, F.lit(too_long)),
+        ).alias(_PRE),
+        F.when(
+            F.col(f"{_ROW}.{_CORRUPT}").isNotNull(),
+            F.from_json(F.col(f"{_ROW}.{_CORRUPT}"), _strings(schema)),
+        ).alias(_CORRUPT),
+    )
+
+
+def _csv_rows(spark, view: View, schema):
+    """CSV rows by Spark's CSV reader, the header checked against the schema (a mismatch stops the
+    query naming the file), a malformed line kept as Spark's corrupt-record text."""
+    from pyspark.sql import functions as F
+
+    options = {
+        "header": "true",
+        "enforceSchema": "false",
+        "mode": "PERMISSIVE",
+        "columnNameOfCorruptRecord": _CORRUPT,
+    }
+    typed = (
+        _file_reader(spark, view)
+        .schema(_with_corrupt(schema))
+        .options(**options)
+        .format("csv")
+        .load(view.source["path"])
+    )
+    corrupt = F.col(_CORRUPT)
+    strings = ", ".join(f"`{f}` STRING" for f in schema.fieldNames())
+    return _typed_rows(typed, schema, corrupt, F.when(corrupt.isNotNull(), F.from_csv(corrupt, strings)))
+
+
+def _typed_rows(typed, schema, corrupt, as_strings):
+    """Rows a typed reader (CSV, Parquet) gave, in the columns of _json_rows: ``corrupt`` is the raw
+    text of a line the reader could not parse, ``as_strings`` its fields as text."""
+    from pyspark.sql import functions as F
+
+    columns = [F.col(f"`{f}`") for f in schema.fieldNames()]
+    return typed.select(
+        F.struct(*columns, corrupt.alias(_CORRUPT)).alias(_ROW),
+        F.coalesce(corrupt, F.to_json(F.struct(*columns))).alias(_RAW),
+        F.col("_metadata.file_path").alias(_ORIGIN),
+        F.lit(None).cast("string").alias(_PRE),
+        as_strings.alias(_CORRUPT),
+    )
+
+
+def _with_corrupt(schema):
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    return StructType([*schema.fields, StructField(_CORRUPT, StringType(), True)])
+
+
+def _strings(schema):
+    """``schema`` with every column a STRING: what a value of any type parses into."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    return StructType([StructField(f.name, StringType(), True) for f in schema.fields])
+
+
+def _checked(rows, schema, view: View, dead_letter: DeadLetter | None, op: str | None):
+    """The good rows of ``rows`` (see _json_rows) as the schema's columns (and ``op``): the bad ones
+    counted (observed metric METRICS) and handed to ``dead_letter``."""
+    from pyspark.sql import functions as F
+
+    fields = schema.fields
+    row = {f.name: F.col(f"{_ROW}.`{f.name}`") for f in fields}
+    as_strings = {f.name: F.col(f"{_CORRUPT}.`{f.name}`") for f in fields}
+    wrong = F.concat_ws(
+        ", ",
+        *[
+            F.when(as_strings[f.name].isNotNull() & row[f.name].isNull(), F.lit(f"{f.name} ({_sql(f)})"))
+            for f in fields
+        ],
+    )
+    event_time = view.watermark["column"] if view.watermark else None
+    null_event_time = row[_field(schema, event_time)].isNull() if event_time else F.lit(False)
+    parse_failed = F.col(f"{_ROW}.{_CORRUPT}").isNotNull()
+    malformed = "not a JSON record" if view.source.get("file_format") != "csv" else "malformed CSV line"
+    no_column = ~F.greatest(*[row[f.name].isNotNull() for f in fields], F.lit(False))
+    reason = F.coalesce(
+        F.col(_PRE),
+        F.when(parse_failed & (wrong != ""), F.concat(F.lit("wrong type: "), wrong)),
+        F.when(parse_failed, F.lit(malformed)),
+        F.when(no_column, F.lit("no column of the schema")),
+        F.when(null_event_time, F.lit(f"NULL event time ({event_time})")),
+    )
+    marked = rows.withColumn(_REASON, reason)
+    bad = F.col(_REASON).isNotNull()
+    counted = marked.observe(
+        METRICS,
+        F.sum(F.when(bad, 1).otherwise(0)).alias("bad_records"),
+        F.sum(F.when(F.col(_REASON).startswith("NULL event time"), 1).otherwise(0)).alias("null_event_times"),
+    )
+    if dead_letter is None:
+        good = counted.where(~bad)
+    else:
+        good = counted.where(
+            dead_letter.keep(F.when(bad, F.col(_ORIGIN)), F.col(_REASON), F.when(bad, F.col(_RAW)))
+        )
+    return good.select(*[row[f.name].alias(f.name) for f in fields], *([F.col(_OP).alias(op)] if op else []))
+
+
+def _field(schema, name: str) -> str:
+    """The schema's spelling of the column ``name`` (Spark resolves names without regard to case)."""
+    for f in schema.fieldNames():
+        if f.lower() == name.lower():
+            return f
+    raise ViewFileError(f"[watermark] column {name!r} is not a column of the source's schema")
+
+
+def _sql(field) -> str:
+    return field.dataType.simpleString().upper()
+
+
+def kafka_options(view: View) -> dict:
+    """The Kafka reader's options (Spark connector names) from the view's [source]. A client setting
+    written ``"env:NAME"`` is read from the environment variable NAME, so secrets stay out of view
+    files.
+
+    >>> v = View("v.toml", {"bootstrap_servers": "b:9092", "topic": "t", "starting_offsets": "earliest",
+    ...                     "options": {"sasl.password": "env:HOME"}}, None, [], [], "on_update",
+    ...          None, None, {}, "chk")
+    >>> kafka_options(v)["kafka.sasl.password"] == os.environ["HOME"]
+    True
+    """
+    src = view.source
+    options = {
+        "kafka.bootstrap.servers": src["bootstrap_servers"],
+        "subscribe": src["topic"],
+        "startingOffsets": src["starting_offsets"],
+    }
+    for key, value in src.get("options", {}).items():
+        if isinstance(value, str) and value.startswith("env:"):
+            if value[4:] not in os.environ:
+                raise ViewFileError(
+                    f"{view.path}: [source] options.{key} reads the environment variable "
+                    f"{value[4:]}, which is not set"
+                )
+            value = os.environ[value[4:]]
+        options[f"kafka.{key}"] = str(value)
+    options["maxOffsetsPerTrigger"] = str(
+        src.get("max_offsets_per_trigger") or DEFAULT_MAX_OFFSETS_PER_TRIGGER
+    )
+    return options
+
+
+def kafka_frame(spark, view: View):
+    """Raw Kafka records (the connector's columns): through Spark's own connector when the session has
+    it (``reader = "spark"``, or ``"auto"``), else through overwindow's Python data source."""
+    from pyspark.errors import AnalysisException
+
+    from overwindow.pipeline import kafka
+
+    src = view.source
+    options = kafka_options(view)
+    if src["reader"] in ("auto", "spark"):
+        try:
+            return spark.readStream.format("kafka").options(**options).load()
+        except AnalysisException as e:
+            if "KAFKA_DATA_SOURCE_NOT_ENABLED" not in str(e):
+                raise
+            if src["reader"] == "spark":
+                raise ViewFileError(
+                    f'{view.path}: [source] reader = "spark" needs Spark\'s Kafka connector; set '
+                    f"OVERWINDOW_SPARK_PACKAGES={compat.kafka_connector(spark.version)} "
+                    f'(or use reader = "python")'
+                ) from None
+    spark.dataSource.register(kafka.KafkaDataSource)
+    return spark.readStream.format(kafka.FORMAT).options(**options).load()
+
+
+def _debezium_images(text, schema, partition_by: list[str]):
+    """Debezium change events (``{"before": ..., "after": ..., "op": ...}``, bare or inside
+    ``"payload"``) as row images with an op: create and read (``c``, ``r``) insert ``after``, delete
+    (``d``) deletes ``before``, update (``u``) updates ``after`` in place when the partition key is
+    unchanged (or no ``before`` image came), else deletes ``before`` and inserts ``after``, so a row
+    that moves to another partition leaves the old one. Kafka tombstones (no value) carry no row and
+    are skipped. Columns: _TEXT (the image), _OP, _PRE (why the event is bad), _RAW (the event),
+    _ORIGIN."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    env = F.from_json(_TEXT, "payload STRING, before STRING, after STRING, op STRING")
+    inner = F.from_json(env["payload"], "before STRING, after STRING, op STRING")
+    flat = F.struct(env["before"].alias("before"), env["after"].alias("after"), env["op"].alias("op"))
+    events = text.where(F.col(_TEXT).isNotNull()).select(
+        _TEXT, _ORIGIN, F.when(env["payload"].isNotNull(), inner).otherwise(flat).alias("e")
+    )
+    before, after, op = F.col("e.before"), F.col("e.after"), F.lower(F.col("e.op"))
+    keys = StructType([f for f in schema.fields if f.name.lower() in {k.lower() for k in partition_by}])
+    same_partition = (
+        F.from_json(before, keys).eqNullSafe(F.from_json(after, keys)) if keys.fields else F.lit(True)
+    )
+
+    def image(t, o):
+        return F.struct(t.alias("t"), F.lit(o).alias("o"), F.lit(None).cast("string").alias("r"))
+
+    def bad(reason):
+        none = F.lit(None).cast("string")
+        return F.array(F.struct(none.alias("t"), none.alias("o"), reason.alias("r")))
+
+    images = (
+        F.when(op.isNull(), bad(F.lit("not a Debezium change event (no op)")))
+        .when(op.isin("c", "r") & after.isNotNull(), F.array(image(after, "insert")))
+        .when((op == "d") & before.isNotNull(), F.array(image(before, "delete")))
+        .when(
+            (op == "u") & after.isNotNull() & (before.isNull() | same_partition),
+            F.array(image(after, "update")),
+        )
+        .when((op == "u") & after.isNotNull(), F.array(image(before, "delete"), image(after, "insert")))
+        .when(op.isin("c", "r", "u"), bad(F.format_string("Debezium op '%s' without an after image", op)))
+        .when(op == "d", bad(F.lit("Debezium op 'd' without a before image")))
+        .otherwise(bad(F.format_string("Debezium op '%s' is not a row change", op)))
+    )
+    return events.select(F.explode(images).alias("i"), F.col(_TEXT).alias(_RAW), _ORIGIN).select(
+        F.col("i.t").alias(_TEXT), F.col("i.o").alias(_OP), F.col("i.r").alias(_PRE), _RAW, _ORIGIN
+    )
+
+
+class DeadLetter:
+    """Bad records kept in a folder: per micro-batch that had any, one JSON Lines file
+    ``batch-<id>.jsonl`` with an object per record, ``{"batch", "origin", "reason", "record"}``
+    (``record``: the raw text; ``origin``: the file, or the Kafka topic, partition and offset).
+
+    The tasks that parse the source hand bad records to the driver through an accumulator, keyed by
+    (batch, partition, position), so a task that runs again replaces its records instead of adding
+    them; ``write`` (called by the job in each micro-batch, after the batch ran) writes each batch's
+    file whole under a temporary name and renames it, so a replayed batch rewrites the same file.
+    The folder is a local path of the machine that runs the job. O(bad records) per batch.
+    """
+
+    def __init__(self, spark, folder: str):
+        from pyspark.accumulators import AccumulatorParam
+
+        class Collect(AccumulatorParam):
+            def zero(self, value):
+                return {}
+
+            def addInPlace(self, a, b):
+                a.update(b)
+                return a
+
+        self.folder = folder
+        self._records = spark.sparkContext.accumulator({}, Collect())
+        self.keep = _keep_udf(self._records)
+
+    def write(self) -> dict[int, int]:
+        """Writes the bad records collected since the last call; returns their count per batch id."""
+        got, self._records.value = self._records.value, {}
+        by_batch: dict[int, list] = {}
+        for (batch, _, _), (origin, reason, record) in sorted(got.items()):
+            by_batch.setdefault(batch, []).append(
+                {"batch": batch, "origin": origin, "reason": reason, "record": record}
+            )
+        for batch, records in by_batch.items():
+            os.makedirs(self.folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".batch-", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+            os.replace(tmp, os.path.join(self.folder, f"batch-{batch:08d}.jsonl"))
+        return {batch: len(records) for batch, records in by_batch.items()}
+
+
+def _keep_udf(records):
+    """A pandas UDF over (origin, reason, raw) that is true for good rows (reason NULL) and hands the
+    bad ones to the accumulator ``records``."""
+    from pyspark.sql.functions import pandas_udf
+
+    @pandas_udf("boolean")
+    def keep(origin: pd.Series, reason: pd.Series, raw: pd.Series) -> pd.Series:
+        return _collect(records, origin, reason, raw)
+
+    return keep
+
+
+_task = {"attempt": None, "seen": 0}  # bad records the current task attempt has handed over so far
+
+
+def _collect(records, origin, reason, raw):
+    """(in a Spark task) Adds the rows with a reason to ``records``, keyed by (batch id, partition,
+    position within the task), and says which rows are good."""
+    bad = reason.notna()
+    if bad.any():
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        if _task["attempt"] != task.taskAttemptId():
+            _task.update(attempt=task.taskAttemptId(), seen=0)
+        batch, part, start = (
+            int(task.getLocalProperty("streaming.sql.batchId")),
+            task.partitionId(),
+            _task["seen"],
+        )
+        found = {
+            (batch, part, start + n): (o, r, t)
+            for n, (o, r, t) in enumerate(zip(origin[bad].tolist(), reason[bad].tolist(), raw[bad].tolist()))
+        }
+        _task["seen"] = start + len(found)
+        records.add(found)
+    return ~bad

@@ -1,0 +1,44 @@
+"""Random changelogs for the sink tests: upserts and deletes keyed by (k, id) with NULLs in both key
+columns, and the table they leave (a dict in which None is a key value like any other, as SQL's
+PARTITION BY puts NULL keys in one partition)."""
+
+import pyarrow as pa
+from hypothesis import strategies as st
+
+KEY_VALUES = st.sampled_from(["a", "b", None])
+IDS = st.sampled_from([1, 2, None])
+CHANGE = st.tuples(
+    KEY_VALUES, IDS, st.one_of(st.none(), st.floats(-5, 5)), st.sampled_from(["upsert", "delete"])
+)
+CHANGELOG = st.lists(st.lists(CHANGE, max_size=8), min_size=1, max_size=5)
+
+
+def batches(changelog):
+    """The changelog's micro-batches as the tables an emit-on-update view hands its sink (each key
+    changes at most once a batch, as the state machine emits it)."""
+    for changes in changelog:
+        last = {(k, i): (s, c) for k, i, s, c in changes}
+        yield pa.table(
+            {
+                "k": pa.array([k for k, _ in last], pa.string()),
+                "id": pa.array([i for _, i in last], pa.int64()),
+                "s": pa.array([s for s, _ in last.values()], pa.float64()),
+                "_change": pa.array([c for _, c in last.values()], pa.string()),
+            }
+        )
+
+
+def model(changelog) -> list[tuple]:
+    """The table the changelog leaves: rows (k, id, s), sorted with None first."""
+    table = {}
+    for changes in changelog:
+        for k, i, s, c in changes:
+            if c == "delete":
+                table.pop((k, i), None)
+            else:
+                table[(k, i)] = s
+    return sorted(((k, i, s) for (k, i), s in table.items()), key=sort_key)
+
+
+def sort_key(row):
+    return tuple((v is not None, v if v is not None else 0) for v in row)

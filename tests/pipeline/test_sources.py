@@ -1,0 +1,268 @@
+"""File sources lose nothing without a word: malformed and wrong-typed records, records over the JSON
+parser's limit and rows with a NULL event time are counted and kept in the dead-letter folder while
+the rest of the micro-batch goes on; a CSV header in another order stops the query instead of
+swapping columns; a file deleted before Spark read it is reported; micro-batches are bounded by
+default. The view in the sink is checked against the batch evaluator over the good rows."""
+
+import json
+import os
+import sqlite3
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from pyspark.errors import StreamingQueryException
+
+import overwindow
+from overwindow.pipeline import sources
+from overwindow.pipeline.job import start_view
+from overwindow.pipeline.progress import bad_records, null_event_times
+from overwindow.pipeline.view import load_view
+
+CALLS = [
+    "sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",
+    "count(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 30 SECONDS PRECEDING AND CURRENT ROW) AS c",
+]
+
+
+def _view(tmp_path, file_format="json", extra=""):
+    path = tmp_path / "view.toml"
+    path.write_text(
+        textwrap.dedent(f"""
+        [source]
+        format = "files"
+        path = "events"
+        file_format = "{file_format}"
+        schema = "k STRING, id BIGINT, ts TIMESTAMP, x DOUBLE"
+        dead_letter = "bad"
+        {extra}
+
+        [watermark]
+        column = "ts"
+        delay = "1 hour"
+
+        [view]
+        partition_by = ["k"]
+        calls = {json.dumps(CALLS)}
+        emit = "on_update"
+        row_key = ["id"]
+
+        [sink]
+        kind = "sqlite"
+        path = "view.sqlite"
+        table = "v"
+        checkpoint = "chk"
+    """)
+    )
+    (tmp_path / "events").mkdir(exist_ok=True)
+    return load_view(str(path))
+
+
+def _good_rows(n, seed, first_id=0):
+    rng = np.random.default_rng(seed)
+    return [
+        {
+            "k": str(rng.choice(["a", "b", "c"])),
+            "id": first_id + i,
+            "ts": f"2024-01-01T00:{int(rng.integers(0, 60)):02d}:{int(rng.integers(0, 60)):02d}",
+            "x": None if rng.random() < 0.1 else float(rng.integers(-9, 9)),
+        }
+        for i in range(n)
+    ]
+
+
+def _run(spark, view):
+    query, _ = start_view(spark, view, once=True, quiet=True)
+    query.awaitTermination()
+    return query
+
+
+def _assert_view_is(tmp_path, rows):
+    """The sink's table equals the batch evaluator over ``rows`` (the good ones)."""
+    table = pa.Table.from_pylist(rows)
+    table = table.set_column(2, "ts", pa.compute.strptime(table["ts"], "%Y-%m-%dT%H:%M:%S", "us"))
+    spec = overwindow.OverWindow(*CALLS, emit="on_update", rowKey="id")
+    want = {
+        r["id"]: (r["s"], r["c"]) for r in overwindow.evaluate(table, *spec.partitioned(("k",))).to_pylist()
+    }
+    con = sqlite3.connect(tmp_path / "view.sqlite")
+    got = {i: (s, c) for i, s, c in con.execute('SELECT id, s, c FROM "v"')}
+    con.close()
+    assert set(got) == set(want)
+    for i, (s, c) in want.items():
+        assert got[i] == (pytest.approx(s), c)
+
+
+def _dead_letters(tmp_path):
+    found = []
+    for name in sorted(os.listdir(tmp_path / "bad")):
+        assert name.startswith("batch-") and name.endswith(".jsonl")
+        found += [json.loads(line) for line in (tmp_path / "bad" / name).read_text().splitlines()]
+    return found
+
+
+def test_bad_json_records_are_counted_and_kept_aside(spark, tmp_path):
+    view = _view(tmp_path)
+    good = _good_rows(80, seed=1)
+    too_long = json.dumps({"k": "a" * 21_000_000, "id": 901, "ts": "2024-01-01T00:00:01", "x": 1.0})
+    bad = {
+        "not json": "not a JSON record",
+        '{"k": "a", "id": 902, "ts": "2024-01-01T00:00:05", "x": "abc"}': "wrong type: x (DOUBLE)",
+        '{"k": "a", "id": 903, "ts": "yesterday", "x": 1}': "wrong type: ts (TIMESTAMP)",
+        '{"other": 1}': "no column of the schema",
+        '{"k": "b", "id": 904, "ts": null, "x": 2}': "NULL event time (ts)",
+        '{"k": "b", "id": 905, "x": 2}': "NULL event time (ts)",
+        too_long: "a value longer than the JSON parser's limit of 20,000,000 characters",
+    }
+    lines = [json.dumps(r) for r in good[:40]] + list(bad) + [""]
+    lines.append(json.dumps(good[40:42]))  # a JSON array counts as its records (as Spark's reader reads it)
+    lines += [json.dumps(r) for r in good[42:]] + ["   "]
+    (tmp_path / "events" / "f0.json").write_text("\n".join(lines) + "\n")
+    query = _run(spark, view)
+    assert query.exception() is None
+    assert sum(bad_records(p) for p in query.recentProgress) == len(bad)
+    assert sum(null_event_times(p) for p in query.recentProgress) == 2
+    # not late: Spark's watermark never saw them (the progress line's late count stays 0)
+    assert sum(op.numRowsDroppedByWatermark for p in query.recentProgress for op in p.stateOperators) == 0
+    _assert_view_is(tmp_path, good)
+    kept = _dead_letters(tmp_path)
+    assert sorted((r["record"], r["reason"]) for r in kept) == sorted(bad.items())
+    assert all(r["origin"].endswith("/events/f0.json") and r["batch"] == 0 for r in kept)
+
+
+def test_bad_csv_lines_are_counted_and_a_reordered_header_stops_the_query(spark, tmp_path):
+    view = _view(tmp_path, "csv")
+    good = _good_rows(30, seed=2)
+    text = "k,id,ts,x\n" + "".join(
+        f"{r['k']},{r['id']},{r['ts']},{'' if r['x'] is None else r['x']}\n" for r in good
+    )
+    bad = {"a,906,2024-01-01T00:00:03,zz": "wrong type: x (DOUBLE)", "b,907": "malformed CSV line"}
+    text += "\n".join(bad) + "\n"
+    (tmp_path / "events" / "f0.csv").write_text(text)
+    query = _run(spark, view)
+    assert query.exception() is None
+    assert sum(bad_records(p) for p in query.recentProgress) == 2
+    _assert_view_is(tmp_path, good)
+    assert sorted((r["record"], r["reason"]) for r in _dead_letters(tmp_path)) == sorted(bad.items())
+    # the same columns in another order: read by position they would swap k and x
+    (tmp_path / "events" / "f1.csv").write_text("x,id,ts,k\n1.5,908,2024-01-01T00:00:09,a\n")
+    with pytest.raises(
+        StreamingQueryException, match=r"(?s)f1\.csv.*CSV header does not conform to the schema"
+    ):
+        _run(spark, view)
+    _assert_view_is(tmp_path, good)
+
+
+def test_a_file_deleted_before_it_was_read_is_reported(spark, tmp_path, monkeypatch, capsys):
+    """availableNow lists every file at the start; f1, deleted while batch 0 runs, is listed for batch 1
+    but gone when Spark builds it (Spark skipped it with a warning the job's log level hides).
+    Admission control by default: no max_files_per_trigger, and a byte limit (made small here) splits
+    the three files into three micro-batches."""
+    from overwindow.pipeline.sinks import SqliteSink
+
+    monkeypatch.setattr(sources, "DEFAULT_MAX_BYTES_PER_TRIGGER", 1)
+    view = _view(tmp_path)
+    rows = _good_rows(30, seed=3)
+    for f in range(3):
+        path = tmp_path / "events" / f"f{f}.json"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows[f * 10 : f * 10 + 10]))
+        os.utime(path, (1_000 + f, 1_000 + f))
+    apply = SqliteSink.apply
+
+    def apply_then_delete(self, table, batch_id, query_id):
+        if batch_id == 0:
+            os.remove(tmp_path / "events" / "f1.json")
+        return apply(self, table, batch_id, query_id)
+
+    monkeypatch.setattr(SqliteSink, "apply", apply_then_delete)
+    query = _run(spark, view)
+    assert query.exception() is None
+    assert [p.numInputRows for p in query.recentProgress if p.numInputRows] == [10, 10]
+    err = capsys.readouterr().err
+    assert "batch 1: 1 file(s) listed for the batch were deleted before Spark read them" in err
+    assert "f1.json" in err
+    _assert_view_is(tmp_path, rows[:10] + rows[20:])
+
+
+def test_max_bytes_per_trigger_bounds_each_micro_batch(spark, tmp_path):
+    view = _view(tmp_path, extra="max_bytes_per_trigger = 1")
+    rows = _good_rows(20, seed=4)
+    for f in range(4):
+        path = tmp_path / "events" / f"f{f}.json"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows[f * 5 : f * 5 + 5]))
+        os.utime(path, (1_000 + f, 1_000 + f))
+    query = _run(spark, view)
+    assert query.exception() is None
+    assert [p.numInputRows for p in query.recentProgress if p.numInputRows] == [5, 5, 5, 5]
+    _assert_view_is(tmp_path, rows)
+
+
+@pytest.mark.parametrize(
+    "extra, emit, words",
+    [
+        (
+            'envelope = "debezium"',
+            "on_window_close",
+            r'envelope .*need emit = "on_update" and a \[view\] row_key',
+        ),
+        ('envelope = "maxwell"', "on_update", r"envelope .*must be one of none, debezium"),
+        ("max_files_per_trigger = 2\nmax_bytes_per_trigger = 1000", "on_update", r"not both"),
+        ("max_bytes_per_trigger = 0", "on_update", r"max_bytes_per_trigger .*a positive whole number"),
+    ],
+)
+def test_source_keys_are_checked_before_spark_starts(tmp_path, extra, emit, words):
+    from overwindow.pipeline.view import ViewFileError
+
+    path = tmp_path / "v.toml"
+    path.write_text(
+        textwrap.dedent(f"""
+        [source]
+        format = "files"
+        path = "events"
+        schema = "k STRING, id BIGINT, t BIGINT, x DOUBLE"
+        {extra}
+
+        [watermark]
+        column = "t"
+        delay = "10"
+
+        [view]
+        calls = ["sum(x) OVER (ORDER BY t) AS s"]
+        emit = "{emit}"
+
+        [sink]
+        kind = "console"
+        checkpoint = "chk"
+    """)
+    )
+    with pytest.raises(ViewFileError, match=words):
+        load_view(str(path))
+
+
+def test_a_debezium_view_gets_its_op_column_and_spark_settings_come_from_set(tmp_path):
+    path = tmp_path / "v.toml"
+    path.write_text(
+        textwrap.dedent("""
+        [source]
+        format = "files"
+        path = "events"
+        schema = "k STRING, id BIGINT, t BIGINT, x DOUBLE"
+        envelope = "debezium"
+
+        [view]
+        calls = ["sum(x) OVER (ORDER BY t) AS s"]
+        emit = "on_update"
+        row_key = ["id"]
+
+        [sink]
+        kind = "console"
+        checkpoint = "chk"
+
+        [spark]
+        "spark.executor.memory" = "2g"
+    """)
+    )
+    view = load_view(str(path), {"spark.driver.memory": "4g"})
+    assert view.op_column == "_op" and view.spec.op_column == "_op"
+    assert view.spark == {"spark.executor.memory": "2g", "spark.driver.memory": "4g"}

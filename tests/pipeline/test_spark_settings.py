@@ -1,0 +1,50 @@
+"""Spark memory and other settings from the view's [spark] section and OVERWINDOW_SPARK_CONF reach
+the session the job starts (its JVM's heap is the driver memory asked for): a view can raise the
+1 GB default that a large micro-batch ran out of."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = """
+import sys
+from overwindow.pipeline.job import local_spark, spark_settings
+from overwindow.pipeline.view import load_view
+spark = local_spark(settings=spark_settings(load_view(sys.argv[1])))
+heap = spark._jvm.java.lang.Runtime.getRuntime().maxMemory()
+memory = spark.sparkContext.getConf().get("spark.driver.memory")
+print(memory, heap, spark.conf.get("spark.sql.shuffle.partitions"))
+spark.stop()
+"""
+
+
+def test_view_and_environment_set_spark_memory(tmp_path, no_spark):
+    view = tmp_path / "view.toml"
+    view.write_text(
+        textwrap.dedent("""
+        [source]
+        format = "files"
+        path = "events"
+        schema = "k STRING, t BIGINT, x DOUBLE"
+
+        [view]
+        calls = ["sum(x) OVER (ORDER BY t) AS s"]
+        emit = "on_update"
+
+        [sink]
+        kind = "console"
+        checkpoint = "chk"
+
+        [spark]
+        "spark.driver.memory" = "1500m"
+    """)
+    )
+    env = dict(os.environ, OVERWINDOW_SPARK_CONF="spark.driver.memory=600m spark.sql.shuffle.partitions=3")
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(view)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    memory, heap, partitions = out.stdout.split()
+    assert memory == "1500m" and partitions == "3"  # the view's over the environment's; the rest kept
+    assert 1300 * 2**20 < int(heap) <= 1500 * 2**20  # the JVM's -Xmx (less a survivor space)
