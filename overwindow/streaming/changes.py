@@ -2,7 +2,7 @@
 batch's changes as the machine applies them (the last change of an identity in a batch wins).
 
 >>> decode_ops(pa.array(["c", "+U", "-U", "d", None, "upsert"])).tolist()
-[0, 2, 3, 1, 4, 4]
+[0, 2, 1, 1, 4, 4]
 """
 
 from __future__ import annotations
