@@ -275,7 +275,7 @@ class MachineCounts:
         """Counts for a query of ``session``; None on Spark Connect (no accumulators)."""
         try:
             sc = session.sparkContext
-        except Exception:  # Spark Connect: no SparkContext
+        except AttributeError:  # Spark Connect: no SparkContext (PySparkAttributeError)
             return None
         return cls(sc.accumulator(0), sc.accumulator(0))
 
