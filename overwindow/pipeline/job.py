@@ -130,6 +130,14 @@ def batch_writer(spark, view: View, source: Source, sink, rows_out: dict, sink_e
     query_id = []  # the checkpoint's query id, read once the query has started
 
     def write(batch_df, batch_id):
+        try:
+            apply(batch_df, batch_id)
+        except Exception as e:
+            if _interrupted(e):  # the query is being stopped (Ctrl-C): say so briefly
+                raise QueryInterrupted(_INTERRUPTED) from None
+            raise
+
+    def apply(batch_df, batch_id):
         if source.files is not None:
             gone = missing_files(spark, view.checkpoint, batch_id)
             if gone:
@@ -153,6 +161,31 @@ def batch_writer(spark, view: View, source: Source, sink, rows_out: dict, sink_e
         rows_out[batch_id] = SKIPPED if applied is None else applied
 
     return write
+
+
+class QueryInterrupted(RuntimeError):
+    """A micro-batch cut short because its query is being stopped."""
+
+
+# Spark takes a foreachBatch failure for a stop when the Python error's text reads like this
+# (StreamExecution.isInterruptionException); it scans the text with a regex that recurses once per
+# character, so the long trace of an interrupted Spark call overflows the JVM's stack (a
+# StackOverflowError on stderr at Ctrl-C): the short text says the same thing
+_JAVA_INTERRUPTS = (
+    "java.lang.InterruptedException",
+    "java.io.InterruptedIOException",
+    "java.nio.channels.ClosedByInterruptException",
+)
+_INTERRUPTED = (
+    "py4j.protocol.Py4JJavaError: An error occurred while calling the micro-batch.\n: "
+    "java.lang.InterruptedException"
+)
+
+
+def _interrupted(e: Exception) -> bool:
+    """Whether a micro-batch's failure is its Spark call being interrupted by a stop."""
+    text = str(e)
+    return type(e).__name__ == "Py4JJavaError" and any(name in text for name in _JAVA_INTERRUPTS)
 
 
 def start_view(

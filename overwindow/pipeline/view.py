@@ -387,7 +387,7 @@ def _kind_error(key: Key, value) -> str | None:
     if kind == "text" and not isinstance(value, str):
         return f"expected text, got {value!r}"
     if kind == "count" and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
-        return f"a positive number, got {value!r}"
+        return f"a positive whole number, got {value!r}"
     if kind == "names" and not (
         isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
     ):

@@ -200,7 +200,7 @@ def test_reader_spark_without_the_connector_says_how_to_get_it(spark, kafka_boot
         (
             "max_offsets_per_trigger",
             "0",
-            r"\[source\] max_offsets_per_trigger \(line \d+\): a positive number",
+            r"\[source\] max_offsets_per_trigger \(line \d+\): a positive whole number",
         ),
         ("options", '"ssl"', r"\[source\] options \(line \d+\): a table of Kafka client settings"),
     ],
