@@ -462,7 +462,9 @@ class OnUpdate:
                         if call.function != "dense_rank"
                         else int(reach.groups[fs]) + meta["evicted_groups"]
                     )
-                    results[call.alias] = pc.add(results[call.alias], add)
+                    results[call.alias] = pc.add(
+                        results[call.alias], pa.scalar(add, results[call.alias].type)
+                    )
             done = project(part, self.expressions, results)
             if len(batch) == 1:  # one run: a zero-copy slice
                 lo, hi = ranges[batch[0]]

@@ -197,7 +197,7 @@ class WindowClose:
             shift = _RANK_OFFSETS.get(call.function)
             if shift is not None:  # positions counted before the pruned rows
                 add = meta["pruned_rows"] if shift == "rows" else meta["pruned_groups"]
-                results[call.alias] = pc.add(results[call.alias], add)
+                results[call.alias] = pc.add(results[call.alias], pa.scalar(add, results[call.alias].type))
         part = released.slice(window.start, window.stop - window.start)
         results = {k: v.slice(window.start, window.stop - window.start) for k, v in results.items()}
         meta["emitted"] = upto
