@@ -15,16 +15,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from overwindow.errors import WindowSpecError
+from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.frame import FrameUnit
 from overwindow.logical.functions import Kind
 from overwindow.logical.parse import parse_window
 from overwindow.physical.bounds import frame_bounds
+from overwindow.physical.casts import CastError, implicit_default
 from overwindow.physical.expressions import evaluate_expr
-from overwindow.physical.planner import CallInput, plan
+from overwindow.physical.planner import CallInput, plan, result_type
 from overwindow.physical.sorting import Layout
-from overwindow.physical.values import Values
+from overwindow.physical.values import Values, sql_type
 
 CallLike = str | WindowCall | WindowExpression
 
@@ -42,22 +43,50 @@ def as_window_expression(c: CallLike) -> WindowExpression:
 def evaluate(data: pd.DataFrame | pa.Table, *calls: CallLike, prefer_naive: bool = False):
     """Every input column, in input order, plus one column per call named by its alias.
 
-    Returns the input's type. pandas input is read as Arrow (a NaN in a float64 column is NULL, as
-    pandas means it; pass Arrow to keep NaN apart from NULL). ``prefer_naive`` runs every aggregate
-    through the naive reference path (for tests).
+    Returns the input's type. pandas input is read as Arrow (a NaN in a numpy float64 column is NULL,
+    as pandas means it; pass Arrow, or pandas columns of ``pd.ArrowDtype`` or ``Float64``, to keep NaN
+    apart from NULL); pandas results keep their values (``pandas_column``). ``prefer_naive`` runs
+    every aggregate through the naive reference path (for tests).
     """
     if isinstance(data, pd.DataFrame):
         table = pa.Table.from_pandas(data, preserve_index=False)
         out = evaluate_table(table, [as_window_expression(c) for c in calls], prefer_naive)
         result = data.copy()
+        arrow_backed = any(isinstance(t, pd.ArrowDtype) for t in data.dtypes)
         for name in out.column_names[table.num_columns :]:
             # by position: the input's index may be anything
-            result[name] = out.column(name).to_pandas().set_axis(data.index)
+            result[name] = pandas_column(out.column(name), arrow_backed).set_axis(data.index)
         return result
     if isinstance(data, (pa.Table, pa.RecordBatch)):
         table = pa.table(data) if isinstance(data, pa.RecordBatch) else data
         return evaluate_table(table, [as_window_expression(c) for c in calls], prefer_naive)
     raise TypeError(f"evaluate() takes a pandas DataFrame or a pyarrow Table, got {type(data).__name__}")
+
+
+_MASKED = {
+    pa.int8(): pd.Int8Dtype(),
+    pa.int16(): pd.Int16Dtype(),
+    pa.int32(): pd.Int32Dtype(),
+    pa.int64(): pd.Int64Dtype(),
+    pa.bool_(): pd.BooleanDtype(),
+}
+
+
+def pandas_column(column: pa.ChunkedArray | pa.Array, arrow_backed: bool) -> pd.Series:
+    """A result column for pandas output, without losing values: Arrow-backed (``pd.ArrowDtype``)
+    when the input frame has such columns, which keeps NULL and NaN apart; else numpy dtypes where
+    they hold every value, and pandas' nullable ``Int64``/``Int32``/``boolean`` for integers and
+    booleans with NULLs (pandas' default float64 would round integers past 2**53: ``lag`` of
+    9007199254740993 came back 9007199254740992.0). O(rows).
+
+    >>> pandas_column(pa.array([9007199254740993, None]), False).tolist()
+    [9007199254740993, <NA>]
+    """
+    if arrow_backed:
+        return column.to_pandas(types_mapper=pd.ArrowDtype)
+    if column.null_count and column.type in _MASKED:
+        return column.to_pandas(types_mapper=_MASKED.get)
+    return column.to_pandas()
 
 
 def evaluate_table(table: pa.Table, exprs: list[WindowExpression], prefer_naive: bool = False) -> pa.Table:
@@ -131,6 +160,27 @@ def _sorted_column(table: pa.Table, expr, call: WindowCall, layout: Layout, colu
     return columns[key]
 
 
+def _default(
+    table: pa.Table, call: WindowCall, layout: Layout, columns: dict, target: pa.DataType
+) -> pa.Array:
+    """The lag/lead default in sorted order, cast to the column's type as Spark casts it. A constant
+    is cast once, so a default Spark refuses (``lag(int_col, 1, 'a')``) is refused however many
+    rows there are (none, when a streaming spec is checked against its schema)."""
+    where = f"in {call.function_sql()} AS {call.alias}"
+    if not call.default.columns():
+        one = evaluate_expr(call.default, pa.table({"_": [0]}))
+        try:
+            value = implicit_default(one, target, where)[0]
+        except CastError as e:
+            raise WindowSpecError(f"{e} {where}") from None
+        return pa.repeat(value, layout.n)
+    column = _sorted_column(table, call.default, call, layout, columns).array
+    try:
+        return implicit_default(column, target, where)
+    except CastError as e:
+        raise WindowRuntimeError(f"{e} {where}") from None
+
+
 def _evaluate_call(
     table: pa.Table, call: WindowCall, layouts: dict, columns: dict, prefer_naive: bool
 ) -> pa.Array:
@@ -146,9 +196,14 @@ def _evaluate_call(
         mask = np.ones(n, dtype=bool)
     if call.filter is not None:
         cond = _sorted_column(table, call.filter, call, layout, columns)
+        if not (pa.types.is_boolean(cond.type) or pa.types.is_null(cond.type)):
+            raise WindowSpecError(
+                f"FILTER (WHERE {call.filter}) needs a BOOLEAN condition, not {sql_type(cond.type)} "
+                f"(count_if(x) too), in {call.alias}"
+            )
         mask = mask & cond.valid & cond.numbers.astype(bool)
     if call.default is not None:
-        default = _sorted_column(table, call.default, call, layout, columns).array
+        default = _default(table, call, layout, columns, values.type)
     choice = plan(call, values.kind if call.args else None, prefer_naive=prefer_naive)
     frames = None
     if info.uses_frame:
@@ -162,4 +217,7 @@ def _evaluate_call(
     result = choice.run(CallInput(layout, frames, values, mask, default))
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
+    want = result_type(call, values.type if call.args else None)
+    if want is not None and result.type != want:  # e.g. the naive reference path's inferred types
+        result = result.cast(want, safe=not pa.types.is_floating(want))
     return result if layout.identity else result.take(pa.array(inverse))

@@ -582,8 +582,8 @@ def _range_offset(rng, ktype: str, sqlite: bool):
         # No two offsets here that DuckDB's interval equality (1 month = 30 days, 1 day = 24
         # hours) calls equal but the calendar does not: DuckDB 2.0 then merges the two as one
         # expression, e.g. RANGE BETWEEN INTERVAL 30 DAYS FOLLOWING AND INTERVAL 1 MONTH
-        # FOLLOWING uses one bound for both (test_duckdb_interval_conflation). 29/31 days
-        # against 1 month still give frames whose start passes the end on some rows only.
+        # FOLLOWING uses one bound for both. Spark, and overwindow with it, take no two offsets of
+        # different interval types (DAY, MONTH) in one frame anyway.
         return _pick(
             rng,
             [
@@ -595,7 +595,7 @@ def _range_offset(rng, ktype: str, sqlite: bool):
                 "INTERVAL 31 DAYS",
                 "INTERVAL 1 MONTH",
                 "INTERVAL 2 MONTHS",
-                "INTERVAL 36 HOURS",
+                "INTERVAL 2 WEEKS",
                 "INTERVAL 1 YEAR",
             ],
         )
@@ -618,16 +618,44 @@ def _range_offset(rng, ktype: str, sqlite: bool):
 
 def _bounds(rng, offset):
     """(start, end) with every bound kind, including start-after-end frames that are empty for
-    some or all rows (``2 FOLLOWING AND 1 FOLLOWING``, ``1 PRECEDING AND 3 PRECEDING``). The
-    combinations SQL forbids (start CURRENT ROW / FOLLOWING, end before it) are left out: DuckDB,
-    SQLite and Spark reject them at parse time."""
+    some rows only (``1 PRECEDING AND 0 FOLLOWING`` over ties, ``INTERVAL 31 DAYS PRECEDING AND
+    INTERVAL 1 MONTH PRECEDING``). Left out: the combinations DuckDB and SQLite reject at parse time
+    (start CURRENT ROW / FOLLOWING, end before it), and what Spark rejects (overwindow with it): two
+    numeric offsets whose lower bound passes the upper one, two INTERVALs of different types."""
     starts = ["UP", "P", "CR", "F"] if offset else ["UP", "CR"]
     ends = ["P", "CR", "F", "UF"] if offset else ["CR", "UF"]
     while True:
         s, e = _pick(rng, starts), _pick(rng, ends)
         if (s == "CR" and e == "P") or (s == "F" and e in ("P", "CR")):
             continue
-        return (s, offset() if s in ("P", "F") else None), (e, offset() if e in ("P", "F") else None)
+        a, b = (offset() if s in ("P", "F") else None), (offset() if e in ("P", "F") else None)
+        if a is not None and b is not None and not _spark_accepts(s, a, e, b):
+            continue
+        return (s, a), (e, b)
+
+
+def _interval_type(offset) -> str:
+    """Spark's type of an offset: 'number', or the INTERVAL's unit (DAY for WEEKs)."""
+    if not isinstance(offset, str):
+        return "number"
+    unit = offset.split()[-1].upper().rstrip("S")
+    return {"WEEK": "DAY"}.get(unit, unit)
+
+
+def _size(offset):
+    """An offset's size in its own type's unit (WEEKs in DAYs)."""
+    if not isinstance(offset, str):
+        return offset
+    amount = int(offset.split()[1])
+    return amount * 7 if offset.split()[-1].upper().startswith("WEEK") else amount
+
+
+def _spark_accepts(s, a, e, b) -> bool:
+    if _interval_type(a) != _interval_type(b):
+        return False
+    lower = -_size(a) if s == "P" else _size(a)
+    upper = -_size(b) if e == "P" else _size(b)
+    return lower <= upper
 
 
 def _exclude(rng):

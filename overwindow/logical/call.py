@@ -7,11 +7,13 @@
 
 from __future__ import annotations
 
+import decimal
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from overwindow.errors import WindowSpecError
-from overwindow.logical.expr import Expr
+from overwindow.logical.expr import Expr, sql_literal
 from overwindow.logical.frame import Bound, BoundKind, Frame, FrameUnit, Interval
 from overwindow.logical.functions import Kind, Reach, lookup
 
@@ -187,9 +189,12 @@ class WindowCall:
         elif name == "count_distinct":
             text = f"count(DISTINCT {self.args[0]})"
         elif name in ("percentile_cont", "percentile_disc"):
-            text = f"{name}({_lit(self.params[0])}) WITHIN GROUP (ORDER BY {self.args[0]})"
+            order = f"{self.args[0]}{' DESC' if self.params[1] else ''}"
+            text = f"{name}({sql_literal(self.params[0])}) WITHIN GROUP (ORDER BY {order})"
+        elif name == "mode":
+            text = f"mode() WITHIN GROUP (ORDER BY {self.args[0]}{' DESC' if self.params[0] else ''})"
         else:
-            items = [str(a) for a in self.args] + [_lit(p) for p in self.params]
+            items = [str(a) for a in self.args] + [sql_literal(p) for p in self.params]
             if self.default is not None:
                 items.append(str(self.default))
             text = f"{name}({', '.join(items)})"
@@ -224,16 +229,6 @@ def quote(name: str) -> str:
     return name if back == name else "`" + name.replace("`", "``") + "`"
 
 
-def _lit(v) -> str:
-    if isinstance(v, tuple):
-        return "ARRAY(" + ", ".join(_lit(x) for x in v) + ")"
-    if isinstance(v, str):
-        return "'" + v.replace("'", "''") + "'"
-    if v is None:
-        return "NULL"
-    return repr(v) if not isinstance(v, bool) else str(v).upper()
-
-
 @dataclass(frozen=True)
 class WindowExpression:
     """One output column: a window call, or a scalar expression over window calls
@@ -248,8 +243,33 @@ class WindowExpression:
         return self.text or str(self.calls[0])
 
 
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # Spark's INT: ROWS offsets, lag offsets, ntile, nth_value
+
+
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool)
+
+
+def _positive_int(n, what: str, where: str) -> None:
+    if not _is_int(n) or not 0 < n <= INT_MAX:
+        raise WindowSpecError(f"{what} a positive INT constant, got {sql_literal(n)} {where}")
+
+
+# the frame Spark's ranking functions run on: written out, it is allowed (Spark: "Window Frame ...
+# must match the required frame"); lag and lead take none at all
+_ROWS_TO_CURRENT = Frame(FrameUnit.ROWS, Bound.unbounded_preceding(), Bound.current_row())
+_REQUIRED_FRAMES = {
+    "row_number": _ROWS_TO_CURRENT,
+    "rank": _ROWS_TO_CURRENT,
+    "dense_rank": _ROWS_TO_CURRENT,
+    "percent_rank": _ROWS_TO_CURRENT,
+    "ntile": _ROWS_TO_CURRENT,
+    "cume_dist": Frame(FrameUnit.RANGE, Bound.unbounded_preceding(), Bound.current_row()),
+}
 
 
 def validate(call: WindowCall) -> None:
@@ -271,58 +291,85 @@ def validate(call: WindowCall) -> None:
             raise WindowSpecError(
                 f"{call.function}() requires the window to be ordered: add ORDER BY {where}"
             )
-        if call.frame_given:
+        required = _REQUIRED_FRAMES.get(call.function)
+        if call.frame_given and call.frame != required:
             raise WindowSpecError(
-                f"{call.function}() does not take a window frame (ROWS/RANGE/GROUPS); remove it {where}"
+                f"{call.function}() does not take a window frame"
+                + (f" other than its own, {required}" if required else "")
+                + f"; remove it {where}"
             )
     if call.function == "ntile":
-        n = call.params[0] if call.params else None
-        if not _is_int(n) or n <= 0:
-            raise WindowSpecError(f"ntile(n) needs a positive integer constant, got {n!r} {where}")
+        _positive_int(call.params[0] if call.params else None, "ntile(n) needs", where)
     if call.function in ("lag", "lead"):
-        off = call.params[0] if call.params else 1
-        if not _is_int(off):
+        off = call.params[0]
+        if not _is_int(off) or not INT_MIN <= off <= INT_MAX:
             raise WindowSpecError(
-                f"{call.function}() offset must be an integer constant, got {off!r} {where}"
+                f"{call.function}() offset must be an INT constant, got {sql_literal(off)} {where}"
             )
     if call.function == "nth_value":
-        n = call.params[0] if call.params else None
-        if not _is_int(n) or n <= 0:
-            raise WindowSpecError(f"nth_value(x, n) needs a positive integer constant n, got {n!r} {where}")
+        if not call.order_by:
+            raise WindowSpecError(f"nth_value() requires the window to be ordered: add ORDER BY {where}")
+        _positive_int(call.params[0] if call.params else None, "nth_value(x, n) needs", where)
     if call.function in ("percentile_cont", "percentile_disc"):
         p = call.params[0] if call.params else None
         ps = p if isinstance(p, tuple) else (p,)
-        if not ps or any(
-            isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x <= 1 for x in ps
-        ):
-            raise WindowSpecError(f"{call.function} needs a fraction between 0 and 1, got {p!r} {where}")
+        if not ps or any(not _is_number(x) or not 0 <= x <= 1 for x in ps):
+            raise WindowSpecError(
+                f"{call.function} needs a fraction between 0 and 1, got {sql_literal(p)} {where}"
+            )
     _validate_frame(call, where)
 
 
 def _validate_frame(call: WindowCall, where: str) -> None:
+    """Spark's frame rules, in its words: no frame starting at UNBOUNDED FOLLOWING or ending at
+    UNBOUNDED PRECEDING; INT offsets for ROWS (and GROUPS), numbers or INTERVALs for RANGE, never
+    NaN; a lower bound past the upper bound when both are numbers is an error (a CURRENT ROW bound
+    is not compared: ``ROWS BETWEEN CURRENT ROW AND 2 PRECEDING`` is an empty frame, as in Spark)."""
     f = call.frame
-    if f.start.kind is BoundKind.UNBOUNDED_FOLLOWING:
-        raise WindowSpecError(f"a frame cannot start at UNBOUNDED FOLLOWING {where}")
-    if f.end.kind is BoundKind.UNBOUNDED_PRECEDING:
-        raise WindowSpecError(f"a frame cannot end at UNBOUNDED PRECEDING {where}")
-    for b in (f.start, f.end):
+    if f.start.kind is BoundKind.UNBOUNDED_FOLLOWING or f.end.kind is BoundKind.UNBOUNDED_PRECEDING:
+        raise WindowSpecError(
+            f'window frame upper bound "{f.end}" does not follow the lower bound "{f.start}" {where}'
+        )
+    for b, which in ((f.start, "lower"), (f.end, "upper")):
         if not b.has_offset:
             continue
         off = b.offset
         if isinstance(off, Interval):
+            if off.months and (off.days or off.micros):
+                raise WindowSpecError(
+                    f"the {which} bound {off} mixes months with days or times: Spark's RANGE frames take "
+                    f"a year-month or a day-time interval, not both {where}"
+                )
             if f.unit is not FrameUnit.RANGE:
                 raise WindowSpecError(
-                    f"an INTERVAL offset is only allowed in a RANGE frame, not {f.unit.value} {where}"
+                    f"the {which} bound {off} of a {f.unit.value} frame must be an INT constant {where}"
                 )
-            if off.is_negative:
-                raise WindowSpecError(f"frame offset {off} must not be negative {where}")
-        elif isinstance(off, bool) or not isinstance(off, (int, float)):
-            raise WindowSpecError(f"frame offset must be a constant number or INTERVAL, got {off!r} {where}")
-        else:
-            if off != off or off < 0:
-                raise WindowSpecError(f"frame offset must not be negative, got {off} {b.kind.value} {where}")
-            if f.unit is not FrameUnit.RANGE and not _is_int(off):
-                raise WindowSpecError(f"{f.unit.value} frame offset must be an integer, got {off} {where}")
+        elif not _is_number(off):
+            raise WindowSpecError(
+                f"the {which} bound of a frame must be a constant number or INTERVAL, "
+                f"got {sql_literal(off)} {where}"
+            )
+        elif isinstance(off, float) and math.isnan(off):
+            raise WindowSpecError(f"the {which} bound of a frame cannot be NaN {where}")
+        elif f.unit is not FrameUnit.RANGE and (not _is_int(off) or not INT_MIN <= off <= INT_MAX):
+            raise WindowSpecError(
+                f"the {which} bound {sql_literal(off)} of a {f.unit.value} frame must be an INT "
+                f"constant {where}"
+            )
+    a, b = f.start.offset, f.end.offset
+    if f.start.has_offset and f.end.has_offset and isinstance(a, Interval) != isinstance(b, Interval):
+        raise WindowSpecError(f"window frame bounds {a} and {b} do not have the same type {where}")
+    if (
+        isinstance(a, Interval)
+        and isinstance(b, Interval)
+        and (a.year_month != b.year_month or (a.fields != b.fields and a.fields and b.fields))
+    ):
+        raise WindowSpecError(f"window frame bounds {a} and {b} do not have the same type {where}")
+    lower, upper = f.start.signed_offset(), f.end.signed_offset()
+    if _is_number(lower) and _is_number(upper) and lower > upper:
+        raise WindowSpecError(
+            f"the lower bound of a window frame must be less than or equal to the upper bound: {f} {where}"
+        )
     if f.unit is FrameUnit.RANGE and (f.start.has_offset or f.end.has_offset) and len(call.order_by) != 1:
         raise WindowSpecError(
             f"RANGE with an offset needs exactly one ORDER BY column, got {len(call.order_by)} {where}"

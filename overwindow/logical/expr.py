@@ -6,6 +6,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
+import math
+import operator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -61,25 +65,194 @@ class Expr:
 
 
 def literal_value(node: exp.Expression, context: str):
-    """Constant-fold a literal node: ``2``, ``-1.5``, ``'a'``, ``TRUE``, ``NULL``, ``ARRAY(0.25, 0.5)``."""
+    """The value of a constant expression, folded as Spark folds it: numbers with a decimal point
+    are exact DECIMALs (``1.5`` is ``Decimal('1.5')``), with an exponent DOUBLEs (``1e0``), others
+    integers; ``'a'``, ``TRUE``, ``NULL``, ``ARRAY(0.25, 0.5)``; ``+ - * /`` over constants;
+    ``CAST(... AS type)`` and typed literals (``TIMESTAMP '2024-01-01 00:00:00'``, ``DATE '...'``,
+    ``1.5D``, ``10L``, ``CAST('Infinity' AS DOUBLE)``).
+
+    Raises WindowSpecError when the expression reads a column or is not a constant.
+
+    >>> [Expr.of(t).literal_value() for t in ("1 + 1", "1.5", "-1e0", "CAST('Infinity' AS DOUBLE)")]
+    [2, Decimal('1.5'), -1.0, inf]
+    """
     if isinstance(node, exp.Paren):
         return literal_value(node.this, context)
     if isinstance(node, exp.Neg):
         v = literal_value(node.this, context)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if _is_number(v):
             return -v
-    if isinstance(node, exp.Literal):
+    elif isinstance(node, exp.Literal):
         if node.is_string:
             return node.this
-        text = node.this
-        try:
-            return int(text)
-        except ValueError:
-            return float(text)
-    if isinstance(node, exp.Boolean):
+        return _number(node.this)
+    elif isinstance(node, exp.Boolean):
         return bool(node.this)
-    if isinstance(node, exp.Null):
+    elif isinstance(node, exp.Null):
         return None
-    if isinstance(node, exp.Array):
+    elif isinstance(node, exp.Array):
         return tuple(literal_value(e, context) for e in node.expressions)
+    elif type(node) in _ARITHMETIC:
+        a, b = literal_value(node.this, context), literal_value(node.expression, context)
+        if a is None or b is None:
+            return None
+        if _is_number(a) and _is_number(b):
+            return _ARITHMETIC[type(node)](a, b, context)
+    elif isinstance(node, exp.Cast):
+        return _cast_constant(literal_value(node.this, context), node.to, context)
     raise WindowSpecError(f"{context}: expected a constant, got {node.sql(dialect=DIALECT)}")
+
+
+def sql_literal(v) -> str:
+    """A constant as Spark SQL text that reads back as the same value and type: integers bare,
+    DECIMALs with their digits (``1.50``), DOUBLEs with an exponent (``1.5E0``,
+    ``CAST('Infinity' AS DOUBLE)``), strings quoted, ``ARRAY(...)`` for tuples.
+
+    >>> [sql_literal(v) for v in (2, decimal.Decimal("1.50"), 1.5, math.inf, "it's", (0.25, 0.5), None)]
+    ['2', '1.50', '1.5E0', "CAST('Infinity' AS DOUBLE)", "'it''s'", 'ARRAY(0.25E0, 0.5E0)', 'NULL']
+    """
+    if isinstance(v, tuple):
+        return "ARRAY(" + ", ".join(sql_literal(x) for x in v) + ")"
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return str(v).upper()
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "CAST('NaN' AS DOUBLE)"
+        if math.isinf(v):
+            return f"CAST('{'-' if v < 0 else ''}Infinity' AS DOUBLE)"
+        mantissa, _, exponent = repr(v).partition("e")
+        return f"{mantissa}E{int(exponent or 0)}"
+    if isinstance(v, dt.datetime):
+        return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
+    if isinstance(v, dt.date):
+        return f"DATE '{v.isoformat()}'"
+    return str(v)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool)
+
+
+def _number(text: str):
+    """A numeric literal's value by Spark's rules: exponent -> DOUBLE, decimal point -> DECIMAL,
+    else an integer."""
+    if "e" in text.lower():
+        return float(text)
+    if "." in text:
+        return decimal.Decimal(text)
+    return int(text)
+
+
+def _mixed(a, b):
+    """Both operands in one Python type: float if either is a DOUBLE, else Decimal if either is a
+    DECIMAL (exact), else int."""
+    if isinstance(a, float) or isinstance(b, float):
+        return float(a), float(b)
+    if isinstance(a, decimal.Decimal) or isinstance(b, decimal.Decimal):
+        return decimal.Decimal(a), decimal.Decimal(b)
+    return a, b
+
+
+def _divide(a, b, context):
+    a, b = _mixed(a, b)
+    if b == 0:
+        raise WindowSpecError(f"{context}: division by zero in a constant")
+    if isinstance(a, int):
+        return a / b  # Spark's / of integers is a DOUBLE
+    if isinstance(a, decimal.Decimal):
+        with decimal.localcontext() as ctx:
+            ctx.prec = 38
+            return a / b
+    return a / b
+
+
+_ARITHMETIC = {
+    exp.Add: lambda a, b, c: operator.add(*_mixed(a, b)),
+    exp.Sub: lambda a, b, c: operator.sub(*_mixed(a, b)),
+    exp.Mul: lambda a, b, c: operator.mul(*_mixed(a, b)),
+    exp.Div: _divide,
+}
+
+# Spark's names for the special DOUBLE values a string casts to (case-insensitive)
+_SPECIAL_DOUBLES = {
+    "nan": math.nan,
+    "infinity": math.inf,
+    "+infinity": math.inf,
+    "inf": math.inf,
+    "+inf": math.inf,
+    "-infinity": -math.inf,
+    "-inf": -math.inf,
+}
+
+
+def _cast_constant(v, to: exp.DataType, context: str):
+    """A constant cast as Spark casts it (ANSI mode): to numbers (a fraction dropped toward zero for
+    integers, DECIMAL rounded half up), strings, dates and timestamps."""
+    if v is None:
+        return None
+    name = to.this.name if hasattr(to.this, "name") else str(to.this).upper()
+    try:
+        if name in ("DOUBLE", "FLOAT"):
+            if isinstance(v, str):
+                special = _SPECIAL_DOUBLES.get(v.strip().lower())
+                return special if special is not None else float(v.strip())
+            return float(v)
+        if name in ("INT", "BIGINT", "SMALLINT", "TINYINT"):
+            if isinstance(v, str):
+                v = decimal.Decimal(v.strip())
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ValueError(v)
+            return int(v)  # toward zero
+        if name == "DECIMAL":
+            params = [int(p.this.this) for p in to.expressions]
+            scale = params[1] if len(params) > 1 else 0
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ValueError(v)
+            return decimal.Decimal(str(v) if isinstance(v, float) else v).quantize(
+                decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP
+            )
+        if name in ("VARCHAR", "TEXT", "STRING", "CHAR"):
+            return v if isinstance(v, str) else str(v)
+        if name == "DATE":
+            if isinstance(v, dt.datetime):
+                return v.date()
+            if isinstance(v, dt.date):
+                return v
+            return dt.date.fromisoformat(v.strip()[:10])
+        if name in ("TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPLTZ", "TIMESTAMPNTZ", "DATETIME"):
+            if isinstance(v, dt.datetime):
+                return v
+            if isinstance(v, dt.date):
+                return dt.datetime(v.year, v.month, v.day)
+            return parse_timestamp(v)
+        if name == "BOOLEAN":
+            if isinstance(v, bool):
+                return v
+            if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+                return v.strip().lower() == "true"
+    except (ValueError, ArithmeticError, TypeError):
+        raise WindowSpecError(
+            f"{context}: the value {v!r} cannot be cast to {to.sql(dialect=DIALECT)} "
+            "(Spark: CAST_INVALID_INPUT)"
+        ) from None
+    raise WindowSpecError(f"{context}: cannot cast {v!r} to {to.sql(dialect=DIALECT)}")
+
+
+def parse_timestamp(text: str) -> dt.datetime:
+    """A TIMESTAMP literal's text (``2024-01-01``, ``2024-01-01 10:00:00.5``, ``...T...Z``) as a
+    naive datetime (UTC when the text names the zone).
+
+    >>> parse_timestamp("2024-01-01T10:00:00Z")
+    datetime.datetime(2024, 1, 1, 10, 0)
+    """
+    t = text.strip().replace("T", " ")
+    if t.endswith("Z"):
+        t = t[:-1] + "+00:00"
+    value = dt.datetime.fromisoformat(t)
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return value

@@ -8,14 +8,20 @@ Frozen and hashable; ``str(frame)`` prints SQL.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import decimal
+from dataclasses import dataclass, field
 from enum import Enum
+
+from overwindow.logical.expr import sql_literal
 
 
 class FrameUnit(Enum):
     ROWS = "ROWS"
     RANGE = "RANGE"
     GROUPS = "GROUPS"
+
+
+_DAY = 86_400_000_000  # microseconds
 
 
 class BoundKind(Enum):
@@ -35,22 +41,54 @@ class Exclude(Enum):
 
 @dataclass(frozen=True)
 class Interval:
-    """A calendar interval: months plus days plus microseconds (Spark's CalendarInterval)."""
+    """An interval: months, or days plus microseconds; ``fields`` names its Spark type (``DAY``,
+    ``HOUR``, ``YEAR TO MONTH``, ``DAY TO SECOND``, ...), which a frame's two bounds must share."""
 
     months: int = 0
     days: int = 0
     micros: int = 0
+    fields: str = field(default="", compare=False)
+
+    def negated(self) -> Interval:
+        return Interval(-self.months, -self.days, -self.micros, self.fields)
+
+    @property
+    def year_month(self) -> bool:
+        """A year-month interval (YEAR, MONTH, YEAR TO MONTH)."""
+        return bool(self.months) or self.fields in ("YEAR", "MONTH", "YEAR TO MONTH")
 
     def __str__(self) -> str:
-        parts = []
-        if self.months:
-            parts.append(f"{self.months} MONTHS")
-        if self.days:
-            parts.append(f"{self.days} DAYS")
-        if self.micros or not parts:
-            parts.append(f"{self.micros} MICROSECONDS")
-        # one unit prints as Spark's INTERVAL 3 DAYS; several as one string literal
-        return "INTERVAL " + parts[0] if len(parts) == 1 else "INTERVAL '" + " ".join(parts) + "'"
+        """Spark's ANSI literal of the interval's type, which reads back as the same value and type:
+        ``INTERVAL '3' DAY``, ``INTERVAL '1-1' YEAR TO MONTH``, ``INTERVAL '1 02:00:00' DAY TO SECOND``.
+
+        >>> str(Interval(months=13, fields="YEAR TO MONTH")), str(Interval(days=1, micros=7_200_000_000))
+        ("INTERVAL '1-1' YEAR TO MONTH", "INTERVAL '1 02:00:00' DAY TO SECOND")
+        """
+        sign = "-" if self.months < 0 or self.days * _DAY + self.micros < 0 else ""
+        if self.year_month:
+            m = abs(self.months)
+            if self.fields == "YEAR" and m % 12 == 0:
+                return f"INTERVAL '{sign}{m // 12}' YEAR"
+            if self.fields == "MONTH":
+                return f"INTERVAL '{sign}{m}' MONTH"
+            return f"INTERVAL '{sign}{m // 12}-{m % 12}' YEAR TO MONTH"
+        total = abs(self.days * _DAY + self.micros)
+        fields = self.fields.split(" TO ") if self.fields else ["DAY", "SECOND"]
+        first, last = fields[0], fields[-1]
+        names = ["DAY", "HOUR", "MINUTE", "SECOND"]
+        sizes = {"DAY": _DAY, "HOUR": 3_600_000_000, "MINUTE": 60_000_000, "SECOND": 1_000_000}
+        if last != "SECOND" and total % sizes[last]:
+            last = "SECOND"  # a value finer than its fields (built in code): print every digit
+        parts, rest = [], total
+        for name in names[names.index(first) : names.index(last) + 1]:
+            amount, rest = divmod(rest, sizes[name])
+            parts.append(f"{amount}" if name == first else f"{amount:02d}")
+        if rest:  # microseconds: the fraction of the last (SECOND) field
+            parts[-1] += f".{rest:06d}".rstrip("0")
+        text = parts[0] if first == "DAY" else ":".join(parts)
+        if first == "DAY" and len(parts) > 1:
+            text = f"{parts[0]} {':'.join(parts[1:])}"
+        return f"INTERVAL '{sign}{text}' {first if first == last else f'{first} TO {last}'}"
 
     @property
     def is_negative(self) -> bool:
@@ -62,7 +100,16 @@ class Bound:
     """One end of a frame. ``offset`` is a number (ROWS, GROUPS, numeric RANGE) or an Interval."""
 
     kind: BoundKind
-    offset: int | float | Interval | None = None
+    offset: int | float | decimal.Decimal | Interval | None = None
+
+    def __post_init__(self):
+        # Spark reads -1 PRECEDING as 1 FOLLOWING (the bound is value - offset): keep one spelling
+        if self.has_offset and _negative(self.offset):
+            flipped = BoundKind.FOLLOWING if self.kind is BoundKind.PRECEDING else BoundKind.PRECEDING
+            object.__setattr__(self, "kind", flipped)
+            object.__setattr__(
+                self, "offset", self.offset.negated() if isinstance(self.offset, Interval) else -self.offset
+            )
 
     @staticmethod
     def unbounded_preceding() -> Bound:
@@ -89,15 +136,26 @@ class Bound:
         return self.kind in (BoundKind.PRECEDING, BoundKind.FOLLOWING)
 
     def signed_offset(self):
-        """Offset as a signed distance in sort order: PRECEDING negative, FOLLOWING positive."""
-        if self.kind is BoundKind.PRECEDING:
-            return -self.offset if not isinstance(self.offset, Interval) else self.offset
-        return self.offset
+        """An offset as a signed distance in sort order (PRECEDING negative, FOLLOWING positive):
+        the number, or an INTERVAL's months or microseconds (Spark compares two intervals of one
+        type); None for the other bounds."""
+        if not self.has_offset:
+            return None
+        size = self.offset
+        if isinstance(size, Interval):
+            size = size.months if size.year_month else size.days * _DAY + size.micros
+        return -size if self.kind is BoundKind.PRECEDING else size
 
     def __str__(self) -> str:
         if self.has_offset:
-            return f"{self.offset} {self.kind.value}"
+            return f"{sql_literal(self.offset)} {self.kind.value}"
         return self.kind.value
+
+
+def _negative(offset) -> bool:
+    if isinstance(offset, Interval):
+        return offset.months < 0 or offset.days * _DAY + offset.micros < 0
+    return isinstance(offset, (int, float, decimal.Decimal)) and not isinstance(offset, bool) and offset < 0
 
 
 @dataclass(frozen=True)
@@ -110,9 +168,10 @@ class Frame:
     @staticmethod
     def default(has_order_by: bool) -> Frame:
         """SQL's default: with ORDER BY, RANGE UNBOUNDED PRECEDING to CURRENT ROW (peers
-        included); without, the whole partition."""
-        end = Bound.current_row() if has_order_by else Bound.unbounded_following()
-        return Frame(FrameUnit.RANGE, Bound.unbounded_preceding(), end)
+        included); without, the whole partition (Spark spells it ROWS ... UNBOUNDED FOLLOWING)."""
+        if not has_order_by:
+            return Frame(FrameUnit.ROWS, Bound.unbounded_preceding(), Bound.unbounded_following())
+        return Frame(FrameUnit.RANGE, Bound.unbounded_preceding(), Bound.current_row())
 
     @property
     def is_whole_partition(self) -> bool:

@@ -4,10 +4,12 @@
 ...     "avg(x) OVER (PARTITION BY k ORDER BY d RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND CURRENT ROW) AS a"
 ... )
 >>> w.calls[0].frame.start.offset
-Interval(months=0, days=3, micros=0)
+Interval(months=0, days=3, micros=0, fields='DAY')
 """
 
 from __future__ import annotations
+
+import decimal
 
 import sqlglot
 from sqlglot import exp
@@ -50,6 +52,9 @@ _NODE_NAMES = {
     exp.Quantile: "percentile_cont",
     exp.CountIf: "count_if",
     exp.Any: "bool_or",
+    exp.First: "first_value",
+    exp.Last: "last_value",
+    exp.AnyValue: "first_value",
 }
 
 _UNITS_MICROS = {
@@ -64,6 +69,7 @@ _UNITS_MICROS = {
 def parse_window(text: str) -> WindowExpression:
     """Parse one select item ``<expr with window calls> AS alias`` into a WindowExpression."""
     try:
+        check_over_clauses(sqlglot.tokenize(text, read=DIALECT), text)
         node = sqlglot.parse_one(text, read=DIALECT)
     except sqlglot.errors.ParseError as e:
         tokens = {t.token_type.name for t in sqlglot.tokenize(text, read=DIALECT)}
@@ -95,6 +101,166 @@ def parse_window(text: str) -> WindowExpression:
     return WindowExpression(alias, tuple(calls), Expr.of(body), text)
 
 
+_UNITS = {"ROWS", "RANGE", "GROUPS"}
+_SIDES = {"PRECEDING", "FOLLOWING"}
+
+
+def check_over_clauses(tokens: list, text: str) -> None:
+    """Every ``OVER (...)`` read by the grammar Spark parses, strictly: ``[PARTITION BY e, ...]
+    [ORDER BY e [ASC | DESC] [NULLS FIRST | LAST], ...] [ROWS | RANGE | GROUPS frame [EXCLUDE ...]]``.
+    sqlglot's reader is lenient where Spark's is not (``PARTITION BY a, ORDER BY b`` reads as if the
+    comma were not there, ``ROWS BETWEEN 1 PRECEDING`` as a frame ending at CURRENT ROW); such text is
+    refused here, naming the token. O(tokens)."""
+    for i, tok in enumerate(tokens):
+        if (
+            tok.token_type.name == "OVER"
+            and i + 1 < len(tokens)
+            and tokens[i + 1].token_type.name == "L_PAREN"
+        ):
+            _Spec(tokens, i + 2, text).read()
+        if tok.token_type.name == "L_PAREN" and i > 0 and tokens[i - 1].text.upper() in _FLAG_ARGUMENT:
+            _check_flag_argument(tokens, i, text)
+
+
+# functions whose last argument sqlglot reads loosely (drops it, or takes any value): (position of
+# the argument, what it must be); Spark wants a BOOLEAN literal (ignore nulls), or refuses it
+_FLAG_ARGUMENT = {
+    "FIRST": 1,
+    "LAST": 1,
+    "FIRST_VALUE": 1,
+    "LAST_VALUE": 1,
+    "ANY_VALUE": 1,
+    "NTH_VALUE": 2,
+    "PERCENTILE": 2,
+}
+
+
+def _check_flag_argument(tokens: list, at: int, text: str) -> None:
+    """The arguments of the call whose opening parenthesis is ``tokens[at]``: an ignore-nulls flag
+    must be the literal TRUE or FALSE (Spark: "The second argument in first should be a boolean
+    literal"); percentile's frequency argument is refused."""
+    name = tokens[at - 1].text.lower()
+    args, depth, current = [], 0, []
+    for tok in tokens[at + 1 :]:
+        kind = tok.token_type.name
+        if depth == 0 and kind in ("COMMA", "R_PAREN"):
+            args.append(current)
+            current = []
+            if kind == "R_PAREN":
+                break
+            continue
+        depth += kind == "L_PAREN"
+        depth -= kind == "R_PAREN"
+        current.append(tok)
+    position = _FLAG_ARGUMENT[name.upper()]
+    if len(args) <= position:
+        return
+    if name == "percentile":
+        raise WindowSpecError(
+            f"percentile(x, p, frequency) is not supported (weigh rows another way), in {text!r}"
+        )
+    flag = args[position]
+    if len(flag) != 1 or flag[0].text.upper() not in ("TRUE", "FALSE"):
+        raise WindowSpecError(
+            f"the ignore-nulls argument of {name}() must be the literal TRUE or FALSE, got "
+            f"{' '.join(t.text for t in flag)!r}, in {text!r}"
+        )
+
+
+class _Spec:
+    """A recursive-descent reader of one window specification's tokens (after its opening paren)."""
+
+    def __init__(self, tokens, at: int, text: str):
+        self.tokens, self.at, self.text = tokens, at, text
+
+    def word(self, k: int = 0) -> str:
+        """The token ``k`` ahead in upper case ('' past the end; quoted identifiers are no keywords)."""
+        if self.at + k >= len(self.tokens):
+            return ""
+        tok = self.tokens[self.at + k]
+        if tok.token_type.name in ("L_PAREN", "R_PAREN", "COMMA", "ORDER_BY", "PARTITION_BY"):
+            return tok.token_type.name
+        return "" if tok.token_type.name in ("IDENTIFIER", "STRING") else tok.text.upper()
+
+    def fail(self, expected: str):
+        got = self.tokens[self.at].text if self.at < len(self.tokens) else "end of input"
+        raise WindowSpecError(f"syntax error at or near '{got}': expected {expected}, in {self.text!r}")
+
+    def expect(self, *words: str) -> str:
+        w = self.word()
+        if w not in words:
+            self.fail(" or ".join(words))
+        self.at += 1
+        return w
+
+    def expression(self, stops: set, what: str) -> None:
+        """One or more tokens, parentheses balanced, up to a stop word at depth 0."""
+        start, depth = self.at, 0
+        while self.at < len(self.tokens):
+            w = self.word()
+            if depth == 0 and (w in stops or w in ("COMMA", "R_PAREN")):
+                break
+            depth += w == "L_PAREN"
+            depth -= w == "R_PAREN"
+            self.at += 1
+        if self.at == start:
+            self.fail(what)
+
+    def read(self) -> None:
+        frame_or_end = _UNITS | {"R_PAREN"}
+        if self.word() == "PARTITION_BY":
+            self.at += 1
+            self.expressions({"ORDER_BY"} | _UNITS, "an expression after PARTITION BY")
+        if self.word() == "ORDER_BY":
+            self.at += 1
+            while True:
+                self.expression({"ASC", "DESC", "NULLS"} | _UNITS, "an expression after ORDER BY")
+                if self.word() in ("ASC", "DESC"):
+                    self.at += 1
+                if self.word() == "NULLS":
+                    self.at += 1
+                    self.expect("FIRST", "LAST")
+                if self.word() != "COMMA":
+                    break
+                self.at += 1
+        if self.word() in _UNITS:
+            self.at += 1
+            if self.word() == "BETWEEN":
+                self.at += 1
+                self.bound({"AND"})
+                self.expect("AND")
+                self.bound(set())
+            else:
+                self.bound(set())
+            if self.word() == "EXCLUDE":
+                self.at += 1
+                w = self.expect("CURRENT", "GROUP", "TIES", "NO")
+                if w == "CURRENT":
+                    self.expect("ROW")
+                elif w == "NO":
+                    self.expect("OTHERS")
+        if self.word() != "R_PAREN":
+            self.fail("PARTITION BY, ORDER BY, a frame or ')'" if self.word() not in frame_or_end else "')'")
+
+    def expressions(self, stops: set, what: str) -> None:
+        while True:
+            self.expression(stops, what)
+            if self.word() != "COMMA":
+                return
+            self.at += 1
+
+    def bound(self, stops: set) -> None:
+        if self.word() == "UNBOUNDED":
+            self.at += 1
+            self.expect(*_SIDES)
+        elif self.word() == "CURRENT":
+            self.at += 1
+            self.expect("ROW")
+        else:
+            self.expression(_SIDES | stops, "a frame bound")
+            self.expect(*_SIDES)
+
+
 def _call(w: exp.Window, alias: str) -> WindowCall:
     if w.args.get("alias") is not None and not w.args.get("partition_by") and not w.args.get("order"):
         raise WindowSpecError(
@@ -112,6 +278,8 @@ def _call(w: exp.Window, alias: str) -> WindowCall:
         else:
             break
     function, args, params, default = _function(f, alias)
+    if function == "nth_value" and len(params) == 2:  # nth_value(x, n, ignoreNulls)
+        params, ignore_nulls = params[:1], bool(params[1]) or bool(ignore_nulls)
     if function == "count_if":
         cond = args[0]
         function, args = "count_star", ()
@@ -146,27 +314,7 @@ def _function(f: exp.Expression, alias: str):
     """(catalog name, value args, constant params, default) for the function node."""
     ctx = f"in window call AS {alias}"
     if isinstance(f, exp.WithinGroup):
-        inner, order = f.this, f.expression
-        name = _NODE_NAMES.get(type(inner))
-        if name not in ("percentile_cont", "percentile_disc"):
-            raise WindowSpecError(
-                f"WITHIN GROUP is only supported with percentile_cont/percentile_disc {ctx}"
-            )
-        keys = order.expressions
-        if len(keys) != 1:
-            raise WindowSpecError(f"{name} WITHIN GROUP needs exactly one ORDER BY expression {ctx}")
-        key = keys[0]
-        p = literal_value(inner.this, f"{name} fraction {ctx}")
-        if isinstance(key, exp.Ordered):
-            if key.args.get("desc"):
-                if name == "percentile_disc":
-                    raise WindowSpecError(
-                        f"percentile_disc WITHIN GROUP (ORDER BY ... DESC) is not supported; use ASC {ctx}"
-                    )
-                # the continuous percentile at p of a descending order is the one at 1 - p ascending
-                p = tuple(1 - x for x in p) if isinstance(p, tuple) else 1 - p
-            key = key.this
-        return name, (Expr.of(key),), (p,), None
+        return _within_group(f, ctx)
     if isinstance(f, exp.Anonymous):
         name = f.name.lower()
         items = list(f.expressions)
@@ -187,14 +335,40 @@ def _function(f: exp.Expression, alias: str):
             if len(cols) != 1:
                 raise WindowSpecError(f"count(DISTINCT ...) takes one expression {ctx}")
             return "count_distinct", (Expr.of(cols[0]),), (), None
+        if len(items) > 1:  # count(a, b, ...): the rows where every argument is non-NULL (Spark)
+            return (
+                "count_if",
+                (
+                    Expr.of(
+                        exp.and_(*(exp.Not(this=exp.Is(this=i.copy(), expression=exp.Null())) for i in items))
+                    ),
+                ),
+                (),
+                None,
+            )
     if any(isinstance(i, exp.Distinct) for i in items):
         raise WindowSpecError(f"DISTINCT is only supported in count(DISTINCT x) {ctx}")
     if name == "count_if":
+        if len(items) != 1:
+            raise WindowSpecError(f"count_if() takes one argument, got {len(items)} {ctx}")
         return "count_if", (Expr.of(items[0]),), (), None
     info = lookup(name)
     name = info.name
+    if len(items) < info.n_args:
+        raise WindowSpecError(f"{name}() takes {info.n_args} argument column(s), got {len(items)} {ctx}")
     args = tuple(Expr.of(i) for i in items[: info.n_args])
     rest = items[info.n_args :]
+    if name == "mode":
+        # mode(x [, deterministic]): ties go to the smallest value (Spark's deterministic choice)
+        if len(rest) > 1 or (rest and not isinstance(literal_value(rest[0], f"mode {ctx}"), bool)):
+            raise WindowSpecError(f"mode(x [, deterministic]) takes a BOOLEAN constant second argument {ctx}")
+        return name, args, (False,), None
+    if name == "nth_value" and len(rest) == 2 and isinstance(rest[1], exp.Boolean):
+        return name, args, (_integral(literal_value(rest[0], f"nth_value offset {ctx}")), rest[1].this), None
+    if name == "nth_value" and rest:
+        return name, args, (_integral(literal_value(rest[0], f"nth_value offset {ctx}")),), None
+    if name == "ntile" and not rest:
+        return name, args, (1,), None  # Spark's ntile() is one bucket
     if len(rest) > len(info.params):
         raise WindowSpecError(f"{name}() takes at most {info.n_args + len(info.params)} arguments {ctx}")
     if name in ("lag", "lead"):
@@ -204,7 +378,40 @@ def _function(f: exp.Expression, alias: str):
     params = tuple(literal_value(r, f"{name} parameter {ctx}") for r in rest)
     if info.params and len(params) < len(info.params):
         raise WindowSpecError(f"{name}() needs its {', '.join(info.params)} argument {ctx}")
+    if name in ("percentile_cont", "percentile_disc"):
+        params += (False,)  # ascending
     return name, args, params, None
+
+
+def _integral(n):
+    """An nth_value offset: Spark casts a DECIMAL or DOUBLE with no fraction to its integer."""
+    if isinstance(n, (decimal.Decimal, float)) and not isinstance(n, bool) and n == int(n):
+        return int(n)
+    return n
+
+
+def _within_group(f: exp.WithinGroup, ctx: str):
+    """``percentile_cont(p) | percentile_disc(p) | mode() WITHIN GROUP (ORDER BY x [ASC | DESC])``.
+    The direction is kept as the last parameter: a descending percentile counts from the largest
+    value, a descending mode breaks ties by the largest value (Spark)."""
+    inner, order = f.this, f.expression
+    name = _NODE_NAMES.get(type(inner))
+    if name not in ("percentile_cont", "percentile_disc", "mode"):
+        raise WindowSpecError(
+            f"WITHIN GROUP is only supported with percentile_cont, percentile_disc and mode {ctx}"
+        )
+    keys = order.expressions
+    if len(keys) != 1:
+        raise WindowSpecError(f"{name} WITHIN GROUP needs exactly one ORDER BY expression {ctx}")
+    key, descending = keys[0], False
+    if isinstance(key, exp.Ordered):
+        key, descending = key.this, bool(key.args.get("desc"))
+    if name == "mode":
+        if inner.this is not None:
+            raise WindowSpecError(f"mode() WITHIN GROUP (ORDER BY x) takes no argument of its own {ctx}")
+        return name, (Expr.of(key),), (descending,), None
+    p = literal_value(inner.this, f"{name} fraction {ctx}")
+    return name, (Expr.of(key),), (p, descending), None
 
 
 def _frame(spec: exp.WindowSpec, has_order: bool) -> Frame:
@@ -230,67 +437,115 @@ def _bound(value, side) -> Bound:
         if v == "UNBOUNDED":
             return Bound.unbounded_preceding() if side == "PRECEDING" else Bound.unbounded_following()
         raise WindowSpecError(f"cannot read frame bound {value} {side}")
-    if isinstance(value, exp.Interval):
-        offset = _interval(value)
+    if isinstance(value, (exp.Interval, exp.Add)) and value.find(exp.Interval):
+        offset = _interval_sum(value)
     else:
         offset = literal_value(value, f"frame bound {value.sql(dialect=DIALECT)} {side}")
     kind = BoundKind.PRECEDING if side == "PRECEDING" else BoundKind.FOLLOWING
-    return Bound(kind, offset)
+    return Bound(kind, offset)  # a negative offset flips the side, as Spark reads it
+
+
+def _interval_sum(node: exp.Expression) -> Interval:
+    """``INTERVAL 1 DAY 2 HOURS`` (sqlglot: a sum of intervals) as one interval of the fields from
+    the largest unit to the smallest (DAY TO HOUR), as Spark types it."""
+    if isinstance(node, exp.Add):
+        a, b = _interval_sum(node.this), _interval_sum(node.expression)
+        return _combined(a, b, f"{node.sql(dialect=DIALECT)}")
+    if not isinstance(node, exp.Interval):
+        raise WindowSpecError(f"expected an INTERVAL, got {node.sql(dialect=DIALECT)}")
+    return _interval(node)
+
+
+_FIELDS = ["YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"]
+
+
+def _span(first: str, last: str) -> str:
+    return first if first == last else f"{first} TO {last}"
+
+
+def _combined(a: Interval, b: Interval, text: str) -> Interval:
+    """Two intervals added, their fields spanning both (INTERVAL '1' DAY + '2' HOUR: DAY TO HOUR)."""
+    fields = [f for f in _FIELDS if f in a.fields.split() + b.fields.split()]
+    if (a.months or b.months) and (a.days or a.micros or b.days or b.micros):
+        raise WindowSpecError(
+            f"INTERVAL {text} mixes months with days or times: Spark's RANGE frames take a year-month "
+            "or a day-time interval, not both"
+        )
+    return Interval(a.months + b.months, a.days + b.days, a.micros + b.micros, _span(fields[0], fields[-1]))
 
 
 def _interval(node: exp.Interval) -> Interval:
-    """``INTERVAL 3 DAYS``, ``INTERVAL '3' DAY``, ``INTERVAL '1 month 3 days'`` and
-    ``INTERVAL '1 02:03:04' DAY TO SECOND``."""
+    """``INTERVAL 3 DAYS``, ``INTERVAL '3' DAY``, ``INTERVAL '1-1' YEAR TO MONTH``, ``INTERVAL '1
+    02:03:04' DAY TO SECOND`` and ``INTERVAL '1 day 3 hours'``, with Spark's fields (the type a
+    frame's two bounds must share)."""
     amount = literal_value(node.this, "INTERVAL")
     unit = node.args.get("unit")
     if isinstance(unit, exp.IntervalSpan):
-        return _day_time(str(amount), unit.this.name.upper(), unit.expression.name.upper())
+        first, last = unit.this.name.upper(), unit.expression.name.upper()
+        if (first, last) == ("YEAR", "MONTH"):
+            return _year_month(str(amount))
+        return _day_time(str(amount), first, last)
     unit = unit.name.upper() if unit is not None else ""
     if isinstance(amount, str) and not unit:
         words = amount.split()
         if len(words) % 2 or not words:
             raise WindowSpecError(f"cannot read INTERVAL '{amount}': write INTERVAL '<number> <unit> ...'")
-        total = Interval()
+        total = None
         for number, word in zip(words[::2], words[1::2]):
             part = _one_unit(_number(number, amount), word.upper())
-            total = Interval(total.months + part.months, total.days + part.days, total.micros + part.micros)
+            total = part if total is None else _combined(total, part, f"'{amount}'")
         return total
     return _one_unit(_number(amount, amount), unit)
 
 
 def _number(text, context):
     try:
-        return float(text) if "." in str(text) else int(text)
-    except ValueError:
+        return decimal.Decimal(text) if "." in str(text) else int(text)
+    except (ValueError, decimal.InvalidOperation):
         raise WindowSpecError(f"cannot read the number in INTERVAL {context!r}") from None
 
 
 def _one_unit(amount, unit: str) -> Interval:
     unit = unit.rstrip("S") if len(unit) > 1 else unit
+    if unit in ("YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE") and amount != int(amount):
+        # Spark: INVALID_INTERVAL_FORMAT.INVALID_FRACTION (only seconds take a fraction)
+        raise WindowSpecError(f"INTERVAL {amount} {unit} must be a whole number of {unit.lower()}s")
     if unit in ("YEAR", "MONTH"):
-        if amount != int(amount):
-            raise WindowSpecError(f"INTERVAL {amount} {unit} must be a whole number")
-        return Interval(months=int(amount) * (12 if unit == "YEAR" else 1))
+        return Interval(months=int(amount) * (12 if unit == "YEAR" else 1), fields=unit)
     if unit in ("WEEK", "DAY"):
-        if amount != int(amount):
-            return Interval(micros=round(amount * 86_400_000_000 * (7 if unit == "WEEK" else 1)))
-        return Interval(days=int(amount) * (7 if unit == "WEEK" else 1))
+        return Interval(days=int(amount) * (7 if unit == "WEEK" else 1), fields="DAY")
     if unit in _UNITS_MICROS:
-        return Interval(micros=round(amount * _UNITS_MICROS[unit]))
+        field = unit if unit in ("HOUR", "MINUTE") else "SECOND"
+        return Interval(micros=int(amount * _UNITS_MICROS[unit]), fields=field)
     raise WindowSpecError(f"unsupported INTERVAL unit {unit!r} in a RANGE frame (use YEAR..MICROSECOND)")
 
 
+def _year_month(text: str) -> Interval:
+    """Spark's year-month literal ``'Y-M'`` (``INTERVAL '1-1' YEAR TO MONTH``: 13 months)."""
+    t = text.strip()
+    sign = -1 if t.startswith("-") else 1
+    years, _, months = t.lstrip("+-").partition("-")
+    try:
+        total = int(years) * 12 + int(months)
+    except ValueError:
+        raise WindowSpecError(f"cannot read INTERVAL '{text}' YEAR TO MONTH") from None
+    return Interval(months=sign * total, fields="YEAR TO MONTH")
+
+
 def _day_time(text: str, first: str, last: str) -> Interval:
-    """Spark's day-time literal: ``'D HH:MM:SS.ffffff'`` and its shorter DAY TO HOUR/MINUTE forms."""
+    """Spark's day-time literal: ``'D HH:MM:SS.ffffff'`` and its shorter DAY TO HOUR/MINUTE forms
+    (a leading minus negates the whole interval)."""
     fields = ["DAY", "HOUR", "MINUTE", "SECOND"]
     if first not in fields or last not in fields or fields.index(first) > fields.index(last):
         raise WindowSpecError(f"unsupported INTERVAL ... {first} TO {last}")
-    parts = text.replace(" ", ":").split(":")
+    t = text.strip()
+    sign = -1 if t.startswith("-") else 1
+    parts = t.lstrip("+-").replace(" ", ":").split(":")
     names = fields[fields.index(first) : fields.index(last) + 1]
     if len(parts) != len(names):
         raise WindowSpecError(f"cannot read INTERVAL '{text}' {first} TO {last}")
-    total = Interval()
+    days = micros = 0
     for value, name in zip(parts, names):
         part = _one_unit(_number(value, text), name)
-        total = Interval(total.months, total.days + part.days, total.micros + part.micros)
-    return total
+        days, micros = days + part.days, micros + part.micros
+    return Interval(0, sign * days, sign * micros, _span(first, last))

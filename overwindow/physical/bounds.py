@@ -16,15 +16,19 @@ disjoint, ordered parts. O(n log n) for RANGE offsets, O(n) otherwise.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
+from overwindow.logical.expr import sql_literal
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
+from overwindow.physical import decimals
 from overwindow.physical.blocks import chunks
 from overwindow.physical.sorting import Layout, sort_codes, value_span
-from overwindow.physical.values import TypeFamily, Values
+from overwindow.physical.values import TypeFamily, Values, kind_of, sql_type
 
 _I64 = np.iinfo(np.int64)
 
@@ -158,42 +162,48 @@ def _saturating_add(
 def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_first) -> np.ndarray:
     """RANGE ``x PRECEDING/FOLLOWING``: the first row (start) or first row past (end) the value
     ``key +/- x`` in sort order, within the row's partition; a NULL key's frame is its NULL peers."""
-    if not key.kind.is_ordered_number:
-        raise WindowSpecError(
-            f"RANGE with an offset needs a numeric, DATE or TIMESTAMP ORDER BY column, not {key.type}"
-        )
+    check_range_key(bound.offset, key.type)
     off = bound.offset
     following = bound.kind is BoundKind.FOLLOWING
     toward_larger = following != descending  # the bound moves toward larger key values
+    sign = 1 if toward_larger else -1
+    # position, among the sorted distinct values, of the first value the frame may hold: count the
+    # values below the target (or up to it), in sort direction
+    side = "left" if is_start != descending else "right"
     off = _date_days(off, key.kind)
-    # an integer key over a short span needs no distinct values: every integer from its min to its
-    # max stands in for them (skips np.unique of the key), unless the folded key would overflow
-    span = value_span(key) if key.kind is TypeFamily.INT and isinstance(off, int) else None
-    if span is not None and len(layout.part_bounds) * (span[1] + 2) >= 2**62:
-        span = None
-    beyond = None  # rows whose integer target is past the int64 range
+    span = None
+    beyond = None  # rows whose exact target lies past every value of the key's type
     if isinstance(off, Interval):
-        if not key.kind.is_temporal:
-            raise WindowSpecError(
-                f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {key.type}"
-            )
         # nanosecond keys keep their nanoseconds (a frame edge 1 ns past a row leaves it out)
         unit = "ns" if key.kind is TypeFamily.TIMESTAMP and key.type.unit == "ns" else "us"
         values, uniq = _as_ticks(key, unit), _as_ticks(Values(key.uniques), unit)
-        target, beyond = _shift_time(values, off, +1 if toward_larger else -1, unit)
-    elif key.kind.is_temporal:
-        raise WindowSpecError(
-            f"RANGE over a {key.type} ORDER BY column needs an INTERVAL offset "
-            f"(or whole days on a DATE), not {off}"
-        )
-    elif key.kind is TypeFamily.FLOAT or isinstance(off, float):
+        target, beyond = _shift_time(values, off, sign, unit)
+        counted = np.searchsorted(uniq, target, side=side)
+    elif key.kind is TypeFamily.FLOAT:
+        # Spark compares DOUBLE keys with key +/- offset in DOUBLE arithmetic
         values = key.numbers.astype(np.float64)
         uniq = np.asarray(key.uniques.to_numpy(zero_copy_only=False)).astype(np.float64)
         # inf - inf is NaN (an infinite key with an infinite offset): a value, not a warning; NaN
         # targets are placed by the folded-key search like NaN keys (checked against the SQL definition)
         with np.errstate(invalid="ignore"):
-            target = values + off if toward_larger else values - off
+            target = values + sign * float(off)
+        counted = np.searchsorted(uniq, target, side=side)
+    elif key.kind is TypeFamily.DECIMAL:
+        # exactly, on the unscaled integers: the offset in the key's scale, rounded toward the side
+        # the search counts from (DECIMAL(12,2) keys 0.20 and 100.45 are 100.25 apart exactly)
+        uniq = Values(key.uniques)
+        hi, lo, beyond = decimals.add_constant(
+            *key.words, decimals.exact_offset(off, key.type.scale, side, sign)
+        )
+        counted = decimals.searchsorted(*uniq.words, hi, lo, side)
+        uniq = uniq.array
     else:
+        delta = decimals.exact_offset(off, 0, side, sign)  # exact for DECIMAL offsets on integers
+        # an integer key over a short span needs no distinct values: every integer from its min to
+        # its max stands in for them (skips np.unique of the key), unless the folded key would overflow
+        span = value_span(key)
+        if span is not None and len(layout.part_bounds) * (span[1] + 2) >= 2**62:
+            span = None
         uniq = None if span is not None else np.asarray(key.uniques.to_numpy(zero_copy_only=False))
         lowest, highest = (
             (span[0], span[0] + span[1] - 1)
@@ -202,19 +212,18 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
             if len(uniq)
             else (0, 0)
         )
-        delta = off if toward_larger else -off
-        target, beyond = _saturating_add(key.numbers, delta, lowest, highest)
-    # position, among the sorted distinct values, of the first value the frame may hold: count the
-    # values below the target (or up to it), in sort direction
-    strictly_below = is_start != descending
-    if span is None:
-        k = len(uniq)
-        counted = np.searchsorted(uniq, target, side="left" if strictly_below else "right")
-    else:
-        lo, k = span
-        counted = np.clip(target, lo - 1, lo + k) - lo + (0 if strictly_below else 1)
-        np.clip(counted, 0, k, out=counted)
-    if beyond is not None:  # the exact target lies past every int64: above all values or below all
+        if abs(delta) >= 2**64:  # past every int64 from any key (an infinite offset)
+            target, beyond = key.numbers, np.ones(len(key), dtype=bool)
+        else:
+            target, beyond = _saturating_add(key.numbers, delta, lowest, highest)
+        if span is None:
+            counted = np.searchsorted(uniq, target, side=side)
+        else:
+            lo, k = span
+            counted = np.clip(target, lo - 1, lo + k) - lo + (0 if side == "left" else 1)
+            np.clip(counted, 0, k, out=counted)
+    k = span[1] if span is not None else len(uniq)
+    if beyond is not None:  # the exact target lies past every value: above all values or below all
         counted[beyond] = k if toward_larger else 0
     code_t = k - counted if descending else counted
     codes, card = sort_codes(key, descending, nulls_first, dense=span is None)
@@ -226,6 +235,59 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
         g = layout.group_id[null]
         out[null] = layout.group_start[g] if is_start else layout.group_end[g]
     return out
+
+
+_INT_RANGES = {
+    t: (-(2 ** (t.bit_width - 1)), 2 ** (t.bit_width - 1) - 1)
+    for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+}
+
+
+def check_range_key(offset, key_type: pa.DataType) -> None:
+    """Spark's rules for a RANGE offset over an ORDER BY column of ``key_type`` (WindowSpecError
+    otherwise, when the call is planned, before any row): numbers over numbers (an integer offset
+    within the column's integer type, no infinite offset over integers), INTERVALs over TIMESTAMPs,
+    whole days or YEAR, MONTH and DAY intervals over DATEs. O(1).
+
+    >>> check_range_key(Interval(micros=3_600_000_000, fields="HOUR"), pa.date32())
+    Traceback (most recent call last):
+    ...
+    overwindow.errors.WindowSpecError: RANGE over a DATE ORDER BY column takes YEAR, MONTH or DAY ...
+    """
+    family = kind_of(key_type)
+    what = sql_type(key_type)
+    if not family.is_ordered_number:
+        raise WindowSpecError(
+            f"RANGE with an offset needs a numeric, DATE or TIMESTAMP ORDER BY column, not {what}"
+        )
+    if isinstance(offset, Interval):
+        if not family.is_temporal:
+            raise WindowSpecError(f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {what}")
+        if family is TypeFamily.DATE and not (
+            offset.year_month or offset.fields in ("DAY", "") and not offset.micros
+        ):
+            raise WindowSpecError(
+                "RANGE over a DATE ORDER BY column takes YEAR, MONTH or DAY intervals or whole days, "
+                f"not {offset}"
+            )
+        return
+    if family is TypeFamily.TIMESTAMP or (family is TypeFamily.DATE and not isinstance(offset, int)):
+        raise WindowSpecError(
+            f"RANGE over a {what} ORDER BY column needs an INTERVAL offset"
+            f"{' (or whole days)' if family is TypeFamily.DATE else ''}, not {sql_literal(offset)}"
+        )
+    if family is TypeFamily.INT and isinstance(offset, int) and key_type in _INT_RANGES:
+        lo, hi = _INT_RANGES[key_type]
+        if not lo <= offset <= hi:
+            raise WindowSpecError(
+                f"the offset {offset} cannot be cast to {what}, the ORDER BY column's type "
+                "(Spark: CAST_OVERFLOW)"
+            )
+    if family is TypeFamily.INT and isinstance(offset, float) and not math.isfinite(offset):
+        raise WindowSpecError(
+            f"the offset {sql_literal(offset)} cannot be cast to {what}, the ORDER BY column's type "
+            "(Spark: CAST_OVERFLOW)"
+        )
 
 
 def _search_in_partitions(layout, folded: np.ndarray, needles: np.ndarray) -> np.ndarray:

@@ -8,12 +8,16 @@ pyarrow.compute, following SQL NULL rules. Column names resolve case-insensitive
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
+
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from overwindow.errors import WindowSpecError
+from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.logical.expr import DIALECT, Expr, literal_value
+from overwindow.physical import casts
 
 _BINARY = {
     exp.Add: "add_checked",
@@ -47,8 +51,21 @@ _TYPES = {
     "TEXT": pa.string(),
     "DATE": pa.date32(),
     "TIMESTAMP": pa.timestamp("us"),
-    "DECIMAL": pa.float64(),
+    "TIMESTAMPTZ": pa.timestamp("us"),
+    "TIMESTAMPLTZ": pa.timestamp("us"),
+    "TIMESTAMPNTZ": pa.timestamp("us"),
 }
+
+
+def arrow_type(to: exp.DataType) -> pa.DataType:
+    """The Arrow type of a SQL type name in a CAST (``DECIMAL(p, s)``: Spark's default (10, 0))."""
+    name = to.this.name if hasattr(to.this, "name") else str(to.this).upper()
+    if name == "DECIMAL":
+        params = [int(p.this.this) for p in to.expressions]
+        return pa.decimal128(params[0] if params else 10, params[1] if len(params) > 1 else 0)
+    if name not in _TYPES:
+        raise WindowSpecError(f"CAST to {to.sql(dialect=DIALECT)} is not supported")
+    return _TYPES[name]
 
 
 def resolve_column(table: pa.Table, name: str) -> str:
@@ -65,13 +82,40 @@ def resolve_column(table: pa.Table, name: str) -> str:
 
 
 def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
-    """The expression's value for every row of ``table``, as one Arrow array."""
+    """The expression's value for every row of ``table``, as one Arrow array. A constant is folded
+    once, with Spark's literal types (``1.5`` DECIMAL, ``TIMESTAMP '...'``)."""
+    if not expr.columns():
+        try:
+            value = expr.literal_value()
+        except WindowSpecError:
+            value = _NOT_CONSTANT
+        if value is not _NOT_CONSTANT and not isinstance(value, tuple):
+            return pa.array([value] * table.num_rows, type=_literal_type(value))
     out = _eval(expr.node, table)
     if isinstance(out, pa.Scalar):
         out = pa.array([out.as_py()] * table.num_rows, type=out.type if out.type != pa.null() else None)
     if isinstance(out, pa.ChunkedArray):
         out = out.combine_chunks()
     return out
+
+
+_NOT_CONSTANT = object()
+
+
+def _literal_type(value) -> pa.DataType | None:
+    """Spark's type of a folded constant: INT for integers that fit, a DECIMAL of the literal's own
+    digits, TIMESTAMP in microseconds; None (pyarrow's inference) otherwise."""
+    if isinstance(value, bool) or value is None:
+        return pa.null() if value is None else pa.bool_()
+    if isinstance(value, int):
+        return pa.int32() if -(2**31) <= value < 2**31 else pa.int64() if -(2**63) <= value < 2**63 else None
+    if isinstance(value, decimal.Decimal):
+        digits, exponent = len(value.as_tuple().digits), value.as_tuple().exponent
+        scale = max(-exponent, 0)
+        return pa.decimal128(min(max(digits, scale + 1, 1) + max(exponent, 0), 38), scale)
+    if isinstance(value, dt.datetime):
+        return pa.timestamp("us")
+    return None
 
 
 def _eval(node: exp.Expression, t: pa.Table):
@@ -100,15 +144,17 @@ def _eval(node: exp.Expression, t: pa.Table):
         if isinstance(node.expression, exp.Null):
             return pc.is_null(inner)
     if isinstance(node, exp.Cast):
-        target = _TYPES.get(node.to.this.name if hasattr(node.to.this, "name") else str(node.to.this).upper())
-        if target is None:
-            raise WindowSpecError(f"CAST to {node.to.sql(dialect=DIALECT)} is not supported")
+        target = arrow_type(node.to)
         value = _eval(node.this, t)
-        if pa.types.is_integer(target) and pa.types.is_floating(value.type):
-            value = pc.trunc(
-                value
-            )  # Spark drops the fraction (1.9 -> 1, -1.9 -> -1); out of range is an error
-        return pc.cast(value, target)
+        if isinstance(value, pa.Scalar):
+            value = pa.array([value.as_py()], type=value.type if value.type != pa.null() else None)
+            return casts.cast(value, target)[0]
+        if isinstance(value, pa.ChunkedArray):
+            value = value.combine_chunks()
+        try:
+            return casts.cast(value, target)  # Spark drops the fraction (1.9 -> 1, -1.9 -> -1)
+        except casts.CastError as e:
+            raise WindowRuntimeError(f"{e}, in {node.sql(dialect=DIALECT)}") from None
     if isinstance(node, exp.Coalesce):
         return pc.coalesce(*[_eval(e, t) for e in [node.this, *node.expressions]])
     if isinstance(node, exp.Abs):

@@ -19,10 +19,11 @@ from overwindow.errors import WindowSpecError
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, Exclude
 from overwindow.logical.functions import Kind, lookup, user_aggregate_class
+from overwindow.physical import decimals
 from overwindow.physical.bounds import Frames
 from overwindow.physical.kernels import aggregates, holistic, positional, python_aggregate, ranking
 from overwindow.physical.sorting import Layout
-from overwindow.physical.values import TypeFamily, Values
+from overwindow.physical.values import TypeFamily, Values, kind_of
 
 
 @dataclass
@@ -66,7 +67,8 @@ _AGG_NAMES = {
 # a type family (physical.values.kind_of) in SQL words, for errors
 _KIND_WORDS = {
     TypeFamily.INT: "an integer",
-    TypeFamily.FLOAT: "a floating-point or DECIMAL",
+    TypeFamily.FLOAT: "a floating-point",
+    TypeFamily.DECIMAL: "a DECIMAL",
     TypeFamily.BOOL: "a BOOLEAN",
     TypeFamily.DATE: "a DATE",
     TypeFamily.TIMESTAMP: "a TIMESTAMP",
@@ -87,6 +89,48 @@ def check_types(call: WindowCall, kind: TypeFamily | None) -> None:
         raise WindowSpecError(
             f"{call.function}({call.args[0]}) needs a numeric, DATE or TIMESTAMP argument, {got}"
         )
+
+
+_INT_RESULTS = {"row_number", "rank", "dense_rank", "ntile"}
+_DOUBLE_RESULTS = {"percent_rank", "cume_dist", "var_samp", "var_pop", "stddev_samp", "stddev_pop"}
+_BIGINT_RESULTS = {"count", "count_star", "count_distinct"}
+_SAME_TYPE = {"lag", "lead", "first_value", "last_value", "nth_value", "min", "max", "mode"}
+
+
+def result_type(call: WindowCall, arg: pa.DataType | None) -> pa.DataType | None:
+    """Spark's result type of ``call`` over an argument of Arrow type ``arg`` (None: no argument):
+    INT for row_number, rank, dense_rank and ntile; BIGINT counts; the argument's type for the
+    functions that return one of its values; ``sum`` BIGINT over integers, DOUBLE over floats and
+    DECIMAL(min(p + 10, 38), s) over DECIMAL(p, s); ``avg`` DOUBLE, or DECIMAL(min(p + 4, 38), s + 4);
+    DOUBLE for variances, percent_rank, cume_dist and the percentiles of numbers (a DATE or
+    TIMESTAMP percentile keeps its type). None for Python aggregates (their own ``result_type``).
+
+    >>> from overwindow.logical.parse import parse_window
+    >>> result_type(parse_window("avg(x) OVER () AS a").calls[0], pa.decimal128(12, 2))
+    Decimal128Type(decimal128(16, 6))
+    """
+    name = call.function
+    family = kind_of(arg) if arg is not None else None
+    if name in _INT_RESULTS:
+        return pa.int32()
+    if name in _BIGINT_RESULTS:
+        return pa.int64()
+    if name in _DOUBLE_RESULTS:
+        return pa.float64()
+    if name in ("bool_and", "bool_or"):
+        return pa.bool_()
+    if name in _SAME_TYPE:
+        return arg
+    if name == "sum":
+        if family is TypeFamily.DECIMAL:
+            return decimals.sum_type(arg)
+        return pa.int64() if family is TypeFamily.INT else pa.float64()
+    if name == "avg":
+        return decimals.avg_type(arg) if family is TypeFamily.DECIMAL else pa.float64()
+    if name in ("median", "percentile_cont", "percentile_disc"):
+        one = pa.float64() if family is not None and family.is_numeric else arg
+        return pa.list_(one) if call.params and isinstance(call.params[0], tuple) else one
+    return None
 
 
 def plan(call: WindowCall, kind: TypeFamily | None, *, prefer_naive: bool = False) -> KernelChoice:
@@ -116,6 +160,8 @@ def plan(call: WindowCall, kind: TypeFamily | None, *, prefer_naive: bool = Fals
         return _framed(call, _python_kernel(call, agg, force_naive=prefer_naive))
     if call.function in ("percentile_cont", "percentile_disc"):
         fn = partial(_percentile, call)
+    elif call.function == "mode":
+        fn = partial(holistic.mode, largest=call.params[0])
     else:
         fn = aggregates.KERNELS.get(call.function) or holistic.KERNELS[call.function]
     return _framed(
@@ -124,7 +170,8 @@ def plan(call: WindowCall, kind: TypeFamily | None, *, prefer_naive: bool = Fals
 
 
 def _percentile(call, values, mask, frames):
-    return holistic.percentile(values, mask, frames, call.params[0], call.function == "percentile_cont")
+    fraction, descending = call.params
+    return holistic.percentile(values, mask, frames, fraction, call.function == "percentile_cont", descending)
 
 
 def _python_kernel(call: WindowCall, agg, force_naive: bool) -> KernelChoice:

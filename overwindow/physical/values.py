@@ -14,6 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from overwindow.errors import WindowSpecError
+from overwindow.physical import decimals
+
 
 class TypeFamily(Enum):
     """How overwindow computes on a column: the family of its Arrow type (``kind_of``).
@@ -24,6 +27,7 @@ class TypeFamily(Enum):
 
     INT = "int"
     FLOAT = "float"
+    DECIMAL = "decimal"  # exact: sums, averages and RANGE offsets on its unscaled integers
     BOOL = "bool"
     DATE = "date"
     TIMESTAMP = "timestamp"
@@ -33,7 +37,7 @@ class TypeFamily(Enum):
     @property
     def is_numeric(self) -> bool:
         """A number (what sum, avg and the variances take)."""
-        return self in (TypeFamily.INT, TypeFamily.FLOAT)
+        return self in (TypeFamily.INT, TypeFamily.FLOAT, TypeFamily.DECIMAL)
 
     @property
     def is_integral(self) -> bool:
@@ -51,15 +55,17 @@ class TypeFamily(Enum):
 
 
 def kind_of(t: pa.DataType) -> TypeFamily:
-    """The type family of an Arrow type. DECIMAL and UINT64 (past int64) compute as FLOAT
+    """The type family of an Arrow type. UINT64 (past int64) computes as FLOAT
     (``Values.exact_numbers``).
 
-    >>> kind_of(pa.int32()), kind_of(pa.large_string())
-    (<TypeFamily.INT: 'int'>, <TypeFamily.STRING: 'string'>)
+    >>> kind_of(pa.int32()), kind_of(pa.decimal128(12, 2)), kind_of(pa.large_string())
+    (<TypeFamily.INT: 'int'>, <TypeFamily.DECIMAL: 'decimal'>, <TypeFamily.STRING: 'string'>)
     """
     if pa.types.is_integer(t) and t != pa.uint64():
         return TypeFamily.INT
-    if pa.types.is_floating(t) or pa.types.is_decimal(t) or t == pa.uint64():
+    if pa.types.is_decimal(t):
+        return TypeFamily.DECIMAL
+    if pa.types.is_floating(t) or t == pa.uint64():
         return TypeFamily.FLOAT
     if pa.types.is_boolean(t):
         return TypeFamily.BOOL
@@ -72,6 +78,28 @@ def kind_of(t: pa.DataType) -> TypeFamily:
     return TypeFamily.OTHER
 
 
+def sql_type(t: pa.DataType) -> str:
+    """An Arrow type in Spark's words (``INT``, ``DECIMAL(12,2)``, ``TIMESTAMP``, ...)."""
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision},{t.scale})"
+    names = {
+        pa.int8(): "TINYINT",
+        pa.int16(): "SMALLINT",
+        pa.int32(): "INT",
+        pa.int64(): "BIGINT",
+        pa.float32(): "FLOAT",
+        pa.float64(): "DOUBLE",
+        pa.bool_(): "BOOLEAN",
+        pa.date32(): "DATE",
+        pa.string(): "STRING",
+        pa.large_string(): "STRING",
+        pa.null(): "VOID",
+    }
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP"
+    return names.get(t, str(t).upper())
+
+
 class Values:
     """One Arrow column (already in sorted order) plus cached numpy views.
 
@@ -81,9 +109,10 @@ class Values:
     values).
 
     DECIMAL and UINT64 values do not all fit ``numbers`` (float64 for both): there ``exact_numbers``
-    is False, ``numbers`` serves arithmetic only (sum, avg, variances, percentile_cont: DOUBLE
-    results), and order, equality and the values a kernel returns as they are (min, max, lag,
-    first_value, mode, percentile_disc, ...) come from ``codes`` and the column itself, exactly.
+    is False, ``numbers`` serves DOUBLE arithmetic only (variances, percentile_cont, and sums of
+    UINT64), and order, equality and the values a kernel returns as they are (min, max, lag,
+    first_value, mode, ...) come from ``codes`` and the column itself, exactly. DECIMAL sums,
+    averages and RANGE offsets work on ``words``, the exact unscaled integers.
     """
 
     def __init__(self, array: pa.Array | pa.ChunkedArray):
@@ -93,6 +122,13 @@ class Values:
             array = array.dictionary_decode()
         if pa.types.is_date64(array.type):  # milliseconds at midnight: the same days as a DATE
             array = array.cast(pa.date32())
+        if pa.types.is_decimal256(array.type):  # Spark's DECIMALs end at 38 digits, as decimal128
+            if array.type.precision > 38:
+                raise WindowSpecError(
+                    f"DECIMAL({array.type.precision}, {array.type.scale}) is wider than DECIMAL(38, s), "
+                    "the widest DECIMAL Spark and overwindow compute on"
+                )
+            array = array.cast(pa.decimal128(array.type.precision, array.type.scale))
         self.array: pa.Array = array
         self.type: pa.DataType = array.type
         self.kind = kind_of(array.type)
@@ -110,7 +146,9 @@ class Values:
     @cached_property
     def numbers(self) -> np.ndarray:
         a = self.array
-        if self.kind is TypeFamily.FLOAT:
+        if self.kind is TypeFamily.DECIMAL:  # each correctly rounded, as Spark converts them
+            a, target = decimals.to_float64(a), pa.float64()
+        elif self.kind is TypeFamily.FLOAT:
             target = pa.float64()
         elif self.kind is TypeFamily.BOOL:
             target = pa.int64()
@@ -126,6 +164,15 @@ class Values:
         if a.type != target:  # DECIMAL and UINT64 to float64 may round: meant (exact_numbers)
             a = a.cast(target, safe=self.exact_numbers)
         return np.asarray((a.fill_null(0) if a.null_count else a).to_numpy(zero_copy_only=False))
+
+    @cached_property
+    def words(self) -> tuple[np.ndarray, np.ndarray]:
+        """A DECIMAL column's unscaled integers as (high int64, low uint64) words
+        (``overwindow.physical.decimals``); NULL slots hold 0."""
+        hi, lo = decimals.words(self.array)
+        if self.array.null_count:
+            hi, lo = np.where(self.valid, hi, 0), np.where(self.valid, lo, np.uint64(0))
+        return hi, lo
 
     @cached_property
     def _keys(self) -> pa.Array:

@@ -128,7 +128,8 @@ class OnUpdate:
         tables, meta = decode(state, STATE_KIND, OnUpdateMeta)
         held = tables["rows"].combine_chunks()
         n_data = len(self.schema) + 1
-        results = pa.Table.from_arrays(held.columns[n_data:], schema=self.results_schema)
+        columns = [_held_as(c, f.type) for c, f in zip(held.columns[n_data:], self.results_schema)]
+        results = pa.Table.from_arrays(columns, schema=self.results_schema)
         return held.select(list(range(n_data))), results, meta
 
     def encode(self, rows: pa.Table, results: pa.Table, meta: OnUpdateMeta | None) -> bytes:
@@ -314,3 +315,19 @@ def _sole_updates(ids: np.ndarray, ops: np.ndarray, valid: np.ndarray, last: np.
     once = np.zeros(len(ids), dtype=bool)
     once[valid] = counts[inverse] == 1
     return updates & once
+
+
+def _held_as(column: pa.ChunkedArray, type: pa.DataType) -> pa.ChunkedArray:
+    """A held result in today's result type. States written before results took Spark's types hold
+    BIGINT ranks (now INT) and DOUBLE sums and averages of DECIMALs (now DECIMAL): cast, or NULL
+    where a value does not cast, which only makes its row count as changed (emitted again). O(rows).
+
+    >>> _held_as(pa.chunked_array([[1, 2]], pa.int64()), pa.int32()).type
+    DataType(int32)
+    """
+    if column.type == type:
+        return column
+    try:
+        return column.cast(type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return pa.chunked_array([pa.nulls(len(column), type)])

@@ -52,5 +52,6 @@ def evaluate_stretch(
     for e in expressions:
         for call in e.calls:
             if call.info.counts is not None:
-                results[call.alias] = pc.add(results[call.alias], before[call.info.counts])
+                got = results[call.alias]  # Spark's INT stays INT: the count added in its type
+                results[call.alias] = pc.add(got, pa.scalar(before[call.info.counts], got.type))
     return results

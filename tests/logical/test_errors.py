@@ -87,7 +87,7 @@ def test_interval_offset_on_a_numeric_key_fails_at_evaluate():
         "sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW) AS r",
         at_evaluate=True,
     )
-    assert has(msg, "INTERVAL", "DATE", "TIMESTAMP") and has(msg, "int64")
+    assert has(msg, "INTERVAL", "DATE", "TIMESTAMP") and has(msg, "BIGINT")
 
 
 def test_numeric_offset_on_a_timestamp_key():
@@ -126,26 +126,35 @@ def test_missing_alias():
 
 
 @pytest.mark.parametrize(
-    "frame,words",
+    "frame,read",
     [
-        ("ROWS BETWEEN -1 PRECEDING AND CURRENT ROW", ("negative", "-1")),
-        ("ROWS BETWEEN CURRENT ROW AND -2 FOLLOWING", ("negative", "-2")),
-        ("RANGE BETWEEN -0.5 PRECEDING AND CURRENT ROW", ("negative", "-0.5")),
-        ("GROUPS BETWEEN -1 PRECEDING AND CURRENT ROW", ("negative",)),
-        ("RANGE BETWEEN INTERVAL -1 DAY PRECEDING AND CURRENT ROW", ("negative", "INTERVAL")),
+        ("ROWS BETWEEN -1 PRECEDING AND CURRENT ROW", "ROWS BETWEEN 1 FOLLOWING AND CURRENT ROW"),
+        ("ROWS BETWEEN CURRENT ROW AND -2 FOLLOWING", "ROWS BETWEEN CURRENT ROW AND 2 PRECEDING"),
+        ("RANGE BETWEEN -0.5 PRECEDING AND CURRENT ROW", "RANGE BETWEEN 0.5 FOLLOWING AND CURRENT ROW"),
+        ("GROUPS BETWEEN -1 PRECEDING AND CURRENT ROW", "GROUPS BETWEEN 1 FOLLOWING AND CURRENT ROW"),
+        (
+            "RANGE BETWEEN INTERVAL -1 DAY PRECEDING AND CURRENT ROW",
+            "RANGE BETWEEN INTERVAL '1' DAY FOLLOWING AND CURRENT ROW",
+        ),
     ],
 )
-def test_negative_offset(frame, words):
-    msg = spec_error(f"sum(x) OVER (ORDER BY t {frame}) AS r")
-    assert has(msg, "offset", *words)
+def test_negative_offset_reads_as_the_other_side(frame, read):
+    """Spark accepts negative offsets: the bound is value - offset, so -1 PRECEDING is 1 FOLLOWING."""
+    assert str(parse_window(f"sum(x) OVER (ORDER BY t {frame}) AS r").calls[0].frame) == read
+
+
+def test_negative_rows_lower_bound_past_upper_bound():
+    msg = spec_error("sum(x) OVER (ORDER BY t ROWS BETWEEN -2 PRECEDING AND 1 FOLLOWING) AS r")
+    assert has(msg, "lower bound", "upper bound")
 
 
 @pytest.mark.parametrize(
     "frame,words",
     [
-        ("ROWS BETWEEN 1.5 PRECEDING AND CURRENT ROW", ("ROWS", "integer", "1.5")),
-        ("GROUPS BETWEEN 0.5 PRECEDING AND CURRENT ROW", ("GROUPS", "integer")),
-        ("ROWS BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW", ("INTERVAL", "RANGE", "ROWS")),
+        ("ROWS BETWEEN 1.5 PRECEDING AND CURRENT ROW", ("ROWS", "INT", "1.5")),
+        ("GROUPS BETWEEN 0.5 PRECEDING AND CURRENT ROW", ("GROUPS", "INT")),
+        ("ROWS BETWEEN 2147483648 PRECEDING AND CURRENT ROW", ("ROWS", "INT", "2147483648")),
+        ("ROWS BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW", ("INTERVAL", "ROWS", "INT")),
         ("ROWS BETWEEN x PRECEDING AND CURRENT ROW", ("constant",)),
     ],
 )
@@ -159,7 +168,7 @@ def test_ntile_needs_a_positive_integer(n):
     msg = spec_error(f"ntile({n}) OVER (ORDER BY t) AS r")
     assert has(msg, "ntile")
     if n != "x":
-        assert has(msg, "positive integer", n)
+        assert has(msg, "positive INT", n)
     else:
         assert has(msg, "constant", "x")
 
@@ -167,7 +176,7 @@ def test_ntile_needs_a_positive_integer(n):
 @pytest.mark.parametrize("n", ["0", "-1", "1.5"])
 def test_nth_value_needs_a_positive_integer(n):
     msg = spec_error(f"nth_value(x, {n}) OVER (ORDER BY t) AS r")
-    assert has(msg, "nth_value", "positive integer", n)
+    assert has(msg, "nth_value", "positive INT", n)
 
 
 @pytest.mark.parametrize(
@@ -186,7 +195,20 @@ def test_nth_value_needs_a_positive_integer(n):
 def test_ranking_and_offset_functions_take_no_frame(function):
     msg = spec_error(f"{function} OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS r")
     name = function.split("(")[0]
-    assert has(msg, f"{name}()", "frame", "ROWS/RANGE/GROUPS")
+    assert has(msg, f"{name}()", "does not take a window frame")
+
+
+@pytest.mark.parametrize(
+    "function,frame",
+    [
+        ("row_number()", "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"),
+        ("ntile(2)", "ROWS UNBOUNDED PRECEDING"),
+        ("cume_dist()", "RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"),
+    ],
+)
+def test_ranking_functions_take_their_own_frame_spelled_out(function, frame):
+    """Spark accepts the frame a ranking function runs on when it is written out."""
+    assert parse_window(f"{function} OVER (ORDER BY t {frame}) AS r").calls[0].function
 
 
 @pytest.mark.parametrize(
@@ -239,11 +261,11 @@ def test_column_names_resolve_case_insensitively():
     [
         (
             "sum(x) OVER (ROWS BETWEEN UNBOUNDED FOLLOWING AND CURRENT ROW) AS r",
-            ("start", "UNBOUNDED FOLLOWING"),
+            ("lower bound", "UNBOUNDED FOLLOWING"),
         ),
         (
             "sum(x) OVER (ROWS BETWEEN CURRENT ROW AND UNBOUNDED PRECEDING) AS r",
-            ("end", "UNBOUNDED PRECEDING"),
+            ("upper bound", "UNBOUNDED PRECEDING"),
         ),
         ("sum(x) IGNORE NULLS OVER () AS r", ("IGNORE NULLS", "sum")),
         ("rank() IGNORE NULLS OVER (ORDER BY t) AS r", ("IGNORE NULLS", "rank")),
@@ -255,13 +277,13 @@ def test_column_names_resolve_case_insensitively():
         ("quantile_cont(x, [0.5, 2]) OVER () AS r", ("percentile_cont", "between 0 and 1")),
         ("percentile_cont(0.5) WITHIN GROUP (ORDER BY x, t) OVER () AS r", ("exactly one", "ORDER BY")),
         ("sum(x) WITHIN GROUP (ORDER BY x) OVER () AS r", ("WITHIN GROUP", "percentile_cont")),
-        ("lag(x, 1.5) OVER (ORDER BY t) AS r", ("lag", "offset", "integer")),
+        ("lag(x, 1.5) OVER (ORDER BY t) AS r", ("lag", "offset", "INT")),
         ("count() OVER () AS r", ("count()", "argument")),
         ("lag(x, 1, 0, 5) OVER (ORDER BY t) AS r", ("arguments",)),
         ("sum(x) AS r", ("no window function", "OVER")),
         ("sum(x) OVER w AS r", ("named windows", "inline")),
         ("sum(sum(x) OVER ()) OVER () AS r", ("cannot be nested",)),
-        ("sum(x OVER (", ("cannot parse",)),
+        ("sum(x OVER (", ("syntax error",)),
         ("upper(s) OVER () AS r", ("not a window function",)),
     ],
 )
@@ -316,14 +338,16 @@ def test_errors_from_logical_objects():
             order_by=(t, t),
             frame=Frame(FrameUnit.RANGE, Bound.preceding(1), Bound.current_row()),
         )
-    with pytest.raises(WindowSpecError, match="must not be negative"):
+    with pytest.raises(WindowSpecError, match="lower bound of a window frame must be less than or equal"):
         WindowCall(
             "sum",
             "r",
             args=(Expr.of("x"),),
             order_by=(t,),
-            frame=Frame(FrameUnit.RANGE, Bound.preceding(Interval(days=-1)), Bound.current_row()),
+            frame=Frame(FrameUnit.ROWS, Bound.preceding(-2), Bound.preceding(1)),
         )
+    # a negative INTERVAL flips side, as in Spark
+    assert Bound.preceding(Interval(days=-1)) == Bound.following(Interval(days=1))
     with pytest.raises(WindowSpecError, match="unknown window function"):
         WindowCall("nope", "r")
     with pytest.raises(WindowSpecError, match="does not take a window frame"):

@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal as D
+
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -79,15 +81,45 @@ FUNCTIONS = [
     (f"every(b) {W} AS r", "bool_and", ("b",), ()),
     (f"some(b) {W} AS r", "bool_or", ("b",), ()),
     (f"median(x) {W} AS r", "median", ("x",), ()),
-    (f"percentile_cont(0.5) WITHIN GROUP (ORDER BY x) {W} AS r", "percentile_cont", ("x",), (0.5,)),
-    (f"percentile_disc(0.25) WITHIN GROUP (ORDER BY x) {W} AS r", "percentile_disc", ("x",), (0.25,)),
-    (f"percentile_cont(0.25) WITHIN GROUP (ORDER BY x DESC) {W} AS r", "percentile_cont", ("x",), (0.75,)),
-    (f"quantile_cont(x, 0.5) {W} AS r", "percentile_cont", ("x",), (0.5,)),
-    (f"quantile_disc(x, 0.1) {W} AS r", "percentile_disc", ("x",), (0.1,)),
-    (f"quantile_cont(x, [0.25, 0.5, 0.75]) {W} AS r", "percentile_cont", ("x",), ((0.25, 0.5, 0.75),)),
-    (f"percentile(x, 0.5) {W} AS r", "percentile_cont", ("x",), (0.5,)),
-    (f"percentile(x, array(0.1, 0.9)) {W} AS r", "percentile_cont", ("x",), ((0.1, 0.9),)),
-    (f"mode(x) {W} AS r", "mode", ("x",), ()),
+    (
+        f"percentile_cont(0.5) WITHIN GROUP (ORDER BY x) {W} AS r",
+        "percentile_cont",
+        ("x",),
+        (D("0.5"), False),
+    ),
+    (
+        f"percentile_disc(0.25) WITHIN GROUP (ORDER BY x) {W} AS r",
+        "percentile_disc",
+        ("x",),
+        (D("0.25"), False),
+    ),
+    (
+        f"percentile_cont(0.25) WITHIN GROUP (ORDER BY x DESC) {W} AS r",
+        "percentile_cont",
+        ("x",),
+        (D("0.25"), True),
+    ),
+    (
+        f"percentile_disc(0.25) WITHIN GROUP (ORDER BY x DESC) {W} AS r",
+        "percentile_disc",
+        ("x",),
+        (D("0.25"), True),
+    ),
+    (f"quantile_cont(x, 0.5) {W} AS r", "percentile_cont", ("x",), (D("0.5"), False)),
+    (f"quantile_disc(x, 0.1) {W} AS r", "percentile_disc", ("x",), (D("0.1"), False)),
+    (
+        f"quantile_cont(x, [0.25, 0.5, 0.75]) {W} AS r",
+        "percentile_cont",
+        ("x",),
+        ((D("0.25"), D("0.5"), D("0.75")), False),
+    ),
+    (f"percentile(x, 0.5) {W} AS r", "percentile_cont", ("x",), (D("0.5"), False)),
+    (f"percentile(x, array(0.1, 0.9)) {W} AS r", "percentile_cont", ("x",), ((D("0.1"), D("0.9")), False)),
+    (f"mode(x) {W} AS r", "mode", ("x",), (False,)),
+    (f"mode(x, true) {W} AS r", "mode", ("x",), (False,)),
+    (f"mode() WITHIN GROUP (ORDER BY x DESC) {W} AS r", "mode", ("x",), (True,)),
+    (f"first(x) {W} AS r", "first_value", ("x",), ()),
+    (f"any_value(x) {W} AS r", "first_value", ("x",), ()),
 ]
 
 
@@ -162,8 +194,8 @@ UP, UF = Bound.unbounded_preceding(), Bound.unbounded_following()
 
 FRAMES = [
     ("ORDER BY t", Frame(FrameUnit.RANGE, UP, C)),
-    ("", Frame(FrameUnit.RANGE, UP, UF)),
-    ("PARTITION BY k", Frame(FrameUnit.RANGE, UP, UF)),
+    ("", Frame(FrameUnit.ROWS, UP, UF)),
+    ("PARTITION BY k", Frame(FrameUnit.ROWS, UP, UF)),
     ("ORDER BY t ROWS 3 PRECEDING", Frame(FrameUnit.ROWS, P(3), C)),
     ("ORDER BY t ROWS UNBOUNDED PRECEDING", Frame(FrameUnit.ROWS, UP, C)),
     ("ORDER BY t ROWS CURRENT ROW", Frame(FrameUnit.ROWS, C, C)),
@@ -206,20 +238,29 @@ FRAMES = [
         Frame(FrameUnit.RANGE, P(Interval(micros=3_600_000_000)), C),
     ),
     (
-        "ORDER BY d RANGE BETWEEN INTERVAL 2 MONTHS PRECEDING AND INTERVAL 1 YEAR FOLLOWING",
+        "ORDER BY d RANGE BETWEEN INTERVAL 2 MONTHS PRECEDING AND INTERVAL 12 MONTHS FOLLOWING",
         Frame(FrameUnit.RANGE, P(Interval(months=2)), F(Interval(months=12))),
     ),
     (
-        "ORDER BY d RANGE BETWEEN INTERVAL 1 WEEK PRECEDING AND INTERVAL 90 MINUTES FOLLOWING",
-        Frame(FrameUnit.RANGE, P(Interval(days=7)), F(Interval(micros=90 * 60_000_000))),
+        "ORDER BY d RANGE BETWEEN INTERVAL '1-1' YEAR TO MONTH PRECEDING AND CURRENT ROW",
+        Frame(FrameUnit.RANGE, P(Interval(months=13)), C),
+    ),
+    (
+        "ORDER BY d RANGE BETWEEN INTERVAL 1 WEEK PRECEDING AND INTERVAL 2 DAYS FOLLOWING",
+        Frame(FrameUnit.RANGE, P(Interval(days=7)), F(Interval(days=2))),
+    ),
+    (
+        "ORDER BY d RANGE BETWEEN INTERVAL 1 DAY 2 HOURS PRECEDING AND INTERVAL '0 03' DAY TO HOUR FOLLOWING",
+        Frame(FrameUnit.RANGE, P(Interval(days=1, micros=7_200_000_000)), F(Interval(micros=10_800_000_000))),
     ),
     (
         "ORDER BY d RANGE BETWEEN INTERVAL 10 SECONDS PRECEDING AND INTERVAL 100 MILLISECONDS FOLLOWING",
         Frame(FrameUnit.RANGE, P(Interval(micros=10_000_000)), F(Interval(micros=100_000))),
     ),
     (
-        "ORDER BY d RANGE BETWEEN INTERVAL 1.5 DAYS PRECEDING AND INTERVAL 5 MICROSECONDS FOLLOWING",
-        Frame(FrameUnit.RANGE, P(Interval(micros=129_600_000_000)), F(Interval(micros=5))),
+        "ORDER BY d RANGE BETWEEN INTERVAL '1 12:00:00' DAY TO SECOND PRECEDING "
+        "AND INTERVAL '0 00:00:00.000005' DAY TO SECOND FOLLOWING",
+        Frame(FrameUnit.RANGE, P(Interval(days=1, micros=43_200_000_000)), F(Interval(micros=5))),
     ),
 ]
 
@@ -303,7 +344,7 @@ def frames(draw, n_order: int):
             return draw(
                 st.one_of(st.integers(0, 100), st.sampled_from([0.5, 1.25, 1e-3, 1e300]), intervals())
             )
-        return draw(st.integers(0, 2**63 - 1))
+        return draw(st.integers(-(2**31), 2**31 - 1))
 
     def bound(is_start):
         kinds = ["current", "unbounded"] + (["preceding", "following"] if offsets else [])
@@ -332,7 +373,12 @@ def calls(draw):
         params = (draw(st.integers(1, 9)),)
     elif name in ("percentile_cont", "percentile_disc"):
         fraction = st.sampled_from([0, 0.1, 0.25, 0.5, 0.75, 1, 1.0])
-        params = (draw(st.one_of(fraction, st.lists(fraction, min_size=1, max_size=3).map(tuple))),)
+        params = (
+            draw(st.one_of(fraction, st.lists(fraction, min_size=1, max_size=3).map(tuple))),
+            draw(st.booleans()),
+        )
+    elif name == "mode":
+        params = (draw(st.booleans()),)
     needs_order = info.kind in (Kind.RANKING, Kind.OFFSET)
     n_order = draw(st.integers(1 if needs_order else 0, 2))
     order = tuple(SortKey(draw(exprs()), draw(st.booleans()), draw(st.booleans())) for _ in range(n_order))
@@ -381,7 +427,21 @@ def test_alias_needing_quotes_round_trips(alias):
     assert round_trips(call)
 
 
-@pytest.mark.parametrize("interval", [Interval(months=1, days=3), Interval(days=1, micros=5)])
+def test_interval_mixing_months_and_days_is_refused():
+    """Spark's frames take year-month or day-time intervals; INTERVAL '1 month 3 days' is neither."""
+    with pytest.raises(WindowSpecError, match="mixes months with days"):
+        WindowCall(
+            "sum",
+            "r",
+            args=(Expr.of("x"),),
+            order_by=(SortKey(Expr.of("t")),),
+            frame=Frame(FrameUnit.RANGE, Bound.preceding(Interval(months=1, days=3)), Bound.current_row()),
+        )
+    with pytest.raises(WindowSpecError, match="mixes months with days"):
+        one("sum(x) OVER (ORDER BY t RANGE INTERVAL '1 month 3 days' PRECEDING) AS r")
+
+
+@pytest.mark.parametrize("interval", [Interval(days=1, micros=5), Interval(months=14)])
 def test_compound_interval_round_trip(interval):
     call = WindowCall(
         "sum",

@@ -164,6 +164,16 @@ def offset_sql(draw, unit: str, order_kind: str) -> str:
     return str(draw(st.integers(0, 4)))
 
 
+def _signed(bound: str) -> float | None:
+    """A bound with an offset as its signed distance (PRECEDING negative); None for the others,
+    which Spark does not compare."""
+    words = bound.split()
+    if words[-1] not in ("PRECEDING", "FOLLOWING") or words[0] == "UNBOUNDED":
+        return None
+    amount = float(words[-3] if words[0] == "INTERVAL" else words[0])
+    return -amount if words[-1] == "PRECEDING" else amount
+
+
 @st.composite
 def windows(draw, order_kind: str) -> str:
     """The text inside OVER (...): optional PARTITION BY, ORDER BY, frame with EXCLUDE."""
@@ -197,7 +207,11 @@ def windows(draw, order_kind: str) -> str:
             return f"{offset_sql(draw, unit, order_kind)} {k}"
         return k
 
-    frame = f"{unit} BETWEEN {bound(True)} AND {bound(False)}"
+    start, end = bound(True), bound(False)
+    lower, upper = _signed(start), _signed(end)
+    if lower is not None and upper is not None and lower > upper:  # Spark refuses such frames
+        start, end = end, start
+    frame = f"{unit} BETWEEN {start} AND {end}"
     exclude = draw(
         st.sampled_from(
             ["", "", " EXCLUDE NO OTHERS", " EXCLUDE CURRENT ROW", " EXCLUDE GROUP", " EXCLUDE TIES"]
@@ -392,7 +406,7 @@ PINNED = [
     "avg(x) FILTER (WHERE f) OVER (ORDER BY o DESC NULLS FIRST "
     "GROUPS BETWEEN 1 PRECEDING AND 2 FOLLOWING EXCLUDE GROUP) AS r",
     "min(x) OVER (PARTITION BY p) AS r",
-    "max(x) OVER (ORDER BY o ROWS BETWEEN 3 FOLLOWING AND 1 FOLLOWING) AS r",
+    "max(x) OVER (ORDER BY o ROWS BETWEEN 3 FOLLOWING AND CURRENT ROW) AS r",
     "count(DISTINCT x) OVER (ORDER BY o ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE CURRENT ROW) AS r",
     "mode(x) OVER (ORDER BY o RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS r",
     "median(x) OVER (ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE TIES) AS r",

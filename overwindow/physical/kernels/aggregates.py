@@ -1,7 +1,8 @@
 """Distributive and algebraic aggregates over frames, vectorised.
 
 count by prefix counts; sum/avg by exact limb prefix sums (overwindow.physical.exact; sum by two float64
-prefix columns where the column's bit span allows, correctly rounded all the same); variances by
+prefix columns where the column's bit span allows, correctly rounded all the same; DECIMAL sums and
+averages exact in DECIMAL, overwindow.physical.decimals); variances by
 exact sums of x and x^2 combined in double-double; bool_and/bool_or by counts; min/max by a sparse
 table (O(n log w) to build for frames up to w rows, O(1) per frame). NaN and infinities are counted
 apart so they follow IEEE rules without disturbing the exact sums.
@@ -18,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from overwindow.errors import WindowRuntimeError
+from overwindow.physical import decimals
 from overwindow.physical.blocks import chunks
 from overwindow.physical.bounds import Frames
 from overwindow.physical.exact import LimbPrefix, SplitPrefix, dd_div_d, dd_mul, dd_sub, n_times_m2, two_prod
@@ -80,6 +82,8 @@ def bigint_overflow(name: str) -> WindowRuntimeError:
 
 
 def sum_(values: Values, mask: np.ndarray, frames: Frames, name: str = "sum") -> pa.Array:
+    if values.kind is TypeFamily.DECIMAL:
+        return decimals.frame_sums(*values.words, mask, frames, frame_counts(mask, frames), values.type, name)
     if values.kind is TypeFamily.FLOAT:
         s = _FloatSums(values.numbers, mask, frames, split=True)
         total = s.nonfinite(s.limbs.frame_sum(frames.parts))
@@ -89,6 +93,10 @@ def sum_(values: Values, mask: np.ndarray, frames: Frames, name: str = "sum") ->
 
 
 def avg(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
+    if values.kind is TypeFamily.DECIMAL:
+        return decimals.frame_means(
+            *values.words, mask, frames, frame_counts(mask, frames), values.type, "avg"
+        )
     if values.kind is TypeFamily.FLOAT:
         s = _FloatSums(values.numbers, mask, frames)
         mean = s.limbs.frame_mean(frames.parts, np.maximum(s.n, 1))

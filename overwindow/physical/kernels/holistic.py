@@ -19,6 +19,7 @@ import pyarrow as pa
 from numpy.lib.stride_tricks import sliding_window_view
 from sortedcontainers import SortedList
 
+from overwindow.physical import decimals
 from overwindow.physical.blocks import CHUNK, chunks
 from overwindow.physical.bounds import Frames
 from overwindow.physical.kernels.aggregates import prefix_count
@@ -35,14 +36,20 @@ def _compact(mask: np.ndarray, frames: Frames):
     return parts, size
 
 
-def percentile(values: Values, mask: np.ndarray, frames: Frames, fraction, continuous: bool) -> pa.Array:
+def percentile(
+    values: Values, mask: np.ndarray, frames: Frames, fraction, continuous: bool, descending: bool = False
+) -> pa.Array:
     """percentile_cont (linear interpolation between the two nearest ranks) or percentile_disc
-    (the first value whose cumulative distribution reaches the fraction); a tuple of fractions
-    gives a list per row."""
+    (the first value whose cumulative distribution reaches the fraction), counted from the largest
+    value when ``descending`` (``WITHIN GROUP (ORDER BY x DESC)``); a tuple of fractions gives a list
+    per row. Percentiles of numbers are DOUBLE (Spark); of DATE, TIMESTAMP and other types, of the
+    column's type."""
     parts, size = _compact(mask, frames)
     select = Selector(_sort_keys(values)[mask])
     fractions = fraction if isinstance(fraction, tuple) else (fraction,)
-    results = [_one_percentile(values, select, parts, size, p, continuous) for p in fractions]
+    results = [
+        _one_percentile(values, select, parts, size, float(p), continuous, descending) for p in fractions
+    ]
     if not isinstance(fraction, tuple):
         return results[0]
     m = len(fractions)
@@ -67,7 +74,7 @@ def _numeric(values: Values) -> bool:
     return (values.kind.is_ordered_number or values.kind is TypeFamily.BOOL) and values.exact_numbers
 
 
-def _one_percentile(values: Values, select: Selector, parts, size, p, continuous) -> pa.Array:
+def _one_percentile(values: Values, select: Selector, parts, size, p, continuous, descending) -> pa.Array:
     empty = size == 0
     nm1 = np.maximum(size - 1, 0)
     if not continuous:
@@ -79,24 +86,36 @@ def _one_percentile(values: Values, select: Selector, parts, size, p, continuous
         i = np.where((i - 1) / n >= p, i - 1, i)
         i = np.where(i / n < p, i + 1, i)
         k = np.maximum(i - 1, 0)
+        if descending:  # the i-th value from the largest
+            k = nm1 - np.minimum(k, nm1)
+        out_type = pa.float64() if values.kind.is_numeric else values.type
         if not len(select.keys):
-            return pa.nulls(len(size), values.type)
+            return pa.nulls(len(size), out_type)
         (key,) = select.kth(parts, [np.minimum(k, nm1)])
         if _numeric(values):
-            return values.from_numbers(key, ~empty)
-        return values.take_codes(np.where(empty, -1, key))
+            picked = values.from_numbers(key, ~empty)
+        else:
+            picked = values.take_codes(np.where(empty, -1, key))
+        # numbers to DOUBLE as Spark casts them (a BIGINT past 2**53 rounds)
+        if pa.types.is_decimal(picked.type):
+            return decimals.to_float64(picked)
+        return picked.cast(out_type, safe=False) if picked.type != out_type else picked
     pos = p * nm1
     lo = np.floor(pos).astype(np.int64)
     if not len(select.keys):
-        return pa.nulls(len(size), pa.float64())
+        return pa.nulls(len(size), pa.float64() if values.kind.is_numeric else values.type)
     # the upper neighbour only differs where the position falls between two ranks (never for the
     # median of an odd count)
     hi = np.where(pos != lo, np.minimum(lo + 1, nm1), lo)
+    frac = pos - lo
+    if descending:
+        # Spark interpolates between the lower and upper positions counted from the largest value:
+        # in ascending order they are nm1 - hi and nm1 - lo, the weight on the upper one hi - pos
+        lo, hi, frac = nm1 - hi, nm1 - lo, np.where(hi != lo, hi - pos, 0.0)
     k_lo, k_hi = select.kth(parts, [np.minimum(lo, nm1), hi])
     if not _numeric(values):  # codes of DECIMAL / UINT64 values: interpolate between their doubles
         uniques = Values(values.uniques).numbers
         k_lo, k_hi = (uniques[np.clip(k, 0, len(uniques) - 1)] for k in (k_lo, k_hi))
-    frac = pos - lo
     if values.kind.is_temporal:
         return values.from_numbers(interpolate_ints(k_lo, k_hi, frac), ~empty)
     v_lo, v_hi = k_lo.astype(np.float64), k_hi.astype(np.float64)
@@ -269,12 +288,15 @@ def count_distinct(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array
     return pa.array(wm.count_less(s, e, s + 1))
 
 
-def mode(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
-    """The most frequent value; ties go to the smallest value."""
+def mode(values: Values, mask: np.ndarray, frames: Frames, largest: bool = False) -> pa.Array:
+    """The most frequent value; ties go to the smallest value (the largest with ``largest``: Spark's
+    ``mode() WITHIN GROUP (ORDER BY x DESC)``)."""
     codes = values.codes[mask]
+    if largest:  # rank codes in reverse: the first of the ranking is then the largest of a tie
+        codes = -codes
 
     def best(counts, ranking):
-        return ranking[0][1] if ranking else -1
+        return (-ranking[0][1] if largest else ranking[0][1]) if ranking else -1
 
     picked = _slide_counts(codes, mask, frames, best)
     return values.take_codes(np.asarray(picked, dtype=np.int64))

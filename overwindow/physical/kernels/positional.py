@@ -45,11 +45,8 @@ def lag_lead(values: Values, layout: Layout, call, default: pa.Array | None) -> 
         delta = -delta
     idx = offset_index(layout, values.valid, delta, call.ignore_nulls)
     out = values.take(idx)
-    if default is not None:
-        if pa.types.is_decimal(out.type) and pa.types.is_integer(default.type):
-            # Arrow casts an integer to a DECIMAL only through a precision that holds every int64
-            default = default.cast(pa.decimal128(38, 0))
-        out = pc.if_else(pa.array(idx < 0), default.cast(out.type), out)
+    if default is not None:  # already of the column's type (overwindow.physical.casts)
+        out = pc.if_else(pa.array(idx < 0), default, out)
     return out
 
 

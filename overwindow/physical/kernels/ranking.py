@@ -15,7 +15,12 @@ from overwindow.physical.sorting import Layout
 
 
 def row_number(layout: Layout, call) -> pa.Array:
-    return pa.array(np.arange(layout.n) - layout.part_start + 1)
+    return _int(np.arange(layout.n) - layout.part_start + 1)
+
+
+def _int(numbers: np.ndarray) -> pa.Array:
+    """Spark's INT result of row_number, rank, dense_rank and ntile."""
+    return pa.array(numbers.astype(np.int32, copy=False))
 
 
 def _rank0(layout: Layout) -> np.ndarray:
@@ -23,12 +28,12 @@ def _rank0(layout: Layout) -> np.ndarray:
 
 
 def rank(layout: Layout, call) -> pa.Array:
-    return pa.array(_rank0(layout) + 1)
+    return _int(_rank0(layout) + 1)
 
 
 def dense_rank(layout: Layout, call) -> pa.Array:
     first_group = layout.group_id[layout.part_start]
-    return pa.array(layout.group_id - first_group + 1)
+    return _int(layout.group_id - first_group + 1)
 
 
 def percent_rank(layout: Layout, call) -> pa.Array:
@@ -49,7 +54,7 @@ def ntile(layout: Layout, call) -> pa.Array:
     q, r = size // k, size % k
     big = r * (q + 1)  # rows in the r buckets of size q + 1
     small = np.where(i < big, i // (q + 1), r + (i - big) // np.maximum(q, 1))
-    return pa.array(small + 1)
+    return _int(small + 1)
 
 
 KERNELS = {f.__name__: f for f in (row_number, rank, dense_rank, percent_rank, cume_dist, ntile)}

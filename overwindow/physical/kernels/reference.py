@@ -8,6 +8,7 @@ Frame values are taken as Python objects (ints, floats, dates), so integer arith
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import math
 from collections import Counter
 from fractions import Fraction
@@ -79,6 +80,8 @@ class Sum(_Collect):
         if not v:
             return None
         s = _exact_sum(v)
+        if isinstance(v[0], decimal.Decimal):
+            return _decimal(s, v[0])
         if isinstance(v[0], int) and not isinstance(s, float):
             if not -(2**63) <= s < 2**63:
                 raise bigint_overflow(self.call.function)
@@ -91,7 +94,18 @@ class Avg(_Collect):
         if not v:
             return None
         s = _exact_sum(v)
+        if isinstance(v[0], decimal.Decimal):  # Spark: 4 more places, rounded half up
+            return _decimal(s / len(v), v[0], 4)
         return s if isinstance(s, float) else float(s / len(v))
+
+
+def _decimal(q: Fraction, like: decimal.Decimal, more_places: int = 0) -> decimal.Decimal:
+    """The exact rational ``q`` as a Decimal with ``more_places`` more places than ``like``, rounded
+    half up (away from zero), as Spark rounds DECIMAL results. Overflow is the caller's cast's."""
+    places = -like.as_tuple().exponent + more_places
+    scaled = q * 10**places
+    n = math.floor(abs(scaled) + Fraction(1, 2))
+    return decimal.Decimal(n if scaled >= 0 else -n).scaleb(-places)
 
 
 class Variance(_Collect):
@@ -144,12 +158,14 @@ class Percentile(_Collect):
             return None
         s = sorted(v, key=_sort_key)
         fractions = self.call.params[0] if self.call.function != "median" else 0.5
+        if self.call.function != "median" and self.call.params[1]:  # WITHIN GROUP (ORDER BY x DESC)
+            s = s[::-1]
         many = isinstance(fractions, tuple)
         out = [self._one(s, p) for p in (fractions if many else (fractions,))]
         return out if many else out[0]
 
     def _one(self, s, p):
-        n = len(s)
+        n, p = len(s), float(p)
         if self.call.function == "percentile_disc":
             # the first value whose cumulative distribution i/n reaches p (not ceil(p * n): 0.55 *
             # 100 rounds to 55.000000000000007)
@@ -191,7 +207,8 @@ class Mode(_Collect):
             return None
         counts = Counter(_one_nan(x) for x in v)
         top = max(counts.values())
-        return min((x for x, c in counts.items() if c == top), key=_sort_key)
+        pick = max if self.call.params[0] else min  # DESC: ties go to the largest value
+        return pick((x for x, c in counts.items() if c == top), key=_sort_key)
 
 
 class CountDistinct(_Collect):
