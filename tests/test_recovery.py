@@ -37,6 +37,8 @@ def test_killed_and_restarted_job_leaves_the_exact_view(
         layout,
     )
     env = {"OVERWINDOW_POSTGRES_DSN": request.getfixturevalue("postgres_dsn")} if sink == "postgres" else {}
+    if sink == "postgres":
+        _fresh_tables(env["OVERWINDOW_POSTGRES_DSN"])
     assert run_job(view, kill_after_line=2, env=env) == -signal.SIGKILL  # between batches
     run_job(view, kill_after_s=12, env=env)  # on a timer: inside a batch if it is still running
     assert run_job(view, env=env) == 0  # to the end
@@ -52,6 +54,7 @@ def test_killed_inside_the_postgres_write_five_times_leaves_the_exact_view(tmp_p
 
     view, rows = write_view(tmp_path, "on_update", "postgres", shuffled=True)
     env = {"OVERWINDOW_POSTGRES_DSN": postgres_dsn}
+    _fresh_tables(postgres_dsn)
     for _ in range(5):
         with psycopg.connect(postgres_dsn) as locker, psycopg.connect(postgres_dsn, autocommit=True) as watch:
             locked = []
@@ -73,3 +76,13 @@ def test_killed_inside_the_postgres_write_five_times_leaves_the_exact_view(tmp_p
             locker.rollback()
     assert run_job(view, env=env) == 0
     assert_view_is_exact(tmp_path, rows, "on_update", "postgres", postgres_dsn)
+
+
+def _fresh_tables(dsn: str) -> None:
+    """The session's PostgreSQL server without the views' tables and bookkeeping of earlier tests: a
+    new checkpoint over a table another query wrote is refused (the sink's checkpoint pairing)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as db:
+        for table in ("v_on_update", "v_on_window_close", "_overwindow_batches"):
+            db.execute(f'DROP TABLE IF EXISTS "{table}"')
