@@ -141,15 +141,16 @@ class LimbPrefix:
     def _frame_dd(self, parts, scale: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         d = self.limbs(parts)
         sign = np.ones(d.shape[1])
-        if scale is not None:
-            # a negative sum is normalised as -2**(32*top) plus positive limbs: huge cancelling
-            # terms that overflow once scaled up (the variance of [0, -2e-313], scaled by 2**1038,
-            # came out NaN); take magnitudes so every limb is a positive part of the value
-            neg = d[-1] < 0
-            if neg.any():
-                d[:, neg] = -d[:, neg]
-                _normalise(d)
-                sign = np.where(neg, -1.0, 1.0)
+        # a negative sum is normalised as -2**(32*top) plus positive limbs: huge cancelling terms
+        # that overflow once scaled up (the variance of [0, -2e-313], scaled by 2**1038, came out
+        # NaN) and that a double-double cannot cancel when the table spans more than its 106 bits
+        # (the mean of a frame holding only -3.3e-307, in a column that also holds 1e308, came out
+        # 0.0); take magnitudes so every limb is a positive part of the value
+        neg = d[-1] < 0
+        if neg.any():
+            d[:, neg] = -d[:, neg]
+            _normalise(d)
+            sign = np.where(neg, -1.0, 1.0)
         hi = np.zeros(d.shape[1])
         lo = np.zeros(d.shape[1])
         for j in range(d.shape[0] - 1, -1, -1):

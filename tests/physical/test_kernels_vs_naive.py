@@ -751,3 +751,12 @@ def test_planner_picks_kernel(sql, kind, name):
 )
 def test_planner_prefer_naive(sql, kind, name):
     assert _plan(sql, kind, prefer_naive=True) == name
+
+
+def test_the_mean_of_a_tiny_negative_value_beside_huge_ones_is_exact():
+    """A one-row frame's mean is its value. A negative sum's limbs were cancelled in a double-double
+    when the column spanned more than its 106 bits: -3.32e-307 beside 1e308 came out 0.0."""
+    x = [1e308, -3.3201076735709043e-307, -5e-324, -1e308, 2.5e-300]
+    t = pa.table({"o": list(range(len(x))), "x": x})
+    sql = "avg(x) OVER (ORDER BY o ROWS BETWEEN CURRENT ROW AND CURRENT ROW) AS r"
+    assert evaluate(t, sql).column("r").to_pylist() == x
