@@ -34,11 +34,7 @@ from collections.abc import Iterator
 
 from overwindow.spark import compat
 
-compat.require(  # PySpark 3.5 has no pyspark.sql.datasource
-    "overwindow's Python Kafka reader (PySpark's Python data source API)",
-    instead='Use Spark\'s Kafka connector: reader = "spark" with '
-    f"OVERWINDOW_SPARK_PACKAGES={compat.kafka_connector(compat.version_text())}",
-)
+compat.require_python_kafka_reader()  # PySpark 3.5 has no pyspark.sql.datasource
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition  # noqa: E402
 from pyspark.sql.streaming.datasource import (  # noqa: E402

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from overwindow.pipeline.spark_strings import parse_schema
 from overwindow.pipeline.view import View, ViewFileError
 from overwindow.spark import compat
 
@@ -71,10 +72,9 @@ class Source:
 def open_source(spark, view: View) -> Source:
     """The view's source, parsed and checked (see the module docstring)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
 
     src = view.source
-    schema = StructType.fromDDL(src["schema"])
+    schema = parse_schema(src["schema"])  # as readStream.schema reads it (StructType.fromDDL: 4.0 on)
     envelope = src.get("envelope", "none")
     if src["format"] == "kafka":
         raw = kafka_frame(spark, view)

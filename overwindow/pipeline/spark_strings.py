@@ -222,7 +222,7 @@ def _simple_types() -> dict:
         "STRING": T.StringType,
         "BINARY": T.BinaryType,
         "VOID": T.NullType,
-        "VARIANT": T.VariantType,
+        **({"VARIANT": T.VariantType} if hasattr(T, "VariantType") else {}),  # PySpark 4.0 on
     }
 
 

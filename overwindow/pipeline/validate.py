@@ -32,6 +32,7 @@ from overwindow.errors import WindowSpecError
 from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
 from overwindow.pipeline.view import View, ViewFileError, is_uri
+from overwindow.spark import compat
 
 # Kafka client settings Spark's connector refuses (it manages them itself), and the view key that
 # replaces each where there is one
@@ -205,7 +206,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
 def _groupable(t) -> bool:
     from pyspark.sql import types as T
 
-    if isinstance(t, (T.MapType, T.VariantType)):
+    if isinstance(t, (T.MapType, getattr(T, "VariantType", T.MapType))):  # VARIANT: PySpark 4.0 on
         return False
     if isinstance(t, T.ArrayType):
         return _groupable(t.elementType)
@@ -246,6 +247,12 @@ def _source_problems(view: View) -> list[str]:
             f"{view.where('source', 'topic')}: {topic!r} is not a Kafka topic name (one topic; letters, "
             "digits, '.', '_', '-', up to 249)"
         )
+    connector = "spark-sql-kafka" in os.environ.get("OVERWINDOW_SPARK_PACKAGES", "")
+    if src["reader"] == "python" or (src["reader"] == "auto" and not connector):
+        try:  # the Python reader is what runs: refused before a broker is asked, on PySpark 3.5
+            compat.require_python_kafka_reader()
+        except compat.SparkVersionError as e:
+            problems.append(f"{view.where('source', 'reader')}: {e}")
     if src["reader"] == "python" and importlib.util.find_spec("confluent_kafka") is None:
         need = "overwindow's Kafka reader needs confluent-kafka: pip install 'overwindow[kafka]'"
         problems.append(f"{view.where('source', 'reader')}: {need}")

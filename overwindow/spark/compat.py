@@ -53,6 +53,16 @@ def require(feature: str, since: tuple[int, int] = SPARK_4, instead: str = "") -
         )
 
 
+def require_python_kafka_reader() -> None:
+    """Refuse overwindow's Python Kafka reader on a PySpark without the Python data source API
+    (3.5), naming Spark's own connector for this version instead."""
+    require(
+        "overwindow's Python Kafka reader (PySpark's Python data source API)",
+        instead='Use Spark\'s Kafka connector: reader = "spark" with '
+        f"OVERWINDOW_SPARK_PACKAGES={kafka_connector(version_text())}",
+    )
+
+
 def is_connect(df) -> bool:
     """Whether ``df`` is a Spark Connect DataFrame (or GroupedData)."""
     return type(df).__module__.startswith("pyspark.sql.connect")
