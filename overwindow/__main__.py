@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        from overwindow.pipeline.job import ViewRunError
+        from overwindow.pipeline.failures import ViewRunError
 
         for line in str(e).splitlines() or [type(e).__name__]:
             print(f"overwindow: {line}", file=sys.stderr)
@@ -165,9 +165,11 @@ def _set_option(command) -> None:
 
 
 def _command(args, parser) -> int:
+    # said first, not after a minute of Spark (views are read with PySpark's types too)
+    for module in ("matplotlib", "pyspark") if args.command == "demo" else ("pyspark",):
+        if importlib.util.find_spec(module) is None:
+            raise ModuleNotFoundError(f"No module named '{module}'", name=module)
     if args.command == "demo":
-        if importlib.util.find_spec("matplotlib") is None:  # before a minute of Spark, not after
-            raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
         from overwindow.pipeline.demo import run_demo
 
         return run_demo(args.out, args.quiet, args.debug)

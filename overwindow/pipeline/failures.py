@@ -21,6 +21,11 @@ import re
 from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.view import View
 
+
+class ViewRunError(RuntimeError):
+    """A view's query failed after Spark started; the message is one line naming the view's part."""
+
+
 # the last "module.Error: message" line of a Python traceback inside Spark's text
 _PYTHON_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception|Exit|Interrupt)): (.*)$")
 _JAVA_CAUSE = re.compile(r"^(?:Caused by: )?((?:[a-z]\w*\.)+[A-Z]\w*(?:Exception|Error)): (.*)$")

@@ -11,6 +11,7 @@ import threading
 import time
 
 from overwindow.pipeline.checkpoint import checkpoint_state, missing_files
+from overwindow.pipeline.failures import ViewRunError
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
 from overwindow.pipeline.sources import Source, open_source
@@ -230,10 +231,6 @@ def start_view(
     if printer is not None:
         printer.query_id = str(query.id)
     return query, printer
-
-
-class ViewRunError(RuntimeError):
-    """A view's query failed after Spark started; the message is one line naming the view's part."""
 
 
 def run_view(view: View, once: bool = False, quiet: bool = False, spark=None, **options) -> int:
