@@ -326,6 +326,15 @@ def parse_delay(text: str) -> int:
     else:
         rest = s
     months, days, micros = _unit_list(rest)
+    if s.startswith("interval"):
+        # Spark reads an INTERVAL literal as ANSI year-month or day-time, never both (a plain unit
+        # list is a calendar interval and may mix them): refused even when every number is 0
+        units = {word[:-1] if word.endswith("s") else word for word in rest.split() if word.isalpha()}
+        if units & {"year", "month"} and units - {"year", "month"}:
+            raise SparkStringError(
+                f"{text!r}: an INTERVAL cannot mix year-month and day-time units (write the delay without "
+                "the word INTERVAL, e.g. '1 month 2 days')"
+            )
     total = months * MICROS["month"] + days * MICROS["day"] + micros
     if total < 0:
         raise SparkStringError(f"delay threshold ({text}) should not be negative")

@@ -6,7 +6,7 @@ refuse; for random watermark delays the microseconds match the ``spark.watermark
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
@@ -154,6 +154,9 @@ def delays(draw):
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(delay=delays())
+@example(delay="interval '0 year 0 minute'")  # Spark: INTERVAL literals never mix year-month and day-time
+@example(delay="INTERVAL 1 year 2 minutes")
+@example(delay="1 year 2 minutes")
 def test_delays_read_as_with_watermark_reads_them(spark, tmp_path_factory, delay):
     base = spark.readStream.schema("t TIMESTAMP").format("json").load(str(tmp_path_factory.getbasetemp()))
     try:
