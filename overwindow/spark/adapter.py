@@ -17,6 +17,7 @@ microseconds and wakeups back, so any session time zone works (UTC is simplest).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from overwindow.errors import WindowSpecError
 from overwindow.physical.expressions import resolve_column
 from overwindow.physical.values import TypeFamily, kind_of
 from overwindow.spark import compat, executors
-from overwindow.spark.boundary import to_arrow, to_pandas
+from overwindow.spark.boundary import Companion, companions_of, to_arrow, to_pandas
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import END_OF_INPUT, check_row_bound
 from overwindow.streaming.machines import machine_for
@@ -124,7 +125,9 @@ def over_window(grouped, spec: OverWindow):
     machine = machine_for(spec, input_schema, watermarked)
     output_struct = _output_struct(input_struct, machine.output_schema)
     tz = df.sparkSession.conf.get("spark.sql.session.timeZone")
-    run = _Runner(spec, input_schema, tz, watermarked, MachineCounts.of(df.sparkSession))
+    companions = companions_of(input_schema)
+    grouped = _with_companions(grouped, companions)
+    run = _Runner(spec, input_schema, tz, watermarked, MachineCounts.of(df.sparkSession), companions)
     if spec.state_layout == "chunked":
         _check_chunked_session(df.sparkSession)
         out = grouped.transformWithStateInPandas(
@@ -148,6 +151,40 @@ def use_rocksdb(session) -> None:
     session.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
 
 
+def _with_companions(grouped, companions: tuple[Companion, ...]):
+    """``grouped`` with each companion column added to its rows (``isnan`` of a DOUBLE column,
+    ``coalesce(x, 0)`` of a BIGINT one: what Spark's pandas conversion loses of them), grouped by the
+    same expressions. Classic Spark keeps a grouping's expressions in the JVM only: the new grouping
+    is built there from them (the added columns leave every other column's identity as it was)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.group import GroupedData
+
+    if not companions:
+        return grouped
+    df = grouped._df.withColumns(
+        {
+            c.name: F.isnan(_column(c.column))
+            if c.kind == "nan"
+            else F.coalesce(_column(c.column), F.lit(0).cast("bigint"))
+            for c in companions
+        }
+    )
+    if compat.is_connect(df):
+        return df.groupBy(*grouped._grouping_cols)
+    jgd = grouped._jgd
+    cls = jgd.getClass().getName()  # org.apache.spark.sql(.classic).RelationalGroupedDataset
+    jvm = df.sparkSession._jvm
+    group_by = jvm.java.lang.Class.forName(cls + "$GroupByType$").getField("MODULE$").get(None)
+    jgd = functools.reduce(getattr, cls.split("."), jvm)(df._jdf, jgd.groupingExprs(), group_by)
+    return GroupedData(jgd, df)
+
+
+def _column(name: str):
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def _check_chunked_session(session) -> None:
     """The chunked layout runs on transformWithStateInPandas, which Spark allows only on RocksDB."""
     provider = session.conf.get("spark.sql.streaming.stateStore.providerClass", None) or ""
@@ -167,9 +204,11 @@ def _check_chunked_session(session) -> None:
 class _Runner:
     """The function Spark calls per key and micro-batch (pickled to the workers with its spec)."""
 
-    def __init__(self, spec: OverWindow, schema: pa.Schema, tz: str, watermarked: bool, counts=None):
+    def __init__(
+        self, spec: OverWindow, schema: pa.Schema, tz: str, watermarked: bool, counts=None, companions=()
+    ):
         self.spec, self.schema, self.tz, self.watermarked = spec, schema, tz, watermarked
-        self.counts = counts
+        self.counts, self.companions = counts, tuple(companions)
         self._machine = None
         self._key_cache = None
 
@@ -186,10 +225,12 @@ class _Runner:
             "tz": self.tz,
             "watermarked": self.watermarked,
             "counts": self.counts,
+            "companions": [tuple(c) for c in self.companions],
         }
 
     def __setstate__(self, d):
-        self.__init__(d["spec"], d["schema"], d["tz"], d["watermarked"], d["counts"])
+        companions = [Companion(*c) for c in d["companions"]]
+        self.__init__(d["spec"], d["schema"], d["tz"], d["watermarked"], d["counts"], companions)
         self.spec.register_user_aggregates()
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
@@ -207,7 +248,7 @@ class _Runner:
 
     def step(self, key, prior, pdfs: Iterator[pd.DataFrame], wm_ms):
         """The machine's step on a key's pandas chunks, with Spark's watermark (UTC ms) in key units."""
-        tables = [to_arrow(p, self.schema) for p in pdfs if len(p)]
+        tables = [to_arrow(p, self.schema, self.companions) for p in pdfs if len(p)]
         rows = pa.concat_tables(tables) if tables else None
         watermark = self._to_key(wm_ms) if wm_ms and wm_ms > 0 else None
         if wm_ms is not None and wm_ms >= END_OF_INPUT_MS:

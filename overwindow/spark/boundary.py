@@ -1,5 +1,7 @@
 """Rows across the pandas boundary of Spark's stateful operators: the pandas chunks a UDF receives as
-Arrow tables, and the Arrow tables it emits as the pandas frames Spark takes back.
+Arrow tables, and the Arrow tables it emits as the pandas frames Spark takes back, with NaN and
+NULL kept apart and BIGINT values whole both ways (Spark's pandas conversion makes both NaN, and a
+BIGINT column holding a NULL float64: see :class:`Companion`).
 
 The only module that relies on pandas internals (``DataFrame._get_column_array``,
 ``DataFrame._from_arrays``): they save more than the conversion itself costs on the few hundred rows
@@ -10,16 +12,45 @@ a key gets per call. Each has a public fallback, taken when the internal is miss
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # False: take only the public pandas API (the fallback every internal has)
 PANDAS_INTERNALS = True
 
 
-def to_arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+class Companion(NamedTuple):
+    """A column whose values Spark's pandas conversion cannot carry whole, and the column Spark adds
+    beside it so that they arrive whole: a DOUBLE/FLOAT column arrives as float64 with NULL and NaN
+    both NaN (``kind == "nan"``: the companion is ``isnan(column)``); a BIGINT column holding a NULL
+    arrives as float64, exact only to 2**53 (``kind == "value"``: the companion is
+    ``coalesce(column, 0)``, a BIGINT never NULL)."""
+
+    column: str
+    name: str
+    kind: str
+
+
+def companions_of(schema: pa.Schema) -> tuple[Companion, ...]:
+    """The companions the nullable DOUBLE, FLOAT and BIGINT columns of ``schema`` need. O(columns).
+
+    >>> schema = pa.schema([("x", pa.float64()), ("n", pa.int64()), ("s", pa.string())])
+    >>> [tuple(c) for c in companions_of(schema)]
+    [('x', '__overwindow_whole_0', 'nan'), ('n', '__overwindow_whole_1', 'value')]
+    """
+    found = []
+    for f in schema:
+        if f.nullable and (pa.types.is_floating(f.type) or pa.types.is_int64(f.type)):
+            kind = "nan" if pa.types.is_floating(f.type) else "value"
+            found.append(Companion(f.name, f"__overwindow_whole_{len(found)}", kind))
+    return tuple(found)
+
+
+def to_arrow(frame: pd.DataFrame, schema: pa.Schema, companions: tuple[Companion, ...] = ()) -> pa.Table:
     """A UDF's pandas chunk as Arrow, column by column. O(rows).
 
     Spark builds a fresh frame per key and call (``pd.concat`` of one Series per column), and on such
@@ -33,19 +64,43 @@ def to_arrow(frame: pd.DataFrame, schema: pa.Schema) -> pa.Table:
     >>> to_arrow(pd.DataFrame({"x": [1.5], "t": pd.to_datetime(["2024-01-01"])}), s).to_pylist()
     [{'t': datetime.datetime(2024, 1, 1, 0, 0), 'x': 1.5}]
     """
+    # the companions are the frame's last columns (Spark does not keep their names in every version)
+    columns = tuple(frame.columns)
+    data = columns[: len(columns) - len(companions)]
     get = getattr(frame, "_get_column_array", None) if PANDAS_INTERNALS else None
-    found = _positions(tuple(frame.columns), tuple(schema.names)) if get is not None else None
+    found = _positions(data, tuple(schema.names)) if get is not None else None
     if found is None:
         arrays = [frame[f.name].to_numpy() for f in schema]
+        extras = [frame.iloc[:, i].to_numpy() for i in range(len(data), len(columns))]
     else:
         arrays = [get(i) for i in found]
+        extras = [get(i) for i in range(len(data), len(columns))]
+    whole = {c.column: (c.kind, np.asarray(extra)) for c, extra in zip(companions, extras)}
     return pa.Table.from_arrays(
-        [
-            pa.array(np.asarray(a) if isinstance(a.dtype, np.dtype) else a, type=f.type, from_pandas=True)
-            for a, f in zip(arrays, schema)
-        ],
-        schema=schema,
+        [_column(a, f, whole.get(f.name)) for a, f in zip(arrays, schema)], schema=schema
     )
+
+
+def _column(values, field: pa.Field, whole: tuple[str, np.ndarray] | None) -> pa.Array:
+    """One column of a UDF's pandas chunk as Arrow, as Spark held it: pandas' NaN read as NULL, but
+    where a companion (``whole``: its kind and values) says a NaN was a NaN, or gives the exact
+    values of a BIGINT column pandas read as float64. O(rows).
+
+    >>> x = pa.field("x", pa.float64())
+    >>> _column(np.array([1.0, np.nan, np.nan]), x, ("nan", np.array([0, 1, 0], bool))).to_pylist()
+    [1.0, nan, None]
+    >>> n = pa.field("n", pa.int64())
+    >>> _column(np.array([np.nan, 2.0**63]), n, ("value", np.array([0, 2**63 - 1]))).to_pylist()
+    [None, 9223372036854775807]
+    """
+    if isinstance(values.dtype, np.dtype):
+        values = np.asarray(values)
+    if whole is not None and whole[0] == "value" and values.dtype.kind == "f":  # a NULL made it float64
+        return pa.array(whole[1], type=field.type, mask=np.isnan(values))
+    column = pa.array(values, type=field.type, from_pandas=True)
+    if whole is not None and whole[0] == "nan" and whole[1].any():
+        return pc.if_else(whole[1], pa.scalar(float("nan"), field.type), column)
+    return column
 
 
 @functools.lru_cache(maxsize=64)
@@ -67,14 +122,18 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
     Table.to_pandas, and DataFrame's handling of a dict (a new column Index, each array checked and
     wrapped), cost more than the conversion for the small tables one key emits per call: pandas'
     ``DataFrame._from_arrays`` (internal, in pandas 0.23 to 2.x) with the column Index built once
-    takes a third less. DATE and time-zone columns take pandas' own conversion and the dict path.
+    takes a third less. DATE and time-zone columns take pandas' own conversion and the dict path;
+    so do float columns holding a NaN and BIGINT ones holding a NULL, as pandas' masked dtypes.
 
     >>> to_pandas(pa.table({"t": pa.array([0], pa.timestamp("us")), "x": [1.5]})).dtypes.astype(str).tolist()
     ['datetime64[us]', 'float64']
+    >>> to_pandas(pa.table({"n": [2**53 + 1, None], "x": [float("nan"), None]})).dtypes.astype(str).tolist()
+    ['Int64', 'Float64']
     """
     names = tuple(table.column_names)
     fast = PANDAS_INTERNALS and hasattr(pd.DataFrame, "_from_arrays")
-    if fast and not any(map(_pandas_typed, table.schema.types)):
+    masked = [_masked(col) for col in table.columns]
+    if fast and not any(masked) and not any(map(_pandas_typed, table.schema.types)):
         return pd.DataFrame._from_arrays(
             [col.to_numpy() for col in table.columns],
             columns=_column_index(names),
@@ -83,11 +142,28 @@ def to_pandas(table: pa.Table) -> pd.DataFrame:
         )
     return pd.DataFrame(
         {
-            name: col.to_pandas() if _pandas_typed(col.type) else col.to_numpy()
-            for name, col in zip(names, table.columns)
+            name: col.to_pandas(types_mapper=_MASKED.get)
+            if keep
+            else (col.to_pandas() if _pandas_typed(col.type) else col.to_numpy())
+            for name, col, keep in zip(names, table.columns, masked)
         },
         copy=False,
     )
+
+
+# pandas' masked dtypes keep a NULL apart from the values (a NaN stays a value): Spark reads them
+# through their Arrow conversion (values and mask), not through isnull()
+_MASKED = {pa.float64(): pd.Float64Dtype(), pa.float32(): pd.Float32Dtype(), pa.int64(): pd.Int64Dtype()}
+
+
+def _masked(col: pa.ChunkedArray) -> bool:
+    """Whether ``col`` goes back to Spark as a masked pandas column: a float column holding a NaN (a
+    numpy NaN is NULL to Spark), a BIGINT one holding a NULL (numpy makes it float64, exact only to
+    2**53). O(rows) for float columns."""
+    t = col.type
+    if pa.types.is_int64(t):
+        return col.null_count > 0
+    return pa.types.is_floating(t) and col.null_count < len(col) and bool(pc.any(pc.is_nan(col)).as_py())
 
 
 def _pandas_typed(t: pa.DataType) -> bool:
