@@ -40,17 +40,16 @@ def as_window_expression(c: CallLike) -> WindowExpression:
     raise TypeError(f"expected SQL text or a WindowCall, got {type(c).__name__}")
 
 
-def evaluate(data: pd.DataFrame | pa.Table, *calls: CallLike, prefer_naive: bool = False):
+def evaluate(data: pd.DataFrame | pa.Table, *calls: CallLike):
     """Every input column, in input order, plus one column per call named by its alias.
 
     Returns the input's type. pandas input is read as Arrow (a NaN in a numpy float64 column is NULL,
     as pandas means it; pass Arrow, or pandas columns of ``pd.ArrowDtype`` or ``Float64``, to keep NaN
-    apart from NULL); pandas results keep their values (``pandas_column``). ``prefer_naive`` runs
-    every aggregate through the naive reference path (for tests).
+    apart from NULL); pandas results keep their values (``pandas_column``).
     """
     if isinstance(data, pd.DataFrame):
         table = pa.Table.from_pandas(data, preserve_index=False)
-        out = evaluate_table(table, [as_window_expression(c) for c in calls], prefer_naive)
+        out = evaluate_table(table, [as_window_expression(c) for c in calls])
         result = data.copy()
         arrow_backed = any(isinstance(t, pd.ArrowDtype) for t in data.dtypes)
         for name in out.column_names[table.num_columns :]:
@@ -59,7 +58,7 @@ def evaluate(data: pd.DataFrame | pa.Table, *calls: CallLike, prefer_naive: bool
         return result
     if isinstance(data, (pa.Table, pa.RecordBatch)):
         table = pa.table(data) if isinstance(data, pa.RecordBatch) else data
-        return evaluate_table(table, [as_window_expression(c) for c in calls], prefer_naive)
+        return evaluate_table(table, [as_window_expression(c) for c in calls])
     raise TypeError(f"evaluate() takes a pandas DataFrame or a pyarrow Table, got {type(data).__name__}")
 
 
@@ -89,13 +88,13 @@ def pandas_column(column: pa.ChunkedArray | pa.Array, arrow_backed: bool) -> pd.
     return column.to_pandas()
 
 
-def evaluate_table(table: pa.Table, exprs: list[WindowExpression], prefer_naive: bool = False) -> pa.Table:
+def evaluate_table(table: pa.Table, exprs: list[WindowExpression]) -> pa.Table:
     """``table`` plus one column per window expression."""
-    return project(table, exprs, evaluate_calls(table, exprs, prefer_naive))
+    return project(table, exprs, evaluate_calls(table, exprs))
 
 
 def evaluate_calls(
-    table: pa.Table, exprs: list[WindowExpression], prefer_naive: bool = False, layout: Layout | None = None
+    table: pa.Table, exprs: list[WindowExpression], layout: Layout | None = None
 ) -> dict[str, pa.Array]:
     """Every window call's result, by call alias, in input row order.
 
@@ -112,11 +111,7 @@ def evaluate_calls(
         known = _with_inverse(layout)
         layouts.update(((call.partition_by, call.order_by), known) for e in exprs for call in e.calls)
     columns: dict[tuple, Values] = {}  # calls over the same argument share its numpy views
-    return {
-        call.alias: _evaluate_call(table, call, layouts, columns, prefer_naive)
-        for e in exprs
-        for call in e.calls
-    }
+    return {call.alias: _evaluate_call(table, call, layouts, columns) for e in exprs for call in e.calls}
 
 
 def project(table: pa.Table, exprs: list[WindowExpression], results: dict[str, pa.Array]) -> pa.Table:
@@ -181,9 +176,7 @@ def _default(
         raise WindowRuntimeError(f"{e} {where}") from None
 
 
-def _evaluate_call(
-    table: pa.Table, call: WindowCall, layouts: dict, columns: dict, prefer_naive: bool
-) -> pa.Array:
+def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: dict) -> pa.Array:
     layout, inverse = _layout(table, call, layouts)
     n = table.num_rows
     info = call.info
@@ -204,7 +197,7 @@ def _evaluate_call(
         mask = mask & cond.valid & cond.numbers.astype(bool)
     if call.default is not None:
         default = _default(table, call, layout, columns, values.type)
-    choice = plan(call, values.kind if call.args else None, prefer_naive=prefer_naive)
+    choice = plan(call, values.kind if call.args else None)
     frames = None
     if info.uses_frame:
         key = None
@@ -218,6 +211,6 @@ def _evaluate_call(
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
     want = result_type(call, values.type if call.args else None)
-    if want is not None and result.type != want:  # e.g. the naive reference path's inferred types
+    if want is not None and result.type != want:  # e.g. a Python aggregate's inferred types
         result = result.cast(want, safe=not pa.types.is_floating(want))
     return result if layout.identity else result.take(pa.array(inverse))

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
+from physical.reference_kernels import evaluate_naive, naive_path
 
 from overwindow import Aggregate, WindowSpecError, evaluate, parse_window, register_aggregate
 from overwindow.physical.planner import plan
@@ -255,7 +256,7 @@ def test_udaf_equals_numpy_over_brute_force_frames(name, case):
         want.append(SEMANTICS[name](vals))
     got = evaluate(table, sql).column("r").to_pylist()
     assert got == want
-    assert evaluate(table, sql, prefer_naive=True).column("r").to_pylist() == want
+    assert evaluate_naive(table, sql).column("r").to_pylist() == want
 
 
 # --- the planner's choice ----------------------------------------------------------------------
@@ -300,9 +301,11 @@ def test_planner_picks_kernel_by_methods(name, frame, expected):
     assert kernel(f"{name}(x) OVER (PARTITION BY k ORDER BY t {frame}) AS r") == expected
 
 
-def test_prefer_naive_forces_the_naive_kernel():
+def test_the_naive_path_forces_the_naive_kernel():
     call = parse_window("ow_test_sumsq_sliding(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS r").calls[0]
-    assert plan(call, TypeFamily.INT, prefer_naive=True).name == "naive"
+    with naive_path():
+        assert plan(call, TypeFamily.INT).name == "naive"
+    assert plan(call, TypeFamily.INT).name == "sliding"
 
 
 # --- registration ------------------------------------------------------------------------------

@@ -133,10 +133,18 @@ def result_type(call: WindowCall, arg: pa.DataType | None) -> pa.DataType | None
     return None
 
 
-def plan(call: WindowCall, kind: TypeFamily | None, *, prefer_naive: bool = False) -> KernelChoice:
+# The test seam of the fast aggregate kernels: None in the product; the tests set it (through
+# tests/physical/reference_kernels.py) to a function giving each built-in aggregate call a plain Python
+# aggregate, which the naive kernel runs frame by frame in place of the fast kernel under test.
+REFERENCE_AGGREGATE: Callable[[WindowCall], object] | None = None
+
+
+def plan(call: WindowCall, kind: TypeFamily | None) -> KernelChoice:
     """Pick the kernel for ``call`` whose argument has type family ``kind`` (None: no argument).
 
-    ``prefer_naive`` forces the reference path for aggregates (used to test the fast kernels).
+    >>> from overwindow.logical.parse import parse_window
+    >>> plan(parse_window("sum(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS s").calls[0], TypeFamily.INT).name
+    'exact-prefix-sum'
     """
     check_types(call, kind)
     info = lookup(call.function)
@@ -155,9 +163,10 @@ def plan(call: WindowCall, kind: TypeFamily | None, *, prefer_naive: bool = Fals
             ),
         )
     user = user_aggregate_class(call.function)
-    if user is not None or prefer_naive:
-        agg = user() if user is not None else reference_aggregate(call)
-        return _framed(call, _python_kernel(call, agg, force_naive=prefer_naive))
+    reference = REFERENCE_AGGREGATE
+    if user is not None or reference is not None:
+        agg = user() if user is not None else reference(call)
+        return _framed(call, _python_kernel(call, agg, force_naive=reference is not None))
     if call.function in ("percentile_cont", "percentile_disc"):
         fn = partial(_percentile, call)
     elif call.function == "mode":
@@ -202,9 +211,3 @@ def _framed(call: WindowCall, choice: KernelChoice) -> KernelChoice:
         return choice.run(once).take(pa.array(inp.layout.part_id))
 
     return KernelChoice("broadcast+" + choice.name, run)
-
-
-def reference_aggregate(call: WindowCall):
-    from overwindow.physical.kernels.reference import REFERENCE
-
-    return REFERENCE[call.function](call)

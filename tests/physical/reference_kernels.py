@@ -1,12 +1,16 @@
-"""Reference implementations of the built-in aggregates as plain Python aggregates.
+"""Reference implementations of the built-in aggregates as plain Python aggregates: the test oracle
+of the fast aggregate kernels, outside the product.
 
 Run through the naive kernel they recompute every frame from scratch in the most obvious way
 (exact rational sums, sorting for percentiles); every fast kernel is tested against them.
 Frame values are taken as Python objects (ints, floats, dates), so integer arithmetic is exact.
+``evaluate_naive`` is ``overwindow.evaluate`` with every built-in aggregate on this path (through
+the planner's test seam, ``REFERENCE_AGGREGATE``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 import math
@@ -15,6 +19,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from overwindow import evaluate
+from overwindow.physical import planner
 from overwindow.physical.kernels.aggregates import bigint_overflow
 
 
@@ -235,3 +241,20 @@ REFERENCE = {
     "mode": Mode,
     "count_distinct": CountDistinct,
 }
+
+
+@contextlib.contextmanager
+def naive_path():
+    """Plan every built-in aggregate on the naive kernel over its reference aggregate (user
+    aggregates keep theirs, on the naive kernel too) while the block runs."""
+    planner.REFERENCE_AGGREGATE = lambda call: REFERENCE[call.function](call)
+    try:
+        yield
+    finally:
+        planner.REFERENCE_AGGREGATE = None
+
+
+def evaluate_naive(data, *calls):
+    """``overwindow.evaluate(data, *calls)`` on the naive reference path."""
+    with naive_path():
+        return evaluate(data, *calls)

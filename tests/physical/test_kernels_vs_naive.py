@@ -1,8 +1,8 @@
 """Every fast aggregate kernel agrees with the naive reference path.
 
 ``evaluate(t, call)`` runs the kernel the planner picks (prefix counts, exact limb sums, sparse
-tables, wavelet matrix, sliding counts, broadcast); ``evaluate(t, call, prefer_naive=True)`` runs
-the same call through ``physical/kernels/reference.py`` with the naive per-frame Python kernel,
+tables, wavelet matrix, sliding counts, broadcast); ``evaluate_naive(t, call)`` runs the same call
+through the reference aggregates of ``reference_kernels.py`` with the naive per-frame Python kernel,
 which recomputes every frame from scratch (exact rational sums, sorting). Random tables hit the
 edge cases of docs/design.md, Semantics: NULL/NaN/inf values and order keys, huge and tiny magnitudes,
 int64 extremes, ties, empty frames, frames whose start passes their end, EXCLUDE holes, FILTER
@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
+from reference_kernels import evaluate_naive, naive_path
 
 from overwindow import WindowRuntimeError, evaluate, parse_window
 from overwindow.physical.kernels.holistic import interpolate_ints
@@ -291,7 +292,7 @@ def check_same(t: pa.Table, sql: str, function: str):
         fast = evaluate(t, sql).column("r").to_pylist()
     except WindowRuntimeError as e:
         raise AssertionError(f"{sql} raised {e} on values that cannot overflow") from None
-    naive = evaluate(t, sql, prefer_naive=True).column("r").to_pylist()
+    naive = evaluate_naive(t, sql).column("r").to_pylist()
     tol = tolerance(function, t)
     if function.startswith("stddev"):  # compare as variances (see tolerance())
         fast, naive = ([None if v is None else v * v for v in col] for col in (fast, naive))
@@ -433,7 +434,7 @@ def test_exact_sums_cancel():
     sql = "sum(x) OVER (ORDER BY o ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS r"
     want = [1e20, 1e20 + 1, 1.0, 1.0, 1.0, 1.0, -1e20 + 4]
     assert evaluate(t, sql).column("r").to_pylist() == want
-    assert evaluate(t, sql, prefer_naive=True).column("r").to_pylist() == want
+    assert evaluate_naive(t, sql).column("r").to_pylist() == want
 
 
 def test_int64_sum_overflow_is_an_error():
@@ -454,7 +455,7 @@ def test_int64_extremes_cancel_exactly():
     t2 = t.set_column(1, "x", pa.array([I64_MAX, I64_MIN, I64_MAX, I64_MIN], pa.int64()))
     want = [I64_MAX, -1, -1, -1]
     assert evaluate(t2, sql).column("r").to_pylist() == want
-    assert evaluate(t2, sql, prefer_naive=True).column("r").to_pylist() == want
+    assert evaluate_naive(t2, sql).column("r").to_pylist() == want
 
 
 # --- engine bugs, fixed: regression tests ------------------------------------------------------
@@ -499,9 +500,9 @@ def test_variance_of_huge_values(xs):
 def test_naive_sum_overflow_is_inf():
     """Was an engine bug: float(Fraction) raised OverflowError; IEEE rounding of 2e308 is +inf."""
     t = pa.table({"o": [1, 2], "x": [1e308, 1e308]})
-    assert evaluate(t, "sum(x) OVER () AS r", prefer_naive=True).column("r").to_pylist() == [math.inf] * 2
+    assert evaluate_naive(t, "sum(x) OVER () AS r").column("r").to_pylist() == [math.inf] * 2
     t = pa.table({"o": [1, 2], "x": [-1e308, -1e308]})
-    assert evaluate(t, "sum(x) OVER () AS r", prefer_naive=True).column("r").to_pylist() == [-math.inf] * 2
+    assert evaluate_naive(t, "sum(x) OVER () AS r").column("r").to_pylist() == [-math.inf] * 2
 
 
 @pytest.mark.parametrize("function", ["count(DISTINCT x)", "mode(x)"])
@@ -512,7 +513,7 @@ def test_exclude_ties_frame_before_current_row(function):
     sql = f"{function} OVER (ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING EXCLUDE TIES) AS r"
     # every row of each frame is a peer of the current row, so EXCLUDE TIES leaves nothing
     want = [0] * 4 if function.startswith("count") else [None] * 4
-    assert evaluate(t, sql, prefer_naive=True).column("r").to_pylist() == want
+    assert evaluate_naive(t, sql).column("r").to_pylist() == want
     assert evaluate(t, sql).column("r").to_pylist() == want
 
 
@@ -533,11 +534,11 @@ def test_naive_int_arithmetic_is_exact(function, xs):
     sql = f"{function}(x) OVER () AS r"
     if function == "sum":
         with pytest.raises(WindowRuntimeError, match="BIGINT"):
-            evaluate(t, sql, prefer_naive=True)
+            evaluate_naive(t, sql)
         return
     mean = Fraction(sum(xs), len(xs))
     want = float(mean) if function == "avg" else float(sum((x - mean) ** 2 for x in xs) / len(xs))
-    assert evaluate(t, sql, prefer_naive=True).column("r").to_pylist() == [want] * len(xs)
+    assert evaluate_naive(t, sql).column("r").to_pylist() == [want] * len(xs)
 
 
 def test_fast_int_arithmetic_is_exact():
@@ -588,7 +589,7 @@ def test_naive_nan_is_one_value(function, xs, want):
     t = pa.table({"x": xs})
     sql = f"{function} OVER () AS r"
     fast = evaluate(t, sql).column("r").to_pylist()
-    naive = evaluate(t, sql, prefer_naive=True).column("r").to_pylist()
+    naive = evaluate_naive(t, sql).column("r").to_pylist()
     assert close(fast, [want] * len(xs)) and close(naive, fast)
 
 
@@ -655,7 +656,7 @@ def test_naive_percentile_cont_next_to_infinity():
     t = pa.table({"x": [-math.inf, 0.0]})
     sql = "quantile_cont(x, [0.25, 0.5]) OVER () AS r"
     assert evaluate(t, sql).column("r").to_pylist() == [[-math.inf, -math.inf]] * 2
-    assert evaluate(t, sql, prefer_naive=True).column("r").to_pylist() == [[-math.inf, -math.inf]] * 2
+    assert evaluate_naive(t, sql).column("r").to_pylist() == [[-math.inf, -math.inf]] * 2
 
 
 @pytest.mark.parametrize(
@@ -674,15 +675,15 @@ def test_naive_path_on_dates(function, want):
     t = pa.table({"o": [1, 2, 3], "x": pa.array([DAY0, DAY0 + datetime.timedelta(days=4), None])})
     sql = f"{function} OVER (ORDER BY o ROWS 1 PRECEDING) AS r"
     want = [DAY0 + datetime.timedelta(days=d) for d in want]
-    assert evaluate(t, sql, prefer_naive=True).column("r").to_pylist() == want
+    assert evaluate_naive(t, sql).column("r").to_pylist() == want
     assert evaluate(t, sql).column("r").to_pylist() == want
 
 
 # --- the planner's choices ---------------------------------------------------------------------
 
 
-def _plan(sql: str, kind: str | None, **kw) -> str:
-    return plan(parse_window(sql).calls[0], TypeFamily(kind) if kind else None, **kw).name
+def _plan(sql: str, kind: str | None) -> str:
+    return plan(parse_window(sql).calls[0], TypeFamily(kind) if kind else None).name
 
 
 @pytest.mark.parametrize(
@@ -749,8 +750,10 @@ def test_planner_picks_kernel(sql, kind, name):
         ("mode(x) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS r", "int", "naive"),
     ],
 )
-def test_planner_prefer_naive(sql, kind, name):
-    assert _plan(sql, kind, prefer_naive=True) == name
+def test_planner_on_the_naive_path(sql, kind, name):
+    with naive_path():
+        assert _plan(sql, kind) == name
+    assert _plan(sql, kind) != name  # the seam is closed again
 
 
 def test_the_mean_of_a_tiny_negative_value_beside_huge_ones_is_exact():
