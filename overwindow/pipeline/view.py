@@ -251,6 +251,13 @@ KEYS = (
         "whole",
         choices=STATE_LAYOUTS,
     ),
+    Key(
+        "view",
+        "max_rows_per_key",
+        "count",
+        "the most rows one partition may hold in state: a micro-batch past it stops the query with an "
+        "error naming the partition (default: no bound)",
+    ),
     Key("sink", "kind", "text", "where the view is kept", required=True, choices=SINKS),
     Key(
         "sink",
@@ -549,6 +556,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
             rowKey=view.row_key,
             opColumn=view.op_column,
             stateLayout=v.get("state_layout", "whole"),
+            maxRowsPerKey=v.get("max_rows_per_key"),
         )
     except WindowSpecError as e:
         raise ViewFileError(f"{view.where('view', _spec_key(str(e)))}: {_view_words(str(e))}") from None
@@ -613,7 +621,12 @@ def _top_line(text: str, name: str) -> int | str:
 
 
 # OverWindow's keyword arguments and the view-file keys they come from
-_SPEC_WORDS = {"opColumn": "op_column", "rowKey": "row_key", "stateLayout": "state_layout"}
+_SPEC_WORDS = {
+    "opColumn": "op_column",
+    "rowKey": "row_key",
+    "stateLayout": "state_layout",
+    "maxRowsPerKey": "max_rows_per_key",
+}
 
 
 def _spec_key(message: str) -> str:

@@ -103,3 +103,41 @@ def test_a_failing_postgres_sink_never_shows_the_password(tmp_path, monkeypatch)
     assert "password authentication failed" in line
     for piece in ("Sup3r", "S3cret"):
         assert piece not in line, line
+
+
+def test_a_partition_past_max_rows_per_key_names_the_key(tmp_path):
+    import pyarrow as pa
+
+    from overwindow.streaming.contract import RowBoundError
+    from overwindow.streaming.driver import Driver
+
+    view = _view(tmp_path)
+    (tmp_path / "view.toml").write_text(
+        (tmp_path / "view.toml")
+        .read_text()
+        .replace('emit = "on_update"', 'emit = "on_update"\nmax_rows_per_key = 2')
+    )
+    view = load_view(str(tmp_path / "view.toml"))
+    assert view.spec.max_rows_per_key == 2
+    schema = pa.schema([("k", pa.string()), ("ts", pa.timestamp("us")), ("x", pa.float64())])
+    driver = Driver(view.spec, schema, ["k"])
+    with pytest.raises(RowBoundError) as e:
+        driver.feed(pa.table({"k": ["a"] * 3, "ts": pa.array([1, 2, 3], pa.timestamp("us")), "x": [1.0] * 3}))
+    line = describe(
+        RuntimeError(_spark_text(f"overwindow.streaming.contract.RowBoundError: {e.value}")), view
+    )
+    assert line.startswith(f"{view.path}: [view] max_rows_per_key (line 11): ")
+    assert "holds 3 rows in state, more than max_rows_per_key = 2" in line
+
+
+@pytest.mark.parametrize("value", ["0", "-3", '"many"', "2.5", "true"])
+def test_max_rows_per_key_is_a_positive_whole_number(tmp_path, value):
+    from overwindow.pipeline.view import ViewFileError
+
+    _view(tmp_path)
+    text = (tmp_path / "view.toml").read_text()
+    (tmp_path / "view.toml").write_text(
+        text.replace('emit = "on_update"', f'emit = "on_update"\nmax_rows_per_key = {value}')
+    )
+    with pytest.raises(ViewFileError, match=r"\[view\] max_rows_per_key \(line 11\).*positive whole number"):
+        load_view(str(tmp_path / "view.toml"))
