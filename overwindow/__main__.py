@@ -77,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument("view", nargs="+", help="the view file(s) (TOML)")
     run.add_argument("--once", action="store_true", help="process what has arrived, then stop (availableNow)")
+    run.add_argument(
+        "--final",
+        action="store_true",
+        help="with --once: then end the input, so that emit on window close emits every row it still holds "
+        "(as if the watermark passed them all; rows arriving later are late)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress lines (same as --progress none)")
     run.add_argument(
         "--progress",
@@ -175,6 +181,8 @@ def _command(args, parser) -> int:
         return run_demo(args.out, args.quiet, args.debug)
     from overwindow.pipeline.view import ViewFileError, load_view
 
+    if getattr(args, "final", False) and not args.once:
+        parser.error("--final needs --once: the input ends after what has arrived is processed")
     overrides = {}
     for item in args.set:
         key, sep, value = item.partition("=")
@@ -203,7 +211,13 @@ def _command(args, parser) -> int:
     from overwindow.pipeline import job
 
     progress = "none" if args.quiet else args.progress
-    options = dict(once=args.once, quiet=progress == "none", json_lines=progress == "json", debug=args.debug)
+    options = dict(
+        once=args.once,
+        final=args.final,
+        quiet=progress == "none",
+        json_lines=progress == "json",
+        debug=args.debug,
+    )
     if len(views) == 1:
         return job.run_view(views[0], **options)
     return job.run_views(views, **options)

@@ -1,7 +1,6 @@
 """The command line: the demo (the README's main job) and `run` on a view file, end to end on Spark.
 Values come from the batch evaluator and DuckDB over the same sample."""
 
-import datetime as dt
 import json
 import os
 import signal
@@ -44,14 +43,12 @@ def test_demo_keeps_the_plant_and_tick_views_and_draws_the_chart(spark, tmp_path
             "RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING)"
         ).fetchall()
     }
-    # closed: the watermark (last day - 1 day) has passed day + 3 days
-    last = max(dt.date.fromisoformat(d) for _, d in want)
-    closed = {k for k in want if dt.date.fromisoformat(k[1]) + dt.timedelta(days=4) <= last}
-    assert set(got) == closed
-    for k in closed:
+    # the demo ends its input (--once --final): every day of every plant is in the view
+    assert set(got) == set(want)
+    for k in want:
         np.testing.assert_allclose(got[k][1:], want[k], rtol=1e-9)
 
-    # ticks: DuckDB over the whole file; the view holds every tick at or below the final watermark
+    # ticks: DuckDB over the whole file; the view holds every tick
     ticks = pv.read_csv(sample_path("stock_ticks"))  # UTC times, compared as plain timestamps
     duck.register(
         "t", ticks.set_column(1, "ts", ticks["ts"].cast(pa.timestamp("us", "UTC")).cast(pa.timestamp("us")))
@@ -65,14 +62,12 @@ def test_demo_keeps_the_plant_and_tick_views_and_draws_the_chart(spark, tmp_path
             "RANGE BETWEEN INTERVAL 5 MINUTES PRECEDING AND CURRENT ROW)"
         ).fetchall()
     }
-    watermark = duck.execute("SELECT max(ts) - INTERVAL 30 SECONDS FROM t").fetchone()[0]
-    closed = {i for (i,) in duck.execute("SELECT trade_id FROM t WHERE ts <= ?", [watermark]).fetchall()}
     got = {
         i: (c, a, v)
         for i, c, a, v in con.execute(f'SELECT trade_id, change, avg_5m, volume_5m FROM "{TICK_TABLE}"')
     }
-    assert set(got) == closed and len(closed) > 4000
-    for i in closed:
+    assert set(got) == set(want) and len(want) > 4000
+    for i in want:
         assert got[i][0] == (None if want[i][0] is None else pytest.approx(want[i][0], rel=1e-9, abs=1e-9))
         assert got[i][1:] == (pytest.approx(want[i][1], rel=1e-9), want[i][2])
 
@@ -236,6 +231,41 @@ def test_progress_as_json_and_no_watermark_before_the_first(spark, tmp_path, cap
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("batch 0: 20 rows in, 0 out, watermark none, ")
     assert lines[1].startswith("batch 1: 20 rows in, ") and "watermark 2024-01-01T00:00:14.000Z" in lines[1]
+
+
+def test_once_final_ends_the_input_and_later_rows_are_late(spark, tmp_path, capsys):
+    """Issue 14, item 6: ``--once`` leaves the rows the watermark has not passed in state (a finished
+    input never emits its last rows); ``--once --final`` emits them all, with DuckDB's values over the
+    whole input; the checkpoint keeps the ended watermark, so a later file's rows are late."""
+    rows = _events(tmp_path)
+    view = _view(tmp_path)
+    assert main(["run", view, "--once", "--quiet"]) == 0
+    assert 0 < len(_table(tmp_path / "view.sqlite")) < rows  # the last 5 seconds wait for the watermark
+    assert main(["run", view, "--once", "--final", "--quiet"]) == 0
+    duck = duckdb.connect()
+    want = duck.execute(
+        "SELECT k, ts, id, x, sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 2 PRECEDING) "
+        f"FROM read_json_auto('{tmp_path / 'events'}/*.json') ORDER BY ALL"
+    ).fetchall()
+    got = _table(tmp_path / "view.sqlite")
+    assert [(k, i, x, s) for k, _, i, x, s in got] == [(k, i, x, s) for k, _, i, x, s in want]
+    assert main(["run", view, "--once", "--final", "--quiet"]) == 0  # ended already: nothing to do
+    assert len(_table(tmp_path / "view.sqlite")) == rows
+
+    later = tmp_path / "events" / "f9.json"
+    later.write_text(json.dumps({"k": "k0", "ts": "2024-01-01T00:09:00", "id": 9000, "x": 1}) + "\n")
+    os.utime(later, (2_000, 2_000))
+    capsys.readouterr()
+    assert main(["run", view, "--once", "--progress", "json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert sum(r["rows_in"] for r in records) == 1 and sum(r["late"] for r in records) == 1
+    assert len(_table(tmp_path / "view.sqlite")) == rows
+
+
+def test_final_needs_once(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["run", _view(tmp_path), "--final"])
+    assert e.value.code == 2 and "--final needs --once" in capsys.readouterr().err
 
 
 def test_two_views_run_in_one_job(spark, tmp_path, capsys):

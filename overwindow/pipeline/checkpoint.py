@@ -1,7 +1,8 @@
 """What a Structured Streaming checkpoint says about its query, read through Hadoop's file system
 (so a checkpoint on HDFS or an object store reads as a local one): the query id Spark keeps for the
 checkpoint (``metadata``), the last batch committed (``commits/``) and planned (``offsets/``), and
-the files the file source listed for a batch (``sources/0/``).
+the files the file source listed for a batch (``sources/0/``); and the one file overwindow writes
+there, a batch planned to end the input (:func:`end_input`).
 
 These are Spark's own files, in the formats Spark has written since 2.0: ``metadata`` is one JSON
 object with the query ``id``; ``commits/N`` and ``offsets/N`` exist once batch N is committed or
@@ -55,6 +56,14 @@ class _Fs:
         finally:
             stream.close()
 
+    def write(self, path, text: str) -> None:
+        """A new file holding ``text`` (refused if it exists)."""
+        stream = path.getFileSystem(self._conf).create(path, False)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+
     def batch_ids(self, folder: str) -> list[int]:
         """The numbered files of a checkpoint log folder (``commits``, ``offsets``)."""
         path = self.child(folder)
@@ -104,3 +113,37 @@ def missing_files(spark, checkpoint: str, batch_id: int) -> list[str]:
         for uri in listed_files(spark, checkpoint, batch_id)
         if not fs.exists(spark._jvm.org.apache.hadoop.fs.Path(spark._jvm.java.net.URI(uri)))
     ]
+
+
+def end_input(spark, checkpoint: str, watermark_ms: int) -> bool:
+    """Plan one more batch of the checkpoint's query: no new rows, the event-time watermark at
+    ``watermark_ms``. Spark runs a planned, uncommitted batch first when the query next starts, so
+    every key whose timeout lies before ``watermark_ms`` times out in it. False (nothing written)
+    for a checkpoint with no batch yet, an uncommitted batch, or a watermark already there. O(1).
+
+    ``offsets/N`` is a version line, the batch's metadata as one JSON object (``batchWatermarkMs``
+    among it), then one line per source offset: batch N+1 repeats batch N's offsets (no rows)."""
+    fs = _Fs(spark, checkpoint)
+    state = checkpoint_state(spark, checkpoint)
+    if state.last_planned is None or state.last_planned != state.last_committed:
+        return False
+    text = fs.read(fs.child("offsets", str(state.last_planned)))
+    planned = _with_watermark(text, watermark_ms)
+    if planned is None:
+        return False
+    fs.write(fs.child("offsets", str(state.last_planned + 1)), planned)
+    return True
+
+
+def _with_watermark(offsets: str, watermark_ms: int) -> str | None:
+    """An ``offsets/N`` text with its batch's watermark at ``watermark_ms`` (None: it is there).
+
+    >>> _with_watermark('v1\\n{"batchWatermarkMs":5,"batchTimestampMs":9}\\n{"logOffset":3}', 7)
+    'v1\\n{"batchWatermarkMs":7,"batchTimestampMs":9}\\n{"logOffset":3}'
+    """
+    version, meta, *sources = offsets.split("\n")
+    fields = json.loads(meta)
+    if fields.get("batchWatermarkMs", 0) >= watermark_ms:
+        return None
+    fields["batchWatermarkMs"] = watermark_ms
+    return "\n".join([version, json.dumps(fields, separators=(",", ":")), *sources])

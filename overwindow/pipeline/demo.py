@@ -165,7 +165,7 @@ def run_demo(out: str, quiet: bool = False, debug: bool = False) -> int:
     )
     for call in CALLS:
         print("  " + call)
-    run_view(plants, once=True, quiet=quiet, debug=debug)
+    run_view(plants, once=True, final=True, quiet=quiet, debug=debug)
     con = sqlite3.connect(plants.sink["path"])
     rows = con.execute(
         f'SELECT plant, day, mwh, avg_7d, q1_7d, q3_7d FROM "{TABLE}" ORDER BY plant, day'
@@ -185,7 +185,7 @@ def run_demo(out: str, quiet: bool = False, debug: bool = False) -> int:
     )
     for call in TICK_CALLS:
         print("  " + call)
-    run_view(ticks, once=True, quiet=quiet, debug=debug)
+    run_view(ticks, once=True, final=True, quiet=quiet, debug=debug)
     last = con.execute(
         f'SELECT symbol, ts, price, change, avg_5m, volume_5m FROM "{TICK_TABLE}" t WHERE ts = '
         f'(SELECT max(ts) FROM "{TICK_TABLE}" WHERE symbol = t.symbol) ORDER BY symbol'

@@ -245,14 +245,20 @@ def run_views(
     spark=None,
     json_lines: bool = False,
     debug: bool = False,
+    final: bool = False,
 ) -> int:
     """Check the views (overwindow.pipeline.validate) and what they connect to, record their
     fingerprints in their checkpoints, then run them in one Spark session until they end (``once``)
-    or Ctrl-C. Raises ViewFileError (nothing started) or ViewRunError (a query failed; one line)."""
-    from overwindow.pipeline.failures import describe
+    or Ctrl-C. ``final`` (with ``once``): then end their input, so that emit on window close emits
+    every row it still holds (:func:`overwindow.pipeline.checkpoint.end_input`; rows arriving later
+    are late). Raises ViewFileError (nothing started) or ViewRunError (a query failed; one line)."""
+    from overwindow.pipeline.checkpoint import end_input
     from overwindow.pipeline.fingerprint import record
     from overwindow.pipeline.validate import check_views, preflight
+    from overwindow.spark.adapter import END_OF_INPUT_MS
 
+    if final and not once:
+        raise ValueError("final needs once: the input ends after what has arrived is processed")
     checked = check_views(views, create=True)
     preflight(views)
     for c in checked:
@@ -261,6 +267,25 @@ def run_views(
     for view in views:
         settings.update(spark_settings(view))
     spark = spark or local_spark(settings=settings, debug=debug)
+    if _run_round(spark, views, once, quiet, json_lines, debug) or not final:
+        return 0
+    # Spark knows no end of input: a batch planned again with a watermark past END_OF_INPUT_MS
+    # (where every key holding rows has its timeout) times out every key; emit on update holds none
+    ended = [
+        v
+        for v in views
+        if v.emit == "on_window_close" and end_input(spark, v.checkpoint, END_OF_INPUT_MS + 1)
+    ]
+    if ended:
+        _run_round(spark, ended, once, quiet, json_lines, debug)
+    return 0
+
+
+def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bool, debug: bool) -> bool:
+    """Start the views' queries and wait until they end (``once``) or Ctrl-C; True if stopped by
+    Ctrl-C. Raises ViewRunError when a query fails (stopping the others)."""
+    from overwindow.pipeline.failures import describe
+
     running = []  # (view, query, printer, sink errors)
     try:
         for view in views:
@@ -285,7 +310,7 @@ def run_views(
             _quietly(query.stop)
         where = ", ".join(v.checkpoint for v in views)
         print(f"\nstopped. Run the same command to resume from the checkpoint {where}", flush=True)
-        return 0
+        return True
     finally:
         for _, query, printer, _ in running:
             if printer is not None:
@@ -299,7 +324,7 @@ def run_views(
             if debug:
                 raise ViewRunError(str(failure))
             raise ViewRunError(describe(failure, view, errors[0] if errors else None))
-    return 0
+    return False
 
 
 def _quietly(action) -> None:
