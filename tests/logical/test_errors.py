@@ -394,3 +394,30 @@ def test_day_to_second_interval():
         assert re.search("INTERVAL", str(e))
         return
     assert call.frame.start.offset == Interval(days=1, micros=(2 * 3600 + 3 * 60 + 4) * 1_000_000)
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("sum() OVER () AS r", ("sum() is missing an argument", "column 5")),
+        ("first_value() OVER (ORDER BY t) AS r", ("first_value() is missing an argument",)),
+        ("sum(t, 1) OVER () AS r", ("sum() takes at most 1 argument, got 2",)),
+        ("count(abs(x, 1)) OVER () AS r", ("abs() takes at most 1 argument, got 2",)),
+        ("sum(x OVER (ORDER BY t) AS r", ("syntax error", "expected ')'", "'OVER'")),
+        ("sum(x) OVR (ORDER BY t) AS r", ("syntax error", "at or near '('")),
+        ("sum(x) OVER (PARTITION BY k, % 2) AS r", ("an operand is missing",)),
+    ],
+)
+def test_syntax_errors_are_worded_in_sql(text, words):
+    """What the SQL reader could not read, at or near which token: not its terminal underlining
+    (ANSI escapes) nor the names of its classes (``<class 'sqlglot.expressions...Sum'>``)."""
+    msg = spec_error(text)
+    assert has(msg, *words), msg
+    assert "\x1b" not in msg and "<class" not in msg and "sqlglot" not in msg, msg
+
+
+@pytest.mark.parametrize("n", ["CAST('NaN' AS DOUBLE)", "CAST('Infinity' AS DOUBLE)", "-1e400"])
+def test_nth_value_offset_that_is_not_a_number_or_infinite(n):
+    """It raised Python's ValueError / OverflowError (converting NaN or infinity to an integer)."""
+    msg = spec_error(f"nth_value(x, {n}) OVER (ORDER BY t) AS r")
+    assert has(msg, "nth_value", "positive INT")
