@@ -113,6 +113,10 @@ def check_over_clauses(tokens: list, text: str) -> None:
     comma were not there, ``ROWS BETWEEN 1 PRECEDING`` as a frame ending at CURRENT ROW); such text is
     refused here, naming the token. O(tokens)."""
     for i, tok in enumerate(tokens):
+        if tok.token_type.name == "OVER" and (i + 1 == len(tokens) or tokens[i + 1].text.upper() == "AS"):
+            raise WindowSpecError(
+                f"OVER needs a window specification in parentheses, OVER (...), in {text!r}"
+            )
         if (
             tok.token_type.name == "OVER"
             and i + 1 < len(tokens)
@@ -385,10 +389,11 @@ def _function(f: exp.Expression, alias: str):
 
 
 def _integral(n):
-    """An nth_value offset: Spark casts a DECIMAL or DOUBLE with no fraction to its integer (NaN and
-    the infinities stay as they are, for the check that refuses them)."""
+    """An nth_value offset: Spark casts a DECIMAL or DOUBLE to INT, dropping the fraction
+    (``nth_value(x, 1.5)`` is ``nth_value(x, 1)``); NaN and the infinities stay as they are, for the
+    check that refuses them."""
     finite = (isinstance(n, float) and math.isfinite(n)) or (isinstance(n, decimal.Decimal) and n.is_finite())
-    return int(n) if finite and n == int(n) else n
+    return int(n) if finite else n
 
 
 def _within_group(f: exp.WithinGroup, ctx: str):
