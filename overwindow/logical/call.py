@@ -374,5 +374,13 @@ def _validate_frame(call: WindowCall, where: str) -> None:
         raise WindowSpecError(
             f"RANGE with an offset needs exactly one ORDER BY column, got {len(call.order_by)} {where}"
         )
+    if (
+        f.unit is FrameUnit.RANGE
+        and not call.order_by
+        and (f.start.kind, f.end.kind) != (BoundKind.UNBOUNDED_PRECEDING, BoundKind.UNBOUNDED_FOLLOWING)
+    ):
+        # Spark: "A range window frame cannot be used in an unordered window specification" (only
+        # the whole partition, RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING, may be)
+        raise WindowSpecError(f"a RANGE frame other than the whole partition needs ORDER BY: {f} {where}")
     if f.unit is FrameUnit.GROUPS and not call.order_by:
         raise WindowSpecError(f"GROUPS frames require ORDER BY {where}")

@@ -10,6 +10,7 @@ import datetime as dt
 import decimal
 import math
 import operator
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -26,7 +27,49 @@ def _parse(sql: str) -> exp.Expression:
     try:
         return sqlglot.parse_one(sql, read=DIALECT)
     except sqlglot.errors.ParseError as e:
-        raise WindowSpecError(f"cannot parse SQL expression {sql!r}: {e}") from None
+        raise WindowSpecError(f"cannot parse SQL expression {sql!r}: {syntax_error(e)}") from None
+
+
+def _open_call(context: str) -> str | None:
+    """The function whose parenthesis is still open at the end of ``context`` (None: none is)."""
+    names: list[str | None] = []
+    for m in re.finditer(r"(\w+)?\s*\(|\)", context):
+        if m.group(0) == ")":
+            if names:
+                names.pop()
+        else:
+            names.append(m.group(1))
+    return next((n for n in reversed(names) if n), None) if names and names[-1] else None
+
+
+def syntax_error(error: sqlglot.errors.ParseError) -> str:
+    """sqlglot's complaint in SQL words: what is wrong, at or near which token and column, without
+    its terminal underlining or the names of its classes.
+
+    >>> try:
+    ...     sqlglot.parse_one("sum() OVER () AS r", read=DIALECT)
+    ... except sqlglot.errors.ParseError as e:
+    ...     print(syntax_error(e))
+    sum() is missing an argument, at or near ')' (column 5)
+    """
+    if not error.errors:
+        return re.sub(r"\x1b\[[0-9;]*m", "", str(error)).splitlines()[0]
+    first = error.errors[0]
+    what = first.get("description") or "syntax error"
+    called = _open_call(first.get("start_context") or "")
+    node = re.search(r"<class '[\w.]*?(\w+)'>", what)
+    counts = re.findall(r"\((\d+)\)", what)
+    if what.startswith("Required keyword"):
+        function = node is not None and issubclass(getattr(exp, node.group(1), exp.Expression), exp.Func)
+        what = f"{called}() is missing an argument" if called and function else "an operand is missing"
+    elif what == "Expecting )":
+        what = "syntax error: expected ')'"
+    elif what.startswith("The number of provided arguments") and len(counts) == 2:
+        plural = "" if counts[1] == "1" else "s"
+        what = f"{called or 'the function'}() takes at most {counts[1]} argument{plural}, got {counts[0]}"
+    elif what.startswith(("Invalid expression", "Expecting", "Required", "The number", "<class")):
+        what = "syntax error"
+    return f"{what}, at or near {first.get('highlight')!r} (column {first.get('col')})"
 
 
 @dataclass(frozen=True)

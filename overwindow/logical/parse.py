@@ -10,13 +10,14 @@ Interval(months=0, days=3, micros=0, fields='DAY')
 from __future__ import annotations
 
 import decimal
+import math
 
 import sqlglot
 from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.call import SortKey, WindowCall, WindowExpression
-from overwindow.logical.expr import DIALECT, Expr, literal_value
+from overwindow.logical.expr import DIALECT, Expr, literal_value, syntax_error
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
 from overwindow.logical.functions import lookup
 
@@ -79,7 +80,7 @@ def parse_window(text: str) -> WindowExpression:
         ):
             # sqlglot cannot read a GROUPS frame without ORDER BY at all; say what SQL says
             raise WindowSpecError(f"GROUPS frames require ORDER BY, in {text!r}") from None
-        raise WindowSpecError(f"cannot parse window call {text!r}: {e}") from None
+        raise WindowSpecError(f"cannot parse window call {text!r}: {syntax_error(e)}") from None
     if not isinstance(node, exp.Alias):
         raise WindowSpecError(f"window call needs an output name: add AS <name> to {text!r}")
     alias = node.alias
@@ -112,6 +113,10 @@ def check_over_clauses(tokens: list, text: str) -> None:
     comma were not there, ``ROWS BETWEEN 1 PRECEDING`` as a frame ending at CURRENT ROW); such text is
     refused here, naming the token. O(tokens)."""
     for i, tok in enumerate(tokens):
+        if tok.token_type.name == "OVER" and (i + 1 == len(tokens) or tokens[i + 1].text.upper() == "AS"):
+            raise WindowSpecError(
+                f"OVER needs a window specification in parentheses, OVER (...), in {text!r}"
+            )
         if (
             tok.token_type.name == "OVER"
             and i + 1 < len(tokens)
@@ -384,10 +389,11 @@ def _function(f: exp.Expression, alias: str):
 
 
 def _integral(n):
-    """An nth_value offset: Spark casts a DECIMAL or DOUBLE with no fraction to its integer."""
-    if isinstance(n, (decimal.Decimal, float)) and not isinstance(n, bool) and n == int(n):
-        return int(n)
-    return n
+    """An nth_value offset: Spark casts a DECIMAL or DOUBLE to INT, dropping the fraction
+    (``nth_value(x, 1.5)`` is ``nth_value(x, 1)``); NaN and the infinities stay as they are, for the
+    check that refuses them."""
+    finite = (isinstance(n, float) and math.isfinite(n)) or (isinstance(n, decimal.Decimal) and n.is_finite())
+    return int(n) if finite else n
 
 
 def _within_group(f: exp.WithinGroup, ctx: str):

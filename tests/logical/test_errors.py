@@ -173,10 +173,43 @@ def test_ntile_needs_a_positive_integer(n):
         assert has(msg, "constant", "x")
 
 
-@pytest.mark.parametrize("n", ["0", "-1", "1.5"])
+@pytest.mark.parametrize("n", ["0", "-1", "0.5", "-1e0"])
 def test_nth_value_needs_a_positive_integer(n):
     msg = spec_error(f"nth_value(x, {n}) OVER (ORDER BY t) AS r")
-    assert has(msg, "nth_value", "positive INT", n)
+    assert has(msg, "nth_value", "positive INT")
+
+
+@pytest.mark.parametrize("n", ["1.5", "1.9", "2e0"])
+def test_nth_value_casts_a_fractional_offset_to_int(n):
+    """Spark casts nth_value's offset to INT, dropping the fraction: nth_value(x, 1.5) is
+    nth_value(x, 1) (it was refused)."""
+    assert parse_window(f"nth_value(x, {n}) OVER (ORDER BY t) AS r").calls[0].params == (int(float(n)),)
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        "PARTITION BY k RANGE UNBOUNDED PRECEDING",
+        "RANGE BETWEEN CURRENT ROW AND CURRENT ROW",
+        "PARTITION BY k RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING",
+    ],
+)
+def test_range_frame_without_order_by(over):
+    """Spark: "A range window frame cannot be used in an unordered window specification" (it was
+    accepted as the whole partition)."""
+    msg = spec_error(f"sum(x) OVER ({over}) AS r")
+    assert has(msg, "RANGE", "ORDER BY")
+
+
+def test_range_frame_of_the_whole_partition_without_order_by():
+    out = evaluate(TABLE, "count(*) OVER (RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS r")
+    assert out.column("r").to_pylist() == [3, 3, 3]
+
+
+@pytest.mark.parametrize("text", ["sum(x) OVER AS r", "sum(x) OVER"])
+def test_over_without_a_window_specification(text):
+    """``sum(x) OVER AS r`` was read as ``OVER ()``; Spark refuses it (MISSING_WINDOW_SPECIFICATION)."""
+    assert has(spec_error(text), "OVER (...)")
 
 
 @pytest.mark.parametrize(
@@ -394,3 +427,30 @@ def test_day_to_second_interval():
         assert re.search("INTERVAL", str(e))
         return
     assert call.frame.start.offset == Interval(days=1, micros=(2 * 3600 + 3 * 60 + 4) * 1_000_000)
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("sum() OVER () AS r", ("sum() is missing an argument", "column 5")),
+        ("first_value() OVER (ORDER BY t) AS r", ("first_value() is missing an argument",)),
+        ("sum(t, 1) OVER () AS r", ("sum() takes at most 1 argument, got 2",)),
+        ("count(abs(x, 1)) OVER () AS r", ("abs() takes at most 1 argument, got 2",)),
+        ("sum(x OVER (ORDER BY t) AS r", ("syntax error", "expected ')'", "'OVER'")),
+        ("sum(x) OVR (ORDER BY t) AS r", ("syntax error", "at or near '('")),
+        ("sum(x) OVER (PARTITION BY k, % 2) AS r", ("an operand is missing",)),
+    ],
+)
+def test_syntax_errors_are_worded_in_sql(text, words):
+    """What the SQL reader could not read, at or near which token: not its terminal underlining
+    (ANSI escapes) nor the names of its classes (``<class 'sqlglot.expressions...Sum'>``)."""
+    msg = spec_error(text)
+    assert has(msg, *words), msg
+    assert "\x1b" not in msg and "<class" not in msg and "sqlglot" not in msg, msg
+
+
+@pytest.mark.parametrize("n", ["CAST('NaN' AS DOUBLE)", "CAST('Infinity' AS DOUBLE)", "-1e400"])
+def test_nth_value_offset_that_is_not_a_number_or_infinite(n):
+    """It raised Python's ValueError / OverflowError (converting NaN or infinity to an integer)."""
+    msg = spec_error(f"nth_value(x, {n}) OVER (ORDER BY t) AS r")
+    assert has(msg, "nth_value", "positive INT")
