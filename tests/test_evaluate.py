@@ -112,3 +112,27 @@ def test_empty_input():
     t = pa.table({"k": pa.array([], pa.int64()), "x": pa.array([], pa.float64())})
     out = overwindow.evaluate(t, "sum(x) OVER (PARTITION BY k ORDER BY x) AS s", "median(x) OVER () AS m")
     assert out.num_rows == 0 and out.column_names == ["k", "x", "s", "m"]
+
+
+def test_first_and_last_value_take_spark_s_ignore_nulls_flag():
+    """``first_value(x, true)`` is Spark's spelling of IGNORE NULLS (the SQL reader refused a second
+    argument); DuckDB's ``IGNORE NULLS`` is the oracle."""
+    import duckdb
+
+    t = pa.table({"t": [1, 2, 3, 4, 5], "x": [None, 2.0, None, 4.0, None]})
+    got = overwindow.evaluate(
+        t,
+        "first_value(x, true) OVER (ORDER BY t) AS f",
+        "last_value(x, true) OVER (ORDER BY t) AS l",
+        "first_value(x, false) OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS g",
+    )
+    want = (
+        duckdb.connect()
+        .execute(
+            "SELECT first_value(x IGNORE NULLS) OVER (ORDER BY t), "
+            "last_value(x IGNORE NULLS) OVER (ORDER BY t), "
+            "first_value(x) OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM t ORDER BY t"
+        )
+        .fetchall()
+    )
+    assert list(zip(*(got[c].to_pylist() for c in ("f", "l", "g")))) == want

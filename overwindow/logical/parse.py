@@ -70,8 +70,9 @@ _UNITS_MICROS = {
 def parse_window(text: str) -> WindowExpression:
     """Parse one select item ``<expr with window calls> AS alias`` into a WindowExpression."""
     try:
-        check_over_clauses(sqlglot.tokenize(text, read=DIALECT), text)
-        node = sqlglot.parse_one(text, read=DIALECT)
+        tokens = sqlglot.tokenize(text, read=DIALECT)
+        check_over_clauses(tokens, text)
+        node = sqlglot.parse_one(_flagged_value_functions(text, tokens), read=DIALECT)
     except sqlglot.errors.ParseError as e:
         tokens = {t.token_type.name for t in sqlglot.tokenize(text, read=DIALECT)}
         if (
@@ -125,6 +126,32 @@ def check_over_clauses(tokens: list, text: str) -> None:
             _Spec(tokens, i + 2, text).read()
         if tok.token_type.name == "L_PAREN" and i > 0 and tokens[i - 1].text.upper() in _FLAG_ARGUMENT:
             _check_flag_argument(tokens, i, text)
+
+
+def _flagged_value_functions(text: str, tokens: list) -> str:
+    """``text`` with ``first_value(x, flag)`` / ``last_value(x, flag)`` (Spark's ignore-nulls flag,
+    which sqlglot's reader refuses) spelled ``first(x, flag)`` / ``last(x, flag)``: the same call.
+
+    >>> t = "first_value(x, true) OVER (ORDER BY t) AS f"
+    >>> _flagged_value_functions(t, sqlglot.tokenize(t, read=DIALECT))
+    'first(x, true) OVER (ORDER BY t) AS f'
+    """
+    cuts = []
+    for i, tok in enumerate(tokens[:-1]):
+        name = tok.text.upper()
+        if name in ("FIRST_VALUE", "LAST_VALUE") and tokens[i + 1].token_type.name == "L_PAREN":
+            depth = 0
+            for later in tokens[i + 1 :]:
+                kind = later.token_type.name
+                depth += (kind == "L_PAREN") - (kind == "R_PAREN")
+                if depth == 0:
+                    break
+                if depth == 1 and kind == "COMMA":
+                    cuts.append((tok.start, tok.end + 1, name.split("_")[0].lower()))
+                    break
+    for start, end, spelling in reversed(cuts):
+        text = text[:start] + spelling + text[end:]
+    return text
 
 
 # functions whose last argument sqlglot reads loosely (drops it, or takes any value): (position of

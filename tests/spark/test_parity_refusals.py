@@ -130,13 +130,6 @@ KNOWN_DIFFERENCES = [
         r"\b(rank|dense_rank|percent_rank|cume_dist)\((?!\))",
         "rank(x) OVER (ORDER BY t)",
     ),
-    # Spark accepts first_value(x, false) / last_value(x, true) (the ignore-nulls flag); the SQL
-    # reader overwindow uses refuses a second argument to them (first(x, true) is read)
-    (
-        "first_value / last_value with an ignore-nulls argument",
-        r"\b(first_value|last_value)\([^()]*,",
-        "first_value(x, false) OVER (ORDER BY t)",
-    ),
     # Spark computes a window call over the result of another; overwindow refuses nested windows
     (
         "a window call inside another",
