@@ -18,6 +18,7 @@ from sqlglot import exp
 from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.logical.expr import DIALECT, Expr, literal_value
 from overwindow.physical import casts
+from overwindow.physical.values import sql_type
 
 _BINARY = {
     exp.Add: "add_checked",
@@ -119,6 +120,28 @@ def _literal_type(value) -> pa.DataType | None:
 
 
 def _eval(node: exp.Expression, t: pa.Table):
+    """``node``'s value over ``t``; an operation Arrow has no kernel for (types SQL does not combine
+    so, e.g. ``b + 1`` of a BOOLEAN) is a WindowSpecError naming the operation and its argument types,
+    an overflow a WindowRuntimeError."""
+    try:
+        return _eval_node(node, t)
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        types = ", ".join(sql_type(_eval_node(a, t).type) for a in _operands(node))
+        raise WindowSpecError(
+            f"{node.sql(dialect=DIALECT)} cannot be computed for {types or 'these'} arguments"
+        ) from None
+    except pa.ArrowInvalid as e:
+        raise WindowRuntimeError(f"{node.sql(dialect=DIALECT)}: {str(e).splitlines()[0]}") from None
+
+
+def _operands(node: exp.Expression) -> list[exp.Expression]:
+    """The direct sub-expressions of an operation (for its error message)."""
+    return [
+        a for a in (node.args.get("this"), node.args.get("expression")) if isinstance(a, exp.Expression)
+    ] + [e for e in node.args.get("expressions") or [] if isinstance(e, exp.Expression)]
+
+
+def _eval_node(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.Column):
         return t.column(resolve_column(t, node.name))
     if isinstance(node, exp.Paren):

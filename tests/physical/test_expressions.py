@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from overwindow import WindowRuntimeError, WindowSpecError, evaluate
 from overwindow.logical.expr import Expr
 from overwindow.physical.expressions import evaluate_expr
 
@@ -111,3 +112,14 @@ def test_cast_of_a_double_to_an_integer_drops_the_fraction(target, values):
     t = pa.table({"f": pa.array(values, pa.float64())})
     got = evaluate_expr(Expr.of(f"CAST(f AS {target})"), t).to_pylist()
     assert got == [None if v is None else math.trunc(v) for v in values]
+
+
+def test_arrow_errors_become_the_package_errors():
+    """Types SQL does not combine so reached Arrow's kernels and raised Arrow's own error; an
+    overflow raised ArrowInvalid. (Spark refuses the first at analysis: tests/spark/
+    test_parity_refusals.py; ANSI Spark fails on the second with ARITHMETIC_OVERFLOW.)"""
+    t = pa.table({"t": [1, 2], "b": [True, False], "x": [1, 2**63 - 1]})
+    with pytest.raises(WindowSpecError, match=r"b \+ 1 cannot be computed for BOOLEAN, BIGINT arguments"):
+        evaluate(t, "lag(b + 1) OVER (ORDER BY t) AS r")
+    with pytest.raises(WindowRuntimeError, match=r"x \+ 1: overflow"):
+        evaluate(t, "lag(x + 1) OVER (ORDER BY t) AS r")

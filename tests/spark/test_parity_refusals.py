@@ -130,6 +130,8 @@ KNOWN_DIFFERENCES = [
         r"\b(rank|dense_rank|percent_rank|cume_dist)\((?!\))",
         "rank(x) OVER (ORDER BY t)",
     ),
+    # Spark adds days to a DATE (d + 1); overwindow's expressions do no date arithmetic
+    ("DATE arithmetic", r"\bd [+-] \d", "lag(d + 1) OVER (ORDER BY t)"),
     # Spark computes a window call over the result of another; overwindow refuses nested windows
     (
         "a window call inside another",
@@ -160,6 +162,14 @@ def extension_of(text: str) -> str | None:
 
 # --- hand-picked near misses ---------------------------------------------------------------------
 HAND_PICKED = [
+    # arithmetic on types SQL does not combine so (was Arrow's own error)
+    "lag(b + 1) OVER (ORDER BY t)",
+    "lag(abs(s)) OVER (ORDER BY t)",
+    "lag(abs(b)) OVER (ORDER BY t)",
+    "lag(s * 2) OVER (ORDER BY t)",
+    "lag(d + 1) OVER (ORDER BY t)",
+    "lag(ts - 1) OVER (ORDER BY t)",
+    "lag(coalesce(b, b, 1)) OVER (ORDER BY t)",
     # valid calls
     "lag(x) OVER (ORDER BY t)",
     "rank() OVER (PARTITION BY k ORDER BY t)",
