@@ -262,6 +262,24 @@ def test_once_final_ends_the_input_and_later_rows_are_late(spark, tmp_path, caps
     assert len(_table(tmp_path / "view.sqlite")) == rows
 
 
+def test_once_final_on_update_view_equals_the_whole_input(spark, tmp_path):
+    """Issue 14, item 6, the other mode: emit on update holds nothing back, so after ``--once
+    --final`` its view is DuckDB's over all input too."""
+    _events(tmp_path)
+    view = _view(tmp_path, VIEW.replace('emit = "on_window_close"', 'emit = "on_update"'))
+    assert main(["run", view, "--once", "--final", "--quiet"]) == 0
+    want = (
+        duckdb.connect()
+        .execute(
+            "SELECT id, x, sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 2 PRECEDING) "
+            f"FROM read_json_auto('{tmp_path / 'events'}/*.json') ORDER BY id"
+        )
+        .fetchall()
+    )
+    with sqlite3.connect(tmp_path / "view.sqlite") as con:
+        assert con.execute('SELECT id, x, s FROM "v" ORDER BY id').fetchall() == want
+
+
 def test_final_needs_once(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["run", _view(tmp_path), "--final"])

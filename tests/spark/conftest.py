@@ -1,5 +1,5 @@
-"""Fixtures of the Spark tests: a Python like a cluster worker's (PySpark, pandas, pyarrow, numpy,
-but not overwindow)."""
+"""Fixtures of the Spark tests: the RocksDB state store for one test; a Python like a cluster
+worker's (PySpark, pandas, pyarrow, numpy, but not overwindow)."""
 
 import os
 import subprocess
@@ -7,6 +7,8 @@ import sys
 import sysconfig
 
 import pytest
+
+from overwindow.spark.adapter import use_rocksdb
 
 HIDDEN = ("overwindow", "__editable__", "sqlglot", "sortedcontainers")  # and their dist-info folders
 
@@ -33,3 +35,20 @@ def bare_python(tmp_path_factory):
         missing = subprocess.run([python, "-c", f"import {module}"], capture_output=True, cwd=root)
         assert missing.returncode != 0, f"{module} is importable in the bare Python"
     return python
+
+
+@pytest.fixture
+def rocksdb(spark):
+    """The RocksDB state store for one test (transformWithStateInPandas needs it)."""
+    keys = [
+        "spark.sql.streaming.stateStore.providerClass",
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+    ]
+    before = [spark.conf.get(k, None) for k in keys]
+    use_rocksdb(spark)
+    yield
+    for k, v in zip(keys, before):
+        if v is None:
+            spark.conf.unset(k)
+        else:
+            spark.conf.set(k, v)

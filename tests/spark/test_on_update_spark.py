@@ -13,7 +13,6 @@ import pytest
 
 import overwindow
 from overwindow.errors import WindowSpecError
-from overwindow.spark.adapter import use_rocksdb
 
 SCHEMA = "k INT, id BIGINT, t BIGINT, x DOUBLE, op STRING"
 CALLS = (
@@ -30,23 +29,6 @@ def _write(folder, rows, n):
         f.writelines(json.dumps(r) + "\n" for r in rows)
     t = time.time() + n
     os.utime(path, (t, t))
-
-
-@pytest.fixture
-def rocksdb(spark):
-    """The RocksDB state store for one test (transformWithStateInPandas needs it)."""
-    keys = [
-        "spark.sql.streaming.stateStore.providerClass",
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
-    ]
-    before = [spark.conf.get(k, None) for k in keys]
-    use_rocksdb(spark)
-    yield
-    for k, v in zip(keys, before):
-        if v is None:
-            spark.conf.unset(k)
-        else:
-            spark.conf.set(k, v)
 
 
 @pytest.mark.parametrize("layout", ["whole", "chunked"])

@@ -17,7 +17,6 @@ import pytest
 
 import overwindow
 from overwindow.spark import compat
-from overwindow.spark.adapter import use_rocksdb
 
 SCHEMA = "k STRING, ts TIMESTAMP, rid BIGINT, x DOUBLE, n BIGINT, d DECIMAL(12,2), i INT"
 ARROW = pa.schema(
@@ -181,7 +180,7 @@ def test_window_close_stream_equals_spark_batch(spark, tmp_path):
 @pytest.mark.parametrize("layout", ["whole", "chunked"])
 def test_on_update_stream_equals_spark_batch(spark, tmp_path, layout, request):
     if layout == "chunked":
-        request.getfixturevalue("rocksdb_store")
+        request.getfixturevalue("rocksdb")
     src, _ = _source(tmp_path, dt.datetime(1969, 12, 31, 23, 59))  # no watermark: any time
     calls = [c for c in CALLS if layout == "whole" or not c.endswith(UNBOUNDED)]
     names = [c.rsplit(" AS ", 1)[1] for c in calls]
@@ -196,20 +195,3 @@ def test_on_update_stream_equals_spark_batch(spark, tmp_path, layout, request):
     want, want_types = _spark_batch(spark, src, calls)
     assert set(table) == set(want)
     _assert_as_spark(list(table.values()), types, want, want_types, names)
-
-
-@pytest.fixture
-def rocksdb_store(spark):
-    """The RocksDB state store for one test (transformWithStateInPandas needs it)."""
-    keys = [
-        "spark.sql.streaming.stateStore.providerClass",
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
-    ]
-    before = [spark.conf.get(k, None) for k in keys]
-    use_rocksdb(spark)
-    yield
-    for k, v in zip(keys, before):
-        if v is None:
-            spark.conf.unset(k)
-        else:
-            spark.conf.set(k, v)
