@@ -1,0 +1,639 @@
+"""Parity with Spark: overwindow's batch evaluator against Spark's own batch window functions.
+
+Every seed builds one random table (``make_table``: INT, BIGINT, DOUBLE with NULL/NaN/+-inf/-0.0,
+DECIMAL(12,2), DECIMAL(38,10) with up to 30 digits, STRING, BOOLEAN, DATE and TIMESTAMP reaching
+back before 1970; tied keys, NULL partition keys, one-row partitions) and a batch of random calls
+(``random_call``) over every window function and frame Spark accepts: ranking, lag/lead with
+offsets, defaults and IGNORE NULLS, first/last/nth_value with IGNORE NULLS, the aggregates, ROWS
+and RANGE frames with every bound kind, numeric, day-time and year-month INTERVAL offsets,
+ASC/DESC and NULLS FIRST/LAST spelled or left to the default. The batch runs as a few Spark SQL
+SELECTs over the table and as one ``overwindow.evaluate`` over the Arrow table and one over the
+same table as pandas (``pd.ArrowDtype`` columns, which keep NaN apart from NULL). Every row of
+every call must agree: values (floats to a relative 1e-9, NaN equal to NaN, DECIMALs exactly,
+NULL equal to NULL) and result types (overwindow's Arrow type mapped to Spark's by
+``from_arrow_type`` against the type of Spark's column).
+
+Ties: Spark orders peers arbitrarily, overwindow by input position. Calls whose value depends on
+the order among peers (row_number, ntile, lag, lead, ROWS frames, first/last/nth_value over RANGE
+frames without offsets) get the unique ``rid`` as their last ORDER BY key; first/last/nth_value
+over a RANGE frame with offsets (one ORDER BY key, so no ``rid``) read the key itself, which all
+peers share, or order by ``rid``.
+
+Where overwindow is deliberately more exact than Spark, Spark's plain answer is not the oracle
+(``Call.oracle``):
+
+* ``sum``/``avg`` of DOUBLE: overwindow rounds the exact frame sum once; Spark adds in DOUBLE, in
+  frame order (``1e20 + 1 - 1e20`` is 0 or 1 depending on the order). The oracle is Spark summing
+  the values cast to DECIMAL(38,10), which holds every finite value of the table exactly (they
+  are multiples of 2**-10 below 1e21): the sum is Spark's exact DECIMAL sum, the average that sum
+  over Spark's count, rounded once. Frames holding NaN or an infinity have no DECIMAL sum; there
+  Spark's DOUBLE sum and average are NaN or an infinity, computed without rounding, and are the
+  oracle as they are.
+* variances and standard deviations (any numeric argument): Spark updates its moments in DOUBLE
+  (Welford), which loses everything on values such as 1e20 beside 1; overwindow computes from
+  exact sums. The oracle is the frame's values as Spark collects them (``collect_list`` over the
+  same window), each converted to DOUBLE as both engines convert their arguments, then exact
+  rational arithmetic (``exact_moment``).
+
+Not generated, because Spark has no such thing: GROUPS frames, EXCLUDE, FILTER on window
+aggregates, count(DISTINCT) over windows, the holistic aggregates (median, percentiles, mode) over
+frames, IGNORE NULLS on aggregates.
+
+The number of calls is ``OVERWINDOW_PARITY_CALLS`` (default 360), spread over ``TABLES`` tables;
+``OVERWINDOW_PARITY_SEED`` moves the seeds. A failure prints the call's SQL, the seed and the rows
+of the table the call reads, enough to replay it with ``make_table(seed)``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import overwindow
+
+CALLS = int(os.environ.get("OVERWINDOW_PARITY_CALLS", "360"))
+SEED = int(os.environ.get("OVERWINDOW_PARITY_SEED", "0"))
+TABLES = 6
+PER_TABLE = max(1, math.ceil(CALLS / TABLES))
+PER_QUERY = 60  # window expressions per Spark SELECT
+REL = 1e-9
+
+# ---------------------------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------------------------
+
+# column -> Spark type; every column is both an ORDER BY key (with ties and NULLs) and an argument
+TYPES = {
+    "i": "INT",
+    "l": "BIGINT",
+    "f": "DOUBLE",
+    "m": "DECIMAL(12,2)",
+    "w": "DECIMAL(38,10)",
+    "s": "STRING",
+    "b": "BOOLEAN",
+    "d": "DATE",
+    "t": "TIMESTAMP",
+    "n": "TIMESTAMP_NTZ",
+}
+NUMERIC = ("i", "l", "f", "m", "w")
+INF, NAN = math.inf, math.nan
+# finite doubles are multiples of 2**-10 below 1e21: exact in DECIMAL(38,10) (see the docstring)
+F_POOL = [0.0, -0.0, 1.0, -1.0, 0.5, 2.25, 3.0, -7.125, 1e20, -1e20, 1e15 + 0.5, 2.0**-10, 123456.375]
+F_SPECIAL = [NAN, INF, -INF]
+S_POOL = ["a", "b", "B", "", "ab", "ä", "Z", "a ", "zz"]
+UTC = dt.timezone.utc
+
+
+def _nulls(rng, values, p):
+    return [None if rng.random() < p else v for v in values]
+
+
+def _tied(rng, pool, n, p_null=0.1):
+    """n draws from a few values of ``pool`` (ties), some NULL."""
+    k = int(rng.integers(2, min(8, len(pool)) + 1))
+    few = [pool[j] for j in rng.choice(len(pool), size=k, replace=False)]
+    return _nulls(rng, [few[j] for j in rng.integers(0, k, n)], p_null)
+
+
+def _decimal_pool(rng, digits, scale, k=12):
+    """k random DECIMALs of up to ``digits`` digits, ``scale`` after the point."""
+    out = []
+    for _ in range(k):
+        nd = int(rng.integers(1, digits + 1))
+        unscaled = int("".join(str(int(v)) for v in rng.integers(0, 10, nd)))
+        out.append(Decimal(unscaled * (1 if rng.random() < 0.6 else -1)).scaleb(-scale))
+    return out
+
+
+def make_table(seed: int) -> pa.Table:
+    """The random table of ``seed``: ``rid`` unique; partitions ``p`` (INT) and ``q`` (STRING),
+    both with a NULL partition at times; the columns of ``TYPES``, each with ties and NULLs."""
+    rng = np.random.default_rng(seed)
+    sizes = [1] * int(rng.integers(1, 4))
+    n_target = int(rng.integers(40, 140))
+    while sum(sizes) < n_target:
+        sizes.append(int(rng.integers(2, 40)))
+    n = sum(sizes)
+    p = []
+    null_part = rng.random() < 0.5
+    for j, size in enumerate(sizes):
+        p += [None if (null_part and j == 1) else j] * size
+    q = _nulls(rng, [str(v) for v in rng.choice(["x", "y"], size=n)], 0.1)
+
+    i_pool = [int(v) for v in rng.integers(-6, 7, 10)] + [2**30, -(2**30)]
+    l_pool = [int(v) for v in rng.integers(-4, 5, 8) * int(rng.choice([1, 3, 1000]))] + [2**40, -(2**40) + 7]
+    f_pool = F_POOL + [float(v) / 1024 for v in rng.integers(-5000, 5000, 6)]
+    f = _tied(rng, f_pool, n)
+    f = [rng.choice(F_SPECIAL) if v is not None and rng.random() < 0.08 else v for v in f]
+    m_pool = _decimal_pool(rng, 12, 2) + [Decimal("0.00"), Decimal("-0.01"), Decimal("9999999999.99")]
+    w_pool = _decimal_pool(rng, 30, 10) + [Decimal("0E-10"), Decimal("1E-10")]
+    # dates: 1900..2100, month ends and leap days within reach of month offsets
+    d_pool = [dt.date(1900, 1, 1) + dt.timedelta(days=int(v)) for v in rng.integers(0, 73000, 8)]
+    d_pool += [dt.date(1969, 12, 31), dt.date(1970, 1, 1), dt.date(2024, 1, 31), dt.date(2024, 2, 29)]
+    d_pool += [dt.date(2024, 3, 31), dt.date(1960, 2, 29), dt.date(2024, 2, 1)]
+    t0 = dt.datetime(1950, 1, 1, tzinfo=UTC)
+    t_pool = [t0 + dt.timedelta(microseconds=int(v)) for v in rng.integers(0, 80 * 365 * 86400 * 10**6, 6)]
+    base = dt.datetime(1969, 12, 31, 22, 0, tzinfo=UTC)
+    t_pool += [base + dt.timedelta(minutes=int(v) * 30) for v in rng.integers(0, 150, 8)]
+    t_pool += [dt.datetime(2024, 1, 31, 12, tzinfo=UTC), dt.datetime(2024, 2, 29, 12, tzinfo=UTC)]
+
+    cols = {
+        "rid": pa.array(np.arange(n, dtype=np.int64)),
+        "p": pa.array(p, pa.int32()),
+        "q": pa.array(q, pa.string()),
+        "i": pa.array(_tied(rng, i_pool, n), pa.int32()),
+        "l": pa.array(_tied(rng, l_pool, n), pa.int64()),
+        "f": pa.array(f, pa.float64()),
+        "m": pa.array(_tied(rng, m_pool, n), pa.decimal128(12, 2)),
+        "w": pa.array(_tied(rng, w_pool, n), pa.decimal128(38, 10)),
+        "s": pa.array(_tied(rng, S_POOL, n), pa.string()),
+        "b": pa.array(_nulls(rng, [bool(v) for v in rng.integers(0, 2, n)], 0.15), pa.bool_()),
+        "d": pa.array(_tied(rng, d_pool, n), pa.date32()),
+        "t": pa.array(_tied(rng, t_pool, n), pa.timestamp("us", tz="UTC")),
+        "n": pa.array([None if v is None else v.replace(tzinfo=None) for v in _tied(rng, t_pool, n)]),
+    }
+    table = pa.table(cols)
+    return table.take(pa.array(rng.permutation(n)))  # input order unrelated to any key
+
+
+# ---------------------------------------------------------------------------------------------
+# calls
+# ---------------------------------------------------------------------------------------------
+
+RANKING = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
+OFFSETS = ("lag", "lead")
+VALUES = ("first_value", "last_value", "nth_value")
+# aggregate spelling -> what its argument may be
+AGGREGATES = {
+    "count": tuple(TYPES),
+    "count(*)": (),
+    "sum": NUMERIC,
+    "avg": NUMERIC,
+    "mean": NUMERIC,
+    "min": tuple(TYPES),
+    "max": tuple(TYPES),
+    "stddev_samp": NUMERIC,
+    "stddev_pop": NUMERIC,
+    "stddev": NUMERIC,
+    "std": NUMERIC,
+    "var_samp": NUMERIC,
+    "var_pop": NUMERIC,
+    "variance": NUMERIC,
+    "bool_and": ("b",),
+    "bool_or": ("b",),
+    "every": ("b",),
+    "some": ("b",),
+}
+# the aggregates by what they compute, drawn evenly, then one spelling
+AGGREGATE_GROUPS = [
+    ("count", "count(*)"),
+    ("sum",),
+    ("avg", "mean"),
+    ("min", "max"),
+    tuple(name for name in AGGREGATES if "std" in name or "var" in name),
+    ("bool_and", "bool_or", "every", "some"),
+]
+MOMENTS = {
+    "stddev_samp": ("samp", True),
+    "stddev": ("samp", True),
+    "std": ("samp", True),
+    "stddev_pop": ("pop", True),
+    "var_samp": ("samp", False),
+    "variance": ("samp", False),
+    "var_pop": ("pop", False),
+}
+DEFAULTS = {  # lag/lead defaults Spark casts to the argument's type
+    "i": ["0", "-3"],
+    "l": ["7", "-1"],
+    "f": ["1.5", "-0.5"],
+    "m": ["1.25", "0"],
+    "w": ["123456789012345678.25", "-1"],
+    "s": ["'zz'", "''"],
+    "b": ["false", "true"],
+    "d": ["DATE'1999-12-31'", "DATE'1901-02-03'"],
+    "t": ["TIMESTAMP'1969-07-20 20:17:40'", "TIMESTAMP'2001-01-01 00:00:00.000001'"],
+    "n": ["TIMESTAMP_NTZ'1969-07-20 20:17:40'", "NULL"],
+}
+# defaults read from another column of a type Spark widens to the argument's
+COLUMN_DEFAULTS = {"l": ["i"], "f": ["i", "l"], "w": ["m", "i"], "s": ["q"]}
+# numeric arguments that are expressions: their types follow Spark's rules for the operators.
+# Left out, as overwindow's expression types differ from Spark's (overwindow/physical/expressions.py):
+# ``i * 3`` is BIGINT, Spark's INT (an integer literal is typed BIGINT, Spark's INT; so where
+# Spark's ANSI mode fails on INT overflow, overwindow goes on); ``m * 2`` is DECIMAL(32,2), Spark's
+# DECIMAL(14,2) (Spark types an integer literal in DECIMAL arithmetic by its digits); ``m + w``
+# (DECIMAL(12,2) + DECIMAL(38,10)) fails with Arrow's "Decimal precision out of range [1, 38]: 39"
+# where Spark gives DECIMAL(38,9) (it cuts the scale when the precision passes 38).
+EXPRESSIONS = [
+    "i + l",
+    "-f",
+    "abs(i)",
+    "CAST(i AS DOUBLE) / 4",
+    "coalesce(l, i)",
+    "m - 0.5",
+    "CASE WHEN b THEN i ELSE -i END",
+]
+DOUBLES = ("f", "-f", "CAST(i AS DOUBLE) / 4")  # the DOUBLE arguments: sum/avg oracle by DECIMAL
+# RANGE offsets by key: lists of spellings in increasing order, one list per offset type (a
+# frame's two offsets share one type: Spark refuses INTERVAL '1' MONTH beside INTERVAL '1-1' YEAR
+# TO MONTH, or INTERVAL '1' DAY beside INTERVAL '2' HOUR)
+_MONTHS = [
+    ["INTERVAL 0 MONTHS", "INTERVAL 1 MONTH", "INTERVAL 2 MONTHS", "INTERVAL 13 MONTHS"],
+    ["INTERVAL '0-1' YEAR TO MONTH", "INTERVAL '1-1' YEAR TO MONTH", "INTERVAL '30-0' YEAR TO MONTH"],
+    ["INTERVAL 1 YEAR", "INTERVAL 40 YEARS"],
+]
+_TIMES = [
+    ["INTERVAL 0 HOURS", "INTERVAL 1 HOUR", "INTERVAL 2 HOURS", "INTERVAL 36 HOURS"],
+    [
+        "INTERVAL '0 00:00:00' DAY TO SECOND",
+        "INTERVAL '0 00:30:00' DAY TO SECOND",
+        "INTERVAL '1 02:00:00.5' DAY TO SECOND",
+        "INTERVAL '3000 00:00:00' DAY TO SECOND",
+    ],
+    ["INTERVAL 1 DAY", "INTERVAL 3 DAYS", "INTERVAL 20000 DAYS"],
+    *_MONTHS,
+]
+RANGE_OFFSETS = {
+    "i": [["0", "1", "2", "5"]],
+    "l": [["0", "1", "3", "2000"]],
+    "f": [["0", "0.5", "1", "2.25", "1e20"]],
+    "m": [["0", "0.01", "1.5", "100"]],
+    "w": [["0", "0.0000000001", "1", "100000000000000000000"]],
+    "rid": [["0", "1", "2", "4"]],
+    "d": [
+        ["0", "1", "3", "400"],  # days
+        ["INTERVAL 0 DAYS", "INTERVAL 1 DAY", "INTERVAL 3 DAYS", "INTERVAL 400 DAYS"],
+        *_MONTHS,
+    ],
+    "t": _TIMES,
+    "n": _TIMES,
+}
+PARTITIONS = [(), ("p",), ("q",), ("p", "q"), ("b",), ("d",), ("f",), ("m", "s")]
+
+
+@dataclass
+class Call:
+    """One random call: its SQL (the same text for Spark and overwindow), how its value is
+    checked (``oracle``: ``plain`` is Spark's own answer to the same SQL) and the extra Spark
+    expressions that oracle reads, by alias."""
+
+    alias: str
+    sql: str  # the window expression, without alias
+    oracle: str = "plain"  # plain | double_sum | double_avg | moment
+    extra: dict = field(default_factory=dict)  # alias -> Spark SQL over the same window
+    columns: tuple = ()  # the columns the call reads, for failure messages
+
+
+def _pick(rng, seq):
+    return seq[int(rng.integers(0, len(seq)))]
+
+
+def _order_item(rng, col, allow_nulls_spelling=True):
+    desc = rng.random() < 0.4
+    text = col + (" DESC" if desc else (" ASC" if rng.random() < 0.3 else ""))
+    if allow_nulls_spelling and rng.random() < 0.5:
+        text += _pick(rng, [" NULLS FIRST", " NULLS LAST"])
+    return text
+
+
+def _order_keys(rng, with_rid):
+    cols = list(rng.choice(list(TYPES), size=int(rng.integers(1, 3)), replace=False))
+    items = [_order_item(rng, c) for c in cols]
+    if with_rid:
+        items.append(_order_item(rng, "rid"))
+    return items, cols
+
+
+_RANK = {"UP": 0, "P": 1, "CR": 2, "F": 3, "UF": 4}
+
+
+def _bound(kind, offset):
+    return {"UP": "UNBOUNDED PRECEDING", "CR": "CURRENT ROW", "UF": "UNBOUNDED FOLLOWING"}.get(kind) or (
+        f"{offset} {'PRECEDING' if kind == 'P' else 'FOLLOWING'}"
+    )
+
+
+def _frame(rng, unit, offsets):
+    """A random frame of ``unit`` whose start does not pass its end where Spark checks it (kinds in
+    order, two PRECEDING or two FOLLOWING offsets in order); ``offsets``: spellings in increasing
+    order, or None for no offsets."""
+    kinds = ["UP", "CR", "UF"] + (["P", "F"] if offsets else [])
+    while True:
+        a, b = _pick(rng, kinds), _pick(rng, kinds)
+        if a != "UF" and b != "UP" and _RANK[a] <= _RANK[b]:
+            break
+    ia, ib = (int(rng.integers(0, len(offsets))) for _ in range(2)) if offsets else (0, 0)
+    if a == b == "P":
+        ia, ib = max(ia, ib), min(ia, ib)
+    if a == b == "F":
+        ia, ib = min(ia, ib), max(ia, ib)
+    oa, ob = (offsets[ia], offsets[ib]) if offsets else (None, None)
+    if b == "CR" and a in ("UP", "P", "CR") and rng.random() < 0.25:
+        return f"{unit} {_bound(a, oa)}"  # the short form: start AND CURRENT ROW
+    return f"{unit} BETWEEN {_bound(a, oa)} AND {_bound(b, ob)}"
+
+
+def _over(partition, order, frame=""):
+    parts = []
+    if partition:
+        parts.append("PARTITION BY " + ", ".join(partition))
+    if order:
+        parts.append("ORDER BY " + ", ".join(order))
+    if frame:
+        parts.append(frame)
+    return "OVER (" + " ".join(parts) + ")"
+
+
+def _rows_frame(rng):
+    return _frame(rng, "ROWS", ["0", "1", "2", "3", "6"])
+
+
+def random_call(rng, alias: str) -> Call:
+    partition = _pick(rng, PARTITIONS)
+    group = _pick(rng, ["ranking", "offset", "value", "aggregate", "aggregate", "aggregate"])
+    if group == "ranking":
+        name = _pick(rng, RANKING)
+        positional = name in ("row_number", "ntile")  # the order among peers decides
+        order, cols = _order_keys(rng, with_rid=positional)
+        text = f"ntile({int(rng.integers(1, 8))})" if name == "ntile" else f"{name}()"
+        return Call(alias, f"{text} {_over(partition, order)}", columns=(*partition, *cols))
+    if group == "offset":
+        name = _pick(rng, OFFSETS)
+        arg = _pick(rng, EXPRESSIONS) if rng.random() < 0.15 else _pick(rng, list(TYPES))
+        order, cols = _order_keys(rng, with_rid=True)
+        items = [arg]
+        offset = _pick(rng, [None, 1, 2, 3, 0, -1])
+        default = None
+        if offset is not None and rng.random() < 0.6:
+            choices = DEFAULTS.get(arg, ["0"]) + ["NULL"] + COLUMN_DEFAULTS.get(arg, [])
+            default = _pick(rng, choices)
+        if offset is not None:
+            items.append(str(offset))
+        if default is not None:
+            items.append(default)
+        ignore = " IGNORE NULLS" if rng.random() < 0.4 else ""
+        text = f"{name}({', '.join(items)}){ignore} {_over(partition, order)}"
+        return Call(alias, text, columns=(*partition, *cols, *_columns_of(arg), *_columns_of(default)))
+    if group == "value":
+        name, arg = _pick(rng, VALUES), _pick(rng, list(TYPES))
+        ignore = " IGNORE NULLS" if rng.random() < 0.4 else ""
+        shape = _pick(rng, ["default", "rows", "range", "range_offset", "range_offset"])
+        order, frame, cols = _framed_window(rng, shape, value_arg=arg)
+        if shape == "range_offset" and cols[0] != "rid":
+            arg = cols[0]  # one ORDER BY key, no rid: read the key itself, which peers share
+        head = f"nth_value({arg}, {int(rng.integers(1, 5))})" if name == "nth_value" else f"{name}({arg})"
+        text = f"{head}{ignore} {_over(partition, order, frame)}"
+        return Call(alias, text, columns=(*partition, *cols, arg))
+    name = _pick(rng, _pick(rng, AGGREGATE_GROUPS))
+    if name in ("sum", "avg", "mean") and rng.random() < 0.4:
+        arg = _pick(rng, DOUBLES)  # the DOUBLE sums overwindow computes exactly (see the docstring)
+    elif AGGREGATES[name] and AGGREGATES[name][0] in NUMERIC and rng.random() < 0.25:
+        arg = _pick(rng, EXPRESSIONS)
+    else:
+        arg = _pick(rng, AGGREGATES[name]) if AGGREGATES[name] else None
+    shape = _pick(rng, ["none", "whole", "default", "rows", "rows", "range", *["range_offset"] * 4])
+    order, frame, cols = _framed_window(rng, shape)
+    over = _over(partition, order, frame)
+    head = "count(*)" if arg is None else f"{name}({arg})"
+    call = Call(alias, f"{head} {over}", columns=(*partition, *cols, *_columns_of(arg)))
+    if arg in DOUBLES and name in ("sum", "avg", "mean"):
+        call.oracle = "double_sum" if name == "sum" else "double_avg"
+        call.extra = {
+            f"{alias}__dec": f"sum(try_cast({arg} AS DECIMAL(38,10))) {over}",
+            f"{alias}__n": f"count({arg}) {over}",
+        }
+    elif name in MOMENTS:
+        call.oracle = "moment"
+        call.extra = {f"{alias}__list": f"collect_list({arg}) {over}"}
+    return call
+
+
+def _columns_of(expr):
+    """The table's columns an argument or default reads."""
+    if expr is None:
+        return []
+    return [c for c in ("rid", "p", "q", *TYPES) if re.search(rf"\b{c}\b", expr.replace("'", " '"))]
+
+
+def _framed_window(rng, shape, value_arg=None):
+    """(ORDER BY items, frame text, ORDER BY columns) for a call over a frame. ``value_arg``: the
+    call returns one of its frame's values, so the order among peers matters wherever the frame's
+    edges can fall inside a peer group."""
+    if shape == "none":
+        return [], "", []
+    if shape == "whole":
+        unit = _pick(rng, ["ROWS", "RANGE"])
+        return [], f"{unit} BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING", []
+    if shape == "default":
+        order, cols = _order_keys(rng, with_rid=value_arg is not None)
+        return order, "", cols
+    if shape == "rows":
+        order, cols = _order_keys(rng, with_rid=True)
+        return order, _rows_frame(rng), cols
+    if shape == "range":
+        order, cols = _order_keys(rng, with_rid=value_arg is not None)
+        return order, _frame(rng, "RANGE", None), cols
+    key = _pick(rng, [*RANGE_OFFSETS, "f", "d", "t"])
+    offsets = _pick(rng, RANGE_OFFSETS[key])
+    return [_order_item(rng, key)], _frame(rng, "RANGE", offsets), [key]
+
+
+def random_calls(seed: int, count: int) -> list[Call]:
+    rng = np.random.default_rng([seed, 1])
+    return [random_call(rng, f"c{j}") for j in range(count)]
+
+
+# ---------------------------------------------------------------------------------------------
+# oracles
+# ---------------------------------------------------------------------------------------------
+
+
+def _as_double(v) -> float:
+    """A value as both engines convert an argument to DOUBLE (a DECIMAL correctly rounded)."""
+    return float(v)
+
+
+def exact_moment(values: list, kind: str, root: bool):
+    """var_samp/var_pop (or their square roots) of ``values`` computed exactly: each value as a
+    DOUBLE, then rational arithmetic, rounded once (the square root of the rounded variance is
+    within an ulp or two). NULL where Spark's is (no value; one value for the sample ones), NaN
+    where a value is NaN or infinite."""
+    xs = [_as_double(v) for v in values if v is not None]
+    n = len(xs)
+    if n == 0 or (kind == "samp" and n == 1):
+        return None
+    if not all(math.isfinite(x) for x in xs):
+        return NAN
+    ratios = [x.as_integer_ratio() for x in xs]
+    den = max(d for _, d in ratios)  # a power of two: every value is an integer over it
+    ints = [num * (den // d) for num, d in ratios]
+    s1, s2 = sum(ints), sum(v * v for v in ints)
+    var = Fraction(n * s2 - s1 * s1, n * (n if kind == "pop" else n - 1) * den * den)
+    return math.sqrt(float(var)) if root else float(var)
+
+
+def expected_column(call: Call, spark_cols: dict) -> list:
+    """The oracle's values of ``call``, row by row (``spark_cols``: Spark's columns as lists)."""
+    plain = spark_cols[call.alias]
+    if call.oracle == "plain":
+        return plain
+    if call.oracle == "moment":
+        kind, root = MOMENTS[call.sql.split("(")[0]]
+        return [exact_moment(v, kind, root) for v in spark_cols[f"{call.alias}__list"]]
+    dec, cnt = spark_cols[f"{call.alias}__dec"], spark_cols[f"{call.alias}__n"]
+    out = []
+    for v, s, c in zip(plain, dec, cnt):
+        if v is None or not math.isfinite(v):  # no value, or NaN/inf in the frame: no rounding
+            out.append(v)
+        elif call.oracle == "double_sum":
+            out.append(float(s))
+        else:
+            out.append(float(Fraction(s) / c))
+    return out
+
+
+def same(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) or isinstance(b, float):
+        if not (isinstance(a, float) and isinstance(b, float)):
+            return False
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        if math.isinf(a) or math.isinf(b):
+            return a == b
+        return abs(a - b) <= REL * max(abs(a), abs(b))
+    if type(a) is not type(b):
+        return False
+    return a == b
+
+
+# ---------------------------------------------------------------------------------------------
+# running both engines
+# ---------------------------------------------------------------------------------------------
+
+
+def run_spark(spark, table: pa.Table, calls: list[Call]) -> tuple[dict, dict, dict]:
+    """(Spark's columns by alias as Python lists in rid order, Spark's result types by alias,
+    errors by call alias). A SELECT that fails is retried call by call, so one refused call is
+    named and does not hide the others."""
+    df = spark.createDataFrame(table)
+    df = df.withColumn("n", df["n"].cast("timestamp_ntz"))  # Arrow's zone-less timestamps
+    assert {f.name: f.dataType.simpleString() for f in df.schema.fields if f.name in TYPES} == {
+        name: t.lower() for name, t in TYPES.items()
+    }
+    df.createOrReplaceTempView("parity")
+    values, types, errors = {}, {}, {}
+
+    def select(batch):
+        items = [f"{c.sql} AS {c.alias}" for c in batch]
+        items += [f"{sql} AS {alias}" for c in batch for alias, sql in c.extra.items()]
+        df = spark.sql(f"SELECT rid, {', '.join(items)} FROM parity ORDER BY rid")
+        out = df.toArrow()
+        for f in df.schema.fields:
+            types[f.name] = f.dataType
+            values[f.name] = out.column(f.name).to_pylist()
+
+    for start in range(0, len(calls), PER_QUERY):
+        batch = calls[start : start + PER_QUERY]
+        try:
+            select(batch)
+        except Exception:
+            for c in batch:
+                try:
+                    select([c])
+                except Exception as e:  # noqa: BLE001 - reported per call
+                    errors[c.alias] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+    return values, types, errors
+
+
+def run_overwindow(data, calls: list[Call]) -> tuple[dict, dict, dict]:
+    """(overwindow's columns by alias as Python lists in rid order, Arrow types, errors)."""
+    texts = [f"{c.sql} AS {c.alias}" for c in calls]
+    errors = {}
+    try:
+        out = overwindow.evaluate(data, *texts)
+    except Exception:
+        good = []
+        for c, text in zip(calls, texts):
+            try:
+                overwindow.evaluate(data, text)
+                good.append(text)
+            except Exception as e:  # noqa: BLE001 - reported per call
+                errors[c.alias] = f"{type(e).__name__}: {e}"
+        out = overwindow.evaluate(data, *good)
+    if isinstance(out, pd.DataFrame):
+        cols = {name: pa.chunked_array([pa.array(out[name])]) for name in out.columns}
+        table = pa.table(cols)
+    else:
+        table = out
+    table = table.sort_by("rid")
+    values = {name: table.column(name).to_pylist() for name in table.column_names}
+    types = {name: table.schema.field(name).type for name in table.column_names}
+    return values, types, errors
+
+
+def _arrow_type_as_spark(t: pa.DataType):
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    return from_arrow_type(t)
+
+
+def compare(seed, table, calls, spark_out, ours, label) -> list[str]:
+    spark_values, spark_types, spark_errors = spark_out
+    our_values, our_types, our_errors = ours
+    rid = spark_values["rid"]
+    msgs = []
+    for c in calls:
+        where = f"[{label}, seed {seed}] {c.sql}"
+        if c.alias in spark_errors and c.alias in our_errors:
+            continue  # both refuse the call (e.g. bounds out of order: the generator avoids them)
+        if c.alias in spark_errors or c.alias in our_errors:
+            theirs, mine = spark_errors.get(c.alias, "ok"), our_errors.get(c.alias, "ok")
+            msgs.append(f"{where}: Spark: {theirs}; overwindow: {mine}")
+            continue
+        got_type = _arrow_type_as_spark(our_types[c.alias])
+        if got_type != spark_types[c.alias]:
+            want_type = spark_types[c.alias].simpleString()
+            msgs.append(f"{where}: type {got_type.simpleString()}, Spark's {want_type}")
+        want = expected_column(c, spark_values)
+        got = our_values[c.alias]
+        bad = [j for j in range(len(rid)) if not same(got[j], want[j])]
+        if bad:
+            rows = ", ".join(f"rid {rid[j]}: {got[j]!r} vs Spark {want[j]!r}" for j in bad[:4])
+            msgs.append(f"{where} ({c.oracle}): {len(bad)} rows differ: {rows}\n{_rows_text(table, c)}")
+    return msgs
+
+
+def _rows_text(table: pa.Table, call: Call) -> str:
+    cols = ["rid", *dict.fromkeys(col for col in call.columns if col != "rid")]
+    return table.select(cols).sort_by("rid").to_pandas().to_string(max_rows=200)
+
+
+def _as_pandas(table: pa.Table) -> pd.DataFrame:
+    return table.to_pandas(types_mapper=pd.ArrowDtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# the test
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [SEED + j for j in range(TABLES)])
+def test_random_calls_agree_with_spark(spark, seed):
+    assert spark.conf.get("spark.sql.ansi.enabled") == "true"
+    table = make_table(seed)
+    calls = random_calls(seed, PER_TABLE)
+    spark_out = run_spark(spark, table, calls)
+    msgs = compare(seed, table, calls, spark_out, run_overwindow(table, calls), "arrow")
+    msgs += compare(seed, table, calls, spark_out, run_overwindow(_as_pandas(table), calls), "pandas")
+    assert not msgs, f"{len(msgs)} disagreement(s) with Spark:\n" + "\n".join(msgs)
