@@ -147,7 +147,8 @@ def _eval_node(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.Paren):
         return _eval(node.this, t)
     if isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):
-        return pa.scalar(literal_value(node, node.sql(dialect=DIALECT)))
+        value = literal_value(node, node.sql(dialect=DIALECT))
+        return pa.scalar(value, type=_literal_type(value))  # Spark's: `3` is INT, so `i * 3` is INT
     if isinstance(node, exp.Neg):
         return pc.negate_checked(_eval(node.this, t))
     if isinstance(node, exp.Not):
@@ -161,7 +162,16 @@ def _eval_node(node: exp.Expression, t: pa.Table):
     if type(node) in _COMPARE:
         return _compare(_COMPARE[type(node)], _eval(node.this, t), _eval(node.expression, t))
     if type(node) in _BINARY:
-        return pc.call_function(_BINARY[type(node)], [_eval(node.this, t), _eval(node.expression, t)])
+        a, b = _eval(node.this, t), _eval(node.expression, t)
+        try:
+            return pc.call_function(_BINARY[type(node)], [a, b])
+        except pa.ArrowInvalid as e:
+            if "overflow" not in str(e).lower():
+                raise
+            raise WindowRuntimeError(  # as Spark's ANSI mode fails
+                f"arithmetic overflow in {node.sql(dialect=DIALECT)} ({sql_type(a.type)} "
+                f"and {sql_type(b.type)}); widen it first, e.g. CAST(... AS BIGINT)"
+            ) from None
     if isinstance(node, exp.Is):
         inner = _eval(node.this, t)
         if isinstance(node.expression, exp.Null):

@@ -60,6 +60,7 @@ import pyarrow as pa
 import pytest
 
 import overwindow
+from overwindow.errors import WindowRuntimeError
 
 CALLS = int(os.environ.get("OVERWINDOW_PARITY_CALLS", "360"))
 SEED = int(os.environ.get("OVERWINDOW_PARITY_SEED", "0"))
@@ -227,14 +228,14 @@ DEFAULTS = {  # lag/lead defaults Spark casts to the argument's type
 # defaults read from another column of a type Spark widens to the argument's
 COLUMN_DEFAULTS = {"l": ["i"], "f": ["i", "l"], "w": ["m", "i"], "s": ["q"]}
 # numeric arguments that are expressions: their types follow Spark's rules for the operators.
-# Left out, as overwindow's expression types differ from Spark's (overwindow/physical/expressions.py):
-# ``i * 3`` is BIGINT, Spark's INT (an integer literal is typed BIGINT, Spark's INT; so where
-# Spark's ANSI mode fails on INT overflow, overwindow goes on); ``m * 2`` is DECIMAL(32,2), Spark's
-# DECIMAL(14,2) (Spark types an integer literal in DECIMAL arithmetic by its digits); ``m + w``
-# (DECIMAL(12,2) + DECIMAL(38,10)) fails with Arrow's "Decimal precision out of range [1, 38]: 39"
-# where Spark gives DECIMAL(38,9) (it cuts the scale when the precision passes 38).
+# Left out, as overwindow's DECIMAL arithmetic types differ from Spark's
+# (overwindow/physical/expressions.py): ``m * 2`` is DECIMAL(23,2), Spark's DECIMAL(14,2) (Spark
+# types an integer literal in DECIMAL arithmetic by its digits); ``m + w`` (DECIMAL(12,2) +
+# DECIMAL(38,10)) fails with Arrow's "Decimal precision out of range [1, 38]: 39" where Spark gives
+# DECIMAL(38,9) (it cuts the scale when the precision passes 38).
 EXPRESSIONS = [
     "i + l",
+    "i * 3",  # INT, and an error where it overflows INT (2**30 * 3), as in Spark's ANSI mode
     "-f",
     "abs(i)",
     "CAST(i AS DOUBLE) / 4",
@@ -637,3 +638,24 @@ def test_random_calls_agree_with_spark(spark, seed):
     msgs = compare(seed, table, calls, spark_out, run_overwindow(table, calls), "arrow")
     msgs += compare(seed, table, calls, spark_out, run_overwindow(_as_pandas(table), calls), "pandas")
     assert not msgs, f"{len(msgs)} disagreement(s) with Spark:\n" + "\n".join(msgs)
+
+
+def test_integer_literals_are_int_as_in_spark(spark):
+    """``i * 3`` over an INT column is INT, as Spark types the literal 3, and fails where the
+    product overflows INT, as Spark's ANSI mode fails (the literal was BIGINT: the product was
+    BIGINT and went on past INT)."""
+    table = pa.table({"rid": pa.array([0, 1, 2]), "i": pa.array([1, None, 5], pa.int32())})
+    calls = [Call("a", "lag(i * 3) OVER (ORDER BY rid)"), Call("b", "sum(i - 1) OVER (ORDER BY rid)")]
+    spark.createDataFrame(table).createOrReplaceTempView("literals")
+    df = spark.sql("SELECT rid, " + ", ".join(f"{c.sql} AS {c.alias}" for c in calls) + " FROM literals")
+    got = overwindow.evaluate(table, *(f"{c.sql} AS {c.alias}" for c in calls))
+    for c in calls:
+        assert _arrow_type_as_spark(got.schema.field(c.alias).type) == df.schema[c.alias].dataType
+    assert got["a"].to_pylist() == [r["a"] for r in df.orderBy("rid").collect()]
+
+    big = pa.table({"rid": pa.array([0, 1]), "i": pa.array([1, 2**30], pa.int32())})
+    spark.createDataFrame(big).createOrReplaceTempView("literals")
+    with pytest.raises(Exception, match="ARITHMETIC_OVERFLOW"):
+        spark.sql("SELECT lag(i * 3) OVER (ORDER BY rid) FROM literals").collect()
+    with pytest.raises(WindowRuntimeError, match="overflow"):
+        overwindow.evaluate(big, "lag(i * 3) OVER (ORDER BY rid) AS a")
