@@ -119,7 +119,7 @@ def test_arrow_errors_become_the_package_errors():
     overflow raised ArrowInvalid. (Spark refuses the first at analysis: tests/spark/
     test_parity_refusals.py; ANSI Spark fails on the second with ARITHMETIC_OVERFLOW.)"""
     t = pa.table({"t": [1, 2], "b": [True, False], "x": [1, 2**63 - 1]})
-    with pytest.raises(WindowSpecError, match=r"b \+ 1 cannot be computed for BOOLEAN, BIGINT arguments"):
+    with pytest.raises(WindowSpecError, match=r"b \+ 1 cannot be computed for BOOLEAN, INT arguments"):
         evaluate(t, "lag(b + 1) OVER (ORDER BY t) AS r")
-    with pytest.raises(WindowRuntimeError, match=r"x \+ 1: overflow"):
+    with pytest.raises(WindowRuntimeError, match=r"arithmetic overflow in x \+ 1"):
         evaluate(t, "lag(x + 1) OVER (ORDER BY t) AS r")
