@@ -18,13 +18,14 @@ in arrival order, 1 ms apart across all keys, plus up to ``JITTER_MS`` of jitter
 The last file holds one row far in the future, so the watermark passes every row and the no-data
 micro-batch after it releases whatever window close still holds.
 
-Spark variants (``SPARK_VARIANTS``; phase 2 adds the many-keys hosting by adding an entry), all
+Spark variants (``SPARK_VARIANTS``), all
 ``groupBy("k")`` on ``withWatermark("ts", "10 seconds")`` into the ``noop`` sink, CSV file source
 with ``maxFilesPerTrigger=1``:
 
 - ``passthrough``: the no-op applyInPandasWithState (one byte of state per key, append mode,
   event-time timeouts): the floor of any per-key Python function;
-- ``window_close`` / ``on_update``: ``overWindow(OverWindow(*CALLS, rowKey="rid"))`` in each mode.
+- ``window_close`` / ``on_update``: ``overWindow(OverWindow(*CALLS, rowKey="rid"))`` in each mode;
+- ``window_close_bucketed``: window close with ``keyBuckets=64`` (one call and state per bucket).
 
 Reported per run: seconds from ``start()`` to the end of ``awaitTermination()``, rows/s (input
 rows over those seconds), and the micro-batch durations (``batchDuration``) of the micro-batches with
@@ -143,12 +144,16 @@ def spark_variant(grouped, events, name: str):
         return passthrough(grouped, events.schema, "append"), "append"
     if name == "window_close":
         return grouped.overWindow(overwindow.OverWindow(*CALLS, rowKey="rid")), "append"
+    if name == "window_close_bucketed":
+        spec = overwindow.OverWindow(*CALLS, rowKey="rid", keyBuckets=BUCKETS)
+        return grouped.overWindow(spec), "append"
     if name == "on_update":
         return grouped.overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid")), "update"
     raise ValueError(name)
 
 
-SPARK_VARIANTS = ("passthrough", "window_close", "on_update")
+SPARK_VARIANTS = ("passthrough", "window_close", "window_close_bucketed", "on_update")
+BUCKETS = 64  # keyBuckets of the bucketed hosting: 32 calls per shuffle partition and micro-batch
 
 
 def run_spark_point(spark, src: Path, chk: Path, variant: str) -> dict:

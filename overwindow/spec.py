@@ -51,6 +51,9 @@ class OverWindow:
     RocksDB state store).
     ``maxRowsPerKey``: the most rows one partition (groupBy key) may hold in state; a step that
     leaves more fails naming the bound and the key (None: no bound).
+    ``keyBuckets`` (emit on window close): hash the groupBy keys into this many buckets and serve
+    all the keys of a bucket with one state and one Python call per micro-batch, so the cost follows
+    rows rather than keys (None: one state and one call per key). Fixed for a checkpoint's life.
     """
 
     def __init__(
@@ -61,6 +64,7 @@ class OverWindow:
         opColumn: str | None = None,
         stateLayout: str = "whole",
         maxRowsPerKey: int | None = None,
+        keyBuckets: int | None = None,
     ):
         if not calls:
             raise WindowSpecError("OverWindow needs at least one window call")
@@ -93,6 +97,14 @@ class OverWindow:
         ):
             raise WindowSpecError(f"maxRowsPerKey must be a positive integer, got {maxRowsPerKey!r}")
         self.max_rows_per_key = maxRowsPerKey
+        if keyBuckets is not None:
+            if isinstance(keyBuckets, bool) or not isinstance(keyBuckets, int) or keyBuckets < 1:
+                raise WindowSpecError(f"keyBuckets must be a positive integer, got {keyBuckets!r}")
+            if emit != "on_window_close":
+                raise WindowSpecError(
+                    "keyBuckets runs emit='on_window_close' (emit on update keeps a state per key)"
+                )
+        self.key_buckets = keyBuckets
         if stateLayout == "chunked":
             if emit != "on_update":
                 raise WindowSpecError(
@@ -166,7 +178,9 @@ class OverWindow:
 
     def __repr__(self) -> str:
         layout = f", stateLayout={self.state_layout!r}" if self.state_layout != "whole" else ""
-        return f"OverWindow({', '.join(repr(str(e)) for e in self.expressions)}, emit={self.emit!r}{layout})"
+        buckets = f", keyBuckets={self.key_buckets}" if self.key_buckets else ""
+        calls = ", ".join(repr(str(e)) for e in self.expressions)
+        return f"OverWindow({calls}, emit={self.emit!r}{layout}{buckets})"
 
 
 def _check_window_close(spec: OverWindow) -> None:

@@ -1,6 +1,6 @@
 """OverWindow refuses, when it is built, names the output keeps for itself (issue 18, item 5): an
 alias ``_change`` was taken for the change marker (window close: the column vanished and rows whose
-value read "delete" were dropped by the sink)."""
+value read "delete" were dropped by the sink); and options out of their range (keyBuckets)."""
 
 import pytest
 
@@ -19,3 +19,15 @@ def test_input_columns_are_checked_by_name_without_case():
     spec.check_columns(["t", "x", "change", "row_id", "_ow"])  # near misses are fine
     with pytest.raises(WindowSpecError, match="an input column may not be named '_Row_Id'"):
         spec.check_columns(["t", "x", "_Row_Id"])
+
+
+@pytest.mark.parametrize("buckets", [0, -3, 1.5, True, "8"])
+def test_key_buckets_is_a_positive_integer(buckets):
+    with pytest.raises(WindowSpecError, match=f"keyBuckets must be a positive integer, got {buckets!r}"):
+        OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets=buckets)
+
+
+def test_key_buckets_runs_emit_on_window_close():
+    assert "keyBuckets=8" in repr(OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets=8))
+    with pytest.raises(WindowSpecError, match="keyBuckets runs emit='on_window_close'"):
+        OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update", keyBuckets=8)

@@ -213,29 +213,39 @@ class Layout:
         )
 
     @staticmethod
-    def in_order(group_id: np.ndarray) -> Layout:
-        """The layout of rows that are already one partition in ORDER BY order, from each row's peer
-        group number (0, 1, ..., non-decreasing): what a caller that keeps its rows sorted (a
-        streaming buffer) knows without a sort. O(n).
+    def in_order(group_id: np.ndarray, part_id: np.ndarray | None = None) -> Layout:
+        """The layout of rows already in (partition, ORDER BY) order, from each row's peer group
+        number (0, 1, ..., non-decreasing, never shared by two partitions) and partition number
+        (non-decreasing; None: one partition): what a caller that keeps its rows sorted (a streaming
+        buffer, a bucket of keys) knows without a sort. O(n).
 
         >>> lay = Layout.in_order(np.array([0, 0, 1]))
         >>> lay.perm.tolist(), lay.group_start.tolist(), lay.group_end.tolist(), lay.part_end.tolist()
         ([0, 1, 2], [0, 2], [2, 3], [3, 3, 3])
+        >>> Layout.in_order(np.array([0, 1, 2]), np.array([0, 0, 1])).part_start.tolist()
+        [0, 0, 2]
         """
         n = len(group_id)
-        zeros = np.zeros(n, dtype=np.int64)
         first = np.ones(n, dtype=bool)  # row i starts a peer group
         np.not_equal(group_id[1:], group_id[:-1], out=first[1:])
         starts = np.flatnonzero(first)
+        if part_id is None:
+            part_id = np.zeros(n, dtype=np.int64)
+            part_bounds = np.array([0, n] if n else [0], dtype=np.int64)
+        else:
+            cut = np.ones(n, dtype=bool)
+            np.not_equal(part_id[1:], part_id[:-1], out=cut[1:])
+            part_bounds = np.append(np.flatnonzero(cut), n) if n else np.zeros(1, dtype=np.int64)
+            part_id = np.cumsum(cut) - 1  # numbered 0, 1, ... as Layout.build numbers them
         return Layout(
             perm=np.arange(n),
-            part_id=zeros,
-            part_start=zeros,
-            part_end=np.full(n, n, dtype=np.int64),
+            part_id=part_id,
+            part_start=part_bounds[:-1][part_id],
+            part_end=part_bounds[1:][part_id],
             group_id=group_id,
             group_start=starts,
             group_end=np.append(starts[1:], n) if n else starts,
-            part_bounds=np.array([0, n] if n else [0], dtype=np.int64),
+            part_bounds=part_bounds,
             identity=True,
         )
 

@@ -6,9 +6,10 @@ call, another emit mode), or Spark's state schema check would stop it with advic
 state when followed. The fingerprint holds the source's columns and place (the folder of a file
 source: Spark's checkpoint keeps absolute file paths, so a moved folder is read again), the
 partition, the calls (as SQL, so layout and spacing do not count), the row key, the op column, the
-emit mode, the state layout and format, the watermark column, and the sink's kind, place and table;
-not the watermark delay or batch sizes, which a checkpoint may change. It is recorded when a run
-starts; a checkpoint Spark has not committed to yet is free to take another view.
+emit mode, the state layout, key buckets and format, the watermark column, and the sink's kind,
+place and table; not the watermark delay or batch sizes, which a checkpoint may change. It is
+recorded when a run starts; a checkpoint Spark has not committed to yet is free to take another
+view.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ KEYS = {
     "op_column": "[view] op_column",
     "emit": "[view] emit",
     "state_layout": "[view] state_layout",
+    "key_buckets": "[view] key_buckets",
     "state_format": "overwindow's state format",
     "watermark_column": "[watermark] column",
     "sink": "[sink] kind / path / table",
@@ -53,6 +55,7 @@ def fingerprint(checked) -> dict:
         "op_column": view.op_column,
         "emit": view.emit,
         "state_layout": view.spec.state_layout,
+        "key_buckets": view.spec.key_buckets,
         "state_format": FORMAT_VERSION,
         "watermark_column": view.watermark["column"] if view.watermark else None,
         "sink": {k: sink[k] for k in ("kind", "path", "table") if k in sink},

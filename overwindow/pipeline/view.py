@@ -258,6 +258,14 @@ KEYS = (
         "the most rows one partition may hold in state: a micro-batch past it stops the query with an "
         "error naming the partition (default: no bound)",
     ),
+    Key(
+        "view",
+        "key_buckets",
+        "count",
+        "emit on window close: hash the partition keys into this many buckets, one state and one "
+        "Python call per bucket and micro-batch, so cost follows rows rather than keys (default: "
+        "a state per key); fixed for the checkpoint's life",
+    ),
     Key("sink", "kind", "text", "where the view is kept", required=True, choices=SINKS),
     Key(
         "sink",
@@ -557,6 +565,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
             opColumn=view.op_column,
             stateLayout=v.get("state_layout", "whole"),
             maxRowsPerKey=v.get("max_rows_per_key"),
+            keyBuckets=v.get("key_buckets"),
         )
     except WindowSpecError as e:
         raise ViewFileError(f"{view.where('view', _spec_key(str(e)))}: {_view_words(str(e))}") from None
@@ -626,6 +635,7 @@ _SPEC_WORDS = {
     "rowKey": "row_key",
     "stateLayout": "state_layout",
     "maxRowsPerKey": "max_rows_per_key",
+    "keyBuckets": "key_buckets",
 }
 
 

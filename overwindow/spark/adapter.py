@@ -3,7 +3,10 @@ pure state machines in overwindow.streaming.
 
 Output: the input columns plus one column per window expression. Emit on window close runs in
 ``append`` mode with ``GroupStateTimeout.EventTimeTimeout``, so keys without new rows still emit
-when the watermark passes their pending rows. Emit on update runs in ``update`` mode and adds
+when the watermark passes their pending rows. With ``keyBuckets=B`` it groups by
+``pmod(xxhash64(keys), B)`` instead of by the key: one call, one state and one timeout per bucket
+serve all its keys (the machine tells them apart by the key columns), so a micro-batch costs B
+calls however many keys it holds. Emit on update runs in ``update`` mode and adds
 ``_change`` (``upsert`` or ``delete``; and ``_row_id`` when no rowKey is declared): a sink keeps a
 table keyed by (group key, row key). State is one binary value per key (Arrow IPC); with
 ``stateLayout="chunked"`` emit on update runs on ``transformWithStateInPandas`` instead, a key's
@@ -50,6 +53,7 @@ log = logging.getLogger("overwindow")
 # every key with a timeout times out and emits what it holds)
 END_OF_INPUT_MS = 221_845_392_000_000  # 9000-01-01T00:00:00Z
 _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
+_BUCKET = "__overwindow_bucket"  # keyBuckets: the bucket of a row's groupBy key
 
 
 def _arrow_schema(struct) -> pa.Schema:
@@ -96,6 +100,7 @@ def check_watermark(df, spec: OverWindow) -> str:
 
 def over_window(grouped, spec: OverWindow):
     """``grouped.applyInPandasWithState`` running ``spec``'s machine; returns the streaming DataFrame."""
+    from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
     from pyspark.sql.types import BinaryType, StructField, StructType
 
@@ -121,13 +126,20 @@ def over_window(grouped, spec: OverWindow):
     input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
     spec.check_columns(input_struct.names)
     input_schema = _arrow_schema(input_struct)
+    keys = ()
+    if spec.key_buckets and _ALL not in df.columns:
+        keys = _grouping_columns(grouped, input_struct.names)
+        grouped = df.withColumn(
+            _BUCKET, F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(spec.key_buckets))
+        ).groupBy(_BUCKET)
     # built here to check the spec against the schema; each worker builds its own from the same parts
-    machine = machine_for(spec, input_schema, watermarked)
+    machine = machine_for(spec, input_schema, watermarked, keys=keys)
     output_struct = _output_struct(input_struct, machine.output_schema)
     tz = df.sparkSession.conf.get("spark.sql.session.timeZone")
     companions = companions_of(input_schema)
     grouped = _with_companions(grouped, companions)
-    run = _Runner(spec, input_schema, tz, watermarked, MachineCounts.of(df.sparkSession), companions)
+    counts = MachineCounts.of(df.sparkSession)
+    run = _Runner(spec, input_schema, tz, watermarked, counts, companions, keys)
     if spec.state_layout == "chunked":
         _check_chunked_session(df.sparkSession)
         out = grouped.transformWithStateInPandas(
@@ -179,6 +191,26 @@ def _with_companions(grouped, companions: tuple[Companion, ...]):
     return GroupedData(jgd, df)
 
 
+def _grouping_columns(grouped, names: list[str]) -> tuple[str, ...]:
+    """The columns ``grouped`` groups by, by name; keyBuckets needs the key in every row, so a
+    grouping by a computed expression is refused (select it as a column first)."""
+    if compat.is_connect(grouped._df):
+        found = [getattr(c._expr, "_unparsed_identifier", None) for c in grouped._grouping_cols]
+    else:
+        exprs = grouped._jgd.groupingExprs()
+        found = []
+        for i in range(exprs.size()):
+            e = exprs.apply(i)
+            named = e.getClass().getSimpleName() in ("AttributeReference", "UnresolvedAttribute")
+            found.append(e.name() if named else None)
+    if not found or not all(f in names for f in found):
+        raise WindowSpecError(
+            "keyBuckets needs groupBy over columns of the stream by name; add computed keys with "
+            "withColumn(...) and group by those columns"
+        )
+    return tuple(found)
+
+
 def _column(name: str):
     from pyspark.sql import functions as F
 
@@ -205,17 +237,24 @@ class _Runner:
     """The function Spark calls per key and micro-batch (pickled to the workers with its spec)."""
 
     def __init__(
-        self, spec: OverWindow, schema: pa.Schema, tz: str, watermarked: bool, counts=None, companions=()
+        self,
+        spec: OverWindow,
+        schema: pa.Schema,
+        tz: str,
+        watermarked: bool,
+        counts=None,
+        companions=(),
+        keys: tuple[str, ...] = (),
     ):
         self.spec, self.schema, self.tz, self.watermarked = spec, schema, tz, watermarked
-        self.counts, self.companions = counts, tuple(companions)
+        self.counts, self.companions, self.keys = counts, tuple(companions), tuple(keys)
         self._machine = None
         self._key_cache = None
 
     @property
     def machine(self):
         if self._machine is None:
-            self._machine = machine_for(self.spec, self.schema, self.watermarked)
+            self._machine = machine_for(self.spec, self.schema, self.watermarked, keys=self.keys)
         return self._machine
 
     def __getstate__(self):
@@ -226,11 +265,12 @@ class _Runner:
             "watermarked": self.watermarked,
             "counts": self.counts,
             "companions": [tuple(c) for c in self.companions],
+            "keys": self.keys,
         }
 
     def __setstate__(self, d):
         companions = [Companion(*c) for c in d["companions"]]
-        self.__init__(d["spec"], d["schema"], d["tz"], d["watermarked"], d["counts"], companions)
+        self.__init__(d["spec"], d["schema"], d["tz"], d["watermarked"], d["counts"], companions, d["keys"])
         self.spec.register_user_aggregates()
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
@@ -257,7 +297,8 @@ class _Runner:
         if self.counts is not None:
             self.counts.add(step)
         if step.late_rows:
-            log.warning("overwindow: dropped %d late rows for key %s", step.late_rows, key)
+            where = "key bucket" if self.keys else "key"
+            log.warning("overwindow: dropped %d late rows for %s %s", step.late_rows, where, key)
         if step.counters.unknown_updates:
             log.warning(
                 "overwindow: %d updates of unknown rows for key %s (inserted; a stream must not move "

@@ -61,6 +61,9 @@ class Step:
     # from): the host removes its state rather than write an empty one. Lateness then rests on the
     # host's watermark alone, as it does for a partition never seen.
     empty: bool = False
+    # a step over many partitions (a bucket of keys): (rows, key) of the one holding the most rows,
+    # which the bound on rows per key checks; None: the state is one partition
+    largest: tuple[int, tuple] | None = None
 
 
 class RowBoundError(RuntimeError):
@@ -68,8 +71,9 @@ class RowBoundError(RuntimeError):
 
 
 def check_row_bound(step: Step, bound: int | None, key) -> None:
-    """Raise RowBoundError, naming the bound and the partition ``key``, when the step left more rows
-    in the partition's state than ``bound`` (None: no bound). O(1).
+    """Raise RowBoundError, naming the bound and the partition ``key`` (or, for a step over many
+    partitions, the largest one's), when the step left more rows in a partition's state than
+    ``bound`` (None: no bound). O(1).
 
     >>> try:
     ...     check_row_bound(Step(None, pa.table({}), counters=Counters(state_rows=3)), 2, ("a",))
@@ -77,7 +81,7 @@ def check_row_bound(step: Step, bound: int | None, key) -> None:
     ...     print(str(e).split(";")[0])
     the partition ('a',) holds 3 rows in state, more than maxRowsPerKey=2
     """
-    rows = step.counters.state_rows
+    rows, key = step.largest or (step.counters.state_rows, key)
     if bound is not None and rows > bound:
         raise RowBoundError(
             f"the partition {key!r} holds {rows:,} rows in state, more than maxRowsPerKey={bound:,}; "

@@ -4,6 +4,9 @@ Each micro-batch: rows are grouped by the partition key and every key with rows 
 other key whose wakeup the watermark has passed steps with no rows (Spark's event-time timeout). A
 key whose step leaves its state empty loses it; one past the spec's ``maxRowsPerKey`` fails.
 
+With the spec's ``keyBuckets=B`` the keys are hashed into B buckets and one state and one step serve
+all the keys of a bucket, as the bucketed Spark hosting runs them.
+
 >>> import pyarrow as pa
 >>> from overwindow.spec import OverWindow
 >>> d = Driver(
@@ -17,6 +20,8 @@ key whose step leaves its state empty loses it; one past the spec's ``maxRowsPer
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pyarrow as pa
 
@@ -27,8 +32,8 @@ from overwindow.streaming.machines import machine_for
 
 
 class Driver:
-    """Steps a machine per partition key; states in a dict (whole layout) or one MemoryChunks per
-    key (chunked layout)."""
+    """Steps a machine per partition key (or per bucket of keys); states in a dict (whole layout) or
+    one MemoryChunks per key (chunked layout)."""
 
     def __init__(
         self,
@@ -38,7 +43,8 @@ class Driver:
         watermarked: bool = False,
         rows_per_chunk: int | None = None,
     ):
-        self.machine = machine_for(spec, schema, watermarked, rows_per_chunk)
+        self.buckets = spec.key_buckets
+        self.machine = machine_for(spec, schema, watermarked, rows_per_chunk, keys if self.buckets else ())
         self.max_rows = spec.max_rows_per_key
         self.chunked = spec.state_layout == "chunked"
         self.recomputed_rows = 0
@@ -54,20 +60,9 @@ class Driver:
         """One micro-batch; returns what it emitted."""
         outputs = []
         seen = set()
-        if rows is not None and rows.num_rows:
-            # each key's row numbers in arrival order, in one hash grouping (NULL keys group together)
-            index = pa.array(np.arange(rows.num_rows))
-            groups = (
-                rows.select(self.keys)
-                .append_column("__ow_row", index)
-                .group_by(self.keys, use_threads=False)
-                .aggregate([("__ow_row", "list")])
-            )
-            members = groups.column("__ow_row_list").combine_chunks()
-            for i, key in enumerate(groups.select(self.keys).to_pylist()):
-                k = tuple(key[c] for c in self.keys)
-                outputs.append(self._step(k, rows.take(members[i].values), watermark))
-                seen.add(k)
+        for unit, part in self._units(rows):
+            outputs.append(self._step(unit, part, watermark))
+            seen.add(unit)
         if watermark is not None:
             for k, when in list(self.wakeups.items()):
                 if k not in seen and when is not None and watermark >= when:
@@ -76,6 +71,26 @@ class Driver:
         if not outputs:
             return self.machine.output_schema.empty_table()
         return pa.concat_tables(outputs)
+
+    def _units(self, rows: pa.Table | None) -> list[tuple]:
+        """(key or bucket, its rows) of every key or bucket with rows in ``rows``."""
+        if rows is None or not rows.num_rows:
+            return []
+        # each key's row numbers in arrival order, in one hash grouping (NULL keys group together)
+        index = pa.array(np.arange(rows.num_rows))
+        groups = (
+            rows.select(self.keys)
+            .append_column("__ow_row", index)
+            .group_by(self.keys, use_threads=False)
+            .aggregate([("__ow_row", "list")])
+        )
+        members = groups.column("__ow_row_list").combine_chunks()
+        units: dict = {}
+        for i, key in enumerate(groups.select(self.keys).to_pylist()):
+            k = tuple(key[c] for c in self.keys)
+            unit = k if self.buckets is None else zlib.crc32(repr(k).encode()) % self.buckets
+            units.setdefault(unit, []).append(members[i].values)
+        return [(u, rows.take(pa.concat_arrays(v))) for u, v in units.items()]
 
     def _step(self, key, rows, watermark) -> pa.Table:
         if self.chunked and key not in self.states:

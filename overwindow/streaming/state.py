@@ -8,8 +8,9 @@ and one Arrow IPC stream of one record batch.
 
 Kinds and the format versions they read:
 
-- ``window_close`` (``WindowCloseMeta``): formats 1 and 2 (the same tables and counters; states
-  written before pending rows were kept in order have no ``pending_sorted`` and are sorted on read);
+- ``window_close`` (``WindowCloseMeta``): format 3 (tables ``rows``, every partition's rows, and
+  ``parts``, one row per partition: its key and counters; the watermark and late count in the
+  header), formats 1 and 2 (one partition, its counters in the header) read as one partition;
 - ``on_update`` (``OnUpdateMeta``; also each chunk of the chunked layout, with empty counters):
   format 2 only, as format 1 hashed row identities differently (``identity``);
 - ``on_update_index`` (``ChunkIndexMeta``): format 2.
@@ -30,7 +31,9 @@ from typing import ClassVar, TypeVar
 import pyarrow as pa
 
 # 2: on-update identities are hashed without pandas for numbers and times (``identity.row_hash``);
-# other kinds unchanged
+# other kinds unchanged. A kind may write a newer format of its own (``StateMeta.NEWEST``): window
+# close writes 3. This number is the one a checkpoint's view fingerprint records: it moves only when
+# states this release writes can no longer be read from an older checkpoint.
 FORMAT_VERSION = 2
 _KEY = b"overwindow.state"
 _OPTIONS = pa.ipc.IpcWriteOptions()
@@ -44,10 +47,12 @@ class StateFormatError(ValueError):
 @dataclass
 class StateMeta:
     """A state kind's counters, kept in the header as JSON (field names are the JSON keys).
-    ``OLDEST``: the oldest format version whose counters this class reads; a counter missing from a
-    state takes its field's default, which must be what its absence meant."""
+    ``OLDEST``: the oldest format version whose counters this class reads; ``NEWEST``: the one it
+    writes; a counter missing from a state takes its field's default, which must be what its absence
+    meant."""
 
     OLDEST: ClassVar[int] = FORMAT_VERSION
+    NEWEST: ClassVar[int] = FORMAT_VERSION
 
     def to_json(self) -> dict:
         return dict(vars(self))  # the fields: plain values (asdict's deep copy costs 20x more)
@@ -65,22 +70,29 @@ class StateMeta:
 
 @dataclass
 class WindowCloseMeta(StateMeta):
-    """Emit on window close: the ``rows`` table holds released rows, then pending ones."""
+    """Emit on window close, for all the partitions a state holds: the ``rows`` table holds their
+    rows, ``parts`` their keys and counters (``overwindow.streaming.window_close``)."""
 
     OLDEST: ClassVar[int] = 1
+    NEWEST: ClassVar[int] = 3
 
-    n_released: int = 0  # rows the watermark has released (the first n_released)
-    emitted: int = 0  # released rows already emitted (a prefix of them)
-    pruned_rows: int = 0  # rows of the partition pruned so far (row_number and rank count them)
-    pruned_groups: int = 0  # their peer groups (dense_rank counts them)
     released_upto: int | float | None = None  # the watermark the released rows are at or below
     late_rows: int = 0  # rows dropped as late so far
-    pending_sorted: bool = True  # pending rows in (ORDER BY, row key) order; False: in arrival order
+    buckets: int | None = None  # keyBuckets the state was written with (None: a state per key)
+    # formats 1 and 2 held one partition and its counters here (n_released, emitted, pruned_rows,
+    # pruned_groups; pending_sorted): read as that partition's row of ``parts``
+    one_partition: dict | None = None
 
     @classmethod
     def from_json(cls, raw: dict, version: int) -> WindowCloseMeta:
-        # states written before pending rows were kept in order hold them as they arrived
-        return super().from_json({"pending_sorted": False, **raw}, version)
+        if version < 3:
+            raw = dict(raw)
+            old = ("n_released", "emitted", "pruned_rows", "pruned_groups", "pending_sorted")
+            raw["one_partition"] = {k: raw.pop(k) for k in old if k in raw}
+        return super().from_json(raw, version)
+
+    def to_json(self) -> dict:
+        return {"released_upto": self.released_upto, "late_rows": self.late_rows, "buckets": self.buckets}
 
 
 @dataclass
@@ -108,7 +120,7 @@ def encode(tables: dict[str, pa.Table], kind: str, meta: StateMeta | None = None
     streaming steps encode small states per key and call, so the fixed cost counts."""
     header = json.dumps(
         {
-            "version": FORMAT_VERSION,
+            "version": meta.NEWEST if meta is not None else FORMAT_VERSION,
             "kind": kind,
             "tables": list(tables),
             "meta": meta.to_json() if meta is not None else {},
@@ -131,7 +143,7 @@ def encode(tables: dict[str, pa.Table], kind: str, meta: StateMeta | None = None
 
 def decode(data: bytes, kind: str, meta: type[M]) -> tuple[dict[str, pa.Table], M]:
     """The tables and counters of state bytes of this ``kind`` written in a format from
-    ``meta.OLDEST`` up to ``FORMAT_VERSION``; StateFormatError otherwise. O(bytes), no copy of the
+    ``meta.OLDEST`` up to ``meta.NEWEST``; StateFormatError otherwise. O(bytes), no copy of the
     tables."""
     view = memoryview(data)
     n = int.from_bytes(view[:4], "little")
@@ -141,9 +153,9 @@ def decode(data: bytes, kind: str, meta: type[M]) -> tuple[dict[str, pa.Table], 
         raise StateFormatError("not overwindow state") from None
     if not isinstance(header, dict):
         raise StateFormatError("not overwindow state")
-    version, oldest = header.get("version"), meta.OLDEST
-    if not isinstance(version, int) or not oldest <= version <= FORMAT_VERSION or header.get("kind") != kind:
-        accepted = f"{oldest} to {FORMAT_VERSION}" if oldest < FORMAT_VERSION else f"{FORMAT_VERSION}"
+    version, oldest, newest = header.get("version"), meta.OLDEST, meta.NEWEST
+    if not isinstance(version, int) or not oldest <= version <= newest or header.get("kind") != kind:
+        accepted = f"{oldest} to {newest}" if oldest < newest else f"{newest}"
         raise StateFormatError(
             f"state written as {header.get('kind')!r} format {version}, this overwindow reads "
             f"{kind!r} format {accepted}; start the query from a new checkpoint"

@@ -1,10 +1,12 @@
 """Emit on window close: each row is emitted once, final, when the watermark has released it and its
 whole frame is known; rows no future frame can reach are dropped.
 
-Per partition (one ``groupBy`` key) the state holds rows sorted by (ORDER BY key, row identity):
-first the ``released`` ones — the history future frames still reach plus released rows waiting for
-their FOLLOWING rows — then the ``pending`` ones the watermark has not released yet (every pending key
-is above every released one). A step:
+A state holds one partition (one ``groupBy`` key) or many (a bucket of keys, told apart by the key
+columns): per partition its rows sorted by (ORDER BY key, row identity), first the ``released`` ones
+— the history future frames still reach plus released rows waiting for their FOLLOWING rows — then
+the ``pending`` ones the watermark has not released yet (every pending key is above every released
+one), and its counters (a row of the ``parts`` table). A step runs every partition at once, with
+array operations over the partitions' boundaries and one kernel call:
 
 1. drops late rows (key at or below the watermark already released; NULL keys) and counts them, and
    merges the others into the pending rows, in order (the sort buffer);
@@ -19,7 +21,8 @@ is above every released one). A step:
 At the end of input (watermark ``END_OF_INPUT``) every row held is released and emitted, frames cut at
 the partition's end, and the state is pruned empty.
 
-Cost per step: O(b log b) for a buffer of b rows (frame reach plus unemitted rows).
+Cost per step: O(b log b) for a buffer of b rows over all its partitions (frame reach plus unemitted
+rows), whatever the number of partitions.
 
 >>> import pyarrow as pa
 >>> from overwindow.spec import OverWindow
@@ -33,8 +36,6 @@ Cost per step: O(b log b) for a buffer of b rows (frame reach plus unemitted row
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -45,19 +46,27 @@ from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr, resolve_column
+from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
-from overwindow.streaming.state import WindowCloseMeta, decode, encode
+from overwindow.streaming.state import StateFormatError, WindowCloseMeta, decode, encode
 from overwindow.streaming.stretch import evaluate_stretch, peer_groups
 
 STATE_KIND = "window_close"
+_COUNTERS = ("n", "emitted", "pruned_rows", "pruned_groups")  # per partition, in the ``parts`` table
 
 
 class WindowClose:
-    """The emit-on-window-close machine for one spec and input schema; stateless between calls."""
+    """The emit-on-window-close machine for one spec and input schema; stateless between calls.
 
-    def __init__(self, spec: OverWindow, schema: pa.Schema):
+    ``keys``: the columns that tell partitions apart when one state holds many (a bucket of
+    ``groupBy`` keys, ``spec.key_buckets`` buckets; NULLs are one partition, as in PARTITION BY);
+    none: the state is one partition. Every partition of a state steps in every call, in one pass
+    of array operations and one kernel call, so a call's cost follows the rows it holds, not the
+    partitions."""
+
+    def __init__(self, spec: OverWindow, schema: pa.Schema, keys: tuple[str, ...] = ()):
         if spec.emit != "on_window_close":
             raise WindowSpecError("WindowClose runs specs with emit='on_window_close'")
         self.spec = spec
@@ -71,6 +80,8 @@ class WindowClose:
                 f"not {schema.field(self.order).type}"
             )
         self.key_kind = kind
+        self.keys = [resolve_column(empty, k) for k in keys]
+        self.buckets = spec.key_buckets if self.keys else None
         identity = spec.row_key or tuple(schema.names)
         self.sort_keys = [(self.order, "ascending")] + [
             (resolve_column(empty, c), "ascending") for c in identity if c != self.order
@@ -78,210 +89,358 @@ class WindowClose:
         self.expressions = list(spec.expressions)
         self.output_schema = project(empty, self.expressions, evaluate_calls(empty, self.expressions)).schema
         self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
+        self.parts_schema = pa.schema(
+            [schema.field(k) for k in self.keys] + [pa.field(c, pa.int64()) for c in _COUNTERS]
+        )
 
     # -- state -------------------------------------------------------------------------------
 
-    def _load(self, state: bytes | None):
-        """(rows, their ORDER BY key numbers, meta) of a partition's state."""
+    def _load(self, state: bytes | None) -> tuple[pa.Table, pa.Table, WindowCloseMeta]:
+        """(rows, parts, meta) of a state: rows sorted by partition then (ORDER BY key, identity),
+        released rows first in each partition (pending rows of formats 1-2 may be out of order: the
+        step sorts them)."""
         if state is None:
-            empty = self.schema.empty_table()
-            return empty, self._keys(empty), WindowCloseMeta()
+            return self.schema.empty_table(), self.parts_schema.empty_table(), WindowCloseMeta()
         tables, meta = decode(state, STATE_KIND, WindowCloseMeta)
         rows = tables["rows"]
-        keys = self._keys(rows)
-        if not meta.pending_sorted:  # written before pending rows were kept in order
-            n = meta.n_released
-            rows, keys = self._insert(rows.slice(0, n), keys[:n], n, rows.slice(n), keys[n:])
-            meta.pending_sorted = True
-        return rows, keys, meta
+        if meta.one_partition is None:
+            parts = tables["parts"]
+            if meta.buckets != self.buckets or parts.column_names != self.parts_schema.names:
+                raise StateFormatError(
+                    f"this state was written with keyBuckets={meta.buckets} (keys {parts.column_names[:-4]}) "
+                    f"and the query now runs keyBuckets={self.buckets} (keys {self.keys}): its keys would "
+                    "land in other states; keep keyBuckets as the checkpoint was started, or start the "
+                    "query from a new checkpoint"
+                )
+            return rows, parts, meta
+        if self.keys:
+            raise StateFormatError(
+                "this state was written for one key per state (formats 1-2); a state of many keys "
+                "cannot continue it: start the query from a new checkpoint"
+            )
+        if not meta.one_partition.get("pending_sorted", False):  # pending rows as they arrived
+            rows = self._insert(rows, self._keys(rows), np.zeros(rows.num_rows, dtype=np.int64))[0]
+        one = {c: meta.one_partition.get(c, 0) for c in _COUNTERS[1:]}
+        parts = pa.table({"n": [rows.num_rows], **{c: [v] for c, v in one.items()}}, schema=self.parts_schema)
+        if not rows.num_rows and not one["pruned_rows"]:
+            parts = parts.slice(0, 0)
+        meta.one_partition = None
+        return rows, parts, meta
 
     # -- the step ----------------------------------------------------------------------------
 
     def step(self, state: bytes | None, rows: pa.Table | None, watermark=None) -> Step:
         """Feed new rows and the current watermark (in the ORDER BY key's numbers: microseconds
         since the epoch for TIMESTAMP/DATE keys). Returns the rows whose windows closed."""
+        table, parts, meta = self._load(state)
+        count = {c: parts.column(c).to_numpy().astype(np.int64) for c in _COUNTERS}
+        held = parts.select(self.keys)
+        part = np.repeat(np.arange(parts.num_rows), count["n"])
         # the ORDER BY key as numbers, computed once per step and carried beside the rows
-        table, keys, meta = self._load(state)
+        keys = self._keys(table)
         late = 0
         if rows is not None and rows.num_rows:
             if rows.schema.names != self.schema.names:
                 rows = rows.select(self.schema.names)
             if not rows.schema.equals(self.schema):
                 rows = rows.cast(self.schema)
+            held, renumber, new_part = self._partitions(held, parts.num_rows, rows)
+            count = {c: _spread(v, renumber, held.num_rows) for c, v in count.items()}
+            known = np.zeros(held.num_rows, dtype=bool)
+            known[renumber] = True
             new = Values(rows.column(self.order))
             new_k = key_numbers(new)
             ok = new.valid.copy() if new.array.null_count else new.valid
-            if meta.released_upto is not None:
-                ok &= new_k > meta.released_upto
+            if meta.released_upto is not None:  # rows of partitions already held: at or below it is late
+                ok = ok & ((new_k > meta.released_upto) | ~known[new_part])
             late = len(ok) - int(np.count_nonzero(ok))
             if late:
-                rows, new_k = rows.filter(pa.array(ok)), new_k[ok]
-            table, keys = self._insert(table, keys, meta.n_released, rows, new_k)
+                rows, new_k, new_part = rows.filter(pa.array(ok)), new_k[ok], new_part[ok]
+            count["n"] += np.bincount(new_part, minlength=held.num_rows)
+            table, keys, part = self._insert(
+                pa.concat_tables([table, rows]),
+                np.concatenate([keys, new_k]),
+                np.concatenate([renumber[part], new_part]),
+            )
         meta.late_rows += late
-        final = watermark == END_OF_INPUT
+        meta.buckets = self.buckets
         if watermark is not None and (meta.released_upto is None or watermark > meta.released_upto):
-            # pending keys are sorted: the rows at or below the watermark are a prefix of them
-            meta.n_released = len(keys) if final else int(np.searchsorted(keys, watermark, side="right"))
             meta.released_upto = watermark
-        n = meta.n_released
-        groups = peer_groups(keys[:n])
-        out, upto = self._emit(table.slice(0, n), keys[:n], groups, meta, final)
-        table, keys, meta = self._prune(table, keys, groups, meta, n if final else upto)
+        final = meta.released_upto == END_OF_INPUT
+        b = _Buffer(table, keys, part, count, meta.released_upto, final)
+        out, b.upto = self._emit(b)
+        keep = self._prune(b, b.upto)
+        table, parts = self._after(b, keep, held)
         return Step(
-            encode({"rows": table}, STATE_KIND, meta),
+            encode({"rows": table, "parts": parts}, STATE_KIND, meta),
             out,
-            self._wakeup(keys, meta),
+            self._wakeup(b, keep),
             late,
             Counters(state_rows=table.num_rows, late_rows_total=meta.late_rows),
-            table.num_rows == 0 and (meta.pruned_rows == 0 or not self.counts),
+            parts.num_rows == 0,
+            _largest(parts, self.keys),
         )
 
     def _keys(self, table: pa.Table) -> np.ndarray:
         return key_numbers(Values(table.column(self.order)))
 
-    def _insert(self, table, keys, n_released, rows, new_k):
-        """``rows`` (keys ``new_k``, all above the released keys) merged into the pending rows of
-        ``table`` (those from ``n_released`` on), in (ORDER BY key, row identity) order."""
-        if not len(new_k):
-            return table, keys
-        pend_k = np.concatenate([keys[n_released:], new_k])
-        if _increasing(pend_k):  # in order already, as most streams mostly are: append
-            return pa.concat_tables([table, rows]), np.concatenate([keys, new_k])
-        pending = pa.concat_tables([table.slice(n_released), rows])
-        # the keys alone decide the order when they are distinct (key_numbers keeps the ORDER BY
-        # order, so keys strictly increasing after the sort are distinct values); ties (or NaN) go
-        # to the full sort by (ORDER BY key, row identity)
-        order = np.argsort(pend_k, kind="stable")
-        if not _increasing(pend_k[order]):
-            order = pc.sort_indices(pending, sort_keys=self.sort_keys).to_numpy()
-        return (
-            pa.concat_tables([table.slice(0, n_released), pending.take(order)]),
-            np.concatenate([keys[:n_released], pend_k[order]]),
+    def _partitions(
+        self, held: pa.Table, n_held: int, rows: pa.Table
+    ) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """(the keys of the partitions held (``held``, ``n_held`` of them) and of those ``rows``
+        start, in key order, one row each; each held partition's new number; each row's partition).
+        One sort of the keys; without key columns every row is the one partition."""
+        if not self.keys:
+            return (
+                pa.table({"_": [0]}).select([]),
+                np.zeros(n_held, dtype=np.int64),
+                np.zeros(rows.num_rows, dtype=np.int64),
+            )
+        both = pa.concat_tables([held, rows.select(self.keys).cast(held.schema)])
+        layout = Layout.build([Values(both.column(k).combine_chunks()) for k in self.keys], [], both.num_rows)
+        number = np.empty(both.num_rows, dtype=np.int64)
+        number[layout.perm] = layout.part_id
+        firsts = layout.perm[layout.part_bounds[:-1]]
+        return both.take(pa.array(firsts)), number[:n_held], number[n_held:]
+
+    def _insert(self, table: pa.Table, keys: np.ndarray, part: np.ndarray):
+        """The rows sorted by (partition, ORDER BY key, row identity); held rows come sorted and new
+        ones mostly in order, as streams mostly are."""
+        order = np.lexsort((keys, part))
+        if _in_order(part[order], keys[order]):
+            if (order[1:] > order[:-1]).all():
+                return table, keys, part
+            return table.take(pa.array(order)), keys[order], part[order]
+        # the keys alone decide the order when they are distinct within each partition; ties (or
+        # NaN) go to the full sort by (partition, ORDER BY key, row identity)
+        with_part = table.append_column("__ow_part", pa.array(part))
+        order = pc.sort_indices(with_part, sort_keys=[("__ow_part", "ascending"), *self.sort_keys]).to_numpy()
+        return table.take(pa.array(order)), keys[order], part[order]
+
+    def _emit(self, b: _Buffer) -> tuple[pa.Table, np.ndarray]:
+        """(the released rows whose frames are complete, emitted now; per partition the position
+        emitted up to)."""
+        start = b.count["emitted"]
+        upto = b.n_released.copy()
+        for call in () if b.final else self.spec.calls:
+            upto = np.minimum(upto, self._complete_upto(call, b, start))
+        upto = np.maximum(upto, start)
+        emitting = upto > start
+        if not emitting.any():
+            return self.output_schema.empty_table(), upto
+        # the released rows of the partitions that emit: sorted already, positions count the
+        # pruned rows too
+        take = emitting[b.rel_part]
+        rows = b.released.filter(pa.array(take))
+        rel_part, pos = b.rel_part[take], b.pos[take]
+        groups = peer_groups(b.groups[take])
+        results = evaluate_stretch(
+            rows,
+            self.expressions,
+            groups,
+            b.count["pruned_rows"][rel_part],
+            b.count["pruned_groups"][rel_part],
+            parts=rel_part,
         )
+        now = pa.array((pos >= start[rel_part]) & (pos < upto[rel_part]))
+        results = {k: v.filter(now) for k, v in results.items()}
+        return project(rows.filter(now), self.expressions, results), upto
 
-    def _emit(
-        self, released: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: WindowCloseMeta, final: bool
-    ) -> tuple[pa.Table, int]:
-        """(the released rows whose frames are complete, emitted now; the position emitted up to).
-        ``final``: the input has ended, every frame is complete."""
-        start = meta.emitted
-        n = released.num_rows
-        if start >= n:
-            return self.output_schema.empty_table(), start
-        upto = n
-        for call in () if final else self.spec.calls:
-            upto = min(upto, self._complete_upto(call, released, keys, groups, start, meta.released_upto))
-        if upto <= start:
-            return self.output_schema.empty_table(), start
-        # the released rows are one partition sorted by the ORDER BY key (and identity): no sort;
-        # positions count the pruned rows too
-        results = evaluate_stretch(released, self.expressions, groups, meta.pruned_rows, meta.pruned_groups)
-        window = slice(start, upto)
-        part = released.slice(window.start, window.stop - window.start)
-        results = {k: v.slice(window.start, window.stop - window.start) for k, v in results.items()}
-        meta.emitted = upto
-        return project(part, self.expressions, results), upto
-
-    def _complete_upto(self, call: WindowCall, released, keys, groups, start, watermark) -> int:
-        """First released position (>= start) whose frame is not complete yet for this call: the
-        rows it reads (``WindowCall.reads``) end n rows, n peer groups or x past its key ahead."""
-        n = len(keys)
+    def _complete_upto(self, call: WindowCall, b: _Buffer, start: np.ndarray) -> np.ndarray:
+        """Per partition, the first released position (>= start) whose frame is not complete yet for
+        this call: the rows it reads (``WindowCall.reads``) end n rows, n peer groups or x past its
+        key ahead."""
+        n = b.n_released
         back = call.rows_back
         if call.ignore_nulls and back is not None:  # lag/lead IGNORE NULLS: counted in non-NULL rows
             if back >= 0:
                 return n
-            valid = evaluate_expr(call.args[0], released).is_valid().to_numpy(zero_copy_only=False)
-            after = np.cumsum(valid[::-1])[::-1] - valid  # non-NULL rows after each position
-            return _first_false(after >= -back, start)
-        reads = call.reads
-        end = reads.end
+            valid = self._valid(call, b)
+            after = b.part_total(valid)[b.rel_part] - b.part_cumsum(valid) - valid  # non-NULL rows after
+            return b.first_false(after >= -back, start)
+        end = call.reads.end
         if end.kind is not BoundKind.FOLLOWING:
             return n
-        if reads.unit is FrameUnit.ROWS:
-            return max(start, n - end.offset)
-        if reads.unit is FrameUnit.GROUPS:
-            return _first_false(groups + end.offset <= groups[-1], start)
-        return _first_false(shift_key(keys, self.key_kind, end.offset, +1) <= watermark, start)
+        if call.reads.unit is FrameUnit.ROWS:
+            return np.maximum(start, n - end.offset)
+        if call.reads.unit is FrameUnit.GROUPS:
+            return b.first_false(b.local_groups + end.offset <= b.last_group[b.rel_part], start)
+        reach = shift_key(b.rel_keys, self.key_kind, end.offset, +1)
+        return b.first_false(reach <= b.watermark, start)
 
-    def _prune(self, table: pa.Table, keys: np.ndarray, groups: np.ndarray, meta: WindowCloseMeta, upto: int):
-        """Drop the released rows before the earliest one a future frame reaches (all of them after
-        the end of input)."""
-        n = meta.n_released
-        if n == 0:
-            return table, keys, meta
-        released = table.slice(0, n)
-        keep = upto
-        for call in () if meta.released_upto == END_OF_INPUT else self.spec.calls:
-            keep = min(keep, self._reach_back(call, released, keys[:n], groups, upto, meta.released_upto))
-        keep = max(keep, 0)
-        if keep < n:  # never split a peer group: RANGE peers and rank counters need it whole
-            keep = int(np.searchsorted(groups, groups[keep], side="left"))
-        if keep == 0:
-            return table, keys, meta
-        meta = replace(
-            meta,
-            n_released=n - keep,
-            emitted=meta.emitted - keep,
-            pruned_rows=meta.pruned_rows + keep,
-            pruned_groups=meta.pruned_groups + int(groups[keep - 1]) + 1,
-        )
-        return table.slice(keep), keys[keep:], meta
+    def _valid(self, call: WindowCall, b: _Buffer) -> np.ndarray:
+        return evaluate_expr(call.args[0], b.released).is_valid().to_numpy(zero_copy_only=False)
 
-    def _reach_back(self, call: WindowCall, released, keys, groups, u, watermark) -> int:
-        """Earliest released position the rows read (``WindowCall.reads``) by any row at or after
-        position u can reach."""
-        n = len(keys)
+    def _prune(self, b: _Buffer, upto: np.ndarray) -> np.ndarray:
+        """Per partition, how many of its first released rows no future frame reaches (all of them
+        after the end of input): the rows before the earliest one a frame of a row at or after
+        ``upto`` (the first not emitted) reads, moved back to its peer group's first row."""
+        n = b.n_released
+        if b.final or not len(b.groups):
+            return n.copy()
+        keep = upto.copy()
+        for call in self.spec.calls:
+            keep = np.minimum(keep, self._reach_back(call, b, upto))
+        keep = np.clip(keep, 0, None)
+        # never split a peer group: RANGE peers and rank counters need it whole
+        first = b.group_first[b.groups[b.at(keep)]] - b.rel_start
+        return np.where(keep < n, first, keep)
+
+    def _reach_back(self, call: WindowCall, b: _Buffer, u: np.ndarray) -> np.ndarray:
+        """Per partition, the earliest released position the rows read (``WindowCall.reads``) by any
+        row at or after its position u can reach."""
+        n = b.n_released
+        inside = u < n
         back = call.rows_back
         if call.ignore_nulls and back is not None:  # lag/lead IGNORE NULLS: counted in non-NULL rows
             if back <= 0:
                 return u
-            valid = evaluate_expr(call.args[0], released).is_valid().to_numpy(zero_copy_only=False)
-            nonnull = np.flatnonzero(valid[:u])
-            return int(nonnull[-back]) if len(nonnull) >= back else 0
+            valid = self._valid(call, b)
+            before = b.part_cumsum(valid)  # non-NULL rows before each released row
+            # the back-th non-NULL row before u: the one with (non-NULL rows before u) - back before it
+            target = np.where(inside, before[b.at(u)], b.part_total(valid)) - back
+            hit = np.flatnonzero(valid & (before == target[b.rel_part]))
+            out = np.zeros_like(u)
+            out[b.rel_part[hit]] = b.pos[hit]
+            return np.where(target >= 0, out, 0)
         start, unit = call.reads.start, call.reads.unit
         if start.kind is BoundKind.UNBOUNDED_PRECEDING:
-            return 0
+            return np.zeros_like(u)
         if start.kind is not BoundKind.PRECEDING:
-            return u if unit is FrameUnit.ROWS else _group_start(groups, u)
+            if unit is FrameUnit.ROWS:
+                return u
+            return np.where(inside, b.group_first[b.groups[b.at(u)]] - b.rel_start, u)
         if unit is FrameUnit.ROWS:
             return u - start.offset
         if unit is FrameUnit.GROUPS:
-            g = groups[u] if u < n else groups[-1] + 1
-            return int(np.searchsorted(groups, g - start.offset, side="left"))
-        anchor = keys[u] if u < n else watermark  # a future row's key is above the watermark
-        lowest = shift_key(np.array([anchor]), self.key_kind, start.offset, -1)[0]
-        return int(np.searchsorted(keys, lowest, side="left"))
+            g = np.where(inside, b.local_groups[b.at(u)], b.last_group + 1)
+            return b.part_total(b.local_groups < (g - start.offset)[b.rel_part])
+        # a future row's key is above the watermark
+        anchor = np.where(inside, b.rel_keys[b.at(u)], b.watermark)
+        lowest = shift_key(anchor, self.key_kind, start.offset, -1)
+        return b.part_total(b.rel_keys < lowest[b.rel_part])
 
-    def _wakeup(self, keys, meta):
-        """The smallest watermark at which this partition can emit again without new rows."""
+    def _after(self, b: _Buffer, keep: np.ndarray, keys: pa.Table) -> tuple[pa.Table, pa.Table]:
+        """(the rows and parts tables left after pruning ``keep`` rows from each partition's start,
+        ``keys`` the partitions' keys); a partition that holds nothing a later step reads (no rows,
+        no numbering to continue) is dropped."""
+        count = dict(b.count)
+        pruned = keep > 0
+        if pruned.any():
+            last = b.local_groups[b.at(keep - 1)]
+            count["pruned_groups"] = count["pruned_groups"] + np.where(pruned, last + 1, 0)
+        count["pruned_rows"] = count["pruned_rows"] + keep
+        count["emitted"] = b.upto - keep
+        count["n"] = count["n"] - keep
+        table = b.table
+        if pruned.any():
+            starts = np.concatenate(([0], np.cumsum(b.count["n"])[:-1]))
+            position = np.arange(len(b.part)) - starts[b.part]
+            table = table.filter(pa.array(position >= keep[b.part]))
+        columns = {k: keys.column(k) for k in self.keys}
+        parts = pa.table({**columns, **{c: pa.array(count[c], pa.int64()) for c in _COUNTERS}})
+        live = (count["n"] > 0) | ((count["pruned_rows"] > 0) & self.counts)
+        if not live.all():
+            parts = parts.filter(pa.array(live))
+        return table, parts.cast(self.parts_schema)
+
+    def _wakeup(self, b: _Buffer, keep: np.ndarray):
+        """The smallest watermark at which some partition can emit again without new rows."""
         times = []
-        n = meta.n_released
-        if n < len(keys):
-            times.append(keys[n])  # the lowest pending key
-        start = meta.emitted
-        if start < n:
-            key = keys[start : start + 1]
+        pending = b.keys[~b.released_mask]
+        pending = pending[~np.isnan(pending)] if pending.dtype.kind == "f" else pending
+        if len(pending):
+            times.append(pending.min())  # the lowest pending key
+        elif not b.released_mask.all():
+            times.append(END_OF_INPUT)  # pending keys that are NaN: released at the end of input
+        waiting = b.upto < b.n_released
+        if waiting.any():
             times.append(END_OF_INPUT)  # released rows wait for later rows, or at least the end
+            first = b.rel_keys[(b.rel_start + b.upto)[waiting]]
             for call in self.spec.calls:
                 end = call.reads.end
                 if call.reads.unit is FrameUnit.RANGE and end.kind is BoundKind.FOLLOWING:
-                    times.append(shift_key(key, self.key_kind, end.offset, +1)[0])
+                    times.append(shift_key(first, self.key_kind, end.offset, +1).min())
         wakeup = min(times) if times else None
         return wakeup.item() if isinstance(wakeup, np.generic) else wakeup
 
 
-def _increasing(keys: np.ndarray) -> bool:
-    """Whether ``keys`` strictly increase (False with a NaN)."""
-    return len(keys) < 2 or bool((keys[1:] > keys[:-1]).all())
+class _Buffer:
+    """One step's rows of every partition, sorted by (partition, ORDER BY key, identity), and the
+    array views of the released ones the emit and prune steps share; positions are per partition."""
+
+    def __init__(self, table, keys, part, count, watermark, final):
+        self.table, self.keys, self.part, self.count = table, keys, part, count
+        self.watermark, self.final = watermark, final
+        self.upto = None
+        p = len(count["n"])
+        if final:
+            released = np.ones(len(keys), dtype=bool)
+        elif watermark is None:
+            released = np.zeros(len(keys), dtype=bool)
+        else:
+            released = keys <= watermark  # a prefix of each partition: its keys are sorted
+        self.released_mask = released
+        idx = np.flatnonzero(released)
+        self.released = table.take(pa.array(idx)) if len(idx) < len(keys) else table
+        self.rel_part = part[idx]
+        self.rel_keys = keys[idx]
+        self.n_released = np.bincount(self.rel_part, minlength=p).astype(np.int64)
+        self.rel_start = np.concatenate(([0], np.cumsum(self.n_released)[:-1])).astype(np.int64)
+        self.pos = np.arange(len(idx)) - self.rel_start[self.rel_part]
+        # peer groups numbered across the partitions; each partition's from 0 in ``local_groups``
+        self.groups = peer_groups(self.rel_keys, self.rel_part)
+        first = np.ones(len(idx), dtype=bool)
+        np.not_equal(self.groups[1:], self.groups[:-1], out=first[1:])
+        self.group_first = np.flatnonzero(first)
+        base = self.groups[np.minimum(self.rel_start, max(len(idx) - 1, 0))] if len(idx) else self.rel_start
+        self.local_groups = self.groups - base[self.rel_part] if len(idx) else self.groups
+        last = np.maximum(self.rel_start + self.n_released - 1, 0)
+        self.last_group = self.local_groups[last] if len(idx) else np.zeros(p, dtype=np.int64)
+
+    def at(self, u: np.ndarray) -> np.ndarray:
+        """The index among the released rows of each partition's position ``u`` (clipped into the
+        released rows: read only where ``u`` is inside its partition)."""
+        return np.clip(self.rel_start + u, 0, max(len(self.rel_part) - 1, 0))
+
+    def part_total(self, flags: np.ndarray) -> np.ndarray:
+        """Per partition, how many of its released rows are flagged."""
+        return np.bincount(self.rel_part, weights=flags, minlength=len(self.n_released)).astype(np.int64)
+
+    def part_cumsum(self, flags: np.ndarray) -> np.ndarray:
+        """Per released row, how many flagged rows come before it in its partition."""
+        run = np.cumsum(flags) - flags
+        return run - run[self.at(0)][self.rel_part] if len(run) else run
+
+    def first_false(self, ok: np.ndarray, start: np.ndarray) -> np.ndarray:
+        """Per partition, the first released position at or after ``start`` where ``ok`` is False
+        (the partition's released count if none)."""
+        out = self.n_released.copy()
+        bad = np.flatnonzero(~ok & (self.pos >= start[self.rel_part]))
+        parts, first = np.unique(self.rel_part[bad], return_index=True)
+        out[parts] = self.pos[bad[first]]
+        return out
 
 
-def _first_false(ok: np.ndarray, start: int) -> int:
-    """The first position at or after ``start`` where ``ok`` is False (len(ok) if none)."""
-    bad = np.flatnonzero(~ok[start:])
-    return start + int(bad[0]) if len(bad) else len(ok)
+def _spread(values: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
+    """``values`` placed at positions ``at`` of a zero array of ``size``."""
+    out = np.zeros(size, dtype=np.int64)
+    out[at] = values
+    return out
 
 
-def _group_start(groups: np.ndarray, u: int) -> int:
-    if u >= len(groups):
-        return u
-    return int(np.searchsorted(groups, groups[u], side="left"))
+def _largest(parts: pa.Table, keys: list[str]):
+    """(rows, key) of the partition holding the most rows, for the bound on rows per key."""
+    if not keys or not parts.num_rows:
+        return None
+    n = parts.column("n").to_numpy()
+    i = int(np.argmax(n))
+    return int(n[i]), tuple(parts.column(k)[i].as_py() for k in keys)
+
+
+def _in_order(part: np.ndarray, keys: np.ndarray) -> bool:
+    """Whether (partition, key) strictly increase (False with a NaN key)."""
+    if len(keys) < 2:
+        return True
+    same = part[1:] == part[:-1]
+    return bool(((~same) | (keys[1:] > keys[:-1])).all())

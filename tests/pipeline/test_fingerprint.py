@@ -59,6 +59,7 @@ def started(folder, text=VIEW):
         ({"view.row_key": ["id", "k"]}, "[view] row_key"),
         ({"view.emit": "on_update"}, "[view] emit"),
         ({"view.emit": "on_update", "view.state_layout": "chunked"}, "[view] state_layout"),
+        ({"view.key_buckets": 16}, "[view] key_buckets"),
         ({"source.schema": "k STRING, ts TIMESTAMP, id BIGINT, x DECIMAL(10, 2)"}, "[source] schema"),
         ({"sink.table": "v2"}, "[sink] kind / path / table"),
         ({"sink.path": "other.sqlite"}, "[sink] kind / path / table"),

@@ -73,6 +73,14 @@ def test_overrides_replace_keys(tmp_path):
         (('[watermark]\ncolumn = "ts"\ndelay = "10 seconds"\n', ""), r"needs a \[watermark\] section"),
         (('format = "files"', 'format = "files'), r"not valid TOML.*line 3"),
         (('kind = "sqlite"', 'kind = "parquet"\n'), r"Parquet sink only appends"),
+        (
+            ('emit = "on_window_close"', 'emit = "on_window_close"\nkey_buckets = 0'),
+            r"\[view\] key_buckets \(line 16\)",
+        ),
+        (
+            ('emit = "on_window_close"', 'emit = "on_update"\nkey_buckets = 8'),
+            r'\[view\] key_buckets \(line 16\): key_buckets runs emit = "on_window_close"',
+        ),
     ],
 )
 def test_bad_views_name_the_key_and_line(tmp_path, change, words):

@@ -1,5 +1,6 @@
-"""Runs a small emit-on-window-close view through Spark Connect (a local Connect server) and prints
-the emitted rows as JSON lines. Used by test_spark_connect.py in a subprocess."""
+"""Runs a small emit-on-window-close view through Spark Connect (a local Connect server), with a
+state per key and with keys in buckets, and prints the emitted rows as JSON lines (tagged with the
+hosting). Used by test_spark_connect.py in a subprocess."""
 
 import json
 import os
@@ -27,21 +28,23 @@ def main(src: str, work: str) -> None:
         .json(src)
         .withWatermark("ts", "5 seconds")
     )
-    spec = overwindow.OverWindow(
-        "sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s", "lag(x) OVER (ORDER BY ts) AS p", rowKey="rid"
-    )
-    out = events.groupBy("k").overWindow(spec)
-    q = (
-        out.writeStream.format("parquet")
-        .option("path", work + "/out")
-        .option("checkpointLocation", work + "/chk")
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    q.awaitTermination()
-    for row in spark.read.parquet(work + "/out").toPandas().to_dict("records"):
-        print(json.dumps({k: (str(v) if k == "ts" else v) for k, v in row.items()}))
+    calls = ("sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s", "lag(x) OVER (ORDER BY ts) AS p")
+    for hosting, buckets in (("per_key", None), ("bucketed", 2)):
+        spec = overwindow.OverWindow(*calls, rowKey="rid", keyBuckets=buckets)
+        out = events.groupBy("k").overWindow(spec)
+        q = (
+            out.writeStream.format("parquet")
+            .option("path", f"{work}/out-{hosting}")
+            .option("checkpointLocation", f"{work}/chk-{hosting}")
+            .outputMode("append")
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+        for row in spark.read.parquet(f"{work}/out-{hosting}").toPandas().to_dict("records"):
+            print(
+                json.dumps({"hosting": hosting, **{k: (str(v) if k == "ts" else v) for k, v in row.items()}})
+            )
     spark.stop()
 
 

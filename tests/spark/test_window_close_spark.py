@@ -52,13 +52,15 @@ def _start(
     time_col="ts",
     row_key="rid",
     delay=f"{DELAY_S} seconds",
+    buckets=None,
     **options,
 ):
     reader = spark.readStream.schema(schema)
     for name, value in options.items():
         reader = reader.option(name, value)
     events = reader.json(src).withWatermark(time_col, delay)
-    result = events.groupBy(key).overWindow(overwindow.OverWindow(*calls, rowKey=row_key))
+    spec = overwindow.OverWindow(*calls, rowKey=row_key, keyBuckets=buckets)
+    result = events.groupBy(key).overWindow(spec)
     q = (
         result.writeStream.format("parquet")
         .option("path", out)
@@ -122,26 +124,42 @@ CALLS = (
 COLUMNS = ("diff", "avg3", "s1", "nxt", "c20", "rn")
 
 
-def test_stream_with_restarts_equals_batch_over_closed_windows(spark, tmp_path):
+# hostings: a state per key, and keys hashed into buckets (fewer buckets than keys, so buckets hold
+# several keys and some keys get no rows in a micro-batch)
+HOSTINGS = pytest.mark.parametrize("buckets", [None, 2], ids=["per_key", "bucketed"])
+
+
+@HOSTINGS
+def test_stream_with_restarts_equals_batch_over_closed_windows(spark, tmp_path, buckets):
     rng = np.random.default_rng(3)
     src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
     os.makedirs(src)
     rows = []
     for b in range(4):
-        batch = _rows(rng, 40, b * 100)  # files 100 s apart: none is late for the 10 s watermark
+        batch = _rows(rng, 40, b * 100, keys=5)  # files 100 s apart: none is late for the 10 s watermark
         rows += batch
         _write(src, batch, b)
-        _start(spark, src, chk, out, CALLS)
+        _start(spark, src, chk, out, CALLS, buckets=buckets)
     closed, expected = _expected(rows, CALLS, ahead=1)
     _assert_matches(_emitted(spark, out), closed, expected, COLUMNS)
 
     # the same files in one uninterrupted run, one file per micro-batch, give the same rows
     chk2, out2 = str(tmp_path / "chk2"), str(tmp_path / "out2")
-    _start(spark, src, chk2, out2, CALLS, maxFilesPerTrigger=1)
+    _start(spark, src, chk2, out2, CALLS, maxFilesPerTrigger=1, buckets=buckets)
     _assert_matches(_emitted(spark, out2), closed, expected, COLUMNS)
 
 
-def test_idle_keys_flush_when_the_watermark_passes(spark, tmp_path):
+def test_buckets_need_group_by_columns(spark, tmp_path):
+    import pyspark.sql.functions as F
+
+    events = spark.readStream.schema(SCHEMA).json(str(tmp_path)).withWatermark("ts", "10 seconds")
+    spec = overwindow.OverWindow("lag(x) OVER (ORDER BY ts) AS p", keyBuckets=4)
+    with pytest.raises(WindowSpecError, match="keyBuckets needs groupBy over columns"):
+        events.groupBy(F.col("k") % 2).overWindow(spec)
+
+
+@HOSTINGS
+def test_idle_keys_flush_when_the_watermark_passes(spark, tmp_path, buckets):
     rng = np.random.default_rng(5)
     src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
     os.makedirs(src)
@@ -149,28 +167,29 @@ def test_idle_keys_flush_when_the_watermark_passes(spark, tmp_path):
     quiet = _rows(rng, 10, 0, key=7)  # key 7 never gets another row: only its event-time timeout emits it
     busy = _rows(rng, 10, 0, key=1)
     _write(src, quiet + busy, 0)
-    _start(spark, src, chk, out, calls)
+    _start(spark, src, chk, out, calls, buckets=buckets)
     later = _rows(rng, 10, 200, key=1)
     _write(src, later, 1)
-    _start(spark, src, chk, out, calls)
+    _start(spark, src, chk, out, calls, buckets=buckets)
     emitted = _emitted(spark, out)
     closed, expected = _expected(quiet + busy + later, calls)
     assert {r["rid"] for r in quiet} <= closed
     _assert_matches(emitted, closed, expected, ("s", "r"))
 
 
-def test_late_rows_are_dropped_not_mixed_in(spark, tmp_path):
+@HOSTINGS
+def test_late_rows_are_dropped_not_mixed_in(spark, tmp_path, buckets):
     rng = np.random.default_rng(11)
     src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
     os.makedirs(src)
     calls = ("sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s",)
     first = _rows(rng, 30, 0)
     _write(src, first, 0)
-    _start(spark, src, chk, out, calls)
+    _start(spark, src, chk, out, calls, buckets=buckets)
     late = [dict(r, rid=10_000_000 + i) for i, r in enumerate(_rows(rng, 5, 0))]  # far below the watermark
     fresh = _rows(rng, 30, 100)
     _write(src, late + fresh, 1)
-    q = _start(spark, src, chk, out, calls)
+    q = _start(spark, src, chk, out, calls, buckets=buckets)
     dropped = sum(op.numRowsDroppedByWatermark for p in q.recentProgress for op in p.stateOperators)
     assert dropped == len(late)
     emitted = _emitted(spark, out)

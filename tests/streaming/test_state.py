@@ -1,6 +1,7 @@
 """State bytes: states written by an earlier release of this format still load and the stream goes on
 exactly (the oracle: the batch evaluator over every row); today's machines write the same tables
-and counters for the same input; what this release cannot read is refused with a clear error.
+and counters for the same input (window close in its format 3: the same rows, the counters in a
+table of partitions); what this release cannot read is refused with a clear error.
 
 ``data/format2_states.json`` holds states written by overwindow at git 36aaea1 (format 2, before the
 counters became dataclasses) for the inputs stored beside them: a window-close state with pruned
@@ -73,8 +74,15 @@ def test_window_close_state_written_by_format_2_goes_on():
     batch1, batch2 = (pa.Table.from_pylist(old[b], schema=ROWS) for b in ("batch1", "batch2"))
     first = machine.step(None, batch1, old["watermark1"])
     state = base64.b64decode(old["state"])
-    _same_state(first.state, state)
-    assert _header(state)["meta"]["pruned_rows"] > 0  # row_number and rank go on counting them
+    # format 3 holds the same rows; the partition's counters moved from the header to ``parts``
+    was, now = _header(state)["meta"], _header(first.state)["meta"]
+    assert now == {**{k: was[k] for k in ("released_upto", "late_rows")}, "buckets": None}
+    rows, parts = _tables(first.state)
+    assert rows.equals(_tables(state)[0].cast(rows.schema))
+    assert parts.to_pylist() == [
+        {"n": rows.num_rows, **{k: was[k] for k in ("emitted", "pruned_rows", "pruned_groups")}}
+    ]
+    assert was["pruned_rows"] > 0  # row_number and rank go on counting them
     second = machine.step(state, batch2, old["watermark2"])
     last = machine.step(second.state, None, 10**6)
     assert second.late_rows == 0
@@ -168,7 +176,7 @@ DAMAGE_TABLES = {
     "rows": pa.table({"k": [1, 2, None], "s": ["a", None, "ccc"], "x": [0.5, float("nan"), -0.0]}),
     "more": pa.table({"t": pa.array([0, 10**12], pa.timestamp("us"))}),
 }
-GOOD = encode(DAMAGE_TABLES, "window_close", WindowCloseMeta(n_released=3))
+GOOD = encode(DAMAGE_TABLES, "window_close", WindowCloseMeta(late_rows=3))
 
 
 @settings(max_examples=300, deadline=None)
@@ -194,5 +202,5 @@ def test_damaged_state_is_refused_as_state(data):
 
 
 def test_state_of_another_kind_names_both():
-    with pytest.raises(StateFormatError, match="format 2, this overwindow reads 'other'"):
+    with pytest.raises(StateFormatError, match="format 3, this overwindow reads 'other' format 1 to 3"):
         decode(GOOD, "other", WindowCloseMeta)

@@ -1,7 +1,10 @@
 """The emit-on-window-close machine through the in-memory driver. Oracle: the batch evaluator over
 all rows, restricted to rows whose windows closed by the final watermark (from SQL's definitions)."""
 
-from dataclasses import dataclass, fields
+import base64
+import json
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -14,7 +17,7 @@ from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT, RowBoundError
 from overwindow.streaming.driver import Driver
-from overwindow.streaming.state import FORMAT_VERSION, StateMeta, WindowCloseMeta, decode, encode
+from overwindow.streaming.state import StateFormatError, StateMeta, WindowCloseMeta, decode, encode
 from overwindow.streaming.window_close import STATE_KIND, WindowClose
 
 # (SQL, rows ahead, peer groups ahead, RANGE distance ahead) a row needs before its window closes
@@ -64,9 +67,8 @@ def _closed(table, watermark, calls):
     """rids whose windows have closed at ``watermark``, from the calls' look-ahead needs."""
     closed = set()
     for k in set(table["k"].to_pylist()):
-        part = table.filter(pa.compute.equal(table["k"], k)).sort_by(
-            [("t", "ascending"), ("rid", "ascending")]
-        )
+        same = pa.compute.is_null(table["k"]) if k is None else pa.compute.equal(table["k"], k)
+        part = table.filter(same).sort_by([("t", "ascending"), ("rid", "ascending")])
         t = part["t"].to_numpy()
         rel = t <= watermark
         n_rel = int(rel.sum())
@@ -81,8 +83,8 @@ def _closed(table, watermark, calls):
     return closed
 
 
-def _run(table, batches, delay, calls=CALLS):
-    spec = OverWindow(*(c[0] for c in calls), rowKey="rid")
+def _run(table, batches, delay, calls=CALLS, buckets=None):
+    spec = OverWindow(*(c[0] for c in calls), rowKey="rid", keyBuckets=buckets)
     driver = Driver(spec, SCHEMA, ["k"])
     outs, seen = [], -np.inf
     bounds = np.sort(batches)
@@ -180,6 +182,40 @@ def test_end_of_input_emits_every_row_as_the_batch_evaluator(seed, n, keys, diso
         assert updates.machine.step(state, None, END_OF_INPUT).output.num_rows == 0
     as_changelog = pa.Table.from_pylist(list(view.values())).drop_columns([CHANGE])
     _check(table, as_changelog, END_OF_INPUT)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(**{**STREAMS, "keys": st.integers(1, 40)}, buckets=st.integers(1, 6), null_keys=st.booleans())
+def test_a_bucket_of_many_keys_emits_what_a_state_per_key_emits(
+    seed, n, keys, disorder, n_batches, buckets, null_keys
+):
+    """One state and one step per bucket of keys (keys without rows in a micro-batch, buckets woken
+    by the watermark alone, NULL keys as one partition): every micro-batch emits the rows a state per
+    key emits, with the batch evaluator's values, and the end of input empties every bucket."""
+    table, batches, delay = _stream(seed, n, keys, disorder, n_batches)
+    if null_keys:
+        k = table["k"].to_numpy()
+        table = table.set_column(0, "k", pa.array(k, mask=k % 3 == 0))
+    out, driver, watermark = _run(table, batches, delay, buckets=buckets)
+    per_key, _, _ = _run(table, batches, delay)
+    assert driver.late_rows == 0
+    assert sorted(out["rid"].to_pylist()) == sorted(per_key["rid"].to_pylist())
+    _check(table, out, watermark)
+    final = driver.feed(None, END_OF_INPUT)
+    assert driver.state_rows() == 0
+    _check(table, pa.concat_tables([out, final]), END_OF_INPUT)
+
+
+def test_the_row_bound_names_the_key_inside_a_bucket():
+    spec = OverWindow("lag(x) OVER (ORDER BY t) AS p", rowKey="rid", maxRowsPerKey=3, keyBuckets=1)
+    driver = Driver(spec, SCHEMA, ["k"])
+    rows = [
+        {"k": k, "t": 10 + i, "rid": 10 * k + i, "x": 1.0, "g": 0}
+        for k, m in ((1, 2), (2, 4))
+        for i in range(m)
+    ]
+    with pytest.raises(RowBoundError, match=r"the partition \(2,\) holds 4 rows"):
+        driver.feed(pa.Table.from_pylist(rows, schema=SCHEMA), 0)
 
 
 @pytest.mark.parametrize(
@@ -336,17 +372,46 @@ def test_state_is_versioned_arrow_ipc_not_pickle():
         None, pa.table({"k": [1], "t": [5], "rid": [1], "x": [1.0], "g": [0]}, schema=SCHEMA), None
     )
     assert b"pickle" not in step.state and step.state[4:5] == b"{"
+    written = f'"version": {WindowCloseMeta.NEWEST}'.encode()
+    assert written in step.state[:200]
     with pytest.raises(Exception, match="format"):
         WindowClose(OverWindow("lag(x) OVER (ORDER BY t) AS p"), SCHEMA).step(
-            step.state.replace(f'"version": {FORMAT_VERSION}'.encode(), b'"version": 9'), None, 10
+            step.state.replace(written, b'"version": 9'), None, 10
         )
-    # format 1 window-close state (same tables) still reads
-    assert (
-        machine.step(
-            step.state.replace(f'"version": {FORMAT_VERSION}'.encode(), b'"version": 1'), None, 10
-        ).output.num_rows
-        == 1
+
+
+def test_formats_1_and_2_read_as_one_partition_and_not_as_a_bucket():
+    """Window-close formats 1 and 2 held the same tables and counters (one partition per state):
+    a state written by format 2 (tests/streaming/data) continues the same read as either, and a
+    machine over many partitions per state refuses it rather than guess its key."""
+    old = json.loads((Path(__file__).parent / "data" / "format2_states.json").read_text())["window_close"]
+    schema = pa.schema([("k", pa.int64()), ("rid", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
+    spec = OverWindow(*old["calls"], rowKey="rid")
+    state = base64.b64decode(old["state"])
+    batch2 = pa.Table.from_pylist(old["batch2"], schema=schema)
+    two = WindowClose(spec, schema).step(state, batch2, old["watermark2"])
+    one = WindowClose(spec, schema).step(
+        state.replace(b'"version": 2', b'"version": 1'), batch2, old["watermark2"]
     )
+    assert two.output.num_rows and one.output.equals(two.output) and one.state == two.state
+    with pytest.raises(StateFormatError, match="new checkpoint"):
+        WindowClose(OverWindow(*old["calls"], rowKey="rid", keyBuckets=4), schema, keys=("k",)).step(
+            state, batch2, old["watermark2"]
+        )
+
+
+@pytest.mark.parametrize("then", [None, 8])
+def test_a_state_written_with_buckets_is_refused_under_other_buckets(then):
+    """Buckets are fixed for a checkpoint's life: under another keyBuckets (or a state per key) the
+    same keys land in other states, so a state written with keyBuckets=4 is refused, in those words."""
+    rows = pa.table({"k": [1, 2], "t": [5, 6], "rid": [1, 2], "x": [1.0, 2.0], "g": [0, 0]}, schema=SCHEMA)
+    written = WindowClose(OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets=4), SCHEMA, ("k",))
+    state = written.step(None, rows, 5).state
+    later = WindowClose(
+        OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets=then), SCHEMA, ("k",) if then else ()
+    )
+    with pytest.raises(StateFormatError, match=f"written with keyBuckets=4 .* now runs keyBuckets={then}"):
+        later.step(state, None, 7)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -374,11 +439,15 @@ def test_state_with_pending_rows_in_arrival_order_still_reads(seed):
     machine = WindowClose(OverWindow(*(c[0] for c in CALLS), rowKey="rid"), SCHEMA)
     first = machine.step(None, before.take(pa.array(rng.permutation(before.num_rows))), watermark=20)
     tables, meta = decode(first.state, STATE_KIND, WindowCloseMeta)
-    n = meta.n_released
-    rows = tables["rows"]
+    rows, (part,) = tables["rows"], tables["parts"].to_pylist()
+    n = int(pa.compute.sum(pa.compute.less_equal(rows["t"], meta.released_upto)).as_py())
     arrival = rows.slice(n).take(pa.array(rng.permutation(rows.num_rows - n)))
     assert not arrival.equals(rows.slice(n))  # the pending rows really are out of order
-    counters = {f.name: getattr(meta, f.name) for f in fields(CountersBeforePendingSorted)}
+    counters = {
+        "n_released": n,
+        **{f: part[f] for f in ("emitted", "pruned_rows", "pruned_groups")},
+        **{f: getattr(meta, f) for f in ("released_upto", "late_rows")},
+    }
     old = encode(
         {"rows": pa.concat_tables([rows.slice(0, n), arrival]).combine_chunks()},
         STATE_KIND,
