@@ -244,6 +244,18 @@ def append(path: Path, record: dict) -> None:
 # -- report ----------------------------------------------------------------------------------------
 
 
+def _ratio(runs: list[dict], base: list[dict], med: dict, base_s: float | None) -> str:
+    """A variant's seconds over the passthrough's: within each run (same command and round) where the
+    passthrough ran beside it, else across runs (marked ``~``)."""
+    same = {(b["command"], b["round"]): b["seconds"] for b in base}
+    within = [
+        r["seconds"] / same[(r["command"], r["round"])] for r in runs if (r["command"], r["round"]) in same
+    ]
+    if within:
+        return f"{statistics.median(within):.2f}"
+    return f"~{med['seconds'] / base_s:.2f}" if base_s else ""
+
+
 def render(results: Path, head: list[str]) -> str:
     """The BENCHMARKS.md section from every record of the results file (Spark and PyFlink runs)."""
     records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
@@ -262,6 +274,9 @@ def render(results: Path, head: list[str]) -> str:
         "- rows/s: input rows over the run's seconds (start to end, the last no-data micro-batch"
         " included); micro-batch ms: `batchDuration` of the micro-batches with data, median and p99 over"
         " every run of the variant (with a handful of micro-batches the p99 is the slowest).",
+        "- ratio to passthrough: the median over runs of the run's seconds over the passthrough's in the"
+        " same command and round (the machine's load moves single figures, ratios within a run much"
+        " less); `~`: no passthrough ran beside it, the ratio of the median runs of different commands.",
         "",
     ]
     lines += [
@@ -281,7 +296,7 @@ def render(results: Path, head: list[str]) -> str:
         runs = ", ".join(f"{r['seconds']:.1f}" for r in rs)
         sizes = ", ".join(f"{p:,}" for p in per)
         lat_cells = f"{statistics.median(lat):.0f} | {np.percentile(lat, 99):.0f}" if lat else " | "
-        ratio = f"{med['seconds'] / base_s:.2f}" if base_s else ""
+        ratio = _ratio(rs, base or [], med, base_s)
         out = f"{med['output_rows']:,}" if med.get("output_rows") is not None else ""
         lines.append(
             f"| {point} | {med['keys']:,} | {med['rows']:,} ({sizes}) | {engine} | {variant} | {runs} | "
