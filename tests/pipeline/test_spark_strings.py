@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
 
-# each example asks Spark (about 0.7 s for a schema); more with the variable, outside CI
+# each example asks Spark (a schema about 1 s: a file stream is built); more with the variable, outside CI
 EXAMPLES = int(os.environ.get("OVERWINDOW_SPARK_STRING_EXAMPLES", "50"))
 
 PLAIN_NAMES = ["k", "ts", "price", "user_id", "x1", "1a", "date", "timestamp", "comment", "map", "select"]
@@ -153,14 +153,14 @@ def delays(draw):
     return draw(st.sampled_from(["", " "])) + text
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def timed(spark, tmp_path_factory):
-    """A stream with a TIMESTAMP column to put watermarks on (built once: each example only adds
-    its watermark)."""
+    """A stream with a TIMESTAMP column to put watermarks on (built once per test, not per example:
+    each example only adds its watermark)."""
     return spark.readStream.schema("t TIMESTAMP").format("json").load(str(tmp_path_factory.mktemp("t")))
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=3 * EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))  # ~20 ms each
 @given(delay=delays())
 @example(delay="interval '0 year 0 minute'")  # Spark: INTERVAL literals never mix year-month and day-time
 @example(delay="INTERVAL 1 year 2 minutes")
