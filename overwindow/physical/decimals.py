@@ -5,7 +5,9 @@ Here such integers are numpy pairs of words (high int64, low uint64), and wider 
 (frame sums) are rows of 32-bit limbs as ``overwindow.physical.exact`` keeps them. Sums and averages
 follow Spark: ``sum`` of DECIMAL(p, s) is DECIMAL(min(p + 10, 38), s), ``avg`` is DECIMAL(min(p + 4,
 38), min(s + 4, 38)) rounded half up (away from zero), and a result past its precision is an error
-(ANSI mode). O(n) per operation, a small constant number of numpy passes per limb.
+(ANSI mode). O(n) per operation, a small constant number of numpy passes per limb. ``+ - * / %``
+in expressions (``arithmetic``) have Spark's result types and round the exact value once, half up;
+they compute on Python integers (O(n) integer operations, not vectorised).
 
 >>> from decimal import Decimal
 >>> a = pa.array([Decimal("1.25"), Decimal("-2.50")], pa.decimal128(12, 2))
@@ -250,3 +252,178 @@ def exact_offset(offset, scale: int, side: str, sign: int) -> int:
         return sign * (1 if offset > 0 else -1) * 2**130
     q = unscaled(offset, scale) * sign
     return math.ceil(q) if side == "left" else math.floor(q)
+
+
+# --- + - * / % with a DECIMAL operand, typed and rounded as Spark 4 does ---------------------------
+
+MIN_ADJUSTED_SCALE = 6  # Spark's DecimalType.MINIMUM_ADJUSTED_SCALE
+
+
+def adjusted_type(precision: int, scale: int) -> pa.Decimal128Type:
+    """Spark's ``DecimalType.adjustPrecisionScale`` (``spark.sql.decimalOperations.
+    allowPrecisionLoss``, on by default): past 38 digits a result keeps its integer digits and gives
+    up fraction digits, down to a scale of min(scale, 6). O(1).
+
+    >>> adjusted_type(39, 10), adjusted_type(77, 20)
+    (Decimal128Type(decimal128(38, 9)), Decimal128Type(decimal128(38, 6)))
+    """
+    if precision <= MAX_PRECISION:
+        return pa.decimal128(precision, scale)
+    int_digits = precision - scale
+    return pa.decimal128(MAX_PRECISION, max(MAX_PRECISION - int_digits, min(scale, MIN_ADJUSTED_SCALE)))
+
+
+def arithmetic_type(op: str, a: pa.Decimal128Type, b: pa.Decimal128Type) -> pa.Decimal128Type:
+    """Spark's result type of ``a op b`` for DECIMAL operands (``resultDecimalType`` of Add,
+    Subtract, Multiply, Divide and Remainder), adjusted to 38 digits. O(1).
+
+    >>> m, two = pa.decimal128(12, 2), pa.decimal128(1, 0)  # m op 2 for m DECIMAL(12, 2)
+    >>> [str(arithmetic_type(op, m, two)) for op in "+*/%"]
+    ['decimal128(13, 2)', 'decimal128(14, 2)', 'decimal128(16, 6)', 'decimal128(3, 2)']
+    """
+    p1, s1, p2, s2 = a.precision, a.scale, b.precision, b.scale
+    if op in "+-":
+        scale = max(s1, s2)
+        return adjusted_type(max(p1 - s1, p2 - s2) + scale + 1, scale)
+    if op == "*":
+        return adjusted_type(p1 + p2 + 1, s1 + s2)
+    if op == "/":
+        scale = max(MIN_ADJUSTED_SCALE, s1 + p2 + 1)
+        return adjusted_type(p1 - s1 + s2 + scale, scale)
+    if op == "%":
+        scale = max(s1, s2)
+        return adjusted_type(min(p1 - s1, p2 - s2) + scale, scale)
+    raise ValueError(f"not an arithmetic operator: {op}")
+
+
+_INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}  # by bit width: the digits of the type's largest value
+
+
+def integer_type(t: pa.DataType) -> pa.Decimal128Type:
+    """The DECIMAL an integer column becomes beside a DECIMAL (Spark's ``DecimalType.forType``):
+    TINYINT (3, 0), SMALLINT (5, 0), INT (10, 0), BIGINT (20, 0)."""
+    return pa.decimal128(_INTEGER_DIGITS[t.bit_width], 0)
+
+
+def literal_type(value: int) -> pa.Decimal128Type:
+    """The DECIMAL an integer literal becomes beside a DECIMAL: its own digits (Spark's
+    ``DecimalType.fromLiteral``), so ``m * 2`` multiplies by a DECIMAL(1, 0)."""
+    return pa.decimal128(len(str(abs(value))), 0)
+
+
+class DivisionByZero(ArithmeticError):
+    """A zero divisor beside a dividend that is not NULL (Spark's ANSI mode: DIVIDE_BY_ZERO, and
+    REMAINDER_BY_ZERO for ``%``)."""
+
+
+def arithmetic(op: str, a, ta: pa.Decimal128Type, b, tb: pa.Decimal128Type, name: str):
+    """``a op b`` as Spark 4 computes it over DECIMAL(ta) and DECIMAL(tb) operands (arrays, or
+    scalars: a scalar result when both are): exact on the unscaled integers, as Python integers,
+    then rounded once, half up (away from zero), to Spark's result type (``arithmetic_type``).
+    Spark's ``Decimal`` truncates a product to 39 digits and a quotient to 39 places before it
+    rounds to the result's scale of at most 38, which rounds as the exact value does. NULL where an
+    operand is. A result past its precision raises WindowRuntimeError (ANSI mode), a zero divisor
+    DivisionByZero, and ``%`` where Java's ``BigDecimal.remainder`` (39 digits) gives up
+    WindowRuntimeError ("Division impossible"). O(n): numpy int64 operations where every
+    intermediate value fits 18 digits (by the types: ``m * 2`` of a DECIMAL(12, 2)), else Python
+    integer operations (about 1 µs a row).
+
+    >>> from decimal import Decimal
+    >>> m = pa.array([Decimal("1.25"), Decimal("-0.05"), None], pa.decimal128(12, 2))
+    >>> arithmetic("/", m, m.type, pa.scalar(3), pa.decimal128(1, 0), "m / 3").to_pylist()
+    [Decimal('0.416667'), Decimal('-0.016667'), None]
+    """
+    out_t = arithmetic_type(op, ta, tb)
+    scalar = isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar)
+    n = 1 if scalar else len(b if isinstance(a, pa.Scalar) else a)
+    p1, s1, p2, s2, s = ta.precision, ta.scale, tb.precision, tb.scale, out_t.scale
+    shift = s + s2 - s1  # of the quotient
+    digits = {  # the most digits of any value computed below (and of 2 * remainder of a rounding)
+        "*": p1 + p2,
+        "/": max(p1 + max(shift, 0), p2 + max(-shift, 0)),
+    }.get(op, max(p1 - s1, p2 - s2) + max(s1, s2) + 1)
+    dtype = np.int64 if digits <= 18 else object  # 2 * 10**18 < 2**63: int64 holds them
+    x, x_valid = _unscaled_ints(a, ta, n, dtype)
+    y, y_valid = _unscaled_ints(b, tb, n, dtype)
+    valid = x_valid & y_valid
+    x = np.where(valid, x, 0)
+    if op in "/%":
+        if (valid & (y == 0)).any():
+            raise DivisionByZero(name)
+        y = np.where(valid, y, 1)  # NULL rows: any divisor but 0
+    else:
+        y = np.where(valid, y, 0)
+    if op == "*":
+        r = _rescale(x * y, s1 + s2, s)
+    elif op == "/":  # x/10**s1 / (y/10**s2) * 10**s: the exact quotient's unscaled value
+        r = _half_up(x * 10 ** max(shift, 0), y * 10 ** max(-shift, 0))
+    else:  # + - %: on the common scale
+        top = max(s1, s2)
+        x, y = x * 10 ** (top - s1), y * 10 ** (top - s2)
+        if op == "%":
+            r = _remainder(x, y, valid, name)
+        else:
+            r = _rescale(x + y if op == "+" else x - y, top, s)
+    if (valid & (np.abs(r) >= 10**out_t.precision)).any():
+        raise overflow(name, out_t)
+    out = _from_ints(np.where(valid, r, 0), valid, out_t)
+    return out[0] if scalar else out
+
+
+def _remainder(x: np.ndarray, y: np.ndarray, valid: np.ndarray, name: str) -> np.ndarray:
+    """x % y of integers on one scale, the sign of x (exact). Where the integral quotient has more
+    than 39 digits, Java's ``BigDecimal.remainder`` with Spark's MathContext (39 digits, rounding
+    down) gives up unless the digits it drops are zeros: WindowRuntimeError, as Spark fails."""
+    quotient = np.abs(x) // np.abs(y)
+    for i in np.flatnonzero(valid & (quotient >= 10 ** (MAX_PRECISION + 1))):
+        dropped = len(str(quotient[i])) - (MAX_PRECISION + 1)
+        if quotient[i] % 10**dropped:
+            raise WindowRuntimeError(
+                f"{name}: the integral quotient has more than 39 digits (Spark: Division impossible)"
+            )
+    return _with_sign(np.abs(x) - quotient * np.abs(y), x)
+
+
+def _unscaled_ints(x, t: pa.Decimal128Type, n: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """(unscaled integers as a numpy array of ``dtype``: int64, or object for Python ints; valid
+    mask) of an integer or DECIMAL array or scalar read as DECIMAL ``t`` (whose scale is the
+    value's own). int64 only for ``t`` of at most 18 digits."""
+    if isinstance(x, pa.Scalar):
+        v = x.as_py() if x.is_valid else None
+        whole = 0 if v is None else int(unscaled(v, t.scale))
+        return np.full(n, whole, dtype=dtype), np.full(n, v is not None)
+    if isinstance(x, pa.ChunkedArray):
+        x = x.combine_chunks()
+    valid = x.is_valid().to_numpy(zero_copy_only=False) if x.null_count else np.ones(len(x), bool)
+    if not pa.types.is_decimal(x.type):
+        return x.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype), valid
+    hi, lo = words(x)
+    if dtype is object:
+        return hi.astype(object) * 2**64 + lo.astype(object), valid
+    return lo.view(np.int64), valid  # below 10**18: the high word only repeats the sign
+
+
+def _from_ints(v: np.ndarray, valid: np.ndarray, t: pa.Decimal128Type) -> pa.Array:
+    """The decimal128 array of unscaled integers (int64, or Python ints below 10**38)."""
+    if v.dtype != object:
+        return from_words(v >> 63, v.view(np.uint64), valid, t)
+    return from_words((v >> 64).astype(np.int64), (v & (2**64 - 1)).astype(np.uint64), valid, t)
+
+
+def _with_sign(magnitude: np.ndarray, like: np.ndarray) -> np.ndarray:
+    return np.where(like < 0, -magnitude, magnitude)
+
+
+def _half_up(n: np.ndarray, d) -> np.ndarray:
+    """n / d rounded half up (away from zero): ``n`` an array of Python integers, ``d`` one such
+    array or a positive integer, never 0."""
+    if isinstance(d, np.ndarray):  # the quotient's sign moves onto the dividend
+        n, d = _with_sign(n, d), np.abs(d)
+    magnitude = np.abs(n)
+    q, r = magnitude // d, magnitude % d
+    return _with_sign(q + (2 * r >= d), n)
+
+
+def _rescale(v: np.ndarray, scale: int, to: int) -> np.ndarray:
+    """Unscaled integers of ``scale`` as unscaled integers of ``to``, rounded half up."""
+    return v * 10 ** (to - scale) if to >= scale else _half_up(v, 10 ** (scale - to))

@@ -11,22 +11,20 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
 from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.logical.expr import DIALECT, Expr, literal_value
-from overwindow.physical import casts
-from overwindow.physical.values import sql_type
+from overwindow.physical import casts, decimals
+from overwindow.physical.values import TypeFamily, kind_of, sql_type
 
-_BINARY = {
-    exp.Add: "add_checked",
-    exp.Sub: "subtract_checked",
-    exp.Mul: "multiply_checked",
-    exp.And: "and_kleene",
-    exp.Or: "or_kleene",
-}
+_BINARY = {exp.And: "and_kleene", exp.Or: "or_kleene"}
+
+_ARITHMETIC = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+_CHECKED = {"+": "add_checked", "-": "subtract_checked", "*": "multiply_checked"}
 
 _COMPARE = {
     exp.EQ: "equal",
@@ -84,8 +82,10 @@ def resolve_column(table: pa.Table, name: str) -> str:
 
 def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
     """The expression's value for every row of ``table``, as one Arrow array. A constant is folded
-    once, with Spark's literal types (``1.5`` DECIMAL, ``TIMESTAMP '...'``)."""
-    if not expr.columns():
+    once, with Spark's literal types (``1.5`` DECIMAL, ``TIMESTAMP '...'``); one with arithmetic
+    is computed as Spark computes it (``1.5 * 2`` is DECIMAL(4, 1), ``2147483647 + 1`` overflows
+    INT), not folded in Python, whose numbers carry no SQL type."""
+    if not expr.columns() and not any(expr.node.find_all(*_ARITHMETIC)):
         try:
             value = expr.literal_value()
         except WindowSpecError:
@@ -105,7 +105,13 @@ _NOT_CONSTANT = object()
 
 def _literal_type(value) -> pa.DataType | None:
     """Spark's type of a folded constant: INT for integers that fit, a DECIMAL of the literal's own
-    digits, TIMESTAMP in microseconds; None (pyarrow's inference) otherwise."""
+    digits (at least its scale: ``0.5`` is DECIMAL(1, 1), ``0.05`` DECIMAL(2, 2), ``1.5``
+    DECIMAL(2, 1), as Java's BigDecimal counts them), TIMESTAMP in microseconds; None (pyarrow's
+    inference) otherwise.
+
+    >>> [str(_literal_type(decimal.Decimal(t))) for t in ("0.5", "0.05", "1.5", "100")]
+    ['decimal128(1, 1)', 'decimal128(2, 2)', 'decimal128(2, 1)', 'decimal128(3, 0)']
+    """
     if isinstance(value, bool) or value is None:
         return pa.null() if value is None else pa.bool_()
     if isinstance(value, int):
@@ -113,7 +119,7 @@ def _literal_type(value) -> pa.DataType | None:
     if isinstance(value, decimal.Decimal):
         digits, exponent = len(value.as_tuple().digits), value.as_tuple().exponent
         scale = max(-exponent, 0)
-        return pa.decimal128(min(max(digits, scale + 1, 1) + max(exponent, 0), 38), scale)
+        return pa.decimal128(min(max(digits, scale, 1) + max(exponent, 0), 38), scale)
     if isinstance(value, dt.datetime):
         return pa.timestamp("us")
     return None
@@ -153,25 +159,12 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         return pc.negate_checked(_eval(node.this, t))
     if isinstance(node, exp.Not):
         return pc.invert(_eval(node.this, t))
-    if isinstance(node, exp.Div):  # SQL '/' is true division in Spark
-        a, b = (pc.cast(_eval(x, t), pa.float64()) for x in (node.this, node.expression))
-        return pc.if_else(pc.equal(b, 0.0), pa.scalar(None, pa.float64()), pc.divide(a, b))
-    if isinstance(node, exp.Mod):
-        a, b = _eval(node.this, t), _eval(node.expression, t)
-        return _mod(a, b)
+    if type(node) in _ARITHMETIC:
+        return _arithmetic(node, t)
     if type(node) in _COMPARE:
         return _compare(_COMPARE[type(node)], _eval(node.this, t), _eval(node.expression, t))
     if type(node) in _BINARY:
-        a, b = _eval(node.this, t), _eval(node.expression, t)
-        try:
-            return pc.call_function(_BINARY[type(node)], [a, b])
-        except pa.ArrowInvalid as e:
-            if "overflow" not in str(e).lower():
-                raise
-            raise WindowRuntimeError(  # as Spark's ANSI mode fails
-                f"arithmetic overflow in {node.sql(dialect=DIALECT)} ({sql_type(a.type)} "
-                f"and {sql_type(b.type)}); widen it first, e.g. CAST(... AS BIGINT)"
-            ) from None
+        return pc.call_function(_BINARY[type(node)], [_eval(node.this, t), _eval(node.expression, t)])
     if isinstance(node, exp.Is):
         inner = _eval(node.this, t)
         if isinstance(node.expression, exp.Null):
@@ -226,15 +219,135 @@ def _compare(fn: str, a, b):
     return pc.if_else(use_flag, by_flag, plain)
 
 
-def _mod(a, b):
-    """SQL ``a % b``: the sign of ``a`` (-7 % 2 = -1), NULL where ``b`` is 0 (as ``/``; Spark without
-    ANSI mode), so one row's zero does not fail the others."""
-    zero = pc.equal(b, 0)
-    b = pc.if_else(zero, pa.scalar(1, b.type), b)
-    q = pc.divide(a, b)
-    q = pc.trunc(q) if pa.types.is_floating(q.type) else q
-    r = pc.subtract(a, pc.multiply(q, b))
-    return pc.if_else(zero, pa.scalar(None, r.type), r)
+def _arithmetic(node: exp.Expression, t: pa.Table):
+    """``+ - * / %`` with Spark's operand types (ANSI mode, Spark 4's default). With a DECIMAL
+    operand and the other an integer or DECIMAL, DECIMAL arithmetic (``decimals.arithmetic``): an
+    integer column is the DECIMAL of its type (INT: DECIMAL(10, 0)), an integer literal the
+    DECIMAL of its digits (``m * 2``: DECIMAL(1, 0)). A DECIMAL beside a DOUBLE or FLOAT is a
+    DOUBLE. ``/`` of other numbers divides DOUBLEs. A zero divisor beside a dividend that is not
+    NULL, and an overflow, are a WindowRuntimeError, as Spark fails the query (DIVIDE_BY_ZERO,
+    ARITHMETIC_OVERFLOW, NUMERIC_VALUE_OUT_OF_RANGE). O(n).
+
+    >>> m = pa.table({"m": pa.array([decimal.Decimal("1.25"), None], pa.decimal128(12, 2))})
+    >>> r = evaluate_expr(Expr.of("m * 2"), m)
+    >>> r.type, r.to_pylist()
+    (Decimal128Type(decimal128(14, 2)), [Decimal('2.50'), None])
+    """
+    op, name = _ARITHMETIC[type(node)], node.sql(dialect=DIALECT)
+    a, b = _eval(node.this, t), _eval(node.expression, t)
+    kinds = {kind_of(a.type), kind_of(b.type)}
+    numbers = kinds <= {TypeFamily.DECIMAL, TypeFamily.INT, TypeFamily.FLOAT}
+    exact = numbers and TypeFamily.DECIMAL in kinds and TypeFamily.FLOAT not in kinds
+    if exact:
+        ta, tb = _decimal_operand_type(a, node.this), _decimal_operand_type(b, node.expression)
+    if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar) and t.num_rows == 0:
+        # a constant over no rows (``1 / 0``): Spark computes it for none, so it fails on none;
+        # only its type is wanted (an output schema is read from no rows)
+        a, b = pa.scalar(None, a.type), pa.scalar(None, b.type)
+    try:
+        if exact:
+            return decimals.arithmetic(op, a, ta, b, tb, name)
+        if numbers and TypeFamily.FLOAT in kinds:
+            a, b = _decimal_as_double(a), _decimal_as_double(b)
+            to = _float_type(a.type, b.type)
+            a, b = (x if pa.types.is_null(x.type) else pc.cast(x, to) for x in (a, b))
+        if op == "/":  # true division, of DOUBLEs
+            a, b = (pc.cast(x, pa.float64()) for x in (a, b))
+            _refuse_zero_divisors(a, b, name)
+            return pc.divide(a, b)
+        if op == "%":
+            return _mod(a, b, name)
+        try:
+            return pc.call_function(_CHECKED[op], [a, b])
+        except pa.ArrowInvalid as e:
+            if "overflow" not in str(e).lower():
+                raise
+            raise WindowRuntimeError(  # as Spark's ANSI mode fails
+                f"arithmetic overflow in {name} ({sql_type(a.type)} and {sql_type(b.type)}); widen it "
+                "first, e.g. CAST(... AS BIGINT) (Spark: ARITHMETIC_OVERFLOW)"
+            ) from None
+    except decimals.DivisionByZero:
+        what, spark = ("Division", "DIVIDE_BY_ZERO") if op == "/" else ("Remainder", "REMAINDER_BY_ZERO")
+        raise WindowRuntimeError(
+            f"{what} by zero in {name} (Spark: {spark}); leave such rows out of it, e.g. "
+            f"CASE WHEN divisor <> 0 THEN {name} END"
+        ) from None
+
+
+def _decimal_operand_type(value, node: exp.Expression) -> pa.Decimal128Type:
+    """The DECIMAL type Spark gives an operand of DECIMAL arithmetic: its own, the digits of an
+    integer literal (``2``, ``(-2)``; Spark's parser reads ``-2`` as one literal, ``-(2)`` and
+    ``1 + 1`` not), the DECIMAL of an integer type."""
+    if pa.types.is_decimal(value.type):
+        return value.type
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Neg):
+        node = node.this
+    if isinstance(node, exp.Literal) and isinstance(value, pa.Scalar) and value.is_valid:
+        return decimals.literal_type(value.as_py())
+    return decimals.integer_type(value.type)
+
+
+def _float_type(*types: pa.DataType) -> pa.DataType:
+    """Spark's type of arithmetic beside a floating-point operand (ANSI type coercion): FLOAT only
+    when every operand is a FLOAT (beside an integer of any width too, it widens to DOUBLE, which
+    holds every integer a FLOAT rounds), else DOUBLE."""
+    floats = [t for t in types if not pa.types.is_null(t)]
+    return pa.float32() if all(t == pa.float32() for t in floats) else pa.float64()
+
+
+def _decimal_as_double(x):
+    """A DECIMAL operand beside a DOUBLE as a DOUBLE, each value correctly rounded (Spark's cast)."""
+    if not pa.types.is_decimal(x.type):
+        return x
+    if isinstance(x, pa.Scalar):
+        return pa.scalar(None if not x.is_valid else float(x.as_py()), pa.float64())
+    return decimals.to_float64(x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x)
+
+
+def _refuse_zero_divisors(a, b, name: str) -> None:
+    """Raise DivisionByZero where a zero divisor (0, -0.0) meets a dividend that is not NULL;
+    NULL operands give NULL, as in Spark, whose ANSI mode fails on the zero."""
+    if pa.types.is_null(b.type):
+        return
+    zero = pc.and_(pc.equal(b, pc.cast(pa.scalar(0), b.type)), pc.is_valid(a))
+    if (zero.as_py() if isinstance(zero, pa.Scalar) else pc.any(zero).as_py()) is True:
+        raise decimals.DivisionByZero(name)
+
+
+def _mod(a, b, name: str):
+    """SQL ``a % b`` of integers or floats, as Java's ``%``: the sign of ``a`` (-7 % 2 = -1), exact
+    for floats (C's fmod: 1e20 % 3 is 1, where 1e20 - trunc(1e20 / 3) * 3 rounds to 0), in Spark's
+    widened type (INT % BIGINT is BIGINT; ``_float_type`` beside a float)."""
+    types = [x.type for x in (a, b) if not pa.types.is_null(x.type)]
+    kinds = {kind_of(x) for x in types}
+    if not kinds <= {TypeFamily.INT, TypeFamily.FLOAT}:
+        # the error Arrow's kernels raise for such types, which _eval words in SQL
+        raise pa.ArrowNotImplementedError(f"no remainder of {types}")
+    _refuse_zero_divisors(a, b, name)
+    if TypeFamily.FLOAT not in kinds:
+        out = pa.from_numpy_dtype(np.result_type(*(x.to_pandas_dtype() for x in types or [pa.int32()])))
+    else:
+        out = _float_type(*types)
+    (x, x_valid), (y, y_valid) = _numpy(a, out), _numpy(b, out)
+    valid = x_valid & y_valid
+    # 1 in place of the divisors of NULL rows: their remainders are dropped, and numpy warns on 0
+    with np.errstate(invalid="ignore"):  # fmod(inf, y) is NaN, as in Java
+        r = pa.array(np.fmod(x, np.where(valid, y, 1)), type=out, mask=~valid)
+    return r[0] if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar) else r
+
+
+def _numpy(x, to: pa.DataType) -> tuple[np.ndarray, np.ndarray]:
+    """(values as a numpy array of ``to``, NULL slots 0; valid mask) of an array, or of a scalar
+    (one value, which numpy broadcasts against the other operand)."""
+    if isinstance(x, pa.Scalar):
+        valid = x.is_valid
+        return np.array([x.as_py() if valid else 0], dtype=to.to_pandas_dtype()), np.array([valid])
+    if isinstance(x, pa.ChunkedArray):
+        x = x.combine_chunks()
+    valid = x.is_valid().to_numpy(zero_copy_only=False)
+    return x.cast(to).fill_null(0).to_numpy(zero_copy_only=False), valid
 
 
 def _in(x, items: list):

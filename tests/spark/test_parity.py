@@ -51,7 +51,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Context, Decimal
 from fractions import Fraction
 
 import numpy as np
@@ -112,7 +112,8 @@ def _decimal_pool(rng, digits, scale, k=12):
     for _ in range(k):
         nd = int(rng.integers(1, digits + 1))
         unscaled = int("".join(str(int(v)) for v in rng.integers(0, 10, nd)))
-        out.append(Decimal(unscaled * (1 if rng.random() < 0.6 else -1)).scaleb(-scale))
+        # in a context of 80 digits: the default one keeps 28 and would round the 30-digit values
+        out.append(Decimal(unscaled * (1 if rng.random() < 0.6 else -1)).scaleb(-scale, Context(prec=80)))
     return out
 
 
@@ -227,12 +228,9 @@ DEFAULTS = {  # lag/lead defaults Spark casts to the argument's type
 }
 # defaults read from another column of a type Spark widens to the argument's
 COLUMN_DEFAULTS = {"l": ["i"], "f": ["i", "l"], "w": ["m", "i"], "s": ["q"]}
-# numeric arguments that are expressions: their types follow Spark's rules for the operators.
-# Left out, as overwindow's DECIMAL arithmetic types differ from Spark's
-# (overwindow/physical/expressions.py): ``m * 2`` is DECIMAL(23,2), Spark's DECIMAL(14,2) (Spark
-# types an integer literal in DECIMAL arithmetic by its digits); ``m + w`` (DECIMAL(12,2) +
-# DECIMAL(38,10)) fails with Arrow's "Decimal precision out of range [1, 38]: 39" where Spark gives
-# DECIMAL(38,9) (it cuts the scale when the precision passes 38).
+# numeric arguments that are expressions: their types follow Spark's rules for the operators
+# (DECIMAL ones: an integer literal is a DECIMAL of its digits, a column INT DECIMAL(10, 0), past 38
+# digits the scale gives way, rounded half up; divisors that are never 0)
 EXPRESSIONS = [
     "i + l",
     "i * 3",  # INT, and an error where it overflows INT (2**30 * 3), as in Spark's ANSI mode
@@ -242,6 +240,15 @@ EXPRESSIONS = [
     "coalesce(l, i)",
     "m - 0.5",
     "CASE WHEN b THEN i ELSE -i END",
+    "m * 2",  # DECIMAL(14,2)
+    "m + w",  # DECIMAL(38,9): w's tenth decimal rounded half up
+    "i * m",  # DECIMAL(10,0) * DECIMAL(12,2)
+    "w * 3",  # DECIMAL(38,8)
+    "m / 3",  # DECIMAL(16,6)
+    "w / (abs(i) + 1)",  # DECIMAL(38,10) / an INT column
+    "m / (abs(w) + 1)",  # mixed scales: DECIMAL(12,2) / DECIMAL(38,9) is DECIMAL(38,19)
+    "m * 0.5 - w",
+    "w % (abs(m) + 1)",
 ]
 DOUBLES = ("f", "-f", "CAST(i AS DOUBLE) / 4")  # the DOUBLE arguments: sum/avg oracle by DECIMAL
 # RANGE offsets by key: lists of spellings in increasing order, one list per offset type (a
