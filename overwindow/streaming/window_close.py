@@ -174,7 +174,7 @@ class WindowClose:
         return Step(
             encode({"rows": table, "parts": parts}, STATE_KIND, meta),
             out,
-            self._wakeup(b, keep),
+            self._wakeup(b),
             late,
             Counters(state_rows=table.num_rows, late_rows_total=meta.late_rows),
             parts.num_rows == 0,
@@ -269,7 +269,13 @@ class WindowClose:
         return b.first_false(reach <= b.watermark, start)
 
     def _valid(self, call: WindowCall, b: _Buffer) -> np.ndarray:
-        return evaluate_expr(call.args[0], b.released).is_valid().to_numpy(zero_copy_only=False)
+        """Whether each released row's argument of ``call`` is not NULL (evaluated once per step:
+        completeness and pruning both read it)."""
+        if call.alias not in b.valid:
+            b.valid[call.alias] = (
+                evaluate_expr(call.args[0], b.released).is_valid().to_numpy(zero_copy_only=False)
+            )
+        return b.valid[call.alias]
 
     def _prune(self, b: _Buffer, upto: np.ndarray) -> np.ndarray:
         """Per partition, how many of its first released rows no future frame reaches (all of them
@@ -283,8 +289,7 @@ class WindowClose:
             keep = np.minimum(keep, self._reach_back(call, b, upto))
         keep = np.clip(keep, 0, None)
         # never split a peer group: RANGE peers and rank counters need it whole
-        first = b.group_first[b.groups[b.at(keep)]] - b.rel_start
-        return np.where(keep < n, first, keep)
+        return np.where(keep < n, b.group_start(keep), keep)
 
     def _reach_back(self, call: WindowCall, b: _Buffer, u: np.ndarray) -> np.ndarray:
         """Per partition, the earliest released position the rows read (``WindowCall.reads``) by any
@@ -309,7 +314,7 @@ class WindowClose:
         if start.kind is not BoundKind.PRECEDING:
             if unit is FrameUnit.ROWS:
                 return u
-            return np.where(inside, b.group_first[b.groups[b.at(u)]] - b.rel_start, u)
+            return np.where(inside, b.group_start(u), u)
         if unit is FrameUnit.ROWS:
             return u - start.offset
         if unit is FrameUnit.GROUPS:
@@ -326,14 +331,13 @@ class WindowClose:
         no numbering to continue) is dropped."""
         count = dict(b.count)
         pruned = keep > 0
-        if pruned.any():
-            last = b.local_groups[b.at(keep - 1)]
-            count["pruned_groups"] = count["pruned_groups"] + np.where(pruned, last + 1, 0)
         count["pruned_rows"] = count["pruned_rows"] + keep
         count["emitted"] = b.upto - keep
         count["n"] = count["n"] - keep
         table = b.table
         if pruned.any():
+            last = b.local_groups[b.at(keep - 1)]
+            count["pruned_groups"] = count["pruned_groups"] + np.where(pruned, last + 1, 0)
             starts = np.concatenate(([0], np.cumsum(b.count["n"])[:-1]))
             position = np.arange(len(b.part)) - starts[b.part]
             table = table.filter(pa.array(position >= keep[b.part]))
@@ -344,7 +348,7 @@ class WindowClose:
             parts = parts.filter(pa.array(live))
         return table, parts.cast(self.parts_schema)
 
-    def _wakeup(self, b: _Buffer, keep: np.ndarray):
+    def _wakeup(self, b: _Buffer):
         """The smallest watermark at which some partition can emit again without new rows."""
         times = []
         pending = b.keys[~b.released_mask]
@@ -373,6 +377,7 @@ class _Buffer:
         self.table, self.keys, self.part, self.count = table, keys, part, count
         self.watermark, self.final = watermark, final
         self.upto = None
+        self.valid: dict[str, np.ndarray] = {}  # per IGNORE NULLS call: its argument is not NULL
         p = len(count["n"])
         if final:
             released = np.ones(len(keys), dtype=bool)
@@ -393,8 +398,7 @@ class _Buffer:
         first = np.ones(len(idx), dtype=bool)
         np.not_equal(self.groups[1:], self.groups[:-1], out=first[1:])
         self.group_first = np.flatnonzero(first)
-        base = self.groups[np.minimum(self.rel_start, max(len(idx) - 1, 0))] if len(idx) else self.rel_start
-        self.local_groups = self.groups - base[self.rel_part] if len(idx) else self.groups
+        self.local_groups = self.groups - self.groups[self.at(0)][self.rel_part] if len(idx) else self.groups
         last = np.maximum(self.rel_start + self.n_released - 1, 0)
         self.last_group = self.local_groups[last] if len(idx) else np.zeros(p, dtype=np.int64)
 
@@ -402,6 +406,11 @@ class _Buffer:
         """The index among the released rows of each partition's position ``u`` (clipped into the
         released rows: read only where ``u`` is inside its partition)."""
         return np.clip(self.rel_start + u, 0, max(len(self.rel_part) - 1, 0))
+
+    def group_start(self, u: np.ndarray) -> np.ndarray:
+        """Per partition, the position of the first row of the peer group of position ``u`` (read
+        only where ``u`` is inside its partition's released rows)."""
+        return self.group_first[self.groups[self.at(u)]] - self.rel_start
 
     def part_total(self, flags: np.ndarray) -> np.ndarray:
         """Per partition, how many of its released rows are flagged."""
