@@ -10,6 +10,10 @@ without data is checked here, in SQL words.
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import math
+import re
 from dataclasses import replace
 
 from sqlglot import exp
@@ -18,7 +22,9 @@ from overwindow.errors import WindowSpecError
 from overwindow.evaluate import as_window_expression
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.expr import Expr
+from overwindow.logical.frame import Interval
 from overwindow.logical.functions import register_user_aggregate, user_aggregate_class
+from overwindow.logical.parse import parse_window
 
 EMIT_MODES = ("on_window_close", "on_update")
 STATE_LAYOUTS = ("whole", "chunked")
@@ -54,6 +60,13 @@ class OverWindow:
     ``keyBuckets`` (emit on window close): hash the groupBy keys into this many buckets and serve
     all the keys of a bucket with one state and one Python call per micro-batch, so the cost follows
     rows rather than keys (None: one state and one call per key). Fixed for a checkpoint's life.
+    ``stateTtl`` (emit on window close): forget a partition once the watermark is more than this
+    past its newest row: rows still waiting for later rows are emitted as at the end of input
+    (``lead`` NULL, frames cut) and its state is removed; a later row of its key starts it anew
+    (``row_number`` from 1, ``lag`` NULL, frames without the forgotten rows, so ``RANGE`` frames that
+    reach back no further than the TTL are unchanged). An interval for a DATE or TIMESTAMP ORDER BY
+    (``"7 days"``, ``"INTERVAL 1 HOUR"``, a ``datetime.timedelta``), a number in the key's units
+    otherwise (None: keep every partition).
     """
 
     def __init__(
@@ -65,6 +78,7 @@ class OverWindow:
         stateLayout: str = "whole",
         maxRowsPerKey: int | None = None,
         keyBuckets: int | None = None,
+        stateTtl=None,
     ):
         if not calls:
             raise WindowSpecError("OverWindow needs at least one window call")
@@ -105,6 +119,13 @@ class OverWindow:
                     "keyBuckets runs emit='on_window_close' (emit on update keeps a state per key)"
                 )
         self.key_buckets = keyBuckets
+        self.state_ttl = _state_ttl(stateTtl)
+        if self.state_ttl is not None and emit != "on_window_close":
+            raise WindowSpecError(
+                "stateTtl forgets a key by event time, which emit='on_window_close' follows with its "
+                "watermark; emit on update removes the rows no change can reach with a watermark "
+                "instead (its state per key stays until the key gets rows again)"
+            )
         if stateLayout == "chunked":
             if emit != "on_update":
                 raise WindowSpecError(
@@ -179,8 +200,53 @@ class OverWindow:
     def __repr__(self) -> str:
         layout = f", stateLayout={self.state_layout!r}" if self.state_layout != "whole" else ""
         buckets = f", keyBuckets={self.key_buckets}" if self.key_buckets else ""
+        ttl = f", stateTtl={str(self.state_ttl)!r}" if self.state_ttl is not None else ""
         calls = ", ".join(repr(str(e)) for e in self.expressions)
-        return f"OverWindow({calls}, emit={self.emit!r}{layout}{buckets})"
+        return f"OverWindow({calls}, emit={self.emit!r}{layout}{buckets}{ttl})"
+
+
+def _state_ttl(value):
+    """``stateTtl`` as a RANGE offset (an ``Interval`` or a number), read as SQL reads one: a string
+    is a number, an ``INTERVAL`` literal, or a Spark delay such as ``"7 days"``. O(1).
+
+    >>> _state_ttl("90 minutes"), _state_ttl(10)
+    (Interval(months=0, days=0, micros=5400000000, fields='MINUTE'), 10)
+    """
+    if value is None:
+        return None
+    if isinstance(value, datetime.timedelta):
+        micros = value.seconds * 10**6 + value.microseconds
+        offset = Interval(0, value.days, micros, "DAY TO SECOND")
+    elif isinstance(value, str):
+        text = value.strip()
+        if not re.fullmatch(r"[0-9.eE+-]+|(?i:interval)\b.*", text) and "'" not in text:
+            text = f"INTERVAL '{text}'"  # a Spark delay ("10 minutes", as withWatermark takes)
+        try:
+            call = parse_window(
+                f"count(*) OVER (ORDER BY t RANGE BETWEEN {text} PRECEDING AND CURRENT ROW) AS ttl"
+            )
+        except Exception:  # whatever the SQL reader says of it (a tokenizer error too): not an offset
+            call = None
+        if call is None or len(call.calls) != 1:
+            raise WindowSpecError(
+                f"stateTtl={value!r} is not an interval ('7 days', 'INTERVAL 1 HOUR') or a number"
+            ) from None
+        offset = call.calls[0].frame.start.offset
+    elif isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+        offset = value
+    else:
+        raise WindowSpecError(f"stateTtl must be an interval or a number, got {value!r}")
+    if isinstance(offset, Interval):
+        parts = (offset.months, offset.days, offset.micros)
+        positive = min(parts) >= 0 and max(parts) > 0
+    else:
+        try:
+            positive = offset > 0 and math.isfinite(offset)
+        except (ArithmeticError, ValueError):  # Decimal NaN
+            positive = False
+    if not positive:
+        raise WindowSpecError(f"stateTtl must be a positive, finite interval or number, got {value!r}")
+    return offset
 
 
 def _check_window_close(spec: OverWindow) -> None:

@@ -31,7 +31,7 @@ import pyarrow as pa
 from overwindow.errors import WindowSpecError
 from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
-from overwindow.pipeline.view import View, ViewFileError, is_uri
+from overwindow.pipeline.view import View, ViewFileError, is_uri, spec_problem
 from overwindow.spark import compat
 
 # Kafka client settings Spark's connector refuses (it manages them itself), and the view key that
@@ -189,7 +189,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
     try:
         machine = machine_for(view.spec, schema, watermarked)
     except WindowSpecError as e:
-        problems.append(f"{view.where('view', 'calls')}: {e}")
+        problems.append(spec_problem(view, e))
         return None
     output = machine.output_schema
     seen: dict[str, str] = {}

@@ -78,9 +78,10 @@ class Section:
 @dataclass(frozen=True)
 class Key:
     """One view-file key. ``kind``: text | count (an integer above 0) | names (a column name or a list
-    of them) | texts (a list of text) | table (settings as a TOML table). ``when``: (section, key,
-    values) — the key applies only when that key has one of the values. ``path``: a path, relative
-    to the view file; ``writes``: the job writes there (so it may not lie in the source folder)."""
+    of them) | texts (a list of text) | offset (an interval as text, or a number) | table (settings
+    as a TOML table). ``when``: (section, key, values) — the key applies only when that key has one
+    of the values. ``path``: a path, relative to the view file; ``writes``: the job writes there (so
+    it may not lie in the source folder)."""
 
     section: str
     name: str
@@ -266,6 +267,14 @@ KEYS = (
         "Python call per bucket and micro-batch, so cost follows rows rather than keys (default: "
         "a state per key); fixed for the checkpoint's life",
     ),
+    Key(
+        "view",
+        "state_ttl",
+        "offset",
+        "emit on window close: forget a partition once the watermark is this far past its newest row "
+        "('7 days'; a number for a numeric ORDER BY): its waiting rows are emitted as at its end and a "
+        "later row starts it anew (default: keep every partition)",
+    ),
     Key("sink", "kind", "text", "where the view is kept", required=True, choices=SINKS),
     Key(
         "sink",
@@ -403,6 +412,8 @@ def _kind_error(key: Key, value) -> str | None:
         return f"expected text, got {value!r}"
     if kind == "count" and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
         return f"a positive whole number, got {value!r}"
+    if kind == "offset" and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
+        return f"an interval such as '7 days', or a number, got {value!r}"
     if kind == "names" and not (
         isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
     ):
@@ -566,9 +577,10 @@ def load_view(path: str, overrides: dict | None = None) -> View:
             stateLayout=v.get("state_layout", "whole"),
             maxRowsPerKey=v.get("max_rows_per_key"),
             keyBuckets=v.get("key_buckets"),
+            stateTtl=v.get("state_ttl"),
         )
     except WindowSpecError as e:
-        raise ViewFileError(f"{view.where('view', _spec_key(str(e)))}: {_view_words(str(e))}") from None
+        raise ViewFileError(spec_problem(view, e)) from None
     if view.emit == "on_window_close" and view.watermark is None:
         raise ViewFileError(
             f'{path}: emit = "on_window_close" needs a [watermark] section on the ORDER BY column '
@@ -636,7 +648,13 @@ _SPEC_WORDS = {
     "stateLayout": "state_layout",
     "maxRowsPerKey": "max_rows_per_key",
     "keyBuckets": "key_buckets",
+    "stateTtl": "state_ttl",
 }
+
+
+def spec_problem(view: View, error: WindowSpecError) -> str:
+    """A spec error as a view-file problem: the [view] key it is about, its line, its words."""
+    return f"{view.where('view', _spec_key(str(error)))}: {_view_words(str(error))}"
 
 
 def _spec_key(message: str) -> str:

@@ -8,9 +8,10 @@ and one Arrow IPC stream of one record batch.
 
 Kinds and the format versions they read:
 
-- ``window_close`` (``WindowCloseMeta``): format 3 (tables ``rows``, every partition's rows, and
-  ``parts``, one row per partition: its key and counters; the watermark and late count in the
-  header), formats 1 and 2 (one partition, its counters in the header) read as one partition;
+- ``window_close`` (``WindowCloseMeta``): format 4 (tables ``rows``, every partition's rows, and
+  ``parts``, one row per partition: its key, counters and newest ORDER BY key; the watermark and
+  late count in the header), format 3 (``parts`` without the newest key: taken from the rows held),
+  formats 1 and 2 (one partition, its counters in the header) read as one partition;
 - ``on_update`` (``OnUpdateMeta``; also each chunk of the chunked layout, with empty counters):
   format 2 only, as format 1 hashed row identities differently (``identity``);
 - ``on_update_index`` (``ChunkIndexMeta``): format 2.
@@ -32,7 +33,7 @@ import pyarrow as pa
 
 # 2: on-update identities are hashed without pandas for numbers and times (``identity.row_hash``);
 # other kinds unchanged. A kind may write a newer format of its own (``StateMeta.NEWEST``): window
-# close writes 3. This number is the one a checkpoint's view fingerprint records: it moves only when
+# close writes 4. This number is the one a checkpoint's view fingerprint records: it moves only when
 # states this release writes can no longer be read from an older checkpoint.
 FORMAT_VERSION = 2
 _KEY = b"overwindow.state"
@@ -74,7 +75,7 @@ class WindowCloseMeta(StateMeta):
     rows, ``parts`` their keys and counters (``overwindow.streaming.window_close``)."""
 
     OLDEST: ClassVar[int] = 1
-    NEWEST: ClassVar[int] = 3
+    NEWEST: ClassVar[int] = 4
 
     released_upto: int | float | None = None  # the watermark the released rows are at or below
     late_rows: int = 0  # rows dropped as late so far

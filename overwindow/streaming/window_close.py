@@ -43,11 +43,11 @@ import pyarrow.compute as pc
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.call import WindowCall
-from overwindow.logical.frame import BoundKind, FrameUnit
+from overwindow.logical.frame import BoundKind, FrameUnit, Interval
 from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr, resolve_column
 from overwindow.physical.sorting import Layout
-from overwindow.physical.values import Values
+from overwindow.physical.values import TypeFamily, Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
 from overwindow.streaming.state import StateFormatError, WindowCloseMeta, decode, encode
@@ -89,8 +89,19 @@ class WindowClose:
         self.expressions = list(spec.expressions)
         self.output_schema = project(empty, self.expressions, evaluate_calls(empty, self.expressions)).schema
         self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
+        self.ttl = spec.state_ttl
+        if self.ttl is not None and not _measures(self.ttl, kind):
+            raise WindowSpecError(
+                f"stateTtl={self.ttl} does not measure ORDER BY {self.order} "
+                f"({schema.field(self.order).type}): use an interval ('7 days') for a TIMESTAMP key, "
+                "an interval or whole days for a DATE, a number for a numeric key"
+            )
+        # per partition: its key, counters, and the newest ORDER BY key it has seen (stateTtl)
+        newest = pa.from_numpy_dtype(key_numbers(Values(empty.column(self.order))).dtype)
         self.parts_schema = pa.schema(
-            [schema.field(k) for k in self.keys] + [pa.field(c, pa.int64()) for c in _COUNTERS]
+            [schema.field(k) for k in self.keys]
+            + [pa.field(c, pa.int64()) for c in _COUNTERS]
+            + [pa.field("newest", newest)]
         )
 
     # -- state -------------------------------------------------------------------------------
@@ -105,6 +116,8 @@ class WindowClose:
         rows = tables["rows"]
         if meta.one_partition is None:
             parts = tables["parts"]
+            if "newest" not in parts.column_names:  # format 3
+                parts = parts.append_column("newest", self._newest_held(rows, parts, meta.released_upto))
             if meta.buckets != self.buckets or parts.column_names != self.parts_schema.names:
                 raise StateFormatError(
                     f"this state was written with keyBuckets={meta.buckets} (keys {parts.column_names[:-4]}) "
@@ -121,11 +134,30 @@ class WindowClose:
         if not meta.one_partition.get("pending_sorted", False):  # pending rows as they arrived
             rows = self._insert(rows, self._keys(rows), np.zeros(rows.num_rows, dtype=np.int64))[0]
         one = {c: meta.one_partition.get(c, 0) for c in _COUNTERS[1:]}
-        parts = pa.table({"n": [rows.num_rows], **{c: [v] for c, v in one.items()}}, schema=self.parts_schema)
+        parts = pa.table({"n": [rows.num_rows], **{c: [v] for c, v in one.items()}})
+        parts = parts.append_column("newest", self._newest_held(rows, parts, meta.released_upto))
+        parts = parts.cast(self.parts_schema)
         if not rows.num_rows and not one["pruned_rows"]:
             parts = parts.slice(0, 0)
         meta.one_partition = None
         return rows, parts, meta
+
+    def _newest_held(self, rows: pa.Table, parts: pa.Table, released_upto) -> pa.Array:
+        """The newest ORDER BY key per partition of a state written before format 4 kept it: its
+        newest row's, or, for a partition whose rows were all pruned, the watermark it had reached
+        (so ``stateTtl`` forgets it no earlier than it would have)."""
+        n = parts.column("n").to_numpy().astype(np.int64)
+        newest = self._no_key(len(n))
+        np.fmax.at(newest, np.repeat(np.arange(len(n)), n), self._keys(rows))
+        if released_upto is not None and released_upto != END_OF_INPUT:
+            newest[n == 0] = released_upto
+        return pa.array(newest)
+
+    def _no_key(self, size: int) -> np.ndarray:
+        """``size`` partitions' newest keys before any row: below every key."""
+        dtype = self.parts_schema.field("newest").type.to_pandas_dtype()
+        low = -np.inf if np.dtype(dtype).kind == "f" else np.iinfo(np.int64).min
+        return np.full(size, low, dtype=dtype)
 
     # -- the step ----------------------------------------------------------------------------
 
@@ -134,18 +166,23 @@ class WindowClose:
         since the epoch for TIMESTAMP/DATE keys). Returns the rows whose windows closed."""
         table, parts, meta = self._load(state)
         count = {c: parts.column(c).to_numpy().astype(np.int64) for c in _COUNTERS}
+        newest = parts.column("newest").to_numpy(zero_copy_only=False)
         held = parts.select(self.keys)
         part = np.repeat(np.arange(parts.num_rows), count["n"])
         # the ORDER BY key as numbers, computed once per step and carried beside the rows
         keys = self._keys(table)
         late = 0
+        # stateTtl: partitions the watermark has passed by more than the TTL before this step's rows
+        forgotten = self._forgotten(newest, meta.released_upto, watermark)
         if rows is not None and rows.num_rows:
             if rows.schema.names != self.schema.names:
                 rows = rows.select(self.schema.names)
             if not rows.schema.equals(self.schema):
                 rows = rows.cast(self.schema)
-            held, renumber, new_part = self._partitions(held, parts.num_rows, rows)
-            count = {c: _spread(v, renumber, held.num_rows) for c, v in count.items()}
+            held, renumber, new_part = self._partitions(held, forgotten, rows)
+            count = {c: _spread(v, renumber, np.zeros(held.num_rows, np.int64)) for c, v in count.items()}
+            newest = _spread(newest, renumber, self._no_key(held.num_rows))
+            forgotten = _spread(forgotten, renumber, np.zeros(held.num_rows, dtype=bool))
             known = np.zeros(held.num_rows, dtype=bool)
             known[renumber] = True
             new = Values(rows.column(self.order))
@@ -157,6 +194,7 @@ class WindowClose:
             if late:
                 rows, new_k, new_part = rows.filter(pa.array(ok)), new_k[ok], new_part[ok]
             count["n"] += np.bincount(new_part, minlength=held.num_rows)
+            np.fmax.at(newest, new_part, new_k)
             table, keys, part = self._insert(
                 pa.concat_tables([table, rows]),
                 np.concatenate([keys, new_k]),
@@ -166,8 +204,9 @@ class WindowClose:
         meta.buckets = self.buckets
         if watermark is not None and (meta.released_upto is None or watermark > meta.released_upto):
             meta.released_upto = watermark
-        final = meta.released_upto == END_OF_INPUT
-        b = _Buffer(table, keys, part, count, meta.released_upto, final)
+        ended = forgotten | (meta.released_upto == END_OF_INPUT)
+        b = _Buffer(table, keys, part, count, meta.released_upto, ended)
+        b.newest, b.forgotten = newest, forgotten
         out, b.upto = self._emit(b)
         keep = self._prune(b, b.upto)
         table, parts = self._after(b, keep, held)
@@ -181,23 +220,41 @@ class WindowClose:
             _largest(parts, self.keys),
         )
 
+    def _forgotten(self, newest: np.ndarray, released_upto, watermark) -> np.ndarray:
+        """Per partition, whether ``stateTtl`` forgets it in this step: the watermark (the step's,
+        or the one reached before) is more than the TTL past its newest key. It ends as at the end
+        of input, and rows of its key in this step start a new partition."""
+        now = released_upto if watermark is None else watermark
+        if released_upto is not None and watermark is not None:
+            now = max(watermark, released_upto)
+        if self.ttl is None or now is None or now == END_OF_INPUT:
+            return np.zeros(len(newest), dtype=bool)
+        return shift_key(newest, self.key_kind, self.ttl, +1) < now
+
     def _keys(self, table: pa.Table) -> np.ndarray:
         return key_numbers(Values(table.column(self.order)))
 
     def _partitions(
-        self, held: pa.Table, n_held: int, rows: pa.Table
+        self, held: pa.Table, forgotten: np.ndarray, rows: pa.Table
     ) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-        """(the keys of the partitions held (``held``, ``n_held`` of them) and of those ``rows``
-        start, in key order, one row each; each held partition's new number; each row's partition).
-        One sort of the keys; without key columns every row is the one partition."""
+        """(the keys of the partitions held (``held``; ``forgotten``: those ending now, whose keys'
+        rows start new partitions) and of those ``rows`` start, in key order, one row each; each
+        held partition's new number; each row's partition). One sort of the keys; without key
+        columns the rows join the one partition (or start it anew)."""
+        n_held = len(forgotten)
         if not self.keys:
+            anew = int(forgotten.any())
             return (
-                pa.table({"_": [0]}).select([]),
+                pa.table({"_": [0] * max(n_held + anew, 1)}).select([]),
                 np.zeros(n_held, dtype=np.int64),
-                np.zeros(rows.num_rows, dtype=np.int64),
+                np.full(rows.num_rows, anew, dtype=np.int64),
             )
         both = pa.concat_tables([held, rows.select(self.keys).cast(held.schema)])
-        layout = Layout.build([Values(both.column(k).combine_chunks()) for k in self.keys], [], both.num_rows)
+        columns = [Values(both.column(k).combine_chunks()) for k in self.keys]
+        if forgotten.any():  # a generation apart: a forgotten partition's key starts another
+            generation = np.concatenate([~forgotten, np.ones(rows.num_rows, dtype=bool)])
+            columns.append(Values(pa.array(generation.astype(np.int8))))
+        layout = Layout.build(columns, [], both.num_rows)
         number = np.empty(both.num_rows, dtype=np.int64)
         number[layout.perm] = layout.part_id
         firsts = layout.perm[layout.part_bounds[:-1]]
@@ -224,7 +281,7 @@ class WindowClose:
         upto = b.n_released.copy()
         for call in () if b.final else self.spec.calls:
             upto = np.minimum(upto, self._complete_upto(call, b, start))
-        upto = np.maximum(upto, start)
+        upto = np.where(b.ended, b.n_released, np.maximum(upto, start))
         emitting = upto > start
         if not emitting.any():
             return self.output_schema.empty_table(), upto
@@ -289,7 +346,8 @@ class WindowClose:
             keep = np.minimum(keep, self._reach_back(call, b, upto))
         keep = np.clip(keep, 0, None)
         # never split a peer group: RANGE peers and rank counters need it whole
-        return np.where(keep < n, b.group_start(keep), keep)
+        keep = np.where(keep < n, b.group_start(keep), keep)
+        return np.where(b.ended, n, keep)
 
     def _reach_back(self, call: WindowCall, b: _Buffer, u: np.ndarray) -> np.ndarray:
         """Per partition, the earliest released position the rows read (``WindowCall.reads``) by any
@@ -342,10 +400,11 @@ class WindowClose:
             position = np.arange(len(b.part)) - starts[b.part]
             table = table.filter(pa.array(position >= keep[b.part]))
         columns = {k: keys.column(k) for k in self.keys}
-        parts = pa.table({**columns, **{c: pa.array(count[c], pa.int64()) for c in _COUNTERS}})
-        live = (count["n"] > 0) | ((count["pruned_rows"] > 0) & self.counts)
-        if not live.all():
-            parts = parts.filter(pa.array(live))
+        counters = {c: pa.array(count[c], pa.int64()) for c in _COUNTERS}
+        parts = pa.table({**columns, **counters, "newest": pa.array(b.newest)})
+        b.live = ((count["n"] > 0) | ((count["pruned_rows"] > 0) & self.counts)) & ~b.forgotten
+        if not b.live.all():
+            parts = parts.filter(pa.array(b.live))
         return table, parts.cast(self.parts_schema)
 
     def _wakeup(self, b: _Buffer):
@@ -365,6 +424,8 @@ class WindowClose:
                 end = call.reads.end
                 if call.reads.unit is FrameUnit.RANGE and end.kind is BoundKind.FOLLOWING:
                     times.append(shift_key(first, self.key_kind, end.offset, +1).min())
+        if self.ttl is not None and b.live.any():  # the first partition stateTtl forgets
+            times.append(shift_key(b.newest[b.live], self.key_kind, self.ttl, +1).min())
         wakeup = min(times) if times else None
         return wakeup.item() if isinstance(wakeup, np.generic) else wakeup
 
@@ -373,18 +434,22 @@ class _Buffer:
     """One step's rows of every partition, sorted by (partition, ORDER BY key, identity), and the
     array views of the released ones the emit and prune steps share; positions are per partition."""
 
-    def __init__(self, table, keys, part, count, watermark, final):
+    def __init__(self, table, keys, part, count, watermark, ended):
         self.table, self.keys, self.part, self.count = table, keys, part, count
-        self.watermark, self.final = watermark, final
-        self.upto = None
+        # per partition: at its end (the end of input; forgotten by stateTtl): all its rows are
+        # released, emitted with frames cut at its last row, and pruned
+        self.watermark, self.ended, self.final = watermark, ended, bool(ended.all())
+        self.upto = self.live = self.newest = self.forgotten = None
         self.valid: dict[str, np.ndarray] = {}  # per IGNORE NULLS call: its argument is not NULL
         p = len(count["n"])
-        if final:
+        if self.final:
             released = np.ones(len(keys), dtype=bool)
         elif watermark is None:
             released = np.zeros(len(keys), dtype=bool)
         else:
             released = keys <= watermark  # a prefix of each partition: its keys are sorted
+            if ended.any():
+                released |= ended[part]
         self.released_mask = released
         idx = np.flatnonzero(released)
         self.released = table.take(pa.array(idx)) if len(idx) < len(keys) else table
@@ -431,9 +496,8 @@ class _Buffer:
         return out
 
 
-def _spread(values: np.ndarray, at: np.ndarray, size: int) -> np.ndarray:
-    """``values`` placed at positions ``at`` of a zero array of ``size``."""
-    out = np.zeros(size, dtype=np.int64)
+def _spread(values: np.ndarray, at: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``values`` placed at positions ``at`` of ``out`` (the values of partitions new here)."""
     out[at] = values
     return out
 
@@ -445,6 +509,15 @@ def _largest(parts: pa.Table, keys: list[str]):
     n = parts.column("n").to_numpy()
     i = int(np.argmax(n))
     return int(n[i]), tuple(parts.column(k)[i].as_py() for k in keys)
+
+
+def _measures(ttl, kind: TypeFamily) -> bool:
+    """Whether a ``stateTtl`` offset applies to an ORDER BY key of ``kind`` (as RANGE offsets do)."""
+    if kind is TypeFamily.TIMESTAMP:
+        return isinstance(ttl, Interval)
+    if kind is TypeFamily.DATE:
+        return isinstance(ttl, (Interval, int))
+    return not isinstance(ttl, Interval)
 
 
 def _in_order(part: np.ndarray, keys: np.ndarray) -> bool:

@@ -105,6 +105,7 @@ MISTAKES = [
     ({"sink.checkpoint": "events/chk"}, "[sink] checkpoint", "lies in the source folder"),
     ({"sink.path": "events/view.sqlite"}, "[sink] path", "lies in the source folder"),
     ({"sink.path": "events"}, "[sink] path", "lies in the source folder"),
+    ({"view.state_ttl": 3600}, "[view] state_ttl", "state_ttl=3600 does not measure ORDER BY ts"),
 ]  # fmt: skip
 
 

@@ -81,6 +81,14 @@ def test_overrides_replace_keys(tmp_path):
             ('emit = "on_window_close"', 'emit = "on_update"\nkey_buckets = 8'),
             r'\[view\] key_buckets \(line 16\): key_buckets runs emit = "on_window_close"',
         ),
+        (
+            ('emit = "on_window_close"', 'emit = "on_window_close"\nstate_ttl = "soon"'),
+            r"\[view\] state_ttl \(line 16\): state_ttl='soon' is not an interval",
+        ),
+        (
+            ('emit = "on_window_close"', 'emit = "on_update"\nstate_ttl = "1 hour"'),
+            r"\[view\] state_ttl \(line 16\): state_ttl forgets a key by event time",
+        ),
     ],
 )
 def test_bad_views_name_the_key_and_line(tmp_path, change, words):
@@ -91,6 +99,16 @@ def test_bad_views_name_the_key_and_line(tmp_path, change, words):
         words = r"\[sink\] kind .*Parquet sink only appends"
     with pytest.raises(ViewFileError, match=words):
         load_view(write(tmp_path, text))
+
+
+def test_state_ttl_reaches_the_spec(tmp_path):
+    view = load_view(
+        write(
+            tmp_path,
+            GOOD.replace('emit = "on_window_close"', 'emit = "on_window_close"\nstate_ttl = "7 days"'),
+        )
+    )
+    assert view.spec.state_ttl.days == 7
 
 
 def test_missing_file(tmp_path):

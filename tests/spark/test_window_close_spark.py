@@ -53,13 +53,14 @@ def _start(
     row_key="rid",
     delay=f"{DELAY_S} seconds",
     buckets=None,
+    ttl=None,
     **options,
 ):
     reader = spark.readStream.schema(schema)
     for name, value in options.items():
         reader = reader.option(name, value)
     events = reader.json(src).withWatermark(time_col, delay)
-    spec = overwindow.OverWindow(*calls, rowKey=row_key, keyBuckets=buckets)
+    spec = overwindow.OverWindow(*calls, rowKey=row_key, keyBuckets=buckets, stateTtl=ttl)
     result = events.groupBy(key).overWindow(spec)
     q = (
         result.writeStream.format("parquet")
@@ -175,6 +176,43 @@ def test_idle_keys_flush_when_the_watermark_passes(spark, tmp_path, buckets):
     closed, expected = _expected(quiet + busy + later, calls)
     assert {r["rid"] for r in quiet} <= closed
     _assert_matches(emitted, closed, expected, ("s", "r"))
+
+
+@HOSTINGS
+def test_state_ttl_forgets_idle_keys(spark, tmp_path, buckets):
+    """stateTtl = 60 s over three availableNow runs (each ends with a batch that moves the watermark
+    to its newest row less 10 s): key 7 (rows at 0-22 s) is forgotten in run 2 (watermark ~212 s)
+    and starts anew at 400 s; key 1 (0-22 s, then 200-222 s) goes on in run 2, as its rows arrive
+    before the watermark moves, and is forgotten at the end of run 3 (~412 s), its last row's lead
+    emitted as at the end of its partition. Oracle: the batch evaluator over those partitions."""
+    rng = np.random.default_rng(17)
+    src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
+    os.makedirs(src)
+    calls = (
+        "lag(x) OVER (ORDER BY ts) AS p",
+        "row_number() OVER (ORDER BY ts) AS rn",
+        "lead(x) OVER (ORDER BY ts) AS nxt",
+    )
+    first = _rows(rng, 10, 0, key=7) + _rows(rng, 10, 0, key=1)
+    later, back = _rows(rng, 10, 200, key=1), _rows(rng, 10, 400, key=7)
+    for n, rows in enumerate((first, later, back)):
+        _write(src, rows, n)
+        q = _start(spark, src, chk, out, calls, buckets=buckets, ttl="60 seconds")
+    assert q.lastProgress["stateOperators"][0]["numRowsTotal"] == 1  # key 1 is gone
+    restarted = {r["rid"] for r in back}
+    sessions = [dict(r, ks=r["k"] * 10 + (r["rid"] in restarted)) for r in first + later + back]
+    _, expected = _expected(sessions, calls, key="ks")
+    newest = max(r["ts"] for r in back)
+    released = sorted((r["ts"], r["rid"]) for r in back if r["ts"] <= _minus_seconds(newest, DELAY_S))
+    closed = {r["rid"] for r in first + later} | {rid for _, rid in released[:-1]}  # lead waits
+    _assert_matches(_emitted(spark, out), closed, expected, ("p", "rn", "nxt"))
+
+
+def _minus_seconds(ts: str, seconds: int) -> str:
+    import datetime
+
+    t = datetime.datetime.fromisoformat(ts) - datetime.timedelta(seconds=seconds)
+    return t.isoformat()
 
 
 @HOSTINGS

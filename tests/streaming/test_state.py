@@ -1,12 +1,13 @@
 """State bytes: states written by an earlier release of this format still load and the stream goes on
 exactly (the oracle: the batch evaluator over every row); today's machines write the same tables
-and counters for the same input (window close in its format 3: the same rows, the counters in a
-table of partitions); what this release cannot read is refused with a clear error.
+and counters for the same input (window close in its format 4: the same rows, the counters and the
+newest key in a table of partitions); what this release cannot read is refused with a clear error.
 
 ``data/format2_states.json`` holds states written by overwindow at git 36aaea1 (format 2, before the
 counters became dataclasses) for the inputs stored beside them: a window-close state with pruned
 and pending rows, an emit-on-update state after eviction, and a chunked store (index, chunks and
-identity map)."""
+identity map); ``data/format3_states.json`` window-close states written at git e969405 (format 3),
+one per key and one bucket of three keys."""
 
 import base64
 import json
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 import overwindow
 from overwindow.spec import OverWindow
 from overwindow.streaming.chunked import MemoryChunks
-from overwindow.streaming.contract import CHANGE, DELETE
+from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT
 from overwindow.streaming.machines import machine_for
 from overwindow.streaming.on_update import OnUpdate
 from overwindow.streaming.state import FORMAT_VERSION, StateFormatError, WindowCloseMeta, decode, encode
@@ -74,13 +75,18 @@ def test_window_close_state_written_by_format_2_goes_on():
     batch1, batch2 = (pa.Table.from_pylist(old[b], schema=ROWS) for b in ("batch1", "batch2"))
     first = machine.step(None, batch1, old["watermark1"])
     state = base64.b64decode(old["state"])
-    # format 3 holds the same rows; the partition's counters moved from the header to ``parts``
+    # format 4 holds the same rows; the partition's counters moved from the header to ``parts``
     was, now = _header(state)["meta"], _header(first.state)["meta"]
     assert now == {**{k: was[k] for k in ("released_upto", "late_rows")}, "buckets": None}
     rows, parts = _tables(first.state)
     assert rows.equals(_tables(state)[0].cast(rows.schema))
+    newest = max(r["t"] for r in old["batch1"])  # format 4 keeps the newest ORDER BY key seen
     assert parts.to_pylist() == [
-        {"n": rows.num_rows, **{k: was[k] for k in ("emitted", "pruned_rows", "pruned_groups")}}
+        {
+            "n": rows.num_rows,
+            **{k: was[k] for k in ("emitted", "pruned_rows", "pruned_groups")},
+            "newest": newest,
+        }
     ]
     assert was["pruned_rows"] > 0  # row_number and rank go on counting them
     second = machine.step(state, batch2, old["watermark2"])
@@ -93,6 +99,37 @@ def test_window_close_state_written_by_format_2_goes_on():
     assert out.num_rows == len(set(out.column("rid").to_pylist())) == len(want) - 1
     for r in out.to_pylist():
         _equal_values(r, want[r["rid"]], _names(old["calls"]))
+
+
+@pytest.mark.parametrize("bucketed", [False, True])
+def test_window_close_state_written_by_format_3_goes_on(bucketed):
+    """``data/format3_states.json``: window-close states written at git e969405 (format 3, before
+    each partition kept its newest ORDER BY key), one per key and one bucket of three keys. They go
+    on exactly (the batch evaluator over all rows) and, read under ``stateTtl``, a partition is
+    forgotten no earlier than a TTL after its newest row."""
+    old = json.loads((Path(__file__).parent / "data" / "format3_states.json").read_text())
+    prefix = "bucket_" if bucketed else ""
+    spec = OverWindow(*old["calls"], rowKey="rid", keyBuckets=4 if bucketed else None)
+    machine = machine_for(spec, ROWS, keys=("k",) if bucketed else ())
+    state = base64.b64decode(old[f"{prefix}state"])
+    assert _header(state)["version"] == 3
+    batch1, batch2 = (pa.Table.from_pylist(old[f"{prefix}{b}"], schema=ROWS) for b in ("batch1", "batch2"))
+    first = machine.step(None, batch1, old["watermark1"])
+    second = machine.step(state, batch2, old["watermark2"])
+    last = machine.step(second.state, None, END_OF_INPUT)
+    out = pa.concat_tables([first.output, second.output, last.output])
+    everything = pa.concat_tables([batch1, batch2])
+    want = {r["rid"]: r for r in overwindow.evaluate(everything, *spec.partitioned(("k",))).to_pylist()}
+    assert sorted(out.column("rid").to_pylist()) == sorted(want)
+    for r in out.to_pylist():
+        _equal_values(r, want[r["rid"]], _names(old["calls"]))
+    # under a TTL of 5, the newest row held (pending or not) decides: kept at watermark newest + 5,
+    # forgotten past it
+    ttl = OverWindow(*old["calls"], rowKey="rid", keyBuckets=spec.key_buckets, stateTtl=5)
+    newest = max(r["t"] for r in old[f"{prefix}batch1"])
+    keep = machine_for(ttl, ROWS, keys=("k",) if bucketed else ()).step(state, None, newest + 5)
+    gone = machine_for(ttl, ROWS, keys=("k",) if bucketed else ()).step(state, None, newest + 6)
+    assert keep.counters.state_rows > 0 and gone.empty
 
 
 def _changelog_view(outputs, view: dict):
@@ -202,5 +239,5 @@ def test_damaged_state_is_refused_as_state(data):
 
 
 def test_state_of_another_kind_names_both():
-    with pytest.raises(StateFormatError, match="format 3, this overwindow reads 'other' format 1 to 3"):
+    with pytest.raises(StateFormatError, match="format 4, this overwindow reads 'other' format 1 to 4"):
         decode(GOOD, "other", WindowCloseMeta)

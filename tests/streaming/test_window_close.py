@@ -534,3 +534,116 @@ def test_released_rows_follow_order_by_then_row_key(seed, n, distinct, n_batches
     assert out["rid"].to_pylist() == rids
     assert out["rn"].to_pylist() == list(range(1, n + 1))
     assert out["prev"].to_pylist() == [None] + rids[:-1]
+
+
+def _sessions(table, batches, delay, ttl):
+    """Each row's partition under ``stateTtl=ttl``, worked out from the definition: when a
+    micro-batch's watermark is more than ``ttl`` past the newest of a key's rows so far, they are
+    forgotten before the batch's rows join, and the key starts anew. Same micro-batches and
+    watermarks as ``_run``."""
+    newest, session, out = {}, {}, np.zeros(table.num_rows, dtype=np.int64)
+    ks, ts = table["k"].to_pylist(), table["t"].to_pylist()
+    seen = -np.inf
+    bounds = np.sort(batches)
+    feeds = list(zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [table.num_rows]))))
+    for i, (lo, hi) in enumerate(feeds + [(0, 0), (0, 0)]):  # then two micro-batches without rows
+        seen = max([seen, *ts[lo:hi]]) if i < len(feeds) else seen + 1000
+        if seen == -np.inf:
+            continue  # no watermark yet
+        watermark = seen - delay
+        for k, t in list(newest.items()):
+            if watermark > t + ttl:
+                del newest[k]
+                session[k] = session.get(k, 0) + 1
+        for r in range(lo, hi):
+            newest[ks[r]] = max(newest.get(ks[r], -np.inf), ts[r])
+            out[r] = session.get(ks[r], 0)
+    return out
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(**{**STREAMS, "keys": st.integers(1, 12)}, ttl=st.integers(1, 12), buckets=st.sampled_from([None, 3]))
+def test_state_ttl_forgets_idle_keys_as_if_their_partition_ended(
+    seed, n, keys, disorder, n_batches, ttl, buckets
+):
+    """``stateTtl``: a key whose newest row the watermark has passed by more than the TTL is
+    forgotten: its rows waiting for FOLLOWING rows are emitted as at the end of its partition and
+    its later rows start a new partition. Every row is emitted once, with the batch evaluator's
+    values over the partitions the definition gives (``_sessions``), per key and in buckets."""
+    table, batches, delay = _stream(seed, n, keys, disorder, n_batches)
+    spec = OverWindow(*(c[0] for c in CALLS), rowKey="rid", keyBuckets=buckets, stateTtl=ttl)
+    driver = Driver(spec, SCHEMA, ["k"])
+    outs, seen, held = [], -np.inf, []
+    bounds = np.sort(batches)
+    for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [table.num_rows]))):
+        part = table.slice(lo, hi - lo)
+        if part.num_rows:
+            seen = max(seen, part["t"].to_numpy().max())
+        outs.append(driver.feed(part, None if seen == -np.inf else int(seen - delay)))
+    for _ in range(2):
+        seen += 1000
+        outs.append(driver.feed(None, int(seen - delay)))
+        held.append(driver.state_rows())
+    assert driver.late_rows == 0
+    assert held[-1] == 0 and not driver.states  # every key idle for 1000 > ttl: nothing kept
+    session = _sessions(table, batches, delay, ttl)
+    split = table.set_column(0, "k", pa.array(table["k"].to_numpy() * 1000 + session))
+    _check(split, pa.concat_tables(outs).set_column(0, "k", split["k"]), END_OF_INPUT)
+
+
+def test_state_ttl_on_a_timestamp_key_restarts_lag_and_row_number():
+    """One key, a TTL of one hour: rows 2 hours apart start the partition anew (lag NULL,
+    row_number 1); rows 30 minutes apart go on. Expected values worked out by hand from SQL."""
+    schema = pa.schema([("k", pa.int64()), ("t", pa.timestamp("us", tz="UTC")), ("x", pa.int64())])
+    spec = OverWindow(
+        "lag(x) OVER (ORDER BY t) AS p", "row_number() OVER (ORDER BY t) AS rn", stateTtl="1 hour"
+    )
+    driver = Driver(spec, schema, ["k"])
+    minute = 60 * 10**6
+    out = []
+    for m, x in ((0, 1), (30, 2), (150, 3), (160, 4)):
+        rows = pa.table({"k": [7], "t": pa.array([m * minute], schema.field("t").type), "x": [x]})
+        out.append(driver.feed(rows, m * minute))
+    out.append(driver.feed(None, 1000 * minute))
+    got = pa.concat_tables(out).select(["x", "p", "rn"]).to_pylist()
+    assert got == [
+        {"x": 1, "p": None, "rn": 1},
+        {"x": 2, "p": 1, "rn": 2},
+        {"x": 3, "p": None, "rn": 1},  # 120 minutes after the newest row: forgotten at 150
+        {"x": 4, "p": 3, "rn": 2},
+    ]
+    assert not driver.states
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(stateTtl="1 hour", emit="on_update"), "needs|follows with its watermark"),
+        (dict(stateTtl=0), "positive"),
+        (dict(stateTtl="soon"), "not an interval"),
+        (dict(stateTtl=float("nan")), "positive"),
+    ],
+)
+def test_state_ttl_refusals(kwargs, words):
+    with pytest.raises(WindowSpecError, match=words):
+        OverWindow("lag(x) OVER (ORDER BY t) AS p", **kwargs)
+
+
+@pytest.mark.parametrize(
+    "key_type, ttl, ok",
+    [
+        (pa.timestamp("us", tz="UTC"), 3600, False),
+        (pa.timestamp("us", tz="UTC"), "1 hour", True),
+        (pa.date32(), 2, True),
+        (pa.int64(), "1 hour", False),
+        (pa.float64(), 2.5, True),
+    ],
+)
+def test_state_ttl_must_measure_the_order_by_key(key_type, ttl, ok):
+    schema = pa.schema([("t", key_type), ("x", pa.int64())])
+    spec = OverWindow("lag(x) OVER (ORDER BY t) AS p", stateTtl=ttl)
+    if ok:
+        WindowClose(spec, schema)
+    else:
+        with pytest.raises(WindowSpecError, match="does not measure ORDER BY t"):
+            WindowClose(spec, schema)
