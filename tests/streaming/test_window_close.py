@@ -83,8 +83,8 @@ def _closed(table, watermark, calls):
     return closed
 
 
-def _run(table, batches, delay, calls=CALLS, buckets=None):
-    spec = OverWindow(*(c[0] for c in calls), rowKey="rid", keyBuckets=buckets)
+def _run(table, batches, delay, calls=CALLS, buckets=None, ttl=None):
+    spec = OverWindow(*(c[0] for c in calls), rowKey="rid", keyBuckets=buckets, stateTtl=ttl)
     driver = Driver(spec, SCHEMA, ["k"])
     outs, seen = [], -np.inf
     bounds = np.sort(batches)
@@ -571,24 +571,12 @@ def test_state_ttl_forgets_idle_keys_as_if_their_partition_ended(
     its later rows start a new partition. Every row is emitted once, with the batch evaluator's
     values over the partitions the definition gives (``_sessions``), per key and in buckets."""
     table, batches, delay = _stream(seed, n, keys, disorder, n_batches)
-    spec = OverWindow(*(c[0] for c in CALLS), rowKey="rid", keyBuckets=buckets, stateTtl=ttl)
-    driver = Driver(spec, SCHEMA, ["k"])
-    outs, seen, held = [], -np.inf, []
-    bounds = np.sort(batches)
-    for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [table.num_rows]))):
-        part = table.slice(lo, hi - lo)
-        if part.num_rows:
-            seen = max(seen, part["t"].to_numpy().max())
-        outs.append(driver.feed(part, None if seen == -np.inf else int(seen - delay)))
-    for _ in range(2):
-        seen += 1000
-        outs.append(driver.feed(None, int(seen - delay)))
-        held.append(driver.state_rows())
+    out, driver, _ = _run(table, batches, delay, buckets=buckets, ttl=ttl)
     assert driver.late_rows == 0
-    assert held[-1] == 0 and not driver.states  # every key idle for 1000 > ttl: nothing kept
+    assert driver.state_rows() == 0 and not driver.states  # every key idle for 1000 > ttl: nothing kept
     session = _sessions(table, batches, delay, ttl)
     split = table.set_column(0, "k", pa.array(table["k"].to_numpy() * 1000 + session))
-    _check(split, pa.concat_tables(outs).set_column(0, "k", split["k"]), END_OF_INPUT)
+    _check(split, out, END_OF_INPUT)
 
 
 def test_state_ttl_on_a_timestamp_key_restarts_lag_and_row_number():
