@@ -25,11 +25,12 @@ CALLS = [
 ]
 
 
-def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffled=False):
+def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffled=False, buckets=None):
     """Six batches of 40 events, as six JSON files, or (``kafka`` = bootstrap address) as records of a
     one-partition topic read 40 per micro-batch; returns the view file and the events. ``layout``:
-    the state layout of emit on update. ``shuffled`` (emit on update): event times in random order
-    across the batches (so a batch changes rows the sink holds) and no watermark (none is late)."""
+    the state layout of emit on update; ``buckets``: window close's key_buckets. ``shuffled`` (emit
+    on update): event times in random order across the batches (so a batch changes rows the sink
+    holds) and no watermark (none is late)."""
     rng = np.random.default_rng(21)
     seconds = rng.permutation(240) if shuffled else np.arange(240)
     batches = [
@@ -75,6 +76,7 @@ def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffl
         emit = "{emit}"
         row_key = ["id"]
         state_layout = "{layout}"
+        {buckets}
 
         [sink]
         kind = "{sink}"
@@ -87,6 +89,7 @@ def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffl
             emit=emit,
             sink=sink,
             layout=layout,
+            buckets=f"key_buckets = {buckets}" if buckets else "",
             watermark="" if shuffled else '[watermark]\ncolumn = "ts"\ndelay = "5 seconds"',
         )
     )

@@ -5,8 +5,9 @@ Kafka topic on a broker the tests start, finally equals the batch result over al
 lost, none duplicated. Every (mode, sink) pair runs once, with one of the sources (each run starts
 a Spark, so the suite's time keeps the matrix to pairs): files run window close into both sinks and
 emit on update with chunked state (transformWithStateInPandas, RocksDB, watermark eviction) into
-SQLite; Kafka runs window close into SQLite and emit on update into PostgreSQL. A PostgreSQL run
-(emit on update, files) is killed three times inside the sink's open transaction."""
+SQLite; Kafka runs window close with its keys in two buckets (key_buckets) into SQLite and emit on
+update into PostgreSQL. A PostgreSQL run
+(emit on update, files) is killed five times inside the sink's open transaction."""
 
 import signal
 
@@ -15,17 +16,17 @@ from replay_support import assert_view_is_exact, run_job, write_view
 
 
 @pytest.mark.parametrize(
-    "emit, sink, source, layout",
+    "emit, sink, source, layout, buckets",
     [
-        ("on_window_close", "sqlite", "files", "whole"),
-        ("on_window_close", "postgres", "files", "whole"),
-        ("on_update", "sqlite", "files", "chunked"),
-        ("on_window_close", "sqlite", "kafka", "whole"),
-        ("on_update", "postgres", "kafka", "whole"),
+        ("on_window_close", "sqlite", "files", "whole", None),
+        ("on_window_close", "postgres", "files", "whole", None),
+        ("on_update", "sqlite", "files", "chunked", None),
+        ("on_window_close", "sqlite", "kafka", "whole", 2),
+        ("on_update", "postgres", "kafka", "whole", None),
     ],
 )
 def test_killed_and_restarted_job_leaves_the_exact_view(
-    tmp_path, no_spark, emit, sink, source, layout, request
+    tmp_path, no_spark, emit, sink, source, layout, buckets, request
 ):
     view, rows = write_view(
         tmp_path,
@@ -33,6 +34,7 @@ def test_killed_and_restarted_job_leaves_the_exact_view(
         sink,
         request.getfixturevalue("kafka_bootstrap") if source == "kafka" else None,
         layout,
+        buckets=buckets,
     )
     env = {"OVERWINDOW_POSTGRES_DSN": request.getfixturevalue("postgres_dsn")} if sink == "postgres" else {}
     if sink == "postgres":
@@ -43,17 +45,17 @@ def test_killed_and_restarted_job_leaves_the_exact_view(
     assert_view_is_exact(tmp_path, rows, emit, sink, env.get("OVERWINDOW_POSTGRES_DSN"))
 
 
-def test_killed_inside_the_postgres_write_three_times_leaves_the_exact_view(tmp_path, no_spark, postgres_dsn):
+def test_killed_inside_the_postgres_write_five_times_leaves_the_exact_view(tmp_path, no_spark, postgres_dsn):
     """SIGKILL while the sink's transaction is open: after the job's first batch of a run the test
     share-locks the rows the table holds, the next batch (event times out of order, so it updates held
     rows) blocks on them inside its transaction (seen in pg_stat_activity), the job is killed there and
-    the lock let go. Three times; then a run to the end leaves the exact view."""
+    the lock let go. Five times; then a run to the end leaves the exact view."""
     import psycopg
 
     view, rows = write_view(tmp_path, "on_update", "postgres", shuffled=True)
     env = {"OVERWINDOW_POSTGRES_DSN": postgres_dsn}
     _fresh_tables(postgres_dsn)
-    for _ in range(3):
+    for _ in range(5):
         with psycopg.connect(postgres_dsn) as locker, psycopg.connect(postgres_dsn, autocommit=True) as watch:
             locked = []
 
