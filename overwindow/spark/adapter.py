@@ -428,6 +428,9 @@ class _StateVariables:
     def write_index(self, data):
         self.index.update((data,))
 
+    def remove_index(self):
+        self.index.clear()
+
     def read_chunk(self, chunk):
         return self.chunks.getValue((int(chunk),))[0]
 

@@ -75,6 +75,9 @@ class ChunkStore(Protocol):
 
     def write_index(self, data: bytes) -> None: ...
 
+    def remove_index(self) -> None:
+        """The partition holds nothing: no index is kept for it."""
+
     def read_chunk(self, chunk: int) -> bytes: ...
 
     def write_chunk(self, chunk: int, data: bytes) -> None: ...
@@ -101,6 +104,9 @@ class MemoryChunks:
 
     def write_index(self, data):
         self.index = data
+
+    def remove_index(self):
+        self.index = None
 
     def read_chunk(self, chunk):
         self.reads += 1
@@ -163,6 +169,9 @@ class ChunkedOnUpdate:
         ], meta
 
     def _write(self, store: ChunkStore, chunks: list[_Chunk], meta: ChunkIndexMeta) -> None:
+        if not chunks:  # every row deleted or evicted: nothing kept, as the whole layout keeps none
+            store.remove_index()
+            return
         for c in chunks:
             if c.dirty:
                 store.write_chunk(c.id, self.machine.encode(c.rows, c.results, None))
@@ -219,7 +228,7 @@ class ChunkedOnUpdate:
         outputs = [o for o in outputs if o.num_rows]
         output = pa.concat_tables(outputs[::-1]) if outputs else m.output_schema.empty_table()
         counters = Counters(sum(c.n for c in chunks), meta.late_rows, recomputed, changes.bad, unknown)
-        return Step(None, output, None, changes.late, counters)
+        return Step(None, output, None, changes.late, counters, not chunks)
 
     def _place(
         self, store: ChunkStore, chunks: list[_Chunk], changes: Changes

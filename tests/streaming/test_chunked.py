@@ -176,6 +176,47 @@ def test_chunked_eviction_equals_whole_state(seed, calls, chunk, row_key, guess)
         assert chunked.late_rows == whole.late_rows
 
 
+def test_a_key_whose_rows_are_all_deleted_keeps_no_state():
+    """Once every row of a key is deleted, the chunked layout keeps nothing for it (no index, no
+    chunk, no identity), as the whole layout removes its state; the key's later rows start afresh
+    and both layouts emit the same changelog."""
+    calls = CALL_SETS[0]
+    drivers = [
+        Driver(
+            OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op", stateLayout=layout),
+            SCHEMA,
+            ["k"],
+            rows_per_chunk=2,
+        )
+        for layout in ("whole", "chunked")
+    ]
+
+    def rows(ids, op, t0=0):
+        n = len(ids)
+        return pa.table(
+            {
+                "k": [1] * n,
+                "id": ids,
+                "t": [t0 + i for i in range(n)],
+                "x": [float(i) for i in ids],
+                "op": [op] * n,
+            },
+            schema=SCHEMA,
+        )
+
+    for batch in (
+        rows([1, 2, 3, 4, 5], "insert"),
+        rows([1, 2, 3, 4, 5], "delete"),
+        rows([6, 7], "insert", 10),
+    ):
+        whole, chunked = (d.feed(batch) for d in drivers)
+        _same_changelog(chunked, whole, _names(calls))
+        if batch["op"][0].as_py() == "delete":
+            assert not drivers[0].states and not drivers[1].states
+    store = drivers[1].states[(1,)]
+    assert len(store.chunks) == 1 and len(store.rows) == 2  # the identities of 6 and 7
+
+
 def test_a_batch_reads_only_the_chunks_its_changes_reach():
     """Appending to a 20,000-row partition in 64-row chunks reads a few chunks, however many are held."""
     schema = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
