@@ -4,12 +4,12 @@ becomes ``lag(x) OVER (PARTITION BY k ORDER BY ts ASC NULLS FIRST)``, which
 applies to Columns too).
 
 A Column is read without Spark's analyzer, from the expression tree it holds: on Spark Connect the
-Python objects of ``pyspark.sql.connect.expressions``, on classic Spark 4 the JVM's ``ColumnNode``
-(through py4j). Both are first turned into one small neutral tree (:class:`Node`), which one
-renderer prints as SQL. The frame is read as the user wrote it (``rowsBetween(-9, 0)``: ``ROWS
-BETWEEN 9 PRECEDING AND CURRENT ROW``), never from the analyzed plan, where Spark gives ``lag`` a
-frame ``ROWS BETWEEN -1 FOLLOWING AND -1 FOLLOWING`` of its own. Classic PySpark 3.5 keeps Catalyst
-expressions instead: there only column names are read, and windows must be SQL text.
+Python objects of ``pyspark.sql.connect.expressions``, on classic Spark 4.x the JVM's ``ColumnNode``
+(through py4j), on classic PySpark 3.5 its unresolved Catalyst expression (through py4j). All are
+first turned into one small neutral tree (:class:`Node`), which one renderer prints as SQL. The
+frame is read as the user wrote it (``rowsBetween(-9, 0)``: ``ROWS BETWEEN 9 PRECEDING AND CURRENT
+ROW``), never from the analyzed plan, where Spark gives ``lag`` a frame ``ROWS BETWEEN -1 FOLLOWING
+AND -1 FOLLOWING`` of its own.
 
 Cost: O(nodes of the Column's expression), one py4j call per node on classic Spark.
 
@@ -88,30 +88,128 @@ def _opaque(text: str) -> Node:
 
 
 def read(column) -> Node:
-    """The neutral tree of a PySpark Column (classic or Connect). Raises WindowSpecError on PySpark
-    3.5's classic Columns that are not a column name (see the module's docstring)."""
+    """The neutral tree of a PySpark Column (classic 3.5 and 4.x, or Connect)."""
     if type(column).__module__.startswith("pyspark.sql.connect"):
         return _connect(column._expr)
     jc = column._jc
     try:
         node = jc.node()
     except Exception:  # PySpark 3.5: a Catalyst expression, no ColumnNode
-        return _catalyst_name(jc, column)
+        return _catalyst(jc.expr())
     return _classic(node)
 
 
-def _catalyst_name(jc, column) -> Node:
-    from overwindow.spark import compat
+_RANKING = {"RowNumber", "Rank", "DenseRank", "PercentRank", "CumeDist", "NTile"}
 
-    e = jc.expr()
-    if e.getClass().getSimpleName() == "UnresolvedAttribute":
-        return Node("column", name=tuple(e.nameParts()))
-    compat.require(
-        f"a Column expression ({column}) in overwindow.select",
-        instead="Write window functions as SQL text, e.g. "
-        "'lag(x) OVER (PARTITION BY k ORDER BY ts) AS prev', and other columns by name.",
-    )
-    raise AssertionError("unreachable")
+
+def _catalyst(e) -> Node:
+    """A classic PySpark 3.5 Column's Catalyst expression (unresolved, through py4j): window
+    functions are Catalyst classes there (``Lag``, ``RowNumber``, ``AggregateExpression(Average)``)
+    or ``UnresolvedFunction`` (``F.expr``); parts without a window are taken as their SQL."""
+    kind = e.getClass().getSimpleName().rstrip("$")
+    children = _seq(e.children())
+    if kind == "UnresolvedAttribute":
+        return Node("column", name=tuple(_seq(e.nameParts())))
+    if kind == "UnresolvedStar":
+        return Node("star") if not e.target().isDefined() else _opaque(e.toString())
+    if kind == "Alias":
+        return Node("alias", args=(_catalyst(e.child()),), name=e.name())
+    if kind == "PythonUDF" or kind.endswith("UDF"):
+        return _opaque(f"the Python UDF {e.name()}")
+    if kind == "Literal":
+        value = e.value()
+        if value is None or isinstance(value, (bool, int, float)):
+            return Node("literal", value=value)
+        return Node("sql", text=e.sql())
+    if kind == "SortOrder":
+        return Node(
+            "sort",
+            args=(_catalyst(e.child()),),
+            descending=e.direction().toString() == "Descending",
+            nulls_first=e.nullOrdering().toString() == "NullsFirst",
+        )
+    if kind == "WindowExpression":
+        spec = e.windowSpec()
+        frame = spec.frameSpecification()
+        if frame.getClass().getSimpleName().startswith("Unspecified"):
+            frame = None
+        else:
+            rows = frame.frameType().toString() == "RowFrame"
+            frame = (rows, _catalyst_bound(frame.lower()), _catalyst_bound(frame.upper()))
+        return Node(
+            "window",
+            args=(_catalyst(e.windowFunction()),),
+            partition=tuple(_catalyst(p) for p in _seq(spec.partitionSpec())),
+            order=tuple(_catalyst(o) for o in _seq(spec.orderSpec())),
+            frame=frame,
+        )
+    if kind == "AggregateExpression":
+        f = e.aggregateFunction()
+        args = [_catalyst(c) for c in _seq(f.children())]
+        if f.getClass().getSimpleName() in ("First", "Last") and f.ignoreNulls():
+            args.append(Node("literal", value=True))
+        if f.getClass().getSimpleName() == "Count" and args == [Node("literal", value=1)]:
+            args = [Node("star")]  # PySpark 3.5 spells F.count("*") count(1)
+        return Node("function", name=f.prettyName(), args=tuple(args), distinct=bool(e.isDistinct()))
+    if kind in ("Lag", "Lead", "NthValue"):
+        args = (*(_catalyst(c) for c in children), Node("literal", value=bool(e.ignoreNulls())))
+        return Node("function", name=e.prettyName(), args=args)
+    if kind in _RANKING:
+        args = tuple(_catalyst(c) for c in children) if kind == "NTile" else ()
+        return Node("function", name=e.prettyName(), args=args)
+    if kind == "UnresolvedFunction":
+        args = [_catalyst(c) for c in children]
+        name = _seq(e.nameParts())[-1]
+        if e.ignoreNulls():
+            if name.lower() in _FRAMELESS:
+                args += [Node("literal")] * (3 - len(args)) + [Node("literal", value=True)]
+            else:
+                args.append(Node("literal", value=True))
+        return Node("function", name=name, args=tuple(args), distinct=bool(e.isDistinct()))
+    if not _catalyst_has_window(e):
+        try:
+            return Node("sql", text=_unparenthesised(e.sql()))
+        except Exception:
+            return _opaque(e.toString())
+    if kind in ("UnaryMinus", "Not") and len(children) == 1:
+        return Node("function", name="-" if kind == "UnaryMinus" else "not", args=(_catalyst(children[0]),))
+    try:
+        symbol = e.symbol()
+    except Exception:
+        return _opaque(e.toString())
+    return Node("function", name=symbol, args=tuple(_catalyst(c) for c in children))
+
+
+def _unparenthesised(text: str) -> str:
+    """Catalyst's SQL of an expression without the parentheses it puts around every operator where
+    sqlglot finds them redundant (``(x * 2)``: ``x * 2``; ``CASE WHEN (x > 1) ...``: ``CASE WHEN x
+    > 1 ...``), so that ``max(x * 2)`` reads as the user's SQL does."""
+    from sqlglot.optimizer.simplify import simplify_parens
+
+    try:
+        tree = sqlglot.parse_one(text, read=DIALECT)
+    except sqlglot.errors.ParseError:
+        return text
+    if isinstance(tree, exp.Paren):
+        tree = tree.this
+    tree = tree.transform(lambda n: simplify_parens(n, DIALECT) if isinstance(n, exp.Paren) else n)
+    return tree.sql(dialect=DIALECT)
+
+
+def _catalyst_has_window(e) -> bool:
+    if e.getClass().getSimpleName() == "WindowExpression":
+        return True
+    return any(_catalyst_has_window(c) for c in _seq(e.children()))
+
+
+def _catalyst_bound(b):
+    kind = b.getClass().getSimpleName()
+    if kind.startswith("CurrentRow"):
+        return 0
+    if kind.startswith("Unbounded"):
+        return "unbounded"
+    value = _catalyst(b)
+    return int(value.value) if value.kind == "literal" and isinstance(value.value, int) else value
 
 
 def _connect(e) -> Node:
