@@ -64,7 +64,7 @@ def select(
     maxRowsPerKey: int | None = None,
     keyBuckets: int | None = None,
 ):
-    """``df.select(*columns)`` with window functions, on a streaming DataFrame (or a batch one).
+    """``df.select(*columns)`` with window functions, on a streaming DataFrame.
 
     ``columns``: names (``"k"``, ``"*"``), Columns without a window (``F.col("x")``, ``F.col("x") +
     1``: computed by Spark on overwindow's output), PySpark window Columns (``F.lag("x", 2,
@@ -153,7 +153,7 @@ def sql(spark, query: str, **options):
     extra = [k for k, v in tree.args.items() if v and k not in allowed]
     source = tree.args.get("from") or tree.args.get("from_")
     if extra or source is None or not isinstance(source.this, exp.Table):
-        clauses = ", ".join(k.upper() for k in extra) or "the FROM clause"
+        clauses = ", ".join(_CLAUSES.get(k, k.upper()) for k in extra) or "this FROM clause"
         raise WindowSpecError(
             "overwindow.sql runs SELECT <columns> FROM <view> [WHERE <condition>] over one view or "
             f"table; {clauses} is not supported yet, in {query!r}"
@@ -174,7 +174,18 @@ def sql(spark, query: str, **options):
     return select(df, *items, **options)
 
 
-# ---------------------------------------------------------------------------------------------
+# sqlglot's names of a SELECT's parts, as SQL writes them
+_CLAUSES = {
+    "joins": "JOIN",
+    "group": "GROUP BY",
+    "order": "ORDER BY",
+    "sort": "SORT BY",
+    "windows": "WINDOW",
+    "with": "WITH",
+    "with_": "WITH",
+    "distinct": "DISTINCT",
+    "laterals": "LATERAL VIEW",
+}
 
 
 def _functions(df):
