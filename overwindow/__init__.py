@@ -22,6 +22,7 @@ from overwindow.logical import (
     parse_window,
 )
 from overwindow.spark.executors import ship
+from overwindow.spark.select import select, sql
 from overwindow.spec import OverWindow
 from overwindow.udaf import Aggregate, register_aggregate
 
@@ -51,5 +52,7 @@ __all__ = [
     "evaluate",
     "parse_window",
     "register_aggregate",
+    "select",
     "ship",
+    "sql",
 ]

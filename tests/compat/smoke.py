@@ -56,3 +56,41 @@ def kill_and_restart(tmp_path, emit, layout="whole"):
 @pytest.mark.parametrize("emit", ["on_window_close", "on_update"])
 def test_a_killed_and_restarted_job_leaves_the_exact_view(tmp_path, no_spark, emit):
     kill_and_restart(tmp_path, emit)
+
+
+def test_select_of_pyspark_window_columns_equals_this_sparks_select(spark, tmp_path):
+    """overwindow.select reads this PySpark's Columns (3.5: Catalyst expressions, 4.x: ColumnNode):
+    on a stream they give what this Spark's batch select of the same Columns gives, for the rows
+    the final watermark (00:00:34) has closed."""
+    import json
+
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    src = tmp_path / "src"
+    src.mkdir()
+    rows = [
+        {"k": i % 3, "ts": f"2024-01-01T00:00:{i:02d}", "id": i, "x": float(i * 7 % 11)} for i in range(40)
+    ]
+    (src / "a.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    schema = "k INT, ts TIMESTAMP, id BIGINT, x DOUBLE"
+    w = Window.partitionBy("k").orderBy("ts")
+    columns = [
+        "id",
+        F.col("k"),
+        F.lag("x").over(w).alias("p"),
+        F.avg("x").over(w.rowsBetween(-2, 0)),
+        F.row_number().over(w),
+        (F.col("x") - F.lag("x", 2, 0).over(w)).alias("d"),
+        F.first("x", ignorenulls=True).over(w.rowsBetween(-1, 0)).alias("f"),
+        "sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 1 PRECEDING) AS s",
+    ]
+    events = spark.readStream.schema(schema).json(str(src)).withWatermark("ts", "5 seconds")
+    out = overwindow.select(events, *columns, rowKey="id")
+    q = out.writeStream.format("memory").queryName("smoke_select").trigger(availableNow=True).start()
+    q.awaitTermination()
+    batch_columns = [F.expr(c) if isinstance(c, str) and " OVER " in c else c for c in columns]
+    batch = spark.read.schema(schema).json(str(src)).select(*batch_columns)
+    assert out.dtypes == batch.dtypes
+    want = sorted(tuple(r) for r in batch.collect() if r["id"] < 35)
+    assert sorted(tuple(r) for r in spark.table("smoke_select").collect()) == want

@@ -1,6 +1,8 @@
 """Runs a small emit-on-window-close view through Spark Connect (a local Connect server), with a
 state per key and with keys in buckets, and prints the emitted rows as JSON lines (tagged with the
-hosting). Used by test_spark_connect.py in a subprocess."""
+hosting); then ``overwindow.select`` over PySpark window Columns on the same stream, and Spark's own
+batch ``select`` of the same Columns over the same rows (tagged ``select`` and ``select_batch``, their
+column types ``select_types``). Used by test_spark_connect.py in a subprocess."""
 
 import json
 import os
@@ -45,7 +47,34 @@ def main(src: str, work: str) -> None:
             print(
                 json.dumps({"hosting": hosting, **{k: (str(v) if k == "ts" else v) for k, v in row.items()}})
             )
+    select_columns(spark, src, events)
     spark.stop()
+
+
+def select_columns(spark, src: str, events) -> None:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    w = Window.partitionBy("k").orderBy("ts")
+    columns = [
+        "k",
+        "rid",
+        F.lag("x").over(w).alias("p"),
+        F.avg("x").over(w.rowsBetween(-2, 0)),
+        F.row_number().over(w),
+        (F.col("x") - F.lag("x", 2, 0).over(w)).alias("d"),
+        "sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 1 PRECEDING) AS s",
+    ]
+    assert type(columns[2]).__module__.startswith("pyspark.sql.connect")
+    out = overwindow.select(events, *columns, rowKey="rid")
+    q = out.writeStream.format("memory").queryName("ow_select").outputMode("append")
+    q.trigger(availableNow=True).start().awaitTermination()
+    batch_columns = [F.expr(c) if isinstance(c, str) and " OVER " in c else c for c in columns]
+    batch = spark.read.schema("k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE").json(src).select(*batch_columns)
+    print(json.dumps({"hosting": "select_types", "stream": out.dtypes, "batch": batch.dtypes}))
+    for hosting, df in (("select", spark.table("ow_select")), ("select_batch", batch)):
+        for row in df.collect():
+            print(json.dumps({"hosting": hosting, "row": list(row)}))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """overWindow is registered for Spark Connect DataFrames too: a view run through a local Connect
 server (in a subprocess: one Spark at a time) emits the batch result, with a state per key and with
-keys in buckets (keyBuckets reads the grouping columns of a Connect plan)."""
+keys in buckets (keyBuckets reads the grouping columns of a Connect plan); overwindow.select over
+PySpark window Columns of Spark Connect equals Spark's batch select of the same Columns."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -44,8 +46,25 @@ def test_over_window_through_spark_connect(no_spark, tmp_path):
     # (a state per key, keys in buckets)
     for hosting in ("per_key", "bucketed"):
         assert sorted(r["rid"] for r in emitted if r["hosting"] == hosting) == list(range(35)), hosting
-    for r in emitted:
+    for r in (r for r in emitted if r["hosting"] in ("per_key", "bucketed")):
         assert r["s"] == batch.loc[r["rid"], "s"]
         want = batch.loc[r["rid"], "p"]
         got = np.nan if r["p"] is None else r["p"]  # NULL comes back as NaN through pandas and JSON
         assert (np.isnan(got) and np.isnan(want)) or got == want
+    _assert_select_as_spark(emitted)
+
+
+def _assert_select_as_spark(emitted):
+    """The select's stream (closed rows: rid <= 34) has the batch select's column names, types and
+    values."""
+    (types,) = [r for r in emitted if r["hosting"] == "select_types"]
+    assert types["stream"] == types["batch"]
+    want = {r["row"][1]: r["row"] for r in emitted if r["hosting"] == "select_batch"}
+    got = [r["row"] for r in emitted if r["hosting"] == "select"]
+    assert sorted(r[1] for r in got) == list(range(35))
+    for row in got:
+        for a, b in zip(row, want[row[1]]):
+            assert (a is None and b is None) or a == b or math.isclose(a, b, rel_tol=1e-9), (
+                row,
+                want[row[1]],
+            )

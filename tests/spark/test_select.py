@@ -1,0 +1,232 @@
+"""``overwindow.select`` and ``overwindow.sql`` on streams equal Spark's batch ``df.select`` /
+``spark.sql`` over the same rows: the same PySpark Columns and SQL text, the same column names,
+order and types, the same values (files source -> select -> foreachBatch collector, as
+test_parity_streams.py). Refusals name what the user wrote."""
+
+import datetime as dt
+import math
+import os
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import overwindow
+from overwindow.errors import WindowSpecError
+from overwindow.spark import compat
+
+SCHEMA = "k STRING, ts TIMESTAMP, rid BIGINT, n BIGINT, x DOUBLE"
+ARROW = pa.schema(
+    [
+        ("k", pa.string()),
+        ("ts", pa.timestamp("us")),
+        ("rid", pa.int64()),
+        ("n", pa.int64()),
+        ("x", pa.float64()),
+    ]
+)
+X = [None, math.nan, -0.0, 1.5, -2.25, 1e3, 7.0, 3.125, 4.0]
+
+
+def _rows() -> list[dict]:
+    """18 rows for each of three keys (one NULL): a row every 7 s from 2024-03-01, n rising by 0
+    to 9 (ties), x from the edge cases."""
+    rows, rid = [], 0
+    for key in ("a", "b", None):
+        n = 0
+        for j in range(18):
+            n += (j * 7 + len(key or "")) % 10
+            rows.append(
+                {
+                    "k": key,
+                    "ts": dt.datetime(2024, 3, 1) + dt.timedelta(seconds=7 * j),
+                    "rid": rid,
+                    "n": n,
+                    "x": X[(j * 5 + rid) % len(X)],
+                }
+            )
+            rid += 1
+    return rows
+
+
+def _source(tmp_path) -> tuple[str, set]:
+    """The rows in one parquet file, then two files of one row per key a day and two days later
+    (they close every window of a stream watermarked on ts, read a file per micro-batch). Returns
+    the folder and the first file's row ids."""
+    src = str(tmp_path / "src")
+    os.makedirs(src)
+    rows = _rows()
+    last = {r["k"]: r for r in rows}
+    far = [
+        [
+            dict(r, ts=r["ts"] + dt.timedelta(days=d), rid=1000 * d + r["rid"], n=r["n"] + 100 * d)
+            for r in last.values()
+        ]
+        for d in (1, 2)
+    ]
+    for i, part in enumerate((rows, *far)):
+        path = os.path.join(src, f"part-{i}.parquet")
+        pq.write_table(pa.Table.from_pylist(part, schema=ARROW), path)
+        os.utime(path, (time.time() + i, time.time() + i))
+    return src, {r["rid"] for r in rows}
+
+
+def _collect(out, chk, mode) -> list[dict]:
+    got = []
+    q = (
+        out.writeStream.foreachBatch(lambda df, _: got.append(compat.to_arrow(df)))
+        .option("checkpointLocation", chk)
+        .outputMode(mode)
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    return pa.concat_tables(got).to_pylist() if got else []
+
+
+def _same(got, want) -> bool:
+    if want is None or got is None:
+        return got is None and want is None
+    if isinstance(want, float):
+        if math.isnan(want) or math.isnan(got):
+            return math.isnan(want) and math.isnan(got)
+        return got == want or math.isclose(got, want, rel_tol=1e-9)
+    return got == want
+
+
+def _assert_as_spark(out, rows, batch, rids):
+    """The stream's columns, types and values (rows by rid, those in ``rids``) are Spark's batch."""
+    want_types = batch.dtypes
+    assert out.dtypes[: len(want_types)] == want_types
+    want = {r["rid"]: r for r in compat.to_arrow(batch).to_pylist()}
+    names = batch.columns
+    seen = set()
+    for r in rows:
+        if r["rid"] in rids:
+            seen.add(r["rid"])
+            for c in names:
+                assert _same(r[c], want[r["rid"]][c]), (c, r, want[r["rid"]])
+    assert seen == rids
+
+
+def test_pyspark_columns_on_window_close_equal_spark_batch(spark, tmp_path):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    src, rids = _source(tmp_path)
+    w = Window.partitionBy("k").orderBy("ts")
+
+    def columns(text):
+        return [
+            "k",
+            F.col("ts"),
+            "rid",
+            (F.col("x") * 2).alias("x2"),
+            F.lag("x").over(w).alias("prev"),
+            F.lag("x", 2, 0).over(w),
+            F.lead("x").over(w),
+            F.avg("x").over(w.rowsBetween(-9, 0)),
+            F.row_number().over(w),
+            F.rank().over(w),
+            F.sum("n").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias("total"),
+            (F.col("x") - F.lag("x").over(w)).alias("dx"),
+            F.first("x", ignorenulls=True).over(w.rowsBetween(-3, 0)).alias("fx"),
+            text(
+                "count(*) OVER (PARTITION BY k ORDER BY ts "
+                "RANGE BETWEEN INTERVAL 20 SECONDS PRECEDING AND CURRENT ROW) AS c20"
+            ),
+        ]
+
+    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    out = overwindow.select(events.withWatermark("ts", "0 seconds"), *columns(lambda t: t), rowKey="rid")
+    rows = _collect(out, str(tmp_path / "chk"), "append")
+    batch = spark.read.schema(SCHEMA).parquet(src).select(*columns(F.expr))
+    assert out.columns == batch.columns
+    _assert_as_spark(out, rows, batch, rids)
+
+
+def test_pyspark_range_frame_on_update_equals_spark_batch(spark, tmp_path):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    src, rids = _source(tmp_path)
+    w = Window.partitionBy("k").orderBy("n")
+    columns = [
+        "*",
+        F.sum("x").over(w.rangeBetween(-10, Window.currentRow)).alias("s10"),
+        F.count("x").over(w.rangeBetween(-5, 5)).alias("c5"),
+        F.dense_rank().over(w).alias("dr"),
+    ]
+    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    out = overwindow.select(events, *columns, emit="on_update", rowKey="rid")
+    assert out.columns[-1] == "_change"
+    table = {}
+    for r in _collect(out, str(tmp_path / "chk"), "update"):
+        if r["_change"] == "delete":
+            table.pop(r["rid"], None)
+        else:
+            table[r["rid"]] = r
+    batch = spark.read.schema(SCHEMA).parquet(src).select(*columns)
+    assert out.columns == [*batch.columns, "_change"]
+    _assert_as_spark(out, list(table.values()), batch, set(table))
+    assert rids <= set(table)
+
+
+def test_sql_over_a_streaming_view_with_where_equals_spark_sql(spark, tmp_path):
+    src, _ = _source(tmp_path)
+    query = (
+        "SELECT rid, k, x, lag(x, 1, -1.0) OVER (PARTITION BY k ORDER BY ts) AS prev, "
+        "x - avg(x) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS off, "
+        "row_number() OVER (PARTITION BY k ORDER BY ts) FROM {} WHERE x IS NOT NULL AND rid % 3 != 1"
+    )
+    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    stream.withWatermark("ts", "0 seconds").createOrReplaceTempView("ow_select_stream")
+    spark.read.schema(SCHEMA).parquet(src).createOrReplaceTempView("ow_select_batch")
+    out = overwindow.sql(spark, query.format("ow_select_stream"), rowKey="rid")
+    rows = _collect(out, str(tmp_path / "chk"), "append")
+    batch = spark.sql(query.format("ow_select_batch"))
+    assert out.columns == batch.columns
+    kept = {r["rid"] for r in compat.to_arrow(batch).to_pylist() if r["rid"] < 1000}
+    _assert_as_spark(out, rows, batch, kept)
+
+
+@pytest.fixture
+def events(spark, tmp_path):
+    (tmp_path / "none").mkdir()
+    return spark.readStream.schema(SCHEMA).parquet(str(tmp_path / "none")).withWatermark("ts", "1 second")
+
+
+def test_refusals_name_what_the_user_wrote(events):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    w = Window.partitionBy("k").orderBy("ts")
+    with pytest.raises(
+        WindowSpecError, match=r"different PARTITION BY.*'prev' has PARTITION BY k, 'a' has PARTITION BY n"
+    ):
+        overwindow.select(
+            events,
+            "k",
+            F.lag("x").over(w).alias("prev"),
+            F.avg("x").over(Window.partitionBy("n").orderBy("ts")).alias("a"),
+        )
+    with pytest.raises(
+        WindowSpecError, match=r"different ORDER BY.*'prev' has ORDER BY ts ASC NULLS FIRST, 'r'"
+    ):
+        overwindow.select(
+            events,
+            F.lag("x").over(w).alias("prev"),
+            F.rank().over(Window.partitionBy("k").orderBy("n")).alias("r"),
+        )
+    udf = F.udf(lambda v: v, "double")
+    with pytest.raises(WindowSpecError, match="Python UDF"):
+        overwindow.select(events, F.lag(udf("x")).over(w))
+    with pytest.raises(WindowSpecError, match="(?i)collect_list.*is not a window function"):
+        overwindow.select(events, F.collect_list("x").over(w).alias("xs"))
+    with pytest.raises(WindowSpecError, match=r"withWatermark\('n'.*before overwindow.select"):
+        overwindow.select(events, F.lag("x").over(Window.partitionBy("k").orderBy("n")))
+    with pytest.raises(WindowSpecError, match="JOIN is not supported yet"):
+        overwindow.sql(
+            events.sparkSession, "SELECT lag(x) OVER (ORDER BY ts) AS p FROM a JOIN b ON a.k = b.k"
+        )
