@@ -63,6 +63,7 @@ def select(
     stateLayout: str = "whole",
     maxRowsPerKey: int | None = None,
     keyBuckets: int | None = None,
+    stateTtl=None,
 ):
     """``df.select(*columns)`` with window functions, on a streaming DataFrame.
 
@@ -112,6 +113,7 @@ def select(
         stateLayout=stateLayout,
         maxRowsPerKey=maxRowsPerKey,
         keyBuckets=keyBuckets,
+        stateTtl=stateTtl,
     )
     try:
         if not keys:
