@@ -69,10 +69,10 @@ class Node:
     @property
     def has_window(self) -> bool:
         """Whether a window function is in it (SQL text included)."""
-        return any(n.kind == "window" or (n.kind == "sql" and _sql_has_window(n.text)) for n in self.walk())
+        return any(n.kind == "window" or (n.kind == "sql" and sql_has_window(n.text)) for n in self.walk())
 
 
-def _sql_has_window(text: str) -> bool:
+def sql_has_window(text: str) -> bool:
     try:
         return sqlglot.parse_one(text, read=DIALECT).find(exp.Window) is not None
     except sqlglot.errors.ParseError:

@@ -203,7 +203,7 @@ def _items(df, column, F) -> list[_Item]:
     if isinstance(column, str):
         if column == "*":
             return [_Item(spark=F.col(quote(n)), carry=F.col(quote(n))) for n in df.columns]
-        if not C._sql_has_window(column):
+        if not C.sql_has_window(column):
             return [_Item(spark=column, carry=column)]
         return [_sql_item(column, F.expr(column))]
     node = C.read(column)
@@ -227,7 +227,7 @@ def _items(df, column, F) -> list[_Item]:
         item.alias = alias or item.alias
         return [item]
     try:
-        text = C._sql(body)
+        text = C.to_sql(body)
     except C.Untranslatable as e:
         raise C.Untranslatable(f"cannot translate {column} for overwindow: {e}") from None
     return [_Item(spark=column, sql=text, alias=alias)]
