@@ -1,13 +1,13 @@
 """Recovery by replay: the job runs in a subprocess, is killed with SIGKILL (after a progress line,
 i.e. between batches, and in the first case also on a timer, i.e. possibly inside one), restarts
-from the same checkpoint, and the view in the sink (SQLite, and PostgreSQL on a server the tests start), fed by files or by a
-Kafka topic on a broker the tests start, finally equals the batch result over all input: no row
-lost, none duplicated. Every (mode, sink) pair runs once, with one of the sources (each run starts
-a Spark, so the suite's time keeps the matrix to pairs): files run window close into both sinks and
-emit on update with chunked state (transformWithStateInPandas, RocksDB, watermark eviction) into
-SQLite; Kafka runs window close with its keys in two buckets (key_buckets) into SQLite and emit on
-update into PostgreSQL. A PostgreSQL run (emit on update, files) is killed five times inside the
-sink's open transaction."""
+from the same checkpoint, and the view in the sink (SQLite, and PostgreSQL on a server the tests
+start), fed by files or by a Kafka topic on a broker the tests start, finally equals the batch
+result over all input: no row lost, none duplicated. Every (mode, sink) pair runs once, with one of
+the sources (each run starts a Spark, so the suite's time keeps the matrix to pairs): files run
+window close into both sinks and emit on update with chunked state (transformWithStateInPandas,
+RocksDB, watermark eviction) into SQLite; Kafka runs window close with its keys in two buckets
+(key_buckets) into SQLite and emit on update into PostgreSQL. A PostgreSQL run (emit on update,
+files) is killed five times inside the sink's open transaction."""
 
 import signal
 
