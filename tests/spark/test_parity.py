@@ -249,6 +249,9 @@ EXPRESSIONS = [
     "m / (abs(w) + 1)",  # mixed scales: DECIMAL(12,2) / DECIMAL(38,9) is DECIMAL(38,19)
     "m * 0.5 - w",
     "w % (abs(m) + 1)",
+    "d + p",  # a DATE plus an INT number of days (Spark's date_add), NULL where p is
+    "3 + d",
+    "d - 40000",
 ]
 DOUBLES = ("f", "-f", "CAST(i AS DOUBLE) / 4")  # the DOUBLE arguments: sum/avg oracle by DECIMAL
 # RANGE offsets by key: lists of spellings in increasing order, one list per offset type (a
@@ -373,6 +376,8 @@ def random_call(rng, alias: str) -> Call:
         positional = name in ("row_number", "ntile")  # the order among peers decides
         order, cols = _order_keys(rng, with_rid=positional)
         text = f"ntile({int(rng.integers(1, 8))})" if name == "ntile" else f"{name}()"
+        if name in ("rank", "dense_rank", "percent_rank") and rng.random() < 0.2:
+            text = f"{name}({_pick(rng, list(TYPES))})"  # Spark ignores the argument: ORDER BY ranks
         return Call(alias, f"{text} {_over(partition, order)}", columns=(*partition, *cols))
     if group == "offset":
         name = _pick(rng, OFFSETS)
@@ -389,6 +394,8 @@ def random_call(rng, alias: str) -> Call:
         if default is not None:
             items.append(default)
         ignore = " IGNORE NULLS" if rng.random() < 0.4 else ""
+        if rng.random() < 0.03:
+            items = []  # lag(): Spark's lag(NULL), a VOID column
         text = f"{name}({', '.join(items)}){ignore} {_over(partition, order)}"
         return Call(alias, text, columns=(*partition, *cols, *_columns_of(arg), *_columns_of(default)))
     if group == "value":
@@ -540,12 +547,17 @@ def run_spark(spark, table: pa.Table, calls: list[Call]) -> tuple[dict, dict, di
         name: t.lower() for name, t in TYPES.items()
     }
     df.createOrReplaceTempView("parity")
+    return run_spark_view(spark, "parity", calls)
+
+
+def run_spark_view(spark, view: str, calls: list[Call]) -> tuple[dict, dict, dict]:
+    """``run_spark`` over a temporary view already registered (with a ``rid`` column)."""
     values, types, errors = {}, {}, {}
 
     def select(batch):
         items = [f"{c.sql} AS {c.alias}" for c in batch]
         items += [f"{sql} AS {alias}" for c in batch for alias, sql in c.extra.items()]
-        df = spark.sql(f"SELECT rid, {', '.join(items)} FROM parity ORDER BY rid")
+        df = spark.sql(f"SELECT rid, {', '.join(items)} FROM {view} ORDER BY rid")
         out = df.toArrow()
         for f in df.schema.fields:
             types[f.name] = f.dataType
@@ -666,3 +678,112 @@ def test_integer_literals_are_int_as_in_spark(spark):
         spark.sql("SELECT lag(i * 3) OVER (ORDER BY rid) FROM literals").collect()
     with pytest.raises(WindowRuntimeError, match="overflow"):
         overwindow.evaluate(big, "lag(i * 3) OVER (ORDER BY rid) AS a")
+
+
+# calls Spark reads in its own way, each checked against Spark over one small table (values and
+# result types): arguments of rank/dense_rank/percent_rank ignored; lag() is lag(NULL), VOID; DATE
+# plus or minus INT, SMALLINT or TINYINT days, wrapping as Java's int does; a bare NULL typed as
+# the other operand, or DOUBLE; a BIGINT constant where Spark accepts one (nth_value, RANGE)
+READINGS = [
+    "rank(x) OVER (ORDER BY t)",
+    "rank(x, s) OVER (PARTITION BY k ORDER BY t DESC)",
+    "dense_rank(1) OVER (ORDER BY k)",
+    "percent_rank(s) OVER (PARTITION BY k ORDER BY t)",
+    "lag() OVER (ORDER BY t)",
+    "lead() IGNORE NULLS OVER (PARTITION BY k ORDER BY t)",
+    "coalesce(lag() OVER (ORDER BY t), 1)",
+    "lag(d + 1) OVER (ORDER BY t)",
+    "lag(1 + d) OVER (ORDER BY t)",
+    "lead(d - k) OVER (ORDER BY t)",
+    "lag(k + d) OVER (ORDER BY t)",
+    "lag(d + CAST(2 AS SMALLINT)) OVER (ORDER BY t)",
+    "lag(d - CAST(-3 AS TINYINT)) OVER (ORDER BY t)",
+    "lag(d + CAST(NULL AS INT)) OVER (ORDER BY t)",
+    "lag(CAST(NULL AS DATE) + 1) OVER (ORDER BY t)",
+    "lag(d + NULL) OVER (ORDER BY t)",
+    "lag(NULL + d) OVER (ORDER BY t)",
+    "lag(DATE '9999-12-31' + 1 = d) OVER (ORDER BY t)",
+    "lag(d + 2147483647 < d) OVER (ORDER BY t)",
+    "lag(m * NULL) OVER (ORDER BY t)",
+    "lag(m / NULL) OVER (ORDER BY t)",
+    "lag(NULL - m) OVER (ORDER BY t)",
+    "lag(NULL + 1) OVER (ORDER BY t)",
+    "lag(NULL * NULL) OVER (ORDER BY t)",
+    "lag(NULL / NULL) OVER (ORDER BY t)",
+    "lag(x + NULL) OVER (ORDER BY t)",
+    "lag(t - NULL) OVER (ORDER BY t)",
+    "lag(k % NULL) OVER (ORDER BY t)",
+    "lag(-NULL) OVER (ORDER BY t)",
+    "lag(abs(NULL)) OVER (ORDER BY t)",
+    "nth_value(x, CAST(1 AS BIGINT)) OVER (ORDER BY t)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN CAST(1 AS BIGINT) PRECEDING AND CURRENT ROW)",
+]
+# calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
+READINGS_REFUSED = [
+    "cume_dist(x) OVER (ORDER BY t)",
+    "rank(nope) OVER (ORDER BY t)",
+    "rank(x) OVER (PARTITION BY k)",
+    "lag() OVER (PARTITION BY k)",
+    "lag(d + t) OVER (ORDER BY t)",
+    "lag(d + 1.5) OVER (ORDER BY t)",
+    "lag(d + x) OVER (ORDER BY t)",
+    "lag(d + '1') OVER (ORDER BY t)",
+    "lag(k - d) OVER (ORDER BY t)",
+    "lag(d * 2) OVER (ORDER BY t)",
+    "ntile(CAST(1 AS BIGINT)) OVER (ORDER BY t)",
+    "ntile(1L) OVER (ORDER BY t)",
+    "lag(x, CAST(1 AS BIGINT)) OVER (ORDER BY t)",
+    "lead(x, CAST(1 AS SMALLINT), 0) OVER (ORDER BY t)",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN CAST(1 AS BIGINT) PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN CURRENT ROW AND CAST(1 AS SMALLINT) FOLLOWING)",
+]
+# calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError
+READINGS_FAILING = [
+    "lag(-k) OVER (ORDER BY t)",
+    "lag(abs(k)) OVER (ORDER BY t)",
+    "lag(-t) OVER (ORDER BY t)",
+    "lag(abs(t)) OVER (ORDER BY t)",
+]
+
+
+def test_spark_readings_agree(spark):
+    """Each of READINGS gives Spark's values and result types; each of READINGS_REFUSED is refused
+    by both, each of READINGS_FAILING fails in both, on the rows' overflow."""
+    table = pa.table(
+        {
+            "rid": pa.array([0, 1, 2, 3, 4], pa.int64()),
+            "t": pa.array([1, 2, 3, 5, 7], pa.int64()),
+            "k": pa.array([1, 1, 2, 2, None], pa.int32()),
+            "x": pa.array([1.0, 2.5, None, -1.0, 3.0]),
+            "m": pa.array(
+                [Decimal("1.50"), Decimal("-2.25"), None, Decimal("10.00"), Decimal("0.5")],
+                pa.decimal128(12, 2),
+            ),
+            "s": pa.array(["a", "b", None, "c", "c"]),
+            "d": pa.array(
+                [dt.date(2024, 1, 1), dt.date(2024, 2, 29), None, dt.date(1969, 12, 31), dt.date(1, 1, 1)],
+                pa.date32(),
+            ),
+        }
+    )
+    spark.createDataFrame(table).createOrReplaceTempView("readings")
+    calls = [Call(f"c{j}", text) for j, text in enumerate(READINGS)]
+    spark_values, spark_types, spark_errors = run_spark_view(spark, "readings", calls)
+    ours = run_overwindow(table, calls)
+    msgs = compare(0, table, calls, (spark_values, spark_types, spark_errors), ours, "readings")
+    assert not msgs, "\n".join(msgs)
+    for text in READINGS_REFUSED:
+        with pytest.raises(Exception):  # noqa: B017 - Spark's analysis refuses it, in its own words
+            spark.sql(f"SELECT {text} AS r FROM readings").schema  # noqa: B018 - analyses
+        with pytest.raises(overwindow.WindowSpecError):
+            overwindow.evaluate(table, f"{text} AS r")
+    big = table.set_column(
+        table.schema.get_field_index("k"), "k", pa.array([1, -(2**31), 2, 3, 4], pa.int32())
+    )
+    big = big.set_column(big.schema.get_field_index("t"), "t", pa.array([1, 2, 3, -(2**63), 7], pa.int64()))
+    spark.createDataFrame(big).createOrReplaceTempView("readings")
+    for text in READINGS_FAILING:
+        with pytest.raises(Exception, match="ARITHMETIC_OVERFLOW"):
+            spark.sql(f"SELECT {text} AS r FROM readings").collect()
+        with pytest.raises(WindowRuntimeError, match="ARITHMETIC_OVERFLOW"):
+            overwindow.evaluate(big, f"{text} AS r")
