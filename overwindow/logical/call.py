@@ -337,6 +337,8 @@ def _validate_frame(call: WindowCall, where: str) -> None:
         if not b.has_offset:
             continue
         off = b.offset
+        if off is None and f.unit is FrameUnit.RANGE:
+            continue  # RANGE NULL PRECEDING: Spark's bound value is NULL (physical/bounds.py)
         if isinstance(off, Interval):
             if off.months and (off.days or off.micros):
                 raise WindowSpecError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import re
 
 import sqlglot
 from sqlglot import exp
@@ -558,8 +559,36 @@ def _bound(value, side) -> Bound:
         offset = _interval_sum(value)
     else:
         offset = literal_value(value, f"frame bound {value.sql(dialect=DIALECT)} {side}")
+        if isinstance(offset, str):
+            offset = _string_offset(offset, f"{value.sql(dialect=DIALECT)} {side}")
     kind = BoundKind.PRECEDING if side == "PRECEDING" else BoundKind.FOLLOWING
     return Bound(kind, offset)  # a negative offset flips the side, as Spark reads it
+
+
+_DOUBLE_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[dDfF]?")
+_DOUBLE_WORDS = {"nan": math.nan, "infinity": math.inf, "inf": math.inf}
+
+
+def _string_offset(text: str, where: str) -> float:
+    """A string RANGE offset (``'1' PRECEDING``) as Spark reads it: a DOUBLE (its string-to-DOUBLE
+    cast: surrounding spaces dropped, ``'1.5'``, ``'1e0'``, ``'NaN'``, ``'Infinity'``), which is
+    then cast to the ORDER BY column's type like any number (physical/bounds.py). Anything else is
+    refused, as Spark fails on it (CAST_INVALID_INPUT).
+
+    >>> _string_offset(" 2 ", "' 2 ' PRECEDING"), _string_offset("-1.5", "'-1.5' PRECEDING")
+    (2.0, -1.5)
+    """
+    t = text.strip()
+    sign = -1.0 if t[:1] == "-" else 1.0
+    word = t.lstrip("+-").lower()
+    if word in _DOUBLE_WORDS:
+        return sign * _DOUBLE_WORDS[word]
+    if not _DOUBLE_TEXT.fullmatch(t):
+        raise WindowSpecError(
+            f"the frame bound {where}: the string {text!r} is not a number (Spark casts it to DOUBLE: "
+            "CAST_INVALID_INPUT)"
+        )
+    return float(t.rstrip("dDfF"))
 
 
 def _interval_sum(node: exp.Expression) -> Interval:

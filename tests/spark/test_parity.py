@@ -274,10 +274,12 @@ _TIMES = [
     *_MONTHS,
 ]
 RANGE_OFFSETS = {
-    "i": [["0", "1", "2", "5"]],
-    "l": [["0", "1", "3", "2000"]],
-    "f": [["0", "0.5", "1", "2.25", "1e20"]],
-    "m": [["0", "0.01", "1.5", "100"]],
+    # NULL: the bound's value is NULL, placed where NULLs sort; strings and fractions are cast to
+    # the key's type (over integers the fraction is dropped, over DECIMAL(12,2) rounded half up)
+    "i": [["0", "1", "2", "5"], ["NULL"], ["-1.5", "0.5", "'1'", "2.9"]],
+    "l": [["0", "1", "3", "2000"], ["-0.5", "'1.5'", "2.5e0"]],
+    "f": [["0", "0.5", "1", "2.25", "1e20"], ["NULL"], ["' 0.5 '", "1"]],
+    "m": [["0", "0.01", "1.5", "100"], ["0.005", "'1.555'", "2.499"]],
     "w": [["0", "0.0000000001", "1", "100000000000000000000"]],
     "rid": [["0", "1", "2", "4"]],
     "d": [
@@ -717,6 +719,25 @@ READINGS = [
     "lag(abs(NULL)) OVER (ORDER BY t)",
     "nth_value(x, CAST(1 AS BIGINT)) OVER (ORDER BY t)",
     "sum(x) OVER (ORDER BY t RANGE BETWEEN CAST(1 AS BIGINT) PRECEDING AND CURRENT ROW)",
+    # a NULL RANGE offset: the bound's value is NULL, placed where the sort puts NULLs
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k DESC RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k NULLS LAST RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
+    "sum(t) OVER (ORDER BY k DESC NULLS FIRST RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
+    "count(*) OVER (ORDER BY x RANGE BETWEEN NULL PRECEDING AND NULL FOLLOWING)",
+    "sum(t) OVER (ORDER BY x RANGE BETWEEN UNBOUNDED PRECEDING AND NULL PRECEDING)",
+    "sum(t) OVER (PARTITION BY s ORDER BY m DESC NULLS FIRST RANGE BETWEEN NULL PRECEDING AND 1 FOLLOWING)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN CAST(NULL AS INT) FOLLOWING AND UNBOUNDED FOLLOWING)",
+    # RANGE offsets cast to the key's type: strings read as DOUBLEs; fractions dropped over
+    # integers, rounded half up to the key's scale over DECIMALs
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN -1.5 PRECEDING AND 3 FOLLOWING)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN '-1.5' PRECEDING AND '3' FOLLOWING)",
+    "sum(t) OVER (ORDER BY u DESC RANGE BETWEEN 1.5e0 FOLLOWING AND 3 FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN '1.555' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN 1.555 PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY n DESC RANGE BETWEEN CURRENT ROW AND '1.554' FOLLOWING)",
+    "sum(t) OVER (ORDER BY x RANGE BETWEEN ' 1.5 ' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN '1e0' PRECEDING AND '2' FOLLOWING)",
 ]
 # calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
 READINGS_REFUSED = [
@@ -736,6 +757,16 @@ READINGS_REFUSED = [
     "lead(x, CAST(1 AS SMALLINT), 0) OVER (ORDER BY t)",
     "sum(x) OVER (ORDER BY t ROWS BETWEEN CAST(1 AS BIGINT) PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY t ROWS BETWEEN CURRENT ROW AND CAST(1 AS SMALLINT) FOLLOWING)",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY s RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+]
+# calls Spark analyses and fails on when it runs them, whatever the rows (a RANGE offset that
+# cannot be cast to the key's type); overwindow refuses them with a WindowSpecError
+READINGS_CAST_REFUSED = [
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN 'a' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN '99999999999' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN '3000000000' PRECEDING AND CURRENT ROW)",
 ]
 # calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError
 READINGS_FAILING = [
@@ -760,6 +791,11 @@ def test_spark_readings_agree(spark):
                 pa.decimal128(12, 2),
             ),
             "s": pa.array(["a", "b", None, "c", "c"]),
+            "u": pa.array([0, 1, 2, 4, 6], pa.int64()),
+            "n": pa.array(
+                [Decimal("0.00"), Decimal("1.55"), Decimal("1.56"), Decimal("3.00"), None],
+                pa.decimal128(12, 2),
+            ),
             "d": pa.array(
                 [dt.date(2024, 1, 1), dt.date(2024, 2, 29), None, dt.date(1969, 12, 31), dt.date(1, 1, 1)],
                 pa.date32(),
@@ -775,6 +811,11 @@ def test_spark_readings_agree(spark):
     for text in READINGS_REFUSED:
         with pytest.raises(Exception):  # noqa: B017 - Spark's analysis refuses it, in its own words
             spark.sql(f"SELECT {text} AS r FROM readings").schema  # noqa: B018 - analyses
+        with pytest.raises(overwindow.WindowSpecError):
+            overwindow.evaluate(table, f"{text} AS r")
+    for text in READINGS_CAST_REFUSED:
+        with pytest.raises(Exception):  # noqa: B017 - CAST_INVALID_INPUT, NUMERIC_VALUE_OUT_OF_RANGE...
+            spark.sql(f"SELECT {text} AS r FROM readings").collect()
         with pytest.raises(overwindow.WindowSpecError):
             overwindow.evaluate(table, f"{text} AS r")
     big = table.set_column(
