@@ -264,6 +264,24 @@ def _null_range_bound(layout, is_start, key: Values, nulls_first) -> np.ndarray:
     return out
 
 
+_UNIT_MICROS = {"DAY": 86_400_000_000, "HOUR": 3_600_000_000, "MINUTE": 60_000_000, "SECOND": 1_000_000}
+
+
+def _interval_number(offset: Interval) -> decimal.Decimal:
+    """An INTERVAL as Spark casts it to a number: a count of its last field's unit (``INTERVAL 2
+    DAYS`` is 2, ``INTERVAL 1999 MILLISECONDS`` 1.999 of its SECOND field, ``INTERVAL '1-1' YEAR TO
+    MONTH`` 13, ``INTERVAL 1 YEAR`` 1), exactly; the key's type then drops or rounds the fraction.
+
+    >>> _interval_number(Interval(days=1, micros=7_200_000_000, fields="DAY TO HOUR"))
+    Decimal('26')
+    """
+    last = (offset.fields.split() or ["DAY"])[-1]
+    if offset.year_month:
+        return decimal.Decimal(offset.months) / (12 if last == "YEAR" else 1)
+    total = offset.days * _UNIT_MICROS["DAY"] + offset.micros
+    return decimal.Decimal(total) / _UNIT_MICROS.get(last, _UNIT_MICROS["DAY"])
+
+
 _WIDE = decimal.Context(prec=400)  # room for any DECIMAL(38, s) offset, and well past it
 
 
@@ -280,10 +298,12 @@ def offset_in_key_type(offset, key_type: pa.DataType):
     >>> offset_in_key_type(1.555, pa.decimal128(12, 2))
     Decimal('1.56')
     """
+    family = kind_of(key_type)
+    if isinstance(offset, Interval) and family in (TypeFamily.INT, TypeFamily.DECIMAL):
+        offset = _interval_number(offset)
     if not isinstance(offset, (int, float, decimal.Decimal)) or isinstance(offset, bool):
         return offset
     finite = not isinstance(offset, float) or math.isfinite(offset)
-    family = kind_of(key_type)
     if family is TypeFamily.INT and finite and not isinstance(offset, int):
         return int(offset)  # toward zero
     if family is TypeFamily.DECIMAL and finite:
@@ -328,8 +348,12 @@ def check_range_key(offset, key_type: pa.DataType) -> None:
             f"RANGE with an offset needs a numeric, DATE or TIMESTAMP ORDER BY column, not {what}"
         )
     if isinstance(offset, Interval):
+        if family in (TypeFamily.INT, TypeFamily.DECIMAL):
+            return  # cast to the key's type, in the interval's last unit (offset_in_key_type)
         if not family.is_temporal:
-            raise WindowSpecError(f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {what}")
+            raise WindowSpecError(
+                f"an INTERVAL offset needs a DATE, TIMESTAMP, integer or DECIMAL ORDER BY column, not {what}"
+            )
         if family is TypeFamily.DATE and not (
             offset.year_month or offset.fields in ("DAY", "") and not offset.micros
         ):
@@ -468,10 +492,10 @@ def shift_key(numbers: np.ndarray, kind: TypeFamily, offset, sign: int) -> np.nd
     for DATE/TIMESTAMP keys, a number otherwise. Integer, DATE and TIMESTAMP keys saturate at the
     int64 limits rather than wrap: a reach past int64 max still compares above every key. O(n)."""
     offset = _date_days(offset, kind)
+    if kind is TypeFamily.INT:  # Spark casts to the key's type: an INTERVAL in its last unit, no fraction
+        offset = offset_in_key_type(offset, pa.int64())
     if isinstance(offset, Interval):
         return _shift_time(numbers, offset, sign)[0]
-    if kind is TypeFamily.INT:
-        offset = offset_in_key_type(offset, pa.int64())  # Spark drops the fraction over integers
     if numbers.dtype == np.int64 and isinstance(offset, int) and len(numbers):
         return _saturating_add(numbers, sign * offset, int(numbers.min()), int(numbers.max()))[0]
     return numbers + sign * offset

@@ -276,10 +276,16 @@ _TIMES = [
 RANGE_OFFSETS = {
     # NULL: the bound's value is NULL, placed where NULLs sort; strings and fractions are cast to
     # the key's type (over integers the fraction is dropped, over DECIMAL(12,2) rounded half up)
-    "i": [["0", "1", "2", "5"], ["NULL"], ["-1.5", "0.5", "'1'", "2.9"]],
-    "l": [["0", "1", "3", "2000"], ["-0.5", "'1.5'", "2.5e0"]],
+    # (INTERVALs too, in their last unit: INTERVAL 2 HOURS over an integer key is 2)
+    "i": [
+        ["0", "1", "2", "5"],
+        ["NULL"],
+        ["-1.5", "0.5", "'1'", "2.9"],
+        ["INTERVAL 0 HOURS", "INTERVAL 36 HOURS"],
+    ],
+    "l": [["0", "1", "3", "2000"], ["-0.5", "'1.5'", "2.5e0"], ["INTERVAL 1 DAY", "INTERVAL 3 DAYS"]],
     "f": [["0", "0.5", "1", "2.25", "1e20"], ["NULL"], ["' 0.5 '", "1"]],
-    "m": [["0", "0.01", "1.5", "100"], ["0.005", "'1.555'", "2.499"]],
+    "m": [["0", "0.01", "1.5", "100"], ["0.005", "'1.555'", "2.499"], ["INTERVAL 1555 MILLISECONDS"]],
     "w": [["0", "0.0000000001", "1", "100000000000000000000"]],
     "rid": [["0", "1", "2", "4"]],
     "d": [
@@ -738,6 +744,15 @@ READINGS = [
     "sum(t) OVER (ORDER BY n DESC RANGE BETWEEN CURRENT ROW AND '1.554' FOLLOWING)",
     "sum(t) OVER (ORDER BY x RANGE BETWEEN ' 1.5 ' PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY k RANGE BETWEEN '1e0' PRECEDING AND '2' FOLLOWING)",
+    # INTERVAL offsets over integer and DECIMAL keys: a count of the interval's last unit
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL 2 DAYS PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL 1999 MILLISECONDS PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL '0-2' YEAR TO MONTH PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL '0 02' DAY TO HOUR PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k DESC RANGE BETWEEN CURRENT ROW AND INTERVAL 1 YEAR FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN INTERVAL '1.555' SECOND PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN INTERVAL 1 HOUR PRECEDING AND INTERVAL 1 HOUR FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN INTERVAL 1 MICROSECOND PRECEDING AND CURRENT ROW)",
 ]
 # calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
 READINGS_REFUSED = [
@@ -760,6 +775,7 @@ READINGS_REFUSED = [
     "sum(x) OVER (ORDER BY t ROWS BETWEEN NULL PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY s RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY x RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW)",
 ]
 # calls Spark analyses and fails on when it runs them, whatever the rows (a RANGE offset that
 # cannot be cast to the key's type); overwindow refuses them with a WindowSpecError

@@ -87,13 +87,16 @@ EXTENSIONS = [
 # --- known differences, left out of the random texts: each is pinned below (test_known_difference)
 # so that a change to either side shows; (why, pattern, a text of it)
 KNOWN_DIFFERENCES = [
-    # Spark casts an INTERVAL to an integer or DECIMAL ORDER BY key's type, in the interval's last
-    # unit (RANGE INTERVAL 1 DAY PRECEDING over a BIGINT key is RANGE 1 PRECEDING, INTERVAL 1.5
-    # SECONDS is 1); overwindow refuses an INTERVAL over a numeric key
+    # Spark casts each RANGE offset to a numeric ORDER BY key's type before it compares the two
+    # bounds' types, so over a numeric key it takes an INTERVAL beside a number or beside an
+    # INTERVAL of other units (INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING over a BIGINT key);
+    # overwindow checks the bounds' types without the key's and refuses them (a single INTERVAL,
+    # or two of one type, over an integer or DECIMAL key is computed as Spark computes it)
     (
-        "an INTERVAL RANGE offset over a numeric key",
-        r"ORDER BY (?!d\b|ts\b)[^)]*\bRANGE\b[^)]*\bINTERVAL\b",
-        "sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW)",
+        "an INTERVAL beside another offset type over a numeric key",
+        r"ORDER BY (?!d\b|ts\b)[^)]*\bRANGE BETWEEN (?=[^)]*\bINTERVAL\b)[^)]* (PRECEDING|FOLLOWING) "
+        r"AND [^)]* (PRECEDING|FOLLOWING)",
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
     ),
     # Spark accepts a NaN RANGE offset over a DOUBLE key; overwindow refuses it ("cannot be NaN")
     (
@@ -288,6 +291,9 @@ HAND_PICKED = [
     "sum(x) OVER (ORDER BY t RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY m RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
     "sum(x) OVER (ORDER BY k RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY m RANGE INTERVAL 1 DAY PRECEDING)",
+    "sum(x) OVER (ORDER BY k RANGE BETWEEN CURRENT ROW AND INTERVAL '1-1' YEAR TO MONTH FOLLOWING)",
+    "sum(x) OVER (ORDER BY x RANGE BETWEEN INTERVAL 2 HOURS PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY x RANGE BETWEEN ' 1.5 ' PRECEDING AND '2e0' FOLLOWING)",
     "sum(x) OVER (ORDER BY m RANGE BETWEEN '-1' PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY d RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
