@@ -181,6 +181,8 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
     n = table.num_rows
     info = call.info
     values = mask = default = None
+    for ignored in call.ignored:  # rank(x): x is not read, but must name columns, as in Spark
+        evaluate_expr(ignored, table.slice(0, 0))
     if call.args:
         values = _sorted_column(table, call.args[0], call, layout, columns)
         mask = values.valid

@@ -97,6 +97,12 @@ class OverWindow:
         self.check_columns(self.aliases, "an alias")
         for e in self.expressions:
             for c in e.calls:
+                nulls = [b for b in (c.frame.start, c.frame.end) if b.has_offset and b.offset is None]
+                if nulls and c.info.uses_frame:
+                    raise WindowSpecError(
+                        f"a NULL RANGE offset ({nulls[0]}) is computed by evaluate() only, not on a "
+                        f"stream; write UNBOUNDED PRECEDING or FOLLOWING, in {e.alias} ({e})"
+                    )
                 if c.partition_by:
                     raise WindowSpecError(
                         f"PARTITION BY comes from groupBy(...); remove it from {e.alias} ({e})"

@@ -31,3 +31,11 @@ def test_key_buckets_runs_emit_on_window_close():
     assert "keyBuckets=8" in repr(OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets=8))
     with pytest.raises(WindowSpecError, match="keyBuckets runs emit='on_window_close'"):
         OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update", keyBuckets=8)
+
+
+@pytest.mark.parametrize("emit", ["on_update", "on_window_close"])
+def test_a_null_range_offset_is_refused_on_a_stream(emit):
+    """evaluate() computes RANGE NULL PRECEDING as Spark does (tests/spark/test_parity.py); the
+    streaming machines do not, and say so when the spec is built."""
+    with pytest.raises(WindowSpecError, match="NULL RANGE offset"):
+        OverWindow("sum(x) OVER (ORDER BY t RANGE BETWEEN NULL PRECEDING AND CURRENT ROW) AS r", emit=emit)

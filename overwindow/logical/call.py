@@ -59,6 +59,9 @@ class WindowCall:
     order_by: tuple[SortKey, ...] = ()
     frame: Frame | None = None  # None: the SQL default for this ORDER BY
     frame_given: bool = field(default=False, compare=False)
+    # rank(x), dense_rank(x), percent_rank(x): arguments Spark accepts and ignores (it ranks by the
+    # ORDER BY); read only for the columns they name
+    ignored: tuple[Expr, ...] = ()
 
     def __post_init__(self):
         if self.frame is None:
@@ -174,7 +177,7 @@ class WindowCall:
 
     def columns(self) -> tuple[str, ...]:
         """Every input column the call reads."""
-        exprs = [*self.args, *self.partition_by, *(k.expr for k in self.order_by)]
+        exprs = [*self.args, *self.ignored, *self.partition_by, *(k.expr for k in self.order_by)]
         exprs += [e for e in (self.default, self.filter) if e is not None]
         seen: dict[str, None] = {}
         for e in exprs:
@@ -194,7 +197,7 @@ class WindowCall:
         elif name == "mode":
             text = f"mode() WITHIN GROUP (ORDER BY {self.args[0]}{' DESC' if self.params[0] else ''})"
         else:
-            items = [str(a) for a in self.args] + [sql_literal(p) for p in self.params]
+            items = [str(a) for a in (*self.args, *self.ignored)] + [sql_literal(p) for p in self.params]
             if self.default is not None:
                 items.append(str(self.default))
             text = f"{name}({', '.join(items)})"
@@ -334,6 +337,8 @@ def _validate_frame(call: WindowCall, where: str) -> None:
         if not b.has_offset:
             continue
         off = b.offset
+        if off is None and f.unit is FrameUnit.RANGE:
+            continue  # RANGE NULL PRECEDING: Spark's bound value is NULL (physical/bounds.py)
         if isinstance(off, Interval):
             if off.months and (off.days or off.micros):
                 raise WindowSpecError(

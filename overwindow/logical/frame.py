@@ -142,6 +142,8 @@ class Bound:
         if not self.has_offset:
             return None
         size = self.offset
+        if size is None:  # RANGE NULL PRECEDING: no distance
+            return None
         if isinstance(size, Interval):
             size = size.months if size.year_month else size.days * _DAY + size.micros
         return -size if self.kind is BoundKind.PRECEDING else size

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import re
 
 import sqlglot
 from sqlglot import exp
@@ -130,7 +131,8 @@ def check_over_clauses(tokens: list, text: str) -> None:
 
 def _flagged_value_functions(text: str, tokens: list) -> str:
     """``text`` with ``first_value(x, flag)`` / ``last_value(x, flag)`` (Spark's ignore-nulls flag,
-    which sqlglot's reader refuses) spelled ``first(x, flag)`` / ``last(x, flag)``: the same call.
+    which sqlglot's reader refuses) spelled ``first(x, flag)`` / ``last(x, flag)``, and ``lag()`` /
+    ``lead()`` spelled ``lag(NULL)`` / ``lead(NULL)``: the same calls.
 
     >>> t = "first_value(x, true) OVER (ORDER BY t) AS f"
     >>> _flagged_value_functions(t, sqlglot.tokenize(t, read=DIALECT))
@@ -139,6 +141,14 @@ def _flagged_value_functions(text: str, tokens: list) -> str:
     cuts = []
     for i, tok in enumerate(tokens[:-1]):
         name = tok.text.upper()
+        if (
+            name in ("LAG", "LEAD")
+            and i + 2 < len(tokens)
+            and tokens[i + 1].token_type.name == "L_PAREN"
+            and tokens[i + 2].token_type.name == "R_PAREN"
+        ):
+            # Spark's lag() and lead() are lag(NULL) and lead(NULL), which sqlglot reads
+            cuts.append((tokens[i + 2].start, tokens[i + 2].start, "NULL"))
         if name in ("FIRST_VALUE", "LAST_VALUE") and tokens[i + 1].token_type.name == "L_PAREN":
             depth = 0
             for later in tokens[i + 1 :]:
@@ -190,6 +200,10 @@ def _check_flag_argument(tokens: list, at: int, text: str) -> None:
     if name == "percentile":
         raise WindowSpecError(
             f"percentile(x, p, frequency) is not supported (weigh rows another way), in {text!r}"
+        )
+    if len(args) > position + 1:  # Spark: WRONG_NUM_ARGS (sqlglot drops the extra arguments)
+        raise WindowSpecError(
+            f"{name}() takes at most {position + 1} arguments, got {len(args)}, in {text!r}"
         )
     flag = args[position]
     if len(flag) != 1 or flag[0].text.upper() not in ("TRUE", "FALSE"):
@@ -309,6 +323,7 @@ def _call(w: exp.Window, alias: str) -> WindowCall:
             f = f.this
         else:
             break
+    f, ignored = _ignored_arguments(f)
     function, args, params, default = _function(f, alias)
     if function == "nth_value" and len(params) == 2:  # nth_value(x, n, ignoreNulls)
         params, ignore_nulls = params[:1], bool(params[1]) or bool(ignore_nulls)
@@ -318,7 +333,7 @@ def _call(w: exp.Window, alias: str) -> WindowCall:
         filt = cond if filt is None else Expr.of(exp.and_(filt.node.copy(), cond.node.copy()))
     order = tuple(_sort_key(o) for o in (w.args.get("order").expressions if w.args.get("order") else ()))
     spec = w.args.get("spec")
-    frame = _frame(spec, bool(order)) if spec is not None else None
+    frame = _frame(spec, bool(order), f"in window call AS {alias}") if spec is not None else None
     return WindowCall(
         function=function,
         alias=alias,
@@ -331,7 +346,33 @@ def _call(w: exp.Window, alias: str) -> WindowCall:
         order_by=order,
         frame=frame,
         frame_given=spec is not None,
+        ignored=ignored,
     )
+
+
+# Spark's rank, dense_rank and percent_rank take arguments and replace them by the ORDER BY keys
+# (its analyser's ResolveWindowOrder); cume_dist, row_number and ntile do not (WRONG_NUM_ARGS)
+_ORDER_FUNCTIONS = (exp.Rank, exp.DenseRank, exp.PercentRank)
+
+
+def _ignored_arguments(f: exp.Expression) -> tuple[exp.Expression, tuple[Expr, ...]]:
+    """(the call without them, the arguments) of ``rank(x)``, ``dense_rank(x)`` or
+    ``percent_rank(x)``, whose arguments Spark ignores (the ranks follow the ORDER BY); they are
+    kept for the columns they name, which must exist, as in Spark. Other calls: (f, ()).
+
+    >>> n = sqlglot.parse_one("rank(x, s) OVER (ORDER BY t)", read=DIALECT).this
+    >>> bare, ignored = _ignored_arguments(n)
+    >>> bare.sql(dialect=DIALECT), [str(e) for e in ignored]
+    ('RANK()', ['x', 's'])
+    """
+    if not isinstance(f, _ORDER_FUNCTIONS) or not f.expressions:
+        return f, ()
+    items = list(f.expressions)
+    if any(isinstance(i, exp.Distinct) for i in items):
+        return f, ()  # refused with DISTINCT's own message (_function)
+    bare = f.copy()
+    bare.set("expressions", [])
+    return bare, tuple(Expr.of(i) for i in items)
 
 
 def _sort_key(o: exp.Expression) -> SortKey:
@@ -386,6 +427,8 @@ def _function(f: exp.Expression, alias: str):
         return "count_if", (Expr.of(items[0]),), (), None
     info = lookup(name)
     name = info.name
+    if name in ("lag", "lead") and not items:
+        items = [exp.Null()]  # Spark's lag() is lag(NULL): NULL of type VOID in every row
     if len(items) < info.n_args:
         raise WindowSpecError(f"{name}() takes {info.n_args} argument column(s), got {len(items)} {ctx}")
     args = tuple(Expr.of(i) for i in items[: info.n_args])
@@ -403,6 +446,10 @@ def _function(f: exp.Expression, alias: str):
         return name, args, (1,), None  # Spark's ntile() is one bucket
     if len(rest) > len(info.params):
         raise WindowSpecError(f"{name}() takes at most {info.n_args + len(info.params)} arguments {ctx}")
+    if name in ("lag", "lead") and rest:
+        _require_int(rest[0], f"{name}() offset", ctx)
+    if name == "ntile" and rest:
+        _require_int(rest[0], "ntile(n)", ctx)
     if name in ("lag", "lead"):
         params = (literal_value(rest[0], f"{name} offset {ctx}"),) if rest else (1,)
         default = Expr.of(rest[1]) if len(rest) > 1 else None
@@ -413,6 +460,38 @@ def _function(f: exp.Expression, alias: str):
     if name in ("percentile_cont", "percentile_disc"):
         params += (False,)  # ascending
     return name, args, params, None
+
+
+_INTEGERS = ["TINYINT", "SMALLINT", "INT", "BIGINT"]
+
+
+def _integer_type(node: exp.Expression) -> str | None:
+    """Spark's integer type of a constant integer expression (a literal INT when it fits, a CAST's
+    target, the wider operand's of arithmetic), or None when it is not one."""
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    if isinstance(node, exp.Cast):
+        name = node.to.this.name if hasattr(node.to.this, "name") else str(node.to.this).upper()
+        return {"INTEGER": "INT", "LONG": "BIGINT"}.get(name, name) if name != "DECIMAL" else None
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip("-").isdigit():
+        return "INT" if -(2**31) <= int(node.this) < 2**31 else "BIGINT"
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+        types = [_integer_type(node.this), _integer_type(node.expression)]
+        if all(t in _INTEGERS for t in types):
+            return max(types, key=_INTEGERS.index)
+    return None
+
+
+def _require_int(node: exp.Expression, what: str, ctx: str) -> None:
+    """Spark wants an INT for a ROWS frame's offsets, lag/lead's offset and ntile's n: a constant
+    it types BIGINT, SMALLINT or TINYINT (``CAST(1 AS BIGINT)``, ``1L``) is refused, as Spark
+    refuses it (DATATYPE_MISMATCH); a BIGINT literal past INT is refused later, for its size."""
+    typ = _integer_type(node)
+    if typ in ("BIGINT", "SMALLINT", "TINYINT") and isinstance(node.find(exp.Cast), exp.Cast):
+        raise WindowSpecError(
+            f"{what} {node.sql(dialect=DIALECT)} is a {typ}; Spark requires an INT there: write "
+            f"an integer constant such as 1 {ctx}"
+        )
 
 
 def _integral(n):
@@ -447,8 +526,14 @@ def _within_group(f: exp.WithinGroup, ctx: str):
     return name, (Expr.of(key),), (p, descending), None
 
 
-def _frame(spec: exp.WindowSpec, has_order: bool) -> Frame:
+def _frame(spec: exp.WindowSpec, has_order: bool, ctx: str = "") -> Frame:
     unit = FrameUnit(str(spec.args.get("kind")).upper())
+    if unit is FrameUnit.ROWS:
+        for key in ("start", "end"):
+            bound = spec.args.get(key)
+            if isinstance(bound, exp.Expression):
+                which = "lower" if key == "start" else "upper"
+                _require_int(bound, f"the {which} bound of a ROWS frame", ctx)
     start = _bound(spec.args.get("start"), spec.args.get("start_side"))
     end_node = spec.args.get("end")
     end = _bound(end_node, spec.args.get("end_side")) if end_node is not None else Bound.current_row()
@@ -474,8 +559,36 @@ def _bound(value, side) -> Bound:
         offset = _interval_sum(value)
     else:
         offset = literal_value(value, f"frame bound {value.sql(dialect=DIALECT)} {side}")
+        if isinstance(offset, str):
+            offset = _string_offset(offset, f"{value.sql(dialect=DIALECT)} {side}")
     kind = BoundKind.PRECEDING if side == "PRECEDING" else BoundKind.FOLLOWING
     return Bound(kind, offset)  # a negative offset flips the side, as Spark reads it
+
+
+_DOUBLE_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[dDfF]?")
+_DOUBLE_WORDS = {"nan": math.nan, "infinity": math.inf, "inf": math.inf}
+
+
+def _string_offset(text: str, where: str) -> float:
+    """A string RANGE offset (``'1' PRECEDING``) as Spark reads it: a DOUBLE (its string-to-DOUBLE
+    cast: surrounding spaces dropped, ``'1.5'``, ``'1e0'``, ``'NaN'``, ``'Infinity'``), which is
+    then cast to the ORDER BY column's type like any number (physical/bounds.py). Anything else is
+    refused, as Spark fails on it (CAST_INVALID_INPUT).
+
+    >>> _string_offset(" 2 ", "' 2 ' PRECEDING"), _string_offset("-1.5", "'-1.5' PRECEDING")
+    (2.0, -1.5)
+    """
+    t = text.strip()
+    sign = -1.0 if t[:1] == "-" else 1.0
+    word = t.lstrip("+-").lower()
+    if word in _DOUBLE_WORDS:
+        return sign * _DOUBLE_WORDS[word]
+    if not _DOUBLE_TEXT.fullmatch(t):
+        raise WindowSpecError(
+            f"the frame bound {where}: the string {text!r} is not a number (Spark casts it to DOUBLE: "
+            "CAST_INVALID_INPUT)"
+        )
+    return float(t.rstrip("dDfF"))
 
 
 def _interval_sum(node: exp.Expression) -> Interval:

@@ -16,6 +16,7 @@ disjoint, ordered parts. O(n log n) for RANGE offsets, O(n) otherwise.
 
 from __future__ import annotations
 
+import decimal
 import math
 from dataclasses import dataclass
 
@@ -114,6 +115,8 @@ def _bound(layout, frame, bound: Bound, is_start, i, key, descending, nulls_firs
         if frame.unit is FrameUnit.ROWS:
             return i if is_start else i + 1
         return layout.group_start[g] if is_start else layout.group_end[g]
+    if frame.unit is FrameUnit.RANGE and bound.offset is None:
+        return _null_range_bound(layout, is_start, key, nulls_first)
     delta = (
         bound.offset
         if kind is BoundKind.FOLLOWING
@@ -163,7 +166,8 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     """RANGE ``x PRECEDING/FOLLOWING``: the first row (start) or first row past (end) the value
     ``key +/- x`` in sort order, within the row's partition; a NULL key's frame is its NULL peers."""
     check_range_key(bound.offset, key.type)
-    off = bound.offset
+    off = offset_in_key_type(bound.offset, key.type)
+    check_range_key(off, key.type)  # an offset that cast past an INT key's range (CAST_OVERFLOW)
     following = bound.kind is BoundKind.FOLLOWING
     toward_larger = following != descending  # the bound moves toward larger key values
     sign = 1 if toward_larger else -1
@@ -237,6 +241,87 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     return out
 
 
+def _null_range_bound(layout, is_start, key: Values, nulls_first) -> np.ndarray:
+    """RANGE ``NULL PRECEDING/FOLLOWING`` as Spark computes it (measured): the bound's value, the
+    row's key plus or minus NULL, is NULL, and lies where the sort puts NULLs. With NULLS FIRST a
+    lower bound is the partition's start and an upper bound the end of its NULL keys; with NULLS
+    LAST a lower bound is the start of its NULL keys and an upper bound the partition's end (so
+    ``ORDER BY t RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING`` is empty, ``ORDER BY t RANGE
+    BETWEEN NULL PRECEDING AND CURRENT ROW`` reaches back over the NULL keys). A NULL key's frame
+    is its NULL peers, as with any offset. O(n)."""
+    check_range_key(None, key.type)
+    ps, pe = layout.part_start, layout.part_end
+    null = ~key.valid
+    before = np.concatenate([[0], np.cumsum(null, dtype=np.int64)])
+    nulls = before[pe] - before[ps]  # NULL keys in each row's partition
+    if nulls_first:
+        out = (ps if is_start else ps + nulls).astype(np.int64, copy=True)
+    else:
+        out = (pe - nulls if is_start else pe).astype(np.int64, copy=True)
+    if null.any():
+        g = layout.group_id[null]
+        out[null] = layout.group_start[g] if is_start else layout.group_end[g]
+    return out
+
+
+_UNIT_MICROS = {"DAY": 86_400_000_000, "HOUR": 3_600_000_000, "MINUTE": 60_000_000, "SECOND": 1_000_000}
+
+
+def _interval_number(offset: Interval) -> decimal.Decimal:
+    """An INTERVAL as Spark casts it to a number: a count of its last field's unit (``INTERVAL 2
+    DAYS`` is 2, ``INTERVAL 1999 MILLISECONDS`` 1.999 of its SECOND field, ``INTERVAL '1-1' YEAR TO
+    MONTH`` 13, ``INTERVAL 1 YEAR`` 1), exactly; the key's type then drops or rounds the fraction.
+
+    >>> _interval_number(Interval(days=1, micros=7_200_000_000, fields="DAY TO HOUR"))
+    Decimal('26')
+    """
+    last = (offset.fields.split() or ["DAY"])[-1]
+    if offset.year_month:
+        return decimal.Decimal(offset.months) / (12 if last == "YEAR" else 1)
+    total = offset.days * _UNIT_MICROS["DAY"] + offset.micros
+    return decimal.Decimal(total) / _UNIT_MICROS.get(last, _UNIT_MICROS["DAY"])
+
+
+_WIDE = decimal.Context(prec=400)  # room for any DECIMAL(38, s) offset, and well past it
+
+
+def offset_in_key_type(offset, key_type: pa.DataType):
+    """A numeric RANGE offset cast to a numeric ORDER BY column's type, as Spark casts it (measured
+    in Spark 4): over an integer key the fraction is dropped (``-1.5 PRECEDING`` over a BIGINT key
+    is ``-1 PRECEDING``, so ``1 FOLLOWING``), over a DECIMAL(p, s) key it is rounded half up to
+    ``s`` digits (``1.555`` over DECIMAL(12,2) is ``1.56``; past ``p`` digits Spark fails,
+    NUMERIC_VALUE_OUT_OF_RANGE), over a DOUBLE key it is a DOUBLE. Other offsets (INTERVALs, NULL,
+    infinities, keys that are not numbers) as they are. O(1).
+
+    >>> offset_in_key_type(decimal.Decimal("-1.9"), pa.int64())
+    -1
+    >>> offset_in_key_type(1.555, pa.decimal128(12, 2))
+    Decimal('1.56')
+    """
+    family = kind_of(key_type)
+    if isinstance(offset, Interval) and family in (TypeFamily.INT, TypeFamily.DECIMAL):
+        offset = _interval_number(offset)
+    if not isinstance(offset, (int, float, decimal.Decimal)) or isinstance(offset, bool):
+        return offset
+    finite = not isinstance(offset, float) or math.isfinite(offset)
+    if family is TypeFamily.INT and finite and not isinstance(offset, int):
+        return int(offset)  # toward zero
+    if family is TypeFamily.DECIMAL and finite:
+        exact = decimal.Decimal(repr(offset)) if isinstance(offset, float) else decimal.Decimal(offset)
+        step = decimal.Decimal(1).scaleb(-key_type.scale)
+        try:
+            rounded = exact.quantize(step, rounding=decimal.ROUND_HALF_UP, context=_WIDE)
+        except decimal.InvalidOperation:  # past the context's 400 digits: past every DECIMAL too
+            rounded = decimal.Decimal(10) ** 400
+        if len(rounded.as_tuple().digits) > key_type.precision and rounded != 0:
+            raise WindowSpecError(
+                f"the offset {sql_literal(offset)} cannot be represented as {sql_type(key_type)}, the "
+                "ORDER BY column's type (Spark: NUMERIC_VALUE_OUT_OF_RANGE)"
+            )
+        return rounded
+    return offset
+
+
 _INT_RANGES = {
     t: (-(2 ** (t.bit_width - 1)), 2 ** (t.bit_width - 1) - 1)
     for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())
@@ -256,13 +341,19 @@ def check_range_key(offset, key_type: pa.DataType) -> None:
     """
     family = kind_of(key_type)
     what = sql_type(key_type)
+    if offset is None and not family.is_numeric:  # Spark types NULL as a DOUBLE offset here
+        raise WindowSpecError(f"a NULL RANGE offset needs a numeric ORDER BY column, not {what}")
     if not family.is_ordered_number:
         raise WindowSpecError(
             f"RANGE with an offset needs a numeric, DATE or TIMESTAMP ORDER BY column, not {what}"
         )
     if isinstance(offset, Interval):
+        if family in (TypeFamily.INT, TypeFamily.DECIMAL):
+            return  # cast to the key's type, in the interval's last unit (offset_in_key_type)
         if not family.is_temporal:
-            raise WindowSpecError(f"an INTERVAL offset needs a DATE or TIMESTAMP ORDER BY column, not {what}")
+            raise WindowSpecError(
+                f"an INTERVAL offset needs a DATE, TIMESTAMP, integer or DECIMAL ORDER BY column, not {what}"
+            )
         if family is TypeFamily.DATE and not (
             offset.year_month or offset.fields in ("DAY", "") and not offset.micros
         ):
@@ -401,6 +492,8 @@ def shift_key(numbers: np.ndarray, kind: TypeFamily, offset, sign: int) -> np.nd
     for DATE/TIMESTAMP keys, a number otherwise. Integer, DATE and TIMESTAMP keys saturate at the
     int64 limits rather than wrap: a reach past int64 max still compares above every key. O(n)."""
     offset = _date_days(offset, kind)
+    if kind is TypeFamily.INT:  # Spark casts to the key's type: an INTERVAL in its last unit, no fraction
+        offset = offset_in_key_type(offset, pa.int64())
     if isinstance(offset, Interval):
         return _shift_time(numbers, offset, sign)[0]
     if numbers.dtype == np.int64 and isinstance(offset, int) and len(numbers):

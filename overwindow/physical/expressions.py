@@ -94,7 +94,7 @@ def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
             return pa.array([value] * table.num_rows, type=_literal_type(value))
     out = _eval(expr.node, table)
     if isinstance(out, pa.Scalar):
-        out = pa.array([out.as_py()] * table.num_rows, type=out.type if out.type != pa.null() else None)
+        out = pa.repeat(out, table.num_rows)  # not through Python: DATE '9999-12-31' + 1 has no date
     if isinstance(out, pa.ChunkedArray):
         out = out.combine_chunks()
     return out
@@ -156,7 +156,7 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         value = literal_value(node, node.sql(dialect=DIALECT))
         return pa.scalar(value, type=_literal_type(value))  # Spark's: `3` is INT, so `i * 3` is INT
     if isinstance(node, exp.Neg):
-        return pc.negate_checked(_eval(node.this, t))
+        return _unary("negate_checked", _eval(node.this, t), node.sql(dialect=DIALECT))
     if isinstance(node, exp.Not):
         return pc.invert(_eval(node.this, t))
     if type(node) in _ARITHMETIC:
@@ -182,9 +182,11 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         except casts.CastError as e:
             raise WindowRuntimeError(f"{e}, in {node.sql(dialect=DIALECT)}") from None
     if isinstance(node, exp.Coalesce):
-        return pc.coalesce(*[_eval(e, t) for e in [node.this, *node.expressions]])
+        values = [_eval(e, t) for e in [node.this, *node.expressions]]
+        typed = [v for v in values if not pa.types.is_null(v.type)]  # NULL (VOID, lag()) adds nothing
+        return values[0] if not typed else typed[0] if len(typed) == 1 else pc.coalesce(*typed)
     if isinstance(node, exp.Abs):
-        return pc.abs_checked(_eval(node.this, t))
+        return _unary("abs_checked", _eval(node.this, t), node.sql(dialect=DIALECT))
     if isinstance(node, exp.In):
         return _in(_eval(node.this, t), [literal_value(e, "IN list") for e in node.expressions])
     if isinstance(node, exp.Between):
@@ -235,6 +237,9 @@ def _arithmetic(node: exp.Expression, t: pa.Table):
     """
     op, name = _ARITHMETIC[type(node)], node.sql(dialect=DIALECT)
     a, b = _eval(node.this, t), _eval(node.expression, t)
+    if pa.types.is_date32(a.type) or pa.types.is_date32(b.type):
+        return _date_arithmetic(op, a, b, name)
+    a, b = _typed_nulls(a, b)
     kinds = {kind_of(a.type), kind_of(b.type)}
     numbers = kinds <= {TypeFamily.DECIMAL, TypeFamily.INT, TypeFamily.FLOAT}
     exact = numbers and TypeFamily.DECIMAL in kinds and TypeFamily.FLOAT not in kinds
@@ -272,6 +277,84 @@ def _arithmetic(node: exp.Expression, t: pa.Table):
             f"{what} by zero in {name} (Spark: {spark}); leave such rows out of it, e.g. "
             f"CASE WHEN divisor <> 0 THEN {name} END"
         ) from None
+
+
+def _typed_nulls(a, b):
+    """The operands with a bare NULL typed as Spark types it: as the other operand (``m / NULL`` is
+    a DECIMAL(12,2) divided by a DECIMAL(12,2), ``NULL + 1`` INT), as a DOUBLE beside another NULL
+    (``NULL * NULL``)."""
+    a_null, b_null = pa.types.is_null(a.type), pa.types.is_null(b.type)
+    if a_null and b_null:
+        return pa.scalar(None, pa.float64()), pa.scalar(None, pa.float64())
+    if a_null and kind_of(b.type).is_numeric:
+        return pa.scalar(None, b.type), b
+    if b_null and kind_of(a.type).is_numeric:
+        return a, pa.scalar(None, a.type)
+    return a, b
+
+
+def _unary(fn: str, x, name: str):
+    """``-x`` and ``abs(x)``: NULL is a DOUBLE NULL (Spark's type of ``-NULL``); the negative of an
+    integer type's minimum overflows, a WindowRuntimeError as Spark's ANSI mode fails."""
+    if pa.types.is_null(x.type):
+        return pa.scalar(None, pa.float64())
+    try:
+        return pc.call_function(fn, [x])
+    except pa.ArrowInvalid as e:
+        if "overflow" not in str(e).lower():
+            raise
+        raise WindowRuntimeError(
+            f"arithmetic overflow in {name}: {sql_type(x.type)}'s minimum has no negative in "
+            f"{sql_type(x.type)}; CAST it to a wider type first (Spark: ARITHMETIC_OVERFLOW)"
+        ) from None
+
+
+_DAYS = (pa.int8(), pa.int16(), pa.int32())  # Spark's date_add takes TINYINT, SMALLINT or INT days
+
+
+def _date_arithmetic(op: str, a, b, name: str):
+    """``DATE + n``, ``n + DATE`` and ``DATE - n`` as Spark computes them (its ``date_add`` and
+    ``date_sub``): ``n`` a TINYINT, SMALLINT or INT (a BIGINT, DECIMAL, DOUBLE or string is refused,
+    as Spark refuses it), the day count added in 32-bit integers that wrap as Java's do (Spark does
+    not check ``date_add`` for overflow, even in ANSI mode); the result a DATE. A bare NULL beside a
+    DATE: ``d + NULL`` is a TIMESTAMP (Spark reads it as a timestamp plus an interval), NULL in
+    every row. ``DATE - DATE`` (Spark: an INTERVAL DAY) and every other operation on a DATE are
+    refused: overwindow has no interval values.
+
+    >>> d = pa.table({"d": pa.array([dt.date(2024, 1, 31), None], pa.date32())})
+    >>> evaluate_expr(Expr.of("d + 1"), d).to_pylist()
+    [datetime.date(2024, 2, 1), None]
+    """
+    date_a, date_b = pa.types.is_date32(a.type), pa.types.is_date32(b.type)
+    if op in ("+", "-") and date_a != date_b:
+        days = b if date_a else a
+        if op == "+" or date_a:
+            if pa.types.is_null(days.type):
+                if op == "-":
+                    _no_date_difference(name)
+                return pa.scalar(None, pa.timestamp("us", tz="UTC"))  # Spark's TIMESTAMP
+            if days.type in _DAYS:
+                start, days = (a, b) if date_a else (b, a)
+                whole = pc.cast(start, pa.int32()), pc.cast(days, pa.int32())
+                total = pc.call_function("add" if op == "+" else "subtract", list(whole))  # wraps
+                return pc.cast(total, pa.date32())
+            raise WindowSpecError(
+                f"{name}: the days added to or subtracted from a DATE must be an INT, SMALLINT or "
+                f"TINYINT, not {sql_type(days.type)} (as in Spark's date_add)"
+            )
+    if op == "-" and date_a and date_b:
+        _no_date_difference(name)
+    raise WindowSpecError(
+        f"{name} cannot be computed for {sql_type(a.type)}, {sql_type(b.type)} arguments: a DATE "
+        "takes only + and - of a number of days"
+    )
+
+
+def _no_date_difference(name: str):
+    raise WindowSpecError(
+        f"{name}: the difference of two DATEs is an INTERVAL DAY in Spark, which overwindow does not "
+        "compute; write datediff-style arithmetic on the day numbers instead"
+    )
 
 
 def _decimal_operand_type(value, node: exp.Expression) -> pa.Decimal128Type:

@@ -8,6 +8,7 @@ tests/spark/test_decimal_arithmetic.py."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from decimal import Decimal
 
@@ -147,3 +148,26 @@ def test_arrow_errors_become_the_package_errors():
         evaluate(t, "lag(b + 1) OVER (ORDER BY t) AS r")
     with pytest.raises(WindowRuntimeError, match=r"arithmetic overflow in x \+ 1"):
         evaluate(t, "lag(x + 1) OVER (ORDER BY t) AS r")
+
+
+def test_date_plus_days_wraps_as_spark_does():
+    """Spark's date_add adds in Java ints, unchecked even in ANSI mode: measured in Spark 4,
+    datediff(DATE '2024-01-01' + 2147483647, DATE '1970-01-01') is -2147463926, and
+    datediff(DATE '9999-12-31' + 1, DATE '1970-01-01') is 2932897."""
+    t = pa.table({"t": [1, 2], "d": pa.array([dt.date(2024, 1, 1), dt.date(9999, 12, 31)], pa.date32())})
+    out = evaluate(
+        t, "lag(d + 2147483647, 0) OVER (ORDER BY t) AS a", "lead(d + 1, 0) OVER (ORDER BY t) AS b"
+    )
+    assert out["a"].type == pa.date32() and out["a"].cast(pa.int32()).to_pylist()[0] == -2147463926
+    assert out["b"].cast(pa.int32()).to_pylist()[1] == 2932897
+    with pytest.raises(WindowSpecError, match="must be an INT, SMALLINT or TINYINT, not BIGINT"):
+        evaluate(t, "lag(d + CAST(1 AS BIGINT)) OVER (ORDER BY t) AS r")
+
+
+def test_negating_an_integer_minimum_is_spark_s_arithmetic_overflow():
+    """-x and abs(x) of INT's or BIGINT's minimum fail in Spark's ANSI mode (ARITHMETIC_OVERFLOW);
+    they do not wrap."""
+    t = pa.table({"t": [1, 2], "i": pa.array([1, -(2**31)], pa.int32()), "l": [1, -(2**63)]})
+    for text in ("-i", "abs(i)", "-l", "abs(l)"):
+        with pytest.raises(WindowRuntimeError, match="ARITHMETIC_OVERFLOW"):
+            evaluate(t, f"lag({text}) OVER (ORDER BY t) AS r")

@@ -249,6 +249,9 @@ EXPRESSIONS = [
     "m / (abs(w) + 1)",  # mixed scales: DECIMAL(12,2) / DECIMAL(38,9) is DECIMAL(38,19)
     "m * 0.5 - w",
     "w % (abs(m) + 1)",
+    "d + p",  # a DATE plus an INT number of days (Spark's date_add), NULL where p is
+    "3 + d",
+    "d - 40000",
 ]
 DOUBLES = ("f", "-f", "CAST(i AS DOUBLE) / 4")  # the DOUBLE arguments: sum/avg oracle by DECIMAL
 # RANGE offsets by key: lists of spellings in increasing order, one list per offset type (a
@@ -271,10 +274,18 @@ _TIMES = [
     *_MONTHS,
 ]
 RANGE_OFFSETS = {
-    "i": [["0", "1", "2", "5"]],
-    "l": [["0", "1", "3", "2000"]],
-    "f": [["0", "0.5", "1", "2.25", "1e20"]],
-    "m": [["0", "0.01", "1.5", "100"]],
+    # NULL: the bound's value is NULL, placed where NULLs sort; strings and fractions are cast to
+    # the key's type (over integers the fraction is dropped, over DECIMAL(12,2) rounded half up)
+    # (INTERVALs too, in their last unit: INTERVAL 2 HOURS over an integer key is 2)
+    "i": [
+        ["0", "1", "2", "5"],
+        ["NULL"],
+        ["-1.5", "0.5", "'1'", "2.9"],
+        ["INTERVAL 0 HOURS", "INTERVAL 36 HOURS"],
+    ],
+    "l": [["0", "1", "3", "2000"], ["-0.5", "'1.5'", "2.5e0"], ["INTERVAL 1 DAY", "INTERVAL 3 DAYS"]],
+    "f": [["0", "0.5", "1", "2.25", "1e20"], ["NULL"], ["' 0.5 '", "1"]],
+    "m": [["0", "0.01", "1.5", "100"], ["0.005", "'1.555'", "2.499"], ["INTERVAL 1555 MILLISECONDS"]],
     "w": [["0", "0.0000000001", "1", "100000000000000000000"]],
     "rid": [["0", "1", "2", "4"]],
     "d": [
@@ -373,6 +384,8 @@ def random_call(rng, alias: str) -> Call:
         positional = name in ("row_number", "ntile")  # the order among peers decides
         order, cols = _order_keys(rng, with_rid=positional)
         text = f"ntile({int(rng.integers(1, 8))})" if name == "ntile" else f"{name}()"
+        if name in ("rank", "dense_rank", "percent_rank") and rng.random() < 0.2:
+            text = f"{name}({_pick(rng, list(TYPES))})"  # Spark ignores the argument: ORDER BY ranks
         return Call(alias, f"{text} {_over(partition, order)}", columns=(*partition, *cols))
     if group == "offset":
         name = _pick(rng, OFFSETS)
@@ -389,6 +402,8 @@ def random_call(rng, alias: str) -> Call:
         if default is not None:
             items.append(default)
         ignore = " IGNORE NULLS" if rng.random() < 0.4 else ""
+        if rng.random() < 0.03:
+            items = []  # lag(): Spark's lag(NULL), a VOID column
         text = f"{name}({', '.join(items)}){ignore} {_over(partition, order)}"
         return Call(alias, text, columns=(*partition, *cols, *_columns_of(arg), *_columns_of(default)))
     if group == "value":
@@ -540,12 +555,17 @@ def run_spark(spark, table: pa.Table, calls: list[Call]) -> tuple[dict, dict, di
         name: t.lower() for name, t in TYPES.items()
     }
     df.createOrReplaceTempView("parity")
+    return run_spark_view(spark, "parity", calls)
+
+
+def run_spark_view(spark, view: str, calls: list[Call]) -> tuple[dict, dict, dict]:
+    """``run_spark`` over a temporary view already registered (with a ``rid`` column)."""
     values, types, errors = {}, {}, {}
 
     def select(batch):
         items = [f"{c.sql} AS {c.alias}" for c in batch]
         items += [f"{sql} AS {alias}" for c in batch for alias, sql in c.extra.items()]
-        df = spark.sql(f"SELECT rid, {', '.join(items)} FROM parity ORDER BY rid")
+        df = spark.sql(f"SELECT rid, {', '.join(items)} FROM {view} ORDER BY rid")
         out = df.toArrow()
         for f in df.schema.fields:
             types[f.name] = f.dataType
@@ -666,3 +686,161 @@ def test_integer_literals_are_int_as_in_spark(spark):
         spark.sql("SELECT lag(i * 3) OVER (ORDER BY rid) FROM literals").collect()
     with pytest.raises(WindowRuntimeError, match="overflow"):
         overwindow.evaluate(big, "lag(i * 3) OVER (ORDER BY rid) AS a")
+
+
+# calls Spark reads in its own way, each checked against Spark over one small table (values and
+# result types): arguments of rank/dense_rank/percent_rank ignored; lag() is lag(NULL), VOID; DATE
+# plus or minus INT, SMALLINT or TINYINT days, wrapping as Java's int does; a bare NULL typed as
+# the other operand, or DOUBLE; a BIGINT constant where Spark accepts one (nth_value, RANGE)
+READINGS = [
+    "rank(x) OVER (ORDER BY t)",
+    "rank(x, s) OVER (PARTITION BY k ORDER BY t DESC)",
+    "dense_rank(1) OVER (ORDER BY k)",
+    "percent_rank(s) OVER (PARTITION BY k ORDER BY t)",
+    "lag() OVER (ORDER BY t)",
+    "lead() IGNORE NULLS OVER (PARTITION BY k ORDER BY t)",
+    "coalesce(lag() OVER (ORDER BY t), 1)",
+    "lag(d + 1) OVER (ORDER BY t)",
+    "lag(1 + d) OVER (ORDER BY t)",
+    "lead(d - k) OVER (ORDER BY t)",
+    "lag(k + d) OVER (ORDER BY t)",
+    "lag(d + CAST(2 AS SMALLINT)) OVER (ORDER BY t)",
+    "lag(d - CAST(-3 AS TINYINT)) OVER (ORDER BY t)",
+    "lag(d + CAST(NULL AS INT)) OVER (ORDER BY t)",
+    "lag(CAST(NULL AS DATE) + 1) OVER (ORDER BY t)",
+    "lag(d + NULL) OVER (ORDER BY t)",
+    "lag(NULL + d) OVER (ORDER BY t)",
+    "lag(DATE '9999-12-31' + 1 = d) OVER (ORDER BY t)",
+    "lag(d + 2147483647 < d) OVER (ORDER BY t)",
+    "lag(m * NULL) OVER (ORDER BY t)",
+    "lag(m / NULL) OVER (ORDER BY t)",
+    "lag(NULL - m) OVER (ORDER BY t)",
+    "lag(NULL + 1) OVER (ORDER BY t)",
+    "lag(NULL * NULL) OVER (ORDER BY t)",
+    "lag(NULL / NULL) OVER (ORDER BY t)",
+    "lag(x + NULL) OVER (ORDER BY t)",
+    "lag(t - NULL) OVER (ORDER BY t)",
+    "lag(k % NULL) OVER (ORDER BY t)",
+    "lag(-NULL) OVER (ORDER BY t)",
+    "lag(abs(NULL)) OVER (ORDER BY t)",
+    "nth_value(x, CAST(1 AS BIGINT)) OVER (ORDER BY t)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN CAST(1 AS BIGINT) PRECEDING AND CURRENT ROW)",
+    # a NULL RANGE offset: the bound's value is NULL, placed where the sort puts NULLs
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k DESC RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k NULLS LAST RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
+    "sum(t) OVER (ORDER BY k DESC NULLS FIRST RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
+    "count(*) OVER (ORDER BY x RANGE BETWEEN NULL PRECEDING AND NULL FOLLOWING)",
+    "sum(t) OVER (ORDER BY x RANGE BETWEEN UNBOUNDED PRECEDING AND NULL PRECEDING)",
+    "sum(t) OVER (PARTITION BY s ORDER BY m DESC NULLS FIRST RANGE BETWEEN NULL PRECEDING AND 1 FOLLOWING)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN CAST(NULL AS INT) FOLLOWING AND UNBOUNDED FOLLOWING)",
+    # RANGE offsets cast to the key's type: strings read as DOUBLEs; fractions dropped over
+    # integers, rounded half up to the key's scale over DECIMALs
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN -1.5 PRECEDING AND 3 FOLLOWING)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN '-1.5' PRECEDING AND '3' FOLLOWING)",
+    "sum(t) OVER (ORDER BY u DESC RANGE BETWEEN 1.5e0 FOLLOWING AND 3 FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN '1.555' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN 1.555 PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY n DESC RANGE BETWEEN CURRENT ROW AND '1.554' FOLLOWING)",
+    "sum(t) OVER (ORDER BY x RANGE BETWEEN ' 1.5 ' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN '1e0' PRECEDING AND '2' FOLLOWING)",
+    # INTERVAL offsets over integer and DECIMAL keys: a count of the interval's last unit
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL 2 DAYS PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL 1999 MILLISECONDS PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL '0-2' YEAR TO MONTH PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL '0 02' DAY TO HOUR PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k DESC RANGE BETWEEN CURRENT ROW AND INTERVAL 1 YEAR FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN INTERVAL '1.555' SECOND PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN INTERVAL 1 HOUR PRECEDING AND INTERVAL 1 HOUR FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN INTERVAL 1 MICROSECOND PRECEDING AND CURRENT ROW)",
+]
+# calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
+READINGS_REFUSED = [
+    "cume_dist(x) OVER (ORDER BY t)",
+    "rank(nope) OVER (ORDER BY t)",
+    "rank(x) OVER (PARTITION BY k)",
+    "lag() OVER (PARTITION BY k)",
+    "lag(d + t) OVER (ORDER BY t)",
+    "lag(d + 1.5) OVER (ORDER BY t)",
+    "lag(d + x) OVER (ORDER BY t)",
+    "lag(d + '1') OVER (ORDER BY t)",
+    "lag(k - d) OVER (ORDER BY t)",
+    "lag(d * 2) OVER (ORDER BY t)",
+    "ntile(CAST(1 AS BIGINT)) OVER (ORDER BY t)",
+    "ntile(1L) OVER (ORDER BY t)",
+    "lag(x, CAST(1 AS BIGINT)) OVER (ORDER BY t)",
+    "lead(x, CAST(1 AS SMALLINT), 0) OVER (ORDER BY t)",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN CAST(1 AS BIGINT) PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN CURRENT ROW AND CAST(1 AS SMALLINT) FOLLOWING)",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY s RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY x RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW)",
+]
+# calls Spark analyses and fails on when it runs them, whatever the rows (a RANGE offset that
+# cannot be cast to the key's type); overwindow refuses them with a WindowSpecError
+READINGS_CAST_REFUSED = [
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN 'a' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN '99999999999' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN '3000000000' PRECEDING AND CURRENT ROW)",
+]
+# calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError
+READINGS_FAILING = [
+    "lag(-k) OVER (ORDER BY t)",
+    "lag(abs(k)) OVER (ORDER BY t)",
+    "lag(-t) OVER (ORDER BY t)",
+    "lag(abs(t)) OVER (ORDER BY t)",
+]
+
+
+def test_spark_readings_agree(spark):
+    """Each of READINGS gives Spark's values and result types; each of READINGS_REFUSED is refused
+    by both, each of READINGS_FAILING fails in both, on the rows' overflow."""
+    table = pa.table(
+        {
+            "rid": pa.array([0, 1, 2, 3, 4], pa.int64()),
+            "t": pa.array([1, 2, 3, 5, 7], pa.int64()),
+            "k": pa.array([1, 1, 2, 2, None], pa.int32()),
+            "x": pa.array([1.0, 2.5, None, -1.0, 3.0]),
+            "m": pa.array(
+                [Decimal("1.50"), Decimal("-2.25"), None, Decimal("10.00"), Decimal("0.5")],
+                pa.decimal128(12, 2),
+            ),
+            "s": pa.array(["a", "b", None, "c", "c"]),
+            "u": pa.array([0, 1, 2, 4, 6], pa.int64()),
+            "n": pa.array(
+                [Decimal("0.00"), Decimal("1.55"), Decimal("1.56"), Decimal("3.00"), None],
+                pa.decimal128(12, 2),
+            ),
+            "d": pa.array(
+                [dt.date(2024, 1, 1), dt.date(2024, 2, 29), None, dt.date(1969, 12, 31), dt.date(1, 1, 1)],
+                pa.date32(),
+            ),
+        }
+    )
+    spark.createDataFrame(table).createOrReplaceTempView("readings")
+    calls = [Call(f"c{j}", text) for j, text in enumerate(READINGS)]
+    spark_values, spark_types, spark_errors = run_spark_view(spark, "readings", calls)
+    ours = run_overwindow(table, calls)
+    msgs = compare(0, table, calls, (spark_values, spark_types, spark_errors), ours, "readings")
+    assert not msgs, "\n".join(msgs)
+    for text in READINGS_REFUSED:
+        with pytest.raises(Exception):  # noqa: B017 - Spark's analysis refuses it, in its own words
+            spark.sql(f"SELECT {text} AS r FROM readings").schema  # noqa: B018 - analyses
+        with pytest.raises(overwindow.WindowSpecError):
+            overwindow.evaluate(table, f"{text} AS r")
+    for text in READINGS_CAST_REFUSED:
+        with pytest.raises(Exception):  # noqa: B017 - CAST_INVALID_INPUT, NUMERIC_VALUE_OUT_OF_RANGE...
+            spark.sql(f"SELECT {text} AS r FROM readings").collect()
+        with pytest.raises(overwindow.WindowSpecError):
+            overwindow.evaluate(table, f"{text} AS r")
+    big = table.set_column(
+        table.schema.get_field_index("k"), "k", pa.array([1, -(2**31), 2, 3, 4], pa.int32())
+    )
+    big = big.set_column(big.schema.get_field_index("t"), "t", pa.array([1, 2, 3, -(2**63), 7], pa.int64()))
+    spark.createDataFrame(big).createOrReplaceTempView("readings")
+    for text in READINGS_FAILING:
+        with pytest.raises(Exception, match="ARITHMETIC_OVERFLOW"):
+            spark.sql(f"SELECT {text} AS r FROM readings").collect()
+        with pytest.raises(WindowRuntimeError, match="ARITHMETIC_OVERFLOW"):
+            overwindow.evaluate(big, f"{text} AS r")

@@ -87,51 +87,26 @@ EXTENSIONS = [
 # --- known differences, left out of the random texts: each is pinned below (test_known_difference)
 # so that a change to either side shows; (why, pattern, a text of it)
 KNOWN_DIFFERENCES = [
-    # Spark casts a single-unit INTERVAL to a numeric ORDER BY key's type (RANGE INTERVAL 1 DAY
-    # PRECEDING over a BIGINT key is RANGE 1 PRECEDING); overwindow refuses an INTERVAL over a
-    # numeric key. The key's type is known only when the call runs (overwindow/physical/).
+    # Spark casts each RANGE offset to a numeric ORDER BY key's type before it compares the two
+    # bounds' types, so over a numeric key it takes an INTERVAL beside a number or beside an
+    # INTERVAL of other units (INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING over a BIGINT key);
+    # overwindow checks the bounds' types without the key's and refuses them (a single INTERVAL,
+    # or two of one type, over an integer or DECIMAL key is computed as Spark computes it)
     (
-        "an INTERVAL RANGE offset over a numeric key",
-        r"ORDER BY (?!d\b|ts\b)[^)]*\bRANGE\b[^)]*\bINTERVAL\b",
-        "sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW)",
-    ),
-    # Spark casts a string constant RANGE offset to the key's type ('1' PRECEDING over an INT key);
-    # overwindow refuses it (again the key's type is known only in overwindow/physical/)
-    (
-        "a string RANGE offset",
-        r"\bRANGE\b[^)]*'[^']*' (PRECEDING|FOLLOWING)",
-        "sum(x) OVER (ORDER BY k RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
-    ),
-    # Spark accepts a NULL RANGE offset (a frame whose bound is NULL); overwindow refuses it
-    (
-        "a NULL RANGE offset",
-        r"\bRANGE\b[^)]*\bNULL (PRECEDING|FOLLOWING)",
-        "sum(x) OVER (ORDER BY t RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+        "an INTERVAL beside another offset type over a numeric key",
+        r"ORDER BY (?!d\b|ts\b)[^)]*\bRANGE BETWEEN (?=[^)]*\bINTERVAL\b)[^)]* (PRECEDING|FOLLOWING) "
+        r"AND [^)]* (PRECEDING|FOLLOWING)",
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
     ),
     # Spark accepts a NaN RANGE offset over a DOUBLE key; overwindow refuses it ("cannot be NaN")
     (
         "a NaN RANGE offset",
-        r"\bRANGE\b[^)]*CAST\('NaN' AS DOUBLE\) (PRECEDING|FOLLOWING)",
+        r"\bRANGE\b[^)]*(CAST\('NaN' AS DOUBLE\)|'\s*[+-]?NaN\s*') (PRECEDING|FOLLOWING)",
         "sum(x) OVER (ORDER BY x RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND CURRENT ROW)",
     ),
-    # Spark types CAST(1 AS BIGINT) as BIGINT and refuses it where an INT is required (a ROWS
-    # bound, lag/lead's offset, ntile); overwindow folds it to the integer 1 and accepts it
-    (
-        "a BIGINT constant where Spark requires an INT",
-        r"CAST\(1 AS BIGINT\)",
-        "ntile(CAST(1 AS BIGINT)) OVER (ORDER BY t)",
-    ),
-    # Spark accepts lag() and lead() without arguments (lag of NULL); overwindow refuses them
-    ("lag() / lead() without arguments", r"\b(lag|lead)\(\)", "lag() OVER (ORDER BY t)"),
-    # Spark accepts arguments to rank, dense_rank, percent_rank and cume_dist (it replaces them by
-    # the ORDER BY keys); overwindow refuses them
-    (
-        "arguments to a ranking function",
-        r"\b(rank|dense_rank|percent_rank|cume_dist)\((?!\))",
-        "rank(x) OVER (ORDER BY t)",
-    ),
-    # Spark adds days to a DATE (d + 1); overwindow's expressions do no date arithmetic
-    ("DATE arithmetic", r"\bd [+-] \d", "lag(d + 1) OVER (ORDER BY t)"),
+    # Spark subtracts a DATE from a DATE (d - d, and d - NULL) giving an INTERVAL DAY; overwindow
+    # has no interval values and refuses it
+    ("DATE - DATE", r"\bd - (d|NULL)\b", "lag(d - d) OVER (ORDER BY t)"),
     # Spark computes a window call over the result of another; overwindow refuses nested windows
     (
         "a window call inside another",
@@ -142,7 +117,7 @@ KNOWN_DIFFERENCES = [
 
 
 # the known differences the other way round: Spark refuses, overwindow accepts
-SPARK_REFUSES = {"ntile(CAST(1 AS BIGINT)) OVER (ORDER BY t)"}
+SPARK_REFUSES: set[str] = set()
 
 
 def known_difference(text: str) -> str | None:
@@ -169,6 +144,14 @@ HAND_PICKED = [
     "lag(s * 2) OVER (ORDER BY t)",
     "lag(d + 1) OVER (ORDER BY t)",
     "lag(ts - 1) OVER (ORDER BY t)",
+    "lag(d + t) OVER (ORDER BY t)",
+    "lag(d - k) OVER (ORDER BY t)",
+    "lag(k + d) OVER (ORDER BY t)",
+    "lag(k - d) OVER (ORDER BY t)",
+    "lag(d * 2) OVER (ORDER BY t)",
+    "lag(d + 1.5) OVER (ORDER BY t)",
+    "lag(d + NULL) OVER (ORDER BY t)",
+    "lag(d + '1') OVER (ORDER BY t)",
     "lag(coalesce(b, b, 1)) OVER (ORDER BY t)",
     # valid calls
     "lag(x) OVER (ORDER BY t)",
@@ -258,6 +241,16 @@ HAND_PICKED = [
     "lag(x) OVER (PARTITION BY k)",
     "ntile(2) OVER (PARTITION BY k)",
     "rank(x) OVER (ORDER BY t)",
+    "rank(x, s) OVER (PARTITION BY k ORDER BY t)",
+    "dense_rank(nope) OVER (ORDER BY t)",
+    "percent_rank(1) OVER (ORDER BY t)",
+    "cume_dist(x) OVER (ORDER BY t)",
+    "row_number(x) OVER (ORDER BY t)",
+    "rank(x) OVER (PARTITION BY k)",
+    "rank(x) IGNORE NULLS OVER (ORDER BY t)",
+    "lead() OVER (ORDER BY t)",
+    "lag() IGNORE NULLS OVER (PARTITION BY k ORDER BY t)",
+    "lag() OVER (PARTITION BY k)",
     # argument counts and types
     "sum() OVER (ORDER BY t)",
     "sum(x, t) OVER (ORDER BY t)",
@@ -292,6 +285,33 @@ HAND_PICKED = [
     "sum(x) OVER (ORDER BY x RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY x RANGE BETWEEN 1e0 PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY t ROWS BETWEEN CAST(1 AS BIGINT) PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN CURRENT ROW AND CAST(1 AS SMALLINT) FOLLOWING)",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN CAST(CAST(1 AS BIGINT) AS INT) PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN CAST(1 AS BIGINT) PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY m RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
+    "sum(x) OVER (ORDER BY k RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY m RANGE INTERVAL 1 DAY PRECEDING)",
+    "sum(x) OVER (ORDER BY k RANGE BETWEEN CURRENT ROW AND INTERVAL '1-1' YEAR TO MONTH FOLLOWING)",
+    "sum(x) OVER (ORDER BY x RANGE BETWEEN INTERVAL 2 HOURS PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY x RANGE BETWEEN ' 1.5 ' PRECEDING AND '2e0' FOLLOWING)",
+    "sum(x) OVER (ORDER BY m RANGE BETWEEN '-1' PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY d RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY ts RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY s RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN '' PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY k RANGE BETWEEN '3000000000' PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY m RANGE BETWEEN '99999999999' PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY x RANGE BETWEEN NULL PRECEDING AND NULL PRECEDING)",
+    "sum(x) OVER (ORDER BY d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY ts RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "ntile(CAST(1 AS BIGINT)) OVER (ORDER BY t)",
+    "ntile(1L) OVER (ORDER BY t)",
+    "ntile(CAST(2 AS INT)) OVER (ORDER BY t)",
+    "lag(x, CAST(1 AS BIGINT)) OVER (ORDER BY t)",
+    "lead(x, CAST(1 AS SMALLINT), 0) OVER (ORDER BY t)",
+    "nth_value(x, CAST(1 AS BIGINT)) OVER (ORDER BY t)",
     "sum(x) OVER (ORDER BY t ROWS BETWEEN 2147483648 PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY t ROWS BETWEEN 1 / 1 PRECEDING AND CURRENT ROW)",
     "lag(x, 1 / 1) OVER (ORDER BY t)",
@@ -380,9 +400,9 @@ DEFAULTS = ["0", "NULL", "'a'", "x", "s", "1.5", "DATE '2024-01-01'", "TRUE"]
 
 def _column(r: random.Random, numeric: bool = False) -> str:
     col = r.choice(NUMERIC if numeric and r.random() < 0.85 else COLUMNS)
+    if col == "d":  # DATE plus or minus INT days (Spark's date_add)
+        return r.choice([col, col, col, f"{col} + 1", f"{col} - k", f"coalesce({col}, {col})"])
     if col not in NUMERIC:
-        # not `b + 1`, `abs(s)`, `d + 1`: the batch evaluator's expressions reach Arrow's kernels
-        # with such types and raise Arrow's error (overwindow/physical/expressions.py)
         return r.choice([col, col, col, f"coalesce({col}, {col})"])
     return r.choice([col, col, col, f"{col} + 1", f"coalesce({col}, {col})", f"abs({col})"])
 
@@ -395,7 +415,9 @@ def _function(r: random.Random) -> str:
         "dense_rank()",
         "percent_rank()",
         "cume_dist()",
+        f"{r.choice(['rank', 'dense_rank', 'percent_rank', 'cume_dist'])}({c})",
         f"ntile({r.choice(OFFSETS)})",
+        f"{r.choice(['lag', 'lead'])}()",
         f"lag({c})",
         f"lead({c}, {r.choice(OFFSETS)})",
         f"lag({c}, {r.choice(OFFSETS)}, {r.choice(DEFAULTS)})",
