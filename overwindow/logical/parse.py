@@ -105,6 +105,7 @@ def parse_window(text: str) -> WindowExpression:
 
 
 _UNITS = {"ROWS", "RANGE", "GROUPS"}
+_INTERVAL_UNITS = {"YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND"}
 _SIDES = {"PRECEDING", "FOLLOWING"}
 
 
@@ -127,6 +128,16 @@ def check_over_clauses(tokens: list, text: str) -> None:
             _Spec(tokens, i + 2, text).read()
         if tok.token_type.name == "L_PAREN" and i > 0 and tokens[i - 1].text.upper() in _FLAG_ARGUMENT:
             _check_flag_argument(tokens, i, text)
+        if (
+            tok.token_type.name == "INTERVAL"
+            and i + 1 < len(tokens)
+            and tokens[i + 1].token_type.name == "STRING"
+        ):
+            unit = tokens[i + 2].text.upper() if i + 2 < len(tokens) else ""
+            if unit.rstrip("S") not in _INTERVAL_UNITS:
+                # INTERVAL '1 day 3 hours': sqlglot keeps only the first number and unit of such a
+                # string ('1 day xyz' reads as 1 day); read every word, as Spark does
+                _unit_words(tokens[i + 1].text)
 
 
 def _flagged_value_functions(text: str, tokens: list) -> str:
@@ -633,15 +644,20 @@ def _interval(node: exp.Interval) -> Interval:
         return _day_time(str(amount), first, last)
     unit = unit.name.upper() if unit is not None else ""
     if isinstance(amount, str) and not unit:
-        words = amount.split()
-        if len(words) % 2 or not words:
-            raise WindowSpecError(f"cannot read INTERVAL '{amount}': write INTERVAL '<number> <unit> ...'")
-        total = None
-        for number, word in zip(words[::2], words[1::2]):
-            part = _one_unit(_number(number, amount), word.upper())
-            total = part if total is None else _combined(total, part, f"'{amount}'")
-        return total
+        return _unit_words(amount)
     return _one_unit(_number(amount, amount), unit)
+
+
+def _unit_words(amount: str) -> Interval:
+    """``'1 day 3 hours'``: every word read, as Spark reads the string (``'1 day xyz'`` is an error)."""
+    words = amount.split()
+    if len(words) % 2 or not words:
+        raise WindowSpecError(f"cannot read INTERVAL '{amount}': write INTERVAL '<number> <unit> ...'")
+    total = None
+    for number, word in zip(words[::2], words[1::2]):
+        part = _one_unit(_number(number, amount), word.upper())
+        total = part if total is None else _combined(total, part, f"'{amount}'")
+    return total
 
 
 def _number(text, context):

@@ -325,6 +325,10 @@ HAND_PICKED = [
     "lag(ts, 1, TIMESTAMP '2024-01-01 00:00:00') OVER (ORDER BY t)",
     "lag(d, 1, DATE '2024-01-01') OVER (ORDER BY t)",
     "max(ts) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1 02:00:00' DAY TO SECOND PRECEDING AND CURRENT ROW)",
+    # interval strings read whole (sqlglot keeps only their first number and unit)
+    "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1 day xyz' PRECEDING AND CURRENT ROW)",
+    "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1 days 2' PRECEDING AND CURRENT ROW)",
+    "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1 day 2 hours' PRECEDING AND CURRENT ROW)",
     # Spark's spellings
     "first(x) OVER (ORDER BY t)",
     "last(x, true) OVER (ORDER BY t)",
