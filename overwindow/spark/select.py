@@ -103,8 +103,8 @@ def select(
             item.window = parse_window(text)
         except WindowSpecError as e:
             raise WindowSpecError(f"column {item.name!r}: {e}") from None
-    keys = _one_partitioning(windows)
-    _one_order(windows)
+    keys = _shared(windows, "PARTITION BY", lambda c: c.partition_by)
+    _shared(windows, "ORDER BY", lambda c: c.order_by)
     spec = OverWindow(
         *(_unpartitioned(i.window) for i in windows),
         emit=emit,
@@ -251,41 +251,28 @@ def _names(df, items: list[_Item]) -> None:
         item.name = name
 
 
-def _partition_text(call) -> str:
-    return ", ".join(str(e) for e in call.partition_by) or "(none)"
-
-
-def _one_partitioning(windows: list[_Item]) -> tuple:
-    """The PARTITION BY every window shares (as Exprs), or a WindowSpecError naming two that differ."""
+def _shared(windows: list[_Item], clause: str, key) -> tuple:
+    """The ``clause`` (PARTITION BY or ORDER BY; ``key(call)``: its items, compared as a set for
+    PARTITION BY) every window shares, or a WindowSpecError naming two windows that differ (one
+    overWindow groups by one key and sorts once)."""
     first = None
     for item in windows:
         for call in item.window.calls:
             if first is None:
                 first = (item, call)
-            elif {str(e) for e in call.partition_by} != {str(e) for e in first[1].partition_by}:
+                continue
+            ours, theirs = key(call), key(first[1])
+            same = (
+                set(map(str, ours)) == set(map(str, theirs)) if clause == "PARTITION BY" else ours == theirs
+            )
+            if not same:
+                texts = [", ".join(map(str, k)) or "(none)" for k in (theirs, ours)]
                 raise WindowSpecError(
-                    f"windows over different PARTITION BY in one select are not supported yet: "
-                    f"{first[0].name!r} has PARTITION BY {_partition_text(first[1])}, {item.name!r} has "
-                    f"PARTITION BY {_partition_text(call)}. Run one select per PARTITION BY (hosting "
-                    f"several in one query is the next step: {_DOCS})"
+                    f"windows over different {clause} in one select are not supported yet: "
+                    f"{first[0].name!r} has {clause} {texts[0]}, {item.name!r} has {clause} {texts[1]}. "
+                    f"Run one select per {clause} (several windows per query is the next step: {_DOCS})"
                 )
-    return first[1].partition_by
-
-
-def _one_order(windows: list[_Item]) -> None:
-    """Every window must share one ORDER BY (one overWindow sorts once)."""
-    first = None
-    for item in windows:
-        for call in item.window.calls:
-            if first is None:
-                first = (item, call)
-            elif call.order_by != first[1].order_by:
-                orders = [", ".join(map(str, c.order_by)) or "(none)" for c in (first[1], call)]
-                raise WindowSpecError(
-                    f"windows over different ORDER BY in one select are not supported yet: "
-                    f"{first[0].name!r} has ORDER BY {orders[0]}, {item.name!r} has ORDER BY "
-                    f"{orders[1]}. Run one select per ORDER BY (several windows per query: {_DOCS})"
-                )
+    return key(first[1])
 
 
 def _unpartitioned(w: WindowExpression) -> WindowExpression:
