@@ -96,12 +96,14 @@ class WindowClose:
                 f"({schema.field(self.order).type}): use an interval ('7 days') for a TIMESTAMP key, "
                 "an interval or whole days for a DATE, a number for a numeric key"
             )
-        # per partition: its key, counters, and the newest ORDER BY key it has seen (stateTtl)
-        newest = pa.from_numpy_dtype(key_numbers(Values(empty.column(self.order))).dtype)
+        # per partition: its key, counters, and the newest ORDER BY key it has seen (stateTtl);
+        # before any row, that key is below every key
+        newest = key_numbers(Values(empty.column(self.order))).dtype
+        self.no_key = -np.inf if newest.kind == "f" else np.iinfo(np.int64).min
         self.parts_schema = pa.schema(
             [schema.field(k) for k in self.keys]
             + [pa.field(c, pa.int64()) for c in _COUNTERS]
-            + [pa.field("newest", newest)]
+            + [pa.field("newest", pa.from_numpy_dtype(newest))]
         )
 
     # -- state -------------------------------------------------------------------------------
@@ -154,10 +156,8 @@ class WindowClose:
         return pa.array(newest)
 
     def _no_key(self, size: int) -> np.ndarray:
-        """``size`` partitions' newest keys before any row: below every key."""
-        dtype = self.parts_schema.field("newest").type.to_pandas_dtype()
-        low = -np.inf if np.dtype(dtype).kind == "f" else np.iinfo(np.int64).min
-        return np.full(size, low, dtype=dtype)
+        """``size`` partitions' newest keys before any row."""
+        return np.full(size, self.no_key, dtype=self.parts_schema.field("newest").type.to_pandas_dtype())
 
     # -- the step ----------------------------------------------------------------------------
 
@@ -172,8 +172,12 @@ class WindowClose:
         # the ORDER BY key as numbers, computed once per step and carried beside the rows
         keys = self._keys(table)
         late = 0
+        # the watermark after this step (late rows are judged by the one reached before it)
+        upto = meta.released_upto
+        if watermark is not None and (upto is None or watermark > upto):
+            upto = watermark
         # stateTtl: partitions the watermark has passed by more than the TTL before this step's rows
-        forgotten = self._forgotten(newest, meta.released_upto, watermark)
+        forgotten = self._forgotten(newest, upto)
         if rows is not None and rows.num_rows:
             if rows.schema.names != self.schema.names:
                 rows = rows.select(self.schema.names)
@@ -202,8 +206,7 @@ class WindowClose:
             )
         meta.late_rows += late
         meta.buckets = self.buckets
-        if watermark is not None and (meta.released_upto is None or watermark > meta.released_upto):
-            meta.released_upto = watermark
+        meta.released_upto = upto
         ended = forgotten | (meta.released_upto == END_OF_INPUT)
         b = _Buffer(table, keys, part, count, meta.released_upto, ended)
         b.newest, b.forgotten = newest, forgotten
@@ -220,13 +223,10 @@ class WindowClose:
             _largest(parts, self.keys),
         )
 
-    def _forgotten(self, newest: np.ndarray, released_upto, watermark) -> np.ndarray:
-        """Per partition, whether ``stateTtl`` forgets it in this step: the watermark (the step's,
-        or the one reached before) is more than the TTL past its newest key. It ends as at the end
-        of input, and rows of its key in this step start a new partition."""
-        now = released_upto if watermark is None else watermark
-        if released_upto is not None and watermark is not None:
-            now = max(watermark, released_upto)
+    def _forgotten(self, newest: np.ndarray, now) -> np.ndarray:
+        """Per partition, whether ``stateTtl`` forgets it in this step: the watermark ``now`` is
+        more than the TTL past its newest key. It ends as at the end of input, and rows of its key
+        in this step start a new partition."""
         if self.ttl is None or now is None or now == END_OF_INPUT:
             return np.zeros(len(newest), dtype=bool)
         return shift_key(newest, self.key_kind, self.ttl, +1) < now
