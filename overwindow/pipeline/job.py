@@ -210,7 +210,9 @@ def start_view(
     source = open_source(spark, view)
     df = source.frame
     grouped = df.groupBy(*view.partition_by) if view.partition_by else None
-    out = grouped.overWindow(view.spec) if grouped is not None else df.overWindow(view.spec)
+    # rows the machines set aside go to the dead letter too, when the view keeps one
+    keep = source.dead_letter.records if source.dead_letter is not None else None
+    out = grouped.overWindow(view.spec, keep) if grouped is not None else df.overWindow(view.spec, keep)
     rows_out: dict = {}
     writer = out.writeStream.option("checkpointLocation", view.checkpoint)
     if view.sink["kind"] == "parquet":

@@ -38,10 +38,11 @@ def null_event_times(p) -> int:
     return observed(p).get("null_event_times", 0)
 
 
-def progress_record(p, rows_out: int | str | None, machine: tuple[int, int] = (0, 0)) -> dict:
+def progress_record(p, rows_out: int | str | None, machine: tuple[int, int, int] = (0, 0, 0)) -> dict:
     """A micro-batch's progress as a flat dict (the JSON form): rows in and out, late rows (Spark's
-    and the state machines', ``machine[0]``), bad rows, updates of unknown rows (``machine[1]``),
-    keys and bytes in state, the watermark (None before the first), durations in milliseconds."""
+    and the state machines', ``machine[0]``), bad records, updates of unknown rows (``machine[1]``),
+    rows the state machines set aside (``machine[2]``), keys and bytes in state, the watermark (None
+    before the first), durations in milliseconds."""
     watermark = (p.eventTime or {}).get("watermark")
     counts = observed(p)
     return {
@@ -53,6 +54,7 @@ def progress_record(p, rows_out: int | str | None, machine: tuple[int, int] = (0
         "bad": counts.get("bad_records", 0),
         "null_event_times": null_event_times(p),
         "unknown_updates": machine[1],
+        "set_aside": machine[2],
         "counts": counts,
         "state_keys": sum(op.numRowsTotal for op in p.stateOperators),
         "state_bytes": sum(op.memoryUsedBytes for op in p.stateOperators),
@@ -62,12 +64,12 @@ def progress_record(p, rows_out: int | str | None, machine: tuple[int, int] = (0
     }
 
 
-def progress_line(p, rows_out: int | str | None, machine: tuple[int, int] = (0, 0)) -> str:
+def progress_line(p, rows_out: int | str | None, machine: tuple[int, int, int] = (0, 0, 0)) -> str:
     """``batch 3: 1,200 rows in, 1,180 out, watermark 2024-01-01T10:00:00Z, 4 keys (2.1 MB) in state,
     0 late, 0.84 s`` (and ``, 2 bad records (1 with a NULL event time)`` when a batch had records
-    that are not rows, ``, 1
-    updates of unknown rows`` when emit on update met some). ``machine``: (rows late, updates of
-    unknown rows) the state machines counted in the batch; their late rows join Spark's."""
+    that are not rows, ``, 1 updates of unknown rows`` when emit on update met some, ``, 3 rows set
+    aside`` when the state machines set rows aside). ``machine``: (rows late, updates of unknown
+    rows, rows set aside) the state machines counted in the batch; their late rows join Spark's."""
     r = progress_record(p, rows_out, machine)
     out = "?" if rows_out is None else rows_out if isinstance(rows_out, str) else f"{rows_out:,}"
     return (
@@ -77,6 +79,7 @@ def progress_line(p, rows_out: int | str | None, machine: tuple[int, int] = (0, 
         + (f", {r['bad']:,} bad records" if r["bad"] else "")
         + (f" ({r['null_event_times']:,} with a NULL event time)" if r["null_event_times"] else "")
         + (f", {r['unknown_updates']:,} updates of unknown rows" if r["unknown_updates"] else "")
+        + (f", {r['set_aside']:,} rows set aside" if r["set_aside"] else "")
     )
 
 
@@ -102,7 +105,7 @@ class ProgressPrinter(StreamingQueryListener):
         p = event.progress
         if self.query_id is not None and str(p.id) != self.query_id:
             return
-        machine = self.counts.take() if self.counts is not None else (0, 0)
+        machine = self.counts.take() if self.counts is not None else (0, 0, 0)
         rows_out = self.rows_out.pop(p.batchId, None)
         if self.json_lines:
             text = json.dumps({"view": self.name, **progress_record(p, rows_out, machine)})

@@ -358,10 +358,13 @@ class DeadLetter:
     ``batch-<id>.jsonl`` with an object per record, ``{"batch", "origin", "reason", "record"}``
     (``record``: the raw text; ``origin``: the file, or the Kafka topic, partition and offset).
 
-    The tasks that parse the source hand bad records to the driver through an accumulator, keyed by
-    (batch, partition, position), so a task that runs again replaces its records instead of adding
-    them; ``write`` (called by the job in each micro-batch, after the batch ran) writes each batch's
-    file whole under a temporary name and renames it, so a replayed batch rewrites the same file.
+    The tasks that parse the source hand bad records to the driver through an accumulator
+    (``records``), keyed by (batch, partition, position), so a task that runs again replaces its
+    records instead of adding them; the state machines hand over the rows they set aside (a row
+    expression fails on their values) through the same accumulator, keyed by (batch, key,
+    position), their origin ``overWindow, key ...``. ``write`` (called by the job in each
+    micro-batch, after the batch ran) writes each batch's file whole under a temporary name and
+    renames it, so a replayed batch rewrites the same file.
     The folder is a local path of the machine that runs the job. O(bad records) per batch.
     """
 
@@ -377,14 +380,15 @@ class DeadLetter:
                 return a
 
         self.folder = folder
-        self._records = spark.sparkContext.accumulator({}, Collect())
-        self.keep = _keep_udf(self._records)
+        self.records = spark.sparkContext.accumulator({}, Collect())
+        self.keep = _keep_udf(self.records)
 
     def write(self) -> dict[int, int]:
         """Writes the bad records collected since the last call; returns their count per batch id."""
-        got, self._records.value = self._records.value, {}
+        got, self.records.value = self.records.value, {}
         by_batch: dict[int, list] = {}
-        for (batch, _, _), (origin, reason, record) in sorted(got.items()):
+        # the source's records (partition numbers) before the machines' (keys), each in order
+        for (batch, _, _), (origin, reason, record) in sorted(got.items(), key=_batch_then_origin):
             by_batch.setdefault(batch, []).append(
                 {"batch": batch, "origin": origin, "reason": reason, "record": record}
             )
@@ -395,6 +399,11 @@ class DeadLetter:
                 f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
             os.replace(tmp, os.path.join(self.folder, f"batch-{batch:08d}.jsonl"))
         return {batch: len(records) for batch, records in by_batch.items()}
+
+
+def _batch_then_origin(item) -> tuple:
+    (batch, where, n), _ = item
+    return batch, isinstance(where, str), str(where) if isinstance(where, str) else where, n
 
 
 def _keep_udf(records):

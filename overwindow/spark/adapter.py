@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import logging
 from collections.abc import Iterator
 
@@ -98,8 +99,10 @@ def check_watermark(df, spec: OverWindow) -> str:
     return col
 
 
-def over_window(grouped, spec: OverWindow):
-    """``grouped.applyInPandasWithState`` running ``spec``'s machine; returns the streaming DataFrame."""
+def over_window(grouped, spec: OverWindow, keep=None):
+    """``grouped.applyInPandasWithState`` running ``spec``'s machine; returns the streaming DataFrame.
+    ``keep``: where the rows the machines set aside go besides the count and the log (the main
+    job's dead letter: an accumulator of ``{(batch, origin, position): (origin, reason, record)}``)."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
     from pyspark.sql.types import BinaryType, StructField, StructType
@@ -138,7 +141,7 @@ def over_window(grouped, spec: OverWindow):
     tz = df.sparkSession.conf.get("spark.sql.session.timeZone")
     companions = companions_of(input_schema)
     grouped = _with_companions(grouped, companions)
-    counts = MachineCounts.of(df.sparkSession)
+    counts = MachineCounts.of(df.sparkSession, keep)
     run = _Runner(spec, input_schema, tz, watermarked, counts, companions, keys)
     if spec.state_layout == "chunked":
         _check_chunked_session(df.sparkSession)
@@ -295,7 +298,7 @@ class _Runner:
             watermark = END_OF_INPUT
         step = self.machine.step(prior, rows, watermark)
         if self.counts is not None:
-            self.counts.add(step)
+            self.counts.add(step, key)
         if step.late_rows:
             where = "key bucket" if self.keys else "key"
             log.warning("overwindow: dropped %d late rows for %s %s", step.late_rows, where, key)
@@ -305,6 +308,14 @@ class _Runner:
                 "rows between partitions)",
                 step.counters.unknown_updates,
                 key,
+            )
+        if step.aside:
+            log.warning(
+                "overwindow: set aside %d rows for %s %s (left out of the view and counted): %s",
+                len(step.aside),
+                "key bucket" if self.keys else "key",
+                key,
+                step.aside.reasons[0],
             )
         return step
 
@@ -342,43 +353,69 @@ class _Runner:
 
 
 class MachineCounts:
-    """What the state machines drop or doubt, summed over a query's workers with Spark accumulators:
-    rows dropped as late (beside those Spark drops before them) and updates of unknown rows. The
+    """What the state machines drop, doubt or set aside, summed over a query's workers with Spark
+    accumulators: rows dropped as late (beside those Spark drops before them), updates of unknown
+    rows, rows set aside (``Step.aside``), and, with ``keep``, the rows set aside themselves. The
     workers add; the driver ``take``s what was counted since its last take (once per micro-batch
     for the progress line). Counts of retried tasks are added again (accumulators in transformations
-    count every attempt)."""
+    count every attempt); kept rows are keyed by (batch, key, position), so a retry replaces them."""
 
-    def __init__(self, late, unknown_updates):
-        self.late, self.unknown_updates = late, unknown_updates
-        self._taken = (0, 0)
+    def __init__(self, late, unknown_updates, aside, keep=None):
+        self.late, self.unknown_updates, self.aside, self.keep = late, unknown_updates, aside, keep
+        self._taken = (0, 0, 0)
 
     @classmethod
-    def of(cls, session) -> MachineCounts | None:
+    def of(cls, session, keep=None) -> MachineCounts | None:
         """Counts for a query of ``session``; None on Spark Connect (no accumulators)."""
         try:
             sc = session.sparkContext
         except AttributeError:  # Spark Connect: no SparkContext (PySparkAttributeError)
             return None
-        return cls(sc.accumulator(0), sc.accumulator(0))
+        return cls(sc.accumulator(0), sc.accumulator(0), sc.accumulator(0), keep)
 
-    def add(self, step) -> None:
-        """On a worker: a step's counts."""
+    def add(self, step, key) -> None:
+        """On a worker: a step's counts (and, with ``keep``, its rows set aside) for ``key``."""
         if step.late_rows:
             self.late.add(step.late_rows)
         if step.counters.unknown_updates:
             self.unknown_updates.add(step.counters.unknown_updates)
+        if step.aside:
+            self.aside.add(len(step.aside))
+            if self.keep is not None:
+                self.keep.add(_records(step.aside, key))
 
-    def take(self) -> tuple[int, int]:
-        """On the driver: (late rows, updates of unknown rows) counted since the last take."""
-        now = (self.late.value, self.unknown_updates.value)
+    def take(self) -> tuple[int, int, int]:
+        """On the driver: (late rows, updates of unknown rows, rows set aside) counted since the
+        last take."""
+        now = (self.late.value, self.unknown_updates.value, self.aside.value)
         taken, self._taken = self._taken, now
-        return now[0] - taken[0], now[1] - taken[1]
+        return now[0] - taken[0], now[1] - taken[1], now[2] - taken[2]
 
     def __getstate__(self):
-        return {"late": self.late, "unknown_updates": self.unknown_updates}
+        return {
+            "late": self.late,
+            "unknown_updates": self.unknown_updates,
+            "aside": self.aside,
+            "keep": self.keep,
+        }
 
     def __setstate__(self, d):
-        self.__init__(d["late"], d["unknown_updates"])
+        self.__init__(d["late"], d["unknown_updates"], d["aside"], d["keep"])
+
+
+def _records(aside, key) -> dict:
+    """A step's rows set aside as dead-letter records: ``{(batch, origin, position): (origin,
+    reason, the row as JSON)}``, the batch read from the running task."""
+    from pyspark import TaskContext
+
+    task = TaskContext.get()
+    batch = int(task.getLocalProperty("streaming.sql.batchId") or -1) if task is not None else -1
+    origin = f"overWindow, key {key!r}"
+    rows = aside.rows.to_pylist()
+    return {
+        (batch, origin, n): (origin, why, json.dumps(row, default=str, ensure_ascii=False))
+        for n, (row, why) in enumerate(zip(rows, aside.reasons))
+    }
 
 
 def _chunked_processor(runner: _Runner):
@@ -477,12 +514,13 @@ def register() -> None:
         df_cls.overWindow = _whole_stream
 
 
-def _whole_stream(df, spec: OverWindow):
-    """``df.overWindow(spec)`` without groupBy: the whole stream is one partition."""
+def _whole_stream(df, spec: OverWindow, keep=None):
+    """``df.overWindow(spec)`` without groupBy: the whole stream is one partition (``keep``: as
+    ``over_window``'s)."""
     from pyspark.sql import functions as F
 
     log.warning(
         "overwindow: overWindow without groupBy puts the whole stream in one partition on one "
         "executor; group by a key where you can"
     )
-    return over_window(df.withColumn(_ALL, F.lit(0)).groupBy(_ALL), spec)
+    return over_window(df.withColumn(_ALL, F.lit(0)).groupBy(_ALL), spec, keep)

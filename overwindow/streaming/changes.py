@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from overwindow.streaming.aside import Aside
+
 
 class Op:
     """What an input row does: the int8 codes ``decode_ops`` gives (plain ints: numpy compares them
@@ -75,7 +77,9 @@ class Changes:
     inserts: pa.Table  # rows to insert, or to replace the held row of their identity (with identities)
     deletes: np.ndarray  # identities of held rows to delete
     late: int = 0  # rows dropped as late: below the eviction horizon
-    bad: int = 0  # rows kept aside: no known operation, or a NULL event time under a watermark
+    bad: int = 0  # rows set aside: no known operation, a NULL event time under a watermark, or values
+    # a row expression fails on
     updates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     # identities of single-image updates (a delete of the held row plus an insert): one the
     # partition does not hold is an "update of an unknown row", counted
+    aside: Aside | None = None  # the bad rows, with their reasons

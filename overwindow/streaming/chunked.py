@@ -228,7 +228,7 @@ class ChunkedOnUpdate:
         outputs = [o for o in outputs if o.num_rows]
         output = pa.concat_tables(outputs[::-1]) if outputs else m.output_schema.empty_table()
         counters = Counters(sum(c.n for c in chunks), meta.late_rows, recomputed, changes.bad, unknown)
-        return Step(None, output, None, changes.late, counters, not chunks)
+        return Step(None, output, None, changes.late, counters, not chunks, aside=changes.aside)
 
     def _place(
         self, store: ChunkStore, chunks: list[_Chunk], changes: Changes

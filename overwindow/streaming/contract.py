@@ -26,6 +26,8 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from overwindow.streaming.aside import Aside
+
 CHANGE = "_change"  # emit on update: UPSERT or DELETE per output row
 UPSERT, DELETE = "upsert", "delete"
 ROW_ID = "_row_id"  # emit on update without a row key: the row's 64-bit identity, the changelog's key
@@ -44,7 +46,9 @@ class Counters:
     state_rows: int = 0  # rows the partition holds after the step
     late_rows_total: int = 0  # rows dropped as late since the partition started
     recomputed_rows: int = 0  # emit on update: rows whose results this step recomputed
-    bad_rows: int = 0  # emit on update: rows this step kept aside (no known op, NULL event time)
+    # rows this step set aside (``Step.aside``): a row expression fails on their values; emit on
+    # update also: no known op, a NULL event time
+    bad_rows: int = 0
     unknown_updates: int = 0  # emit on update: single-image updates of rows the partition did not hold
 
 
@@ -64,6 +68,9 @@ class Step:
     # a step over many partitions (a bucket of keys): (rows, key) of the one holding the most rows,
     # which the bound on rows per key checks; None: the state is one partition
     largest: tuple[int, tuple] | None = None
+    # the rows set aside, with their reasons (``overwindow.streaming.aside``); the host counts and
+    # keeps them, and the query goes on
+    aside: Aside | None = None
 
 
 class RowBoundError(RuntimeError):

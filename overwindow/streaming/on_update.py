@@ -48,6 +48,7 @@ from overwindow.physical.expressions import resolve_column
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.arrays import in_ranges, member, runs, scatter
+from overwindow.streaming.aside import Aside, RowChecks
 from overwindow.streaming.changes import Changes, Op, decode_ops, last_changes
 from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT, ROW_ID, UPSERT, Counters, Step
 from overwindow.streaming.eviction import Eviction
@@ -117,6 +118,7 @@ class OnUpdate:
         )
         self.eviction = Eviction(self.finder) if evicts else None
         self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
+        self.checks = RowChecks(spec.calls)
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -167,20 +169,29 @@ class OnUpdate:
         )
         empty = done.rows.num_rows == 0 and (done.meta.evicted_rows == 0 or not self.counts)
         return Step(
-            self.encode(done.rows, done.results, done.meta), done.output, None, changes.late, counters, empty
+            self.encode(done.rows, done.results, done.meta),
+            done.output,
+            None,
+            changes.late,
+            counters,
+            empty,
+            aside=changes.aside,
         )
 
     def changes(self, rows: pa.Table | None, horizon, watermark=None) -> Changes:
-        """One batch of input (None: no rows) as changes to apply: rows with an unknown op, or (with a
-        watermark on the event time) a NULL event time, are bad; changes whose event time is below
-        the ``watermark`` or the eviction ``horizon`` are late (the README's rule, whether or not
-        eviction has begun); of the rest, the last change of an identity wins."""
+        """One batch of input (None: no rows) as changes to apply: rows with an unknown op, (with a
+        watermark on the event time) a NULL event time, or values a row expression fails on
+        (``RowChecks``) are bad and set aside; changes whose event time is below the ``watermark``
+        or the eviction ``horizon`` are late (the README's rule, whether or not eviction has
+        begun); of the rest, the last change of an identity wins."""
         if rows is None or rows.num_rows == 0:
             return Changes(self.empty_rows(), np.zeros(0, dtype=np.int64))
         ops = np.full(rows.num_rows, Op.INSERT, dtype=np.int8)
+        reasons: dict[int, str] = {}
         if self.op is not None:
             ops = decode_ops(rows.column(self.op))
-        bad = int((ops == Op.BAD).sum())
+            for i in np.flatnonzero(ops == Op.BAD):
+                reasons[int(i)] = f"no known operation {rows.column(self.op)[int(i)].as_py()!r} in {self.op}"
         data = rows.select(self.schema.names)
         if not data.schema.equals(self.schema):
             data = data.cast(self.schema)
@@ -189,12 +200,19 @@ class OnUpdate:
         if self.watermarked:
             times = Values(data.column(self.event_time))
             if times.array.null_count:  # NULL has no place relative to the watermark
-                null_time = ~times.valid
-                bad += int((null_time & (ops != Op.BAD)).sum())
+                null_time = ~times.valid & (ops != Op.BAD)
+                reasons.update(
+                    (int(i), f"NULL event time ({self.event_time})") for i in np.flatnonzero(null_time)
+                )
                 ops = np.where(null_time, Op.BAD, ops)
             below = [w for w in (watermark, horizon) if w is not None]
             if below:
                 late = times.valid & (key_numbers(times) < max(below)) & (ops != Op.BAD)
+        if self.checks.exprs:  # the new images' expressions: a row they fail on is bad
+            entering = np.flatnonzero((ops != Op.BAD) & (ops != Op.DELETE) & ~late)
+            at, why = self.checks.failing(data.take(pa.array(entering)) if len(entering) < len(ops) else data)
+            reasons.update(zip(entering[at].tolist(), why))
+            ops[entering[at]] = Op.BAD
         valid = (ops != Op.BAD) & ~late
         last = last_changes(ids, valid)
         ins = last & (ops != Op.DELETE)
@@ -202,7 +220,18 @@ class OnUpdate:
         inserts = (data if ins.all() else data.filter(pa.array(ins))).append_column(
             IDENTITY, pa.array(ids[ins])
         )
-        return Changes(inserts, ids[dels], int(late.sum()), bad, ids[_sole_updates(ids, ops, valid, last)])
+        aside = None
+        if reasons:
+            bad = sorted(reasons)
+            aside = Aside(rows.take(pa.array(bad)), [reasons[i] for i in bad])
+        return Changes(
+            inserts,
+            ids[dels],
+            int(late.sum()),
+            len(reasons),
+            ids[_sole_updates(ids, ops, valid, last)],
+            aside,
+        )
 
     def apply(
         self,

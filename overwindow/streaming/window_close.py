@@ -49,6 +49,7 @@ from overwindow.physical.expressions import evaluate_expr, resolve_column
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import TypeFamily, Values
 from overwindow.spec import OverWindow
+from overwindow.streaming.aside import Aside, RowChecks, project_or_set_aside
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
 from overwindow.streaming.state import StateFormatError, WindowCloseMeta, decode, encode
 from overwindow.streaming.stretch import evaluate_stretch, peer_groups
@@ -89,6 +90,7 @@ class WindowClose:
         self.expressions = list(spec.expressions)
         self.output_schema = project(empty, self.expressions, evaluate_calls(empty, self.expressions)).schema
         self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
+        self.checks = RowChecks(spec.calls)
         self.ttl = spec.state_ttl
         if self.ttl is not None and not _measures(self.ttl, kind):
             raise WindowSpecError(
@@ -171,7 +173,7 @@ class WindowClose:
         part = np.repeat(np.arange(parts.num_rows), count["n"])
         # the ORDER BY key as numbers, computed once per step and carried beside the rows
         keys = self._keys(table)
-        late = 0
+        late, aside = 0, None
         # the watermark after this step (late rows are judged by the one reached before it)
         upto = meta.released_upto
         if watermark is not None and (upto is None or watermark > upto):
@@ -183,6 +185,7 @@ class WindowClose:
                 rows = rows.select(self.schema.names)
             if not rows.schema.equals(self.schema):
                 rows = rows.cast(self.schema)
+            rows, aside = self.checks.split(rows)
             held, renumber, new_part = self._partitions(held, forgotten, rows)
             count = {c: _spread(v, renumber, np.zeros(held.num_rows, np.int64)) for c, v in count.items()}
             newest = _spread(newest, renumber, self._no_key(held.num_rows))
@@ -210,7 +213,8 @@ class WindowClose:
         ended = forgotten | (meta.released_upto == END_OF_INPUT)
         b = _Buffer(table, keys, part, count, meta.released_upto, ended)
         b.newest, b.forgotten = newest, forgotten
-        out, b.upto = self._emit(b)
+        out, b.upto, unready = self._emit(b)
+        aside = Aside.join(aside, unready)
         keep = self._prune(b, b.upto)
         table, parts = self._after(b, keep, held)
         return Step(
@@ -218,9 +222,10 @@ class WindowClose:
             out,
             self._wakeup(b),
             late,
-            Counters(state_rows=table.num_rows, late_rows_total=meta.late_rows),
+            Counters(table.num_rows, meta.late_rows, bad_rows=len(aside) if aside else 0),
             parts.num_rows == 0,
             _largest(parts, self.keys),
+            aside,
         )
 
     def _forgotten(self, newest: np.ndarray, now) -> np.ndarray:
@@ -274,9 +279,10 @@ class WindowClose:
         order = pc.sort_indices(with_part, sort_keys=[("__ow_part", "ascending"), *self.sort_keys]).to_numpy()
         return table.take(pa.array(order)), keys[order], part[order]
 
-    def _emit(self, b: _Buffer) -> tuple[pa.Table, np.ndarray]:
+    def _emit(self, b: _Buffer) -> tuple[pa.Table, np.ndarray, Aside | None]:
         """(the released rows whose frames are complete, emitted now; per partition the position
-        emitted up to)."""
+        emitted up to; the rows among them set aside: an expression over their window results
+        fails)."""
         start = b.count["emitted"]
         upto = b.n_released.copy()
         for call in () if b.final else self.spec.calls:
@@ -284,7 +290,7 @@ class WindowClose:
         upto = np.where(b.ended, b.n_released, np.maximum(upto, start))
         emitting = upto > start
         if not emitting.any():
-            return self.output_schema.empty_table(), upto
+            return self.output_schema.empty_table(), upto, None
         # the released rows of the partitions that emit: sorted already, positions count the
         # pruned rows too
         take = emitting[b.rel_part]
@@ -301,7 +307,8 @@ class WindowClose:
         )
         now = pa.array((pos >= start[rel_part]) & (pos < upto[rel_part]))
         results = {k: v.filter(now) for k, v in results.items()}
-        return project(rows.filter(now), self.expressions, results), upto
+        out, aside = project_or_set_aside(rows.filter(now), self.expressions, results)
+        return out, upto, aside
 
     def _complete_upto(self, call: WindowCall, b: _Buffer, start: np.ndarray) -> np.ndarray:
         """Per partition, the first released position (>= start) whose frame is not complete yet for

@@ -26,7 +26,7 @@ CALLS = [
 ]
 
 
-def _view(tmp_path, file_format="json", extra=""):
+def _view(tmp_path, file_format="json", extra="", calls=CALLS):
     path = tmp_path / "view.toml"
     path.write_text(
         textwrap.dedent(f"""
@@ -44,7 +44,7 @@ def _view(tmp_path, file_format="json", extra=""):
 
         [view]
         partition_by = ["k"]
-        calls = {json.dumps(CALLS)}
+        calls = {json.dumps(calls)}
         emit = "on_update"
         row_key = ["id"]
 
@@ -78,11 +78,11 @@ def _run(spark, view):
     return query
 
 
-def _assert_view_is(tmp_path, rows):
+def _assert_view_is(tmp_path, rows, calls=CALLS):
     """The sink's table equals the batch evaluator over ``rows`` (the good ones)."""
     table = pa.Table.from_pylist(rows)
     table = table.set_column(2, "ts", pa.compute.strptime(table["ts"], "%Y-%m-%dT%H:%M:%S", "us"))
-    spec = overwindow.OverWindow(*CALLS, emit="on_update", rowKey="id")
+    spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="id")
     want = {
         r["id"]: (r["s"], r["c"]) for r in overwindow.evaluate(table, *spec.partitioned(("k",))).to_pylist()
     }
@@ -129,6 +129,32 @@ def test_bad_json_records_are_counted_and_kept_aside(spark, tmp_path):
     kept = _dead_letters(tmp_path)
     assert sorted((r["record"], r["reason"]) for r in kept) == sorted(bad.items())
     assert all(r["origin"].endswith("/events/f0.json") and r["batch"] == 0 for r in kept)
+
+
+def test_rows_an_expression_fails_on_are_set_aside_into_the_dead_letter(spark, tmp_path, capsys):
+    """A zero divisor fails Spark's batch query (ANSI); on the stream the row is left out of the
+    view, counted on the progress line and kept in the dead letter with the reason, and the rest of
+    the micro-batch goes on."""
+    calls = [CALLS[0].replace("sum(x)", "sum(12 / x)"), CALLS[1]]
+    view = _view(tmp_path, calls=calls)
+    rows = _good_rows(60, seed=3)
+    for i in (5, 17, 40):
+        rows[i]["x"] = 0.0
+    (tmp_path / "events" / "f0.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    query, printer = start_view(spark, view, once=True, quiet=False, json_lines=True)
+    try:
+        query.awaitTermination()
+        printer.drain(query)
+    finally:
+        spark.streams.removeListener(printer)
+    assert query.exception() is None
+    zero = [r for r in rows if r["x"] == 0]
+    _assert_view_is(tmp_path, [r for r in rows if r["x"] != 0], calls)
+    kept = _dead_letters(tmp_path)
+    assert sorted(json.loads(r["record"])["id"] for r in kept) == sorted(r["id"] for r in zero)
+    assert all("DIVIDE_BY_ZERO" in r["reason"] and r["origin"].startswith("overWindow, key") for r in kept)
+    progress = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert sum(p["set_aside"] for p in progress) == len(zero)
 
 
 def test_bad_csv_lines_are_counted_and_a_reordered_header_stops_the_query(spark, tmp_path):

@@ -116,7 +116,8 @@ def test_chunked_layout_needs_the_rocksdb_state_store(spark, tmp_path):
 def test_the_progress_line_counts_the_machines_late_rows_and_unknown_updates(spark, tmp_path):
     """A change 17 minutes below the watermark, on a running total (which never evicts), is dropped
     by the machine, and the progress line's late count has it beside Spark's; an update of a row
-    never inserted is counted there too. (Spark drops nothing before an emit-on-update machine.)"""
+    never inserted is counted there too, and a change with no known op is set aside and counted.
+    (Spark drops nothing before an emit-on-update machine.)"""
     from overwindow.pipeline.progress import ProgressPrinter
 
     src, chk = tmp_path / "src", tmp_path / "chk"
@@ -126,8 +127,9 @@ def test_the_progress_line_counts_the_machines_late_rows_and_unknown_updates(spa
     ]
     late = {"k": "a", "id": 50, "t": "2024-01-01T10:02:30", "x": 100.0, "op": "insert"}
     unknown = {"k": "a", "id": 99, "t": "2024-01-01T10:30:00", "x": 2.0, "op": "update"}
+    no_op = {"k": "a", "id": 98, "t": "2024-01-01T10:31:00", "x": 3.0, "op": "upsert!"}
     _write(str(src), first, 0)
-    _write(str(src), [late, unknown], 1)
+    _write(str(src), [late, unknown, no_op], 1)
     df = (
         spark.readStream.schema("k STRING, id BIGINT, t TIMESTAMP, x DOUBLE, op STRING")
         .option("maxFilesPerTrigger", 1)
@@ -164,4 +166,7 @@ def test_the_progress_line_counts_the_machines_late_rows_and_unknown_updates(spa
         spark.streams.removeListener(printer)
     batch1 = [line for line in lines if line.startswith("batch 1:")]
     assert len(batch1) == 1 and ", 1 late," in batch1[0] and "1 updates of unknown rows" in batch1[0], lines
-    assert 50 not in got and got[99] == 13.0  # the late row is in no sum; the update became an insert
+    assert "1 rows set aside" in batch1[0], lines  # the change with no known op
+    assert (
+        50 not in got and 98 not in got and got[99] == 13.0
+    )  # the late row is in no sum; the update became an insert

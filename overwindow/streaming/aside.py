@@ -1,0 +1,169 @@
+"""Rows a stream sets aside instead of stopping: a row whose own values make one of the spec's row
+expressions fail (Spark's ANSI errors: DIVIDE_BY_ZERO, ARITHMETIC_OVERFLOW, a CAST that cannot be
+made, ...) is counted, kept aside with the reason and left out of the view; the rest of its
+micro-batch goes on.
+
+Spark's batch query fails on such a row, and so does ``overwindow.evaluate``. On a stream the same
+failure would stop the query for good: every replay of the micro-batch meets the row again. The
+machines therefore check a micro-batch's rows on entry, before any of them joins the state, and a
+window-close machine checks the expressions over window results (``x / lag(x) OVER w``) as it emits.
+
+>>> from overwindow.spec import OverWindow
+>>> checks = RowChecks(OverWindow("sum(x / y) OVER (ORDER BY t) AS s").calls)
+>>> good, aside = checks.split(pa.table({"t": [1, 2, 3], "x": [1, 2, 3], "y": [1, 0, 2]}))
+>>> good.column("t").to_pylist(), aside.rows.column("t").to_pylist(), aside.reasons[0][:25]
+([1, 3], [2], 'Division by zero in x / y')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from overwindow.errors import WindowRuntimeError
+from overwindow.evaluate import project
+from overwindow.logical.call import WindowCall, WindowExpression, quote
+from overwindow.logical.expr import Expr
+from overwindow.physical.expressions import evaluate_expr
+
+
+@dataclass
+class Aside:
+    """Rows set aside by a step (in the machine's input columns) and why, one reason per row."""
+
+    rows: pa.Table
+    reasons: list[str]
+
+    def __len__(self) -> int:
+        return self.rows.num_rows
+
+    @staticmethod
+    def join(*parts: Aside | None) -> Aside | None:
+        """The parts that exist, one after another (None when none does)."""
+        found = [p for p in parts if p is not None and len(p)]
+        if not found:
+            return None
+        if len(found) == 1:
+            return found[0]
+        return Aside(pa.concat_tables([p.rows for p in found]), [r for p in found for r in p.reasons])
+
+
+def failing_rows(table: pa.Table, compute: Callable[[pa.Table], object]) -> tuple[np.ndarray, list[str]]:
+    """(the positions of the rows of ``table`` on which ``compute`` (a function of a table's rows,
+    each row on its own) raises WindowRuntimeError, and each one's message). Tries the whole table
+    first; on a failure, halves it until single rows are found: O(k log n) calls of ``compute`` for
+    k failing rows. A failure that no single row explains (not a row's own values) is raised.
+
+    >>> t = pa.table({"y": [1, 0, 2, 0]})
+    >>> failing_rows(t, lambda part: evaluate_expr(Expr.of("1 / y"), part))[0].tolist()
+    [1, 3]
+    """
+    try:
+        compute(table)
+        return np.zeros(0, dtype=np.int64), []
+    except WindowRuntimeError as whole:
+        found: list[tuple[int, str]] = []
+        _halve(table, 0, compute, whole, found)
+        if not found:
+            raise
+        return np.array([i for i, _ in found], dtype=np.int64), [why for _, why in found]
+
+
+def _halve(table: pa.Table, offset: int, compute, error: WindowRuntimeError, found: list) -> None:
+    """Adds (position, message) of the failing rows of ``table``, which failed as a whole with
+    ``error``."""
+    if table.num_rows == 1:
+        found.append((offset, str(error)))
+        return
+    half = table.num_rows // 2
+    for start, part in ((0, table.slice(0, half)), (half, table.slice(half))):
+        try:
+            compute(part)
+        except WindowRuntimeError as e:
+            _halve(part, offset + start, compute, e, found)
+
+
+def _split(table: pa.Table, at: np.ndarray, reasons: list[str]) -> tuple[pa.Table, Aside | None]:
+    """(the rows of ``table`` but those at ``at``, those set aside with their ``reasons``)."""
+    if not len(at):
+        return table, None
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[at] = False
+    return table.filter(pa.array(keep)), Aside(table.take(pa.array(at)), reasons)
+
+
+class RowChecks:
+    """The row expressions of window calls that can fail on a row's values: arguments, FILTER
+    conditions, lag/lead defaults, PARTITION BY and ORDER BY keys, except bare columns and
+    constants (which cannot). Built once per machine."""
+
+    def __init__(self, calls: tuple[WindowCall, ...]):
+        found: dict[Expr, None] = {}
+        for c in calls:
+            exprs = [*c.args, *c.partition_by, *(k.expr for k in c.order_by)]
+            exprs += [e for e in (c.default, c.filter) if e is not None]
+            found.update((e, None) for e in exprs if not isinstance(e.node, (exp.Column, exp.Literal)))
+        self.exprs = tuple(found)
+
+    def _compute(self, table: pa.Table) -> None:
+        for e in self.exprs:
+            evaluate_expr(e, table)
+
+    def failing(self, rows: pa.Table) -> tuple[np.ndarray, list[str]]:
+        """(the positions of the rows some expression fails on, the reasons): ``failing_rows``.
+        O(rows x expressions) when none fails (nothing at all without expressions to check)."""
+        if not self.exprs or rows.num_rows == 0:
+            return np.zeros(0, dtype=np.int64), []
+        return failing_rows(rows, self._compute)
+
+    def split(self, rows: pa.Table) -> tuple[pa.Table, Aside | None]:
+        """(the rows every expression can be computed on, the rows set aside)."""
+        return _split(rows, *self.failing(rows))
+
+
+def project_or_set_aside(
+    rows: pa.Table, expressions: list[WindowExpression], results: dict[str, pa.Array]
+) -> tuple[pa.Table, Aside | None]:
+    """``overwindow.evaluate.project`` of ``rows`` with their window ``results``, the rows on which
+    an expression over the results fails (``x / lag(x) OVER w`` where the previous x is 0) set
+    aside. O(rows x expressions); the search of ``failing_rows`` only after a failure.
+
+    >>> from overwindow.spec import OverWindow
+    >>> spec = OverWindow("x / lag(x) OVER (ORDER BY t) AS r")
+    >>> (call,) = spec.calls
+    >>> out, aside = project_or_set_aside(pa.table({"t": [1, 2, 3], "x": [0, 4, 2]}), list(spec.expressions),
+    ...                                   {call.alias: pa.array([None, 0, 4])})
+    >>> out.column("r").to_pylist(), aside.rows.column("t").to_pylist()
+    ([None, 0.5], [2])
+    >>> aside.reasons[0][:60]
+    'Division by zero in x / lag(x, 1) OVER (ORDER BY t ASC NULLS'
+
+    """
+    try:
+        return project(rows, expressions, results), None
+    except WindowRuntimeError:
+        if all(e.expr is None for e in expressions):
+            raise
+    names = rows.column_names
+    whole = rows
+    for alias, column in results.items():
+        whole = whole.append_column(alias, column)
+
+    def compute(part: pa.Table) -> pa.Table:
+        return project(part.select(names), expressions, {a: part.column(a) for a in results})
+
+    good, aside = _split(whole, *failing_rows(whole, compute))
+    return compute(good), Aside(aside.rows.select(names), [_in_sql(r, expressions) for r in aside.reasons])
+
+
+def _in_sql(reason: str, expressions: list[WindowExpression]) -> str:
+    """A failure's message with each window call's internal alias written as the call itself."""
+    for e in expressions:
+        for call in e.calls:
+            written = f"{call.function_sql()} OVER ({call.over_sql()})"
+            reason = reason.replace(f"`{call.alias}`", written).replace(quote(call.alias), written)
+    return reason
