@@ -125,23 +125,24 @@ class RowChecks:
         return _split(rows, *self.failing(rows))
 
 
-def project_or_set_aside(
+def project_failing(
     rows: pa.Table, expressions: list[WindowExpression], results: dict[str, pa.Array]
-) -> tuple[pa.Table, Aside | None]:
-    """``overwindow.evaluate.project`` of ``rows`` with their window ``results``, the rows on which
-    an expression over the results fails (``x / lag(x) OVER w`` where the previous x is 0) set
-    aside. O(rows x expressions); the search of ``failing_rows`` only after a failure.
+) -> tuple[pa.Table, pa.Array | None]:
+    """(``overwindow.evaluate.project`` of ``rows`` with their window ``results``, and None; or,
+    when an expression over the results fails on some rows (``x / lag(x) OVER w`` where the
+    previous x is 0), the projection with NULL in those rows' expression columns, and per row the
+    reason (NULL where the row is fine)). O(rows x expressions); the search of ``failing_rows``
+    only after a failure.
 
     >>> from overwindow.spec import OverWindow
     >>> spec = OverWindow("x / lag(x) OVER (ORDER BY t) AS r")
     >>> (call,) = spec.calls
-    >>> out, aside = project_or_set_aside(pa.table({"t": [1, 2, 3], "x": [0, 4, 2]}), list(spec.expressions),
-    ...                                   {call.alias: pa.array([None, 0, 4])})
-    >>> out.column("r").to_pylist(), aside.rows.column("t").to_pylist()
-    ([None, 0.5], [2])
-    >>> aside.reasons[0][:60]
+    >>> out, why = project_failing(pa.table({"t": [1, 2, 3], "x": [0, 4, 2]}), list(spec.expressions),
+    ...                            {call.alias: pa.array([None, 0, 4])})
+    >>> out.column("r").to_pylist(), why.is_valid().to_pylist()
+    ([None, None, 0.5], [False, True, False])
+    >>> why[1].as_py()[:60]
     'Division by zero in x / lag(x, 1) OVER (ORDER BY t ASC NULLS'
-
     """
     try:
         return project(rows, expressions, results), None
@@ -156,8 +157,17 @@ def project_or_set_aside(
     def compute(part: pa.Table) -> pa.Table:
         return project(part.select(names), expressions, {a: part.column(a) for a in results})
 
-    good, aside = _split(whole, *failing_rows(whole, compute))
-    return compute(good), Aside(aside.rows.select(names), [_in_sql(r, expressions) for r in aside.reasons])
+    at, reasons = failing_rows(whole, compute)
+    fine = np.ones(rows.num_rows, dtype=bool)
+    fine[at] = False
+    good = compute(whole.filter(pa.array(fine)))
+    place = pa.array(np.cumsum(fine) - 1, mask=~fine)  # each fine row's place among the good ones
+    out = rows
+    for e in expressions:
+        out = out.append_column(e.alias, good.column(e.alias).take(place))
+    why = np.full(rows.num_rows, None, dtype=object)
+    why[at] = [_in_sql(r, expressions) for r in reasons]
+    return out, pa.array(why, pa.string())
 
 
 def _in_sql(reason: str, expressions: list[WindowExpression]) -> str:

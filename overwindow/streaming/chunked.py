@@ -56,6 +56,7 @@ from overwindow.evaluate import evaluate_expr
 from overwindow.physical.bounds import key_numbers
 from overwindow.physical.values import Values
 from overwindow.streaming.arrays import member
+from overwindow.streaming.aside import Aside
 from overwindow.streaming.changes import Changes
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
 from overwindow.streaming.identity import IDENTITY
@@ -208,13 +209,14 @@ class ChunkedOnUpdate:
                 self._new_id(meta), 0, ins.slice(0, 1), m.empty_rows(), m.results_schema.empty_table()
             )
             chunks.append(empty)
-        outputs, recomputed, forget, place = [], 0, [], []
+        outputs, recomputed, forget, place, asides = [], 0, [], [], [changes.aside]
         # apply every stretch's result to the chunk list from the right, so positions stay valid
         for (a, b), done, gone in reversed(
             self._apply_spans(store, chunks, meta, ins, ins_at, changed_ids, held_at)
         ):
             outputs.append(done.output)
             recomputed += done.recomputed
+            asides.append(done.aside)
             forget.append(gone)
             place.append(self._replace(chunks, a, b, done, meta))
         evicted = np.zeros(0, dtype=np.int64)
@@ -227,8 +229,11 @@ class ChunkedOnUpdate:
         self._write(store, chunks, meta)
         outputs = [o for o in outputs if o.num_rows]
         output = pa.concat_tables(outputs[::-1]) if outputs else m.output_schema.empty_table()
-        counters = Counters(sum(c.n for c in chunks), meta.late_rows, recomputed, changes.bad, unknown)
-        return Step(None, output, None, changes.late, counters, not chunks, aside=changes.aside)
+        aside = Aside.join(*asides)
+        counters = Counters(
+            sum(c.n for c in chunks), meta.late_rows, recomputed, len(aside) if aside else 0, unknown
+        )
+        return Step(None, output, None, changes.late, counters, not chunks, aside=aside)
 
     def _place(
         self, store: ChunkStore, chunks: list[_Chunk], changes: Changes

@@ -55,11 +55,14 @@ from overwindow.streaming.eviction import Eviction
 from overwindow.streaming.identity import IDENTITY, row_ids
 from overwindow.streaming.merge import Merged, RowOrder, merge_changes
 from overwindow.streaming.reach import FrameReach, ReachFinder
-from overwindow.streaming.recompute import changed, held_before, recompute
+from overwindow.streaming.recompute import FAILED, changed, held_before, recompute
 from overwindow.streaming.state import OnUpdateMeta, decode, encode
 
 STATE_KIND = "on_update"
 _RESULT = "__ow_result."  # prefix of the held results' columns in the state
+# beside the held results of a spec with expressions over window results: the row is out of the
+# view, set aside because such an expression failed on it when it was last recomputed
+_ASIDE = "__ow_aside"
 
 
 @dataclass
@@ -76,6 +79,7 @@ class Applied:
     recomputed_at: np.ndarray
     evicted: int
     recomputed: int
+    aside: Aside | None = None  # recomputed rows newly set aside (an expression over results failed)
 
 
 class OnUpdate:
@@ -104,7 +108,11 @@ class OnUpdate:
         extra = [] if self.row_key else [pa.field(ROW_ID, pa.int64())]
         self.output_schema = pa.schema(list(results.schema) + extra + [pa.field(CHANGE, pa.string())])
         # each held row's results as last emitted, so a step compares without recomputing the old rows
-        self.results_schema = pa.schema([results.schema.field(e.alias) for e in self.expressions])
+        self.flags = any(e.expr is not None for e in self.expressions)
+        self.results_schema = pa.schema(
+            [results.schema.field(e.alias) for e in self.expressions]
+            + ([pa.field(_ASIDE, pa.bool_())] if self.flags else [])
+        )
         # with a watermark on the single ascending ORDER BY key (over one column), rows far enough
         # behind it are evicted; functions of the whole partition (ntile, ...) keep every row
         order_col = self.order_by[0].expr.columns() if len(self.order_by) == 1 else ()
@@ -131,6 +139,8 @@ class OnUpdate:
         held = tables["rows"].combine_chunks()
         n_data = len(self.schema) + 1
         columns = [_held_as(c, f.type) for c, f in zip(held.columns[n_data:], self.results_schema)]
+        if len(columns) < len(self.results_schema):  # written before rows were set aside: none is
+            columns.append(pa.array(np.zeros(held.num_rows, dtype=bool)))
         results = pa.Table.from_arrays(columns, schema=self.results_schema)
         return held.select(list(range(n_data))), results, meta
 
@@ -160,11 +170,12 @@ class OnUpdate:
         meta.late_rows += changes.late
         held = int(member(old.column(IDENTITY).to_numpy(), changes.updates).sum())
         done = self.apply(old, old_res, meta, changes.inserts, changes.deletes, watermark)
+        aside = Aside.join(changes.aside, done.aside)
         counters = Counters(
             done.rows.num_rows,
             done.meta.late_rows,
             done.recomputed,
-            changes.bad,
+            len(aside) if aside else 0,
             len(changes.updates) - held,
         )
         empty = done.rows.num_rows == 0 and (done.meta.evicted_rows == 0 or not self.counts)
@@ -175,7 +186,7 @@ class OnUpdate:
             changes.late,
             counters,
             empty,
-            aside=changes.aside,
+            aside=aside,
         )
 
     def changes(self, rows: pa.Table | None, horizon, watermark=None) -> Changes:
@@ -254,12 +265,20 @@ class OnUpdate:
         old_codes, ins_codes = self.order.codes(old, ins)
         merged = merge_changes(self.order, old, old_res, old_codes, ins, ins_codes, deletes, elsewhere)
         at, reach = self._affected(old, old_codes, merged, edges)
-        results, outputs, recomputed = merged.results, [], 0
+        results, outputs, recomputed, aside = merged.results, [], 0, None
         if len(at):
             new, recomputed = recompute(
                 merged.rows, reach, runs(at), self.expressions, meta.evicted_rows, meta.evicted_groups
             )
-            outputs.append(self._upserts(new, old, old_res, merged, at))
+            why = new.column(FAILED)
+            new = new.drop_columns([FAILED])
+            failed = why.is_valid().to_numpy(zero_copy_only=False) if why.null_count < len(why) else None
+            if self.flags:
+                new = new.append_column(
+                    _ASIDE, pa.array(failed if failed is not None else np.zeros(len(at), bool))
+                )
+            changes, aside = self._upserts(new, old, old_res, merged, at, failed, why)
+            outputs += changes
             fresh = new.select(self.results_schema.names)
             if not fresh.schema.equals(self.results_schema):
                 fresh = fresh.cast(self.results_schema)
@@ -282,6 +301,7 @@ class OnUpdate:
             at[at >= evicted] - evicted,
             evicted,
             recomputed,
+            aside,
         )
 
     def _affected(
@@ -304,13 +324,29 @@ class OnUpdate:
 
     # -- the changelog ---------------------------------------------------------------------------
 
-    def _upserts(self, new: pa.Table, old: pa.Table, old_res: pa.Table, merged: Merged, at) -> pa.Table:
-        """Upserts of the recomputed rows ``new`` (at new positions ``at``) whose results differ from
-        what the state held for their identity, or whose own columns an update changed."""
+    def _upserts(
+        self, new: pa.Table, old: pa.Table, old_res: pa.Table, merged: Merged, at, failed, why
+    ) -> tuple[list[pa.Table], Aside | None]:
+        """(the changelog of the recomputed rows ``new`` (at new positions ``at``): upserts of those
+        whose results differ from what the state held for their identity, or whose own columns an
+        update changed; deletes of those an expression over window results now fails on
+        (``failed``, with the reasons ``why``) that were in the view; and those rows, set aside
+        unless they already were)."""
         old_ids = old.column(IDENTITY).to_numpy()
         prev, moved = held_before(merged, at, old_ids, new.column(IDENTITY).to_numpy())
         diff = changed(new, old, old_res, prev, moved, self.results_schema.names, self.schema.names)
-        return self._changelog(new if diff.all() else new.filter(pa.array(diff)), UPSERT)
+        if failed is None:
+            return [self._changelog(new if diff.all() else new.filter(pa.array(diff)), UPSERT)], None
+        held = prev >= 0
+        was_out = np.zeros(len(prev), dtype=bool)
+        was_out[held] = old_res.column(_ASIDE).take(pa.array(prev[held])).to_numpy(zero_copy_only=False)
+        leave = pa.array(failed & held & ~was_out)
+        newly = pa.array(failed & ~(held & was_out))
+        changes = [
+            self._changelog(new.filter(pa.array(diff & ~failed)), UPSERT),
+            self._deletes(new.filter(leave).select(self.empty_rows().column_names)),
+        ]
+        return changes, Aside(new.filter(newly).select(self.schema.names), why.filter(newly).to_pylist())
 
     def _deletes(self, rows: pa.Table) -> pa.Table:
         """Deletes of held rows, their results NULL."""

@@ -12,14 +12,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from overwindow.evaluate import project
 from overwindow.logical.call import WindowExpression
 from overwindow.streaming.arrays import find
+from overwindow.streaming.aside import project_failing
 from overwindow.streaming.merge import Merged
 from overwindow.streaming.reach import FrameReach
 from overwindow.streaming.stretch import evaluate_stretch
 
 GAP = 4096  # ranges whose slices lie closer than this share one kernel call
+FAILED = "__ow_failed"  # recomputed rows: why an expression over window results failed (NULL: fine)
 
 
 def recompute(
@@ -30,7 +31,8 @@ def recompute(
     rows_before: int,
     groups_before: int,
 ) -> tuple[pa.Table | None, int]:
-    """(the rows in ``ranges`` of the sorted partition ``rows`` with every expression's column, how
+    """(the rows in ``ranges`` of the sorted partition ``rows`` with every expression's column and
+    ``FAILED`` (``aside.project_failing``: the expressions' columns are NULL where it is not), how
     many rows that is), computed on the slices ``[first_frame_start, last_frame_end)`` their frames
     read (``reach.span``); ranges whose slices overlap or lie within ``GAP`` rows of each other share
     one slice (one kernel call costs more than a few more rows). ``rows_before`` / ``groups_before``:
@@ -56,7 +58,8 @@ def recompute(
         results = evaluate_stretch(
             part, expressions, groups - groups[0], fs + rows_before, int(groups[0]) + groups_before
         )
-        done = project(part, expressions, results)
+        done, why = project_failing(part, expressions, results)
+        done = done.append_column(FAILED, why if why is not None else pa.nulls(done.num_rows, pa.string()))
         if len(batch) == 1:  # one run: a zero-copy slice
             lo, hi = ranges[batch[0]]
             pieces.append(done.slice(lo - fs, hi - lo))

@@ -49,7 +49,7 @@ from overwindow.physical.expressions import evaluate_expr, resolve_column
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import TypeFamily, Values
 from overwindow.spec import OverWindow
-from overwindow.streaming.aside import Aside, RowChecks, project_or_set_aside
+from overwindow.streaming.aside import Aside, RowChecks, project_failing
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
 from overwindow.streaming.state import StateFormatError, WindowCloseMeta, decode, encode
 from overwindow.streaming.stretch import evaluate_stretch, peer_groups
@@ -307,8 +307,13 @@ class WindowClose:
         )
         now = pa.array((pos >= start[rel_part]) & (pos < upto[rel_part]))
         results = {k: v.filter(now) for k, v in results.items()}
-        out, aside = project_or_set_aside(rows.filter(now), self.expressions, results)
-        return out, upto, aside
+        rows = rows.filter(now)
+        out, why = project_failing(rows, self.expressions, results)
+        if why is None:
+            return out, upto, None
+        fine = pc.is_null(why)
+        aside = Aside(rows.filter(pc.invert(fine)), why.drop_null().to_pylist())
+        return out.filter(fine), upto, aside
 
     def _complete_upto(self, call: WindowCall, b: _Buffer, start: np.ndarray) -> np.ndarray:
         """Per partition, the first released position (>= start) whose frame is not complete yet for
