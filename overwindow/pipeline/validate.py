@@ -33,6 +33,7 @@ from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
 from overwindow.pipeline.view import View, ViewFileError, is_uri, spec_problem
 from overwindow.spark import compat
+from overwindow.spark.select import query_columns
 
 # Kafka client settings Spark's connector refuses (it manages them itself), and the view key that
 # replaces each where there is one
@@ -137,11 +138,15 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
             problems.append(f"{view.where(section, key)}: {e}")
             return None
 
+    partition_key = "query" if view.query is not None else "partition_by"
+    if view.query is not None:  # every column the query names is a [source] column
+        for name in dict.fromkeys(c.name for c in query_columns(view.query)):
+            column("view", "query", name)
     for name in view.partition_by:
-        found = column("view", "partition_by", name)
+        found = column("view", partition_key, name)
         if found is not None and not _groupable(struct[found].dataType):
             problems.append(
-                f"{view.where('view', 'partition_by')}: Spark cannot group by `{found}` of type "
+                f"{view.where('view', partition_key)}: Spark cannot group by `{found}` of type "
                 f"{struct[found].dataType.simpleString()} (maps and variants are not comparable)"
             )
     for name in view.row_key or []:
@@ -196,8 +201,8 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
     for name in output.names:
         if name.lower() in seen:
             problems.append(
-                f"{view.where('view', 'calls')}: the output has two columns named `{seen[name.lower()]}` "
-                f"and `{name}` (an alias repeats an input column or another alias)"
+                f"{view.where('view', view.calls_key)}: the output has two columns named "
+                f"`{seen[name.lower()]}` and `{name}` (an alias repeats an input column or another alias)"
             )
         seen[name.lower()] = name
     return Checked(view, struct, schema, output, watermarked)

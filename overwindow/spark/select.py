@@ -98,15 +98,10 @@ def select(
         if alias.lower() in inputs or alias.lower() in taken:
             alias = f"_overwindow_{n}"
         taken.add(alias.lower())
-        text = f"{item.sql} AS {quote(alias)}"
-        try:
-            item.window = parse_window(text)
-        except WindowSpecError as e:
-            raise WindowSpecError(f"column {item.name!r}: {e}") from None
-    keys = _shared(windows, "PARTITION BY", lambda c: c.partition_by)
-    _shared(windows, "ORDER BY", lambda c: c.order_by)
-    spec = OverWindow(
-        *(_unpartitioned(i.window) for i in windows),
+        _parse(item, alias)
+    keys, spec = _group(
+        windows,
+        "select",
         emit=emit,
         rowKey=rowKey,
         opColumn=opColumn,
@@ -145,28 +140,73 @@ def sql(spark, query: str, **options):
 
         overwindow.sql(spark, "SELECT k, lag(x) OVER (PARTITION BY k ORDER BY ts) AS p FROM v")
     """
+    q = parse_query(query)
+    return run_query(spark.table(q.table), q, **options)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A window query read by :func:`parse_query`: the table after FROM (as written), the WHERE
+    condition (Spark SQL, applied before the windows) and the SELECT list (sqlglot expressions)."""
+
+    table: str
+    where: str | None
+    columns: tuple
+    text: str
+
+
+def parse_query(query: str, what: str = "overwindow.sql") -> Query:
+    """Read ``SELECT <columns> FROM <table> [WHERE <condition>]`` with sqlglot in Spark's dialect;
+    other clauses are refused in SQL words (``what``: who runs it, for the message). O(query size).
+
+    >>> parse_query("SELECT k, lag(x) OVER (ORDER BY ts) AS p FROM v WHERE x > 0").where
+    'x > 0'
+    """
     try:
         tree = sqlglot.parse_one(query, read=DIALECT)
     except sqlglot.errors.ParseError as e:
         raise WindowSpecError(f"cannot parse {query!r}: {e}") from None
     if not isinstance(tree, exp.Select):
-        raise WindowSpecError(f"overwindow.sql runs one SELECT ... FROM <view>, got {query!r}")
+        raise WindowSpecError(f"{what} runs one SELECT ... FROM <view>, got {query!r}")
     allowed = {"expressions", "from", "where", "from_"}
     extra = [k for k, v in tree.args.items() if v and k not in allowed]
     source = tree.args.get("from") or tree.args.get("from_")
     if extra or source is None or not isinstance(source.this, exp.Table):
         clauses = ", ".join(_CLAUSES.get(k, k.upper()) for k in extra) or "this FROM clause"
         raise WindowSpecError(
-            "overwindow.sql runs SELECT <columns> FROM <view> [WHERE <condition>] over one view or "
+            f"{what} runs SELECT <columns> FROM <view> [WHERE <condition>] over one view or "
             f"table; {clauses} is not supported yet, in {query!r}"
         )
-    df = spark.table(source.this.sql(dialect=DIALECT))
     where = tree.args.get("where")
-    if where is not None:
-        df = df.where(where.this.sql(dialect=DIALECT))
+    return Query(
+        table=source.this.sql(dialect=DIALECT),
+        where=None if where is None else where.this.sql(dialect=DIALECT),
+        columns=tuple(tree.expressions),
+        text=query,
+    )
+
+
+def query_columns(query: Query) -> list:
+    """Every column reference of ``query`` (sqlglot Columns, in its WHERE and SELECT list): each
+    names an input column. O(query size).
+
+    >>> q = parse_query("SELECT lag(x) OVER (ORDER BY ts) AS p FROM v WHERE k > 0")
+    >>> [c.name for c in query_columns(q)]
+    ['x', 'ts', 'k']
+    """
+    where = [] if query.where is None else [sqlglot.parse_one(query.where, read=DIALECT)]
+    return [c for e in [*query.columns, *where] for c in e.find_all(exp.Column)]
+
+
+def run_query(df, query: Query, **options):
+    """The streaming DataFrame of ``query`` over ``df`` (the table after FROM): WHERE with
+    ``df.where``, then :func:`select` of the SELECT list (window columns as text, the others as
+    ``F.expr``). ``overwindow.sql`` and the view job both run queries through here."""
+    if query.where is not None:
+        df = df.where(query.where)
     F = _functions(df)
     items = []
-    for e in tree.expressions:
+    for e in query.columns:
         if isinstance(e, exp.Star):
             items.append("*")
         elif e.find(exp.Window) is not None:
@@ -174,6 +214,29 @@ def sql(spark, query: str, **options):
         else:
             items.append(F.expr(e.sql(dialect=DIALECT)))
     return select(df, *items, **options)
+
+
+def query_spec(query: Query, **options) -> tuple[tuple, OverWindow]:
+    """The shared PARTITION BY (logical expressions) and the OverWindow (``options``: its keywords)
+    of ``query``'s window columns, without Spark (a view file's check): with no Spark to name them,
+    every window column needs ``AS <name>``. Refuses as :func:`select` does. O(query size).
+
+    >>> keys, spec = query_spec(parse_query("SELECT lag(x) OVER (PARTITION BY k ORDER BY ts) AS p FROM v"))
+    >>> [k.sql for k in keys], spec.order_column
+    (['k'], 'ts')
+    """
+    windows = []
+    for e in query.columns:
+        if e.find(exp.Window) is None:
+            continue
+        if not isinstance(e, exp.Alias):
+            raise WindowSpecError(f"the window column {e.sql(dialect=DIALECT)} needs a name: add AS <name>")
+        item = _Item(spark=None, sql=e.this.sql(dialect=DIALECT), name=e.alias)
+        _parse(item, e.alias)
+        windows.append(item)
+    if not windows:
+        raise WindowSpecError("found no window function (... OVER ...) in the SELECT list")
+    return _group(windows, "query", **options)
 
 
 # sqlglot's names of a SELECT's parts, as SQL writes them
@@ -251,7 +314,24 @@ def _names(df, items: list[_Item]) -> None:
         item.name = name
 
 
-def _shared(windows: list[_Item], clause: str, key) -> tuple:
+def _parse(item: _Item, alias: str) -> None:
+    """``item.window``: its SQL parsed as ``<sql> AS alias``; errors name the column."""
+    try:
+        item.window = parse_window(f"{item.sql} AS {quote(alias)}")
+    except WindowSpecError as e:
+        raise WindowSpecError(f"column {item.name!r}: {e}") from None
+
+
+def _group(windows: list[_Item], unit: str, **options) -> tuple[tuple, OverWindow]:
+    """The PARTITION BY every window shares and the one OverWindow (``options``) that runs them
+    without it; windows over another PARTITION BY or ORDER BY are refused (``unit``: one select or
+    one query)."""
+    keys = _shared(windows, "PARTITION BY", lambda c: c.partition_by, unit)
+    _shared(windows, "ORDER BY", lambda c: c.order_by, unit)
+    return keys, OverWindow(*(_unpartitioned(i.window) for i in windows), **options)
+
+
+def _shared(windows: list[_Item], clause: str, key, unit: str) -> tuple:
     """The ``clause`` (PARTITION BY or ORDER BY; ``key(call)``: its items, compared as a set for
     PARTITION BY) every window shares, or a WindowSpecError naming two windows that differ (one
     overWindow groups by one key and sorts once)."""
@@ -268,9 +348,9 @@ def _shared(windows: list[_Item], clause: str, key) -> tuple:
             if not same:
                 texts = [", ".join(map(str, k)) or "(none)" for k in (theirs, ours)]
                 raise WindowSpecError(
-                    f"windows over different {clause} in one select are not supported yet: "
+                    f"windows over different {clause} in one {unit} are not supported yet: "
                     f"{first[0].name!r} has {clause} {texts[0]}, {item.name!r} has {clause} {texts[1]}. "
-                    f"Run one select per {clause} (several windows per query is the next step: {_DOCS})"
+                    f"Run one {unit} per {clause} (several windows per query is the next step: {_DOCS})"
                 )
     return key(first[1])
 
