@@ -33,7 +33,7 @@ from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
 from overwindow.pipeline.view import View, ViewFileError, is_uri, spec_problem
 from overwindow.spark import compat
-from overwindow.spark.select import query_columns
+from overwindow.spark.select import filter_problem, query_columns, result_names
 
 # Kafka client settings Spark's connector refuses (it manages them itself), and the view key that
 # replaces each where there is one
@@ -142,6 +142,9 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
     if view.query is not None:  # every column the query names is a [source] column
         for name in dict.fromkeys(c.name for c in query_columns(view.query)):
             column("view", "query", name)
+        problem = filter_problem(view.query, result_names(view.query, names))
+        if problem:
+            problems.append(f"{view.where('view', 'query')}: {problem}")
     for name in view.partition_by:
         found = column("view", partition_key, name)
         if found is not None and not _groupable(struct[found].dataType):

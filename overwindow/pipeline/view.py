@@ -228,8 +228,8 @@ KEYS = (
         "view",
         "query",
         "text",
-        "instead of `calls` and `partition_by`: `SELECT ... FROM source [WHERE ...]` in Spark SQL, "
-        "its window columns each with `AS name` and one PARTITION BY / ORDER BY",
+        "instead of `calls` and `partition_by`: `SELECT ... FROM source [WHERE ...] [QUALIFY ...]` in "
+        "Spark SQL, its window columns each with `AS name` and one PARTITION BY / ORDER BY",
     ),
     Key(
         "view",
@@ -645,8 +645,8 @@ def _read_query(view: View, text: str, given: dict) -> None:
             )
     view.partition_by = [k.node.name for k in keys]
     view.calls = [e.text for e in view.spec.expressions]
-    if view.emit == "on_update" and not any(isinstance(e, exp.Star) for e in view.query.columns):
-        listed = {(e.alias_or_name or "").lower() for e in view.query.columns}
+    if view.emit == "on_update" and view.query.names is not None:
+        listed = {n.lower() for n in view.query.names}
         missing = [c for c in view.partition_by + (view.row_key or []) if c.lower() not in listed]
         if missing:
             raise ViewFileError(

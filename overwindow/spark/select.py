@@ -7,7 +7,9 @@ then ``overwindow.logical.parse_window``), and runs them as ``df.groupBy(<PARTIT
 OverWindow(*calls, ...))``: the streaming DataFrame it returns has the requested columns in the
 requested order, named and typed as Spark's batch ``df.select(*columns)`` names and types them
 (emit on update appends ``_change``, and ``_row_id`` without a ``rowKey``). ``sql(spark, "SELECT ...
-FROM v [WHERE ...]")`` reads the query with sqlglot and calls ``select`` over the temporary view.
+FROM v [WHERE ...] [QUALIFY ...]")`` reads the query with sqlglot and calls ``select`` over the
+temporary view, then filters the window results (Top-N, deduplication). The view job runs a view
+file's ``query`` through the same ``parse_query`` / ``run_query``.
 
 One select runs one ``overWindow``: every window must share one PARTITION BY (and one ORDER BY).
 Windows over different PARTITION BY are refused, naming both, until the fan-out hosting of
@@ -36,7 +38,7 @@ from overwindow.logical.parse import parse_window
 from overwindow.spark import columns as C
 from overwindow.spark import compat
 from overwindow.spec import OverWindow
-from overwindow.streaming.contract import CHANGE, ROW_ID
+from overwindow.streaming.contract import CHANGE, DELETE, ROW_ID, UPSERT
 
 _DOCS = "docs/many-keys.md, section 3.6"
 
@@ -124,7 +126,11 @@ def select(
         final.append(CHANGE)
         if not rowKey:
             final.append(ROW_ID)
-    result = out.select(*final)
+    return _counted(out.select(*final), out)
+
+
+def _counted(result, out):
+    """``result`` (a DataFrame derived from overWindow's ``out``) carrying ``out``'s job counters."""
     counts = getattr(out, "overwindow_counts", None)
     if counts is not None:
         result.overwindow_counts = counts
@@ -132,9 +138,12 @@ def select(
 
 
 def sql(spark, query: str, **options):
-    """``SELECT <columns> FROM <view> [WHERE <condition>]`` with window functions, over a (streaming)
-    temporary view or table, as :func:`select` runs it (``options``: OverWindow's). The query is read
-    with sqlglot in Spark's dialect; WHERE is applied before the windows, as SQL does.
+    """``SELECT <columns> FROM <view> [WHERE <condition>] [QUALIFY <condition>]`` with window
+    functions, over a (streaming) temporary view or table, as :func:`select` runs it (``options``:
+    OverWindow's); or ``SELECT * FROM (<that query>) WHERE <condition>``. The query is read with
+    sqlglot in Spark's dialect; WHERE is applied before the windows, as SQL does, and QUALIFY (or
+    the outer WHERE) to the window results: on window close a row failing it is not emitted, on
+    update a recomputed row failing it is emitted as a delete (it leaves the kept table).
 
     Example::
 
@@ -147,20 +156,37 @@ def sql(spark, query: str, **options):
 @dataclass(frozen=True)
 class Query:
     """A window query read by :func:`parse_query`: the table after FROM (as written), the WHERE
-    condition (Spark SQL, applied before the windows) and the SELECT list (sqlglot expressions)."""
+    condition (Spark SQL, applied before the windows), the SELECT list (sqlglot expressions), the
+    filter on its results (QUALIFY, or the WHERE of an outer SELECT; Spark SQL over the SELECT
+    list's names) and the outer SELECT's column names (None: all of them)."""
 
     table: str
     where: str | None
     columns: tuple
     text: str
+    filter: str | None = None
+    outer: tuple | None = None
+
+    @property
+    def names(self) -> list[str] | None:
+        """The result's columns as written (None when a ``*`` leaves them to the table's schema)."""
+        if self.outer is not None:
+            return list(self.outer)
+        if any(isinstance(e, exp.Star) for e in self.columns):
+            return None
+        return [e.alias_or_name for e in self.columns]
 
 
 def parse_query(query: str, what: str = "overwindow.sql") -> Query:
-    """Read ``SELECT <columns> FROM <table> [WHERE <condition>]`` with sqlglot in Spark's dialect;
-    other clauses are refused in SQL words (``what``: who runs it, for the message). O(query size).
+    """Read ``SELECT <columns> FROM <table> [WHERE <condition>] [QUALIFY <condition>]``, or ``SELECT
+    <names or *> FROM (<that>) [WHERE <condition>]``, with sqlglot in Spark's dialect; other clauses
+    are refused in SQL words (``what``: who runs it, for the message). O(query size).
 
     >>> parse_query("SELECT k, lag(x) OVER (ORDER BY ts) AS p FROM v WHERE x > 0").where
     'x > 0'
+    >>> q = parse_query("SELECT * FROM (SELECT k, row_number() OVER (ORDER BY ts) AS n FROM v) WHERE n <= 3")
+    >>> q.table, q.filter, q.outer
+    ('v', 'n <= 3', None)
     """
     try:
         tree = sqlglot.parse_one(query, read=DIALECT)
@@ -168,22 +194,86 @@ def parse_query(query: str, what: str = "overwindow.sql") -> Query:
         raise WindowSpecError(f"cannot parse {query!r}: {e}") from None
     if not isinstance(tree, exp.Select):
         raise WindowSpecError(f"{what} runs one SELECT ... FROM <view>, got {query!r}")
-    allowed = {"expressions", "from", "where", "from_"}
-    extra = [k for k, v in tree.args.items() if v and k not in allowed]
     source = tree.args.get("from") or tree.args.get("from_")
+    if source is not None and isinstance(source.this, exp.Subquery):
+        return _outer(tree, source.this, query, what)
+    allowed = {"expressions", "from", "where", "from_", "qualify"}
+    extra = [k for k, v in tree.args.items() if v and k not in allowed]
     if extra or source is None or not isinstance(source.this, exp.Table):
         clauses = ", ".join(_CLAUSES.get(k, k.upper()) for k in extra) or "this FROM clause"
         raise WindowSpecError(
-            f"{what} runs SELECT <columns> FROM <view> [WHERE <condition>] over one view or "
-            f"table; {clauses} is not supported yet, in {query!r}"
+            f"{what} runs SELECT <columns> FROM <view> [WHERE <condition>] [QUALIFY <condition>] over "
+            f"one view or table; {clauses} is not supported yet, in {query!r}"
         )
-    where = tree.args.get("where")
+    where, qualify = tree.args.get("where"), tree.args.get("qualify")
     return Query(
         table=source.this.sql(dialect=DIALECT),
         where=None if where is None else where.this.sql(dialect=DIALECT),
         columns=tuple(tree.expressions),
         text=query,
+        filter=None if qualify is None else _filter(qualify.this, "QUALIFY", query),
     )
+
+
+def _outer(tree: exp.Select, inner: exp.Subquery, query: str, what: str) -> Query:
+    """``SELECT <names or *> FROM (<query>) [WHERE <condition>]``: the inner query, its results
+    filtered by the outer WHERE (and its own QUALIFY), then the outer SELECT's columns."""
+    extra = [k for k, v in tree.args.items() if v and k not in {"expressions", "from", "from_", "where"}]
+    listed = [e for e in tree.expressions if not isinstance(e, (exp.Star, exp.Column))]
+    if extra or listed or not isinstance(inner.this, exp.Select):
+        clauses = ", ".join(_CLAUSES.get(k, k.upper()) for k in extra)
+        found = clauses or (listed[0].sql(dialect=DIALECT) if listed else "a subquery that is not a SELECT")
+        raise WindowSpecError(
+            f"{what} filters a window query as SELECT <columns or *> FROM (SELECT ... OVER ... FROM "
+            f"<view>) WHERE <condition>; {found} is not supported yet, in {query!r}"
+        )
+    q = parse_query(inner.this.sql(dialect=DIALECT), what)
+    where = tree.args.get("where")
+    conditions = [c for c in (q.filter, where and _filter(where.this, "WHERE", query)) if c]
+    stars = any(isinstance(e, exp.Star) for e in tree.expressions)
+    return replace(
+        q,
+        text=query,
+        filter=" AND ".join(f"({c})" for c in conditions)
+        if len(conditions) > 1
+        else next(iter(conditions), None),
+        outer=q.outer if stars else tuple(e.name for e in tree.expressions),
+    )
+
+
+def _filter(condition, clause: str, query: str) -> str:
+    """A filter on window results as Spark SQL; a window function inside it is refused (it is
+    computed in the SELECT list and filtered by name)."""
+    if condition.find(exp.Window) is not None:
+        raise WindowSpecError(
+            f"{clause} {condition.sql(dialect=DIALECT)}: name the window in the SELECT list "
+            f"(row_number() OVER (...) AS rn) and filter on its name ({clause} rn <= 3), in {query!r}"
+        )
+    return condition.sql(dialect=DIALECT)
+
+
+def result_names(query: Query, inputs: list[str]) -> list[str]:
+    """The SELECT list's names over input columns ``inputs`` (``*`` expanded), as a filter on the
+    results sees them (an unnamed computed column has none)."""
+    return [n for e in query.columns for n in (inputs if isinstance(e, exp.Star) else [e.alias_or_name])]
+
+
+def filter_problem(query: Query, names: list[str]) -> str | None:
+    """Why ``query``'s filter and outer SELECT cannot run on a result of columns ``names`` (a name
+    they use is not among them), or None."""
+    known = {n.lower() for n in names}
+    used = (
+        []
+        if query.filter is None
+        else [c.name for c in sqlglot.parse_one(query.filter, read=DIALECT).find_all(exp.Column)]
+    )
+    for name in [*used, *(query.outer or ())]:
+        if name.lower() not in known:
+            return (
+                f"no column `{name}` among the query's columns ({', '.join(names)}): a filter on window "
+                "results and the outer SELECT use the SELECT list's names"
+            )
+    return None
 
 
 def query_columns(query: Query) -> list:
@@ -201,7 +291,10 @@ def query_columns(query: Query) -> list:
 def run_query(df, query: Query, **options):
     """The streaming DataFrame of ``query`` over ``df`` (the table after FROM): WHERE with
     ``df.where``, then :func:`select` of the SELECT list (window columns as text, the others as
-    ``F.expr``). ``overwindow.sql`` and the view job both run queries through here."""
+    ``F.expr``), then the filter on its results (on update: a failing upsert becomes a delete, since
+    the row's previous results are not at hand here, a row that never passed is deleted too, which a
+    keyed table ignores) and the outer SELECT's columns. ``overwindow.sql`` and the view job both run
+    queries through here."""
     if query.where is not None:
         df = df.where(query.where)
     F = _functions(df)
@@ -213,7 +306,23 @@ def run_query(df, query: Query, **options):
             items.append(e.sql(dialect=DIALECT))
         else:
             items.append(F.expr(e.sql(dialect=DIALECT)))
-    return select(df, *items, **options)
+    out = select(df, *items, **options)
+    result = out
+    if query.filter is not None or query.outer is not None:
+        problem = filter_problem(query, [c for c in out.columns if c not in (CHANGE, ROW_ID)])
+        if problem:
+            raise WindowSpecError(f"{problem}, in {query.text!r}")
+    if query.filter is not None:
+        kept = F.coalesce(F.expr(query.filter), F.lit(False))  # NULL fails, as in WHERE
+        if options.get("emit") == "on_update":  # a recomputed row failing the filter leaves the table
+            change = F.when((F.col(CHANGE) == UPSERT) & ~kept, F.lit(DELETE)).otherwise(F.col(CHANGE))
+            result = result.withColumn(CHANGE, change)
+        else:
+            result = result.where(kept)
+    if query.outer is not None:
+        extra = [c for c in (CHANGE, ROW_ID) if c in out.columns]
+        result = result.select(*(F.col(quote(n)) for n in query.outer), *extra)
+    return _counted(result, out)
 
 
 def query_spec(query: Query, **options) -> tuple[tuple, OverWindow]:

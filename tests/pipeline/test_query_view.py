@@ -1,5 +1,6 @@
 """A view file's ``[view] query`` runs as ``overwindow.sql`` runs it: the job's table (files source,
-SQLite sink) equals Spark's batch SQL of the same query over the same rows."""
+SQLite sink, emit on update) equals Spark's batch SQL of the same query over the same rows, its
+QUALIFY included (rows leaving the Top-N are deleted from the table)."""
 
 import json
 import sqlite3
@@ -12,11 +13,14 @@ from overwindow.pipeline.job import start_view
 from overwindow.pipeline.view import load_view
 from overwindow.spark import compat
 
-QUERY = (
+# the first five rows of each key (Top-N), with a WHERE before the windows and computed columns
+INNER = (
     "SELECT id, k, x * 2 AS x2, lag(x, 1, -1.0) OVER (PARTITION BY k ORDER BY ts) AS prev, "
-    "x - avg(x) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS off "
-    "FROM {} WHERE x IS NOT NULL AND id % 3 != 1"
+    "x - avg(x) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS off, "
+    "row_number() OVER (PARTITION BY k ORDER BY ts) AS rn FROM {} WHERE x IS NOT NULL AND id % 3 != 1"
 )
+QUERY = INNER + " QUALIFY rn <= 5"
+BATCH = "SELECT * FROM (" + INNER + ") WHERE rn <= 5"  # the same, in the form every Spark runs
 SCHEMA = "k STRING, id BIGINT, ts TIMESTAMP, x DOUBLE"
 
 
@@ -26,7 +30,8 @@ def _rows(n, seed, first_id=0):
         {
             "k": str(rng.choice(["a", "b", "c"])),
             "id": first_id + i,
-            "ts": f"2024-01-01T00:{int(rng.integers(0, 60)):02d}:{int(rng.integers(0, 60)):02d}",
+            # distinct times (no ties for row_number), the second file's among the first's
+            "ts": f"2024-01-01T00:{(first_id + i) * 997 % 3600 // 60:02d}:{(first_id + i) * 997 % 60:02d}",
             "x": None if rng.random() < 0.1 else float(rng.integers(-9, 9)),
         }
         for i in range(n)
@@ -94,6 +99,6 @@ def test_a_query_view_equals_spark_batch_sql(spark, tmp_path):
     query, _ = start_view(spark, view, once=True, quiet=True)
     query.awaitTermination()
     assert len(query.recentProgress) >= 2  # two micro-batches, the second recomputing the first's rows
-    columns = ["id", "k", "x2", "prev", "off"]
-    want = [tuple(r[c] for c in columns) for r in _batch(spark, tmp_path, QUERY)]
+    columns = ["id", "k", "x2", "prev", "off", "rn"]
+    want = [tuple(r[c] for c in columns) for r in _batch(spark, tmp_path, BATCH)]
     _same(_table(tmp_path, columns), want)

@@ -303,6 +303,8 @@ calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]""",
         ("WHERE x > 0", "WHERE y > 0", r"\[view\] query \(line 12\): .*`y` does not exist"),
         ("SELECT k, ts", "SELECT k, ts, z + 1 AS z1", r"\[view\] query \(line 12\): .*`z` does not exist"),
         ("sum(x)", "sum(w)", r"\[view\] query \(line 12\): .*`w` does not exist"),
+        ("x > 0", "x > 0 QUALIFY s2 > 0", r"\[view\] query \(line 12\): no column `s2` among the query's"),
+        ("x > 0", "x > 0 QUALIFY id > 0 AND s > 1", None),
         ("AS s ", "AS x ", r"\[view\] query \(line 12\): output column `x` already exists in the input"),
     ],
 )

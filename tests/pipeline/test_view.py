@@ -279,6 +279,11 @@ def test_a_query_view_gives_the_partition_and_calls_overwindow_sql_would_run(tmp
             r"\[view\] query \(line 13\): emit on update keeps the table keyed .*add id to the SELECT list",
         ),
         ('query = """', 'calls = """', r"\[view\] calls \(line 13\): a list of text"),
+        (
+            "WHERE x > 0",
+            "WHERE x > 0 QUALIFY sum(x) OVER (ORDER BY ts) > 0",
+            r"\[view\] query \(line 13\): QUALIFY SUM\(x\) OVER .*: name the window in the SELECT list",
+        ),
     ],
 )
 def test_bad_queries_name_view_query_and_its_line(tmp_path, old, new, words):
@@ -290,3 +295,14 @@ def test_a_view_without_calls_or_query_is_refused(tmp_path):
     text = GOOD.replace('calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]\n', "")
     with pytest.raises(ViewFileError, match=r"\[view\]: missing calls = \[...\] .* or query ="):
         load_view(write(tmp_path, text))
+
+
+def test_an_outer_select_on_update_keeps_the_tables_key(tmp_path):
+    text = QUERY_VIEW.replace('emit = "on_window_close"', 'emit = "on_update"\nrow_key = ["id"]')
+    body = text[text.index('query = """') : text.rindex('"""') + 3]
+    inner = "SELECT k, id, sum(x) OVER (PARTITION BY k ORDER BY ts) AS s FROM source"
+    view = load_view(write(tmp_path, text.replace(body, f'query = "SELECT * FROM ({inner}) WHERE s > 0"')))
+    assert view.query.filter == "s > 0" and view.query.names == ["k", "id", "s"]
+    outer = f'query = "SELECT k, s FROM ({inner}) WHERE s > 0"'
+    with pytest.raises(ViewFileError, match=r"\[view\] query \(line 13\): .*add id to the SELECT list"):
+        load_view(write(tmp_path, text.replace(body, outer)))
