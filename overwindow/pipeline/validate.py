@@ -34,6 +34,7 @@ from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, par
 from overwindow.pipeline.view import View, ViewFileError, is_uri, spec_problem
 from overwindow.spark import compat
 from overwindow.spark.select import filter_problem, query_columns, result_names
+from overwindow.streaming.contract import CHANGE, ROW_ID
 
 # Kafka client settings Spark's connector refuses (it manages them itself), and the view key that
 # replaces each where there is one
@@ -56,8 +57,13 @@ class Checked:
     view: View
     struct: object  # pyspark StructType of the source
     schema: pa.Schema  # the Arrow schema the state machine reads
-    output: pa.Schema  # the view's columns, as the sink receives them
+    output: pa.Schema  # the state machine's output columns (the input's and the calls')
     watermarked: bool  # the ORDER BY column carries the watermark (emit on update evicts)
+    columns: list[str] | None = None  # the table's columns: the output's, or a query's SELECT list
+
+    def __post_init__(self):
+        if self.columns is None:
+            self.columns = list(self.output.names)
 
 
 def check_views(views: list[View], create: bool = False) -> list[Checked]:
@@ -208,7 +214,11 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
                 f"`{seen[name.lower()]}` and `{name}` (an alias repeats an input column or another alias)"
             )
         seen[name.lower()] = name
-    return Checked(view, struct, schema, output, watermarked)
+    columns = None
+    if view.query is not None:  # what run_query selects: the SELECT list, then the changelog's columns
+        listed = list(view.query.outer or result_names(view.query, names))
+        columns = listed + [c for c in (CHANGE, ROW_ID) if c in output.names]
+    return Checked(view, struct, schema, output, watermarked, columns)
 
 
 def _groupable(t) -> bool:
@@ -320,9 +330,7 @@ def _sink_problems(view: View, out: Checked | None, create: bool) -> list[str]:
     if sink["kind"] == "sqlite" and table is not None and table.lower().startswith("sqlite_"):
         problems.append(f"{view.where('sink', 'table')}: SQLite keeps names starting with sqlite_ for itself")
     if sink["kind"] == "postgres":
-        long = [
-            n for n in [table] + (out.output.names if out else []) if len(n.encode()) > POSTGRES_NAME_BYTES
-        ]
+        long = [n for n in [table] + (out.columns if out else []) if len(n.encode()) > POSTGRES_NAME_BYTES]
         if long:
             problems.append(
                 f"{view.where('sink', 'table')}: PostgreSQL cuts names longer than {POSTGRES_NAME_BYTES} "

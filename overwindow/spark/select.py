@@ -254,8 +254,12 @@ def _filter(condition, clause: str, query: str) -> str:
 
 def result_names(query: Query, inputs: list[str]) -> list[str]:
     """The SELECT list's names over input columns ``inputs`` (``*`` expanded), as a filter on the
-    results sees them (an unnamed computed column has none)."""
-    return [n for e in query.columns for n in (inputs if isinstance(e, exp.Star) else [e.alias_or_name])]
+    results sees them (an unnamed computed column by its SQL, about as Spark names it)."""
+    return [
+        n
+        for e in query.columns
+        for n in (inputs if isinstance(e, exp.Star) else [e.alias_or_name or e.sql(dialect=DIALECT)])
+    ]
 
 
 def filter_problem(query: Query, names: list[str]) -> str | None:

@@ -314,3 +314,11 @@ def test_a_query_view_is_checked_against_the_schema_without_java(tmp_path, no_jv
         assert check_views([load_view(path)])
     else:
         assert any(re.search(words, p) for p in problems([path])), problems([path])
+
+
+def test_validate_names_a_query_views_columns(tmp_path, no_jvm, capsys):
+    path = view_file(tmp_path, QUERY.replace("SELECT k, ts, id", "SELECT k, ts, id, x + 1, x * 2 AS x2"))
+    assert main(["validate", path]) == 0
+    assert (
+        "ok: 5 columns in, 6 out (k, ts, id, x + 1, x2, s); emit on window close" in capsys.readouterr().out
+    )
