@@ -187,6 +187,8 @@ def parse_query(query: str, what: str = "overwindow.sql") -> Query:
     >>> q = parse_query("SELECT * FROM (SELECT k, row_number() OVER (ORDER BY ts) AS n FROM v) WHERE n <= 3")
     >>> q.table, q.filter, q.outer
     ('v', 'n <= 3', None)
+    >>> parse_query("SELECT t.n FROM (SELECT n, lag(x) OVER (ORDER BY ts) AS p FROM v) t WHERE t.p > 0").outer
+    ('n',)
     """
     try:
         tree = sqlglot.parse_one(query, read=DIALECT)
@@ -249,6 +251,9 @@ def _filter(condition, clause: str, query: str) -> str:
             f"{clause} {condition.sql(dialect=DIALECT)}: name the window in the SELECT list "
             f"(row_number() OVER (...) AS rn) and filter on its name ({clause} rn <= 3), in {query!r}"
         )
+    condition = condition.copy()
+    for column in condition.find_all(exp.Column):  # `t.rn` of an outer query over `(...) AS t`
+        column.set("table", None)
     return condition.sql(dialect=DIALECT)
 
 
