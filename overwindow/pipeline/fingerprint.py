@@ -79,14 +79,19 @@ def _sql(expression) -> str:
 
 
 def _query_sql(view: View) -> str | None:
-    """The view's query as normalized SQL (its WHERE and SELECT list shape the table), or None."""
+    """The view's query as normalized SQL (its WHERE, SELECT list and filter shape the table), its
+    windows as ``WINDOW`` (they are compared as the calls, where frames are spelt out), or None."""
     if view.query is None:
         return None
     import sqlglot
+    from sqlglot import exp
 
     from overwindow.logical.expr import DIALECT
 
-    return sqlglot.parse_one(view.query.text, read=DIALECT).sql(dialect=DIALECT)
+    tree = sqlglot.parse_one(view.query.text, read=DIALECT)
+    for window in list(tree.find_all(exp.Window)):
+        window.replace(exp.var("WINDOW"))
+    return tree.sql(dialect=DIALECT)
 
 
 def _started(checkpoint: str) -> bool:
