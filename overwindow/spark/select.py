@@ -222,6 +222,8 @@ def _outer(tree: exp.Select, inner: exp.Subquery, query: str, what: str) -> Quer
     filtered by the outer WHERE (and its own QUALIFY), then the outer SELECT's columns."""
     extra = [k for k, v in tree.args.items() if v and k not in {"expressions", "from", "from_", "where"}]
     listed = [e for e in tree.expressions if not isinstance(e, (exp.Star, exp.Column))]
+    if len(tree.expressions) > 1 and any(isinstance(e, exp.Star) for e in tree.expressions):
+        listed.append(exp.var("* beside other columns"))  # names, or * alone
     if extra or listed or not isinstance(inner.this, exp.Select):
         clauses = ", ".join(_CLAUSES.get(k, k.upper()) for k in extra)
         found = clauses or (listed[0].sql(dialect=DIALECT) if listed else "a subquery that is not a SELECT")

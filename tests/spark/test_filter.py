@@ -149,6 +149,11 @@ def test_filters_are_refused_in_sql_words(spark):
             r"filters a window query as .*; rid \+ 1 is not supported yet",
         ),
         (
+            "SELECT *, rn FROM (SELECT rid, row_number() OVER (ORDER BY ts) AS rn FROM ow_filter_empty) "
+            "WHERE rn = 1",
+            r"; \* beside other columns is not supported yet",
+        ),
+        (
             "SELECT * FROM (SELECT rid, row_number() OVER (ORDER BY ts) AS rn FROM ow_filter_empty) "
             "WHERE rn = 1 ORDER BY rid",
             r"ORDER BY is not supported yet",
