@@ -232,7 +232,7 @@ def describe_checked(c) -> str:
     }
     where = place.get(v.sink["kind"], v.sink.get("path", ""))
     return (
-        f"{len(c.schema)} columns in, {len(c.output)} out ({', '.join(c.output.names)}); "
+        f"{len(c.schema)} columns in, {len(c.columns)} out ({', '.join(c.columns)}); "
         f"emit {v.emit.replace('_', ' ')}; {v.sink['kind']} {where}"
     ).rstrip()
 

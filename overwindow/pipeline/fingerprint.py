@@ -5,8 +5,8 @@ A view changed under an existing checkpoint would otherwise run on state of anot
 call, another emit mode), or Spark's state schema check would stop it with advice that corrupts
 state when followed. The fingerprint holds the source's columns and place (the folder of a file
 source: Spark's checkpoint keeps absolute file paths, so a moved folder is read again), the
-partition, the calls (as SQL, so layout and spacing do not count), the row key, the op column, the
-emit mode, the state layout, key buckets and format, the watermark column, and the sink's kind,
+partition, the calls (as SQL, so layout and spacing do not count), the query, the row key, the op
+column, the emit mode, the state layout, key buckets and format, the watermark column, and the sink's kind,
 place and table; not the watermark delay or batch sizes, which a checkpoint may change. It is
 recorded when a run starts; a checkpoint Spark has not committed to yet is free to take another
 view.
@@ -27,6 +27,7 @@ KEYS = {
     "source": "[source] path / topic",
     "partition_by": "[view] partition_by",
     "calls": "[view] calls",
+    "query": "[view] query",
     "row_key": "[view] row_key",
     "op_column": "[view] op_column",
     "emit": "[view] emit",
@@ -51,6 +52,7 @@ def fingerprint(checked) -> dict:
         "source": src["path"] if src["format"] == "files" else f"kafka topic {src['topic']}",
         "partition_by": list(view.partition_by),
         "calls": [_sql(e) for e in view.spec.expressions],
+        "query": _query_sql(view),
         "row_key": list(view.row_key) if view.row_key else None,
         "op_column": view.op_column,
         "emit": view.emit,
@@ -74,6 +76,22 @@ def _sql(expression) -> str:
             call.alias, f"{call.function_sql()} OVER ({call.over_sql()})"
         )
     return f"{sql} AS {quote(expression.alias)}"
+
+
+def _query_sql(view: View) -> str | None:
+    """The view's query as normalized SQL (its WHERE, SELECT list and filter shape the table), its
+    windows as ``WINDOW`` (they are compared as the calls, where frames are spelt out), or None."""
+    if view.query is None:
+        return None
+    import sqlglot
+    from sqlglot import exp
+
+    from overwindow.logical.expr import DIALECT
+
+    tree = sqlglot.parse_one(view.query.text, read=DIALECT)
+    for window in list(tree.find_all(exp.Window)):
+        window.replace(exp.var("WINDOW"))
+    return tree.sql(dialect=DIALECT)
 
 
 def _started(checkpoint: str) -> bool:

@@ -1,4 +1,5 @@
-"""Run a view: source -> watermark -> groupBy(partition).overWindow(spec) -> exactly-once sink."""
+"""Run a view: source -> watermark -> groupBy(partition).overWindow(spec) -> exactly-once sink (a
+view's query: source -> watermark -> ``overwindow.sql``'s ``run_query`` -> sink)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from overwindow.pipeline.sources import Source, open_source
 from overwindow.pipeline.view import View, ViewFileError
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import WORKER_WARNINGS
+from overwindow.spark.select import run_query
 from overwindow.streaming.contract import ROW_ID
 
 
@@ -209,10 +211,14 @@ def start_view(
         use_rocksdb(spark)
     source = open_source(spark, view)
     df = source.frame
-    grouped = df.groupBy(*view.partition_by) if view.partition_by else None
     # rows the machines set aside go to the dead letter too, when the view keeps one
     keep = source.dead_letter.records if source.dead_letter is not None else None
-    out = grouped.overWindow(view.spec, keep) if grouped is not None else df.overWindow(view.spec, keep)
+    if view.query is not None:  # as overwindow.sql runs it
+        out = run_query(df, view.query, _keep=keep, **view.options)
+    elif view.partition_by:
+        out = df.groupBy(*view.partition_by).overWindow(view.spec, keep)
+    else:
+        out = df.overWindow(view.spec, keep)
     rows_out: dict = {}
     writer = out.writeStream.option("checkpointLocation", view.checkpoint)
     if view.sink["kind"] == "parquet":

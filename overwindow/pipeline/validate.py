@@ -33,6 +33,8 @@ from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
 from overwindow.pipeline.view import View, ViewFileError, is_uri, spec_problem
 from overwindow.spark import compat
+from overwindow.spark.select import filter_problem, query_columns, result_names
+from overwindow.streaming.contract import CHANGE, ROW_ID
 
 # Kafka client settings Spark's connector refuses (it manages them itself), and the view key that
 # replaces each where there is one
@@ -55,8 +57,13 @@ class Checked:
     view: View
     struct: object  # pyspark StructType of the source
     schema: pa.Schema  # the Arrow schema the state machine reads
-    output: pa.Schema  # the view's columns, as the sink receives them
+    output: pa.Schema  # the state machine's output columns (the input's and the calls')
     watermarked: bool  # the ORDER BY column carries the watermark (emit on update evicts)
+    columns: list[str] | None = None  # the table's columns: the output's, or a query's SELECT list
+
+    def __post_init__(self):
+        if self.columns is None:
+            self.columns = list(self.output.names)
 
 
 def check_views(views: list[View], create: bool = False) -> list[Checked]:
@@ -137,11 +144,18 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
             problems.append(f"{view.where(section, key)}: {e}")
             return None
 
+    partition_key = "query" if view.query is not None else "partition_by"
+    if view.query is not None:  # every column the query names is a [source] column
+        for name in dict.fromkeys(c.name for c in query_columns(view.query)):
+            column("view", "query", name)
+        problem = filter_problem(view.query, result_names(view.query, names))
+        if problem:
+            problems.append(f"{view.where('view', 'query')}: {problem}")
     for name in view.partition_by:
-        found = column("view", "partition_by", name)
+        found = column("view", partition_key, name)
         if found is not None and not _groupable(struct[found].dataType):
             problems.append(
-                f"{view.where('view', 'partition_by')}: Spark cannot group by `{found}` of type "
+                f"{view.where('view', partition_key)}: Spark cannot group by `{found}` of type "
                 f"{struct[found].dataType.simpleString()} (maps and variants are not comparable)"
             )
     for name in view.row_key or []:
@@ -196,11 +210,15 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
     for name in output.names:
         if name.lower() in seen:
             problems.append(
-                f"{view.where('view', 'calls')}: the output has two columns named `{seen[name.lower()]}` "
-                f"and `{name}` (an alias repeats an input column or another alias)"
+                f"{view.where('view', view.calls_key)}: the output has two columns named "
+                f"`{seen[name.lower()]}` and `{name}` (an alias repeats an input column or another alias)"
             )
         seen[name.lower()] = name
-    return Checked(view, struct, schema, output, watermarked)
+    columns = None
+    if view.query is not None:  # what run_query selects: the SELECT list, then the changelog's columns
+        listed = list(view.query.outer or result_names(view.query, names))
+        columns = listed + [c for c in (CHANGE, ROW_ID) if c in output.names]
+    return Checked(view, struct, schema, output, watermarked, columns)
 
 
 def _groupable(t) -> bool:
@@ -312,9 +330,7 @@ def _sink_problems(view: View, out: Checked | None, create: bool) -> list[str]:
     if sink["kind"] == "sqlite" and table is not None and table.lower().startswith("sqlite_"):
         problems.append(f"{view.where('sink', 'table')}: SQLite keeps names starting with sqlite_ for itself")
     if sink["kind"] == "postgres":
-        long = [
-            n for n in [table] + (out.output.names if out else []) if len(n.encode()) > POSTGRES_NAME_BYTES
-        ]
+        long = [n for n in [table] + (out.columns if out else []) if len(n.encode()) > POSTGRES_NAME_BYTES]
         if long:
             problems.append(
                 f"{view.where('sink', 'table')}: PostgreSQL cuts names longer than {POSTGRES_NAME_BYTES} "

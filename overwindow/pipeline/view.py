@@ -52,7 +52,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from sqlglot import exp
+
 from overwindow.errors import WindowSpecError
+from overwindow.spark.select import Query, parse_query, query_spec
 from overwindow.spec import EMIT_MODES, STATE_LAYOUTS, OverWindow
 
 SOURCES = ("files", "kafka")
@@ -219,8 +222,14 @@ KEYS = (
         "view",
         "calls",
         "texts",
-        "the window calls, SQL text each with `AS name`, without PARTITION BY",
-        required=True,
+        "the window calls, SQL text each with `AS name`, without PARTITION BY (or `query`)",
+    ),
+    Key(
+        "view",
+        "query",
+        "text",
+        "instead of `calls` and `partition_by`: `SELECT ... FROM source [WHERE ...] [QUALIFY ...]` in "
+        "Spark SQL, its window columns each with `AS name` and one PARTITION BY / ORDER BY",
     ),
     Key(
         "view",
@@ -335,6 +344,13 @@ class View:
     lines: dict = field(repr=False, default_factory=dict)  # (section, key) -> line in the file
     warnings: list = field(repr=False, default_factory=list)
     spark: dict = field(default_factory=dict)  # [spark]: Spark settings for the session the job starts
+    query: Query | None = None  # [view] query, read (calls and partition_by come from it)
+    options: dict = field(default_factory=dict)  # OverWindow's keywords besides the calls
+
+    @property
+    def calls_key(self) -> str:
+        """The [view] key holding the window calls: ``query`` or ``calls``."""
+        return "query" if self.query is not None else "calls"
 
     @property
     def name(self) -> str:
@@ -562,25 +578,35 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     view.source = values.get("source", {})
     view.watermark = values.get("watermark") if "watermark" in doc else None
     v = values.get("view", {})
-    view.calls, view.partition_by, view.emit = v["calls"], v["partition_by"], v["emit"]
+    view.partition_by, view.emit = v["partition_by"], v["emit"]
     view.row_key, view.op_column = v.get("row_key"), v.get("op_column")
     view.sink = values.get("sink", {})
     view.checkpoint = view.sink.pop("checkpoint")
     _check_source(view)
     view.spark = _spark_settings(view, doc.get("spark", {}))
-    try:
-        view.spec = OverWindow(
-            *view.calls,
-            emit=view.emit,
-            rowKey=view.row_key,
-            opColumn=view.op_column,
-            stateLayout=v.get("state_layout", "whole"),
-            maxRowsPerKey=v.get("max_rows_per_key"),
-            keyBuckets=v.get("key_buckets"),
-            stateTtl=v.get("state_ttl"),
+    view.options = dict(
+        emit=view.emit,
+        rowKey=view.row_key,
+        opColumn=view.op_column,
+        stateLayout=v.get("state_layout", "whole"),
+        maxRowsPerKey=v.get("max_rows_per_key"),
+        keyBuckets=v.get("key_buckets"),
+        stateTtl=v.get("state_ttl"),
+    )
+    given = doc.get("view", {})
+    if "query" in v:
+        _read_query(view, v["query"], given)
+    elif "calls" in v:
+        view.calls = v["calls"]
+        try:
+            view.spec = OverWindow(*view.calls, **view.options)
+        except WindowSpecError as e:
+            raise ViewFileError(spec_problem(view, e)) from None
+    else:
+        raise ViewFileError(
+            f'{view.where("view")}: missing calls = [...] (the window calls) or query = "SELECT ... '
+            'FROM source"'
         )
-    except WindowSpecError as e:
-        raise ViewFileError(spec_problem(view, e)) from None
     if view.emit == "on_window_close" and view.watermark is None:
         raise ViewFileError(
             f'{path}: emit = "on_window_close" needs a [watermark] section on the ORDER BY column '
@@ -591,6 +617,42 @@ def load_view(path: str, overrides: dict | None = None) -> View:
             f'{view.where("sink", "kind")}: a Parquet sink only appends; use it with emit = "on_window_close"'
         )
     return view
+
+
+def _read_query(view: View, text: str, given: dict) -> None:
+    """[view] query: read with overwindow.sql's reader (``parse_query``, ``query_spec``), so the job
+    runs what ``overwindow.sql`` would; fills the view's calls, partition and spec. The source is
+    named ``source``; PARTITION BY must be columns, and emit on update must keep the sink's key."""
+    where = view.where("view", "query")
+    for other in ("calls", "partition_by"):
+        if other in given:
+            raise ViewFileError(
+                f"{view.where('view', other)}: give calls and partition_by, or query (whose windows "
+                f"say their PARTITION BY), not both; {where} is set too"
+            )
+    try:
+        view.query = parse_query(text, "a view's query")
+        keys, view.spec = query_spec(view.query, **view.options)
+    except WindowSpecError as e:
+        raise ViewFileError(f"{where}: {e}") from None
+    if view.query.table.lower() != "source":
+        raise ViewFileError(f"{where}: FROM {view.query.table}: a view reads its [source]; write FROM source")
+    for key in keys:
+        if not isinstance(key.node, exp.Column) or key.node.table:
+            raise ViewFileError(
+                f"{where}: PARTITION BY {key.sql}: a view partitions by columns of its [source]; "
+                "partition by a column (or compute it upstream)"
+            )
+    view.partition_by = [k.node.name for k in keys]
+    view.calls = [e.text for e in view.spec.expressions]
+    if view.emit == "on_update" and view.query.names is not None:
+        listed = {n.lower() for n in view.query.names}
+        missing = [c for c in view.partition_by + (view.row_key or []) if c.lower() not in listed]
+        if missing:
+            raise ViewFileError(
+                f"{where}: emit on update keeps the table keyed by the PARTITION BY and row_key "
+                f"columns; add {', '.join(missing)} to the SELECT list"
+            )
 
 
 def _check_source(view: View) -> None:
@@ -654,7 +716,8 @@ _SPEC_WORDS = {
 
 def spec_problem(view: View, error: WindowSpecError) -> str:
     """A spec error as a view-file problem: the [view] key it is about, its line, its words."""
-    return f"{view.where('view', _spec_key(str(error)))}: {_view_words(str(error))}"
+    key = _spec_key(str(error))
+    return f"{view.where('view', view.calls_key if key == 'calls' else key)}: {_view_words(str(error))}"
 
 
 def _spec_key(message: str) -> str:

@@ -7,7 +7,9 @@ then ``overwindow.logical.parse_window``), and runs them as ``df.groupBy(<PARTIT
 OverWindow(*calls, ...))``: the streaming DataFrame it returns has the requested columns in the
 requested order, named and typed as Spark's batch ``df.select(*columns)`` names and types them
 (emit on update appends ``_change``, and ``_row_id`` without a ``rowKey``). ``sql(spark, "SELECT ...
-FROM v [WHERE ...]")`` reads the query with sqlglot and calls ``select`` over the temporary view.
+FROM v [WHERE ...] [QUALIFY ...]")`` reads the query with sqlglot and calls ``select`` over the
+temporary view, then filters the window results (Top-N, deduplication). The view job runs a view
+file's ``query`` through the same ``parse_query`` / ``run_query``.
 
 One select runs one ``overWindow``: every window must share one PARTITION BY (and one ORDER BY).
 Windows over different PARTITION BY are refused, naming both, until the fan-out hosting of
@@ -36,7 +38,7 @@ from overwindow.logical.parse import parse_window
 from overwindow.spark import columns as C
 from overwindow.spark import compat
 from overwindow.spec import OverWindow
-from overwindow.streaming.contract import CHANGE, ROW_ID
+from overwindow.streaming.contract import CHANGE, DELETE, ROW_ID, UPSERT
 
 _DOCS = "docs/many-keys.md, section 3.6"
 
@@ -64,6 +66,7 @@ def select(
     maxRowsPerKey: int | None = None,
     keyBuckets: int | None = None,
     stateTtl=None,
+    _keep=None,
 ):
     """``df.select(*columns)`` with window functions, on a streaming DataFrame.
 
@@ -98,15 +101,10 @@ def select(
         if alias.lower() in inputs or alias.lower() in taken:
             alias = f"_overwindow_{n}"
         taken.add(alias.lower())
-        text = f"{item.sql} AS {quote(alias)}"
-        try:
-            item.window = parse_window(text)
-        except WindowSpecError as e:
-            raise WindowSpecError(f"column {item.name!r}: {e}") from None
-    keys = _shared(windows, "PARTITION BY", lambda c: c.partition_by)
-    _shared(windows, "ORDER BY", lambda c: c.order_by)
-    spec = OverWindow(
-        *(_unpartitioned(i.window) for i in windows),
+        _parse(item, alias)
+    keys, spec = _group(
+        windows,
+        "select",
         emit=emit,
         rowKey=rowKey,
         opColumn=opColumn,
@@ -116,10 +114,10 @@ def select(
         stateTtl=stateTtl,
     )
     try:
-        if not keys:
-            out = df.overWindow(spec)
+        if not keys:  # _keep: the view job's dead letter for rows set aside (adapter.over_window)
+            out = df.overWindow(spec, _keep)
         else:
-            out = df.groupBy(*(_key(k, F) for k in keys)).overWindow(spec)
+            out = df.groupBy(*(_key(k, F) for k in keys)).overWindow(spec, _keep)
     except WindowSpecError as e:
         raise type(e)(
             str(e).replace("before groupBy(...).overWindow(...)", "before overwindow.select(...)")
@@ -129,7 +127,11 @@ def select(
         final.append(CHANGE)
         if not rowKey:
             final.append(ROW_ID)
-    result = out.select(*final)
+    return _counted(out.select(*final), out)
+
+
+def _counted(result, out):
+    """``result`` (a DataFrame derived from overWindow's ``out``) carrying ``out``'s job counters."""
     counts = getattr(out, "overwindow_counts", None)
     if counts is not None:
         result.overwindow_counts = counts
@@ -137,43 +139,225 @@ def select(
 
 
 def sql(spark, query: str, **options):
-    """``SELECT <columns> FROM <view> [WHERE <condition>]`` with window functions, over a (streaming)
-    temporary view or table, as :func:`select` runs it (``options``: OverWindow's). The query is read
-    with sqlglot in Spark's dialect; WHERE is applied before the windows, as SQL does.
+    """``SELECT <columns> FROM <view> [WHERE <condition>] [QUALIFY <condition>]`` with window
+    functions, over a (streaming) temporary view or table, as :func:`select` runs it (``options``:
+    OverWindow's); or ``SELECT * FROM (<that query>) WHERE <condition>``. The query is read with
+    sqlglot in Spark's dialect; WHERE is applied before the windows, as SQL does, and QUALIFY (or
+    the outer WHERE) to the window results: on window close a row failing it is not emitted, on
+    update a recomputed row failing it is emitted as a delete (it leaves the kept table).
 
     Example::
 
         overwindow.sql(spark, "SELECT k, lag(x) OVER (PARTITION BY k ORDER BY ts) AS p FROM v")
+    """
+    q = parse_query(query)
+    return run_query(spark.table(q.table), q, **options)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A window query read by :func:`parse_query`: the table after FROM (as written), the WHERE
+    condition (Spark SQL, applied before the windows), the SELECT list (sqlglot expressions), the
+    filter on its results (QUALIFY, or the WHERE of an outer SELECT; Spark SQL over the SELECT
+    list's names) and the outer SELECT's column names (None: all of them)."""
+
+    table: str
+    where: str | None
+    columns: tuple
+    text: str
+    filter: str | None = None
+    outer: tuple | None = None
+
+    @property
+    def names(self) -> list[str] | None:
+        """The result's columns as written (None when a ``*`` leaves them to the table's schema)."""
+        if self.outer is not None:
+            return list(self.outer)
+        if any(isinstance(e, exp.Star) for e in self.columns):
+            return None
+        return [e.alias_or_name for e in self.columns]
+
+
+def parse_query(query: str, what: str = "overwindow.sql") -> Query:
+    """Read ``SELECT <columns> FROM <table> [WHERE <condition>] [QUALIFY <condition>]``, or ``SELECT
+    <names or *> FROM (<that>) [WHERE <condition>]``, with sqlglot in Spark's dialect; other clauses
+    are refused in SQL words (``what``: who runs it, for the message). O(query size).
+
+    >>> parse_query("SELECT k, lag(x) OVER (ORDER BY ts) AS p FROM v WHERE x > 0").where
+    'x > 0'
+    >>> q = parse_query("SELECT * FROM (SELECT k, row_number() OVER (ORDER BY ts) AS n FROM v) WHERE n <= 3")
+    >>> q.table, q.filter, q.outer
+    ('v', 'n <= 3', None)
+    >>> parse_query("SELECT t.n FROM (SELECT n, lag(x) OVER (ORDER BY ts) AS p FROM v) t WHERE t.p > 0").outer
+    ('n',)
     """
     try:
         tree = sqlglot.parse_one(query, read=DIALECT)
     except sqlglot.errors.ParseError as e:
         raise WindowSpecError(f"cannot parse {query!r}: {e}") from None
     if not isinstance(tree, exp.Select):
-        raise WindowSpecError(f"overwindow.sql runs one SELECT ... FROM <view>, got {query!r}")
-    allowed = {"expressions", "from", "where", "from_"}
-    extra = [k for k, v in tree.args.items() if v and k not in allowed]
+        raise WindowSpecError(f"{what} runs one SELECT ... FROM <view>, got {query!r}")
     source = tree.args.get("from") or tree.args.get("from_")
+    if source is not None and isinstance(source.this, exp.Subquery):
+        return _outer(tree, source.this, query, what)
+    allowed = {"expressions", "from", "where", "from_", "qualify"}
+    extra = [k for k, v in tree.args.items() if v and k not in allowed]
     if extra or source is None or not isinstance(source.this, exp.Table):
         clauses = ", ".join(_CLAUSES.get(k, k.upper()) for k in extra) or "this FROM clause"
         raise WindowSpecError(
-            "overwindow.sql runs SELECT <columns> FROM <view> [WHERE <condition>] over one view or "
-            f"table; {clauses} is not supported yet, in {query!r}"
+            f"{what} runs SELECT <columns> FROM <view> [WHERE <condition>] [QUALIFY <condition>] over "
+            f"one view or table; {clauses} is not supported yet, in {query!r}"
         )
-    df = spark.table(source.this.sql(dialect=DIALECT))
+    where, qualify = tree.args.get("where"), tree.args.get("qualify")
+    return Query(
+        table=source.this.sql(dialect=DIALECT),
+        where=None if where is None else where.this.sql(dialect=DIALECT),
+        columns=tuple(tree.expressions),
+        text=query,
+        filter=None if qualify is None else _filter(qualify.this, "QUALIFY", query),
+    )
+
+
+def _outer(tree: exp.Select, inner: exp.Subquery, query: str, what: str) -> Query:
+    """``SELECT <names or *> FROM (<query>) [WHERE <condition>]``: the inner query, its results
+    filtered by the outer WHERE (and its own QUALIFY), then the outer SELECT's columns."""
+    extra = [k for k, v in tree.args.items() if v and k not in {"expressions", "from", "from_", "where"}]
+    listed = [e for e in tree.expressions if not isinstance(e, (exp.Star, exp.Column))]
+    if len(tree.expressions) > 1 and any(isinstance(e, exp.Star) for e in tree.expressions):
+        listed.append(exp.var("* beside other columns"))  # names, or * alone
+    if extra or listed or not isinstance(inner.this, exp.Select):
+        clauses = ", ".join(_CLAUSES.get(k, k.upper()) for k in extra)
+        found = clauses or (listed[0].sql(dialect=DIALECT) if listed else "a subquery that is not a SELECT")
+        raise WindowSpecError(
+            f"{what} filters a window query as SELECT <columns or *> FROM (SELECT ... OVER ... FROM "
+            f"<view>) WHERE <condition>; {found} is not supported yet, in {query!r}"
+        )
+    q = parse_query(inner.this.sql(dialect=DIALECT), what)
     where = tree.args.get("where")
-    if where is not None:
-        df = df.where(where.this.sql(dialect=DIALECT))
+    conditions = [c for c in (q.filter, where and _filter(where.this, "WHERE", query)) if c]
+    stars = any(isinstance(e, exp.Star) for e in tree.expressions)
+    return replace(
+        q,
+        text=query,
+        filter=" AND ".join(f"({c})" for c in conditions)
+        if len(conditions) > 1
+        else next(iter(conditions), None),
+        outer=q.outer if stars else tuple(e.name for e in tree.expressions),
+    )
+
+
+def _filter(condition, clause: str, query: str) -> str:
+    """A filter on window results as Spark SQL; a window function inside it is refused (it is
+    computed in the SELECT list and filtered by name)."""
+    if condition.find(exp.Window) is not None:
+        raise WindowSpecError(
+            f"{clause} {condition.sql(dialect=DIALECT)}: name the window in the SELECT list "
+            f"(row_number() OVER (...) AS rn) and filter on its name ({clause} rn <= 3), in {query!r}"
+        )
+    condition = condition.copy()
+    for column in condition.find_all(exp.Column):  # `t.rn` of an outer query over `(...) AS t`
+        column.set("table", None)
+    return condition.sql(dialect=DIALECT)
+
+
+def result_names(query: Query, inputs: list[str]) -> list[str]:
+    """The SELECT list's names over input columns ``inputs`` (``*`` expanded), as a filter on the
+    results sees them (an unnamed computed column by its SQL, about as Spark names it)."""
+    return [
+        n
+        for e in query.columns
+        for n in (inputs if isinstance(e, exp.Star) else [e.alias_or_name or e.sql(dialect=DIALECT)])
+    ]
+
+
+def filter_problem(query: Query, names: list[str]) -> str | None:
+    """Why ``query``'s filter and outer SELECT cannot run on a result of columns ``names`` (a name
+    they use is not among them), or None."""
+    known = {n.lower() for n in names}
+    used = (
+        []
+        if query.filter is None
+        else [c.name for c in sqlglot.parse_one(query.filter, read=DIALECT).find_all(exp.Column)]
+    )
+    for name in [*used, *(query.outer or ())]:
+        if name.lower() not in known:
+            return (
+                f"no column `{name}` among the query's columns ({', '.join(names)}): a filter on window "
+                "results and the outer SELECT use the SELECT list's names"
+            )
+    return None
+
+
+def query_columns(query: Query) -> list:
+    """Every column reference of ``query`` (sqlglot Columns, in its WHERE and SELECT list): each
+    names an input column. O(query size).
+
+    >>> q = parse_query("SELECT lag(x) OVER (ORDER BY ts) AS p FROM v WHERE k > 0")
+    >>> [c.name for c in query_columns(q)]
+    ['x', 'ts', 'k']
+    """
+    where = [] if query.where is None else [sqlglot.parse_one(query.where, read=DIALECT)]
+    return [c for e in [*query.columns, *where] for c in e.find_all(exp.Column)]
+
+
+def run_query(df, query: Query, _keep=None, **options):
+    """The streaming DataFrame of ``query`` over ``df`` (the table after FROM): WHERE with
+    ``df.where``, then :func:`select` of the SELECT list (window columns as text, the others as
+    ``F.expr``), then the filter on its results (on update: a failing upsert becomes a delete, since
+    the row's previous results are not at hand here, a row that never passed is deleted too, which a
+    keyed table ignores) and the outer SELECT's columns. ``overwindow.sql`` and the view job both run
+    queries through here."""
+    if query.where is not None:
+        df = df.where(query.where)
     F = _functions(df)
     items = []
-    for e in tree.expressions:
+    for e in query.columns:
         if isinstance(e, exp.Star):
             items.append("*")
         elif e.find(exp.Window) is not None:
             items.append(e.sql(dialect=DIALECT))
         else:
             items.append(F.expr(e.sql(dialect=DIALECT)))
-    return select(df, *items, **options)
+    out = select(df, *items, _keep=_keep, **options)
+    result = out
+    if query.filter is not None or query.outer is not None:
+        problem = filter_problem(query, [c for c in out.columns if c not in (CHANGE, ROW_ID)])
+        if problem:
+            raise WindowSpecError(f"{problem}, in {query.text!r}")
+    if query.filter is not None:
+        kept = F.coalesce(F.expr(query.filter), F.lit(False))  # NULL fails, as in WHERE
+        if options.get("emit") == "on_update":  # a recomputed row failing the filter leaves the table
+            change = F.when((F.col(CHANGE) == UPSERT) & ~kept, F.lit(DELETE)).otherwise(F.col(CHANGE))
+            result = result.withColumn(CHANGE, change)
+        else:
+            result = result.where(kept)
+    if query.outer is not None:
+        extra = [c for c in (CHANGE, ROW_ID) if c in out.columns]
+        result = result.select(*(F.col(quote(n)) for n in query.outer), *extra)
+    return _counted(result, out)
+
+
+def query_spec(query: Query, **options) -> tuple[tuple, OverWindow]:
+    """The shared PARTITION BY (logical expressions) and the OverWindow (``options``: its keywords)
+    of ``query``'s window columns, without Spark (a view file's check): with no Spark to name them,
+    every window column needs ``AS <name>``. Refuses as :func:`select` does. O(query size).
+
+    >>> keys, spec = query_spec(parse_query("SELECT lag(x) OVER (PARTITION BY k ORDER BY ts) AS p FROM v"))
+    >>> [k.sql for k in keys], spec.order_column
+    (['k'], 'ts')
+    """
+    windows = []
+    for e in query.columns:
+        if e.find(exp.Window) is None:
+            continue
+        if not isinstance(e, exp.Alias):
+            raise WindowSpecError(f"the window column {e.sql(dialect=DIALECT)} needs a name: add AS <name>")
+        item = _Item(spark=None, sql=e.this.sql(dialect=DIALECT), name=e.alias)
+        _parse(item, e.alias)
+        windows.append(item)
+    if not windows:
+        raise WindowSpecError("found no window function (... OVER ...) in the SELECT list")
+    return _group(windows, "query", **options)
 
 
 # sqlglot's names of a SELECT's parts, as SQL writes them
@@ -251,7 +435,24 @@ def _names(df, items: list[_Item]) -> None:
         item.name = name
 
 
-def _shared(windows: list[_Item], clause: str, key) -> tuple:
+def _parse(item: _Item, alias: str) -> None:
+    """``item.window``: its SQL parsed as ``<sql> AS alias``; errors name the column."""
+    try:
+        item.window = parse_window(f"{item.sql} AS {quote(alias)}")
+    except WindowSpecError as e:
+        raise WindowSpecError(f"column {item.name!r}: {e}") from None
+
+
+def _group(windows: list[_Item], unit: str, **options) -> tuple[tuple, OverWindow]:
+    """The PARTITION BY every window shares and the one OverWindow (``options``) that runs them
+    without it; windows over another PARTITION BY or ORDER BY are refused (``unit``: one select or
+    one query)."""
+    keys = _shared(windows, "PARTITION BY", lambda c: c.partition_by, unit)
+    _shared(windows, "ORDER BY", lambda c: c.order_by, unit)
+    return keys, OverWindow(*(_unpartitioned(i.window) for i in windows), **options)
+
+
+def _shared(windows: list[_Item], clause: str, key, unit: str) -> tuple:
     """The ``clause`` (PARTITION BY or ORDER BY; ``key(call)``: its items, compared as a set for
     PARTITION BY) every window shares, or a WindowSpecError naming two windows that differ (one
     overWindow groups by one key and sorts once)."""
@@ -268,9 +469,9 @@ def _shared(windows: list[_Item], clause: str, key) -> tuple:
             if not same:
                 texts = [", ".join(map(str, k)) or "(none)" for k in (theirs, ours)]
                 raise WindowSpecError(
-                    f"windows over different {clause} in one select are not supported yet: "
+                    f"windows over different {clause} in one {unit} are not supported yet: "
                     f"{first[0].name!r} has {clause} {texts[0]}, {item.name!r} has {clause} {texts[1]}. "
-                    f"Run one select per {clause} (several windows per query is the next step: {_DOCS})"
+                    f"Run one {unit} per {clause} (several windows per query is the next step: {_DOCS})"
                 )
     return key(first[1])
 

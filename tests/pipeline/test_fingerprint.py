@@ -3,6 +3,7 @@ checkpoint was started with; what a checkpoint may change (the delay, batch size
 Here the checkpoint is marked started by hand; tests/test_cli.py runs it on Spark."""
 
 import os
+import re
 import shutil
 import textwrap
 
@@ -106,3 +107,26 @@ def test_a_checkpoint_without_a_record_is_taken_with_a_warning(tmp_path):
     os.remove(tmp_path / "chk" / FILE)
     (checked,) = check_views([load_view(path, {"view.emit": "on_update"})])
     assert any("does not say which view it belongs to" in w for w in checked.view.warnings)
+
+
+QUERY = "SELECT k, id, sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 3 PRECEDING) AS s FROM source"
+
+
+@pytest.mark.parametrize(
+    "query, label",
+    [
+        (QUERY + " WHERE x > 0", "[view] query"),
+        (QUERY + " QUALIFY s > 0", "[view] query"),
+        (QUERY.replace("k, id,", "k, id, x,"), "[view] query"),
+        (QUERY.replace("3 PRECEDING", "4 PRECEDING"), "[view] calls"),
+        ("select k,  id, SUM(x) over (partition by k order by ts rows 3 preceding) as s from source", None),
+    ],
+)
+def test_a_query_views_where_filter_and_columns_are_compared(tmp_path, query, label):
+    text = VIEW.replace('partition_by = ["k"]\n', "").replace(f'calls = ["{CALL}"]', f'query = "{QUERY}"')
+    path = started(tmp_path, text)
+    if label is None:
+        check_views([load_view(path, {"view.query": query})])
+        return
+    with pytest.raises(ViewFileError, match=rf"{re.escape(label)} was "):
+        check_views([load_view(path, {"view.query": query})])

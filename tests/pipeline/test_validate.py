@@ -4,6 +4,7 @@ PySpark tries to launch one, and, through the command line, by a ``java`` that l
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -285,3 +286,39 @@ def test_run_names_a_kafka_broker_that_does_not_answer_before_spark_starts(tmp_p
     assert err[0].startswith(
         f"overwindow: {path}: [source] bootstrap_servers (line 4): no Kafka broker answers (127.0.0.1:1: "
     ), err
+
+
+QUERY = GOOD.replace(
+    """partition_by = ["k"]
+calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]""",
+    'query = "SELECT k, ts, id, sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 3 PRECEDING) AS s '
+    'FROM source WHERE x > 0"',
+)
+
+
+@pytest.mark.parametrize(
+    "old, new, words",
+    [
+        (None, None, None),
+        ("WHERE x > 0", "WHERE y > 0", r"\[view\] query \(line 12\): .*`y` does not exist"),
+        ("SELECT k, ts", "SELECT k, ts, z + 1 AS z1", r"\[view\] query \(line 12\): .*`z` does not exist"),
+        ("sum(x)", "sum(w)", r"\[view\] query \(line 12\): .*`w` does not exist"),
+        ("x > 0", "x > 0 QUALIFY s2 > 0", r"\[view\] query \(line 12\): no column `s2` among the query's"),
+        ("x > 0", "x > 0 QUALIFY id > 0 AND s > 1", None),
+        ("AS s ", "AS x ", r"\[view\] query \(line 12\): output column `x` already exists in the input"),
+    ],
+)
+def test_a_query_view_is_checked_against_the_schema_without_java(tmp_path, no_jvm, old, new, words):
+    path = view_file(tmp_path, QUERY if old is None else QUERY.replace(old, new))
+    if words is None:
+        assert check_views([load_view(path)])
+    else:
+        assert any(re.search(words, p) for p in problems([path])), problems([path])
+
+
+def test_validate_names_a_query_views_columns(tmp_path, no_jvm, capsys):
+    path = view_file(tmp_path, QUERY.replace("SELECT k, ts, id", "SELECT k, ts, id, x + 1, x * 2 AS x2"))
+    assert main(["validate", path]) == 0
+    assert (
+        "ok: 5 columns in, 6 out (k, ts, id, x + 1, x2, s); emit on window close" in capsys.readouterr().out
+    )

@@ -217,3 +217,92 @@ def test_the_readme_lists_every_key_with_its_default_and_meaning():
 
     with open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")) as f:
         assert key_reference() in f.read()
+
+
+QUERY_VIEW = GOOD.replace(
+    """partition_by = ["k"]
+calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]""",
+    '''query = """
+SELECT k, ts, x * 2 AS x2, sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 3 PRECEDING) AS s
+FROM source WHERE x > 0
+"""''',
+)
+
+
+def test_a_query_view_gives_the_partition_and_calls_overwindow_sql_would_run(tmp_path):
+    from overwindow.spark.select import parse_query, query_spec
+
+    view = load_view(write(tmp_path, QUERY_VIEW))
+    assert view.partition_by == ["k"] and view.spec.order_column == "ts"
+    assert view.query.where == "x > 0" and view.calls_key == "query"
+    _, spec = query_spec(parse_query(view.query.text), **view.options)
+    assert [str(c) for c in view.spec.calls] == [str(c) for c in spec.calls]
+
+
+@pytest.mark.parametrize(
+    "old, new, words",
+    [
+        (
+            "query = ",
+            'partition_by = ["k"]\nquery = ',
+            r"\[view\] partition_by \(line 13\): give calls and partition_by, or query "
+            r".*\[view\] query \(line 14\)",
+        ),
+        (
+            "query = ",
+            'calls = ["lag(x) OVER (ORDER BY ts) AS p"]\nquery = ',
+            r"\[view\] calls \(line 13\): give calls .*\[view\] query \(line 14\) is set too",
+        ),
+        ("FROM source", "FROM events", r"\[view\] query \(line 13\): FROM events: .*write FROM source"),
+        ("WHERE x > 0", "GROUP BY k", r"\[view\] query \(line 13\): .*GROUP BY is not supported yet"),
+        (" AS s\n", "\n", r"\[view\] query \(line 13\): the window column .* needs a name: add AS <name>"),
+        (
+            "AS s\n",
+            "AS s, lag(x) OVER (PARTITION BY ts ORDER BY ts) AS p\n",
+            r"\[view\] query \(line 13\): windows over different PARTITION BY in one query .*'s' has "
+            r"PARTITION BY k, 'p' has PARTITION BY ts",
+        ),
+        (
+            "AS s\n",
+            "AS s, lag(x) OVER (PARTITION BY k ORDER BY x) AS p\n",
+            r"\[view\] query \(line 13\): windows over different ORDER BY",
+        ),
+        (
+            "PARTITION BY k",
+            "PARTITION BY lower(k)",
+            r"\[view\] query \(line 13\): PARTITION BY LOWER\(k\): a view partitions by columns",
+        ),
+        ("sum(x)", "collect_list(x)", r"\[view\] query \(line 13\): column 's': (?i:collect_list)"),
+        (
+            'emit = "on_window_close"',
+            'emit = "on_update"\nrow_key = ["id"]',
+            r"\[view\] query \(line 13\): emit on update keeps the table keyed .*add id to the SELECT list",
+        ),
+        ('query = """', 'calls = """', r"\[view\] calls \(line 13\): a list of text"),
+        (
+            "WHERE x > 0",
+            "WHERE x > 0 QUALIFY sum(x) OVER (ORDER BY ts) > 0",
+            r"\[view\] query \(line 13\): QUALIFY SUM\(x\) OVER .*: name the window in the SELECT list",
+        ),
+    ],
+)
+def test_bad_queries_name_view_query_and_its_line(tmp_path, old, new, words):
+    with pytest.raises(ViewFileError, match=words):
+        load_view(write(tmp_path, QUERY_VIEW.replace(old, new, 1)))
+
+
+def test_a_view_without_calls_or_query_is_refused(tmp_path):
+    text = GOOD.replace('calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]\n', "")
+    with pytest.raises(ViewFileError, match=r"\[view\]: missing calls = \[...\] .* or query ="):
+        load_view(write(tmp_path, text))
+
+
+def test_an_outer_select_on_update_keeps_the_tables_key(tmp_path):
+    text = QUERY_VIEW.replace('emit = "on_window_close"', 'emit = "on_update"\nrow_key = ["id"]')
+    body = text[text.index('query = """') : text.rindex('"""') + 3]
+    inner = "SELECT k, id, sum(x) OVER (PARTITION BY k ORDER BY ts) AS s FROM source"
+    view = load_view(write(tmp_path, text.replace(body, f'query = "SELECT * FROM ({inner}) WHERE s > 0"')))
+    assert view.query.filter == "s > 0" and view.query.names == ["k", "id", "s"]
+    outer = f'query = "SELECT k, s FROM ({inner}) WHERE s > 0"'
+    with pytest.raises(ViewFileError, match=r"\[view\] query \(line 13\): .*add id to the SELECT list"):
+        load_view(write(tmp_path, text.replace(body, outer)))

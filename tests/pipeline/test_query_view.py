@@ -1,0 +1,104 @@
+"""A view file's ``[view] query`` runs as ``overwindow.sql`` runs it: the job's table (files source,
+SQLite sink, emit on update) equals Spark's batch SQL of the same query over the same rows, its
+QUALIFY included (rows leaving the Top-N are deleted from the table)."""
+
+import json
+import sqlite3
+import textwrap
+
+import numpy as np
+import pytest
+
+from overwindow.pipeline.job import start_view
+from overwindow.pipeline.view import load_view
+from overwindow.spark import compat
+
+# the first five rows of each key (Top-N), with a WHERE before the windows and computed columns
+INNER = (
+    "SELECT id, k, x * 2 AS x2, lag(x, 1, -1.0) OVER (PARTITION BY k ORDER BY ts) AS prev, "
+    "x - avg(x) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS off, "
+    "row_number() OVER (PARTITION BY k ORDER BY ts) AS rn FROM {} WHERE x IS NOT NULL AND id % 3 != 1"
+)
+QUERY = INNER + " QUALIFY rn <= 5"
+BATCH = "SELECT * FROM (" + INNER + ") WHERE rn <= 5"  # the same, in the form every Spark runs
+SCHEMA = "k STRING, id BIGINT, ts TIMESTAMP, x DOUBLE"
+
+
+def _rows(n, seed, first_id=0):
+    rng = np.random.default_rng(seed)
+    return [
+        {
+            "k": str(rng.choice(["a", "b", "c"])),
+            "id": first_id + i,
+            # distinct times (no ties for row_number), the second file's among the first's
+            "ts": f"2024-01-01T00:{(first_id + i) * 997 % 3600 // 60:02d}:{(first_id + i) * 997 % 60:02d}",
+            "x": None if rng.random() < 0.1 else float(rng.integers(-9, 9)),
+        }
+        for i in range(n)
+    ]
+
+
+def _view(tmp_path, query, emit="on_update"):
+    path = tmp_path / "view.toml"
+    path.write_text(
+        textwrap.dedent(f"""
+        [source]
+        format = "files"
+        path = "events"
+        schema = "{SCHEMA}"
+        max_files_per_trigger = 1
+
+        [watermark]
+        column = "ts"
+        delay = "1 hour"
+
+        [view]
+        query = {json.dumps(query)}
+        emit = "{emit}"
+        row_key = ["id"]
+
+        [sink]
+        kind = "sqlite"
+        path = "view.sqlite"
+        table = "v"
+        checkpoint = "chk"
+    """)
+    )
+    (tmp_path / "events").mkdir(exist_ok=True)
+    return load_view(str(path))
+
+
+def _write(tmp_path, name, rows):
+    with open(tmp_path / "events" / name, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+
+
+def _table(tmp_path, columns):
+    con = sqlite3.connect(tmp_path / "view.sqlite")
+    got = con.execute(f'SELECT {", ".join(columns)} FROM "v"').fetchall()
+    con.close()
+    return got
+
+
+def _batch(spark, tmp_path, query):
+    """Spark's batch SQL of ``query`` over every row in the source folder."""
+    spark.read.schema(SCHEMA).json(str(tmp_path / "events")).createOrReplaceTempView("ow_query_batch")
+    return compat.to_arrow(spark.sql(query.format("ow_query_batch"))).to_pylist()
+
+
+def _same(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(sorted(got, key=lambda r: r[0]), sorted(want, key=lambda r: r[0])):
+        assert g == pytest.approx(w, nan_ok=True)
+
+
+def test_a_query_view_equals_spark_batch_sql(spark, tmp_path):
+    view = _view(tmp_path, QUERY.format("source"))
+    _write(tmp_path, "0.json", _rows(40, 1))
+    _write(tmp_path, "1.json", _rows(30, 2, first_id=40))
+    query, _ = start_view(spark, view, once=True, quiet=True)
+    query.awaitTermination()
+    assert len(query.recentProgress) >= 2  # two micro-batches, the second recomputing the first's rows
+    columns = ["id", "k", "x2", "prev", "off", "rn"]
+    want = [tuple(r[c] for c in columns) for r in _batch(spark, tmp_path, BATCH)]
+    _same(_table(tmp_path, columns), want)

@@ -1,0 +1,163 @@
+"""Top-N and deduplication: a filter on window results (``QUALIFY``, or the WHERE of an outer
+``SELECT * FROM (...)``) in ``overwindow.sql``. After every micro-batch the stream equals Spark's
+batch SQL of the filtered query (the subquery form, which every Spark runs) over the rows read so
+far: on update the changelog applied to a table keyed by row key, on window close the rows emitted
+(those the watermark has closed)."""
+
+import datetime as dt
+import os
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import overwindow
+from overwindow.errors import WindowSpecError
+from overwindow.spark import compat
+
+SCHEMA = "k STRING, ts TIMESTAMP, rid BIGINT, x BIGINT"
+ARROW = pa.schema([("k", pa.string()), ("ts", pa.timestamp("us")), ("rid", pa.int64()), ("x", pa.int64())])
+T0 = dt.datetime(2024, 3, 1)
+
+
+def _files(tmp_path, shuffled: bool) -> tuple[str, list[list[dict]]]:
+    """Three files of 8 rows per key (a, b, NULL), one per micro-batch; ``shuffled``: each file's
+    rows fall between the earlier files' in time (recomputing their rows), else later in time. x
+    has ties."""
+    src = str(tmp_path / "src")
+    os.makedirs(src)
+    files, rid = [], 0
+    for f in range(3):
+        rows = []
+        for key in ("a", "b", None):
+            for j in range(8):
+                second = (j * 3 + f) if shuffled else (f * 24 + j * 3)
+                rows.append(
+                    {"k": key, "ts": T0 + dt.timedelta(seconds=second), "rid": rid, "x": (rid * 7) % 5}
+                )
+                rid += 1
+        path = os.path.join(src, f"part-{f}.parquet")
+        pq.write_table(pa.Table.from_pylist(rows, schema=ARROW), path)
+        os.utime(path, (time.time() + f, time.time() + f))
+        files.append(rows)
+    return src, files
+
+
+def _batches(out, chk, mode) -> list[list[dict]]:
+    got = []
+    q = (
+        out.writeStream.foreachBatch(lambda df, _: got.append(compat.to_arrow(df).to_pylist()))
+        .option("checkpointLocation", chk)
+        .outputMode(mode)
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    return got
+
+
+def _oracle(spark, rows, query) -> dict:
+    """Spark's batch SQL of ``query`` (over ``{}``) over ``rows``, by rid."""
+    spark.createDataFrame(rows, SCHEMA).createOrReplaceTempView("ow_filter_batch")
+    return {r["rid"]: r for r in compat.to_arrow(spark.sql(query.format("ow_filter_batch"))).to_pylist()}
+
+
+def _stream(spark, src, watermark):
+    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    if watermark:
+        events = events.withWatermark("ts", "0 seconds")
+    events.createOrReplaceTempView("ow_filter_stream")
+
+
+# (streamed query, its batch oracle in the subquery form), over {}
+TOP_3_BY_X = (
+    "SELECT k, rid, x, row_number() OVER (PARTITION BY k ORDER BY x DESC, rid) AS rn FROM {} "
+    "WHERE rid % 7 != 3 QUALIFY rn <= 3",
+    "SELECT * FROM (SELECT k, rid, x, row_number() OVER (PARTITION BY k ORDER BY x DESC, rid) AS rn "
+    "FROM {} WHERE rid % 7 != 3) WHERE rn <= 3",
+)
+KEEP_LATEST = (
+    "SELECT * FROM (SELECT k, rid, ts, row_number() OVER (PARTITION BY k ORDER BY ts DESC) AS rn "
+    "FROM {}) WHERE rn = 1",
+) * 2
+KEEP_FIRST = (
+    "SELECT k, rid, ts, x, row_number() OVER (PARTITION BY k ORDER BY ts) AS rn FROM {} QUALIFY rn = 1",
+    "SELECT * FROM (SELECT k, rid, ts, x, row_number() OVER (PARTITION BY k ORDER BY ts) AS rn FROM {}) "
+    "WHERE rn = 1",
+)
+FIRST_3 = (
+    "SELECT rid, k, rn FROM (SELECT k, rid, x, row_number() OVER (PARTITION BY k ORDER BY ts) AS rn "
+    "FROM {}) WHERE rn <= 3 AND x >= 0",
+) * 2
+
+
+@pytest.mark.parametrize("query", [TOP_3_BY_X, KEEP_LATEST, KEEP_FIRST], ids=["top3", "latest", "first"])
+def test_on_update_the_kept_table_equals_the_filtered_batch_query_after_every_batch(spark, tmp_path, query):
+    streamed, batch = query
+    src, files = _files(tmp_path, shuffled=True)
+    _stream(spark, src, watermark=False)
+    out = overwindow.sql(spark, streamed.format("ow_filter_stream"), emit="on_update", rowKey="rid")
+    batches = _batches(out, str(tmp_path / "chk"), "update")
+    assert len(batches) == len(files)
+    table, seen = {}, []
+    for rows, changes in zip(files, batches):
+        seen += rows
+        for r in changes:
+            if r["_change"] == "delete":
+                table.pop(r["rid"], None)
+            else:
+                table[r["rid"]] = {c: v for c, v in r.items() if c != "_change"}
+        assert table == _oracle(spark, seen, batch)
+
+
+@pytest.mark.parametrize("query", [KEEP_FIRST, FIRST_3], ids=["first", "first3"])
+def test_on_window_close_only_rows_passing_the_filter_are_emitted(spark, tmp_path, query):
+    streamed, batch = query
+    src, files = _files(tmp_path, shuffled=False)
+    _stream(spark, src, watermark=True)
+    out = overwindow.sql(spark, streamed.format("ow_filter_stream"), rowKey="rid")
+    assert "_change" not in out.columns
+    batches = _batches(out, str(tmp_path / "chk"), "append")
+    assert len(batches) == len(files) + 1  # the last, without data, moves the watermark past file 3
+    emitted, everything = {}, [r for rows in files for r in rows]
+    for i, batch_rows in enumerate(batches):
+        emitted.update({r["rid"]: r for r in batch_rows})
+        seen = [r for rows in files[: i + 1] for r in rows]
+        # the batch's watermark: the newest time of the batches before it; rows before it are closed
+        watermark = max(r["ts"] for rows in files[:i] for r in rows) if i else None
+        closed = {r["rid"] for r in everything if watermark is not None and r["ts"] < watermark}
+        want = _oracle(spark, seen, batch)
+        assert emitted == {rid: r for rid, r in want.items() if rid in closed}, i
+
+
+def test_filters_are_refused_in_sql_words(spark):
+    spark.createDataFrame([], SCHEMA).createOrReplaceTempView("ow_filter_empty")
+    for query, words in [
+        (
+            "SELECT k, rid FROM ow_filter_empty QUALIFY row_number() OVER (PARTITION BY k ORDER BY ts) = 1",
+            r"QUALIFY ROW_NUMBER\(\) OVER .*: name the window in the SELECT list",
+        ),
+        (
+            "SELECT k, rid, row_number() OVER (PARTITION BY k ORDER BY ts) AS rn FROM ow_filter_empty "
+            "QUALIFY n <= 3",
+            r"no column `n` among the query's columns \(k, rid, rn\)",
+        ),
+        (
+            "SELECT rid + 1 FROM (SELECT rid, row_number() OVER (ORDER BY ts) AS rn FROM ow_filter_empty) "
+            "WHERE rn = 1",
+            r"filters a window query as .*; rid \+ 1 is not supported yet",
+        ),
+        (
+            "SELECT *, rn FROM (SELECT rid, row_number() OVER (ORDER BY ts) AS rn FROM ow_filter_empty) "
+            "WHERE rn = 1",
+            r"; \* beside other columns is not supported yet",
+        ),
+        (
+            "SELECT * FROM (SELECT rid, row_number() OVER (ORDER BY ts) AS rn FROM ow_filter_empty) "
+            "WHERE rn = 1 ORDER BY rid",
+            r"ORDER BY is not supported yet",
+        ),
+    ]:
+        with pytest.raises(WindowSpecError, match=words):
+            overwindow.sql(spark, query, emit="on_update")
