@@ -28,7 +28,7 @@ CALLS = [
 def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffled=False, buckets=None):
     """Six batches of 40 events, as six JSON files, or (``kafka`` = bootstrap address) as records of a
     one-partition topic read 40 per micro-batch; returns the view file and the events. ``layout``:
-    the state layout of emit on update; ``buckets``: window close's key_buckets. ``shuffled`` (emit
+    the state layout of emit on update; ``buckets``: window close's key_buckets (a number or "per key"; None: the default). ``shuffled`` (emit
     on update): event times in random order across the batches (so a batch changes rows the sink
     holds) and no watermark (none is late)."""
     rng = np.random.default_rng(21)
@@ -89,7 +89,7 @@ def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffl
             emit=emit,
             sink=sink,
             layout=layout,
-            buckets=f"key_buckets = {buckets}" if buckets else "",
+            buckets=f"key_buckets = {json.dumps(buckets)}" if buckets else "",
             watermark="" if shuffled else '[watermark]\ncolumn = "ts"\ndelay = "5 seconds"',
         )
     )

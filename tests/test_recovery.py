@@ -4,9 +4,9 @@ from the same checkpoint, and the view in the sink (SQLite, and PostgreSQL on a 
 start), fed by files or by a Kafka topic on a broker the tests start, finally equals the batch
 result over all input: no row lost, none duplicated. Every (mode, sink) pair runs once (each run
 starts a Spark, so the suite's time keeps the matrix to pairs): files run window close into both
-sinks and emit on update with chunked state (transformWithStateInPandas, RocksDB, watermark
-eviction) into SQLite; Kafka runs window close with its keys in two buckets (key_buckets) into
-SQLite; emit on update into PostgreSQL (files) is killed five times inside the sink's open
+sinks (a state per key into SQLite, the default key buckets into PostgreSQL) and emit on update with
+chunked state (transformWithStateInPandas, RocksDB, watermark eviction) into SQLite; Kafka runs
+window close with its keys in two buckets (key_buckets) into SQLite; emit on update into PostgreSQL (files) is killed five times inside the sink's open
 transaction."""
 
 import signal
@@ -18,7 +18,7 @@ from replay_support import assert_view_is_exact, run_job, write_view
 @pytest.mark.parametrize(
     "emit, sink, source, layout, buckets",
     [
-        ("on_window_close", "sqlite", "files", "whole", None),
+        ("on_window_close", "sqlite", "files", "whole", "per key"),
         ("on_window_close", "postgres", "files", "whole", None),
         ("on_update", "sqlite", "files", "chunked", None),
         ("on_window_close", "sqlite", "kafka", "whole", 2),

@@ -100,6 +100,23 @@ def _started(checkpoint: str) -> bool:
     return os.path.isdir(offsets) and any(not n.startswith(".") for n in os.listdir(offsets))
 
 
+def started_key_buckets(checkpoint: str):
+    """The key buckets a started checkpoint runs (``view.PER_KEY`` for a state per key, also for
+    one started before fingerprints were kept), or None for a checkpoint not started (or on a
+    remote file system, which is not read here: a remote checkpoint started per key by an older
+    overwindow needs ``key_buckets = "per key"``)."""
+    from overwindow.pipeline.view import PER_KEY
+
+    if is_uri(checkpoint) or not _started(checkpoint):
+        return None
+    try:
+        with open(os.path.join(checkpoint, FILE)) as f:
+            buckets = json.load(f).get("key_buckets")
+    except (OSError, ValueError):
+        return PER_KEY  # no fingerprint: an older overwindow, which hosted a state per key
+    return PER_KEY if buckets is None else buckets
+
+
 def _show(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 

@@ -232,7 +232,11 @@ def start_view(
     printer = None
     if not quiet:
         printer = ProgressPrinter(
-            rows_out, json_lines=json_lines, name=name, counts=getattr(out, "overwindow_counts", None)
+            rows_out,
+            json_lines=json_lines,
+            name=name,
+            counts=getattr(out, "overwindow_counts", None),
+            unit="key buckets" if view.spec.key_buckets and view.partition_by else "keys",
         )
         spark.streams.addListener(printer)
     query = writer.queryName(view.name).start()

@@ -64,17 +64,20 @@ def progress_record(p, rows_out: int | str | None, machine: tuple[int, int, int]
     }
 
 
-def progress_line(p, rows_out: int | str | None, machine: tuple[int, int, int] = (0, 0, 0)) -> str:
+def progress_line(
+    p, rows_out: int | str | None, machine: tuple[int, int, int] = (0, 0, 0), unit: str = "keys"
+) -> str:
     """``batch 3: 1,200 rows in, 1,180 out, watermark 2024-01-01T10:00:00Z, 4 keys (2.1 MB) in state,
     0 late, 0.84 s`` (and ``, 2 bad records (1 with a NULL event time)`` when a batch had records
     that are not rows, ``, 1 updates of unknown rows`` when emit on update met some, ``, 3 rows set
     aside`` when the state machines set rows aside). ``machine``: (rows late, updates of unknown
-    rows, rows set aside) the state machines counted in the batch; their late rows join Spark's."""
+    rows, rows set aside) the state machines counted in the batch; their late rows join Spark's.
+    ``unit``: what a state entry holds, ``keys`` or ``key buckets`` (``keyBuckets``)."""
     r = progress_record(p, rows_out, machine)
     out = "?" if rows_out is None else rows_out if isinstance(rows_out, str) else f"{rows_out:,}"
     return (
         f"batch {r['batch']}: {r['rows_in']:,} rows in, {out} out, watermark {r['watermark'] or 'none'}, "
-        f"{r['state_keys']:,} keys ({r['state_bytes'] / 1e6:.1f} MB) in state, {r['late']:,} late, "
+        f"{r['state_keys']:,} {unit} ({r['state_bytes'] / 1e6:.1f} MB) in state, {r['late']:,} late, "
         f"{(r['batch_ms'] or 0) / 1000:.2f} s"
         + (f", {r['bad']:,} bad records" if r["bad"] else "")
         + (f" ({r['null_event_times']:,} with a NULL event time)" if r["null_event_times"] else "")
@@ -88,10 +91,17 @@ class ProgressPrinter(StreamingQueryListener):
     per line (with ``view``, the view's name); ``name``: a prefix for lines (several views in one job)."""
 
     def __init__(
-        self, rows_out: dict, stream=None, json_lines: bool = False, name: str | None = None, counts=None
+        self,
+        rows_out: dict,
+        stream=None,
+        json_lines: bool = False,
+        name: str | None = None,
+        counts=None,
+        unit: str = "keys",
     ):
         self.rows_out = rows_out  # batch id -> rows the sink wrote, filled by the sink
         self.counts = counts  # the state machines' counts (overwindow.spark.adapter.MachineCounts)
+        self.unit = unit  # what a state entry holds: keys, or key buckets
         self.stream = stream  # None: sys.stdout at the time of printing
         self.json_lines = json_lines
         self.name = name
@@ -110,7 +120,7 @@ class ProgressPrinter(StreamingQueryListener):
         if self.json_lines:
             text = json.dumps({"view": self.name, **progress_record(p, rows_out, machine)})
         else:
-            text = (f"{self.name}: " if self.name else "") + progress_line(p, rows_out, machine)
+            text = (f"{self.name}: " if self.name else "") + progress_line(p, rows_out, machine, self.unit)
         print(text, file=self.stream or sys.stdout, flush=True)
         self.last_batch = p.batchId
 

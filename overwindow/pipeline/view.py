@@ -66,6 +66,12 @@ SINKS = ("sqlite", "postgres", "parquet", "console")
 ENVELOPES = ("none", "debezium")  # [source] envelope: rows as they are, or Debezium change events
 
 
+# emit on window close hosts this many buckets of keys per view unless the view says otherwise
+# (docs/many-keys.md: from 1,000 keys on, faster than any per-key hosting); "per key": one state per key
+DEFAULT_KEY_BUCKETS = 64
+PER_KEY = "per key"
+
+
 class ViewFileError(ValueError):
     """A view file that cannot run; each line of the message names the file, key and line."""
 
@@ -271,10 +277,12 @@ KEYS = (
     Key(
         "view",
         "key_buckets",
-        "count",
+        "buckets",
         "emit on window close: hash the partition keys into this many buckets, one state and one "
-        "Python call per bucket and micro-batch, so cost follows rows rather than keys (default: "
-        "a state per key); fixed for the checkpoint's life",
+        'Python call per bucket and micro-batch, so cost follows rows rather than keys; "per key": '
+        f"a state and a call per key (default: {DEFAULT_KEY_BUCKETS} for a new checkpoint, what a "
+        "started checkpoint was started with: a state per key for one started by an older "
+        "overwindow); fixed for the checkpoint's life",
     ),
     Key(
         "view",
@@ -426,8 +434,11 @@ def _kind_error(key: Key, value) -> str | None:
     kind = key.kind
     if kind == "text" and not isinstance(value, str):
         return f"expected text, got {value!r}"
-    if kind == "count" and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+    positive = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    if kind == "count" and not positive:
         return f"a positive whole number, got {value!r}"
+    if kind == "buckets" and value != PER_KEY and not positive:
+        return f'a positive whole number, or "{PER_KEY}", got {value!r}'
     if kind == "offset" and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
         return f"an interval such as '7 days', or a number, got {value!r}"
     if kind == "names" and not (
@@ -590,7 +601,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         opColumn=view.op_column,
         stateLayout=v.get("state_layout", "whole"),
         maxRowsPerKey=v.get("max_rows_per_key"),
-        keyBuckets=v.get("key_buckets"),
+        keyBuckets=_key_buckets(view, v.get("key_buckets")),
         stateTtl=v.get("state_ttl"),
     )
     given = doc.get("view", {})
@@ -617,6 +628,28 @@ def load_view(path: str, overrides: dict | None = None) -> View:
             f'{view.where("sink", "kind")}: a Parquet sink only appends; use it with emit = "on_window_close"'
         )
     return view
+
+
+def _key_buckets(view: View, given) -> int | None:
+    """[view] key_buckets as OverWindow's ``keyBuckets`` (None: a state per key): the number given,
+    None for "per key"; not given, for emit on window close, what the view's checkpoint was
+    started with, or ``DEFAULT_KEY_BUCKETS`` for a new one (a started checkpoint's state cannot
+    change hosting)."""
+    if given == PER_KEY:
+        return None
+    if given is not None or view.emit != "on_window_close":
+        return given
+    from overwindow.pipeline.fingerprint import started_key_buckets
+
+    started = started_key_buckets(view.checkpoint)
+    if started == PER_KEY:
+        view.warnings.append(
+            f"{view.where('sink', 'checkpoint')}: runs a state per key, as the checkpoint was started; "
+            f"a new checkpoint would hash the keys into {DEFAULT_KEY_BUCKETS} buckets (key_buckets), "
+            "which costs far less with many keys"
+        )
+        return None
+    return DEFAULT_KEY_BUCKETS if started is None else started
 
 
 def _read_query(view: View, text: str, given: dict) -> None:

@@ -306,3 +306,55 @@ def test_an_outer_select_on_update_keeps_the_tables_key(tmp_path):
     outer = f'query = "SELECT k, s FROM ({inner}) WHERE s > 0"'
     with pytest.raises(ViewFileError, match=r"\[view\] query \(line 13\): .*add id to the SELECT list"):
         load_view(write(tmp_path, text.replace(body, outer)))
+
+
+def _started(checkpoint, fingerprint=None):
+    """A checkpoint Spark has written offsets into, with the view fingerprint ``fingerprint``."""
+    import json
+
+    (checkpoint / "offsets").mkdir(parents=True)
+    (checkpoint / "offsets" / "0").write_text("v1")
+    if fingerprint is not None:
+        (checkpoint / "overwindow-view.json").write_text(json.dumps(fingerprint))
+
+
+@pytest.mark.parametrize(
+    "given, started, hosting",
+    [
+        (None, None, 64),  # a new checkpoint: the default buckets
+        (None, {"key_buckets": 8}, 8),  # a started one goes on as it was started
+        (None, {"key_buckets": None}, None),  # ... per key
+        (None, "no fingerprint", None),  # started by an older overwindow: per key
+        ('"per key"', None, None),
+        ("16", {"key_buckets": 16}, 16),
+    ],
+)
+def test_window_close_hosts_key_buckets_by_default_and_a_started_checkpoint_keeps_its_own(
+    tmp_path, given, started, hosting
+):
+    text = (
+        GOOD
+        if given is None
+        else GOOD.replace('emit = "on_window_close"', f'emit = "on_window_close"\nkey_buckets = {given}')
+    )
+    if started is not None:
+        _started(tmp_path / "chk", None if started == "no fingerprint" else started)
+    view = load_view(write(tmp_path, text))
+    assert view.spec.key_buckets == hosting
+    per_key_kept = given is None and hosting is None
+    assert (
+        any("runs a state per key, as the checkpoint was started" in w for w in view.warnings) == per_key_kept
+    )
+
+
+def test_emit_on_update_keeps_a_state_per_key(tmp_path):
+    view = load_view(write(tmp_path, GOOD.replace('emit = "on_window_close"', 'emit = "on_update"')))
+    assert view.spec.key_buckets is None
+
+
+def test_key_buckets_is_a_number_or_per_key(tmp_path):
+    bad = GOOD.replace('emit = "on_window_close"', 'emit = "on_window_close"\nkey_buckets = "per row"')
+    with pytest.raises(
+        ViewFileError, match=r'\[view\] key_buckets \(line 16\): a positive whole number, or "per key"'
+    ):
+        load_view(write(tmp_path, bad))
