@@ -487,15 +487,25 @@ def key_numbers(key: Values) -> np.ndarray:
     return _as_ticks(key) if key.kind.is_temporal else key.numbers
 
 
-def shift_key(numbers: np.ndarray, kind: TypeFamily, offset, sign: int) -> np.ndarray:
-    """``numbers + sign * offset`` in ``key_numbers``' domain: an INTERVAL (or whole days, on a DATE)
-    for DATE/TIMESTAMP keys, a number otherwise. Integer, DATE and TIMESTAMP keys saturate at the
-    int64 limits rather than wrap: a reach past int64 max still compares above every key. O(n)."""
+def shift_key(numbers: np.ndarray, key_type: pa.DataType, offset, sign: int) -> np.ndarray:
+    """``numbers + sign * offset`` in ``key_numbers``' domain for an ORDER BY key of ``key_type``:
+    an INTERVAL (or whole days, on a DATE) for DATE/TIMESTAMP keys, a number otherwise, cast to an
+    integer or DECIMAL key's type first as the batch frames cast it (``offset_in_key_type``: 0.125
+    over a DECIMAL(12,2) key reaches 0.13), so the streaming machines' reaches are the batch
+    frames'. Integer, DATE and TIMESTAMP keys saturate at the int64 limits rather than wrap: a reach
+    past int64 max still compares above every key. O(n).
+
+    >>> shift_key(np.array([1.0]), pa.decimal128(12, 2), decimal.Decimal("0.125"), -1).tolist()
+    [0.87]
+    """
+    kind = kind_of(key_type)
     offset = _date_days(offset, kind)
-    if kind is TypeFamily.INT:  # Spark casts to the key's type: an INTERVAL in its last unit, no fraction
-        offset = offset_in_key_type(offset, pa.int64())
+    if kind in (TypeFamily.INT, TypeFamily.DECIMAL):
+        offset = offset_in_key_type(offset, key_type)
     if isinstance(offset, Interval):
         return _shift_time(numbers, offset, sign)[0]
     if numbers.dtype == np.int64 and isinstance(offset, int) and len(numbers):
         return _saturating_add(numbers, sign * offset, int(numbers.min()), int(numbers.max()))[0]
+    if isinstance(offset, decimal.Decimal):  # a DECIMAL key's numbers are its doubles
+        offset = float(offset)
     return numbers + sign * offset
