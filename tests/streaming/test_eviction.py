@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import overwindow
+from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
 from overwindow.streaming.driver import Driver
 from overwindow.streaming.on_update import OnUpdate
@@ -113,3 +114,17 @@ def test_a_decimal_offset_closes_windows_as_the_batch_frames_end():
     want = {r["id"]: r["f"] for r in overwindow.evaluate(every, *spec.partitioned(("k",))).to_pylist()}
     got = {r["id"]: r["f"] for r in pa.concat_tables([first, rest]).to_pylist()}
     assert got == {i: want[i] for i in (0, 1, 2)} and got[1] == 2.0
+
+
+@pytest.mark.parametrize("emit", ["on_window_close", "on_update"])
+def test_an_offset_that_casts_to_null_is_refused_on_a_stream(emit):
+    """An infinite DOUBLE offset over a DECIMAL key is NULL once cast (as Spark casts it, and as
+    the batch evaluator computes it); a stream refuses it when its machine is built, as it refuses
+    a NULL offset, rather than fail on its first rows."""
+    spec = OverWindow(
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN CAST('Infinity' AS DOUBLE) PRECEDING AND CURRENT ROW) AS s",
+        emit=emit,
+        rowKey="id",
+    )
+    with pytest.raises(WindowSpecError, match="NULL RANGE offset over ORDER BY t"):
+        Driver(spec, DECIMAL_KEY, ["k"], watermarked=True)
