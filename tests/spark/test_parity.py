@@ -723,6 +723,15 @@ READINGS = [
     "lag(k % NULL) OVER (ORDER BY t)",
     "lag(-NULL) OVER (ORDER BY t)",
     "lag(abs(NULL)) OVER (ORDER BY t)",
+    # COALESCE and CASE over DECIMALs and integers: Spark's wider DECIMAL (a BIGINT is 20 digits;
+    # past 38 digits the scale gives way, rounded half up)
+    "lag(coalesce(m, t)) OVER (ORDER BY t)",
+    "lag(coalesce(k, m, 1)) OVER (ORDER BY t)",
+    "lag(CASE WHEN k = 1 THEN m ELSE t END) OVER (ORDER BY t)",
+    "lag(CASE WHEN k = 1 THEN m WHEN k = 2 THEN 1.125 END) OVER (ORDER BY t)",
+    "lag(coalesce(CAST(NULL AS DECIMAL(38,37)), m)) OVER (ORDER BY t)",
+    "lag(coalesce(CAST(m AS DECIMAL(38,10)), CAST(t AS DECIMAL(38,0)))) OVER (ORDER BY t)",
+    "lag(CASE WHEN k = 1 THEN CAST(m AS DECIMAL(30,10)) ELSE CAST(t AS DECIMAL(30,0)) END) OVER (ORDER BY t)",
     "nth_value(x, CAST(1 AS BIGINT)) OVER (ORDER BY t)",
     "sum(x) OVER (ORDER BY t RANGE BETWEEN CAST(1 AS BIGINT) PRECEDING AND CURRENT ROW)",
     # a NULL RANGE offset: the bound's value is NULL, placed where the sort puts NULLs
