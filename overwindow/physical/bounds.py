@@ -26,7 +26,8 @@ import pyarrow as pa
 from overwindow.errors import WindowSpecError
 from overwindow.logical.expr import sql_literal
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
-from overwindow.physical import decimals
+from overwindow.logical.parse import string_offset
+from overwindow.physical import casts, decimals
 from overwindow.physical.blocks import chunks
 from overwindow.physical.sorting import Layout, sort_codes, value_span
 from overwindow.physical.values import TypeFamily, Values, kind_of, sql_type
@@ -299,6 +300,8 @@ def offset_in_key_type(offset, key_type: pa.DataType):
     Decimal('1.56')
     """
     family = kind_of(key_type)
+    if isinstance(offset, str):
+        return _string_in_key_type(offset, key_type)
     if isinstance(offset, Interval) and family in (TypeFamily.INT, TypeFamily.DECIMAL):
         offset = _interval_number(offset)
     if not isinstance(offset, (int, float, decimal.Decimal)) or isinstance(offset, bool):
@@ -322,6 +325,31 @@ def offset_in_key_type(offset, key_type: pa.DataType):
             )
         return rounded
     return offset
+
+
+def _string_in_key_type(text: str, key_type: pa.DataType):
+    """A string offset (``'2' FOLLOWING``) cast straight to a numeric ORDER BY column's type, as
+    Spark casts it (measured in Spark 4): over an integer key only integer text (``'1.5'`` and
+    ``'2e0'`` fail, CAST_INVALID_INPUT), over a DECIMAL key decimal text rounded half up (``'1e0'``
+    is 1.00, ``'NaN'`` fails), over a DOUBLE key any DOUBLE text. Over other keys the string as it
+    is, for ``check_range_key`` to refuse. O(1).
+
+    >>> _string_in_key_type(" +2 ", pa.int64()), _string_in_key_type("1.555", pa.decimal128(12, 2))
+    (2, Decimal('1.56'))
+    """
+    family = kind_of(key_type)
+    where = f"'{text}' FOLLOWING over {sql_type(key_type)}"
+    if family is TypeFamily.FLOAT:
+        return string_offset(text, where)
+    if family not in (TypeFamily.INT, TypeFamily.DECIMAL):
+        return text
+    try:
+        return casts.cast(pa.array([text]), key_type)[0].as_py()
+    except casts.CastError:
+        raise WindowSpecError(
+            f"the frame bound {where}: the string cannot be cast to the ORDER BY column's type "
+            "(Spark: CAST_INVALID_INPUT)"
+        ) from None
 
 
 def range_frame_in_key_type(frame: Frame, key_type: pa.DataType) -> Frame:
@@ -571,7 +599,7 @@ def shift_key(numbers: np.ndarray, key_type: pa.DataType, offset, sign: int) -> 
     """
     kind = kind_of(key_type)
     offset = _date_days(offset, kind)
-    if kind in (TypeFamily.INT, TypeFamily.DECIMAL):
+    if kind.is_numeric:
         offset = offset_in_key_type(offset, key_type)
     if isinstance(offset, Interval):
         return _shift_time(numbers, offset, sign)[0]
