@@ -20,7 +20,7 @@ from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.frame import FrameUnit
 from overwindow.logical.functions import Kind
 from overwindow.logical.parse import parse_window
-from overwindow.physical.bounds import frame_bounds
+from overwindow.physical.bounds import check_range_frame, frame_bounds
 from overwindow.physical.casts import CastError, implicit_default
 from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.planner import CallInput, plan, result_type
@@ -206,6 +206,7 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
         if call.frame.unit is FrameUnit.RANGE and (call.frame.start.has_offset or call.frame.end.has_offset):
             k = call.order_by[0]
             key = _sorted_column(table, k.expr, call, layout, columns)
+            check_range_frame(call.frame, key.type)
             frames = frame_bounds(layout, call.frame, key, k.descending, k.nulls_first)
         else:
             frames = frame_bounds(layout, call.frame)

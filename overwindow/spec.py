@@ -97,11 +97,17 @@ class OverWindow:
         self.check_columns(self.aliases, "an alias")
         for e in self.expressions:
             for c in e.calls:
-                nulls = [b for b in (c.frame.start, c.frame.end) if b.has_offset and b.offset is None]
-                if nulls and c.info.uses_frame:
+                # a NULL or NaN offset's bound sits where the sort puts NULL or NaN keys, not at a
+                # distance from the row: the machines' reaches and eviction measure distances
+                odd = [
+                    b
+                    for b in (c.frame.start, c.frame.end)
+                    if b.has_offset and (b.offset is None or b.offset != b.offset)  # NULL, NaN
+                ]
+                if odd and c.info.uses_frame:
                     raise WindowSpecError(
-                        f"a NULL RANGE offset ({nulls[0]}) is computed by evaluate() only, not on a "
-                        f"stream; write UNBOUNDED PRECEDING or FOLLOWING, in {e.alias} ({e})"
+                        f"a NULL or NaN RANGE offset ({odd[0]}) is computed by evaluate() only, not "
+                        f"on a stream; write UNBOUNDED PRECEDING or FOLLOWING, in {e.alias} ({e})"
                     )
                 if c.partition_by:
                     raise WindowSpecError(

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import decimal
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -325,9 +324,11 @@ def validate(call: WindowCall) -> None:
 
 def _validate_frame(call: WindowCall, where: str) -> None:
     """Spark's frame rules, in its words: no frame starting at UNBOUNDED FOLLOWING or ending at
-    UNBOUNDED PRECEDING; INT offsets for ROWS (and GROUPS), numbers or INTERVALs for RANGE, never
-    NaN; a lower bound past the upper bound when both are numbers is an error (a CURRENT ROW bound
-    is not compared: ``ROWS BETWEEN CURRENT ROW AND 2 PRECEDING`` is an empty frame, as in Spark)."""
+    UNBOUNDED PRECEDING; INT offsets for ROWS (and GROUPS), numbers or INTERVALs for RANGE; a ROWS
+    or GROUPS lower bound past the upper bound is an error (a CURRENT ROW bound is not compared:
+    ``ROWS BETWEEN CURRENT ROW AND 2 PRECEDING`` is an empty frame, as in Spark). RANGE bounds are
+    compared, and their types matched, once the ORDER BY key's type is known: Spark casts them to
+    it first (``range_frame_in_key_type`` in physical/bounds.py)."""
     f = call.frame
     if f.start.kind is BoundKind.UNBOUNDED_FOLLOWING or f.end.kind is BoundKind.UNBOUNDED_PRECEDING:
         raise WindowSpecError(
@@ -349,29 +350,20 @@ def _validate_frame(call: WindowCall, where: str) -> None:
                 raise WindowSpecError(
                     f"the {which} bound {off} of a {f.unit.value} frame must be an INT constant {where}"
                 )
+        elif isinstance(off, str) and f.unit is FrameUnit.RANGE:
+            continue  # 'n' FOLLOWING: cast to the ORDER BY column's type (physical/bounds.py)
         elif not _is_number(off):
             raise WindowSpecError(
                 f"the {which} bound of a frame must be a constant number or INTERVAL, "
                 f"got {sql_literal(off)} {where}"
             )
-        elif isinstance(off, float) and math.isnan(off):
-            raise WindowSpecError(f"the {which} bound of a frame cannot be NaN {where}")
         elif f.unit is not FrameUnit.RANGE and (not _is_int(off) or not INT_MIN <= off <= INT_MAX):
             raise WindowSpecError(
                 f"the {which} bound {sql_literal(off)} of a {f.unit.value} frame must be an INT "
                 f"constant {where}"
             )
-    a, b = f.start.offset, f.end.offset
-    if f.start.has_offset and f.end.has_offset and isinstance(a, Interval) != isinstance(b, Interval):
-        raise WindowSpecError(f"window frame bounds {a} and {b} do not have the same type {where}")
-    if (
-        isinstance(a, Interval)
-        and isinstance(b, Interval)
-        and (a.year_month != b.year_month or (a.fields != b.fields and a.fields and b.fields))
-    ):
-        raise WindowSpecError(f"window frame bounds {a} and {b} do not have the same type {where}")
     lower, upper = f.start.signed_offset(), f.end.signed_offset()
-    if _is_number(lower) and _is_number(upper) and lower > upper:
+    if f.unit is not FrameUnit.RANGE and _is_number(lower) and _is_number(upper) and lower > upper:
         raise WindowSpecError(
             f"the lower bound of a window frame must be less than or equal to the upper bound: {f} {where}"
         )

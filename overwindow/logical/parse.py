@@ -570,8 +570,10 @@ def _bound(value, side) -> Bound:
         offset = _interval_sum(value)
     else:
         offset = literal_value(value, f"frame bound {value.sql(dialect=DIALECT)} {side}")
-        if isinstance(offset, str):
-            offset = _string_offset(offset, f"{value.sql(dialect=DIALECT)} {side}")
+        # Spark reads n PRECEDING as -n: a string there is negated as a DOUBLE; a FOLLOWING string
+        # stays a string, cast straight to the ORDER BY column's type (physical/bounds.py)
+        if isinstance(offset, str) and side == "PRECEDING":
+            offset = string_offset(offset, f"{value.sql(dialect=DIALECT)} {side}")
     kind = BoundKind.PRECEDING if side == "PRECEDING" else BoundKind.FOLLOWING
     return Bound(kind, offset)  # a negative offset flips the side, as Spark reads it
 
@@ -580,13 +582,13 @@ _DOUBLE_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[dDfF]?")
 _DOUBLE_WORDS = {"nan": math.nan, "infinity": math.inf, "inf": math.inf}
 
 
-def _string_offset(text: str, where: str) -> float:
-    """A string RANGE offset (``'1' PRECEDING``) as Spark reads it: a DOUBLE (its string-to-DOUBLE
-    cast: surrounding spaces dropped, ``'1.5'``, ``'1e0'``, ``'NaN'``, ``'Infinity'``), which is
-    then cast to the ORDER BY column's type like any number (physical/bounds.py). Anything else is
-    refused, as Spark fails on it (CAST_INVALID_INPUT).
+def string_offset(text: str, where: str) -> float:
+    """A string RANGE offset read as Spark reads ``'1' PRECEDING`` (and any string over a DOUBLE
+    key): a DOUBLE (its string-to-DOUBLE cast: surrounding spaces dropped, ``'1.5'``, ``'1e0'``,
+    ``'NaN'``, ``'Infinity'``), which is then cast to the ORDER BY column's type like any number
+    (physical/bounds.py). Anything else is refused, as Spark fails on it (CAST_INVALID_INPUT).
 
-    >>> _string_offset(" 2 ", "' 2 ' PRECEDING"), _string_offset("-1.5", "'-1.5' PRECEDING")
+    >>> string_offset(" 2 ", "' 2 ' PRECEDING"), string_offset("-1.5", "'-1.5' PRECEDING")
     (2.0, -1.5)
     """
     t = text.strip()

@@ -26,7 +26,8 @@ import pyarrow as pa
 from overwindow.errors import WindowSpecError
 from overwindow.logical.expr import sql_literal
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
-from overwindow.physical import decimals
+from overwindow.logical.parse import string_offset
+from overwindow.physical import casts, decimals
 from overwindow.physical.blocks import chunks
 from overwindow.physical.sorting import Layout, sort_codes, value_span
 from overwindow.physical.values import TypeFamily, Values, kind_of, sql_type
@@ -74,7 +75,9 @@ def frame_bounds(
     nulls_first: bool = True,
 ) -> Frames:
     """Frames of every sorted row. ``key`` is the (sorted) single ORDER BY column, needed for RANGE
-    offsets."""
+    offsets (cast to its type and checked first, as Spark does: ``range_frame_in_key_type``)."""
+    if key is not None and frame.unit is FrameUnit.RANGE:
+        frame = range_frame_in_key_type(frame, key.type)
     n = layout.n
     i = np.arange(n, dtype=np.int64)
     ps, pe = layout.part_start, layout.part_end
@@ -165,9 +168,7 @@ def _saturating_add(
 def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_first) -> np.ndarray:
     """RANGE ``x PRECEDING/FOLLOWING``: the first row (start) or first row past (end) the value
     ``key +/- x`` in sort order, within the row's partition; a NULL key's frame is its NULL peers."""
-    check_range_key(bound.offset, key.type)
-    off = offset_in_key_type(bound.offset, key.type)
-    check_range_key(off, key.type)  # an offset that cast past an INT key's range (CAST_OVERFLOW)
+    off = bound.offset  # in the key's type (frame_bounds)
     following = bound.kind is BoundKind.FOLLOWING
     toward_larger = following != descending  # the bound moves toward larger key values
     sign = 1 if toward_larger else -1
@@ -249,7 +250,6 @@ def _null_range_bound(layout, is_start, key: Values, nulls_first) -> np.ndarray:
     ``ORDER BY t RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING`` is empty, ``ORDER BY t RANGE
     BETWEEN NULL PRECEDING AND CURRENT ROW`` reaches back over the NULL keys). A NULL key's frame
     is its NULL peers, as with any offset. O(n)."""
-    check_range_key(None, key.type)
     ps, pe = layout.part_start, layout.part_end
     null = ~key.valid
     before = np.concatenate([[0], np.cumsum(null, dtype=np.int64)])
@@ -290,8 +290,9 @@ def offset_in_key_type(offset, key_type: pa.DataType):
     in Spark 4): over an integer key the fraction is dropped (``-1.5 PRECEDING`` over a BIGINT key
     is ``-1 PRECEDING``, so ``1 FOLLOWING``), over a DECIMAL(p, s) key it is rounded half up to
     ``s`` digits (``1.555`` over DECIMAL(12,2) is ``1.56``; past ``p`` digits Spark fails,
-    NUMERIC_VALUE_OUT_OF_RANGE), over a DOUBLE key it is a DOUBLE. Other offsets (INTERVALs, NULL,
-    infinities, keys that are not numbers) as they are. O(1).
+    NUMERIC_VALUE_OUT_OF_RANGE; an infinite or NaN DOUBLE is NULL), over a DOUBLE key it is a
+    DOUBLE. Other offsets (INTERVALs over DATE and TIMESTAMP keys, NULL, infinities over integer
+    keys, keys that are not numbers) as they are. O(1).
 
     >>> offset_in_key_type(decimal.Decimal("-1.9"), pa.int64())
     -1
@@ -299,6 +300,8 @@ def offset_in_key_type(offset, key_type: pa.DataType):
     Decimal('1.56')
     """
     family = kind_of(key_type)
+    if isinstance(offset, str):
+        return _string_in_key_type(offset, key_type)
     if isinstance(offset, Interval) and family in (TypeFamily.INT, TypeFamily.DECIMAL):
         offset = _interval_number(offset)
     if not isinstance(offset, (int, float, decimal.Decimal)) or isinstance(offset, bool):
@@ -306,7 +309,9 @@ def offset_in_key_type(offset, key_type: pa.DataType):
     finite = not isinstance(offset, float) or math.isfinite(offset)
     if family is TypeFamily.INT and finite and not isinstance(offset, int):
         return int(offset)  # toward zero
-    if family is TypeFamily.DECIMAL and finite:
+    if family is TypeFamily.DECIMAL and not finite:
+        return None  # Spark casts an infinite or NaN DOUBLE to a DECIMAL as NULL here (measured)
+    if family is TypeFamily.DECIMAL:
         exact = decimal.Decimal(repr(offset)) if isinstance(offset, float) else decimal.Decimal(offset)
         step = decimal.Decimal(1).scaleb(-key_type.scale)
         try:
@@ -320,6 +325,100 @@ def offset_in_key_type(offset, key_type: pa.DataType):
             )
         return rounded
     return offset
+
+
+def _string_in_key_type(text: str, key_type: pa.DataType):
+    """A string offset (``'2' FOLLOWING``) cast straight to a numeric ORDER BY column's type, as
+    Spark casts it (measured in Spark 4): over an integer key only integer text (``'1.5'`` and
+    ``'2e0'`` fail, CAST_INVALID_INPUT), over a DECIMAL key decimal text rounded half up (``'1e0'``
+    is 1.00, ``'NaN'`` fails), over a DOUBLE key any DOUBLE text. Over other keys the string as it
+    is, for ``check_range_key`` to refuse. O(1).
+
+    >>> _string_in_key_type(" +2 ", pa.int64()), _string_in_key_type("1.555", pa.decimal128(12, 2))
+    (2, Decimal('1.56'))
+    """
+    family = kind_of(key_type)
+    where = f"'{text}' FOLLOWING over {sql_type(key_type)}"
+    if family is TypeFamily.FLOAT:
+        return string_offset(text, where)
+    if family not in (TypeFamily.INT, TypeFamily.DECIMAL):
+        return text
+    try:
+        return casts.cast(pa.array([text]), key_type)[0].as_py()
+    except casts.CastError:
+        raise WindowSpecError(
+            f"the frame bound {where}: the string cannot be cast to the ORDER BY column's type "
+            "(Spark: CAST_INVALID_INPUT)"
+        ) from None
+
+
+def range_frame_in_key_type(frame: Frame, key_type: pa.DataType) -> Frame:
+    """A RANGE frame with its offsets cast to the ORDER BY key's type as Spark casts them
+    (``offset_in_key_type``; each offset checked by ``check_range_key`` before and after), so over
+    an integer or DECIMAL key an INTERVAL is a number like any other offset and an infinite or NaN
+    DOUBLE over a DECIMAL key is NULL. O(1).
+
+    >>> day = Interval(days=1, fields="DAY")
+    >>> frame = Frame(FrameUnit.RANGE, Bound.preceding(day), Bound.following(1.5))
+    >>> str(range_frame_in_key_type(frame, pa.int64()))
+    'RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING'
+    """
+    bounds = []
+    for b in (frame.start, frame.end):
+        if b.has_offset:
+            check_range_key(b.offset, key_type)
+            b = Bound(b.kind, offset_in_key_type(b.offset, key_type))
+            check_range_key(b.offset, key_type)  # an offset that cast past an INT key's range
+        bounds.append(b)
+    return Frame(frame.unit, bounds[0], bounds[1], frame.exclude)
+
+
+def check_range_frame(frame: Frame, key_type: pa.DataType) -> None:
+    """Spark's checks of a RANGE frame with offsets over an ORDER BY key of ``key_type``, made after
+    it casts each offset to a numeric key's type (measured in Spark 4; ``range_frame_in_key_type``),
+    so ``INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING`` and ``1.5 FOLLOWING AND 1 FOLLOWING`` over a
+    BIGINT key are accepted and ``INTERVAL 1 DAY PRECEDING AND INTERVAL 2 HOURS PRECEDING`` is
+    not (-1 is past -2). WindowSpecError for bounds of two types once cast (an INTERVAL beside a
+    number over a DATE or TIMESTAMP key; Spark: SPECIFIED_WINDOW_FRAME_DIFF_TYPES) or a lower
+    bound past the upper one, NaN above every number (SPECIFIED_WINDOW_FRAME_WRONG_COMPARISON).
+    The frame kernels themselves take any frame (a start past the end is an empty frame). O(1).
+
+    >>> frame = Frame(FrameUnit.RANGE, Bound.following(1.5), Bound.following(1))
+    >>> check_range_frame(frame, pa.int64())  # 1 FOLLOWING AND 1 FOLLOWING
+    >>> check_range_frame(frame, pa.float64())
+    Traceback (most recent call last):
+    ...
+    overwindow.errors.WindowSpecError: the lower bound of a window frame must be less than or equal ...
+    """
+    cast = range_frame_in_key_type(frame, key_type)
+    a, b = cast.start.offset, cast.end.offset
+    if a is not None and b is not None and not _same_type(a, b):
+        raise WindowSpecError(
+            f"window frame bounds {sql_literal(a)} and {sql_literal(b)} do not have the same type "
+            f"over a {sql_type(key_type)} ORDER BY column"
+        )
+    lower, upper = cast.start.signed_offset(), cast.end.signed_offset()
+    if lower is not None and upper is not None and _sorts_after(lower, upper):
+        raise WindowSpecError(
+            f"the lower bound of a window frame must be less than or equal to the upper bound: {frame}"
+            f" (over {sql_type(key_type)}: {cast.start} AND {cast.end})"
+        )
+
+
+def _same_type(a, b) -> bool:
+    """Whether two offsets (cast to the key's type) have one SQL type: two numbers, or two INTERVALs
+    of one kind (year-month or day-time) and of the same fields where both name theirs."""
+    if isinstance(a, Interval) and isinstance(b, Interval):
+        return a.year_month == b.year_month and (a.fields == b.fields or not a.fields or not b.fields)
+    return not isinstance(a, Interval) and not isinstance(b, Interval)
+
+
+def _sorts_after(a, b) -> bool:
+    """``a > b`` in SQL's sort order of numbers, where NaN lies above every number and equals NaN."""
+    a_nan, b_nan = isinstance(a, float) and math.isnan(a), isinstance(b, float) and math.isnan(b)
+    if a_nan or b_nan:
+        return a_nan and not b_nan
+    return a > b
 
 
 _INT_RANGES = {
@@ -487,15 +586,25 @@ def key_numbers(key: Values) -> np.ndarray:
     return _as_ticks(key) if key.kind.is_temporal else key.numbers
 
 
-def shift_key(numbers: np.ndarray, kind: TypeFamily, offset, sign: int) -> np.ndarray:
-    """``numbers + sign * offset`` in ``key_numbers``' domain: an INTERVAL (or whole days, on a DATE)
-    for DATE/TIMESTAMP keys, a number otherwise. Integer, DATE and TIMESTAMP keys saturate at the
-    int64 limits rather than wrap: a reach past int64 max still compares above every key. O(n)."""
+def shift_key(numbers: np.ndarray, key_type: pa.DataType, offset, sign: int) -> np.ndarray:
+    """``numbers + sign * offset`` in ``key_numbers``' domain for an ORDER BY key of ``key_type``:
+    an INTERVAL (or whole days, on a DATE) for DATE/TIMESTAMP keys, a number otherwise, cast to an
+    integer or DECIMAL key's type first as the batch frames cast it (``offset_in_key_type``: 0.125
+    over a DECIMAL(12,2) key reaches 0.13), so the streaming machines' reaches are the batch
+    frames'. Integer, DATE and TIMESTAMP keys saturate at the int64 limits rather than wrap: a reach
+    past int64 max still compares above every key. O(n).
+
+    >>> shift_key(np.array([1.0]), pa.decimal128(12, 2), decimal.Decimal("0.125"), -1).tolist()
+    [0.87]
+    """
+    kind = kind_of(key_type)
     offset = _date_days(offset, kind)
-    if kind is TypeFamily.INT:  # Spark casts to the key's type: an INTERVAL in its last unit, no fraction
-        offset = offset_in_key_type(offset, pa.int64())
+    if kind.is_numeric:
+        offset = offset_in_key_type(offset, key_type)
     if isinstance(offset, Interval):
         return _shift_time(numbers, offset, sign)[0]
     if numbers.dtype == np.int64 and isinstance(offset, int) and len(numbers):
         return _saturating_add(numbers, sign * offset, int(numbers.min()), int(numbers.max()))[0]
+    if isinstance(offset, decimal.Decimal):  # a DECIMAL key's numbers are its doubles
+        offset = float(offset)
     return numbers + sign * offset

@@ -305,6 +305,24 @@ def integer_type(t: pa.DataType) -> pa.Decimal128Type:
     return pa.decimal128(_INTEGER_DIGITS[t.bit_width], 0)
 
 
+def wider_type(types: list[pa.DataType]) -> pa.Decimal128Type:
+    """The type Spark 4 gives ``COALESCE`` and ``CASE`` over DECIMAL and integer operands (its
+    ``widerDecimalType`` with ``boundedPreferIntegralDigits``): each integer as its DECIMAL
+    (``integer_type``), then the most integer digits and the largest scale; past 38 digits the
+    integer digits stay and the scale gives way, down to 0 (measured: DECIMAL(38,10) beside
+    DECIMAL(38,0) is DECIMAL(38,0)). O(operands).
+
+    >>> wider_type([pa.decimal128(12, 2), pa.int64()])
+    Decimal128Type(decimal128(22, 2))
+    >>> wider_type([pa.decimal128(30, 0), pa.decimal128(30, 10)])
+    Decimal128Type(decimal128(38, 8))
+    """
+    as_decimals = [t if pa.types.is_decimal(t) else integer_type(t) for t in types]
+    digits = max(t.precision - t.scale for t in as_decimals)
+    scale = max(t.scale for t in as_decimals)
+    return pa.decimal128(min(digits + scale, MAX_PRECISION), min(scale, MAX_PRECISION - digits))
+
+
 def literal_type(value: int) -> pa.Decimal128Type:
     """The DECIMAL an integer literal becomes beside a DECIMAL: its own digits (Spark's
     ``DecimalType.fromLiteral``), so ``m * 2`` multiplies by a DECIMAL(1, 0)."""

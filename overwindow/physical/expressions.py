@@ -184,7 +184,7 @@ def _eval_node(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.Coalesce):
         values = [_eval(e, t) for e in [node.this, *node.expressions]]
         typed = [v for v in values if not pa.types.is_null(v.type)]  # NULL (VOID, lag()) adds nothing
-        return values[0] if not typed else typed[0] if len(typed) == 1 else pc.coalesce(*typed)
+        return values[0] if not typed else typed[0] if len(typed) == 1 else pc.coalesce(*_widened(typed))
     if isinstance(node, exp.Abs):
         return _unary("abs_checked", _eval(node.this, t), node.sql(dialect=DIALECT))
     if isinstance(node, exp.In):
@@ -446,8 +446,37 @@ def _in(x, items: list):
 
 def _case(node: exp.Case, t: pa.Table):
     default = node.args.get("default")
-    out = _eval(default, t) if default is not None else pa.scalar(None)
-    for branch in reversed(node.args.get("ifs") or []):
+    ifs = node.args.get("ifs") or []
+    results = _widened(
+        [_eval(b.args["true"], t) for b in ifs]
+        + [_eval(default, t) if default is not None else pa.scalar(None)]
+    )
+    out = results[-1]
+    for branch, value in zip(reversed(ifs), reversed(results[:-1])):
         cond = pc.fill_null(_eval(branch.this, t), False)
-        out = pc.if_else(cond, _eval(branch.args["true"], t), out)
+        out = pc.if_else(cond, value, out)
+    return out
+
+
+def _widened(values: list) -> list:
+    """COALESCE's or CASE's operands (arrays or scalars) in Spark's common type where Arrow's
+    differs: DECIMALs beside DECIMALs or integers go to ``decimals.wider_type`` (Arrow takes a
+    BIGINT as 19 digits, Spark as 20, and fails past 38 digits where Spark gives up scale), each
+    rounded half up as Spark casts it. Others as they are (Arrow's promotion is Spark's there).
+    O(n) per operand cast.
+
+    >>> [v.type for v in _widened([pa.array([1], pa.int64()), pa.scalar(decimal.Decimal("1.5"))])]
+    [Decimal128Type(decimal128(21, 1)), Decimal128Type(decimal128(21, 1))]
+    """
+    kinds = {kind_of(v.type) for v in values if not pa.types.is_null(v.type)}
+    if TypeFamily.DECIMAL not in kinds or not kinds <= {TypeFamily.DECIMAL, TypeFamily.INT}:
+        return values
+    target = decimals.wider_type([v.type for v in values if not pa.types.is_null(v.type)])
+    out = []
+    for v in values:
+        if isinstance(v, pa.Scalar):
+            one = pa.array([v.as_py()], type=v.type if v.type != pa.null() else target)
+            out.append(casts.cast(one, target)[0])
+        else:
+            out.append(casts.cast(v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v, target))
     return out

@@ -20,7 +20,7 @@ from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr
-from overwindow.physical.values import TypeFamily, Values
+from overwindow.physical.values import TypeFamily, Values, kind_of
 from overwindow.streaming.reach import FrameReach, ReachFinder
 from overwindow.streaming.state import OnUpdateMeta
 
@@ -57,7 +57,7 @@ class Eviction:
         # by key: rows whose RANGE frame reaches up to a change at the watermark
         by_key = [
             int(np.searchsorted(knum, t, "left"))
-            for t in range_reach(self.finder.calls, watermark, keys.kind)
+            for t in range_reach(self.finder.calls, watermark, keys.type)
         ]
         around = np.unique([at] + [min(p, n - 1) for p in by_key])
         if reach is None or not reach.holds(around):
@@ -67,7 +67,7 @@ class Eviction:
         if keep_from <= 0:
             return rows, results, meta, 0
         # later changes below the watermark are late: the frames they would need are gone
-        horizon = int(watermark) if keys.kind is not TypeFamily.FLOAT else float(watermark)
+        horizon = float(watermark) if knum.dtype.kind == "f" else int(watermark)  # DOUBLE, DECIMAL
         meta = replace(
             meta,
             evicted_rows=meta.evicted_rows + keep_from,
@@ -82,18 +82,20 @@ class Eviction:
         )
 
 
-def range_reach(calls: tuple[WindowCall, ...], watermark, kind: TypeFamily) -> list:
+def range_reach(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType) -> list:
     """Per call reading a RANGE frame, the smallest key whose frame reaches a row at the
-    ``watermark`` key (the watermark minus the frame's end offset; minus infinity for UNBOUNDED
-    FOLLOWING). O(calls).
+    ``watermark`` key (the watermark minus the frame's end offset, cast to the key's type as the
+    batch frames cast it; minus infinity for UNBOUNDED FOLLOWING), for an ORDER BY key of
+    ``key_type``. O(calls).
 
     >>> from overwindow.spec import OverWindow
     >>> calls = OverWindow("count(*) OVER (ORDER BY t RANGE BETWEEN 1 PRECEDING AND 5 FOLLOWING) AS c").calls
-    >>> [int(k) for k in range_reach(calls, 100, TypeFamily.INT)]
+    >>> [int(k) for k in range_reach(calls, 100, pa.int64())]
     [95]
     """
     out = []
-    w = np.array([watermark], dtype=np.float64 if kind is TypeFamily.FLOAT else np.int64)
+    floats = kind_of(key_type) in (TypeFamily.FLOAT, TypeFamily.DECIMAL)  # key_numbers' dtype
+    w = np.array([watermark], dtype=np.float64 if floats else np.int64)
     for call in calls:
         if call.reads.unit is not FrameUnit.RANGE:
             continue
@@ -101,7 +103,7 @@ def range_reach(calls: tuple[WindowCall, ...], watermark, kind: TypeFamily) -> l
         if end.kind is BoundKind.UNBOUNDED_FOLLOWING:
             out.append(-np.inf)
         elif end.has_offset:
-            out.append(shift_key(w, kind, end.offset, -1 if end.kind is BoundKind.FOLLOWING else 1)[0])
+            out.append(shift_key(w, key_type, end.offset, -1 if end.kind is BoundKind.FOLLOWING else 1)[0])
         else:
             out.append(w[0])
     return out

@@ -13,6 +13,10 @@ from __future__ import annotations
 import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
+from overwindow.logical.frame import FrameUnit
+from overwindow.physical.bounds import range_frame_in_key_type
+from overwindow.physical.expressions import evaluate_expr
+from overwindow.physical.values import sql_type
 from overwindow.spec import OverWindow
 from overwindow.streaming.chunked import ROWS_PER_CHUNK, ChunkedOnUpdate
 from overwindow.streaming.contract import StateMachine
@@ -32,6 +36,7 @@ def machine_for(
     ``rows_per_chunk``: the chunked layout's chunk size (None: its default); ``keys``: the columns
     that tell apart the partitions one state holds (a bucket of keys; emit on window close), none:
     one partition per state. O(calls)."""
+    _check_range_offsets(spec, schema)
     if spec.emit == "on_window_close":
         return WindowClose(spec, schema, tuple(keys))
     if keys:  # OverWindow refuses keyBuckets with emit on update
@@ -40,3 +45,24 @@ def machine_for(
     if spec.state_layout == "chunked":
         return ChunkedOnUpdate(machine, rows_per_chunk or ROWS_PER_CHUNK)
     return machine
+
+
+def _check_range_offsets(spec: OverWindow, schema: pa.Schema) -> None:
+    """Each RANGE offset cast to the ORDER BY key's type as the batch frames cast it; one that casts
+    to NULL (an infinite DOUBLE over a DECIMAL key, as Spark casts it) is refused as ``OverWindow``
+    refuses a NULL offset, when the machine is built rather than on its first rows. O(calls)."""
+    empty = schema.empty_table()
+    for call in spec.calls:
+        f = call.frame
+        if not call.info.uses_frame or f.unit is not FrameUnit.RANGE:
+            continue
+        if not (f.start.has_offset or f.end.has_offset):
+            continue
+        key = call.order_by[0].expr
+        key_type = evaluate_expr(key, empty).type
+        cast = range_frame_in_key_type(f, key_type)
+        if any(b.has_offset and b.offset is None for b in (cast.start, cast.end)):
+            raise WindowSpecError(
+                f"{f} of {call.alias} casts to a NULL RANGE offset over ORDER BY {key} "
+                f"({sql_type(key_type)}), as Spark casts it: evaluate() computes it, a stream does not"
+            )

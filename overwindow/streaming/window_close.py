@@ -80,7 +80,7 @@ class WindowClose:
                 f"ORDER BY {self.order} must be a TIMESTAMP, DATE or number to follow a watermark, "
                 f"not {schema.field(self.order).type}"
             )
-        self.key_kind = kind
+        self.key_type = schema.field(self.order).type
         self.keys = [resolve_column(empty, k) for k in keys]
         self.buckets = spec.key_buckets if self.keys else None
         identity = spec.row_key or tuple(schema.names)
@@ -234,7 +234,7 @@ class WindowClose:
         in this step start a new partition."""
         if self.ttl is None or now is None or now == END_OF_INPUT:
             return np.zeros(len(newest), dtype=bool)
-        return shift_key(newest, self.key_kind, self.ttl, +1) < now
+        return shift_key(newest, self.key_type, self.ttl, +1) < now
 
     def _keys(self, table: pa.Table) -> np.ndarray:
         return key_numbers(Values(table.column(self.order)))
@@ -334,7 +334,7 @@ class WindowClose:
             return np.maximum(start, n - end.offset)
         if call.reads.unit is FrameUnit.GROUPS:
             return b.first_false(b.local_groups + end.offset <= b.last_group[b.rel_part], start)
-        reach = shift_key(b.rel_keys, self.key_kind, end.offset, +1)
+        reach = shift_key(b.rel_keys, self.key_type, end.offset, +1)
         return b.first_false(reach <= b.watermark, start)
 
     def _valid(self, call: WindowCall, b: _Buffer) -> np.ndarray:
@@ -392,7 +392,7 @@ class WindowClose:
             return b.part_total(b.local_groups < (g - start.offset)[b.rel_part])
         # a future row's key is above the watermark
         anchor = np.where(inside, b.rel_keys[b.at(u)], b.watermark)
-        lowest = shift_key(anchor, self.key_kind, start.offset, -1)
+        lowest = shift_key(anchor, self.key_type, start.offset, -1)
         return b.part_total(b.rel_keys < lowest[b.rel_part])
 
     def _after(self, b: _Buffer, keep: np.ndarray, keys: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -435,9 +435,9 @@ class WindowClose:
             for call in self.spec.calls:
                 end = call.reads.end
                 if call.reads.unit is FrameUnit.RANGE and end.kind is BoundKind.FOLLOWING:
-                    times.append(shift_key(first, self.key_kind, end.offset, +1).min())
+                    times.append(shift_key(first, self.key_type, end.offset, +1).min())
         if self.ttl is not None and b.live.any():  # the first partition stateTtl forgets
-            times.append(shift_key(b.newest[b.live], self.key_kind, self.ttl, +1).min())
+            times.append(shift_key(b.newest[b.live], self.key_type, self.ttl, +1).min())
         wakeup = min(times) if times else None
         return wakeup.item() if isinstance(wakeup, np.generic) else wakeup
 

@@ -33,7 +33,7 @@ from overwindow import Bound, Exclude, Frame, FrameUnit, Interval
 from overwindow.logical.frame import BoundKind
 from overwindow.physical.bounds import frame_bounds, shift_key
 from overwindow.physical.sorting import Layout
-from overwindow.physical.values import TypeFamily, Values
+from overwindow.physical.values import Values
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 I64_MAX, I64_MIN = 2**63 - 1, -(2**63)
@@ -461,9 +461,7 @@ def test_shift_key_is_calendar_arithmetic(when, months, days, micros, sign):
     epoch = dt.datetime(1970, 1, 1)
     us = (when - epoch) // dt.timedelta(microseconds=1)
     got = int(
-        shift_key(np.array([us], dtype=np.int64), TypeFamily.TIMESTAMP, Interval(months, days, micros), sign)[
-            0
-        ]
+        shift_key(np.array([us], dtype=np.int64), pa.timestamp("us"), Interval(months, days, micros), sign)[0]
     )
     want = shift(when, Interval(months, days, micros), sign)
     if isinstance(want, Beyond):
@@ -487,7 +485,7 @@ def test_shift_key_is_calendar_arithmetic(when, months, days, micros, sign):
 def test_shift_key_clamps_past_int64(offset, sign, clamped):
     """Past the int64 microseconds an interval clamps to their end instead of wrapping around."""
     us = np.array([0, 253_402_300_799_999_999], dtype=np.int64)  # 1970-01-01, 9999-12-31 23:59:59.999999
-    assert shift_key(us, TypeFamily.TIMESTAMP, offset, sign).tolist() == [clamped, clamped]
+    assert shift_key(us, pa.timestamp("us"), offset, sign).tolist() == [clamped, clamped]
 
 
 def test_range_nan_and_infinities():

@@ -723,6 +723,15 @@ READINGS = [
     "lag(k % NULL) OVER (ORDER BY t)",
     "lag(-NULL) OVER (ORDER BY t)",
     "lag(abs(NULL)) OVER (ORDER BY t)",
+    # COALESCE and CASE over DECIMALs and integers: Spark's wider DECIMAL (a BIGINT is 20 digits;
+    # past 38 digits the scale gives way, rounded half up)
+    "lag(coalesce(m, t)) OVER (ORDER BY t)",
+    "lag(coalesce(k, m, 1)) OVER (ORDER BY t)",
+    "lag(CASE WHEN k = 1 THEN m ELSE t END) OVER (ORDER BY t)",
+    "lag(CASE WHEN k = 1 THEN m WHEN k = 2 THEN 1.125 END) OVER (ORDER BY t)",
+    "lag(coalesce(CAST(NULL AS DECIMAL(38,37)), m)) OVER (ORDER BY t)",
+    "lag(coalesce(CAST(m AS DECIMAL(38,10)), CAST(t AS DECIMAL(38,0)))) OVER (ORDER BY t)",
+    "lag(CASE WHEN k = 1 THEN CAST(m AS DECIMAL(30,10)) ELSE CAST(t AS DECIMAL(30,0)) END) OVER (ORDER BY t)",
     "nth_value(x, CAST(1 AS BIGINT)) OVER (ORDER BY t)",
     "sum(x) OVER (ORDER BY t RANGE BETWEEN CAST(1 AS BIGINT) PRECEDING AND CURRENT ROW)",
     # a NULL RANGE offset: the bound's value is NULL, placed where the sort puts NULLs
@@ -744,6 +753,11 @@ READINGS = [
     "sum(t) OVER (ORDER BY n DESC RANGE BETWEEN CURRENT ROW AND '1.554' FOLLOWING)",
     "sum(t) OVER (ORDER BY x RANGE BETWEEN ' 1.5 ' PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY k RANGE BETWEEN '1e0' PRECEDING AND '2' FOLLOWING)",
+    # a FOLLOWING string is cast straight to the key's type (a PRECEDING one is negated as a DOUBLE)
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN CURRENT ROW AND ' +2 ' FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN CURRENT ROW AND '1e0' FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN '-1.555' FOLLOWING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN '-2' FOLLOWING AND CURRENT ROW)",
     # INTERVAL offsets over integer and DECIMAL keys: a count of the interval's last unit
     "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL 2 DAYS PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL 1999 MILLISECONDS PRECEDING AND CURRENT ROW)",
@@ -753,6 +767,29 @@ READINGS = [
     "sum(t) OVER (ORDER BY n RANGE BETWEEN INTERVAL '1.555' SECOND PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY n RANGE BETWEEN INTERVAL 1 HOUR PRECEDING AND INTERVAL 1 HOUR FOLLOWING)",
     "sum(t) OVER (ORDER BY n RANGE BETWEEN INTERVAL 1 MICROSECOND PRECEDING AND CURRENT ROW)",
+    # each offset cast to a numeric key's type before the bounds' types are matched and compared:
+    # an INTERVAL beside a number, or beside an INTERVAL of other units, and offsets equal once cast
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN 3 PRECEDING AND INTERVAL 2 HOURS FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN INTERVAL 1999 MILLISECONDS PRECEDING AND 0.5 FOLLOWING)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL '1' MONTH PRECEDING AND INTERVAL 1 DAY FOLLOWING)",
+    "sum(t) OVER (ORDER BY u DESC RANGE BETWEEN INTERVAL '1 02:00:00' DAY TO SECOND PRECEDING "
+    "AND INTERVAL '0-1' YEAR TO MONTH FOLLOWING)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 2 HOURS PRECEDING)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN 1.5 FOLLOWING AND 1 FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN 0.006 FOLLOWING AND 0.005 FOLLOWING)",
+    # NaN offsets over DOUBLE keys: the bound's value is NaN, which sorts above every number;
+    # infinite or NaN offsets over DECIMAL keys cast to NULL
+    "sum(t) OVER (ORDER BY y RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY y RANGE BETWEEN CURRENT ROW AND CAST('NaN' AS DOUBLE) FOLLOWING)",
+    "sum(t) OVER (ORDER BY y DESC RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY y DESC NULLS FIRST RANGE BETWEEN CURRENT ROW AND 'NaN' FOLLOWING)",
+    "sum(t) OVER (ORDER BY y RANGE BETWEEN 1 PRECEDING AND CAST('NaN' AS DOUBLE) PRECEDING)",
+    "sum(t) OVER (ORDER BY y RANGE BETWEEN CAST('NaN' AS DOUBLE) FOLLOWING AND UNBOUNDED FOLLOWING)",
+    "sum(t) OVER (ORDER BY x RANGE BETWEEN 'NaN' PRECEDING AND CAST('NaN' AS DOUBLE) FOLLOWING)",
+    "sum(t) OVER (ORDER BY m RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND 1 FOLLOWING)",
+    "sum(t) OVER (ORDER BY m RANGE BETWEEN 1 PRECEDING AND CAST('Infinity' AS DOUBLE) FOLLOWING)",
+    "sum(t) OVER (ORDER BY n DESC RANGE BETWEEN CAST('-Infinity' AS DOUBLE) PRECEDING AND CURRENT ROW)",
 ]
 # calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
 READINGS_REFUSED = [
@@ -776,6 +813,13 @@ READINGS_REFUSED = [
     "sum(x) OVER (ORDER BY d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY s RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY x RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY x RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
+    "sum(t) OVER (ORDER BY d RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND INTERVAL 2 HOURS PRECEDING)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN INTERVAL 1 YEAR PRECEDING AND INTERVAL 11 MONTHS PRECEDING)",
+    "sum(t) OVER (ORDER BY m RANGE BETWEEN 1.5 FOLLOWING AND CAST(1 AS DOUBLE) FOLLOWING)",
+    "sum(t) OVER (ORDER BY y RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND 1 FOLLOWING)",
+    "sum(t) OVER (ORDER BY y RANGE BETWEEN CAST('NaN' AS DOUBLE) FOLLOWING AND 'Infinity' FOLLOWING)",
 ]
 # calls Spark analyses and fails on when it runs them, whatever the rows (a RANGE offset that
 # cannot be cast to the key's type); overwindow refuses them with a WindowSpecError
@@ -783,6 +827,10 @@ READINGS_CAST_REFUSED = [
     "sum(t) OVER (ORDER BY u RANGE BETWEEN 'a' PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY n RANGE BETWEEN '99999999999' PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY k RANGE BETWEEN '3000000000' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN 1 PRECEDING AND '1.5' FOLLOWING)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN CURRENT ROW AND '2e0' FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN CURRENT ROW AND 'NaN' FOLLOWING)",
 ]
 # calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError
 READINGS_FAILING = [
@@ -802,6 +850,7 @@ def test_spark_readings_agree(spark):
             "t": pa.array([1, 2, 3, 5, 7], pa.int64()),
             "k": pa.array([1, 1, 2, 2, None], pa.int32()),
             "x": pa.array([1.0, 2.5, None, -1.0, 3.0]),
+            "y": pa.array([math.nan, math.inf, None, -math.inf, math.nan]),
             "m": pa.array(
                 [Decimal("1.50"), Decimal("-2.25"), None, Decimal("10.00"), Decimal("0.5")],
                 pa.decimal128(12, 2),

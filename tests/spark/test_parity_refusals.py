@@ -87,23 +87,6 @@ EXTENSIONS = [
 # --- known differences, left out of the random texts: each is pinned below (test_known_difference)
 # so that a change to either side shows; (why, pattern, a text of it)
 KNOWN_DIFFERENCES = [
-    # Spark casts each RANGE offset to a numeric ORDER BY key's type before it compares the two
-    # bounds' types, so over a numeric key it takes an INTERVAL beside a number or beside an
-    # INTERVAL of other units (INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING over a BIGINT key);
-    # overwindow checks the bounds' types without the key's and refuses them (a single INTERVAL,
-    # or two of one type, over an integer or DECIMAL key is computed as Spark computes it)
-    (
-        "an INTERVAL beside another offset type over a numeric key",
-        r"ORDER BY (?!d\b|ts\b)[^)]*\bRANGE BETWEEN (?=[^)]*\bINTERVAL\b)[^)]* (PRECEDING|FOLLOWING) "
-        r"AND [^)]* (PRECEDING|FOLLOWING)",
-        "sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
-    ),
-    # Spark accepts a NaN RANGE offset over a DOUBLE key; overwindow refuses it ("cannot be NaN")
-    (
-        "a NaN RANGE offset",
-        r"\bRANGE\b[^)]*(CAST\('NaN' AS DOUBLE\)|'\s*[+-]?NaN\s*') (PRECEDING|FOLLOWING)",
-        "sum(x) OVER (ORDER BY x RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND CURRENT ROW)",
-    ),
     # Spark subtracts a DATE from a DATE (d - d, and d - NULL) giving an INTERVAL DAY; overwindow
     # has no interval values and refuses it
     ("DATE - DATE", r"\bd - (d|NULL)\b", "lag(d - d) OVER (ORDER BY t)"),
@@ -232,6 +215,32 @@ HAND_PICKED = [
     "sum(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
     "sum(x) OVER (ORDER BY ts RANGE BETWEEN TIMESTAMP '2024-01-01 00:00:00' PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY ts ROWS BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW)",
+    # each offset cast to a numeric key's type before the bounds' types are matched and compared
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
+    "sum(x) OVER (ORDER BY m RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND INTERVAL 3 HOURS FOLLOWING)",
+    "sum(x) OVER (ORDER BY k RANGE BETWEEN INTERVAL '1' YEAR PRECEDING AND INTERVAL 3 DAYS FOLLOWING)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND INTERVAL 2 HOURS PRECEDING)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 2 HOURS FOLLOWING AND INTERVAL 1 DAY FOLLOWING)",
+    "sum(x) OVER (ORDER BY k RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 3000000000 FOLLOWING)",
+    "sum(x) OVER (ORDER BY x RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
+    "sum(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
+    "sum(x) OVER (ORDER BY d RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN 1.5 FOLLOWING AND 1 FOLLOWING)",
+    "sum(x) OVER (ORDER BY m RANGE BETWEEN 0.126 FOLLOWING AND 0.125 FOLLOWING)",
+    "sum(x) OVER (ORDER BY m RANGE BETWEEN 1.5 FOLLOWING AND CAST(1 AS DOUBLE) FOLLOWING)",
+    # NaN offsets: NaN sorts above every number; over a DECIMAL key it is NULL, over an integer
+    # key it cannot be cast
+    "sum(x) OVER (ORDER BY x RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND 1 FOLLOWING)",
+    "sum(x) OVER (ORDER BY x RANGE BETWEEN 1 PRECEDING AND CAST('NaN' AS DOUBLE) FOLLOWING)",
+    "sum(x) OVER (ORDER BY x RANGE BETWEEN CAST('NaN' AS DOUBLE) FOLLOWING AND 'Infinity' FOLLOWING)",
+    "sum(x) OVER (ORDER BY m RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND 1 FOLLOWING)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND CURRENT ROW)",
+    # a FOLLOWING string cast straight to the key's type, a PRECEDING one negated as a DOUBLE first
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND '1.5' FOLLOWING)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN '1.5' PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY m RANGE BETWEEN CURRENT ROW AND '1e0' FOLLOWING)",
+    "sum(x) OVER (ORDER BY d RANGE BETWEEN CURRENT ROW AND '1' FOLLOWING)",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN CURRENT ROW AND '1' FOLLOWING)",
     # ranking and offset functions with frames, or without ORDER BY
     "rank() OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)",
     "row_number() OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)",

@@ -1,13 +1,19 @@
 """Eviction of emit on update, through the machine: the rows at or above the watermark keep exact
 results while the state drops what no later change can need."""
 
+import decimal
+
 import numpy as np
 import pyarrow as pa
+import pytest
 from cdc_support import WIDE, WIDE_CALLS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import overwindow
+from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
+from overwindow.streaming.driver import Driver
 from overwindow.streaming.on_update import OnUpdate
 
 
@@ -38,8 +44,6 @@ def test_eviction_keeps_live_rows_exact(seed, calls):
         view.update((r["id"], r) for r in step.output.to_pylist())
         watermark = max(r["t"] for r in rows) - 20
     spec_all = {k: v for k, v in view.items()}
-    import overwindow
-
     table = pa.Table.from_pylist(list(everything.values()), schema=WIDE).drop_columns(["op"])
     batch = overwindow.evaluate(table, *spec.partitioned(("k",)))
     checked = 0
@@ -48,3 +52,79 @@ def test_eviction_keeps_live_rows_exact(seed, calls):
             assert all(spec_all[r["id"]][a] == r[a] for a in spec.aliases), (r, spec_all[r["id"]])
             checked += 1
     assert checked > 0 and step.counters.state_rows < len(everything)
+
+
+DECIMAL_KEY = pa.schema(
+    [("k", pa.int64()), ("id", pa.int64()), ("t", pa.decimal128(12, 2)), ("x", pa.float64())]
+)
+
+
+def _decimal_rows(ids, keys):
+    return pa.table(
+        {
+            "k": [0] * len(ids),
+            "id": ids,
+            "t": pa.array([decimal.Decimal(v) for v in keys], DECIMAL_KEY.field("t").type),
+            "x": [1.0] * len(ids),
+        },
+        schema=DECIMAL_KEY,
+    )
+
+
+@pytest.mark.parametrize("layout", ["whole", "chunked"])
+def test_a_decimal_offset_reaches_as_far_on_a_stream_as_in_batch(layout):
+    """A RANGE offset with more digits than a DECIMAL key's scale is cast to it (0.125 over
+    DECIMAL(12,2) is 0.13, as Spark casts it and the batch evaluator computes it): eviction keeps
+    the row at 0.87, whose frame reaches a row at the watermark 1.00 that comes later (kept at
+    0.125, the row was evicted and its sum stayed 1)."""
+    spec = OverWindow(
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND 0.125 FOLLOWING) AS f",
+        emit="on_update",
+        rowKey="id",
+        stateLayout=layout,
+    )
+    driver = Driver(spec, DECIMAL_KEY, ["k"], watermarked=True, rows_per_chunk=2)
+    batches = [
+        (_decimal_rows([0, 1, 2], ["0.00", "0.87", "1.10"]), None),
+        (_decimal_rows([3], ["1.20"]), 1.0),
+        (_decimal_rows([4], ["1.00"]), 1.0),  # at the watermark: not late
+    ]
+    view = {}
+    for rows, watermark in batches:
+        view.update((r["id"], r["f"]) for r in driver.feed(rows, watermark).to_pylist())
+    every = pa.concat_tables([rows for rows, _ in batches])
+    want = {r["id"]: r["f"] for r in overwindow.evaluate(every, *spec.partitioned(("k",))).to_pylist()}
+    assert view == want and want[1] == 2.0 and driver.late_rows == 0
+
+
+def test_a_decimal_offset_closes_windows_as_the_batch_frames_end():
+    """Emit on window close over a DECIMAL key: a row's frame ``CURRENT ROW AND 0.125 FOLLOWING``
+    ends at key + 0.13, so the row at 0.87 waits for the watermark 1.00 and counts the row there
+    (the offset's Decimal once failed against the key's doubles with a TypeError)."""
+    spec = OverWindow(
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND 0.125 FOLLOWING) AS f", rowKey="id"
+    )
+    driver = Driver(spec, DECIMAL_KEY, ["k"])
+    first = driver.feed(_decimal_rows([0, 1], ["0.00", "0.87"]), 0.995)
+    assert first["id"].to_pylist() == [0]  # 0.87 + 0.13 is past the watermark
+    rest = driver.feed(_decimal_rows([2, 3], ["1.00", "2.00"]), 1.5)
+    every = pa.concat_tables(
+        [_decimal_rows([0, 1], ["0.00", "0.87"]), _decimal_rows([2, 3], ["1.00", "2.00"])]
+    )
+    want = {r["id"]: r["f"] for r in overwindow.evaluate(every, *spec.partitioned(("k",))).to_pylist()}
+    got = {r["id"]: r["f"] for r in pa.concat_tables([first, rest]).to_pylist()}
+    assert got == {i: want[i] for i in (0, 1, 2)} and got[1] == 2.0
+
+
+@pytest.mark.parametrize("emit", ["on_window_close", "on_update"])
+def test_an_offset_that_casts_to_null_is_refused_on_a_stream(emit):
+    """An infinite DOUBLE offset over a DECIMAL key is NULL once cast (as Spark casts it, and as
+    the batch evaluator computes it); a stream refuses it when its machine is built, as it refuses
+    a NULL offset, rather than fail on its first rows."""
+    spec = OverWindow(
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN CAST('Infinity' AS DOUBLE) PRECEDING AND CURRENT ROW) AS s",
+        emit=emit,
+        rowKey="id",
+    )
+    with pytest.raises(WindowSpecError, match="NULL RANGE offset over ORDER BY t"):
+        Driver(spec, DECIMAL_KEY, ["k"], watermarked=True)
