@@ -6,8 +6,8 @@ result over all input: no row lost, none duplicated. Every (mode, sink) pair run
 starts a Spark, so the suite's time keeps the matrix to pairs): files run window close into both
 sinks (a state per key into SQLite, the default key buckets into PostgreSQL) and emit on update with
 chunked state (transformWithStateInPandas, RocksDB, watermark eviction) into SQLite; Kafka runs
-window close with its keys in two buckets (key_buckets) into SQLite; emit on update into PostgreSQL (files) is killed five times inside the sink's open
-transaction."""
+window close with its keys in two buckets (key_buckets) into SQLite; emit on update into PostgreSQL
+(files) is killed five times inside the sink's open transaction."""
 
 import signal
 
