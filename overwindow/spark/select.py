@@ -359,6 +359,9 @@ def run_query(df, query: Query, _keep=None, **options):
             items.append("*")
         elif e.find(exp.Window) is not None:
             items.append(e.sql(dialect=DIALECT))
+        elif isinstance(e.unalias(), exp.Column):  # carried unchanged: a filter may name it
+            col = F.col(quote(e.unalias().name))
+            items.append(col.alias(e.alias) if isinstance(e, exp.Alias) else col)
         else:
             items.append(F.expr(e.sql(dialect=DIALECT)))
     in_machine = query.filter is not None and machine_filter(query, df.columns)
