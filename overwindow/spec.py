@@ -67,6 +67,11 @@ class OverWindow:
     reach back no further than the TTL are unchanged). An interval for a DATE or TIMESTAMP ORDER BY
     (``"7 days"``, ``"INTERVAL 1 HOUR"``, a ``datetime.timedelta``), a number in the key's units
     otherwise (None: keep every partition).
+    ``qualify``: a condition on each result row, SQL over the input columns and the calls' aliases
+    (``"rn <= 3"``: Top-N, ``"rn = 1"``: one row per key), as SQL's ``QUALIFY``: only rows where it
+    is true are the result. On window close a row failing it is not emitted; on update the changelog
+    keeps exactly the rows passing it: an upsert when a row enters (or changes inside), a delete
+    when it leaves, nothing for a row outside that stays outside (None: every row).
     """
 
     def __init__(
@@ -79,6 +84,7 @@ class OverWindow:
         maxRowsPerKey: int | None = None,
         keyBuckets: int | None = None,
         stateTtl=None,
+        qualify: str | None = None,
     ):
         if not calls:
             raise WindowSpecError("OverWindow needs at least one window call")
@@ -152,6 +158,7 @@ class OverWindow:
                     + "; ".join(reasons)
                     + " (use stateLayout='whole' for these)"
                 )
+        self.qualify = _qualify(qualify)
         if emit == "on_window_close":
             _check_window_close(self)
         elif len({c.order_by for c in self.calls}) > 1:
@@ -213,8 +220,28 @@ class OverWindow:
         layout = f", stateLayout={self.state_layout!r}" if self.state_layout != "whole" else ""
         buckets = f", keyBuckets={self.key_buckets}" if self.key_buckets else ""
         ttl = f", stateTtl={str(self.state_ttl)!r}" if self.state_ttl is not None else ""
+        qualify = f", qualify={self.qualify.sql!r}" if self.qualify is not None else ""
         calls = ", ".join(repr(str(e)) for e in self.expressions)
-        return f"OverWindow({calls}, emit={self.emit!r}{layout}{buckets}{ttl})"
+        return f"OverWindow({calls}, emit={self.emit!r}{layout}{buckets}{ttl}{qualify})"
+
+
+def _qualify(condition: str | None) -> Expr | None:
+    """``qualify`` as an expression; refused: text that is not a SQL condition, or one holding a
+    window call (name the call and filter on its alias). O(condition size)."""
+    if condition is None:
+        return None
+    if not isinstance(condition, str):
+        raise WindowSpecError(f"qualify takes a SQL condition as text, got {type(condition).__name__}")
+    try:
+        expr = Expr.of(condition)
+    except WindowSpecError as e:
+        raise WindowSpecError(f"qualify={condition!r}: {e}") from None
+    if expr.node.find(exp.Window) is not None:
+        raise WindowSpecError(
+            f"qualify={condition!r}: name the window call among the calls (row_number() OVER (...) AS "
+            "rn) and write the condition on its alias (qualify='rn <= 3')"
+        )
+    return expr
 
 
 def _state_ttl(value):

@@ -54,6 +54,7 @@ class _Item:
     alias: str | None = None
     name: str = ""  # Spark's output name, filled in by _names
     window: WindowExpression | None = None
+    source: str | None = None  # the input column it carries unchanged, if it is one
 
 
 def select(
@@ -66,6 +67,7 @@ def select(
     maxRowsPerKey: int | None = None,
     keyBuckets: int | None = None,
     stateTtl=None,
+    qualify: str | None = None,
     _keep=None,
 ):
     """``df.select(*columns)`` with window functions, on a streaming DataFrame.
@@ -77,6 +79,10 @@ def select(
     BY ts ROWS 9 PRECEDING) AS a"``, or ``F.expr(...)``). The keyword options are OverWindow's.
     Refuses with a WindowSpecError, before any query starts, what overwindow cannot translate (a
     Python UDF, a function it lacks) and windows over different PARTITION BY or ORDER BY.
+    ``qualify``: a condition on the result (SQL over its window columns and the input columns it
+    carries unchanged, by their names in the result: ``"rn <= 3"``), as SQL's QUALIFY: on window
+    close a row failing it is not emitted; on update the changelog keeps exactly the rows passing it
+    (a row entering is upserted, one leaving deleted, one staying outside not emitted).
     O(expression size) to translate.
 
     Example::
@@ -112,6 +118,7 @@ def select(
         maxRowsPerKey=maxRowsPerKey,
         keyBuckets=keyBuckets,
         stateTtl=stateTtl,
+        qualify=None if qualify is None else _in_machine_names(qualify, items),
     )
     try:
         if not keys:  # _keep: the view job's dead letter for rows set aside (adapter.over_window)
@@ -130,6 +137,38 @@ def select(
     return _counted(out.select(*final), out)
 
 
+def _in_machine_names(condition: str, items: list[_Item]) -> str:
+    """``condition`` over the result's names, written over the names the machine's rows carry (a
+    window column's alias, an input column's own name). O(condition size)."""
+    names = {i.name.lower(): i.window.alias if i.window is not None else i.source for i in items}
+    try:
+        tree = sqlglot.parse_one(condition, read=DIALECT)
+    except sqlglot.errors.ParseError as e:
+        raise WindowSpecError(f"qualify={condition!r}: {e}") from None
+    for column in list(tree.find_all(exp.Column)):
+        name = names.get(column.name.lower())
+        if name is None:
+            raise WindowSpecError(
+                f"qualify={condition!r}: `{column.name}` is not a window column or an input column of "
+                "the result (a column computed from others is computed by Spark after the windows)"
+            )
+        column.replace(exp.column(name, quoted=True))
+    return tree.sql(dialect=DIALECT)
+
+
+def machine_filter(query: Query, inputs: list[str]) -> bool:
+    """Whether ``query``'s filter names only window columns and input columns carried unchanged
+    (so the state machines apply it, as ``select(qualify=...)``); else Spark filters the result."""
+    plain = set()
+    for e in query.columns:
+        if isinstance(e, exp.Star):
+            plain |= {n.lower() for n in inputs}
+        elif e.find(exp.Window) is not None or isinstance(e.unalias(), exp.Column):
+            plain.add(e.alias_or_name.lower())
+    used = sqlglot.parse_one(query.filter, read=DIALECT).find_all(exp.Column)
+    return all(c.name.lower() in plain for c in used)
+
+
 def _counted(result, out):
     """``result`` (a DataFrame derived from overWindow's ``out``) carrying ``out``'s job counters."""
     counts = getattr(out, "overwindow_counts", None)
@@ -144,7 +183,8 @@ def sql(spark, query: str, **options):
     OverWindow's); or ``SELECT * FROM (<that query>) WHERE <condition>``. The query is read with
     sqlglot in Spark's dialect; WHERE is applied before the windows, as SQL does, and QUALIFY (or
     the outer WHERE) to the window results: on window close a row failing it is not emitted, on
-    update a recomputed row failing it is emitted as a delete (it leaves the kept table).
+    update only rows entering the filtered result (upserts), changing inside it (upserts) or leaving
+    it (deletes) are emitted.
 
     Example::
 
@@ -303,9 +343,12 @@ def query_columns(query: Query) -> list:
 def run_query(df, query: Query, _keep=None, **options):
     """The streaming DataFrame of ``query`` over ``df`` (the table after FROM): WHERE with
     ``df.where``, then :func:`select` of the SELECT list (window columns as text, the others as
-    ``F.expr``), then the filter on its results (on update: a failing upsert becomes a delete, since
-    the row's previous results are not at hand here, a row that never passed is deleted too, which a
-    keyed table ignores) and the outer SELECT's columns. ``overwindow.sql`` and the view job both run
+    ``F.expr``), then the filter on its results and the outer SELECT's columns. A filter over window
+    columns and input columns is the machines' ``qualify`` (on update only rows entering, changing
+    inside or leaving it are emitted); one over columns Spark computes after the windows is applied
+    to the result in Spark (on update a failing upsert becomes a delete, since the row's previous
+    results are not at hand there: a row that never passed is deleted too, which a keyed table
+    ignores). ``overwindow.sql`` and the view job both run
     queries through here."""
     if query.where is not None:
         df = df.where(query.where)
@@ -316,15 +359,19 @@ def run_query(df, query: Query, _keep=None, **options):
             items.append("*")
         elif e.find(exp.Window) is not None:
             items.append(e.sql(dialect=DIALECT))
+        elif isinstance(e.unalias(), exp.Column):  # carried unchanged: a filter may name it
+            col = F.col(quote(e.unalias().name))
+            items.append(col.alias(e.alias) if isinstance(e, exp.Alias) else col)
         else:
             items.append(F.expr(e.sql(dialect=DIALECT)))
-    out = select(df, *items, _keep=_keep, **options)
+    in_machine = query.filter is not None and machine_filter(query, df.columns)
+    out = select(df, *items, qualify=query.filter if in_machine else None, _keep=_keep, **options)
     result = out
     if query.filter is not None or query.outer is not None:
         problem = filter_problem(query, [c for c in out.columns if c not in (CHANGE, ROW_ID)])
         if problem:
             raise WindowSpecError(f"{problem}, in {query.text!r}")
-    if query.filter is not None:
+    if query.filter is not None and not in_machine:
         kept = F.coalesce(F.expr(query.filter), F.lit(False))  # NULL fails, as in WHERE
         if options.get("emit") == "on_update":  # a recomputed row failing the filter leaves the table
             change = F.when((F.col(CHANGE) == UPSERT) & ~kept, F.lit(DELETE)).otherwise(F.col(CHANGE))
@@ -386,9 +433,9 @@ def _items(df, column, F) -> list[_Item]:
     """The requested column as items (``*`` expands to the input columns)."""
     if isinstance(column, str):
         if column == "*":
-            return [_Item(spark=F.col(quote(n)), carry=F.col(quote(n))) for n in df.columns]
+            return [_Item(spark=F.col(quote(n)), carry=F.col(quote(n)), source=n) for n in df.columns]
         if not C.sql_has_window(column):
-            return [_Item(spark=column, carry=column)]
+            return [_Item(spark=column, carry=column, source=column)]
         return [_sql_item(column, F.expr(column))]
     node = C.read(column)
     alias = node.name if node.kind == "alias" else None
@@ -397,7 +444,8 @@ def _items(df, column, F) -> list[_Item]:
         return _items(df, "*", F)
     if body.kind == "column":
         col = F.col(".".join(quote(p) for p in body.name))
-        return [_Item(spark=column, carry=col.alias(alias) if alias else col)]
+        source = body.name[0] if len(body.name) == 1 else None  # a struct's field is computed
+        return [_Item(spark=column, carry=col.alias(alias) if alias else col, source=source)]
     if not body.has_window:
         return [_Item(spark=column, carry=column)]
     opaque = C.opaque_parts(body)

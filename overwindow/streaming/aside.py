@@ -22,13 +22,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
-from overwindow.errors import WindowRuntimeError
+from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.evaluate import project
 from overwindow.logical.call import WindowCall, WindowExpression, quote
 from overwindow.logical.expr import Expr
 from overwindow.physical.expressions import evaluate_expr
+from overwindow.physical.values import sql_type
 
 
 @dataclass
@@ -177,3 +179,47 @@ def _in_sql(reason: str, expressions: list[WindowExpression]) -> str:
             written = f"{call.function_sql()} OVER ({call.over_sql()})"
             reason = reason.replace(f"`{call.alias}`", written).replace(quote(call.alias), written)
     return reason
+
+
+class Qualify:
+    """A spec's ``qualify`` condition on result rows (input columns and the calls' aliases), checked
+    against the machine's result columns when the machine is built.
+
+    >>> rows = pa.table({"t": [1, 2, 3], "rn": pa.array([1, None, 3], pa.int32())})
+    >>> q = Qualify(Expr.of("rn <= 2"), rows.slice(0, 0), ["t"])
+    >>> q.holds(rows)[0].tolist()
+    [True, False, False]
+    """
+
+    def __init__(self, condition: Expr, results: pa.Table, inputs: list[str]):
+        self.condition, self.inputs = condition, list(inputs)
+        try:
+            kind = evaluate_expr(condition, results).type
+        except WindowSpecError as e:
+            raise WindowSpecError(f"qualify={condition.sql!r}: {e}") from None
+        if not (pa.types.is_boolean(kind) or pa.types.is_null(kind)):
+            raise WindowSpecError(
+                f"qualify={condition.sql!r} must be a condition (BOOLEAN), not {sql_type(kind)}"
+            )
+
+    def _compute(self, table: pa.Table) -> pa.Array:
+        return evaluate_expr(self.condition, table)
+
+    def holds(self, table: pa.Table) -> tuple[np.ndarray, Aside | None]:
+        """(per row of ``table`` (the result columns, and others), whether the condition is true:
+        NULL is not, as in SQL's WHERE; the rows it fails on (a zero divisor ...), set aside in the
+        input columns, which are not true either). O(rows)."""
+        try:
+            return _true(self._compute(table)), None
+        except WindowRuntimeError:
+            pass
+        at, reasons = failing_rows(table, self._compute)
+        fine = np.ones(table.num_rows, dtype=bool)
+        fine[at] = False
+        out = np.zeros(table.num_rows, dtype=bool)
+        out[fine] = _true(self._compute(table.filter(pa.array(fine))))
+        return out, Aside(table.take(pa.array(at)).select(self.inputs), reasons)
+
+
+def _true(values) -> np.ndarray:
+    return pc.fill_null(values, False).to_numpy(zero_copy_only=False).astype(bool)

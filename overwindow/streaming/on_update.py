@@ -48,7 +48,7 @@ from overwindow.physical.expressions import resolve_column
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.arrays import in_ranges, member, runs, scatter
-from overwindow.streaming.aside import Aside, RowChecks
+from overwindow.streaming.aside import Aside, Qualify, RowChecks
 from overwindow.streaming.changes import Changes, Op, decode_ops, last_changes
 from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT, ROW_ID, UPSERT, Counters, Step
 from overwindow.streaming.eviction import Eviction
@@ -109,6 +109,7 @@ class OnUpdate:
         self.output_schema = pa.schema(list(results.schema) + extra + [pa.field(CHANGE, pa.string())])
         # each held row's results as last emitted, so a step compares without recomputing the old rows
         self.flags = any(e.expr is not None for e in self.expressions)
+        self.qualify = spec.qualify and Qualify(spec.qualify, results, self.schema.names)
         self.results_schema = pa.schema(
             [results.schema.field(e.alias) for e in self.expressions]
             + ([pa.field(_ASIDE, pa.bool_())] if self.flags else [])
@@ -284,7 +285,10 @@ class OnUpdate:
                 fresh = fresh.cast(self.results_schema)
             results = scatter(results, at, fresh)
         if len(merged.removed_old):
-            outputs.append(self._deletes(old.take(pa.array(merged.removed_old))))
+            gone = old.take(pa.array(merged.removed_old))
+            if self.qualify is not None:  # only rows in the result leave it
+                gone = gone.filter(pa.array(self._held_in(old, old_res, merged.removed_old)))
+            outputs.append(self._deletes(gone))
         rows, evicted = merged.rows, 0
         if self.eviction is not None and watermark is not None:
             rows, results, meta, evicted = self.eviction.evict(
@@ -327,26 +331,56 @@ class OnUpdate:
     def _upserts(
         self, new: pa.Table, old: pa.Table, old_res: pa.Table, merged: Merged, at, failed, why
     ) -> tuple[list[pa.Table], Aside | None]:
-        """(the changelog of the recomputed rows ``new`` (at new positions ``at``): upserts of those
-        whose results differ from what the state held for their identity, or whose own columns an
-        update changed; deletes of those an expression over window results now fails on
-        (``failed``, with the reasons ``why``) that were in the view; and those rows, set aside
-        unless they already were)."""
+        """(the changelog of the recomputed rows ``new`` (at new positions ``at``), and the rows set
+        aside). A row is in the result unless an expression over its window results fails on it
+        (``failed``, with the reasons ``why``: set aside unless it already was) or it fails the
+        spec's ``qualify``; upserts of rows in it whose results differ from what the state held for
+        their identity, whose own columns an update changed, or which were not in it before;
+        deletes of rows that were in it and are not now."""
         old_ids = old.column(IDENTITY).to_numpy()
         prev, moved = held_before(merged, at, old_ids, new.column(IDENTITY).to_numpy())
         diff = changed(new, old, old_res, prev, moved, self.results_schema.names, self.schema.names)
-        if failed is None:
+        if failed is None and self.qualify is None:
             return [self._changelog(new if diff.all() else new.filter(pa.array(diff)), UPSERT)], None
         held = prev >= 0
-        was_out = np.zeros(len(prev), dtype=bool)
-        was_out[held] = old_res.column(_ASIDE).take(pa.array(prev[held])).to_numpy(zero_copy_only=False)
-        leave = pa.array(failed & held & ~was_out)
-        newly = pa.array(failed & ~(held & was_out))
+        was_in, aside = np.zeros(len(prev), dtype=bool), None
+        if held.any():
+            was_in[held] = self._held_in(old, old_res, prev[held])
+        now_in = np.ones(len(prev), dtype=bool) if failed is None else ~failed
+        if failed is not None:  # set aside now, and not already when last computed
+            newly = pa.array(failed & ~self._was_aside(old_res, prev, held))
+            aside = Aside.join(
+                aside, Aside(new.filter(newly).select(self.schema.names), why.filter(newly).to_pylist())
+            )
+        if self.qualify is not None:
+            passes, unsure = self.qualify.holds(new)
+            now_in &= passes
+            aside = Aside.join(aside, unsure)
         changes = [
-            self._changelog(new.filter(pa.array(diff & ~failed)), UPSERT),
-            self._deletes(new.filter(leave).select(self.empty_rows().column_names)),
+            self._changelog(new.filter(pa.array(now_in & (diff | ~was_in))), UPSERT),
+            self._deletes(new.filter(pa.array(was_in & ~now_in)).select(self.empty_rows().column_names)),
         ]
-        return changes, Aside(new.filter(newly).select(self.schema.names), why.filter(newly).to_pylist())
+        return changes, aside
+
+    def _held_in(self, old: pa.Table, old_res: pa.Table, at: np.ndarray) -> np.ndarray:
+        """Whether each held row at ``at`` is in the result by what the state last emitted: not
+        set aside, and passing ``qualify`` on its held results (a failure there was set aside when
+        the row was computed)."""
+        ok = np.ones(len(at), dtype=bool)
+        if self.flags:
+            ok &= ~old_res.column(_ASIDE).take(pa.array(at)).to_numpy(zero_copy_only=False)
+        if self.qualify is None:
+            return ok
+        image = old.take(pa.array(at))
+        for name in old_res.column_names:
+            image = image.append_column(name, old_res.column(name).take(pa.array(at)))
+        return ok & self.qualify.holds(image)[0]
+
+    def _was_aside(self, old_res: pa.Table, prev: np.ndarray, held: np.ndarray) -> np.ndarray:
+        """Whether each recomputed row was set aside when last computed (False for new rows)."""
+        out = np.zeros(len(prev), dtype=bool)
+        out[held] = old_res.column(_ASIDE).take(pa.array(prev[held])).to_numpy(zero_copy_only=False)
+        return out
 
     def _deletes(self, rows: pa.Table) -> pa.Table:
         """Deletes of held rows, their results NULL."""

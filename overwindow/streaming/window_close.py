@@ -49,7 +49,7 @@ from overwindow.physical.expressions import evaluate_expr, resolve_column
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import TypeFamily, Values
 from overwindow.spec import OverWindow
-from overwindow.streaming.aside import Aside, RowChecks, project_failing
+from overwindow.streaming.aside import Aside, Qualify, RowChecks, project_failing
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
 from overwindow.streaming.state import StateFormatError, WindowCloseMeta, decode, encode
 from overwindow.streaming.stretch import evaluate_stretch, peer_groups
@@ -89,6 +89,7 @@ class WindowClose:
         ]
         self.expressions = list(spec.expressions)
         self.output_schema = project(empty, self.expressions, evaluate_calls(empty, self.expressions)).schema
+        self.qualify = spec.qualify and Qualify(spec.qualify, self.output_schema.empty_table(), schema.names)
         self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
         self.checks = RowChecks(spec.calls)
         self.ttl = spec.state_ttl
@@ -309,11 +310,15 @@ class WindowClose:
         results = {k: v.filter(now) for k, v in results.items()}
         rows = rows.filter(now)
         out, why = project_failing(rows, self.expressions, results)
-        if why is None:
-            return out, upto, None
-        fine = pc.is_null(why)
-        aside = Aside(rows.filter(pc.invert(fine)), why.drop_null().to_pylist())
-        return out.filter(fine), upto, aside
+        aside = None
+        if why is not None:
+            fine = pc.is_null(why)
+            aside = Aside(rows.filter(pc.invert(fine)), why.drop_null().to_pylist())
+            out = out.filter(fine)
+        if self.qualify is not None:  # rows failing it are not in the result
+            passes, unsure = self.qualify.holds(out)
+            out, aside = out.filter(pa.array(passes)), Aside.join(aside, unsure)
+        return out, upto, aside
 
     def _complete_upto(self, call: WindowCall, b: _Buffer, start: np.ndarray) -> np.ndarray:
         """Per partition, the first released position (>= start) whose frame is not complete yet for

@@ -104,8 +104,9 @@ def test_on_update_the_kept_table_equals_the_filtered_batch_query_after_every_ba
     for rows, changes in zip(files, batches):
         seen += rows
         for r in changes:
-            if r["_change"] == "delete":
-                table.pop(r["rid"], None)
+            if r["_change"] == "delete":  # only rows leaving the filtered result are deleted
+                assert r["rid"] in table, r
+                table.pop(r["rid"])
             else:
                 table[r["rid"]] = {c: v for c, v in r.items() if c != "_change"}
         assert table == _oracle(spark, seen, batch)
@@ -161,3 +162,16 @@ def test_filters_are_refused_in_sql_words(spark):
     ]:
         with pytest.raises(WindowSpecError, match=words):
             overwindow.sql(spark, query, emit="on_update")
+
+
+def test_select_qualify_names_window_columns_and_input_columns(spark):
+    """``select(qualify=...)`` runs in the state machines, which hold the window columns and the
+    input columns; a column Spark computes after the windows is refused, naming it."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    df = spark.createDataFrame([], SCHEMA)
+    w = Window.partitionBy("k").orderBy("ts")
+    columns = ["k", (F.col("x") * 2).alias("y"), F.row_number().over(w).alias("rn")]
+    with pytest.raises(WindowSpecError, match="`y` is not a window column or an input column"):
+        overwindow.select(df, *columns, qualify="y > 1 AND rn <= 3")

@@ -1,0 +1,113 @@
+"""``qualify``: a condition on result rows (Top-N, one row per key). Oracle: the batch evaluator's
+result with the condition applied in plain Python, after every micro-batch; on update the
+changelog also carries only rows that enter, change inside or leave the result."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import overwindow
+from overwindow.errors import WindowSpecError
+from overwindow.spec import OverWindow
+from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT
+from overwindow.streaming.driver import Driver
+
+SCHEMA = pa.schema([("k", pa.int64()), ("t", pa.int64()), ("rid", pa.int64()), ("x", pa.int64())])
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_batches=st.integers(1, 6),
+    layout=st.sampled_from(["whole", "chunked"]),
+    top=st.integers(1, 4),
+)
+def test_on_update_keeps_the_top_n_and_emits_only_rows_entering_changing_or_leaving(
+    seed, n_batches, layout, top
+):
+    rng = np.random.default_rng(seed)
+    schema = SCHEMA.append(pa.field("op", pa.string()))
+    if layout == "whole":  # Top-N
+        calls = ("row_number() OVER (ORDER BY x DESC, rid) AS rn", "sum(x) OVER (ORDER BY x DESC, rid) AS s")
+        condition, keep = f"rn <= {top}", lambda r: r["rn"] <= top
+    else:  # the chunked layout reads bounded frames: rows whose neighbourhood sums past a level
+        calls = (
+            "count(*) OVER (ORDER BY x DESC, rid ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS rn",
+            "sum(x) OVER (ORDER BY x DESC, rid ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s",
+        )
+        condition, keep = f"s >= {10 * top}", lambda r: r["s"] >= 10 * top
+    spec = OverWindow(
+        *calls, emit="on_update", rowKey="rid", opColumn="op", stateLayout=layout, qualify=condition
+    )
+    driver = Driver(spec, schema, ["k"], rows_per_chunk=3 if layout == "chunked" else None)
+    live, view, next_id = {}, {}, 0
+    for _ in range(n_batches):
+        batch = []
+        for _ in range(int(rng.integers(1, 12))):
+            row = {"k": int(rng.integers(0, 2)), "t": 0, "x": int(rng.integers(0, 20))}
+            if rng.random() < 0.6 or not live:
+                row.update(rid=next_id, op="insert")
+                next_id += 1
+            else:
+                old = live[list(live)[int(rng.integers(0, len(live)))]]
+                change = "delete" if rng.random() < 0.5 else "update"
+                row = (
+                    dict(old, op="delete")
+                    if change == "delete"
+                    else dict(row, k=old["k"], rid=old["rid"], op="update")
+                )
+            batch.append(row)
+            if row["op"] == "delete":
+                live.pop(row["rid"], None)
+            else:
+                live[row["rid"]] = {c: row[c] for c in ("k", "t", "rid", "x")}
+        for r in driver.feed(pa.Table.from_pylist(batch, schema=schema)).to_pylist():
+            if r[CHANGE] == DELETE:
+                assert r["rid"] in view, "a delete of a row the result does not hold"
+                view.pop(r["rid"])
+            else:
+                before = view.get(r["rid"])
+                assert before is None or before != r, "an upsert that changes nothing"
+                view[r["rid"]] = r
+        rows = pa.Table.from_pylist(list(live.values()), schema=SCHEMA)
+        want = overwindow.evaluate(
+            rows, *OverWindow(*calls, emit="on_update").partitioned(("k",))
+        ).to_pylist()
+        want = {r["rid"]: r for r in want if keep(r)}
+        assert set(view) == set(want)
+        for rid, r in want.items():
+            assert (view[rid]["rn"], view[rid]["s"], view[rid]["x"]) == (r["rn"], r["s"], r["x"])
+
+
+def test_window_close_emits_only_the_rows_passing_it():
+    spec = OverWindow("row_number() OVER (ORDER BY t) AS rn", rowKey="rid", qualify="rn <= 2", keyBuckets=2)
+    rows = pa.table(
+        {"k": [1, 1, 2, 1, 2, 2], "t": [1, 2, 3, 4, 5, 6], "rid": [0, 1, 2, 3, 4, 5], "x": [0] * 6},
+        schema=SCHEMA,
+    )
+    driver = Driver(spec, SCHEMA, ["k"])
+    out = pa.concat_tables([driver.feed(rows.slice(0, 3), 2), driver.feed(rows.slice(3), END_OF_INPUT)])
+    want = [
+        r
+        for r in overwindow.evaluate(
+            rows, *OverWindow("row_number() OVER (ORDER BY t) AS rn").partitioned(("k",))
+        ).to_pylist()
+        if r["rn"] <= 2
+    ]
+    assert sorted(out.to_pylist(), key=lambda r: r["rid"]) == sorted(want, key=lambda r: r["rid"])
+
+
+@pytest.mark.parametrize(
+    "qualify, words",
+    [
+        ("rn <=", "cannot parse"),
+        ("rank() OVER (ORDER BY t) = 1", "name the window call"),
+        ("nope = 1", "nope"),
+        ("rn + 1", "must be a condition"),
+    ],
+)
+def test_a_condition_it_cannot_run_is_refused_when_built(qualify, words):
+    with pytest.raises(WindowSpecError, match=words):
+        Driver(OverWindow("row_number() OVER (ORDER BY t) AS rn", qualify=qualify), SCHEMA, ["k"])
