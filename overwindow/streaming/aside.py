@@ -68,11 +68,30 @@ def failing_rows(table: pa.Table, compute: Callable[[pa.Table], object]) -> tupl
         compute(table)
         return np.zeros(0, dtype=np.int64), []
     except WindowRuntimeError as whole:
-        found: list[tuple[int, str]] = []
-        _halve(table, 0, compute, whole, found)
-        if not found:
-            raise
-        return np.array([i for i, _ in found], dtype=np.int64), [why for _, why in found]
+        return _locate(table, compute, whole)
+
+
+def on_fine_rows(table: pa.Table, compute) -> tuple[object, np.ndarray | None, np.ndarray, list[str]]:
+    """(``compute`` of the rows of ``table`` it does not fail on, a mask of those rows (None: all of
+    them), the positions of the others and their messages): ``failing_rows``, with the result of
+    the rows that remain. O(one call of ``compute``) when none fails."""
+    try:
+        return compute(table), None, np.zeros(0, dtype=np.int64), []
+    except WindowRuntimeError as whole:
+        at, reasons = _locate(table, compute, whole)
+    fine = np.ones(table.num_rows, dtype=bool)
+    fine[at] = False
+    return compute(table.filter(pa.array(fine))), fine, at, reasons
+
+
+def _locate(table: pa.Table, compute, whole: WindowRuntimeError) -> tuple[np.ndarray, list[str]]:
+    """The failing rows of ``table``, which failed as a whole with ``whole`` (raised again when no
+    single row fails)."""
+    found: list[tuple[int, str]] = []
+    _halve(table, 0, compute, whole, found)
+    if not found:
+        raise whole
+    return np.array([i for i, _ in found], dtype=np.int64), [why for _, why in found]
 
 
 def _halve(table: pa.Table, offset: int, compute, error: WindowRuntimeError, found: list) -> None:
@@ -146,11 +165,6 @@ def project_failing(
     >>> why[1].as_py()[:60]
     'Division by zero in x / lag(x, 1) OVER (ORDER BY t ASC NULLS'
     """
-    try:
-        return project(rows, expressions, results), None
-    except WindowRuntimeError:
-        if all(e.expr is None for e in expressions):
-            raise
     names = rows.column_names
     whole = rows
     for alias, column in results.items():
@@ -159,10 +173,9 @@ def project_failing(
     def compute(part: pa.Table) -> pa.Table:
         return project(part.select(names), expressions, {a: part.column(a) for a in results})
 
-    at, reasons = failing_rows(whole, compute)
-    fine = np.ones(rows.num_rows, dtype=bool)
-    fine[at] = False
-    good = compute(whole.filter(pa.array(fine)))
+    good, fine, at, reasons = on_fine_rows(whole, compute)
+    if fine is None:
+        return good, None
     place = pa.array(np.cumsum(fine) - 1, mask=~fine)  # each fine row's place among the good ones
     out = rows
     for e in expressions:
@@ -209,15 +222,11 @@ class Qualify:
         """(per row of ``table`` (the result columns, and others), whether the condition is true:
         NULL is not, as in SQL's WHERE; the rows it fails on (a zero divisor ...), set aside in the
         input columns, which are not true either). O(rows)."""
-        try:
-            return _true(self._compute(table)), None
-        except WindowRuntimeError:
-            pass
-        at, reasons = failing_rows(table, self._compute)
-        fine = np.ones(table.num_rows, dtype=bool)
-        fine[at] = False
+        value, fine, at, reasons = on_fine_rows(table, self._compute)
+        if fine is None:
+            return _true(value), None
         out = np.zeros(table.num_rows, dtype=bool)
-        out[fine] = _true(self._compute(table.filter(pa.array(fine))))
+        out[fine] = _true(value)
         return out, Aside(table.take(pa.array(at)).select(self.inputs), reasons)
 
 
