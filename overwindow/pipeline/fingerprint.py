@@ -110,11 +110,17 @@ def started_key_buckets(checkpoint: str):
     if is_uri(checkpoint) or not _started(checkpoint):
         return None
     try:
-        with open(os.path.join(checkpoint, FILE)) as f:
-            buckets = json.load(f).get("key_buckets")
+        buckets = _recorded(checkpoint).get("key_buckets")
     except (OSError, ValueError):
         return PER_KEY  # no fingerprint: an older overwindow, which hosted a state per key
     return PER_KEY if buckets is None else buckets
+
+
+def _recorded(checkpoint: str) -> dict:
+    """The fingerprint recorded in ``checkpoint`` (FileNotFoundError: none; OSError, ValueError:
+    unreadable)."""
+    with open(os.path.join(checkpoint, FILE)) as f:
+        return json.load(f)
 
 
 def _show(value) -> str:
@@ -127,8 +133,7 @@ def check_checkpoint(view: View, checked) -> list[str]:
     if is_uri(view.checkpoint) or not _started(view.checkpoint):
         return []
     try:
-        with open(os.path.join(view.checkpoint, FILE)) as f:
-            old = json.load(f)
+        old = _recorded(view.checkpoint)
     except FileNotFoundError:
         view.warnings.append(
             f"{view.where('sink', 'checkpoint')}: the checkpoint does not say which view it belongs to "

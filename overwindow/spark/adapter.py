@@ -299,8 +299,8 @@ class _Runner:
         step = self.machine.step(prior, rows, watermark)
         if self.counts is not None:
             self.counts.add(step, key)
+        where = "key bucket" if self.keys else "key"
         if step.late_rows:
-            where = "key bucket" if self.keys else "key"
             log.warning("overwindow: dropped %d late rows for %s %s", step.late_rows, where, key)
         if step.counters.unknown_updates:
             log.warning(
@@ -313,7 +313,7 @@ class _Runner:
             log.warning(
                 "overwindow: set aside %d rows for %s %s (left out of the view and counted): %s",
                 len(step.aside),
-                "key bucket" if self.keys else "key",
+                where,
                 key,
                 step.aside.reasons[0],
             )

@@ -348,7 +348,9 @@ class OnUpdate:
             was_in[held] = self._held_in(old, old_res, prev[held])
         now_in = np.ones(len(prev), dtype=bool) if failed is None else ~failed
         if failed is not None:  # set aside now, and not already when last computed
-            newly = pa.array(failed & ~self._was_aside(old_res, prev, held))
+            was_aside = np.zeros(len(prev), dtype=bool)
+            was_aside[held] = self._flagged(old_res, prev[held])
+            newly = pa.array(failed & ~was_aside)
             aside = Aside.join(
                 aside, Aside(new.filter(newly).select(self.schema.names), why.filter(newly).to_pylist())
             )
@@ -368,7 +370,7 @@ class OnUpdate:
         the row was computed)."""
         ok = np.ones(len(at), dtype=bool)
         if self.flags:
-            ok &= ~old_res.column(_ASIDE).take(pa.array(at)).to_numpy(zero_copy_only=False)
+            ok &= ~self._flagged(old_res, at)
         if self.qualify is None:
             return ok
         image = old.take(pa.array(at))
@@ -376,11 +378,10 @@ class OnUpdate:
             image = image.append_column(name, old_res.column(name).take(pa.array(at)))
         return ok & self.qualify.holds(image)[0]
 
-    def _was_aside(self, old_res: pa.Table, prev: np.ndarray, held: np.ndarray) -> np.ndarray:
-        """Whether each recomputed row was set aside when last computed (False for new rows)."""
-        out = np.zeros(len(prev), dtype=bool)
-        out[held] = old_res.column(_ASIDE).take(pa.array(prev[held])).to_numpy(zero_copy_only=False)
-        return out
+    @staticmethod
+    def _flagged(old_res: pa.Table, at: np.ndarray) -> np.ndarray:
+        """Whether each held row at ``at`` was set aside when last computed."""
+        return old_res.column(_ASIDE).take(pa.array(at)).to_numpy(zero_copy_only=False)
 
     def _deletes(self, rows: pa.Table) -> pa.Table:
         """Deletes of held rows, their results NULL."""
