@@ -25,7 +25,8 @@ with ``maxFilesPerTrigger=1``:
 - ``passthrough``: the no-op applyInPandasWithState (one byte of state per key, append mode,
   event-time timeouts): the floor of any per-key Python function;
 - ``window_close`` / ``on_update``: ``overWindow(OverWindow(*CALLS, rowKey="rid"))`` in each mode;
-- ``window_close_bucketed``: window close with ``keyBuckets=64`` (one call and state per bucket).
+- ``window_close_bucketed`` / ``on_update_bucketed``: each mode with ``keyBuckets=64`` (one call
+  and state per bucket).
 
 Reported per run: seconds from ``start()`` to the end of ``awaitTermination()``, rows/s (input
 rows over those seconds), and the micro-batch durations (``batchDuration``) of the micro-batches with
@@ -149,10 +150,13 @@ def spark_variant(grouped, events, name: str):
         return grouped.overWindow(spec), "append"
     if name == "on_update":
         return grouped.overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid")), "update"
+    if name == "on_update_bucketed":
+        spec = overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid", keyBuckets=BUCKETS)
+        return grouped.overWindow(spec), "update"
     raise ValueError(name)
 
 
-SPARK_VARIANTS = ("passthrough", "window_close", "window_close_bucketed", "on_update")
+SPARK_VARIANTS = ("passthrough", "window_close", "window_close_bucketed", "on_update", "on_update_bucketed")
 BUCKETS = 64  # keyBuckets of the bucketed hosting: 32 calls per shuffle partition and micro-batch
 
 

@@ -278,11 +278,11 @@ KEYS = (
         "view",
         "key_buckets",
         "buckets",
-        "emit on window close: hash the partition keys into this many buckets, one state and one "
-        'Python call per bucket and micro-batch, so cost follows rows rather than keys; "per key": '
-        f"a state and a call per key (default: {DEFAULT_KEY_BUCKETS} for a new checkpoint, what a "
+        "hash the partition keys into this many buckets, one state and one Python call per bucket "
+        'and micro-batch, so cost follows rows rather than keys; "per key": a state and a call per '
+        f"key (default: emit on window close {DEFAULT_KEY_BUCKETS} for a new checkpoint, what a "
         "started checkpoint was started with: a state per key for one started by an older "
-        "overwindow); fixed for the checkpoint's life",
+        "overwindow; emit on update a state per key); fixed for the checkpoint's life",
     ),
     Key(
         "view",

@@ -88,10 +88,13 @@ class Driver:
         members = groups.column("__ow_row_list").combine_chunks()
         units: dict = {}
         for i, key in enumerate(groups.select(self.keys).to_pylist()):
-            k = tuple(key[c] for c in self.keys)
-            unit = k if self.buckets is None else zlib.crc32(repr(k).encode()) % self.buckets
-            units.setdefault(unit, []).append(members[i].values)
+            units.setdefault(self.unit_of(tuple(key[c] for c in self.keys)), []).append(members[i].values)
         return [(u, rows.take(pa.concat_arrays(v))) for u, v in units.items()]
+
+    def unit_of(self, key: tuple):
+        """What holds the state of partition ``key``: the key itself, or with keyBuckets its bucket
+        (a stable hash of the key, as Spark's xxhash64 is in the Spark hosting)."""
+        return key if self.buckets is None else zlib.crc32(repr(key).encode()) % self.buckets
 
     def _step(self, key, rows, watermark) -> pa.Table:
         if self.chunked and key not in self.states:

@@ -11,7 +11,7 @@ read (from the first, as frame starts never decrease), widened to whole peer gro
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -21,8 +21,37 @@ from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.values import TypeFamily, Values, kind_of
+from overwindow.streaming.arrays import in_ranges
 from overwindow.streaming.reach import FrameReach, ReachFinder
 from overwindow.streaming.state import OnUpdateMeta
+
+
+@dataclass
+class Evicted:
+    """What ``Eviction.evict`` drops: per partition of the held rows (in order), its first row, how
+    many rows it drops from its front and how many peer groups they make."""
+
+    starts: np.ndarray
+    rows: np.ndarray
+    groups: np.ndarray
+    horizon: int | float | None  # the watermark in the key's numbers: changes below it are late now
+
+    def raised(self, meta: OnUpdateMeta) -> OnUpdateMeta:
+        """``meta`` with its horizon raised to this eviction's, when it dropped rows."""
+        if not self.total:
+            return meta
+        old = meta.horizon if meta.horizon is not None else self.horizon
+        return replace(meta, horizon=max(self.horizon, old))
+
+    @property
+    def total(self) -> int:
+        return int(self.rows.sum())
+
+    def kept(self, n: int) -> np.ndarray:
+        """Whether each of the ``n`` held rows stays. O(n)."""
+        keep = np.ones(n, dtype=bool)
+        keep[in_ranges(self.starts, self.starts + self.rows)] = False
+        return keep
 
 
 class Eviction:
@@ -35,51 +64,46 @@ class Eviction:
     def evict(
         self,
         rows: pa.Table,
-        results: pa.Table,
         codes: np.ndarray,
-        meta: OnUpdateMeta,
         watermark,
         reach: FrameReach | None = None,
         edges: tuple[bool, bool] = (False, False),
-    ) -> tuple[pa.Table, pa.Table, OnUpdateMeta, int]:
-        """(rows, their results, meta, rows dropped from the front) after evicting what no change at
-        or above ``watermark`` (in the key's numbers) can need from the sorted partition ``rows``
-        (ORDER BY codes ``codes``); ``reach``: a frame reach over them the caller has, reused when it
-        holds the rows around the watermark. Meta counts the evicted rows and peer groups and keeps
-        the horizon below which changes are late. O(window) plus one O(n) pass over the keys."""
-        if rows.num_rows == 0:
-            return rows, results, meta, 0
+        parts: np.ndarray | None = None,
+    ) -> Evicted:
+        """What no change at or above ``watermark`` (in the key's numbers) can need at the front of
+        each partition of the sorted ``rows`` (codes ``codes``; ``parts``: each row's partition when
+        they hold several, none: one): every partition at once. ``reach``: a frame reach over them
+        the caller has, reused when it holds the rows around the watermark. O(window) plus a few
+        O(n) passes over the keys."""
+        n = rows.num_rows
+        if parts is None or n == 0:
+            starts = np.zeros(min(n, 1), dtype=np.int64)
+        else:
+            starts = np.flatnonzero(np.diff(parts, prepend=parts[0] - 1))
+        if n == 0:
+            return Evicted(starts, starts, starts, None)
         keys = Values(evaluate_expr(self.key, rows))
         knum = key_numbers(keys)
-        n = rows.num_rows
-        first_live = int(np.searchsorted(knum, watermark, "left"))  # ascending, no NULLs (refused as bad)
-        at = min(first_live, n - 1)
+        ends = np.append(starts[1:], n)
+
+        def first_from(t):  # per partition, its first row whose key is not below t (keys ascend)
+            return ends - np.add.reduceat((~(knum < t)).astype(np.int64), starts)
+
+        first_live = first_from(watermark)  # no NULLs: refused as bad
+        at = np.minimum(first_live, ends - 1)
         # by key: rows whose RANGE frame reaches up to a change at the watermark
-        by_key = [
-            int(np.searchsorted(knum, t, "left"))
-            for t in range_reach(self.finder.calls, watermark, keys.type)
-        ]
-        around = np.unique([at] + [min(p, n - 1) for p in by_key])
+        by_key = [first_from(t) for t in range_reach(self.finder.calls, watermark, keys.type)]
+        around = np.unique(np.concatenate([at] + [np.minimum(p, ends - 1) for p in by_key]))
         if reach is None or not reach.holds(around):
-            reach = self.finder.around(rows, codes, around, edges)
-        first = min([int(reach.affected(np.array([at]))[0][0]), at] + by_key)
-        keep_from = min(first_live, reach.span(first, first + 1)[0]) if first < n else first_live
-        if keep_from <= 0:
-            return rows, results, meta, 0
+            reach = self.finder.around(rows, codes, around, edges, parts)
+        first = np.minimum.reduce([reach.affected(at)[0], at, *by_key])
+        keep_from = np.minimum(first_live, reach.read_starts(first))
+        drop = keep_from - starts
+        last = reach.groups[np.maximum(keep_from - 1, 0)]
+        groups = np.where(drop > 0, last - reach.groups[starts] + 1, 0)
         # later changes below the watermark are late: the frames they would need are gone
         horizon = float(watermark) if knum.dtype.kind == "f" else int(watermark)  # DOUBLE, DECIMAL
-        meta = replace(
-            meta,
-            evicted_rows=meta.evicted_rows + keep_from,
-            evicted_groups=meta.evicted_groups + int(reach.groups[keep_from - 1]) + 1,
-            horizon=max(horizon, meta.horizon if meta.horizon is not None else horizon),
-        )
-        return (
-            rows.slice(keep_from).combine_chunks(),
-            results.slice(keep_from).combine_chunks(),
-            meta,
-            keep_from,
-        )
+        return Evicted(starts, drop, groups, horizon)
 
 
 def range_reach(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType) -> list:

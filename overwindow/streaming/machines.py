@@ -34,14 +34,12 @@ def machine_for(
     """The state machine of the spec's emit mode and state layout over input ``schema``;
     ``watermarked``: the ORDER BY column has a watermark (emit on update then evicts behind it);
     ``rows_per_chunk``: the chunked layout's chunk size (None: its default); ``keys``: the columns
-    that tell apart the partitions one state holds (a bucket of keys; emit on window close), none:
-    one partition per state. O(calls)."""
+    that tell apart the partitions one state holds (a bucket of keys; not with the chunked layout,
+    which ``OverWindow`` refuses), none: one partition per state. O(calls)."""
     _check_range_offsets(spec, schema)
     if spec.emit == "on_window_close":
         return WindowClose(spec, schema, tuple(keys))
-    if keys:  # OverWindow refuses keyBuckets with emit on update
-        raise WindowSpecError("emit on update keeps one partition per state")
-    machine = OnUpdate(spec, schema, watermarked)
+    machine = OnUpdate(spec, schema, watermarked, tuple(keys))
     if spec.state_layout == "chunked":
         return ChunkedOnUpdate(machine, rows_per_chunk or ROWS_PER_CHUNK)
     return machine

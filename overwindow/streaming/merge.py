@@ -32,25 +32,34 @@ from overwindow.streaming.identity import IDENTITY
 
 
 class RowOrder:
-    """The held rows' order: ``order_by``, then the ``ties`` columns, then the identity."""
+    """The held rows' order: the partition ``keys`` (columns telling apart the partitions one state
+    holds, a bucket of keys; NULLs equal, ascending), ``order_by``, then the ``ties`` columns, then
+    the identity."""
 
-    def __init__(self, order_by: tuple[SortKey, ...], ties: tuple[str, ...]):
-        self.order_by, self.ties = order_by, ties
+    def __init__(self, order_by: tuple[SortKey, ...], ties: tuple[str, ...], keys: tuple[str, ...] = ()):
+        self.order_by, self.ties, self.keys = order_by, ties, keys
 
     def codes(self, *tables: pa.Table) -> list[np.ndarray]:
-        """Per table, one int64 per row that orders as the ORDER BY and is equal exactly between
-        peers; computed over the tables together, so codes of different tables compare. O(rows) for
-        integer and time keys, a sort of the distinct values otherwise."""
-        sizes = [t.num_rows for t in tables]
-        keys = []
+        """Per table, one int64 per row that orders as (partition, ORDER BY) and is equal exactly
+        between peers of one partition; computed over the tables together, so codes of different
+        tables compare. O(rows) for integer and time keys, a sort of the distinct values otherwise."""
+        keys = [self._key_codes(tables)] if self.keys else []
         for k in self.order_by:
-            arrays = [evaluate_expr(k.expr, t) for t in tables]
-            keys.append(
-                sort_codes(Values(pa.chunked_array(arrays, type=arrays[0].type)), k.descending, k.nulls_first)
-            )
-        codes = fold(keys, sum(sizes))
-        ends = np.cumsum(sizes).tolist()
-        return [codes[e - n : e] for e, n in zip(ends, sizes)]
+            keys.append(_codes([evaluate_expr(k.expr, t) for t in tables], k.descending, k.nulls_first))
+        return _split(fold(keys, sum(t.num_rows for t in tables)), tables)
+
+    def partitions(self, *tables: pa.Table) -> list[np.ndarray] | None:
+        """Per table, each row's partition as a dense number (in key order, NULLs equal), computed
+        over the tables together; None without partition keys (each table one partition). O(rows)
+        for integer keys, a sort of the distinct keys otherwise."""
+        if not self.keys:
+            return None
+        return _split(np.unique(self._key_codes(tables)[0], return_inverse=True)[1].astype(np.int64), tables)
+
+    def _key_codes(self, tables) -> tuple[np.ndarray, int]:
+        parts = [_codes([t.column(c) for t in tables], False, True) for c in self.keys]
+        folded = fold(parts, sum(t.num_rows for t in tables))
+        return folded, int(folded.max(initial=-1)) + 1
 
     def full_order(self, table: pa.Table, codes: np.ndarray) -> np.ndarray:
         """The permutation sorting (a few) rows with ORDER BY ``codes`` into the held rows' order.
@@ -144,6 +153,18 @@ def merge_changes(
     if elsewhere is not None and len(removed):
         removed = removed[~member(old_ids[removed], elsewhere)]
     return Merged(rows, results, codes, from_old, gone, replaced, removed, pos_new, before)
+
+
+def _codes(arrays: list, descending: bool, nulls_first: bool) -> tuple[np.ndarray, int]:
+    """Sort codes of one key over arrays of several tables together."""
+    chunks = [c for a in arrays for c in (a.chunks if isinstance(a, pa.ChunkedArray) else [a])]
+    return sort_codes(Values(pa.chunked_array(chunks, type=arrays[0].type)), descending, nulls_first)
+
+
+def _split(codes: np.ndarray, tables) -> list[np.ndarray]:
+    """``codes`` of the tables' rows one after another, back per table."""
+    ends = np.cumsum([t.num_rows for t in tables]).tolist()
+    return [codes[e - t.num_rows : e] for e, t in zip(ends, tables)]
 
 
 def fold(keys: list[tuple[np.ndarray, int]], n: int) -> np.ndarray:

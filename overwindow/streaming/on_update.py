@@ -35,7 +35,7 @@ plus O(changes log partition) searches.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -54,9 +54,10 @@ from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT, ROW_ID, 
 from overwindow.streaming.eviction import Eviction
 from overwindow.streaming.identity import IDENTITY, row_ids
 from overwindow.streaming.merge import Merged, RowOrder, merge_changes
+from overwindow.streaming.partitions import EvictedCounts
 from overwindow.streaming.reach import FrameReach, ReachFinder
 from overwindow.streaming.recompute import FAILED, changed, held_before, recompute
-from overwindow.streaming.state import OnUpdateMeta, decode, encode
+from overwindow.streaming.state import OnUpdateMeta, buckets_changed, decode, encode
 
 STATE_KIND = "on_update"
 _RESULT = "__ow_result."  # prefix of the held results' columns in the state
@@ -69,7 +70,8 @@ _ASIDE = "__ow_aside"
 class Applied:
     """What ``OnUpdate.apply`` made of a stretch of held rows: the rows and results now held (sorted),
     the meta, the changelog, each held row's position before (-1: inserted), the positions whose
-    results were recomputed, how many rows were evicted from the front, rows recomputed."""
+    results were recomputed, how many rows were evicted (from the front of each partition), rows
+    recomputed."""
 
     rows: pa.Table
     results: pa.Table
@@ -80,12 +82,20 @@ class Applied:
     evicted: int
     recomputed: int
     aside: Aside | None = None  # recomputed rows newly set aside (an expression over results failed)
+    counts: EvictedCounts | None = None  # of a bucket of keys: what each partition has evicted
 
 
 class OnUpdate:
-    """The emit-on-update machine for one spec and input schema; stateless between calls."""
+    """The emit-on-update machine for one spec and input schema; stateless between calls.
 
-    def __init__(self, spec: OverWindow, schema: pa.Schema, watermarked: bool = False):
+    ``keys``: the columns that tell partitions apart when one state holds many (a bucket of
+    ``groupBy`` keys, ``spec.key_buckets`` buckets; NULLs are one partition, as in PARTITION BY):
+    every step then serves all the bucket's partitions at once, their rows one after another in one
+    table, sorted by (key, ORDER BY, ...), the frames stopping at the partitions' edges."""
+
+    def __init__(
+        self, spec: OverWindow, schema: pa.Schema, watermarked: bool = False, keys: tuple[str, ...] = ()
+    ):
         if spec.emit != "on_update":
             raise WindowSpecError("OnUpdate runs specs with emit='on_update'")
         self.spec = spec
@@ -93,6 +103,10 @@ class OnUpdate:
         self.op = resolve_column(empty, spec.op_column) if spec.op_column else None
         self.schema = pa.schema([f for f in schema if f.name != self.op])
         self.row_key = tuple(resolve_column(empty, c) for c in spec.row_key) if spec.row_key else None
+        self.keys = tuple(keys)
+        self.buckets = spec.key_buckets if self.keys else None
+        # a row key tells rows apart within a partition: in a bucket, with the partition's key
+        self.identity = self.keys + self.row_key if self.row_key and self.keys else self.row_key
         orders = {c.order_by for c in spec.calls}
         if len(orders) > 1:
             raise WindowSpecError(
@@ -100,7 +114,7 @@ class OnUpdate:
                 "ORDER BY into separate overWindow views"
             )
         (self.order_by,) = orders
-        self.order = RowOrder(self.order_by, self.row_key or tuple(self.schema.names))
+        self.order = RowOrder(self.order_by, self.row_key or tuple(self.schema.names), self.keys)
         self.finder = ReachFinder(spec.calls, self.order_by)
         self.expressions = list(spec.expressions)
         data = self.schema.empty_table()
@@ -134,26 +148,44 @@ class OnUpdate:
     def load(self, state: bytes | None) -> tuple[pa.Table, pa.Table, OnUpdateMeta]:
         """(rows, their stored results, meta) of a partition's state (or of one chunk of it: its
         meta is empty)."""
+        return self._load(state)[:3]
+
+    def _load(self, state: bytes | None) -> tuple[pa.Table, pa.Table, OnUpdateMeta, EvictedCounts | None]:
+        """``load``, and for a bucket of keys the evicted counts of its partitions (else None)."""
         if state is None:
-            return self.empty_rows(), self.results_schema.empty_table(), OnUpdateMeta()
+            counts = EvictedCounts.none(self.schema, self.keys) if self.keys else None
+            return self.empty_rows(), self.results_schema.empty_table(), OnUpdateMeta(), counts
         tables, meta = decode(state, STATE_KIND, OnUpdateMeta)
+        counts = EvictedCounts(tables["parts"], self.keys) if "parts" in tables else None
+        written = counts.table.column_names[:-2] if counts is not None else ()
+        if meta.buckets != self.buckets or tuple(written) != self.keys:
+            raise buckets_changed(meta.buckets, written, self.buckets, self.keys)
         held = tables["rows"].combine_chunks()
         n_data = len(self.schema) + 1
         columns = [_held_as(c, f.type) for c, f in zip(held.columns[n_data:], self.results_schema)]
         if len(columns) < len(self.results_schema):  # written before rows were set aside: none is
             columns.append(pa.array(np.zeros(held.num_rows, dtype=bool)))
         results = pa.Table.from_arrays(columns, schema=self.results_schema)
-        return held.select(list(range(n_data))), results, meta
+        return held.select(list(range(n_data))), results, meta, counts
 
-    def encode(self, rows: pa.Table, results: pa.Table, meta: OnUpdateMeta | None) -> bytes:
+    def encode(
+        self,
+        rows: pa.Table,
+        results: pa.Table,
+        meta: OnUpdateMeta | None,
+        counts: EvictedCounts | None = None,
+    ) -> bytes:
         """State bytes of held rows and their results: one table (one IPC stream), the rows, then the
-        results under a prefix (``meta`` None: a chunk's, whose counters its index keeps). ``load``
-        reads them back."""
+        results under a prefix (``meta`` None: a chunk's, whose counters its index keeps); for a
+        bucket of keys also its partitions' evicted ``counts``. ``load`` reads them back."""
         held = pa.Table.from_arrays(
             rows.columns + results.columns,
             names=rows.column_names + [_RESULT + n for n in results.column_names],
         )
-        return encode({"rows": held}, STATE_KIND, meta)
+        tables = {"rows": held} if counts is None else {"rows": held, "parts": counts.table}
+        if meta is not None:
+            meta.buckets = self.buckets
+        return encode(tables, STATE_KIND, meta)
 
     def empty_rows(self) -> pa.Table:
         """No held rows: the input columns (without the op column) and the identity."""
@@ -166,11 +198,11 @@ class OnUpdate:
         Kernel work O(changes x frame reach), bookkeeping O(partition) vectorised (module docstring).
         ``END_OF_INPUT`` changes nothing: every change was emitted when it came."""
         watermark = None if watermark == END_OF_INPUT else watermark
-        old, old_res, meta = self.load(state)
+        old, old_res, meta, counts = self._load(state)
         changes = self.changes(rows, meta.horizon, watermark)
         meta.late_rows += changes.late
         held = int(member(old.column(IDENTITY).to_numpy(), changes.updates).sum())
-        done = self.apply(old, old_res, meta, changes.inserts, changes.deletes, watermark)
+        done = self.apply(old, old_res, meta, changes.inserts, changes.deletes, watermark, counts=counts)
         aside = Aside.join(changes.aside, done.aside)
         counters = Counters(
             done.rows.num_rows,
@@ -179,16 +211,27 @@ class OnUpdate:
             len(aside) if aside else 0,
             len(changes.updates) - held,
         )
-        empty = done.rows.num_rows == 0 and (done.meta.evicted_rows == 0 or not self.counts)
+        evicted = len(done.counts) if done.counts is not None else done.meta.evicted_rows
+        empty = done.rows.num_rows == 0 and (evicted == 0 or not self.counts)
         return Step(
-            self.encode(done.rows, done.results, done.meta),
+            self.encode(done.rows, done.results, done.meta, done.counts),
             done.output,
             None,
             changes.late,
             counters,
             empty,
-            aside=aside,
+            self._largest(done.rows) if self.keys else None,
+            aside,
         )
+
+    def _largest(self, rows: pa.Table) -> tuple[int, tuple] | None:
+        """(rows, key) of the partition holding the most rows (None: none held). O(rows)."""
+        if rows.num_rows == 0:
+            return None
+        (parts,) = self.order.partitions(rows)
+        sizes = np.bincount(parts)
+        at = int(np.searchsorted(parts, int(np.argmax(sizes))))
+        return int(sizes.max()), tuple(rows.column(k)[at].as_py() for k in self.keys)
 
     def changes(self, rows: pa.Table | None, horizon, watermark=None) -> Changes:
         """One batch of input (None: no rows) as changes to apply: rows with an unknown op, (with a
@@ -207,7 +250,7 @@ class OnUpdate:
         data = rows.select(self.schema.names)
         if not data.schema.equals(self.schema):
             data = data.cast(self.schema)
-        ids = row_ids(data, self.row_key)
+        ids = row_ids(data, self.identity)
         late = np.zeros(rows.num_rows, dtype=bool)
         if self.watermarked:
             times = Values(data.column(self.event_time))
@@ -255,22 +298,28 @@ class OnUpdate:
         watermark=None,
         edges: tuple[bool, bool] = (False, False),
         elsewhere: np.ndarray | None = None,
+        counts: EvictedCounts | None = None,
     ) -> Applied:
         """Apply inserts (rows with identities, from ``changes``) and deletes (identities) to the held
         rows ``old`` (sorted, with ``old_res``), then evict behind the watermark.
 
-        ``old`` is the whole partition, or with ``edges`` = (rows before, rows after) a stretch of it
-        (the chunked layout): then ``NeedRows`` is raised when a change's frames reach past a side
-        that goes on. ``elsewhere``: identities inserted in another stretch in the same batch; their
+        ``old`` is the whole partition (for a bucket of keys: every partition's rows, and ``counts``
+        what each evicted), or with ``edges`` = (rows before, rows after) a stretch of it (the
+        chunked layout): then ``NeedRows`` is raised when a change's frames reach past a side that
+        goes on. ``elsewhere``: identities inserted in another stretch in the same batch; their
         rows here moved rather than went, so they emit no delete."""
         old_codes, ins_codes = self.order.codes(old, ins)
         merged = merge_changes(self.order, old, old_res, old_codes, ins, ins_codes, deletes, elsewhere)
-        at, reach = self._affected(old, old_codes, merged, edges)
+        parts = self.order.partitions(merged.rows)
+        parts = parts[0] if parts is not None else None
+        at, reach = self._affected(old, old_codes, merged, edges, parts)
         results, outputs, recomputed, aside = merged.results, [], 0, None
         if len(at):
-            new, recomputed = recompute(
-                merged.rows, reach, runs(at), self.expressions, meta.evicted_rows, meta.evicted_groups
-            )
+            if counts is None:
+                before = meta.evicted_rows, meta.evicted_groups
+            else:
+                before = counts.per_row(self.order, merged.rows)
+            new, recomputed = recompute(merged.rows, reach, runs(at), self.expressions, *before, parts)
             why = new.column(FAILED)
             new = new.drop_columns([FAILED])
             failed = why.is_valid().to_numpy(zero_copy_only=False) if why.null_count < len(why) else None
@@ -289,41 +338,47 @@ class OnUpdate:
             if self.qualify is not None:  # only rows in the result leave it
                 gone = gone.filter(pa.array(self._held_in(old, old_res, merged.removed_old)))
             outputs.append(self._deletes(gone))
-        rows, evicted = merged.rows, 0
+        rows, from_old, evicted = merged.rows, merged.from_old, 0
         if self.eviction is not None and watermark is not None:
-            rows, results, meta, evicted = self.eviction.evict(
-                rows, results, merged.codes, meta, watermark, reach, edges
-            )
+            ev = self.eviction.evict(rows, merged.codes, watermark, reach, edges, parts)
+            evicted = ev.total
+            if evicted:
+                meta = ev.raised(meta)
+                if counts is None:
+                    meta = replace(
+                        meta,
+                        evicted_rows=meta.evicted_rows + evicted,
+                        evicted_groups=meta.evicted_groups + int(ev.groups.sum()),
+                    )
+                elif self.counts:
+                    some = np.flatnonzero(ev.rows)
+                    counts = counts.add(self.order, rows, ev.starts[some], ev.rows[some], ev.groups[some])
+                keep = ev.kept(rows.num_rows)
+                now_at = np.cumsum(keep) - 1
+                rows, results, from_old = rows.filter(keep), results.filter(keep), from_old[keep]
+                at = now_at[at[keep[at]]]
         outputs = [p for p in outputs if p.num_rows]
         output = pa.concat_tables(outputs) if outputs else self.output_schema.empty_table()
-        return Applied(
-            rows,
-            results,
-            meta,
-            output,
-            merged.from_old[evicted:],
-            at[at >= evicted] - evicted,
-            evicted,
-            recomputed,
-            aside,
-        )
+        return Applied(rows, results, meta, output, from_old, at, evicted, recomputed, aside, counts)
 
     def _affected(
-        self, old: pa.Table, old_codes: np.ndarray, merged: Merged, edges: tuple[bool, bool]
+        self, old: pa.Table, old_codes: np.ndarray, merged: Merged, edges: tuple[bool, bool], parts
     ) -> tuple[np.ndarray, FrameReach | None]:
         """(new positions of the rows whose values the changes can alter, the frame reach over the
         new rows around them): the rows whose reach holds an insert, and the rows whose old reach
-        held a row that went or moved."""
+        held a row that went or moved. ``parts``: each new row's partition (None: one)."""
         gone = np.flatnonzero(merged.gone_old)
         inserted = merged.inserted_new
         if not len(gone) and not len(inserted):
             return np.zeros(0, dtype=np.int64), None
         moved = np.zeros(0, dtype=np.int64)
         if len(gone):
-            was = in_ranges(*self.finder.around(old, old_codes, gone, edges).affected(gone))
+            old_parts = self.order.partitions(old)
+            old_parts = old_parts[0] if old_parts is not None else None
+            was = in_ranges(*self.finder.around(old, old_codes, gone, edges, old_parts).affected(gone))
             was = was[~merged.gone_old[was]]
             moved = merged.kept_to_new(was - np.searchsorted(gone, was))  # by rank among the kept rows
-        reach = self.finder.around(merged.rows, merged.codes, np.union1d(inserted, moved), edges)
+        reach = self.finder.around(merged.rows, merged.codes, np.union1d(inserted, moved), edges, parts)
         return np.union1d(in_ranges(*reach.affected(inserted)), moved), reach
 
     # -- the changelog ---------------------------------------------------------------------------

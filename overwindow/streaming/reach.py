@@ -106,12 +106,15 @@ class ReachFinder:
         codes: np.ndarray,
         around: np.ndarray,
         edges: tuple[bool, bool] = (False, False),
+        parts: np.ndarray | None = None,
     ) -> FrameReach:
         """The frame finder over a window around the positions ``around`` (sorted) wide enough for
         them (``FrameReach.holds``): first ``margin`` rows either side, four times wider on each miss;
         all of ``table`` when frames are unbounded. With ``edges`` (the partition goes on before /
-        after ``table``) and not even all of ``table`` wide enough: ``NeedRows``. O(window) plus one
-        O(n) pass for the peer groups."""
+        after ``table``) and not even all of ``table`` wide enough: ``NeedRows``. ``parts``: each
+        row's partition when ``table`` holds several one after another (non-decreasing; ``codes``
+        then order partitions first): frames stop at their edges. O(window) plus one O(n) pass for
+        the peer groups."""
         groups = peer_groups(codes)
         n, margin = len(groups), self.margin
         while margin is not None and len(around) and margin < n:
@@ -119,11 +122,11 @@ class ReachFinder:
             hi = min(n, int(around[-1]) + margin + 1)
             lo = int(np.searchsorted(groups, groups[lo], "left"))  # whole peer groups
             hi = int(np.searchsorted(groups, groups[hi - 1], "right"))
-            reach = FrameReach(table, self, groups, lo, hi, edges)
+            reach = FrameReach(table, self, groups, lo, hi, edges, parts)
             if reach.holds(around):
                 return reach
             margin *= 4
-        reach = FrameReach(table, self, groups, edges=edges)
+        reach = FrameReach(table, self, groups, edges=edges, parts=parts)
         short = reach.gaps(around)
         if any(short):
             raise NeedRows(*short)
@@ -136,8 +139,9 @@ class FrameReach:
     [first_curr_row, last_curr_row + 1) for changes at c; ``span(lo, hi)`` gives [first_frame_start,
     last_frame_end) for rows [lo, hi). Frame starts and ends never decrease along the rows, so both
     are binary searches. Built without sorting (the
-    rows are in order) over the window [lo, hi) of whole peer groups only, frames clipped to it:
-    O(window); ``holds`` says whether the window was wide enough. Positions are the partition's.
+    rows are in order) over the window [lo, hi) of whole peer groups only, frames clipped to it (and,
+    with ``parts``, to each row's partition): O(window); ``holds`` says whether the window was wide
+    enough. Positions are the table's.
 
     >>> from overwindow.spec import OverWindow
     >>> calls = OverWindow("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s").calls
@@ -155,21 +159,25 @@ class FrameReach:
         lo: int = 0,
         hi: int | None = None,
         edges: tuple[bool, bool] = (False, False),
+        parts: np.ndarray | None = None,
     ):
         self.n = len(groups)
         self.lo, self.hi = lo, self.n if hi is None else hi
-        # whether rows go on before / after the window (of this table, or of the partition past it)
-        self.open_lo, self.open_hi = self.lo > 0 or edges[0], self.hi < self.n or edges[1]
+        # whether the window's first / last row's partition goes on past it (in this table, or past
+        # the table)
+        inside = parts is None or self.lo == self.hi  # (an empty window: as if partitions went on)
+        self.open_lo = edges[0] or (self.lo > 0 and (inside or parts[self.lo - 1] == parts[self.lo]))
+        self.open_hi = edges[1] or (self.hi < self.n and (inside or parts[self.hi] == parts[self.hi - 1]))
         self.groups = groups
         n = self.hi - lo  # window size: every array below is indexed from lo
         local = groups[lo : self.hi] - (groups[lo] if n else 0)
+        layout = Layout.in_order(local, None if parts is None else parts[lo : self.hi])
         i = np.arange(n, dtype=np.int64)
-        # the ROWS frames, united by offsets (clipped to the window)
+        # the ROWS frames, united by offsets (clipped to the window and the row's partition)
         reach_lo, reach_hi, reads_lo, reads_hi = finder.rows
-        self.start, self.end = np.maximum(i + reach_lo, 0), np.minimum(i + reach_hi + 1, n)  # reach
-        self.read_lo, self.read_hi = np.maximum(i + reads_lo, 0), np.minimum(i + reads_hi + 1, n)  # span
-        if finder.by_value:
-            layout = Layout.in_order(local)
+        first, end = layout.part_start, layout.part_end
+        self.start, self.end = np.maximum(i + reach_lo, first), np.minimum(i + reach_hi + 1, end)  # reach
+        self.read_lo, self.read_hi = np.maximum(i + reads_lo, first), np.minimum(i + reads_hi + 1, end)
         for frame, reach, reads in finder.by_value:
             s, e = self._frame(frame, layout, table, finder.order_by, lo, n)
             if reach:
@@ -229,6 +237,20 @@ class FrameReach:
         if fe > 0:
             fe = int(np.searchsorted(g, g[fe - 1], side="right"))
         return fs, fe
+
+    def read_starts(self, at: np.ndarray) -> np.ndarray:
+        """Per row at ``at`` (inside the window), the first row its frames read, widened to its peer
+        group's start (``span`` of one row, for many rows at once). O(len(at) log n).
+
+        >>> from overwindow.spec import OverWindow
+        >>> calls = OverWindow("sum(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS s").calls
+        >>> t = pa.table({"t": [1, 2, 2, 3]})
+        >>> reach = FrameReach(t, ReachFinder(calls, calls[0].order_by), np.array([0, 1, 1, 2]))
+        >>> reach.read_starts(np.array([3])).tolist()
+        [1]
+        """
+        fs = self.read_lo[at - self.lo] + self.lo
+        return np.searchsorted(self.groups, self.groups[np.minimum(fs, self.n - 1)], side="left")
 
     def holds(self, c: np.ndarray) -> bool:
         """Whether the window is wide enough for positions c (sorted): they, the rows whose frames

@@ -16,6 +16,7 @@ from overwindow.logical.call import WindowExpression
 from overwindow.streaming.arrays import find
 from overwindow.streaming.aside import project_failing
 from overwindow.streaming.merge import Merged
+from overwindow.streaming.partitions import first_rows
 from overwindow.streaming.reach import FrameReach
 from overwindow.streaming.stretch import evaluate_stretch
 
@@ -28,18 +29,21 @@ def recompute(
     reach: FrameReach,
     ranges: list[tuple[int, int]],
     expressions: list[WindowExpression],
-    rows_before: int,
-    groups_before: int,
+    rows_before: int | np.ndarray,
+    groups_before: int | np.ndarray,
+    parts: np.ndarray | None = None,
 ) -> tuple[pa.Table | None, int]:
     """(the rows in ``ranges`` of the sorted partition ``rows`` with every expression's column and
     ``FAILED`` (``aside.project_failing``: the expressions' columns are NULL where it is not), how
     many rows that is), computed on the slices ``[first_frame_start, last_frame_end)`` their frames
     read (``reach.span``); ranges whose slices overlap or lie within ``GAP`` rows of each other share
     one slice (one kernel call costs more than a few more rows). ``rows_before`` / ``groups_before``:
-    the partition's rows and peer groups before ``rows`` (evicted). Kernel work O(rows recomputed x
-    frame reach)."""
+    the partition's rows and peer groups before ``rows`` (evicted). ``parts``: each row's partition
+    when ``rows`` holds several one after another; the counts before are then per row (its
+    partition's). Kernel work O(rows recomputed x frame reach)."""
     if not ranges:
         return None, 0
+    first = first_rows(parts) if parts is not None else None
     spans = [reach.span(lo, hi) for lo, hi in ranges]
     batches = [[0]]
     for i in range(1, len(ranges)):
@@ -55,9 +59,16 @@ def recompute(
         # the rows are sorted by the calls' ORDER BY and reach.groups are its peer groups: no sort;
         # positions count from the partition's first row
         groups = reach.groups[fs:fe]
-        results = evaluate_stretch(
-            part, expressions, groups - groups[0], fs + rows_before, int(groups[0]) + groups_before
-        )
+        if first is None:
+            results = evaluate_stretch(
+                part, expressions, groups - groups[0], fs + rows_before, int(groups[0]) + groups_before
+            )
+        else:  # the slice may start inside its first partition: the rows and groups before it count
+            cut = first[fs:fe]
+            inside = cut < fs
+            rb = rows_before[fs:fe] + np.where(inside, fs - cut, 0)
+            gb = groups_before[fs:fe] + np.where(inside, groups[0] - reach.groups[cut], 0)
+            results = evaluate_stretch(part, expressions, groups - groups[0], rb, gb, parts[fs:fe])
         done, why = project_failing(part, expressions, results)
         done = done.append_column(FAILED, why if why is not None else pa.nulls(done.num_rows, pa.string()))
         if len(batch) == 1:  # one run: a zero-copy slice

@@ -98,12 +98,30 @@ class WindowCloseMeta(StateMeta):
 
 @dataclass
 class OnUpdateMeta(StateMeta):
-    """Emit on update: the ``rows`` table holds the live rows with their identities and results."""
+    """Emit on update: the ``rows`` table holds the live rows with their identities and results (of
+    a bucket of keys: every partition's, and ``parts`` the evicted counts of each partition key)."""
 
     evicted_rows: int = 0  # rows of the partition evicted so far (row_number and rank count them)
     evicted_groups: int = 0  # their peer groups (dense_rank counts them)
     horizon: int | float | None = None  # changes below this ORDER BY key are late (None: none yet)
     late_rows: int = 0  # changes dropped as late so far
+    buckets: int | None = None  # keyBuckets the state was written with (None: a state per key)
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        if out.get("buckets") is None:  # a state per key reads as it did before buckets
+            out.pop("buckets", None)
+        return out
+
+
+def buckets_changed(written: int | None, written_keys, running: int | None, keys) -> StateFormatError:
+    """The error for a state written with other keyBuckets (or keys) than the query now runs."""
+    return StateFormatError(
+        f"this state was written with keyBuckets={written} (keys {tuple(written_keys)}) "
+        f"and the query now runs keyBuckets={running} (keys {tuple(keys)}): its keys would "
+        "land in other states; keep keyBuckets as the checkpoint was started, or start the "
+        "query from a new checkpoint"
+    )
 
 
 @dataclass

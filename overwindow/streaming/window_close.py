@@ -51,7 +51,7 @@ from overwindow.physical.values import TypeFamily, Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.aside import Aside, Qualify, RowChecks, project_failing
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
-from overwindow.streaming.state import StateFormatError, WindowCloseMeta, decode, encode
+from overwindow.streaming.state import StateFormatError, WindowCloseMeta, buckets_changed, decode, encode
 from overwindow.streaming.stretch import evaluate_stretch, peer_groups
 
 STATE_KIND = "window_close"
@@ -124,12 +124,7 @@ class WindowClose:
             if "newest" not in parts.column_names:  # format 3
                 parts = parts.append_column("newest", self._newest_held(rows, parts, meta.released_upto))
             if meta.buckets != self.buckets or parts.column_names != self.parts_schema.names:
-                raise StateFormatError(
-                    f"this state was written with keyBuckets={meta.buckets} (keys {parts.column_names[:-4]}) "
-                    f"and the query now runs keyBuckets={self.buckets} (keys {self.keys}): its keys would "
-                    "land in other states; keep keyBuckets as the checkpoint was started, or start the "
-                    "query from a new checkpoint"
-                )
+                raise buckets_changed(meta.buckets, parts.column_names[:-5], self.buckets, self.keys)
             return rows, parts, meta
         if self.keys:
             raise StateFormatError(

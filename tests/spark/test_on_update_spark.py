@@ -1,7 +1,9 @@
 """Emit on update end to end on Spark: a CDC stream of inserts, updates and deletes as JSON files,
 applied by foreachBatch to a table keyed by (partition key, row key). After every run (each a restart
 from the checkpoint) the table equals the batch evaluator over the live rows. Both state layouts:
-whole (applyInPandasWithState) and chunked (transformWithStateInPandas on the RocksDB state store)."""
+whole (applyInPandasWithState) and chunked (transformWithStateInPandas on the RocksDB state store),
+and the whole layout on buckets of keys (keyBuckets: one state and one call per bucket, NULL keys
+among them)."""
 
 import json
 import os
@@ -31,12 +33,13 @@ def _write(folder, rows, n):
     os.utime(path, (t, t))
 
 
-@pytest.mark.parametrize("layout", ["whole", "chunked"])
+@pytest.mark.parametrize("layout", ["whole", "chunked", "bucketed"])
 def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, layout, request):
     if layout == "chunked":
         request.getfixturevalue("rocksdb")
     # rank() numbers rows from the partition's start: the chunked layout refuses it
-    calls = [c for c in CALLS if layout == "whole" or " AS r" not in c]
+    calls = [c for c in CALLS if layout != "chunked" or " AS r" not in c]
+    keys = 7 if layout == "bucketed" else 3
     names = [c.rsplit(" AS ", 1)[1] for c in calls]
     rng = np.random.default_rng(9)
     src, chk = str(tmp_path / "src"), str(tmp_path / "chk")
@@ -46,7 +49,7 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
     next_id = 0
 
     def apply(batch_df, batch_id):
-        for r in batch_df.toPandas().to_dict("records"):
+        for r in (row.asDict() for row in batch_df.collect()):  # NULL keys stay None
             if r["_change"] == "delete":
                 view.pop((r["k"], r["id"]), None)
             else:
@@ -56,8 +59,9 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
         rows = []
         for _ in range(40):
             if rng.random() < 0.7 or not live:
+                k = int(rng.integers(0, keys))
                 row = {
-                    "k": int(rng.integers(0, 3)),
+                    "k": None if layout == "bucketed" and k == 0 else k,
                     "id": next_id,
                     "t": int(rng.integers(0, 50)),
                     "x": float(rng.integers(0, 100)),
@@ -78,7 +82,14 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
                 live[(row["k"], row["id"])] = {c: row[c] for c in ("k", "id", "t", "x")}
         _write(src, rows, b)
         events = spark.readStream.schema(SCHEMA).json(src)
-        spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op", stateLayout=layout)
+        spec = overwindow.OverWindow(
+            *calls,
+            emit="on_update",
+            rowKey="id",
+            opColumn="op",
+            stateLayout="chunked" if layout == "chunked" else "whole",
+            keyBuckets=3 if layout == "bucketed" else None,
+        )
         q = (
             events.groupBy("k")
             .overWindow(spec)
