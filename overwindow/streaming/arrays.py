@@ -1,8 +1,8 @@
 """Array helpers of the emit-on-update machine: sets of identities, sorted positions and runs, in
 vectorised numpy (no Python per row).
 
->>> in_ranges(np.array([0, 4]), np.array([2, 6])).tolist(), runs(np.array([0, 1, 4, 5]))
-([0, 1, 4, 5], [(0, 2), (4, 6)])
+>>> in_ranges(np.array([0, 4]), np.array([2, 6])).tolist()
+[0, 1, 4, 5]
 """
 
 from __future__ import annotations
@@ -53,16 +53,15 @@ def scatter(table: pa.Table, at: np.ndarray, rows: pa.Table) -> pa.Table:
     return pa.concat_tables([table, rows]).take(pa.array(idx)).combine_chunks()
 
 
-def runs(rows: np.ndarray) -> list[tuple[int, int]]:
-    """Sorted distinct positions as maximal [lo, hi) runs of consecutive positions. O(positions).
+def runs(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct positions (at least one) as maximal [lo, hi) runs of consecutive positions,
+    as lo and hi arrays. O(positions).
 
-    >>> runs(np.array([2, 3, 4, 9]))
-    [(2, 5), (9, 10)]
+    >>> [a.tolist() for a in runs(np.array([2, 3, 4, 9]))]
+    [[2, 9], [5, 10]]
     """
-    if len(rows) == 0:
-        return []
-    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-    return [(int(a[0]), int(a[-1]) + 1) for a in np.split(rows, breaks)]
+    cuts = np.flatnonzero(np.diff(rows) != 1) + 1
+    return rows[np.append(0, cuts)], rows[np.append(cuts, len(rows)) - 1] + 1
 
 
 def in_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -47,7 +47,7 @@ from overwindow.physical.bounds import key_numbers
 from overwindow.physical.expressions import resolve_column
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
-from overwindow.streaming.arrays import in_ranges, member, runs, scatter
+from overwindow.streaming.arrays import in_ranges, member, scatter
 from overwindow.streaming.aside import Aside, Qualify, RowChecks
 from overwindow.streaming.changes import Changes, Op, decode_ops, last_changes
 from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT, ROW_ID, UPSERT, Counters, Step
@@ -319,7 +319,7 @@ class OnUpdate:
                 before = meta.evicted_rows, meta.evicted_groups
             else:
                 before = counts.per_row(self.order, merged.rows)
-            new, recomputed = recompute(merged.rows, reach, runs(at), self.expressions, *before, parts)
+            new, recomputed = recompute(merged.rows, reach, at, self.expressions, *before, parts), len(at)
             why = new.column(FAILED)
             new = new.drop_columns([FAILED])
             failed = why.is_valid().to_numpy(zero_copy_only=False) if why.null_count < len(why) else None

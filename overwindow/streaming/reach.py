@@ -13,8 +13,8 @@ so its cost follows the frames' reach, not the partition's size.
 >>> finder = ReachFinder(calls, calls[0].order_by)
 >>> t = pa.table({"t": list(range(100)), "x": [1] * 100})
 >>> reach = finder.around(t, np.arange(100), np.array([50]))
->>> [a.tolist() for a in reach.affected(np.array([50]))], reach.span(50, 52), (reach.lo, reach.hi)
-([[50], [52]], (49, 52), (18, 83))
+>>> [a.tolist() for a in reach.affected(np.array([50]))], (reach.lo, reach.hi)
+([[50], [52]], (18, 83))
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ class FrameReach:
     """Every row's reach over one partition's sorted rows (all calls' ``WindowCall.reach`` united, and
     what they read, ``WindowCall.reads``), for the symmetric walk: ``affected(c)`` gives
     [first_curr_row, last_curr_row + 1) for changes at c; ``span(lo, hi)`` gives [first_frame_start,
-    last_frame_end) for rows [lo, hi). Frame starts and ends never decrease along the rows, so both
+    last_frame_end) for ranges of rows. Frame starts and ends never decrease along the rows, so both
     are binary searches. Built without sorting (the
     rows are in order) over the window [lo, hi) of whole peer groups only, frames clipped to it (and,
     with ``parts``, to each row's partition): O(window); ``holds`` says whether the window was wide
@@ -147,8 +147,8 @@ class FrameReach:
     >>> calls = OverWindow("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s").calls
     >>> t = pa.table({"t": [1, 2, 3, 4, 5], "x": [1, 1, 1, 1, 1]})
     >>> r = FrameReach(t, ReachFinder(calls, calls[0].order_by), np.arange(5), 1, 5)
-    >>> [a.tolist() for a in r.affected(np.array([3]))], r.span(3, 5), r.holds(np.array([3]))
-    ([[3], [5]], (2, 5), True)
+    >>> [a.tolist() for a in r.affected(np.array([3]))], r.holds(np.array([3]))
+    ([[3], [5]], True)
     """
 
     def __init__(
@@ -226,21 +226,31 @@ class FrameReach:
         last = np.searchsorted(self._start_mono, c - self.lo, side="right")
         return first + self.lo, last + self.lo
 
-    def span(self, lo: int, hi: int) -> tuple[int, int]:
-        """[first_frame_start, last_frame_end) of rows [lo, hi) (inside the window), widened to
-        whole peer groups."""
-        fs = int(self.read_lo[lo - self.lo : hi - self.lo].min()) + self.lo
-        fe = int(self.read_hi[lo - self.lo : hi - self.lo].max()) + self.lo
+    def spans(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per range [lo, hi) of rows (inside the window; non-empty, sorted, disjoint),
+        [first_frame_start, last_frame_end) of its rows, widened to whole peer groups: one pass for
+        all ranges. O(ranges + log n per range).
+
+        >>> from overwindow.spec import OverWindow
+        >>> calls = OverWindow("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s").calls
+        >>> t = pa.table({"t": [1, 2, 3, 4, 5]})
+        >>> r = FrameReach(t, ReachFinder(calls, calls[0].order_by), np.arange(5))
+        >>> [a.tolist() for a in r.spans(np.array([1, 3]), np.array([2, 5]))]
+        [[0, 2], [2, 5]]
+        """
+        bounds = np.empty(2 * len(lo), dtype=np.int64)
+        bounds[0::2], bounds[1::2] = lo - self.lo, hi - self.lo
+        fs = np.minimum.reduceat(np.append(self.read_lo, 0), bounds)[0::2] + self.lo
+        fe = np.maximum.reduceat(np.append(self.read_hi, 0), bounds)[0::2] + self.lo
         g = self.groups
-        if fs < self.n:
-            fs = int(np.searchsorted(g, g[fs], side="left"))
-        if fe > 0:
-            fe = int(np.searchsorted(g, g[fe - 1], side="right"))
+        if self.n:
+            fs = np.where(fs < self.n, np.searchsorted(g, g[np.minimum(fs, self.n - 1)], "left"), fs)
+            fe = np.where(fe > 0, np.searchsorted(g, g[np.maximum(fe - 1, 0)], "right"), fe)
         return fs, fe
 
     def read_starts(self, at: np.ndarray) -> np.ndarray:
         """Per row at ``at`` (inside the window), the first row its frames read, widened to its peer
-        group's start (``span`` of one row, for many rows at once). O(len(at) log n).
+        group's start (the start of ``spans`` of one row, for many rows at once). O(len(at) log n).
 
         >>> from overwindow.spec import OverWindow
         >>> calls = OverWindow("sum(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS s").calls

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from overwindow.logical.call import WindowExpression
-from overwindow.streaming.arrays import find
+from overwindow.streaming.arrays import find, runs
 from overwindow.streaming.aside import project_failing
 from overwindow.streaming.merge import Merged
 from overwindow.streaming.partitions import first_rows
@@ -27,57 +27,54 @@ FAILED = "__ow_failed"  # recomputed rows: why an expression over window results
 def recompute(
     rows: pa.Table,
     reach: FrameReach,
-    ranges: list[tuple[int, int]],
+    at: np.ndarray,
     expressions: list[WindowExpression],
     rows_before: int | np.ndarray,
     groups_before: int | np.ndarray,
     parts: np.ndarray | None = None,
-) -> tuple[pa.Table | None, int]:
-    """(the rows in ``ranges`` of the sorted partition ``rows`` with every expression's column and
-    ``FAILED`` (``aside.project_failing``: the expressions' columns are NULL where it is not), how
-    many rows that is), computed on the slices ``[first_frame_start, last_frame_end)`` their frames
-    read (``reach.span``); ranges whose slices overlap or lie within ``GAP`` rows of each other share
-    one slice (one kernel call costs more than a few more rows). ``rows_before`` / ``groups_before``:
-    the partition's rows and peer groups before ``rows`` (evicted). ``parts``: each row's partition
-    when ``rows`` holds several one after another; the counts before are then per row (its
-    partition's). Kernel work O(rows recomputed x frame reach)."""
-    if not ranges:
-        return None, 0
+) -> pa.Table | None:
+    """The rows at positions ``at`` (sorted, distinct) of the sorted partition ``rows`` with every
+    expression's column and ``FAILED`` (``aside.project_failing``: the expressions' columns are
+    NULL where it is not), computed on the slices ``[first_frame_start, last_frame_end)`` their
+    frames read (``reach.spans`` of their runs); runs whose slices overlap or lie within ``GAP`` rows
+    of each other share one slice (one kernel call costs more than a few more rows).
+    ``rows_before`` / ``groups_before``: the partition's rows and peer groups before ``rows``
+    (evicted). ``parts``: each row's partition when ``rows`` holds several one after another; the
+    counts before are then per row (its partition's). Kernel work O(rows recomputed x frame
+    reach), bookkeeping vectorised over the runs, Python per slice."""
+    if not len(at):
+        return None
+    lo, hi = runs(at)
+    fs, fe = reach.spans(lo, hi)
+    reach_to = np.maximum.accumulate(fe)
+    first_run = np.flatnonzero(np.append(True, fs[1:] > reach_to[:-1] + GAP))  # each slice's first run
+    slice_fs = np.minimum.reduceat(fs, first_run)
+    slice_fe = np.maximum.reduceat(fe, first_run)
+    split = np.searchsorted(at, lo[first_run])
     first = first_rows(parts) if parts is not None else None
-    spans = [reach.span(lo, hi) for lo, hi in ranges]
-    batches = [[0]]
-    for i in range(1, len(ranges)):
-        if spans[i][0] <= max(spans[j][1] for j in batches[-1]) + GAP:
-            batches[-1].append(i)
-        else:
-            batches.append([i])
-    pieces, count = [], 0
-    for batch in batches:
-        fs = min(spans[i][0] for i in batch)
-        fe = max(spans[i][1] for i in batch)
-        part = rows.slice(fs, fe - fs)
+    pieces = []
+    for s, e, take in zip(slice_fs.tolist(), slice_fe.tolist(), np.split(at, split[1:])):
+        part = rows.slice(s, e - s)
         # the rows are sorted by the calls' ORDER BY and reach.groups are its peer groups: no sort;
         # positions count from the partition's first row
-        groups = reach.groups[fs:fe]
+        groups = reach.groups[s:e]
         if first is None:
             results = evaluate_stretch(
-                part, expressions, groups - groups[0], fs + rows_before, int(groups[0]) + groups_before
+                part, expressions, groups - groups[0], s + rows_before, int(groups[0]) + groups_before
             )
         else:  # the slice may start inside its first partition: the rows and groups before it count
-            cut = first[fs:fe]
-            inside = cut < fs
-            rb = rows_before[fs:fe] + np.where(inside, fs - cut, 0)
-            gb = groups_before[fs:fe] + np.where(inside, groups[0] - reach.groups[cut], 0)
-            results = evaluate_stretch(part, expressions, groups - groups[0], rb, gb, parts[fs:fe])
+            cut = first[s:e]
+            inside = cut < s
+            rb = rows_before[s:e] + np.where(inside, s - cut, 0)
+            gb = groups_before[s:e] + np.where(inside, groups[0] - reach.groups[cut], 0)
+            results = evaluate_stretch(part, expressions, groups - groups[0], rb, gb, parts[s:e])
         done, why = project_failing(part, expressions, results)
         done = done.append_column(FAILED, why if why is not None else pa.nulls(done.num_rows, pa.string()))
-        if len(batch) == 1:  # one run: a zero-copy slice
-            lo, hi = ranges[batch[0]]
-            pieces.append(done.slice(lo - fs, hi - lo))
+        if take[-1] - take[0] + 1 == len(take):  # one run: a zero-copy slice
+            pieces.append(done.slice(int(take[0]) - s, len(take)))
         else:
-            pieces.append(done.take(pa.array(np.concatenate([np.arange(*ranges[i]) for i in batch]) - fs)))
-        count += sum(ranges[i][1] - ranges[i][0] for i in batch)
-    return pa.concat_tables(pieces), count
+            pieces.append(done.take(pa.array(take - s)))
+    return pa.concat_tables(pieces)
 
 
 def held_before(

@@ -13,14 +13,15 @@ Kinds and the format versions they read:
   late count in the header), format 3 (``parts`` without the newest key: taken from the rows held),
   formats 1 and 2 (one partition, its counters in the header) read as one partition;
 - ``on_update`` (``OnUpdateMeta``; also each chunk of the chunked layout, with empty counters):
-  format 2 only, as format 1 hashed row identities differently (``identity``);
+  format 2 only, as format 1 hashed row identities differently (``identity``); a bucket of keys
+  also holds ``parts`` (each partition key's evicted counts) and its keyBuckets in the header;
 - ``on_update_index`` (``ChunkIndexMeta``): format 2.
 
 >>> t = pa.table({"x": [1, 2]})
 >>> data = encode({"rows": t}, "on_update", OnUpdateMeta(late_rows=3))
 >>> tables, meta = decode(data, "on_update", OnUpdateMeta)
 >>> tables["rows"].equals(t), meta
-(True, OnUpdateMeta(evicted_rows=0, evicted_groups=0, horizon=None, late_rows=3))
+(True, OnUpdateMeta(evicted_rows=0, evicted_groups=0, horizon=None, late_rows=3, buckets=None))
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import RowBoundError
 from overwindow.streaming.driver import Driver
+from overwindow.streaming.machines import machine_for
+from overwindow.streaming.state import StateFormatError
 
 SCHEMA = pa.schema(
     [("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("op", pa.string())]
@@ -407,14 +409,22 @@ def test_changes_below_the_watermark_are_late_without_eviction(seed, calls):
     assert late > 0
 
 
-@pytest.mark.parametrize("layout", ["whole", "chunked"])
+@pytest.mark.parametrize("layout", ["whole", "chunked", "bucketed"])
 def test_a_key_past_the_row_bound_fails_naming_the_bound_and_the_key(layout):
+    """The bound is per partition: in a bucket, the key past it is named, and the bucket's other keys
+    (3 rows each, 6 in all) do not count towards it."""
     spec = OverWindow(
-        "lag(x) OVER (ORDER BY t) AS p", emit="on_update", rowKey="id", stateLayout=layout, maxRowsPerKey=3
+        "lag(x) OVER (ORDER BY t) AS p",
+        emit="on_update",
+        rowKey="id",
+        stateLayout="chunked" if layout == "chunked" else "whole",
+        maxRowsPerKey=3,
+        keyBuckets=1 if layout == "bucketed" else None,
     )
     driver = Driver(spec, SCHEMA, ["k"])
     rows = [{"k": 7, "id": i, "t": i, "x": 1.0, "op": None} for i in range(4)]
-    driver.feed(pa.Table.from_pylist(rows[:3], schema=SCHEMA))
+    others = [{"k": k, "id": i, "t": i, "x": 1.0, "op": None} for k in (5, 9) for i in range(3)]
+    driver.feed(pa.Table.from_pylist(rows[:3] + others, schema=SCHEMA))
     with pytest.raises(
         RowBoundError, match=r"partition \(7,\) holds 4 rows in state, more than maxRowsPerKey=3"
     ):
@@ -425,3 +435,23 @@ def test_a_key_past_the_row_bound_fails_naming_the_bound_and_the_key(layout):
 def test_the_row_bound_is_a_positive_integer(bound):
     with pytest.raises(WindowSpecError, match="maxRowsPerKey must be a positive integer"):
         OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update", maxRowsPerKey=bound)
+
+
+@pytest.mark.parametrize(("then", "keys"), [(None, ()), (8, ("k",)), (4, ("id",))])
+def test_a_state_written_with_buckets_is_refused_under_other_buckets_or_keys(then, keys):
+    """Buckets are fixed for a checkpoint's life: under another keyBuckets (or a state per key, or
+    other keys) the same rows land in other states, so a state written with keyBuckets=4 over k is
+    refused, in those words; and a state per key is refused by a bucketed machine."""
+    schema = SCHEMA.remove(SCHEMA.get_field_index("op"))
+    rows = pa.table({"k": [1, 2], "id": [1, 2], "t": [5, 6], "x": [1.0, 2.0]}, schema=schema)
+    call = "lag(x) OVER (ORDER BY t) AS p"
+    written = machine_for(OverWindow(call, emit="on_update", rowKey="id", keyBuckets=4), schema, keys=("k",))
+    state = written.step(None, rows).state
+    later = machine_for(OverWindow(call, emit="on_update", rowKey="id", keyBuckets=then), schema, keys=keys)
+    with pytest.raises(
+        StateFormatError, match=rf"written with keyBuckets=4 \(keys \('k',\)\) .* now runs keyBuckets={then}"
+    ):
+        later.step(state, None)
+    per_key = machine_for(OverWindow(call, emit="on_update", rowKey="id"), schema).step(None, rows).state
+    with pytest.raises(StateFormatError, match=r"written with keyBuckets=None \(keys \(\)\)"):
+        written.step(per_key, None)
