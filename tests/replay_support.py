@@ -28,8 +28,8 @@ CALLS = [
 def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffled=False, buckets=None):
     """Six batches of 40 events, as six JSON files, or (``kafka`` = bootstrap address) as records of a
     one-partition topic read 40 per micro-batch; returns the view file and the events. ``layout``:
-    the state layout of emit on update; ``buckets``: window close's key_buckets (a number or "per
-    key"; None: the default). ``shuffled`` (emit on update): event times in random order across the
+    the state layout of emit on update; ``buckets``: key_buckets (a number or "per key"; None: the
+    default). ``shuffled`` (emit on update): event times in random order across the
     batches (so a batch changes rows the sink holds) and no watermark (none is late)."""
     rng = np.random.default_rng(21)
     seconds = rng.permutation(240) if shuffled else np.arange(240)

@@ -6,8 +6,9 @@ result over all input: no row lost, none duplicated. Every (mode, sink) pair run
 starts a Spark, so the suite's time keeps the matrix to pairs): files run window close into both
 sinks (a state per key into SQLite, the default key buckets into PostgreSQL) and emit on update with
 chunked state (transformWithStateInPandas, RocksDB, watermark eviction) into SQLite; Kafka runs
-window close with its keys in two buckets (key_buckets) into SQLite; emit on update into PostgreSQL
-(files) is killed five times inside the sink's open transaction."""
+emit on update with its keys in two buckets (key_buckets, watermark eviction) into SQLite; emit on
+update into PostgreSQL (files, a state per key) is killed five times inside the sink's open
+transaction."""
 
 import signal
 
@@ -21,7 +22,7 @@ from replay_support import assert_view_is_exact, run_job, write_view
         ("on_window_close", "sqlite", "files", "whole", "per key"),
         ("on_window_close", "postgres", "files", "whole", None),
         ("on_update", "sqlite", "files", "chunked", None),
-        ("on_window_close", "sqlite", "kafka", "whole", 2),
+        ("on_update", "sqlite", "kafka", "whole", 2),
     ],
 )
 def test_killed_and_restarted_job_leaves_the_exact_view(

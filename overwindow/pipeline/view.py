@@ -66,8 +66,9 @@ SINKS = ("sqlite", "postgres", "parquet", "console")
 ENVELOPES = ("none", "debezium")  # [source] envelope: rows as they are, or Debezium change events
 
 
-# emit on window close hosts this many buckets of keys per view unless the view says otherwise
-# (docs/many-keys.md: from 1,000 keys on, faster than any per-key hosting); "per key": one state per key
+# a view hosts this many buckets of keys unless it says otherwise, where its state is bounded by the
+# watermark (``_key_buckets``; docs/many-keys.md: from 1,000 keys on, faster than any per-key
+# hosting); "per key": one state per key
 DEFAULT_KEY_BUCKETS = 64
 PER_KEY = "per key"
 
@@ -280,9 +281,10 @@ KEYS = (
         "buckets",
         "hash the partition keys into this many buckets, one state and one Python call per bucket "
         'and micro-batch, so cost follows rows rather than keys; "per key": a state and a call per '
-        f"key (default: emit on window close {DEFAULT_KEY_BUCKETS} for a new checkpoint, what a "
-        "started checkpoint was started with: a state per key for one started by an older "
-        "overwindow; emit on update a state per key); fixed for the checkpoint's life",
+        f"key (default: {DEFAULT_KEY_BUCKETS} for a new checkpoint of emit on window close, and of "
+        "emit on update with a [watermark] on the whole state layout; what a started checkpoint "
+        "was started with, a state per key for one started by an older overwindow; otherwise a "
+        "state per key); fixed for the checkpoint's life",
     ),
     Key(
         "view",
@@ -601,7 +603,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         opColumn=view.op_column,
         stateLayout=v.get("state_layout", "whole"),
         maxRowsPerKey=v.get("max_rows_per_key"),
-        keyBuckets=_key_buckets(view, v.get("key_buckets")),
+        keyBuckets=_key_buckets(view, v.get("key_buckets"), v.get("state_layout", "whole")),
         stateTtl=v.get("state_ttl"),
     )
     given = doc.get("view", {})
@@ -630,14 +632,17 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     return view
 
 
-def _key_buckets(view: View, given) -> int | None:
+def _key_buckets(view: View, given, layout: str) -> int | None:
     """[view] key_buckets as OverWindow's ``keyBuckets`` (None: a state per key): the number given,
-    None for "per key"; not given, for emit on window close, what the view's checkpoint was
-    started with, or ``DEFAULT_KEY_BUCKETS`` for a new one (a started checkpoint's state cannot
-    change hosting)."""
+    None for "per key"; not given, for emit on window close and for emit on update with a
+    [watermark] on the whole state layout (state bounded by the watermark), what the view's
+    checkpoint was started with, or ``DEFAULT_KEY_BUCKETS`` for a new one (a started checkpoint's
+    state cannot change hosting). Emit on update without a watermark holds every live row: a
+    bucket's state would carry all its keys' rows through every micro-batch, so it stays per key."""
     if given == PER_KEY:
         return None
-    if given is not None or view.emit != "on_window_close":
+    bounded = view.emit == "on_window_close" or (view.watermark is not None and layout == "whole")
+    if given is not None or not bounded:
         return given
     from overwindow.pipeline.fingerprint import started_key_buckets
 

@@ -18,6 +18,10 @@ A step:
 4. with a watermark on an ascending ORDER BY column, evicts rows no change at or above the
    watermark can need; later changes below that horizon are dropped as late (``eviction``).
 
+A state may hold a bucket of keys (``keys``): the partitions' rows one after another, sorted by
+(key, ORDER BY, ...), so one step merges, walks, recomputes (one kernel pass per slice, the slices
+spanning partitions) and evicts for all of them at once, frames stopping at the partitions' edges.
+
 Recomputed rows: O(changes x frame reach) for bounded frames. The frame finder works on a window
 around the changes (the whole partition when a call reaches one of its ends). The rest of the
 bookkeeping is a few vectorised O(partition) passes with no sort and no Python per row (decoding

@@ -78,8 +78,8 @@ def test_overrides_replace_keys(tmp_path):
             r"\[view\] key_buckets \(line 16\)",
         ),
         (
-            ('emit = "on_window_close"', 'emit = "on_update"\nkey_buckets = 8'),
-            r'\[view\] key_buckets \(line 16\): key_buckets runs emit = "on_window_close"',
+            ('emit = "on_window_close"', 'emit = "on_update"\nstate_layout = "chunked"\nkey_buckets = 8'),
+            r"\[view\] key_buckets \(line 17\): key_buckets runs the whole state layout",
         ),
         (
             ('emit = "on_window_close"', 'emit = "on_window_close"\nstate_ttl = "soon"'),
@@ -347,9 +347,23 @@ def test_window_close_hosts_key_buckets_by_default_and_a_started_checkpoint_keep
     )
 
 
-def test_emit_on_update_keeps_a_state_per_key(tmp_path):
-    view = load_view(write(tmp_path, GOOD.replace('emit = "on_window_close"', 'emit = "on_update"')))
-    assert view.spec.key_buckets is None
+@pytest.mark.parametrize(
+    "watermark, layout, hosting",
+    [
+        (True, "whole", 64),  # rows behind the watermark leave the state: buckets
+        (False, "whole", None),  # every live row stays: a bucket would carry all its keys' rows
+        (True, "chunked", None),  # the chunked layout keeps a state per key
+    ],
+)
+def test_emit_on_update_hosts_key_buckets_where_the_watermark_bounds_its_state(
+    tmp_path, watermark, layout, hosting
+):
+    text = GOOD.replace('emit = "on_window_close"', f'emit = "on_update"\nstate_layout = "{layout}"')
+    if not watermark:
+        text = text.replace('[watermark]\ncolumn = "ts"\ndelay = "10 seconds"\n', "")
+    view = load_view(write(tmp_path, text))
+    assert (view.watermark is not None) == watermark
+    assert view.spec.key_buckets == hosting
 
 
 def test_key_buckets_is_a_number_or_per_key(tmp_path):

@@ -1,8 +1,9 @@
 """Runs a small emit-on-window-close view through Spark Connect (a local Connect server), with a
-state per key and with keys in buckets, and prints the emitted rows as JSON lines (tagged with the
-hosting); then ``overwindow.select`` over PySpark window Columns on the same stream, and Spark's own
-batch ``select`` of the same Columns over the same rows (tagged ``select`` and ``select_batch``, their
-column types ``select_types``). Used by test_spark_connect.py in a subprocess."""
+state per key and with keys in buckets, and the same calls on emit on update in buckets, and prints
+the emitted rows as JSON lines (tagged with the hosting); then ``overwindow.select`` over PySpark
+window Columns on the same stream, and Spark's own batch ``select`` of the same Columns over the
+same rows (tagged ``select`` and ``select_batch``, their column types ``select_types``). Used by
+test_spark_connect.py in a subprocess."""
 
 import json
 import os
@@ -47,6 +48,16 @@ def main(src: str, work: str) -> None:
             print(
                 json.dumps({"hosting": hosting, **{k: (str(v) if k == "ts" else v) for k, v in row.items()}})
             )
+    # emit on update on buckets: one micro-batch, so each row comes once, as an upsert
+    spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="rid", keyBuckets=2)
+    q = events.groupBy("k").overWindow(spec).writeStream.format("memory").queryName("ow_on_update")
+    q.outputMode("update").trigger(availableNow=True).start().awaitTermination()
+    for row in spark.table("ow_on_update").toPandas().to_dict("records"):
+        print(
+            json.dumps(
+                {"hosting": "on_update_bucketed", **{k: (str(v) if k == "ts" else v) for k, v in row.items()}}
+            )
+        )
     select_columns(spark, src, events)
     spark.stop()
 

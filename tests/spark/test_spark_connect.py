@@ -46,7 +46,11 @@ def test_over_window_through_spark_connect(no_spark, tmp_path):
     # (a state per key, keys in buckets)
     for hosting in ("per_key", "bucketed"):
         assert sorted(r["rid"] for r in emitted if r["hosting"] == hosting) == list(range(35)), hosting
-    for r in (r for r in emitted if r["hosting"] in ("per_key", "bucketed")):
+    # emit on update in buckets: every row, as an upsert
+    updates = [r for r in emitted if r["hosting"] == "on_update_bucketed"]
+    assert sorted(r["rid"] for r in updates) == list(range(40))
+    assert {r["_change"] for r in updates} == {"upsert"}
+    for r in (r for r in emitted if r["hosting"] in ("per_key", "bucketed", "on_update_bucketed")):
         assert r["s"] == batch.loc[r["rid"], "s"]
         want = batch.loc[r["rid"], "p"]
         got = np.nan if r["p"] is None else r["p"]  # NULL comes back as NaN through pandas and JSON
