@@ -11,9 +11,10 @@ in arrival order, 1 ms apart across all keys, plus up to ``JITTER_MS`` of jitter
   every key in every micro-batch (each micro-batch is every key repeated, shuffled). The same rows
   at every point but the key column; a micro-batch holds at least one row per key, so ``1m`` takes
   1,000,000 rows per micro-batch when ``--rows-per-batch`` is smaller (the table says so).
-- ``1m-sparse``: a first micro-batch with one row for each of 1,000,000 keys (it fills the state;
-  not counted in the latencies), then ``--batches`` micro-batches of ``--sparse-rows`` rows over
-  ``--touched`` keys drawn at random (every drawn key gets a row).
+- ``100k-sparse``, ``1m-sparse``: a first micro-batch with one row for each of 100,000 or
+  1,000,000 keys (it fills the state; not counted in the latencies), then ``--batches``
+  micro-batches of ``--sparse-rows`` rows over ``--touched`` keys drawn at random (every drawn key
+  gets a row): the same work per micro-batch over 10x more keys held.
 
 The last file holds one row far in the future, so the watermark passes every row and the no-data
 micro-batch after it releases whatever window close still holds.
@@ -55,6 +56,7 @@ POINTS = {
     "10k": (10_000, False),
     "100k": (100_000, False),
     "1m": (1_000_000, False),
+    "100k-sparse": (100_000, True),
     "1m-sparse": (1_000_000, True),
 }
 DELAY_S = 10
