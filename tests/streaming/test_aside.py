@@ -1,7 +1,8 @@
 """Rows a stream cannot compute are set aside, counted and kept with their reason; the rest of the
 stream goes on. Oracle: the batch evaluator over the rows that remain, with the bad rows found by
 plain Python from their values (a zero divisor beside a dividend that is not NULL, as Spark's ANSI
-mode fails), in both emit modes and with buckets of keys."""
+mode fails), in both emit modes (on update: whole, chunked and in a bucket of keys) and with buckets of
+keys."""
 
 import numpy as np
 import pyarrow as pa
@@ -100,7 +101,7 @@ UPDATE = (
 @given(
     seed=st.integers(0, 2**32 - 1),
     n_batches=st.integers(1, 6),
-    layout=st.sampled_from(["whole", "chunked"]),
+    layout=st.sampled_from(["whole", "chunked", "bucketed"]),
     over_results=st.booleans(),
 )
 def test_on_update_sets_aside_changes_whose_expressions_fail(seed, n_batches, layout, over_results):
@@ -111,7 +112,14 @@ def test_on_update_sets_aside_changes_whose_expressions_fail(seed, n_batches, la
     rng = np.random.default_rng(seed)
     schema = SCHEMA.append(pa.field("op", pa.string()))
     calls = (UPDATE[1], "x / lag(x) OVER (ORDER BY t) AS s") if over_results else UPDATE
-    spec = OverWindow(*calls, emit="on_update", rowKey="rid", opColumn="op", stateLayout=layout)
+    spec = OverWindow(
+        *calls,
+        emit="on_update",
+        rowKey="rid",
+        opColumn="op",
+        stateLayout="chunked" if layout == "chunked" else "whole",
+        keyBuckets=1 if layout == "bucketed" else None,  # every key in one state
+    )
     driver = Driver(spec, schema, ["k"], rows_per_chunk=4 if layout == "chunked" else None)
     live, view, next_id, set_aside, ever_out = {}, {}, 0, 0, set()
     for _ in range(n_batches):

@@ -21,7 +21,7 @@ SCHEMA = pa.schema([("k", pa.int64()), ("t", pa.int64()), ("rid", pa.int64()), (
 @given(
     seed=st.integers(0, 2**32 - 1),
     n_batches=st.integers(1, 6),
-    layout=st.sampled_from(["whole", "chunked"]),
+    layout=st.sampled_from(["whole", "chunked", "bucketed"]),
     top=st.integers(1, 4),
 )
 def test_on_update_keeps_the_top_n_and_emits_only_rows_entering_changing_or_leaving(
@@ -29,7 +29,7 @@ def test_on_update_keeps_the_top_n_and_emits_only_rows_entering_changing_or_leav
 ):
     rng = np.random.default_rng(seed)
     schema = SCHEMA.append(pa.field("op", pa.string()))
-    if layout == "whole":  # Top-N
+    if layout != "chunked":  # Top-N
         calls = ("row_number() OVER (ORDER BY x DESC, rid) AS rn", "sum(x) OVER (ORDER BY x DESC, rid) AS s")
         condition, keep = f"rn <= {top}", lambda r: r["rn"] <= top
     else:  # the chunked layout reads bounded frames: rows whose neighbourhood sums past a level
@@ -39,7 +39,13 @@ def test_on_update_keeps_the_top_n_and_emits_only_rows_entering_changing_or_leav
         )
         condition, keep = f"s >= {10 * top}", lambda r: r["s"] >= 10 * top
     spec = OverWindow(
-        *calls, emit="on_update", rowKey="rid", opColumn="op", stateLayout=layout, qualify=condition
+        *calls,
+        emit="on_update",
+        rowKey="rid",
+        opColumn="op",
+        stateLayout="chunked" if layout == "chunked" else "whole",
+        qualify=condition,
+        keyBuckets=1 if layout == "bucketed" else None,  # both keys in one state
     )
     driver = Driver(spec, schema, ["k"], rows_per_chunk=3 if layout == "chunked" else None)
     live, view, next_id = {}, {}, 0
