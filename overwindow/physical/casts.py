@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.expr import parse_timestamp
-from overwindow.physical.values import TypeFamily, kind_of, sql_type
+from overwindow.physical.values import INTERVAL_DAY, TypeFamily, kind_of, sql_type
 
 
 class CastError(ValueError):
@@ -39,7 +40,8 @@ _BOOLEAN_WORDS = {
 def implicit_default(default: pa.Array, target: pa.DataType, where: str) -> pa.Array:
     """A lag/lead default cast to its column's type as Spark's analyser casts it (the third
     parameter requires the column's type or VOID): numbers and strings to numbers; anything to a
-    STRING; strings to BOOLEAN; strings, DATEs and TIMESTAMPs to DATE and TIMESTAMP. Other pairs
+    STRING; strings to BOOLEAN; strings, DATEs and TIMESTAMPs to DATE and TIMESTAMP; a string of a
+    whole number of days to INTERVAL DAY (Spark reads more interval texts). Other pairs
     raise WindowSpecError in Spark's words."""
     source = default.type
     if source == target or pa.types.is_null(source):
@@ -50,6 +52,7 @@ def implicit_default(default: pa.Array, target: pa.DataType, where: str) -> pa.A
         or want is TypeFamily.STRING
         or (want is TypeFamily.BOOL and have in (TypeFamily.BOOL, TypeFamily.STRING))
         or (want.is_temporal and (have.is_temporal or have is TypeFamily.STRING))
+        or (target == INTERVAL_DAY and have is TypeFamily.STRING)
     )
     if not allowed:
         raise WindowSpecError(
@@ -72,6 +75,8 @@ def cast(array: pa.Array, target: pa.DataType) -> pa.Array:
     if pa.types.is_null(source):
         return pa.nulls(len(array), target)
     have, want = kind_of(source), kind_of(target)
+    if have is TypeFamily.INTERVAL:
+        return _from_interval(array, target, want)
     try:
         if want is TypeFamily.STRING and have is TypeFamily.BOOL:
             return pc.if_else(array, "true", "false").cast(target)
@@ -93,6 +98,28 @@ def cast(array: pa.Array, target: pa.DataType) -> pa.Array:
         return array.cast(target)
     except pa.ArrowInvalid as e:
         raise CastError(f"cannot cast {sql_type(source)} to {sql_type(target)}: {e}") from None
+
+
+def _from_interval(array: pa.Array, target: pa.DataType, want: TypeFamily) -> pa.Array:
+    """An INTERVAL DAY cast as Spark casts it: to an integer or DECIMAL type its number of days
+    (CastError where that overflows the target, Spark's CAST_OVERFLOW), to a STRING Spark's text
+    ``INTERVAL '-2' DAY``. Other targets, and an INTERVAL DAY TO SECOND to any of these, are refused
+    as Spark refuses them (DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION). O(n).
+
+    >>> cast(pa.array([-172800, None], pa.duration("s")), pa.string()).to_pylist()
+    ["INTERVAL '-2' DAY", None]
+    """
+    if array.type != INTERVAL_DAY or want not in (TypeFamily.INT, TypeFamily.DECIMAL, TypeFamily.STRING):
+        raise WindowSpecError(f"cannot cast {sql_type(array.type)} to {sql_type(target)}")
+    days = pc.divide(array.cast(pa.int64()), 86400)  # whole days: exact
+    if want is TypeFamily.STRING:
+        return pc.binary_join_element_wise("INTERVAL '", days.cast(pa.string()), "' DAY", "").cast(target)
+    try:
+        return cast(days, target)
+    except CastError:
+        raise CastError(
+            f"an INTERVAL DAY value overflows {sql_type(target)} (Spark: CAST_OVERFLOW)"
+        ) from None
 
 
 def _from_strings(array: pa.Array, target: pa.DataType, want: TypeFamily) -> pa.Array:
@@ -117,6 +144,8 @@ def _from_strings(array: pa.Array, target: pa.DataType, want: TypeFamily) -> pa.
                 out.append(dt.date.fromisoformat(s[:10]))
             elif want is TypeFamily.TIMESTAMP:
                 out.append(parse_timestamp(s))
+            elif target == INTERVAL_DAY and re.fullmatch(r"[+-]?\d+", s):  # a number of days
+                out.append(dt.timedelta(days=int(s)))
             else:
                 raise CastError(f"cannot cast STRING to {sql_type(target)}")
         except (ValueError, KeyError):

@@ -19,7 +19,14 @@ from sqlglot import exp
 from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.logical.expr import DIALECT, Expr, literal_value
 from overwindow.physical import casts, decimals
-from overwindow.physical.values import TypeFamily, kind_of, sql_type
+from overwindow.physical.values import (
+    INTERVAL_DAY,
+    INTERVAL_DAY_TO_SECOND,
+    INTERVAL_LIMIT,
+    TypeFamily,
+    kind_of,
+    sql_type,
+)
 
 _BINARY = {exp.And: "and_kleene", exp.Or: "or_kleene"}
 
@@ -237,8 +244,13 @@ def _arithmetic(node: exp.Expression, t: pa.Table):
     """
     op, name = _ARITHMETIC[type(node)], node.sql(dialect=DIALECT)
     a, b = _eval(node.this, t), _eval(node.expression, t)
+    if TypeFamily.INTERVAL in (kind_of(a.type), kind_of(b.type)):
+        return _interval_arithmetic(op, a, b, name)
     if pa.types.is_date32(a.type) or pa.types.is_date32(b.type):
         return _date_arithmetic(op, a, b, name)
+    if op == "-" and pa.types.is_timestamp(a.type) and pa.types.is_timestamp(b.type):
+        # Spark's INTERVAL DAY TO SECOND (Arrow's duration would be in the timestamps' own unit)
+        return pc.subtract_checked(a, b).cast(INTERVAL_DAY_TO_SECOND)
     a, b = _typed_nulls(a, b)
     kinds = {kind_of(a.type), kind_of(b.type)}
     numbers = kinds <= {TypeFamily.DECIMAL, TypeFamily.INT, TypeFamily.FLOAT}
@@ -316,45 +328,79 @@ def _date_arithmetic(op: str, a, b, name: str):
     """``DATE + n``, ``n + DATE`` and ``DATE - n`` as Spark computes them (its ``date_add`` and
     ``date_sub``): ``n`` a TINYINT, SMALLINT or INT (a BIGINT, DECIMAL, DOUBLE or string is refused,
     as Spark refuses it), the day count added in 32-bit integers that wrap as Java's do (Spark does
-    not check ``date_add`` for overflow, even in ANSI mode); the result a DATE. A bare NULL beside a
-    DATE: ``d + NULL`` is a TIMESTAMP (Spark reads it as a timestamp plus an interval), NULL in
-    every row. ``DATE - DATE`` (Spark: an INTERVAL DAY) and every other operation on a DATE are
-    refused: overwindow has no interval values.
+    not check ``date_add`` for overflow, even in ANSI mode); the result a DATE. ``DATE - DATE`` is
+    Spark's INTERVAL DAY (``INTERVAL_DAY``), a DATE minus a bare NULL (or a NULL minus a DATE) a NULL
+    one. A bare NULL added to a DATE: ``d + NULL`` is a TIMESTAMP (Spark reads it as a timestamp plus
+    an interval), NULL in every row. Every other operation on a DATE is refused.
 
     >>> d = pa.table({"d": pa.array([dt.date(2024, 1, 31), None], pa.date32())})
     >>> evaluate_expr(Expr.of("d + 1"), d).to_pylist()
     [datetime.date(2024, 2, 1), None]
+    >>> evaluate_expr(Expr.of("d - DATE '2024-01-01'"), d).to_pylist()
+    [datetime.timedelta(days=30), None]
     """
     date_a, date_b = pa.types.is_date32(a.type), pa.types.is_date32(b.type)
-    if op in ("+", "-") and date_a != date_b:
+    if op == "-" and (date_a or pa.types.is_null(a.type)) and (date_b or pa.types.is_null(b.type)):
+        if not (date_a and date_b):
+            return pa.scalar(None, INTERVAL_DAY)
+        days = [pc.cast(pc.cast(x, pa.int32()), pa.int64()) for x in (a, b)]
+        return pc.multiply(pc.subtract(*days), 86400).cast(INTERVAL_DAY)  # never overflows int64
+    if op in ("+", "-") and date_a != date_b and (op == "+" or date_a):
         days = b if date_a else a
-        if op == "+" or date_a:
-            if pa.types.is_null(days.type):
-                if op == "-":
-                    _no_date_difference(name)
-                return pa.scalar(None, pa.timestamp("us", tz="UTC"))  # Spark's TIMESTAMP
-            if days.type in _DAYS:
-                start, days = (a, b) if date_a else (b, a)
-                whole = pc.cast(start, pa.int32()), pc.cast(days, pa.int32())
-                total = pc.call_function("add" if op == "+" else "subtract", list(whole))  # wraps
-                return pc.cast(total, pa.date32())
-            raise WindowSpecError(
-                f"{name}: the days added to or subtracted from a DATE must be an INT, SMALLINT or "
-                f"TINYINT, not {sql_type(days.type)} (as in Spark's date_add)"
-            )
-    if op == "-" and date_a and date_b:
-        _no_date_difference(name)
+        if pa.types.is_null(days.type):
+            return pa.scalar(None, pa.timestamp("us", tz="UTC"))  # Spark's TIMESTAMP
+        if days.type in _DAYS:
+            start, days = (a, b) if date_a else (b, a)
+            whole = pc.cast(start, pa.int32()), pc.cast(days, pa.int32())
+            total = pc.call_function("add" if op == "+" else "subtract", list(whole))  # wraps
+            return pc.cast(total, pa.date32())
+        raise WindowSpecError(
+            f"{name}: the days added to or subtracted from a DATE must be an INT, SMALLINT or "
+            f"TINYINT, not {sql_type(days.type)} (as in Spark's date_add)"
+        )
     raise WindowSpecError(
         f"{name} cannot be computed for {sql_type(a.type)}, {sql_type(b.type)} arguments: a DATE "
-        "takes only + and - of a number of days"
+        "takes only + and - of a number of days, and - of a DATE"
     )
 
 
-def _no_date_difference(name: str):
-    raise WindowSpecError(
-        f"{name}: the difference of two DATEs is an INTERVAL DAY in Spark, which overwindow does not "
-        "compute; write datediff-style arithmetic on the day numbers instead"
-    )
+def _interval_arithmetic(op: str, a, b, name: str):
+    """``+`` and ``-`` beside a day-time interval as Spark computes them: two intervals of one type
+    add up to that type (a WindowRuntimeError past Spark's long of microseconds, as its ANSI mode
+    fails); a bare NULL gives a NULL interval; a DATE plus or minus an INTERVAL DAY is a DATE (its
+    days added as by ``date_add``), a TIMESTAMP plus or minus an interval a TIMESTAMP. An interval
+    times or over a number (Spark: an INTERVAL DAY TO SECOND) and every other pairing (an interval
+    beside a number, ``interval - DATE``) are refused. O(n).
+
+    >>> t = pa.table({"d": pa.array([dt.date(2024, 3, 1), None], pa.date32())})
+    >>> evaluate_expr(Expr.of("d + (d - DATE '2024-02-28')"), t).to_pylist()
+    [datetime.date(2024, 3, 3), None]
+    """
+    left, right = kind_of(a.type) is TypeFamily.INTERVAL, kind_of(b.type) is TypeFamily.INTERVAL
+    interval, other = (a, b) if left else (b, a)
+    if op in ("+", "-"):
+        if left and right and a.type == b.type:
+            total = pc.call_function(_CHECKED[op], [a, b])
+            ticks = pc.abs(pc.cast(total, pa.int64()))
+            biggest = (ticks if isinstance(ticks, pa.Scalar) else pc.max(ticks)).as_py()
+            if biggest is not None and biggest > INTERVAL_LIMIT[a.type.unit]:
+                raise WindowRuntimeError(f"{name} overflows {sql_type(a.type)} (Spark: ARITHMETIC_OVERFLOW)")
+            return total
+        if pa.types.is_null(other.type):
+            return pa.scalar(None, interval.type)
+        if op == "+" or right:  # an interval added to, or taken from, a date or time
+            if pa.types.is_date32(other.type) and interval.type == INTERVAL_DAY:
+                days = pc.cast(pc.divide(pc.cast(interval, pa.int64()), 86400), pa.int32())
+                return _date_arithmetic(op, other, days, name)
+            if pa.types.is_timestamp(other.type):
+                step = pc.cast(interval, pa.duration(other.type.unit))
+                return pc.call_function(_CHECKED[op], [other, step])
+    elif (op == "*" or (op == "/" and left)) and kind_of(other.type).is_numeric:
+        raise WindowSpecError(
+            f"{name}: an interval times or over a number is an INTERVAL DAY TO SECOND in Spark, which "
+            "overwindow does not compute"
+        )
+    raise WindowSpecError(f"{name} cannot be computed for {sql_type(a.type)}, {sql_type(b.type)} arguments")
 
 
 def _decimal_operand_type(value, node: exp.Expression) -> pa.Decimal128Type:

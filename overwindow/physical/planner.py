@@ -23,7 +23,7 @@ from overwindow.physical import decimals
 from overwindow.physical.bounds import Frames
 from overwindow.physical.kernels import aggregates, holistic, positional, python_aggregate, ranking
 from overwindow.physical.sorting import Layout
-from overwindow.physical.values import TypeFamily, Values, kind_of
+from overwindow.physical.values import INTERVAL_DAY_TO_SECOND, TypeFamily, Values, kind_of
 
 
 @dataclass
@@ -73,6 +73,7 @@ _KIND_WORDS = {
     TypeFamily.DATE: "a DATE",
     TypeFamily.TIMESTAMP: "a TIMESTAMP",
     TypeFamily.STRING: "a STRING",
+    TypeFamily.INTERVAL: "an INTERVAL",
     TypeFamily.OTHER: "a BINARY or nested",
     None: "a NULL",
 }
@@ -81,13 +82,17 @@ _KIND_WORDS = {
 def check_types(call: WindowCall, kind: TypeFamily | None) -> None:
     info = lookup(call.function)
     got = f"got {_KIND_WORDS.get(kind, kind)} argument, in {call.alias}"
-    if info.numeric_only and not (kind and kind.is_numeric):
+    # Spark sums and averages day-time intervals too
+    interval_ok = kind is TypeFamily.INTERVAL and call.function in ("sum", "avg")
+    if info.numeric_only and not (kind and kind.is_numeric) and not interval_ok:
         raise WindowSpecError(f"{call.function}({call.args[0]}) needs a numeric argument, {got}")
     if call.function in ("bool_and", "bool_or") and kind is not TypeFamily.BOOL:
         raise WindowSpecError(f"{call.function}({call.args[0]}) needs a BOOLEAN argument, {got}")
-    if call.function in ("median", "percentile_cont") and not (kind and kind.is_ordered_number):
+    if call.function in ("median", "percentile_cont") and not (
+        kind and (kind.is_ordered_number or kind is TypeFamily.INTERVAL)
+    ):
         raise WindowSpecError(
-            f"{call.function}({call.args[0]}) needs a numeric, DATE or TIMESTAMP argument, {got}"
+            f"{call.function}({call.args[0]}) needs a numeric, DATE, TIMESTAMP or INTERVAL argument, {got}"
         )
 
 
@@ -103,7 +108,8 @@ def result_type(call: WindowCall, arg: pa.DataType | None) -> pa.DataType | None
     functions that return one of its values; ``sum`` BIGINT over integers, DOUBLE over floats and
     DECIMAL(min(p + 10, 38), s) over DECIMAL(p, s); ``avg`` DOUBLE, or DECIMAL(min(p + 4, 38), s + 4);
     DOUBLE for variances, percent_rank, cume_dist and the percentiles of numbers (a DATE or
-    TIMESTAMP percentile keeps its type). None for Python aggregates (their own ``result_type``).
+    TIMESTAMP percentile keeps its type); a day-time interval's sum its own type, its average and
+    percentiles INTERVAL DAY TO SECOND. None for Python aggregates (their own ``result_type``).
 
     >>> from overwindow.logical.parse import parse_window
     >>> result_type(parse_window("avg(x) OVER () AS a").calls[0], pa.decimal128(12, 2))
@@ -124,11 +130,17 @@ def result_type(call: WindowCall, arg: pa.DataType | None) -> pa.DataType | None
     if name == "sum":
         if family is TypeFamily.DECIMAL:
             return decimals.sum_type(arg)
+        if family is TypeFamily.INTERVAL:
+            return arg
         return pa.int64() if family is TypeFamily.INT else pa.float64()
     if name == "avg":
+        if family is TypeFamily.INTERVAL:
+            return INTERVAL_DAY_TO_SECOND
         return decimals.avg_type(arg) if family is TypeFamily.DECIMAL else pa.float64()
     if name in ("median", "percentile_cont", "percentile_disc"):
         one = pa.float64() if family is not None and family.is_numeric else arg
+        if family is TypeFamily.INTERVAL:
+            one = INTERVAL_DAY_TO_SECOND
         return pa.list_(one) if call.params and isinstance(call.params[0], tuple) else one
     return None
 

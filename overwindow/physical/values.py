@@ -32,6 +32,7 @@ class TypeFamily(Enum):
     DATE = "date"
     TIMESTAMP = "timestamp"
     STRING = "string"
+    INTERVAL = "interval"  # Spark's day-time intervals: INTERVAL_DAY, INTERVAL_DAY_TO_SECOND
     OTHER = "other"  # binary, nested
 
     @property
@@ -41,8 +42,14 @@ class TypeFamily(Enum):
 
     @property
     def is_integral(self) -> bool:
-        """Its ``Values.numbers`` are int64: INT, BOOL, DATE (days), TIMESTAMP (ticks)."""
-        return self in (TypeFamily.INT, TypeFamily.BOOL, TypeFamily.DATE, TypeFamily.TIMESTAMP)
+        """Its ``Values.numbers`` are int64: INT, BOOL, DATE (days), TIMESTAMP and INTERVAL (ticks)."""
+        return self in (
+            TypeFamily.INT,
+            TypeFamily.BOOL,
+            TypeFamily.DATE,
+            TypeFamily.TIMESTAMP,
+            TypeFamily.INTERVAL,
+        )
 
     @property
     def is_temporal(self) -> bool:
@@ -75,7 +82,22 @@ def kind_of(t: pa.DataType) -> TypeFamily:
         return TypeFamily.TIMESTAMP
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return TypeFamily.STRING
+    if t in (INTERVAL_DAY, INTERVAL_DAY_TO_SECOND):
+        return TypeFamily.INTERVAL
     return TypeFamily.OTHER
+
+
+# Spark's day-time intervals as Arrow durations. Arrow's duration has no interval fields, so its
+# unit is what tells Spark's two types apart: INTERVAL DAY (``DATE - DATE``, and what sum, min, lag
+# ... keep of it) holds whole days, exactly in seconds, the coarsest unit; INTERVAL DAY TO SECOND
+# (``TIMESTAMP - TIMESTAMP``, the average or a percentile of an INTERVAL DAY) is Spark's own storage,
+# microseconds, which is also PySpark's Arrow type for every day-time interval.
+INTERVAL_DAY = pa.duration("s")
+INTERVAL_DAY_TO_SECOND = pa.duration("us")
+# Spark holds a day-time interval in a long of microseconds: the ticks of each carrier in one
+# microsecond's count, and the most ticks a value may hold
+MICROS_PER_TICK = {"s": 1_000_000, "us": 1}
+INTERVAL_LIMIT = {unit: (2**63 - 1) // micros for unit, micros in MICROS_PER_TICK.items()}
 
 
 def sql_type(t: pa.DataType) -> str:
@@ -97,6 +119,10 @@ def sql_type(t: pa.DataType) -> str:
     }
     if pa.types.is_timestamp(t):
         return "TIMESTAMP"
+    if t == INTERVAL_DAY:
+        return "INTERVAL DAY"
+    if t == INTERVAL_DAY_TO_SECOND:
+        return "INTERVAL DAY TO SECOND"
     return names.get(t, str(t).upper())
 
 
@@ -154,10 +180,11 @@ class Values:
             target = pa.int64()
         elif self.kind is TypeFamily.DATE:
             a, target = a.cast(pa.int32()), pa.int64()
-        elif self.kind in (TypeFamily.TIMESTAMP, TypeFamily.INT):
-            # a timestamp's storage is its int64 count of units: a view, not a cast (a cast, even to
-            # the type an array already has, costs microseconds: streaming steps do this per key)
-            a = a.view(pa.int64()) if self.kind is TypeFamily.TIMESTAMP else a
+        elif self.kind in (TypeFamily.TIMESTAMP, TypeFamily.INTERVAL, TypeFamily.INT):
+            # a timestamp's or interval's storage is its int64 count of units: a view, not a cast (a
+            # cast, even to the type an array already has, costs microseconds: streaming steps do
+            # this per key)
+            a = a.view(pa.int64()) if self.kind is not TypeFamily.INT else a
             target = pa.int64()
         else:
             raise TypeError(f"column of type {self.type} has no numeric view")
@@ -189,7 +216,7 @@ class Values:
     @cached_property
     def _dense(self) -> tuple[np.ndarray, pa.Array]:
         """(codes, uniques): numbers by one numpy sort, other types by Arrow's hashing."""
-        if (self.kind.is_ordered_number or self.kind is TypeFamily.BOOL) and self.exact_numbers:
+        if (self.kind.is_ordered_number or self.kind.is_integral) and self.exact_numbers:
             nums = self.numbers
             if nums.dtype == np.float64:
                 nums = np.where(np.isnan(nums), np.nan, nums + 0.0)  # one NaN, and -0.0 is 0.0

@@ -146,6 +146,7 @@ _SQL_TYPES = {
     TypeFamily.FLOAT: ("REAL", "double precision"),
     TypeFamily.TIMESTAMP: ("TEXT", "timestamp"),
     TypeFamily.DATE: ("TEXT", "date"),
+    TypeFamily.INTERVAL: ("TEXT", "interval"),
 }
 
 
@@ -166,6 +167,9 @@ def _py(v):
         return None  # NaN as NULL: SQLite has no NaN
     if isinstance(v, decimal.Decimal):
         return str(v)  # sqlite3 binds no Decimal; NUMERIC affinity turns the text into a number
+    if isinstance(v, dt.timedelta):  # sqlite3 binds no timedelta: PostgreSQL's interval text
+        hours, minutes, seconds = v.seconds // 3600, v.seconds // 60 % 60, v.seconds % 60
+        return f"{v.days} days {hours:02}:{minutes:02}:{seconds:02}.{v.microseconds:06}"
     return v
 
 

@@ -34,7 +34,7 @@ from overwindow.errors import WindowSpecError
 from overwindow.physical.expressions import resolve_column
 from overwindow.physical.values import TypeFamily, kind_of
 from overwindow.spark import compat, executors
-from overwindow.spark.boundary import Companion, companions_of, to_arrow, to_pandas
+from overwindow.spark.boundary import Companion, companions_of, to_arrow, to_pandas, with_interval_days
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import END_OF_INPUT, check_row_bound
 from overwindow.streaming.machines import machine_for
@@ -151,6 +151,7 @@ def over_window(grouped, spec: OverWindow, keep=None):
     else:
         state_struct = StructType([StructField("state", BinaryType(), False)])
         out = grouped.applyInPandasWithState(run, output_struct, state_struct, mode, timeout)
+    out = with_interval_days(out, machine.output_schema)
     out.overwindow_counts = run.counts  # what the machines drop, for the job's progress line
     return out
 

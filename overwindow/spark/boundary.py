@@ -19,6 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from overwindow.physical.values import INTERVAL_DAY
+
 # False: take only the public pandas API (the fallback every internal has)
 PANDAS_INTERNALS = True
 
@@ -48,6 +50,37 @@ def companions_of(schema: pa.Schema) -> tuple[Companion, ...]:
             kind = "nan" if pa.types.is_floating(f.type) else "value"
             found.append(Companion(f.name, f"__overwindow_whole_{len(found)}", kind))
     return tuple(found)
+
+
+def spark_type(t: pa.DataType):
+    """The Spark type of an output column of Arrow type ``t``: PySpark's own mapping (a naive
+    timestamp is Spark's TIMESTAMP, as in the input), but an INTERVAL DAY (``INTERVAL_DAY``: Arrow's
+    duration says no interval fields, which PySpark reads as DAY TO SECOND) is Spark's INTERVAL DAY.
+    O(1).
+
+    >>> spark_type(pa.duration("s")), spark_type(pa.duration("us"))
+    (DayTimeIntervalType(0, 0), DayTimeIntervalType(0, 3))
+    """
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import DayTimeIntervalType
+
+    if t == INTERVAL_DAY:
+        return DayTimeIntervalType(DayTimeIntervalType.DAY, DayTimeIntervalType.DAY)
+    return from_arrow_type(t, prefer_timestamp_ntz=False)
+
+
+def with_interval_days(df, output: pa.Schema):
+    """``df``, the output of a stateful operator whose rows have the Arrow schema ``output``, with its
+    INTERVAL DAY columns as Spark's INTERVAL DAY. Spark reads every Arrow duration a Python UDF
+    returns as an INTERVAL DAY TO SECOND (its check of the returned Arrow schema refuses any other
+    day-time interval type), so the operator returns them so and a projection after it casts them
+    (exact: they hold whole days). O(columns) to plan; the cast costs Spark O(rows)."""
+    from pyspark.sql import functions as F
+
+    days = [f.name for f in output if f.type == INTERVAL_DAY]
+    if not days:
+        return df
+    return df.withColumns({name: F.col(f"`{name}`").cast(spark_type(INTERVAL_DAY)) for name in days})
 
 
 def to_arrow(frame: pd.DataFrame, schema: pa.Schema, companions: tuple[Companion, ...] = ()) -> pa.Table:

@@ -160,3 +160,26 @@ def test_decimal_columns_keep_their_digits(tmp_path):
     con = sqlite3.connect(db)
     assert [r[2] for r in con.execute('PRAGMA table_info("v")')] == ["INTEGER", "NUMERIC", "TEXT"]
     con.close()
+
+
+def test_interval_columns_are_interval_text(tmp_path):
+    """INTERVAL DAY and DAY TO SECOND values (``DATE - DATE``, its average; sqlite3 binds no
+    timedelta) as PostgreSQL's interval text: days, then the time of day added to them."""
+    import datetime as dt
+
+    db = str(tmp_path / "v.sqlite")
+    sink = SqliteSink(db, "v", key=["id"], upsert=False)
+    b = pa.table(
+        {
+            "id": [1, 2],
+            "days": pa.array([dt.timedelta(days=-2), None], pa.duration("s")),
+            "mean": pa.array(
+                [dt.timedelta(days=-2, hours=1, microseconds=7), dt.timedelta(0)], pa.duration("us")
+            ),
+        }
+    )
+    assert sink.apply(b, 0, "q") == 2
+    assert rows(db, "v") == [
+        (1, "-2 days 00:00:00.000000", "-2 days 01:00:00.000007"),
+        (2, None, "0 days 00:00:00.000000"),
+    ]

@@ -11,7 +11,8 @@ SELECTs over the table and as one ``overwindow.evaluate`` over the Arrow table a
 same table as pandas (``pd.ArrowDtype`` columns, which keep NaN apart from NULL). Every row of
 every call must agree: values (floats to a relative 1e-9, NaN equal to NaN, DECIMALs exactly,
 NULL equal to NULL) and result types (overwindow's Arrow type mapped to Spark's by
-``from_arrow_type`` against the type of Spark's column).
+``from_arrow_type``, a day-time interval's by the type a stream declares for it, against the type
+of Spark's column).
 
 Ties: Spark orders peers arbitrarily, overwindow by input position. Calls whose value depends on
 the order among peers (row_number, ntile, lag, lead, ROWS frames, first/last/nth_value over RANGE
@@ -214,6 +215,8 @@ MOMENTS = {
     "variance": ("samp", False),
     "var_pop": ("pop", False),
 }
+# DATE - DATE: Spark's INTERVAL DAY (and NULL where either date is)
+INTERVALS = ("d - DATE'1970-01-01'", "d - d", "d - NULL")
 DEFAULTS = {  # lag/lead defaults Spark casts to the argument's type
     "i": ["0", "-3"],
     "l": ["7", "-1"],
@@ -225,6 +228,7 @@ DEFAULTS = {  # lag/lead defaults Spark casts to the argument's type
     "d": ["DATE'1999-12-31'", "DATE'1901-02-03'"],
     "t": ["TIMESTAMP'1969-07-20 20:17:40'", "TIMESTAMP'2001-01-01 00:00:00.000001'"],
     "n": ["TIMESTAMP_NTZ'1969-07-20 20:17:40'", "NULL"],
+    **dict.fromkeys(INTERVALS, ["'3'", "' -2 '"]),  # strings of whole days
 }
 # defaults read from another column of a type Spark widens to the argument's
 COLUMN_DEFAULTS = {"l": ["i"], "f": ["i", "l"], "w": ["m", "i"], "s": ["q"]}
@@ -252,6 +256,7 @@ EXPRESSIONS = [
     "d + p",  # a DATE plus an INT number of days (Spark's date_add), NULL where p is
     "3 + d",
     "d - 40000",
+    *INTERVALS,
 ]
 DOUBLES = ("f", "-f", "CAST(i AS DOUBLE) / 4")  # the DOUBLE arguments: sum/avg oracle by DECIMAL
 # RANGE offsets by key: lists of spellings in increasing order, one list per offset type (a
@@ -613,7 +618,10 @@ def run_overwindow(data, calls: list[Call]) -> tuple[dict, dict, dict]:
 def _arrow_type_as_spark(t: pa.DataType):
     from pyspark.sql.pandas.types import from_arrow_type
 
-    return from_arrow_type(t)
+    from overwindow.spark.boundary import spark_type
+
+    # Arrow's duration has no interval fields: its unit tells INTERVAL DAY from DAY TO SECOND
+    return spark_type(t) if pa.types.is_duration(t) else from_arrow_type(t)
 
 
 def compare(seed, table, calls, spark_out, ours, label) -> list[str]:
@@ -790,6 +798,42 @@ READINGS = [
     "sum(t) OVER (ORDER BY m RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND 1 FOLLOWING)",
     "sum(t) OVER (ORDER BY m RANGE BETWEEN 1 PRECEDING AND CAST('Infinity' AS DOUBLE) FOLLOWING)",
     "sum(t) OVER (ORDER BY n DESC RANGE BETWEEN CAST('-Infinity' AS DOUBLE) PRECEDING AND CURRENT ROW)",
+    # DATE - DATE: an INTERVAL DAY (NULL beside a NULL), kept by the functions that return one of
+    # their values and by sum; avg and the percentiles an INTERVAL DAY TO SECOND, Spark's
+    # microseconds rounded half up (avg) or cut (percentiles); lag defaults of whole days as strings
+    "lag(d - d) OVER (ORDER BY t)",
+    "lag(d - NULL) OVER (ORDER BY t)",
+    "lead(NULL - d, 2, ' -2 ') OVER (ORDER BY t)",
+    "lead(d - DATE '2024-01-01', 1, '3') IGNORE NULLS OVER (ORDER BY t)",
+    "first_value(d - DATE '2000-01-01') OVER (ORDER BY t DESC)",
+    "nth_value(DATE '2000-01-01' - d, 2) OVER (ORDER BY t)",
+    "min(d - DATE '2000-01-01') OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)",
+    "max(d - DATE '2000-01-01') OVER (PARTITION BY k)",
+    "sum(d - DATE '2000-01-01') OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)",
+    "avg(d - DATE '2000-01-01') OVER (ORDER BY t)",
+    "avg(DATE '2024-03-02' - d) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)",
+    "count(d - d) OVER (ORDER BY t)",
+    "median(d - DATE '2024-01-01') OVER (PARTITION BY k)",
+    "percentile(d - DATE '1970-01-01', 0.123456789) OVER ()",
+    "percentile_cont(0.3) WITHIN GROUP (ORDER BY DATE '2024-01-01' - d DESC) OVER ()",
+    "percentile_disc(0.3) WITHIN GROUP (ORDER BY d - DATE '2000-01-01') OVER ()",
+    "mode(d - DATE '2024-01-01') OVER (PARTITION BY k)",
+    # ... and in expressions: added, negated, compared, COALESCE, CASE, cast, added to a DATE
+    "lag((d - DATE '2000-01-01') + (d - d)) OVER (ORDER BY t)",
+    "lag(d - (d - DATE '2024-01-01')) OVER (ORDER BY t)",
+    "lag(-(d - DATE '2000-01-01')) OVER (ORDER BY t)",
+    "lag(abs(d - DATE '2000-01-01')) OVER (ORDER BY t)",
+    "lag(d - DATE '2000-01-01' > DATE '2000-01-01' - d) OVER (ORDER BY t)",
+    "lag(coalesce(d - NULL, d - DATE '2000-01-01')) OVER (ORDER BY t)",
+    "lag(CASE WHEN k = 1 THEN d - DATE '2000-01-01' END) OVER (ORDER BY t)",
+    "lag(CAST(d - DATE '2000-01-01' AS INT)) OVER (ORDER BY t)",
+    "lag(CAST(d - DATE '2000-01-01' AS DECIMAL(12,2))) OVER (ORDER BY t)",
+    "lag(CAST(d - DATE '2000-01-01' AS STRING)) OVER (ORDER BY t)",
+    "lag(s, 1, d - DATE '2000-01-01') OVER (ORDER BY t)",
+    # ... as ORDER BY and PARTITION BY keys
+    "rank() OVER (ORDER BY d - DATE '2000-01-01' DESC)",
+    "count(*) OVER (PARTITION BY d - d)",
+    "sum(t) OVER (ORDER BY DATE '2000-01-01' - d NULLS LAST ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)",
 ]
 # calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
 READINGS_REFUSED = [
@@ -820,6 +864,29 @@ READINGS_REFUSED = [
     "sum(t) OVER (ORDER BY m RANGE BETWEEN 1.5 FOLLOWING AND CAST(1 AS DOUBLE) FOLLOWING)",
     "sum(t) OVER (ORDER BY y RANGE BETWEEN CAST('NaN' AS DOUBLE) PRECEDING AND 1 FOLLOWING)",
     "sum(t) OVER (ORDER BY y RANGE BETWEEN CAST('NaN' AS DOUBLE) FOLLOWING AND 'Infinity' FOLLOWING)",
+    # an INTERVAL DAY (DATE - DATE) where Spark takes no interval, or no INTERVAL DAY
+    "lag(d - d, 1, 0) OVER (ORDER BY t)",
+    "lag(d - d, 1, d) OVER (ORDER BY t)",
+    "lag(x, 1, d - d) OVER (ORDER BY t)",
+    "stddev(d - d) OVER (ORDER BY t)",
+    "var_pop(d - d) OVER (ORDER BY t)",
+    "bool_or(d - d) OVER (ORDER BY t)",
+    "count_if(d - d) OVER (ORDER BY t)",
+    "ntile(d - d) OVER (ORDER BY t)",
+    "lag(x, d - d) OVER (ORDER BY t)",
+    "lag((d - d) + 1) OVER (ORDER BY t)",
+    "lag((d - d) - d) OVER (ORDER BY t)",
+    "lag((d - d) % 2) OVER (ORDER BY t)",
+    "lag((d - d) * (d - d)) OVER (ORDER BY t)",
+    "lag((d - d) > 0) OVER (ORDER BY t)",
+    "lag((d - d) = d) OVER (ORDER BY t)",
+    "lag(coalesce(d - d, 0)) OVER (ORDER BY t)",
+    "lag(CASE WHEN k = 1 THEN d - d ELSE 0 END) OVER (ORDER BY t)",
+    "lag(CASE WHEN d - d THEN 1 END) OVER (ORDER BY t)",
+    "lag(CAST(d - d AS DOUBLE)) OVER (ORDER BY t)",
+    "lag(CAST(d - d AS BOOLEAN)) OVER (ORDER BY t)",
+    "lag(CAST(d - d AS DATE)) OVER (ORDER BY t)",
+    "sum(x) OVER (ORDER BY d - d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
 ]
 # calls Spark analyses and fails on when it runs them, whatever the rows (a RANGE offset that
 # cannot be cast to the key's type); overwindow refuses them with a WindowSpecError
@@ -831,6 +898,9 @@ READINGS_CAST_REFUSED = [
     "sum(t) OVER (ORDER BY u RANGE BETWEEN 1 PRECEDING AND '1.5' FOLLOWING)",
     "sum(t) OVER (ORDER BY k RANGE BETWEEN CURRENT ROW AND '2e0' FOLLOWING)",
     "sum(t) OVER (ORDER BY n RANGE BETWEEN CURRENT ROW AND 'NaN' FOLLOWING)",
+    # lag defaults Spark cannot read as an INTERVAL DAY (INVALID_INTERVAL_FORMAT)
+    "lag(d - d, 1, 'a') OVER (ORDER BY t)",
+    "lag(d - d, 1, '1.5') OVER (ORDER BY t)",
 ]
 # calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError
 READINGS_FAILING = [

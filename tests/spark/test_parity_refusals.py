@@ -87,9 +87,6 @@ EXTENSIONS = [
 # --- known differences, left out of the random texts: each is pinned below (test_known_difference)
 # so that a change to either side shows; (why, pattern, a text of it)
 KNOWN_DIFFERENCES = [
-    # Spark subtracts a DATE from a DATE (d - d, and d - NULL) giving an INTERVAL DAY; overwindow
-    # has no interval values and refuses it
-    ("DATE - DATE", r"\bd - (d|NULL)\b", "lag(d - d) OVER (ORDER BY t)"),
     # Spark computes a window call over the result of another; overwindow refuses nested windows
     (
         "a window call inside another",
@@ -136,6 +133,44 @@ HAND_PICKED = [
     "lag(d + NULL) OVER (ORDER BY t)",
     "lag(d + '1') OVER (ORDER BY t)",
     "lag(coalesce(b, b, 1)) OVER (ORDER BY t)",
+    # DATE - DATE, an INTERVAL DAY: where Spark takes it and where it refuses it
+    "lag(d - d) OVER (ORDER BY t)",
+    "lag(d - NULL) OVER (ORDER BY t)",
+    "lag(NULL - d) OVER (ORDER BY t)",
+    "lag(d - d, 1, 0) OVER (ORDER BY t)",
+    "lag(d - d, 1, '2') OVER (ORDER BY t)",
+    "lag(d - d, 1, d) OVER (ORDER BY t)",
+    "lag(x, 1, d - d) OVER (ORDER BY t)",
+    "lag(s, 1, d - d) OVER (ORDER BY t)",
+    "sum(d - d) OVER (ORDER BY t)",
+    "avg(d - NULL) OVER (PARTITION BY k)",
+    "stddev(d - d) OVER (ORDER BY t)",
+    "bool_and(d - d) OVER (ORDER BY t)",
+    "count_if(d - d) OVER (ORDER BY t)",
+    "median(d - d) OVER (PARTITION BY k)",
+    "percentile_disc(0.5) WITHIN GROUP (ORDER BY d - d) OVER (PARTITION BY k)",
+    "mode(d - d) OVER (PARTITION BY k)",
+    "ntile(d - d) OVER (ORDER BY t)",
+    "lag((d - d) + 1) OVER (ORDER BY t)",
+    "lag((d - d) + (d - d)) OVER (ORDER BY t)",
+    "lag(d + (d - d)) OVER (ORDER BY t)",
+    "lag((d - d) - d) OVER (ORDER BY t)",
+    "lag(ts - (d - d)) OVER (ORDER BY t)",
+    "lag(-(d - d)) OVER (ORDER BY t)",
+    "lag(abs(d - d)) OVER (ORDER BY t)",
+    "lag((d - d) > 0) OVER (ORDER BY t)",
+    "lag((d - d) = (d - NULL)) OVER (ORDER BY t)",
+    "lag(coalesce(d - d, 0)) OVER (ORDER BY t)",
+    "lag(coalesce(d - d, NULL)) OVER (ORDER BY t)",
+    "lag(CASE WHEN b THEN d - d END) OVER (ORDER BY t)",
+    "lag(CASE WHEN b THEN d - d ELSE 1 END) OVER (ORDER BY t)",
+    "lag(CAST(d - d AS INT)) OVER (ORDER BY t)",
+    "lag(CAST(d - d AS DECIMAL(4,1))) OVER (ORDER BY t)",
+    "lag(CAST(d - d AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST(d - d AS DOUBLE)) OVER (ORDER BY t)",
+    "lag(CAST(d - d AS DATE)) OVER (ORDER BY t)",
+    "rank() OVER (ORDER BY d - d DESC)",
+    "count(*) OVER (PARTITION BY d - NULL)",
     # valid calls
     "lag(x) OVER (ORDER BY t)",
     "rank() OVER (PARTITION BY k ORDER BY t)",
@@ -413,8 +448,9 @@ DEFAULTS = ["0", "NULL", "'a'", "x", "s", "1.5", "DATE '2024-01-01'", "TRUE"]
 
 def _column(r: random.Random, numeric: bool = False) -> str:
     col = r.choice(NUMERIC if numeric and r.random() < 0.85 else COLUMNS)
-    if col == "d":  # DATE plus or minus INT days (Spark's date_add)
-        return r.choice([col, col, col, f"{col} + 1", f"{col} - k", f"coalesce({col}, {col})"])
+    if col == "d":  # DATE plus or minus INT days (Spark's date_add); DATE - DATE an INTERVAL DAY
+        dates = [col, col, col, f"{col} + 1", f"{col} - k", f"coalesce({col}, {col})"]
+        return r.choice([*dates, f"{col} - d", f"{col} - NULL"])
     if col not in NUMERIC:
         return r.choice([col, col, col, f"coalesce({col}, {col})"])
     return r.choice([col, col, col, f"{col} + 1", f"coalesce({col}, {col})", f"abs({col})"])

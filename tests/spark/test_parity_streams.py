@@ -2,7 +2,8 @@
 state layouts of emit on update) on a Spark stream (parquet files -> groupBy(k).overWindow ->
 foreachBatch collector) equal Spark's own batch window functions over the same rows: the output
 schema's types, NaN apart from NULL, +-inf, -0.0, BIGINT values past 2**53 beside NULLs, DECIMALs
-exactly, NULL keys, timestamps before 1970."""
+exactly, NULL keys, timestamps before 1970, INTERVAL DAY (``DATE - DATE``) and the INTERVAL DAY TO
+SECOND of its average."""
 
 import datetime as dt
 import math
@@ -18,7 +19,7 @@ import pytest
 import overwindow
 from overwindow.spark import compat
 
-SCHEMA = "k STRING, ts TIMESTAMP, rid BIGINT, x DOUBLE, n BIGINT, d DECIMAL(12,2), i INT"
+SCHEMA = "k STRING, ts TIMESTAMP, rid BIGINT, x DOUBLE, n BIGINT, d DECIMAL(12,2), i INT, e DATE"
 ARROW = pa.schema(
     [
         ("k", pa.string()),
@@ -28,6 +29,7 @@ ARROW = pa.schema(
         ("n", pa.int64()),
         ("d", pa.decimal128(12, 2)),
         ("i", pa.int32()),
+        ("e", pa.date32()),
     ]
 )
 CALLS = (
@@ -45,6 +47,9 @@ CALLS = (
     "lag(i, 1, 0) OVER (ORDER BY ts) AS pi",
     "row_number() OVER (ORDER BY ts) AS rn",
     "rank() OVER (ORDER BY ts) AS rk",
+    "lag(e - DATE '2024-03-01') OVER (ORDER BY ts) AS pe",
+    "sum(e - DATE '2024-03-01') OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS se",
+    "avg(e - DATE '2024-03-01') OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS ae",
 )
 # the chunked layout refuses frames reaching back to the partition's start (and row numbers from it)
 UNBOUNDED = (" AS cx", " AS rn", " AS rk")
@@ -73,6 +78,9 @@ def _rows(rng, b_start) -> list[dict]:
                     if rng.random() < 0.15
                     else Decimal(int(rng.integers(-(10**11), 10**11))).scaleb(-2),
                     "i": None if rng.random() < 0.2 else int(rng.integers(-1000, 1000)),
+                    "e": None
+                    if rng.random() < 0.15
+                    else dt.date(2024, 3, 1) + dt.timedelta(days=int(rng.integers(-40000, 40000))),
                 }
             )
             rid += 1
@@ -92,6 +100,7 @@ def _far(rows, days) -> list[dict]:
             n=1,
             d=Decimal("1.00"),
             i=1,
+            e=dt.date(2024, 3, 1),
         )
         for r in last.values()
     ]
@@ -175,6 +184,8 @@ def test_window_close_stream_equals_spark_batch(spark, tmp_path):
     _assert_as_spark(rows, types, want, want_types, names)
     assert any(isinstance(r["px"], float) and math.isnan(r["px"]) for r in rows)  # the data reach NaN
     assert any(r["pn"] == 2**53 + 1 for r in rows) and any(r["pn"] is None for r in rows)
+    assert types["pe"] == "interval day" and types["ae"] == "interval day to second"
+    assert any(r["ae"] is not None and r["ae"] % dt.timedelta(days=1) for r in rows)  # off whole days
 
 
 @pytest.mark.parametrize("layout", ["whole", "chunked"])

@@ -25,7 +25,7 @@ from overwindow.physical.bounds import Frames
 from overwindow.physical.kernels.aggregates import prefix_count
 from overwindow.physical.kernels.sliding import slide
 from overwindow.physical.kernels.wavelet import WaveletMatrix
-from overwindow.physical.values import TypeFamily, Values
+from overwindow.physical.values import INTERVAL_DAY_TO_SECOND, MICROS_PER_TICK, TypeFamily, Values
 
 
 def _compact(mask: np.ndarray, frames: Frames):
@@ -71,7 +71,15 @@ def _sort_keys(values: Values) -> np.ndarray:
 
 def _numeric(values: Values) -> bool:
     """Whether the column's ``numbers`` are its values (not for DECIMAL or UINT64: codes then)."""
-    return (values.kind.is_ordered_number or values.kind is TypeFamily.BOOL) and values.exact_numbers
+    return (values.kind.is_ordered_number or values.kind.is_integral) and values.exact_numbers
+
+
+def _result_type(values: Values) -> pa.DataType:
+    """Spark's type of a percentile: DOUBLE of numbers, INTERVAL DAY TO SECOND of a day-time
+    interval, the type itself of a DATE or TIMESTAMP (overwindow's extension)."""
+    if values.kind.is_numeric:
+        return pa.float64()
+    return INTERVAL_DAY_TO_SECOND if values.kind is TypeFamily.INTERVAL else values.type
 
 
 def _one_percentile(values: Values, select: Selector, parts, size, p, continuous, descending) -> pa.Array:
@@ -88,7 +96,7 @@ def _one_percentile(values: Values, select: Selector, parts, size, p, continuous
         k = np.maximum(i - 1, 0)
         if descending:  # the i-th value from the largest
             k = nm1 - np.minimum(k, nm1)
-        out_type = pa.float64() if values.kind.is_numeric else values.type
+        out_type = _result_type(values)
         if not len(select.keys):
             return pa.nulls(len(size), out_type)
         (key,) = select.kth(parts, [np.minimum(k, nm1)])
@@ -103,7 +111,7 @@ def _one_percentile(values: Values, select: Selector, parts, size, p, continuous
     pos = p * nm1
     lo = np.floor(pos).astype(np.int64)
     if not len(select.keys):
-        return pa.nulls(len(size), pa.float64() if values.kind.is_numeric else values.type)
+        return pa.nulls(len(size), _result_type(values))
     # the upper neighbour only differs where the position falls between two ranks (never for the
     # median of an odd count)
     hi = np.where(pos != lo, np.minimum(lo + 1, nm1), lo)
@@ -118,12 +126,31 @@ def _one_percentile(values: Values, select: Selector, parts, size, p, continuous
         k_lo, k_hi = (uniques[np.clip(k, 0, len(uniques) - 1)] for k in (k_lo, k_hi))
     if values.kind.is_temporal:
         return values.from_numbers(interpolate_ints(k_lo, k_hi, frac), ~empty)
+    if values.kind is TypeFamily.INTERVAL:
+        first, second = (k_hi, k_lo) if descending else (k_lo, k_hi)  # in the call's own order
+        return _interval_percentile(first, second, pos, MICROS_PER_TICK[values.type.unit], empty)
     v_lo, v_hi = k_lo.astype(np.float64), k_hi.astype(np.float64)
     # Spark's (and DuckDB's) interpolation lo * (1 - d) + hi * d, not lo + d * (hi - lo): it keeps
     # -inf between -inf and a finite value (not NaN) and does not overflow between -1e308 and 1e308
     with np.errstate(invalid="ignore", over="ignore"):
         out = np.where((v_lo == v_hi) | (frac == 0), v_lo, v_lo * (1 - frac) + v_hi * frac)
     return pa.array(out, mask=empty)
+
+
+def _interval_percentile(first, second, pos, micros_per_tick: int, empty) -> pa.Array:
+    """A continuous percentile of day-time intervals as Spark computes it, to the microsecond: the
+    values at positions floor(pos) and ceil(pos) (``first``, ``second``: int64 ticks, counted in the
+    call's own order) as doubles of microseconds, ``first + (pos - floor(pos)) * (second - first)``,
+    the fraction dropped (Java's toLong); an INTERVAL DAY TO SECOND. Past 2**53 microseconds (about
+    104,000 days) the doubles round as Spark's do. O(n).
+
+    >>> day = np.array([86400])
+    >>> _interval_percentile(np.array([0]), day, np.array([0.3]), 1_000_000, np.array([False])).to_pylist()
+    [datetime.timedelta(seconds=25920)]
+    """
+    a, b = ((x * micros_per_tick).astype(np.float64) for x in (first, second))
+    out = a + (pos - np.floor(pos)) * (b - a)
+    return pa.array(np.trunc(out).astype(np.int64), mask=empty).cast(INTERVAL_DAY_TO_SECOND)
 
 
 def interpolate_ints(lo: np.ndarray, hi: np.ndarray, frac: np.ndarray) -> np.ndarray:
