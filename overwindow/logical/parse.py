@@ -128,6 +128,14 @@ def check_over_clauses(tokens: list, text: str) -> None:
             _Spec(tokens, i + 2, text).read()
         if tok.token_type.name == "L_PAREN" and i > 0 and tokens[i - 1].text.upper() in _FLAG_ARGUMENT:
             _check_flag_argument(tokens, i, text)
+        if tok.token_type.name == "L_PAREN" and i > 0 and tokens[i - 1].text.upper() in _WITHIN_GROUP:
+            _check_within_group(tokens, i, text)
+        if tok.token_type.name == "COMMA" and i > 0 and tokens[i - 1].token_type.name in ("COMMA", "L_PAREN"):
+            raise WindowSpecError(f"nothing before the comma at {tok.start + 1} in {text!r}")
+        if tok.token_type.name == "COMMA" and (
+            i + 1 == len(tokens) or tokens[i + 1].token_type.name == "R_PAREN"
+        ):
+            raise WindowSpecError(f"nothing after the comma at {tok.start + 1} in {text!r}")
         if (
             tok.token_type.name == "INTERVAL"
             and i + 1 < len(tokens)
@@ -188,30 +196,62 @@ _FLAG_ARGUMENT = {
 }
 
 
-def _check_flag_argument(tokens: list, at: int, text: str) -> None:
-    """The arguments of the call whose opening parenthesis is ``tokens[at]``: an ignore-nulls flag
-    must be the literal TRUE or FALSE (Spark: "The second argument in first should be a boolean
-    literal"); percentile's frequency argument is refused."""
-    name = tokens[at - 1].text.lower()
+def _arguments(tokens: list, at: int) -> tuple[list[list], int]:
+    """(the top-level arguments, as token lists, of the call whose opening parenthesis is
+    ``tokens[at]``; the position of its closing parenthesis). O(tokens of the call)."""
     args, depth, current = [], 0, []
-    for tok in tokens[at + 1 :]:
-        kind = tok.token_type.name
+    for j in range(at + 1, len(tokens)):
+        kind = tokens[j].token_type.name
         if depth == 0 and kind in ("COMMA", "R_PAREN"):
             args.append(current)
             current = []
             if kind == "R_PAREN":
-                break
+                return args, j
             continue
         depth += kind == "L_PAREN"
         depth -= kind == "R_PAREN"
-        current.append(tok)
+        current.append(tokens[j])
+    return args, len(tokens)
+
+
+_WITHIN_GROUP = {"PERCENTILE_CONT", "PERCENTILE_DISC"}
+
+
+def _check_within_group(tokens: list, at: int, text: str) -> None:
+    """Spark reads ``percentile_cont`` and ``percentile_disc`` only as ``f(fraction) WITHIN GROUP
+    (ORDER BY x)``: one argument (WRONG_NUM_ARGS), and WITHIN GROUP after it
+    (WITHIN_GROUP_MISSING); sqlglot's reader also takes ``f(x, fraction)``."""
+    name = tokens[at - 1].text.lower()
+    args, end = _arguments(tokens, at)
+    if len(args) != 1:
+        raise WindowSpecError(
+            f"{name}() takes one argument, the fraction, then WITHIN GROUP (ORDER BY x), got "
+            f"{len(args)} (percentile(x, p) and quantile_cont(x, p) take the column), in {text!r}"
+        )
+    if end + 1 >= len(tokens) or tokens[end + 1].text.upper() != "WITHIN":
+        raise WindowSpecError(f"{name}(...) needs WITHIN GROUP (ORDER BY x) after it, in {text!r}")
+
+
+def _check_flag_argument(tokens: list, at: int, text: str) -> None:
+    """The arguments of the call whose opening parenthesis is ``tokens[at]``: an ignore-nulls flag
+    must be the literal TRUE or FALSE (Spark: "The second argument in first should be a boolean
+    literal"); percentile's frequency argument is taken only as the constant 1 (each row once: the
+    percentile without frequencies; any other frequency moves the positions the percentile
+    interpolates between, so it is refused)."""
+    name = tokens[at - 1].text.lower()
+    args, _ = _arguments(tokens, at)
     position = _FLAG_ARGUMENT[name.upper()]
     if len(args) <= position:
         return
     if name == "percentile":
-        raise WindowSpecError(
-            f"percentile(x, p, frequency) is not supported (weigh rows another way), in {text!r}"
-        )
+        frequency = " ".join(t.text for t in args[position])
+        if len(args) > position + 1 or frequency != "1":
+            raise WindowSpecError(
+                f"percentile(x, p, frequency) is supported with the frequency 1 only (each row "
+                f"once; another weighs the rows, which overwindow does not), got {frequency!r}, "
+                f"in {text!r}"
+            )
+        return
     if len(args) > position + 1:  # Spark: WRONG_NUM_ARGS (sqlglot drops the extra arguments)
         raise WindowSpecError(
             f"{name}() takes at most {position + 1} arguments, got {len(args)}, in {text!r}"

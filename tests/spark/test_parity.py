@@ -701,6 +701,7 @@ def test_integer_literals_are_int_as_in_spark(spark):
 # plus or minus INT, SMALLINT or TINYINT days, wrapping as Java's int does; a bare NULL typed as
 # the other operand, or DOUBLE; a BIGINT constant where Spark accepts one (nth_value, RANGE)
 READINGS = [
+    "percentile(x, 0.25, 1) OVER (PARTITION BY k)",  # frequency 1: each row once
     "rank(x) OVER (ORDER BY t)",
     "rank(x, s) OVER (PARTITION BY k ORDER BY t DESC)",
     "dense_rank(1) OVER (ORDER BY k)",
