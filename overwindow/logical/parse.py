@@ -547,8 +547,11 @@ def _require_int(node: exp.Expression, what: str, ctx: str) -> None:
 
 def _integral(n):
     """An nth_value offset: Spark casts a DECIMAL or DOUBLE to INT, dropping the fraction
-    (``nth_value(x, 1.5)`` is ``nth_value(x, 1)``); NaN and the infinities stay as they are, for the
-    check that refuses them."""
+    (``nth_value(x, 1.5)`` is ``nth_value(x, 1)``), and a string of an integer to it (``'2'``, with
+    spaces around it); NaN, the infinities and other strings stay as they are, for the check that
+    refuses them."""
+    if isinstance(n, str) and re.fullmatch(r"\s*[+-]?\d+\s*", n):
+        return int(n)
     finite = (isinstance(n, float) and math.isfinite(n)) or (isinstance(n, decimal.Decimal) and n.is_finite())
     return int(n) if finite else n
 

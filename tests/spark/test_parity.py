@@ -702,6 +702,7 @@ def test_integer_literals_are_int_as_in_spark(spark):
 # the other operand, or DOUBLE; a BIGINT constant where Spark accepts one (nth_value, RANGE)
 READINGS = [
     "percentile(x, 0.25, 1) OVER (PARTITION BY k)",  # frequency 1: each row once
+    "nth_value(x, '2') OVER (ORDER BY t)",  # a string offset, cast to INT
     "rank(x) OVER (ORDER BY t)",
     "rank(x, s) OVER (PARTITION BY k ORDER BY t DESC)",
     "dense_rank(1) OVER (ORDER BY k)",
