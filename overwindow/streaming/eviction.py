@@ -22,6 +22,7 @@ from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.values import TypeFamily, Values, kind_of
 from overwindow.streaming.arrays import in_ranges
+from overwindow.streaming.partitions import starts as partition_starts
 from overwindow.streaming.reach import FrameReach, ReachFinder
 from overwindow.streaming.state import OnUpdateMeta
 
@@ -76,10 +77,7 @@ class Eviction:
         the caller has, reused when it holds the rows around the watermark. O(window) plus a few
         O(n) passes over the keys."""
         n = rows.num_rows
-        if parts is None or n == 0:
-            starts = np.zeros(min(n, 1), dtype=np.int64)
-        else:
-            starts = np.flatnonzero(np.diff(parts, prepend=parts[0] - 1))
+        starts = np.zeros(min(n, 1), dtype=np.int64) if parts is None else partition_starts(parts)
         if n == 0:
             return Evicted(starts, starts, starts, None)
         keys = Values(evaluate_expr(self.key, rows))

@@ -87,6 +87,7 @@ class Applied:
     recomputed: int
     aside: Aside | None = None  # recomputed rows newly set aside (an expression over results failed)
     counts: EvictedCounts | None = None  # of a bucket of keys: what each partition has evicted
+    parts: np.ndarray | None = None  # of a bucket of keys: each held row's partition number
 
 
 class OnUpdate:
@@ -224,15 +225,15 @@ class OnUpdate:
             changes.late,
             counters,
             empty,
-            self._largest(done.rows) if self.keys else None,
+            self._largest(done.rows, done.parts) if self.keys else None,
             aside,
         )
 
-    def _largest(self, rows: pa.Table) -> tuple[int, tuple] | None:
-        """(rows, key) of the partition holding the most rows (None: none held). O(rows)."""
+    def _largest(self, rows: pa.Table, parts: np.ndarray) -> tuple[int, tuple] | None:
+        """(rows, key) of the partition holding the most ``rows`` (``parts``: each row's partition
+        number; None: none held). O(rows)."""
         if rows.num_rows == 0:
             return None
-        (parts,) = self.order.partitions(rows)
         sizes = np.bincount(parts)
         at = int(np.searchsorted(parts, int(np.argmax(sizes))))
         return int(sizes.max()), tuple(rows.column(k)[at].as_py() for k in self.keys)
@@ -361,9 +362,10 @@ class OnUpdate:
                 now_at = np.cumsum(keep) - 1
                 rows, results, from_old = rows.filter(keep), results.filter(keep), from_old[keep]
                 at = now_at[at[keep[at]]]
+                parts = parts[keep] if parts is not None else None
         outputs = [p for p in outputs if p.num_rows]
         output = pa.concat_tables(outputs) if outputs else self.output_schema.empty_table()
-        return Applied(rows, results, meta, output, from_old, at, evicted, recomputed, aside, counts)
+        return Applied(rows, results, meta, output, from_old, at, evicted, recomputed, aside, counts, parts)
 
     def _affected(
         self, old: pa.Table, old_codes: np.ndarray, merged: Merged, edges: tuple[bool, bool], parts

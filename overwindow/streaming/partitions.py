@@ -24,6 +24,18 @@ import pyarrow as pa
 ROWS, GROUPS = "evicted_rows", "evicted_groups"
 
 
+def starts(parts: np.ndarray) -> np.ndarray:
+    """The position of each partition's first row, from the sorted partition numbers of the rows.
+    O(n).
+
+    >>> starts(np.array([0, 0, 3, 3, 3, 5])).tolist()
+    [0, 2, 5]
+    """
+    if len(parts) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.diff(parts, prepend=parts[0] - 1))
+
+
 def first_rows(parts: np.ndarray) -> np.ndarray:
     """Per row of sorted partition numbers, the position of its partition's first row. O(n).
 
@@ -32,8 +44,7 @@ def first_rows(parts: np.ndarray) -> np.ndarray:
     """
     if len(parts) == 0:
         return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.diff(parts, prepend=parts[0] - 1))
-    return starts[np.cumsum(np.diff(parts, prepend=parts[0]) != 0)]
+    return starts(parts)[np.cumsum(np.diff(parts, prepend=parts[0]) != 0)]
 
 
 class EvictedCounts:
