@@ -48,6 +48,7 @@ _WITHOUT_SPARK = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     """Puts every test that may start Spark (or a server, or a job) in the xdist group "spark"."""
     if not config.pluginmanager.hasplugin("xdist"):
