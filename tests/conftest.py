@@ -28,38 +28,6 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
-# Tests that never start Spark (no JVM, no server, no subprocess job): everything else runs in one
-# xdist group, so the suite (`scripts/test`, two workers) runs one Spark at a time while the other
-# worker takes these.
-_WITHOUT_SPARK = (
-    "tests/logical/",
-    "tests/physical/",
-    "tests/streaming/",
-    "tests/test_differential.py",
-    "tests/test_evaluate.py",
-    "tests/test_seeds.py",
-    "tests/test_spec.py",
-    "tests/test_udaf.py",
-    "overwindow/logical/",
-    "overwindow/physical/",
-    "overwindow/streaming/",
-    "overwindow/evaluate.py",
-    "overwindow/spec.py",
-)
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(config, items):
-    """Puts every test that may start Spark (or a server, or a job) in the xdist group "spark"."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    root = str(config.rootpath) + os.sep
-    for item in items:
-        where = str(item.path).removeprefix(root)
-        if not where.startswith(_WITHOUT_SPARK) or "spark" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("spark"))
-
-
 def _new_session(warehouse):
     from pyspark.sql import SparkSession
 
