@@ -19,7 +19,7 @@ except ImportError:
     pass
 else:
     # No test asserts on time: Hypothesis's deadline and too-slow check are timings, which a busy
-    # machine (two workers sharing two cores) would turn into failures.
+    # machine turns into failures.
     settings.register_profile("overwindow", deadline=None, suppress_health_check=[HealthCheck.too_slow])
     settings.load_profile("overwindow")
 
