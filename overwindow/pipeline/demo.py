@@ -7,7 +7,8 @@ window close):
   moving average and interquartile band (table ``plant_7day``, and a PNG chart);
 - a trading day of stock ticks (overwindow/data/stock_ticks.csv), in feed order (a few ticks late)
   in files of 400 ticks: each trade's change from the previous one and the 5-minute moving average
-  price and volume per symbol (table ``ticks_5min``).
+  price and volume per symbol, and (PySpark 4) the trades of all symbols in the minute up to it: a
+  view whose windows differ in PARTITION BY, run as one query (table ``ticks_5min``).
 
 At the end a short table of each view is printed.
 """
@@ -23,7 +24,8 @@ from importlib import resources
 import pyarrow.csv as pv
 
 from overwindow.pipeline.job import run_view
-from overwindow.pipeline.view import View
+from overwindow.pipeline.view import View, use_query
+from overwindow.spark import compat
 from overwindow.spec import OverWindow
 
 WINDOW = "ORDER BY day RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING"
@@ -40,6 +42,13 @@ TICK_CALLS = [
     f"avg(price) OVER ({TICK_WINDOW}) AS avg_5m",
     f"sum(volume) OVER ({TICK_WINDOW}) AS volume_5m",
 ]
+# on PySpark 4 the tick view is this query: the per-symbol windows and one over every symbol
+TICK_QUERY = (
+    "SELECT symbol, ts, trade_id, price, volume, "
+    + ", ".join(c.replace("OVER (", "OVER (PARTITION BY symbol ") for c in TICK_CALLS)
+    + ", count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 1 MINUTE PRECEDING AND CURRENT ROW) AS market_1m"
+    + " FROM source"
+)
 TICK_TABLE = "ticks_5min"
 TICKS_PER_FILE = 400
 DATABASE = "demo_views.sqlite"
@@ -137,7 +146,7 @@ def demo_view(out: str) -> View:
 
 def ticks_view(out: str) -> View:
     # ticks arrive up to 20 s late in the feed: a 30 s watermark delay keeps them all
-    return _view(
+    view = _view(
         out,
         "ticks",
         "symbol STRING, ts TIMESTAMP, trade_id BIGINT, price DOUBLE, volume BIGINT",
@@ -147,6 +156,10 @@ def ticks_view(out: str) -> View:
         "symbol",
         TICK_TABLE,
     )
+    if compat.version() >= compat.SPARK_4:  # several windows in one query need PySpark 4
+        view.options = dict(emit="on_window_close", rowKey=view.row_key)
+        use_query(view, TICK_QUERY)
+    return view
 
 
 def run_demo(out: str, quiet: bool = False, debug: bool = False) -> int:
@@ -183,19 +196,22 @@ def run_demo(out: str, quiet: bool = False, debug: bool = False) -> int:
         f"\noverwindow demo 2/2: {files} files of stock ticks in feed order -> {ticks.sink['path']} "
         f"(table {TICK_TABLE})"
     )
-    for call in TICK_CALLS:
+    for call in ticks.calls:
         print("  " + call)
     run_view(ticks, once=True, final=True, quiet=quiet, debug=debug)
+    market = "market_1m" if ticks.query else "NULL"
     last = con.execute(
-        f'SELECT symbol, ts, price, change, avg_5m, volume_5m FROM "{TICK_TABLE}" t WHERE ts = '
+        f'SELECT symbol, ts, price, change, avg_5m, volume_5m, {market} FROM "{TICK_TABLE}" t WHERE ts = '
         f'(SELECT max(ts) FROM "{TICK_TABLE}" WHERE symbol = t.symbol) ORDER BY symbol'
     ).fetchall()
     count = con.execute(f'SELECT count(*) FROM "{TICK_TABLE}"').fetchone()[0]
     con.close()
     print(f"\n{count} ticks in the view; the last of each symbol:")
-    print(f"{'symbol':<7} {'time':<12} {'price':>9} {'change':>8} {'5-min avg':>10} {'5-min volume':>13}")
-    for symbol, ts, price, change, avg, volume in last:
-        print(f"{symbol:<7} {ts[11:23]:<12} {price:>9.2f} {change or 0:>+8.2f} {avg:>10.2f} {volume:>13,}")
+    head = f"{'symbol':<7} {'time':<12} {'price':>9} {'change':>8} {'5-min avg':>10} {'5-min volume':>13}"
+    print(head + (f" {'market trades 1 min':>20}" if ticks.query else ""))
+    for symbol, ts, price, change, avg, volume, trades in last:
+        line = f"{symbol:<7} {ts[11:23]:<12} {price:>9.2f} {change or 0:>+8.2f} {avg:>10.2f} {volume:>13,}"
+        print(line + (f" {trades:>20,}" if trades is not None else ""))
     print(
         f"\nchart: {chart}\nviews: {plants.sink['path']} (SQLite, tables {TABLE} and {TICK_TABLE}; "
         "query it while a job runs)"

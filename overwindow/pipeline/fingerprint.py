@@ -51,7 +51,9 @@ def fingerprint(checked) -> dict:
         "schema": [f"{f.name} {f.dataType.simpleString()}" for f in checked.struct.fields],
         "source": src["path"] if src["format"] == "files" else f"kafka topic {src['topic']}",
         "partition_by": list(view.partition_by),
-        "calls": [_sql(e) for e in view.spec.expressions],
+        "calls": [_sql(e) for e in view.spec.expressions]
+        if not view.several  # several window groups: each call with its PARTITION BY
+        else [_sql(e) for keys, spec in view.groups for e in spec.partitioned(tuple(keys))],
         "query": _query_sql(view),
         "row_key": list(view.row_key) if view.row_key else None,
         "op_column": view.op_column,

@@ -205,10 +205,14 @@ def start_view(
     the exception the sink raises, if it does (so a failure names the sink, not Spark's trace)."""
     import overwindow  # noqa: F401  (registers overWindow)
 
-    if view.spec.state_layout == "chunked":  # transformWithStateInPandas runs only on RocksDB
+    if view.spec.state_layout == "chunked" or view.several:  # transformWithStateInPandas needs RocksDB
         from overwindow.spark.adapter import use_rocksdb
 
         use_rocksdb(spark)
+    if view.several and view.emit == "on_window_close":  # overwindow.spark.fanout: the chain is safe
+        from overwindow.spark.fanout import CHECK
+
+        spark.conf.set(CHECK, "false")
     source = open_source(spark, view)
     df = source.frame
     # rows the machines set aside go to the dead letter too, when the view keeps one
@@ -226,7 +230,8 @@ def start_view(
     else:
         write = batch_writer(spark, view, source, paired_sink(spark, view), rows_out, sink_errors)
         writer = writer.foreachBatch(write).outputMode(
-            "append" if view.emit == "on_window_close" else "update"
+            # Spark chains stateful operators (several window groups) only in append mode
+            "append" if view.emit == "on_window_close" or view.several else "update"
         )
     writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime="1 second")
     printer = None
@@ -236,7 +241,7 @@ def start_view(
             json_lines=json_lines,
             name=name,
             counts=getattr(out, "overwindow_counts", None),
-            unit="key buckets" if view.spec.key_buckets and view.partition_by else "keys",
+            unit="key buckets" if (view.spec.key_buckets and view.partition_by) or view.several else "keys",
         )
         spark.streams.addListener(printer)
     query = writer.queryName(view.name).start()

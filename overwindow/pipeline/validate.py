@@ -103,6 +103,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
 
     from overwindow.physical.expressions import resolve_column
     from overwindow.spark.adapter import _arrow_schema
+    from overwindow.streaming.assemble import Assembler
     from overwindow.streaming.machines import machine_for
 
     try:
@@ -119,10 +120,11 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
                 "only in case; Spark and SQLite do not tell them apart"
             )
         folded[name.lower()] = name
-    try:
-        view.spec.check_columns(names)
-    except WindowSpecError as e:
-        problems.append(f"{view.where('source', 'schema')}: {e}")
+    for _, spec in view.groups:
+        try:
+            spec.check_columns(names)
+        except WindowSpecError as e:
+            problems.append(f"{view.where('source', 'schema')}: {e}")
     fields = []
     for f in struct.fields:
         try:
@@ -151,7 +153,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
         problem = filter_problem(view.query, result_names(view.query, names))
         if problem:
             problems.append(f"{view.where('view', 'query')}: {problem}")
-    for name in view.partition_by:
+    for name in dict.fromkeys(k for keys, _ in view.groups for k in keys):
         found = column("view", partition_key, name)
         if found is not None and not _groupable(struct[found].dataType):
             problems.append(
@@ -179,33 +181,37 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
             parse_delay(view.watermark["delay"])
         except SparkStringError as e:
             problems.append(f"{view.where('watermark', 'delay')}: Spark cannot read it: {e}")
-        order = view.spec.order_column
-        ordered = None
-        if order is not None:
-            try:
-                ordered = resolve_column(empty, order)
-            except WindowSpecError:
-                ordered = None  # the calls' own check below names it
-        watermarked = found is not None and found == ordered
-        if found is not None and ordered is not None and not watermarked:
-            if view.emit == "on_window_close":
-                problems.append(
-                    f"{view.where('watermark', 'column')}: emit on window close follows the watermark on "
-                    f"the ORDER BY column `{ordered}`, not on `{found}`"
-                )
-            else:
-                view.warnings.append(
-                    f"{view.where('watermark', 'column')}: the watermark is on `{found}`, not on the ORDER "
-                    f"BY column `{ordered}`: no row is ever late and the state keeps every row"
-                )
+        watermarked = found is not None
+        for order in dict.fromkeys(spec.order_column for _, spec in view.groups):
+            ordered = None
+            if order is not None:
+                try:
+                    ordered = resolve_column(empty, order)
+                except WindowSpecError:
+                    ordered = None  # the calls' own check below names it
+            watermarked = watermarked and found == ordered
+            if found is not None and ordered is not None and found != ordered:
+                if view.emit == "on_window_close":
+                    problems.append(
+                        f"{view.where('watermark', 'column')}: emit on window close follows the watermark "
+                        f"on the ORDER BY column `{ordered}`, not on `{found}`"
+                    )
+                else:
+                    view.warnings.append(
+                        f"{view.where('watermark', 'column')}: the watermark is on `{found}`, not on the "
+                        f"ORDER BY column `{ordered}`: no row is ever late and the state keeps every row"
+                    )
     if problems:
         return None
     try:
-        machine = machine_for(view.spec, schema, watermarked)
+        if view.several:
+            keyed = [(tuple(keys), spec) for keys, spec in view.groups]
+            output = Assembler.of(keyed, schema, watermarked).output_schema
+        else:
+            output = machine_for(view.spec, schema, watermarked).output_schema
     except WindowSpecError as e:
         problems.append(spec_problem(view, e))
         return None
-    output = machine.output_schema
     seen: dict[str, str] = {}
     for name in output.names:
         if name.lower() in seen:

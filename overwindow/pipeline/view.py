@@ -55,7 +55,7 @@ else:  # pragma: no cover
 from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
-from overwindow.spark.select import Query, parse_query, query_spec
+from overwindow.spark.select import Query, parse_query, query_groups
 from overwindow.spec import EMIT_MODES, STATE_LAYOUTS, OverWindow
 
 SOURCES = ("files", "kafka")
@@ -356,6 +356,14 @@ class View:
     spark: dict = field(default_factory=dict)  # [spark]: Spark settings for the session the job starts
     query: Query | None = None  # [view] query, read (calls and partition_by come from it)
     options: dict = field(default_factory=dict)  # OverWindow's keywords besides the calls
+    # (PARTITION BY columns, OverWindow) per window group: one for calls, one per PARTITION BY and
+    # ORDER BY of a query (``spec`` is the first's; ``partition_by`` empty when there are several)
+    groups: list = field(repr=False, default_factory=list)
+
+    @property
+    def several(self) -> bool:
+        """The view's windows differ in PARTITION BY or ORDER BY (overwindow.spark.fanout runs them)."""
+        return len(self.groups) > 1
 
     @property
     def calls_key(self) -> str:
@@ -615,6 +623,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
             view.spec = OverWindow(*view.calls, **view.options)
         except WindowSpecError as e:
             raise ViewFileError(spec_problem(view, e)) from None
+        view.groups = [(view.partition_by, view.spec)]
     else:
         raise ViewFileError(
             f'{view.where("view")}: missing calls = [...] (the window calls) or query = "SELECT ... '
@@ -658,7 +667,7 @@ def _key_buckets(view: View, given, layout: str) -> int | None:
 
 
 def _read_query(view: View, text: str, given: dict) -> None:
-    """[view] query: read with overwindow.sql's reader (``parse_query``, ``query_spec``), so the job
+    """[view] query: read with overwindow.sql's reader (``parse_query``, ``query_groups``), so the job
     runs what ``overwindow.sql`` would; fills the view's calls, partition and spec. The source is
     named ``source``; PARTITION BY must be columns, and emit on update must keep the sink's key."""
     where = view.where("view", "query")
@@ -668,21 +677,41 @@ def _read_query(view: View, text: str, given: dict) -> None:
                 f"{view.where('view', other)}: give calls and partition_by, or query (whose windows "
                 f"say their PARTITION BY), not both; {where} is set too"
             )
+    use_query(view, text)
+
+
+def use_query(view: View, text: str) -> None:
+    """The view runs the query ``text`` (``FROM source``) with its ``options``: its query, window
+    groups, calls and partition set from it, as overwindow.sql reads a query; ViewFileError naming
+    ``[view] query`` otherwise."""
+    where = view.where("view", "query")
     try:
         view.query = parse_query(text, "a view's query")
-        keys, view.spec = query_spec(view.query, **view.options)
+        groups = query_groups(view.query, **view.options)
     except WindowSpecError as e:
         raise ViewFileError(f"{where}: {e}") from None
     if view.query.table.lower() != "source":
         raise ViewFileError(f"{where}: FROM {view.query.table}: a view reads its [source]; write FROM source")
-    for key in keys:
+    for key in (k for keys, _ in groups for k in keys):
         if not isinstance(key.node, exp.Column) or key.node.table:
             raise ViewFileError(
                 f"{where}: PARTITION BY {key.sql}: a view partitions by columns of its [source]; "
                 "partition by a column (or compute it upstream)"
             )
-    view.partition_by = [k.node.name for k in keys]
-    view.calls = [e.text for e in view.spec.expressions]
+    view.groups = [([k.node.name for k in keys], spec) for keys, spec in groups]
+    view.spec = groups[0][1]
+    view.partition_by = [] if view.several else view.groups[0][0]
+    view.calls = [e.text for _, spec in view.groups for e in spec.expressions]
+    if view.several and view.emit == "on_update" and not view.row_key:
+        raise ViewFileError(
+            f"{where}: windows over several PARTITION BY or ORDER BY on update need [view] row_key: the "
+            "table joins each row's windows by its row key"
+        )
+    if view.several and view.spec.state_layout == "chunked":
+        raise ViewFileError(
+            f"{where}: windows over several PARTITION BY or ORDER BY run on the whole state layout; "
+            'remove state_layout = "chunked"'
+        )
     if view.emit == "on_update" and view.query.names is not None:
         listed = {n.lower() for n in view.query.names}
         missing = [c for c in view.partition_by + (view.row_key or []) if c.lower() not in listed]

@@ -87,6 +87,14 @@ def _output_struct(input_struct, output: pa.Schema):
     )
 
 
+def is_watermarked(df, spec: OverWindow) -> bool:
+    """Whether ``spec``'s ORDER BY column carries a watermark in ``df`` (emit on update evicts then)."""
+    order = spec.order_column
+    return bool(order) and "spark.watermarkDelayMs" in (
+        df.schema[resolve_column(_arrow_schema(df.schema).empty_table(), order)].metadata
+    )
+
+
 def check_watermark(df, spec: OverWindow) -> str:
     """The ORDER BY column's name in ``df``; refuses a missing column or missing watermark."""
     empty = _arrow_schema(df.schema).empty_table()
@@ -119,12 +127,7 @@ def over_window(grouped, spec: OverWindow, keep=None):
         check_watermark(df, spec)
         watermarked, mode, timeout = True, "append", GroupStateTimeout.EventTimeTimeout
     else:
-        order = spec.order_column
-        watermarked = (
-            bool(order)
-            and "spark.watermarkDelayMs"
-            in df.schema[resolve_column(_arrow_schema(df.schema).empty_table(), order)].metadata
-        )
+        watermarked = is_watermarked(df, spec)
         mode, timeout = "update", GroupStateTimeout.NoTimeout
     input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
     spec.check_columns(input_struct.names)
@@ -144,7 +147,7 @@ def over_window(grouped, spec: OverWindow, keep=None):
     counts = MachineCounts.of(df.sparkSession, keep)
     run = _Runner(spec, input_schema, tz, watermarked, counts, companions, keys)
     if spec.state_layout == "chunked":
-        _check_chunked_session(df.sparkSession)
+        _check_rocksdb(df.sparkSession, "stateLayout='chunked'")
         out = grouped.transformWithStateInPandas(
             _chunked_processor(run), output_struct, "Update", "EventTime" if watermarked else "None"
         )
@@ -221,18 +224,19 @@ def _column(name: str):
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _check_chunked_session(session) -> None:
-    """The chunked layout runs on transformWithStateInPandas, which Spark allows only on RocksDB."""
+def _check_rocksdb(session, what: str) -> None:
+    """``what`` runs on transformWithStateInPandas, which Spark allows only on RocksDB (and which
+    needs protobuf)."""
     provider = session.conf.get("spark.sql.streaming.stateStore.providerClass", None) or ""
     if not provider.endswith("RocksDBStateStoreProvider"):
         raise WindowSpecError(
-            "stateLayout='chunked' runs on Spark's transformWithStateInPandas, which needs the RocksDB state "
+            f"{what} runs on Spark's transformWithStateInPandas, which needs the RocksDB state "
             f"store: spark.conf.set('spark.sql.streaming.stateStore.providerClass', '{ROCKSDB}') before "
             f"starting the query (this session uses {provider or 'the default HDFS-backed store'})"
         )
     if importlib.util.find_spec("google.protobuf") is None:
         raise WindowSpecError(
-            "stateLayout='chunked' runs on Spark's transformWithStateInPandas, which needs the "
+            f"{what} runs on Spark's transformWithStateInPandas, which needs the "
             "'protobuf' package: pip install protobuf"
         )
 
@@ -288,7 +292,11 @@ class _Runner:
         if step.wakeup is not None and self.spec.emit == "on_window_close":
             wake = END_OF_INPUT_MS if step.wakeup == END_OF_INPUT else self._to_ms(step.wakeup)
             state.setTimeoutTimestamp(max(wake, (wm_ms or 0) + 1))
-        yield from _emitted(step)
+        yield from self.emitted(step)
+
+    def emitted(self, step) -> Iterator[pd.DataFrame]:
+        """What Spark takes back of ``step``."""
+        return _emitted(step)
 
     def step(self, key, prior, pdfs: Iterator[pd.DataFrame], wm_ms):
         """The machine's step on a key's pandas chunks, with Spark's watermark (UTC ms) in key units."""

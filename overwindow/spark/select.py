@@ -37,10 +37,9 @@ from overwindow.logical.expr import DIALECT
 from overwindow.logical.parse import parse_window
 from overwindow.spark import columns as C
 from overwindow.spark import compat
+from overwindow.spark.fanout import over_windows
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import CHANGE, DELETE, ROW_ID, UPSERT
-
-_DOCS = "docs/many-keys.md, section 3.6"
 
 
 @dataclass
@@ -108,9 +107,7 @@ def select(
             alias = f"_overwindow_{n}"
         taken.add(alias.lower())
         _parse(item, alias)
-    keys, spec = _group(
-        windows,
-        "select",
+    options = dict(
         emit=emit,
         rowKey=rowKey,
         opColumn=opColumn,
@@ -118,12 +115,18 @@ def select(
         maxRowsPerKey=maxRowsPerKey,
         keyBuckets=keyBuckets,
         stateTtl=stateTtl,
-        qualify=None if qualify is None else _in_machine_names(qualify, items),
     )
+    condition = None if qualify is None else _in_machine_names(qualify, items)
+    groups = window_groups(windows, "select")
     try:
-        if not keys:  # _keep: the view job's dead letter for rows set aside (adapter.over_window)
-            out = df.overWindow(spec, _keep)
+        if len(groups) > 1:  # one query, one operator per kind of work (overwindow.spark.fanout)
+            specs = [(_key_names(keys), OverWindow(*ws, **options)) for keys, ws in groups]
+            out = over_windows(df, specs, qualify=condition, keep=_keep)
+        elif not groups[0][0]:  # _keep: the view job's dead letter for rows set aside (adapter.over_window)
+            out = df.overWindow(OverWindow(*groups[0][1], qualify=condition, **options), _keep)
         else:
+            keys, ws = groups[0]
+            spec = OverWindow(*ws, qualify=condition, **options)
             out = df.groupBy(*(_key(k, F) for k in keys)).overWindow(spec, _keep)
     except WindowSpecError as e:
         raise type(e)(
@@ -384,12 +387,14 @@ def run_query(df, query: Query, _keep=None, **options):
     return _counted(result, out)
 
 
-def query_spec(query: Query, **options) -> tuple[tuple, OverWindow]:
-    """The shared PARTITION BY (logical expressions) and the OverWindow (``options``: its keywords)
-    of ``query``'s window columns, without Spark (a view file's check): with no Spark to name them,
-    every window column needs ``AS <name>``. Refuses as :func:`select` does. O(query size).
+def query_groups(query: Query, **options) -> list[tuple[tuple, OverWindow]]:
+    """The window groups of ``query``'s window columns, without Spark (a view file's check): per
+    group (windows sharing PARTITION BY and ORDER BY) its PARTITION BY (logical expressions) and its
+    OverWindow (``options``: its keywords). With no Spark to name them, every window column needs
+    ``AS <name>``. Refuses as :func:`select` does. O(query size).
 
-    >>> keys, spec = query_spec(parse_query("SELECT lag(x) OVER (PARTITION BY k ORDER BY ts) AS p FROM v"))
+    >>> q = parse_query("SELECT lag(x) OVER (PARTITION BY k ORDER BY ts) AS p FROM v")
+    >>> [(keys, spec)] = query_groups(q)
     >>> [k.sql for k in keys], spec.order_column
     (['k'], 'ts')
     """
@@ -404,7 +409,7 @@ def query_spec(query: Query, **options) -> tuple[tuple, OverWindow]:
         windows.append(item)
     if not windows:
         raise WindowSpecError("found no window function (... OVER ...) in the SELECT list")
-    return _group(windows, "query", **options)
+    return [(keys, OverWindow(*ws, **options)) for keys, ws in window_groups(windows, "query")]
 
 
 # sqlglot's names of a SELECT's parts, as SQL writes them
@@ -491,37 +496,37 @@ def _parse(item: _Item, alias: str) -> None:
         raise WindowSpecError(f"column {item.name!r}: {e}") from None
 
 
-def _group(windows: list[_Item], unit: str, **options) -> tuple[tuple, OverWindow]:
-    """The PARTITION BY every window shares and the one OverWindow (``options``) that runs them
-    without it; windows over another PARTITION BY or ORDER BY are refused (``unit``: one select or
-    one query)."""
-    keys = _shared(windows, "PARTITION BY", lambda c: c.partition_by, unit)
-    _shared(windows, "ORDER BY", lambda c: c.order_by, unit)
-    return keys, OverWindow(*(_unpartitioned(i.window) for i in windows), **options)
+def window_groups(windows: list[_Item], unit: str) -> list[tuple[tuple, list[WindowExpression]]]:
+    """The windows grouped by (PARTITION BY as a set, ORDER BY), in order of first appearance: per
+    group its PARTITION BY (logical expressions) and its window expressions without it. A column
+    whose expression holds windows of two groups is refused (``unit``: one select or one query).
+    O(windows).
 
-
-def _shared(windows: list[_Item], clause: str, key, unit: str) -> tuple:
-    """The ``clause`` (PARTITION BY or ORDER BY; ``key(call)``: its items, compared as a set for
-    PARTITION BY) every window shares, or a WindowSpecError naming two windows that differ (one
-    overWindow groups by one key and sorts once)."""
-    first = None
+    >>> a = _Item(None, window=parse_window("lag(x) OVER (PARTITION BY k ORDER BY t) AS a"), name="a")
+    >>> b = _Item(None, window=parse_window("rank() OVER (PARTITION BY j ORDER BY t) AS b"), name="b")
+    >>> [([k.sql for k in keys], [w.alias for w in ws]) for keys, ws in window_groups([a, b, a], "select")]
+    [(['k'], ['a', 'a']), (['j'], ['b'])]
+    """
+    groups: dict = {}
     for item in windows:
-        for call in item.window.calls:
-            if first is None:
-                first = (item, call)
-                continue
-            ours, theirs = key(call), key(first[1])
-            same = (
-                set(map(str, ours)) == set(map(str, theirs)) if clause == "PARTITION BY" else ours == theirs
+        found = {
+            (frozenset(map(str, c.partition_by)), tuple(map(str, c.order_by))) for c in item.window.calls
+        }
+        if len(found) > 1:
+            raise WindowSpecError(
+                f"column {item.name!r} combines windows over different PARTITION BY or ORDER BY in one "
+                f"expression, which one {unit} cannot compute yet; name each window as a column of its "
+                "own and combine them after the query"
             )
-            if not same:
-                texts = [", ".join(map(str, k)) or "(none)" for k in (theirs, ours)]
-                raise WindowSpecError(
-                    f"windows over different {clause} in one {unit} are not supported yet: "
-                    f"{first[0].name!r} has {clause} {texts[0]}, {item.name!r} has {clause} {texts[1]}. "
-                    f"Run one {unit} per {clause} (several windows per query is the next step: {_DOCS})"
-                )
-    return key(first[1])
+        (key,) = found
+        first = item.window.calls[0]
+        groups.setdefault(key, (first.partition_by, []))[1].append(_unpartitioned(item.window))
+    return list(groups.values())
+
+
+def _key_names(keys) -> tuple[str, ...]:
+    """PARTITION BY keys as column names (an expression keeps its SQL, which the fan-out refuses)."""
+    return tuple(k.node.name if isinstance(k.node, exp.Column) and not k.node.table else k.sql for k in keys)
 
 
 def _unpartitioned(w: WindowExpression) -> WindowExpression:

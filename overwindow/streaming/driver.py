@@ -77,6 +77,8 @@ class Driver:
         """(key or bucket, its rows) of every key or bucket with rows in ``rows``."""
         if rows is None or not rows.num_rows:
             return []
+        if not self.keys:  # no PARTITION BY: the whole stream is one partition
+            return [(self.unit_of(()), rows)]
         # each key's row numbers in arrival order, in one hash grouping (NULL keys group together)
         index = pa.array(np.arange(rows.num_rows))
         groups = (

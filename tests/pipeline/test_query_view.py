@@ -38,7 +38,7 @@ def _rows(n, seed, first_id=0):
     ]
 
 
-def _view(tmp_path, query, emit="on_update"):
+def _view(tmp_path, query, emit="on_update", delay="1 hour"):
     path = tmp_path / "view.toml"
     path.write_text(
         textwrap.dedent(f"""
@@ -50,7 +50,7 @@ def _view(tmp_path, query, emit="on_update"):
 
         [watermark]
         column = "ts"
-        delay = "1 hour"
+        delay = "{delay}"
 
         [view]
         query = {json.dumps(query)}
@@ -102,3 +102,50 @@ def test_a_query_view_equals_spark_batch_sql(spark, tmp_path):
     columns = ["id", "k", "x2", "prev", "off", "rn"]
     want = [tuple(r[c] for c in columns) for r in _batch(spark, tmp_path, BATCH)]
     _same(_table(tmp_path, columns), want)
+
+
+# windows over three partitionings: per key, over every row, and per key by value
+SEVERAL = (
+    "SELECT id, k, x, lag(x) OVER (PARTITION BY k ORDER BY ts) AS prev, "
+    "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 10 MINUTES PRECEDING AND CURRENT ROW) AS n10, "
+    "{third} FROM {{}} WHERE id % 5 != 2"
+)
+
+
+@pytest.mark.skipif(compat.version() < compat.SPARK_4, reason="several window groups need PySpark 4")
+@pytest.mark.parametrize(
+    "emit, third",
+    [
+        ("on_update", "rank() OVER (PARTITION BY k ORDER BY x DESC) AS r"),
+        ("on_window_close", "max(x) OVER (PARTITION BY x ORDER BY ts ROWS 2 PRECEDING) AS r"),
+    ],
+)
+def test_a_query_view_of_several_window_groups_equals_spark_batch_sql(spark, tmp_path, emit, third):
+    """One streaming query, one table keyed by row key: on update it equals the batch query over
+    every row; on window close each row the watermark closed is there once, with the batch's values."""
+    from overwindow.spark.fanout import CHECK
+
+    query = SEVERAL.format(third=third)
+    closing = emit == "on_window_close"
+    view = _view(tmp_path, query.format("source"), emit=emit, delay="5 minutes" if closing else "1 hour")
+    assert view.several
+    rows = _rows(40, 3) + _rows(30, 4, first_id=40)
+    if closing:  # in time order, 37 s apart: no row is late
+        rows = [dict(r, ts=f"2024-01-01T00:{r['id'] * 37 // 60:02d}:{r['id'] * 37 % 60:02d}") for r in rows]
+    _write(tmp_path, "0.json", rows[:40])
+    _write(tmp_path, "1.json", rows[40:])
+    keys = ["spark.sql.streaming.stateStore.providerClass", CHECK]
+    before = [spark.conf.get(k, None) for k in keys]
+    try:
+        stream, _ = start_view(spark, view, once=True, quiet=True)
+        stream.awaitTermination()
+    finally:
+        for k, v in zip(keys, before):
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+    columns = ["id", "k", "x", "prev", "n10", "r"]
+    want = [tuple(r[c] for c in columns) for r in _batch(spark, tmp_path, query)]
+    got = _table(tmp_path, columns)
+    if closing:  # the rows within the watermark delay of the newest are not out yet
+        assert 0 < len(got) < len(want)
+        want = [w for w in want if w[0] in {g[0] for g in got}]
+    _same(got, want)

@@ -306,6 +306,23 @@ calls = ["sum(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS s"]""",
         ("x > 0", "x > 0 QUALIFY s2 > 0", r"\[view\] query \(line 12\): no column `s2` among the query's"),
         ("x > 0", "x > 0 QUALIFY id > 0 AND s > 1", None),
         ("AS s ", "AS x ", r"\[view\] query \(line 12\): output column `x` already exists in the input"),
+        # windows over several PARTITION BY: each group's columns checked, the output every window's
+        ("AS s ", "AS s, lag(x) OVER (PARTITION BY id ORDER BY ts) AS p ", None),
+        (
+            "AS s ",
+            "AS s, lag(q) OVER (PARTITION BY id ORDER BY ts) AS p ",
+            r"query \(line 12\): .*`q` does not exist",
+        ),
+        (
+            "AS s ",
+            "AS s, lag(x) OVER (PARTITION BY j ORDER BY ts) AS p ",
+            r"query \(line 12\): .*`j` does not exist",
+        ),
+        (
+            "AS s ",
+            "AS s, lag(x) OVER (PARTITION BY id ORDER BY x) AS p ",
+            r"watermark on the ORDER BY column `x`",
+        ),
     ],
 )
 def test_a_query_view_is_checked_against_the_schema_without_java(tmp_path, no_jvm, old, new, words):
@@ -314,6 +331,12 @@ def test_a_query_view_is_checked_against_the_schema_without_java(tmp_path, no_jv
         assert check_views([load_view(path)])
     else:
         assert any(re.search(words, p) for p in problems([path])), problems([path])
+
+
+def test_validate_names_the_columns_of_a_view_over_several_partitionings(tmp_path, no_jvm, capsys):
+    text = QUERY.replace("AS s ", "AS s, rank() OVER (PARTITION BY id ORDER BY ts) AS r ")
+    assert main(["validate", view_file(tmp_path, text)]) == 0
+    assert "ok: 5 columns in, 5 out (k, ts, id, s, r); emit on window close" in capsys.readouterr().out
 
 
 def test_validate_names_a_query_views_columns(tmp_path, no_jvm, capsys):

@@ -230,13 +230,37 @@ FROM source WHERE x > 0
 
 
 def test_a_query_view_gives_the_partition_and_calls_overwindow_sql_would_run(tmp_path):
-    from overwindow.spark.select import parse_query, query_spec
+    from overwindow.spark.select import parse_query, query_groups
 
     view = load_view(write(tmp_path, QUERY_VIEW))
     assert view.partition_by == ["k"] and view.spec.order_column == "ts"
     assert view.query.where == "x > 0" and view.calls_key == "query"
-    _, spec = query_spec(parse_query(view.query.text), **view.options)
+    [(_, spec)] = query_groups(parse_query(view.query.text), **view.options)
     assert [str(c) for c in view.spec.calls] == [str(c) for c in spec.calls]
+    assert not view.several
+
+
+def test_a_query_view_over_several_partitionings_keeps_each_group(tmp_path):
+    text = QUERY_VIEW.replace(
+        "AS s\n", "AS s, lag(x) OVER (PARTITION BY x ORDER BY ts) AS p, rank() OVER (ORDER BY ts) AS r\n"
+    )
+    view = load_view(write(tmp_path, text))
+    assert view.several and view.partition_by == []
+    assert [(keys, [e.alias for e in spec.expressions]) for keys, spec in view.groups] == [
+        (["k"], ["s"]),
+        (["x"], ["p"]),
+        ([], ["r"]),
+    ]
+    on_update = text.replace('emit = "on_window_close"', 'emit = "on_update"')
+    with pytest.raises(
+        ViewFileError, match=r"\[view\] query \(line 13\): .* on update need \[view\] row_key"
+    ):
+        load_view(write(tmp_path, on_update))
+    chunked = on_update.replace(", rank() OVER (ORDER BY ts) AS r", "").replace(
+        'emit = "on_update"', 'emit = "on_update"\nrow_key = ["x"]\nstate_layout = "chunked"'
+    )
+    with pytest.raises(ViewFileError, match=r"run on the whole state layout"):
+        load_view(write(tmp_path, chunked))
 
 
 @pytest.mark.parametrize(
@@ -256,17 +280,6 @@ def test_a_query_view_gives_the_partition_and_calls_overwindow_sql_would_run(tmp
         ("FROM source", "FROM events", r"\[view\] query \(line 13\): FROM events: .*write FROM source"),
         ("WHERE x > 0", "GROUP BY k", r"\[view\] query \(line 13\): .*GROUP BY is not supported yet"),
         (" AS s\n", "\n", r"\[view\] query \(line 13\): the window column .* needs a name: add AS <name>"),
-        (
-            "AS s\n",
-            "AS s, lag(x) OVER (PARTITION BY ts ORDER BY ts) AS p\n",
-            r"\[view\] query \(line 13\): windows over different PARTITION BY in one query .*'s' has "
-            r"PARTITION BY k, 'p' has PARTITION BY ts",
-        ),
-        (
-            "AS s\n",
-            "AS s, lag(x) OVER (PARTITION BY k ORDER BY x) AS p\n",
-            r"\[view\] query \(line 13\): windows over different ORDER BY",
-        ),
         (
             "PARTITION BY k",
             "PARTITION BY lower(k)",

@@ -202,23 +202,13 @@ def test_refusals_name_what_the_user_wrote(events):
     from pyspark.sql import functions as F
 
     w = Window.partitionBy("k").orderBy("ts")
-    with pytest.raises(
-        WindowSpecError, match=r"different PARTITION BY.*'prev' has PARTITION BY k, 'a' has PARTITION BY n"
-    ):
-        overwindow.select(
-            events,
-            "k",
-            F.lag("x").over(w).alias("prev"),
-            F.avg("x").over(Window.partitionBy("n").orderBy("ts")).alias("a"),
-        )
-    with pytest.raises(
-        WindowSpecError, match=r"different ORDER BY.*'prev' has ORDER BY ts ASC NULLS FIRST, 'r'"
-    ):
-        overwindow.select(
-            events,
-            F.lag("x").over(w).alias("prev"),
-            F.rank().over(Window.partitionBy("k").orderBy("n")).alias("r"),
-        )
+    # several PARTITION BY or ORDER BY run on transformWithStateInPandas (test_multi_window.py)
+    needs = "in one query runs on Spark's transformWithStateInPandas, which needs the RocksDB state store"
+    if compat.version() < compat.SPARK_4:
+        needs = "in one query .* needs PySpark 4.0 or later"
+    for other in (Window.partitionBy("n").orderBy("ts"), Window.partitionBy("k").orderBy("n")):
+        with pytest.raises(WindowSpecError, match=needs):
+            overwindow.select(events, "k", F.lag("x").over(w).alias("prev"), F.avg("x").over(other))
     udf = F.udf(lambda v: v, "double")
     with pytest.raises(WindowSpecError, match="Python UDF"):
         overwindow.select(events, F.lag(udf("x")).over(w))

@@ -1,0 +1,200 @@
+"""Windows over several PARTITION BY and ORDER BY in one ``overwindow.select`` / ``overwindow.sql``:
+one streaming query (the fan-out and the row assembly of ``overwindow.spark.fanout``), one row per
+input row carrying every window's column. The oracle is Spark's own batch ``select`` over the same
+rows: names, order, types and values, on window close (each row once, whole) and on update (the
+changelog kept by row key equals the batch query over the live rows after every micro-batch, with
+inserts, updates, deletes and rows moving between partitions)."""
+
+import datetime as dt
+import math
+import os
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_select import SCHEMA, _assert_as_spark, _collect, _source
+
+import overwindow
+from overwindow.errors import WindowSpecError
+from overwindow.spark import compat
+
+pytestmark = pytest.mark.skipif(compat.version() < compat.SPARK_4, reason="needs PySpark 4 (refused on 3.5)")
+
+
+@pytest.fixture
+def chained(spark):
+    """Spark's check of chained stateful operators off for one test (overwindow.spark.fanout)."""
+    from overwindow.spark.fanout import CHECK
+
+    before = spark.conf.get(CHECK, None)
+    spark.conf.set(CHECK, "false")
+    yield
+    spark.conf.unset(CHECK) if before is None else spark.conf.set(CHECK, before)
+
+
+def _with_g(df):
+    from pyspark.sql import functions as F
+
+    # a second partition key: rid % 3, NULL for every 7th row
+    return df.withColumn("g", F.when(F.col("rid") % 7 != 0, F.col("rid") % 3))
+
+
+def test_pyspark_windows_over_three_partitionings_on_window_close_equal_spark_batch(
+    spark, rocksdb, chained, tmp_path
+):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    src, rids = _source(tmp_path)
+    wk = Window.partitionBy("k").orderBy("ts")
+    columns = [
+        "k",
+        "g",
+        "ts",
+        "rid",
+        F.lag("x").over(wk).alias("prev"),
+        F.avg("x").over(wk.rowsBetween(-2, 1)).alias("a"),  # FOLLOWING: the far rows close each k
+        F.count("*").over(Window.orderBy("ts").rangeBetween(Window.unboundedPreceding, 0)).alias("n"),
+        # g holds ties in ts (every k has a row each 7 s): a RANGE frame, which ties do not move
+        F.expr(
+            "sum(n) OVER (PARTITION BY g ORDER BY ts "
+            "RANGE BETWEEN INTERVAL 7 SECONDS PRECEDING AND CURRENT ROW)"
+        ).alias("s"),
+    ]
+    events = _with_g(spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src))
+    out = overwindow.select(events.withWatermark("ts", "0 seconds"), *columns)
+    rows = _collect(out, str(tmp_path / "chk"), "append")
+    batch = _with_g(spark.read.schema(SCHEMA).parquet(src)).select(*columns)
+    assert out.columns == batch.columns
+    assert len([r for r in rows if r["rid"] in rids]) == len(rids)  # each row once
+    _assert_as_spark(out, rows, batch, rids)
+
+
+CDC = "k STRING, g BIGINT, ts TIMESTAMP, rid BIGINT, x DOUBLE, op STRING"
+CDC_ARROW = pa.schema(
+    [
+        ("k", pa.string()),
+        ("g", pa.int64()),
+        ("ts", pa.timestamp("us")),
+        ("rid", pa.int64()),
+        ("x", pa.float64()),
+        ("op", pa.string()),
+    ]
+)
+
+
+def _cdc_files(folder) -> list[list[dict]]:
+    """Three micro-batches of changes: inserts (ties in ts, NULL keys, NaN), then updates in place,
+    deletes and moves (a delete and an insert of the same rid under other keys), then more."""
+    start = dt.datetime(2024, 3, 1)
+    first = [
+        {
+            "k": [None, "a", "b"][i % 3],
+            "g": None if i % 5 == 0 else i % 2,
+            "ts": start + dt.timedelta(seconds=10 * (i // 2)),
+            "rid": i,
+            "x": [1.5, None, math.nan, -2.0, 4.25, 0.0][i % 6],
+            "op": "insert",
+        }
+        for i in range(24)
+    ]
+    live = {r["rid"]: r for r in first}
+    second = [
+        dict(live[3], x=10.0, op="update"),
+        dict(live[4], op="delete"),
+        dict(live[7], op="delete"),
+        dict(live[7], k="b", g=None, op="insert"),  # moved in both partitionings
+        dict(live[8], op="delete"),
+        dict(live[8], g=1, op="insert"),  # moved in g only
+        dict(live[0], ts=start + dt.timedelta(seconds=95), op="update"),
+        {"k": "a", "g": 0, "ts": start + dt.timedelta(seconds=5), "rid": 100, "x": 3.0, "op": "insert"},
+    ]
+    third = [
+        dict(live[10], op="delete"),
+        {"k": None, "g": None, "ts": start + dt.timedelta(seconds=40), "rid": 101, "x": -1.0, "op": "insert"},
+        dict(live[11], x=None, op="update"),
+    ]
+    batches = [first, second, third]
+    for i, batch in enumerate(batches):
+        path = os.path.join(folder, f"part-{i}.parquet")
+        pq.write_table(pa.Table.from_pylist(batch, schema=CDC_ARROW), path)
+        os.utime(path, (time.time() + i, time.time() + i))
+    return batches
+
+
+@pytest.mark.parametrize("qualify", [None, "rk <= 2"])
+def test_sql_windows_over_several_partitionings_on_update_keep_the_batch_query(
+    spark, rocksdb, tmp_path, qualify
+):
+    src = str(tmp_path / "src")
+    os.makedirs(src)
+    batches = _cdc_files(src)
+    windows = (
+        "SELECT rid, k, g, ts, x, "
+        "lag(x) OVER (PARTITION BY k ORDER BY ts, rid) AS prev, "
+        "sum(x) OVER (PARTITION BY g ORDER BY ts "
+        "RANGE BETWEEN INTERVAL 20 SECONDS PRECEDING AND CURRENT ROW) AS s, "
+        "rank() OVER (PARTITION BY k ORDER BY x DESC NULLS LAST) AS rk, "
+        "count(*) OVER () AS n "
+        "FROM {}"
+    )
+    query = windows + (f" QUALIFY {qualify}" if qualify else "")
+    stream = spark.readStream.schema(CDC).option("maxFilesPerTrigger", 1).parquet(src)
+    stream.createOrReplaceTempView("ow_multi_stream")
+    out = overwindow.sql(
+        spark, query.format("ow_multi_stream"), emit="on_update", rowKey="rid", opColumn="op"
+    )
+    per_batch = []
+    q = (
+        out.writeStream.foreachBatch(lambda df, _: per_batch.append(compat.to_arrow(df).to_pylist()))
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    assert len(per_batch) == len(batches)
+    table, live = {}, {}
+    for changes, batch in zip(per_batch, batches):
+        for r in batch:
+            if r["op"] == "delete":
+                live.pop(r["rid"], None)
+            else:
+                live[r["rid"]] = r
+        assert len({r["rid"] for r in changes}) == len(changes)  # one change per row and batch
+        for r in changes:
+            if r["_change"] == "delete":
+                assert r["rid"] in table
+                del table[r["rid"]]
+            else:
+                table[r["rid"]] = r
+        spark.createDataFrame(list(live.values()), CDC).createOrReplaceTempView("ow_multi_batch")
+        want = spark.sql(
+            f"SELECT * FROM ({windows.format('ow_multi_batch')})" + (f" WHERE {qualify}" if qualify else "")
+        )
+        assert out.columns == [*want.columns, "_change"]
+        assert set(table) == {r["rid"] for r in want.collect()}
+        _assert_as_spark(out, list(table.values()), want, set(table))
+
+
+def test_a_column_over_windows_of_two_partitionings_is_refused(spark, rocksdb, tmp_path):
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    (tmp_path / "none").mkdir()
+    events = _with_g(spark.readStream.schema(SCHEMA).parquet(str(tmp_path / "none")))
+    both = F.lag("x").over(Window.partitionBy("k").orderBy("ts")) - F.lag("x").over(
+        Window.partitionBy("g").orderBy("ts")
+    )
+    with pytest.raises(WindowSpecError, match="'d' combines windows over different PARTITION BY"):
+        overwindow.select(events, "rid", both.alias("d"), emit="on_update", rowKey="rid")
+    two = [
+        F.lag("x").over(Window.partitionBy("k").orderBy("ts")),
+        F.lag("x").over(Window.partitionBy("g").orderBy("ts")),
+    ]
+    with pytest.raises(WindowSpecError, match="on update need rowKey"):
+        overwindow.select(events, "rid", *two, emit="on_update")
+    closing = events.withWatermark("ts", "1 second")
+    with pytest.raises(WindowSpecError, match="checkCorrectness.enabled', 'false'"):
+        overwindow.select(closing, "rid", *two)
