@@ -23,14 +23,21 @@ CALLS = [
     "sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",
     "lag(x) OVER (ORDER BY ts) AS p",
 ]
+# the same calls as a query of two window groups: s per key, p over every key's rows
+SEVERAL = (
+    f"SELECT k, id, ts, x, {CALLS[0].replace('OVER (', 'OVER (PARTITION BY k ')}, {CALLS[1]} FROM source"
+)
 
 
-def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffled=False, buckets=None):
+def write_view(
+    tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffled=False, buckets=None, several=False
+):
     """Six batches of 40 events, as six JSON files, or (``kafka`` = bootstrap address) as records of a
     one-partition topic read 40 per micro-batch; returns the view file and the events. ``layout``:
     the state layout of emit on update; ``buckets``: key_buckets (a number or "per key"; None: the
     default). ``shuffled`` (emit on update): event times in random order across the
-    batches (so a batch changes rows the sink holds) and no watermark (none is late)."""
+    batches (so a batch changes rows the sink holds) and no watermark (none is late). ``several``:
+    the view is the query ``SEVERAL`` (two window groups, one streaming query)."""
     rng = np.random.default_rng(21)
     seconds = rng.permutation(240) if shuffled else np.arange(240)
     batches = [
@@ -71,8 +78,7 @@ def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffl
         {watermark}
 
         [view]
-        partition_by = ["k"]
-        calls = {calls}
+        {windows}
         emit = "{emit}"
         row_key = ["id"]
         state_layout = "{layout}"
@@ -85,7 +91,9 @@ def write_view(tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffl
         checkpoint = "chk"
     """).format(
             source=source,
-            calls=json.dumps(CALLS),
+            windows=f"query = {json.dumps(SEVERAL)}"
+            if several
+            else f'partition_by = ["k"]\n        calls = {json.dumps(CALLS)}',
             emit=emit,
             sink=sink,
             layout=layout,
@@ -140,13 +148,14 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
     return proc.returncode
 
 
-def expected(rows, emit):
+def expected(rows, emit, several=False):
     table = pa.Table.from_pylist(rows)
     table = table.set_column(2, "ts", table["ts"].cast(pa.timestamp("us")))
     spec = overwindow.OverWindow(*CALLS, emit=emit, rowKey="id")
-    batch = overwindow.evaluate(
-        table.sort_by([("ts", "ascending"), ("id", "ascending")]), *spec.partitioned(("k",))
-    )
+    calls = spec.partitioned(("k",))
+    if several:  # p over every key's rows
+        calls[1] = overwindow.OverWindow(CALLS[1], emit=emit, rowKey="id").partitioned(())[0]
+    batch = overwindow.evaluate(table.sort_by([("ts", "ascending"), ("id", "ascending")]), *calls)
     out = {r["id"]: (r["s"], r["p"]) for r in batch.to_pylist()}
     if emit == "on_window_close":  # closed: at or below the final watermark (last time - 5 s)
         last = max(table["ts"].cast(pa.int64()).to_pylist())
@@ -155,7 +164,7 @@ def expected(rows, emit):
     return out
 
 
-def assert_view_is_exact(tmp_path, rows, emit, sink, dsn=None):
+def assert_view_is_exact(tmp_path, rows, emit, sink, dsn=None, several=False):
     """The sink's table equals the batch evaluator over ``rows``: no row lost, none duplicated."""
     if sink == "sqlite":
         con = sqlite3.connect(tmp_path / "view.sqlite")
@@ -165,7 +174,7 @@ def assert_view_is_exact(tmp_path, rows, emit, sink, dsn=None):
 
         with psycopg.connect(dsn) as con:
             got = {i: (s, p) for i, s, p in con.execute(f'SELECT id, s, p FROM "v_{emit}"').fetchall()}
-    want = expected(rows, emit)
+    want = expected(rows, emit, several)
     assert set(got) == set(want)
     for i, (s, p) in want.items():
         assert got[i][0] == pytest.approx(s) and (got[i][1] == p or (got[i][1] is None and p is None))

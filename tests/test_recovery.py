@@ -7,8 +7,9 @@ starts a Spark, so the suite's time keeps the matrix to pairs): files run window
 sinks (a state per key into SQLite, the default key buckets into PostgreSQL) and emit on update with
 chunked state (transformWithStateInPandas, RocksDB, watermark eviction) into SQLite; Kafka runs
 emit on update with its keys in two buckets (key_buckets, watermark eviction) into SQLite; emit on
-update into PostgreSQL (files, a state per key) is killed five times inside the sink's open
-transaction."""
+update into PostgreSQL (files, a state per key) is killed three times inside the sink's open
+transaction. A view of two window groups (one query, two chained stateful operators) runs window
+close into SQLite."""
 
 import signal
 
@@ -23,30 +24,38 @@ from replay_support import assert_view_is_exact, run_job, write_view
         ("on_window_close", "postgres", "files", "whole", None),
         ("on_update", "sqlite", "files", "chunked", None),
         ("on_update", "sqlite", "kafka", "whole", 2),
+        ("on_window_close", "sqlite", "files", "whole", "several"),  # two window groups, one query
     ],
 )
 def test_killed_and_restarted_job_leaves_the_exact_view(
     tmp_path, no_spark, emit, sink, source, layout, buckets, request
 ):
+    several = buckets == "several"
     view, rows = write_view(
         tmp_path,
         emit,
         sink,
         request.getfixturevalue("kafka_bootstrap") if source == "kafka" else None,
         layout,
-        buckets=buckets,
+        buckets=None if several else buckets,
+        several=several,
     )
     env = {"OVERWINDOW_POSTGRES_DSN": request.getfixturevalue("postgres_dsn")} if sink == "postgres" else {}
     if sink == "postgres":
         _fresh_tables(env["OVERWINDOW_POSTGRES_DSN"])
     assert run_job(view, kill_after_line=2, env=env) == -signal.SIGKILL  # between batches
-    if (emit, sink, source) == ("on_window_close", "sqlite", "files"):  # each run is a Spark start
+    if (emit, sink, source, buckets) == (
+        "on_window_close",
+        "sqlite",
+        "files",
+        "per key",
+    ):  # a Spark start each
         run_job(view, kill_after_s=12, env=env)  # on a timer: inside a batch if it is still running
     assert run_job(view, env=env) == 0  # to the end
-    assert_view_is_exact(tmp_path, rows, emit, sink, env.get("OVERWINDOW_POSTGRES_DSN"))
+    assert_view_is_exact(tmp_path, rows, emit, sink, env.get("OVERWINDOW_POSTGRES_DSN"), several)
 
 
-def test_killed_inside_the_postgres_write_five_times_leaves_the_exact_view(tmp_path, no_spark, postgres_dsn):
+def test_killed_inside_the_postgres_write_three_times_leaves_the_exact_view(tmp_path, no_spark, postgres_dsn):
     """SIGKILL while the sink's transaction is open: after the job's first batch of a run the test
     share-locks the rows the table holds, the next batch (event times out of order, so it updates held
     rows) blocks on them inside its transaction (seen in pg_stat_activity), the job is killed there and
@@ -56,7 +65,7 @@ def test_killed_inside_the_postgres_write_five_times_leaves_the_exact_view(tmp_p
     view, rows = write_view(tmp_path, "on_update", "postgres", shuffled=True)
     env = {"OVERWINDOW_POSTGRES_DSN": postgres_dsn}
     _fresh_tables(postgres_dsn)
-    for _ in range(5):
+    for _ in range(3):
         with psycopg.connect(postgres_dsn) as locker, psycopg.connect(postgres_dsn, autocommit=True) as watch:
             locked = []
 

@@ -84,7 +84,7 @@ CDC_ARROW = pa.schema(
 )
 
 
-def _cdc_files(folder) -> list[list[dict]]:
+def _cdc_batches() -> list[list[dict]]:
     """Three micro-batches of changes: inserts (ties in ts, NULL keys, NaN), then updates in place,
     deletes and moves (a delete and an insert of the same rid under other keys), then more."""
     start = dt.datetime(2024, 3, 1)
@@ -115,21 +115,24 @@ def _cdc_files(folder) -> list[list[dict]]:
         {"k": None, "g": None, "ts": start + dt.timedelta(seconds=40), "rid": 101, "x": -1.0, "op": "insert"},
         dict(live[11], x=None, op="update"),
     ]
-    batches = [first, second, third]
-    for i, batch in enumerate(batches):
-        path = os.path.join(folder, f"part-{i}.parquet")
-        pq.write_table(pa.Table.from_pylist(batch, schema=CDC_ARROW), path)
-        os.utime(path, (time.time() + i, time.time() + i))
-    return batches
+    return [first, second, third]
+
+
+def _write(folder, i, batch):
+    path = os.path.join(folder, f"part-{i}.parquet")
+    pq.write_table(pa.Table.from_pylist(batch, schema=CDC_ARROW), path)
+    os.utime(path, (time.time() + i, time.time() + i))
 
 
 @pytest.mark.parametrize("qualify", [None, "rk <= 2"])
 def test_sql_windows_over_several_partitionings_on_update_keep_the_batch_query(
     spark, rocksdb, tmp_path, qualify
 ):
+    """The query stops after two micro-batches and restarts from its checkpoint for the third
+    (both operators' state read back)."""
     src = str(tmp_path / "src")
     os.makedirs(src)
-    batches = _cdc_files(src)
+    batches = _cdc_batches()
     windows = (
         "SELECT rid, k, g, ts, x, "
         "lag(x) OVER (PARTITION BY k ORDER BY ts, rid) AS prev, "
@@ -146,14 +149,17 @@ def test_sql_windows_over_several_partitionings_on_update_keep_the_batch_query(
         spark, query.format("ow_multi_stream"), emit="on_update", rowKey="rid", opColumn="op"
     )
     per_batch = []
-    q = (
-        out.writeStream.foreachBatch(lambda df, _: per_batch.append(compat.to_arrow(df).to_pylist()))
-        .option("checkpointLocation", str(tmp_path / "chk"))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    q.awaitTermination()
+    for run in ([0, 1], [2]):
+        for i in run:
+            _write(src, i, batches[i])
+        q = (
+            out.writeStream.foreachBatch(lambda df, _: per_batch.append(compat.to_arrow(df).to_pylist()))
+            .option("checkpointLocation", str(tmp_path / "chk"))
+            .outputMode("append")
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
     assert len(per_batch) == len(batches)
     table, live = {}, {}
     for changes, batch in zip(per_batch, batches):
