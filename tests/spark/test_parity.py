@@ -920,6 +920,21 @@ READINGS = [
     "lag('2024-01-01 10:00:00' - d) OVER (ORDER BY t)",
     "lag(ts - '2024-01-01 10:00:00') OVER (ORDER BY t)",
     "lag(d - CAST(NULL AS TIMESTAMP)) OVER (ORDER BY t)",
+    # RANGE offsets over a day-time interval ORDER BY key: intervals, and numbers cast to the key's
+    # type (days over an INTERVAL DAY, seconds over an INTERVAL DAY TO SECOND)
+    "sum(t) OVER (ORDER BY d - DATE '2024-01-01' RANGE BETWEEN INTERVAL '60' DAY PRECEDING AND CURRENT ROW)",
+    "count(*) OVER (ORDER BY d - DATE '2024-01-01' DESC RANGE BETWEEN INTERVAL '1440' HOUR PRECEDING "
+    "AND 1 FOLLOWING)",
+    "sum(t) OVER (ORDER BY ts - ts RANGE BETWEEN INTERVAL '0 00:00:01' DAY TO SECOND PRECEDING "
+    "AND 1.5 FOLLOWING)",
+    "sum(t) OVER (ORDER BY CAST(k AS INTERVAL DAY) RANGE BETWEEN 1 PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY CAST(t AS INTERVAL DAY TO SECOND) RANGE BETWEEN 1.5 PRECEDING AND "
+    "INTERVAL '2' SECOND FOLLOWING)",
+    "sum(t) OVER (ORDER BY CAST(t AS INTERVAL DAY TO SECOND) DESC NULLS FIRST RANGE BETWEEN "
+    "INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)",
+    # a bound past Spark's largest interval that Spark never compares with another row's key
+    "count(*) OVER (ORDER BY d - DATE '2024-01-01' RANGE BETWEEN CURRENT ROW AND "
+    "INTERVAL '106751991' DAY FOLLOWING)",
 ]
 # calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
 READINGS_REFUSED = [
@@ -991,6 +1006,9 @@ READINGS_REFUSED = [
     "lag((d - d) / (d - d)) OVER (ORDER BY t)",
     "lag((d - d) > '1') OVER (ORDER BY t)",
     "lag(d + '2024-01-01') OVER (ORDER BY t)",
+    "sum(t) OVER (ORDER BY d - d RANGE BETWEEN INTERVAL '1' MONTH PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY d - d RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY d - d RANGE BETWEEN CAST(1 AS DOUBLE) PRECEDING AND CURRENT ROW)",
 ]
 # calls Spark analyses and fails on when it runs them, whatever the rows (a RANGE offset that
 # cannot be cast to the key's type); overwindow refuses them with a WindowSpecError
@@ -1012,6 +1030,7 @@ READINGS_CAST_REFUSED = [
     "lag(CAST('3 days' AS INTERVAL DAY)) OVER (ORDER BY t)",
     "lag(CAST('1 02:00:00' AS INTERVAL DAY)) OVER (ORDER BY t)",
     "lag(CAST(2147483647 AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "sum(t) OVER (ORDER BY d - d RANGE BETWEEN 106751992 PRECEDING AND CURRENT ROW)",
 ]
 # calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError
 READINGS_FAILING = [

@@ -216,6 +216,13 @@ HAND_PICKED = [
     "lag(ts - ts, 1, INTERVAL '3' DAY) OVER (ORDER BY t)",
     "lag((d - d) > INTERVAL '1-2' YEAR TO MONTH) OVER (ORDER BY t)",
     "lag((d - d) > 'a') OVER (ORDER BY t)",
+    # RANGE offsets over an interval ORDER BY key
+    "sum(x) OVER (ORDER BY d - d RANGE BETWEEN INTERVAL '1' DAY PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY ts - d DESC RANGE BETWEEN 1 PRECEDING AND INTERVAL '2' HOUR FOLLOWING)",
+    "sum(x) OVER (ORDER BY d - d RANGE BETWEEN 1.5 PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY d - d RANGE BETWEEN INTERVAL '1' MONTH PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY d - d RANGE BETWEEN 1e0 PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY d - d RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
     # valid calls
     "lag(x) OVER (ORDER BY t)",
     "rank() OVER (PARTITION BY k ORDER BY t)",
@@ -579,7 +586,7 @@ def _over(r: random.Random) -> str:
     if r.random() < 0.85:
         keys = []
         for _ in range(1 if r.random() < 0.8 else 2):
-            key = r.choice(["t", "t", "x", "m", "d", "ts", "s", "k", "b"])
+            key = r.choice(["t", "t", "x", "m", "d", "ts", "s", "k", "b", "d - d", "ts - d"])
             key += r.choice(["", "", " ASC", " DESC", " DESC NULLS FIRST", " NULLS LAST"])
             keys.append(key)
         parts.append("ORDER BY " + ", ".join(keys))
