@@ -136,3 +136,29 @@ def test_first_and_last_value_take_spark_s_ignore_nulls_flag():
         .fetchall()
     )
     assert list(zip(*(got[c].to_pylist() for c in ("f", "l", "g")))) == want
+
+
+@pytest.mark.parametrize("desc", [False, True])
+@pytest.mark.parametrize(
+    "unit,frame,before,after",
+    [
+        ("s", "INTERVAL '36' HOUR PRECEDING AND 1 FOLLOWING", 129_600, 86_400),
+        ("s", "CURRENT ROW AND INTERVAL '2' DAY FOLLOWING", 0, 172_800),
+        ("us", "1.5 PRECEDING AND INTERVAL '0 00:00:02' DAY TO SECOND FOLLOWING", 1_500_000, 2_000_000),
+    ],
+)
+def test_range_offsets_over_interval_keys(unit, frame, before, after, desc):
+    """RANGE over a day-time interval ORDER BY key (INTERVAL DAY in seconds, DAY TO SECOND in
+    microseconds): an interval offset, or a number of the key's last field (days, seconds), counts
+    the rows the SQL definition puts in each frame."""
+    rng = np.random.default_rng(7)
+    step = 86_400 if unit == "s" else 500_000
+    ticks = [None if rng.random() < 0.1 else int(rng.integers(-6, 7)) * step for _ in range(80)]
+    t = pa.table({"k": pa.array(ticks, pa.duration(unit)), "rid": pa.array(range(80), pa.int64())})
+    order = "k DESC" if desc else "k"
+    got = overwindow.evaluate(t, f"count(*) OVER (ORDER BY {order} RANGE BETWEEN {frame}) AS c")
+    lo, hi = (-after, before) if desc else (-before, after)  # the frame's reach, in the key's unit
+    nulls = sum(x is None for x in ticks)  # a NULL key's frame: its NULL peers
+    inside = [[x is not None and v is not None and v + lo <= x <= v + hi for x in ticks] for v in ticks]
+    want = [nulls if v is None else sum(row) for v, row in zip(ticks, inside)]
+    assert got.sort_by("rid")["c"].to_pylist() == want

@@ -610,7 +610,7 @@ def _bound(value, side) -> Bound:
             return Bound.unbounded_preceding() if side == "PRECEDING" else Bound.unbounded_following()
         raise WindowSpecError(f"cannot read frame bound {value} {side}")
     if isinstance(value, (exp.Interval, exp.Add)) and value.find(exp.Interval):
-        offset = _interval_sum(value)
+        offset = interval_literal(value)
     else:
         offset = literal_value(value, f"frame bound {value.sql(dialect=DIALECT)} {side}")
         # Spark reads n PRECEDING as -n: a string there is negated as a DOUBLE; a FOLLOWING string
@@ -647,11 +647,16 @@ def string_offset(text: str, where: str) -> float:
     return float(t.rstrip("dDfF"))
 
 
-def _interval_sum(node: exp.Expression) -> Interval:
-    """``INTERVAL 1 DAY 2 HOURS`` (sqlglot: a sum of intervals) as one interval of the fields from
-    the largest unit to the smallest (DAY TO HOUR), as Spark types it."""
+def interval_literal(node: exp.Expression) -> Interval:
+    """An interval literal, ``INTERVAL '3' DAY`` or ``INTERVAL 1 DAY 2 HOURS`` (sqlglot: a sum of
+    intervals), as one interval of the fields from the largest unit to the smallest (DAY TO HOUR),
+    as Spark types it. O(1).
+
+    >>> interval_literal(sqlglot.parse_one("INTERVAL 1 DAY 2 HOURS", read=DIALECT))
+    Interval(months=0, days=1, micros=7200000000, fields='DAY TO HOUR')
+    """
     if isinstance(node, exp.Add):
-        a, b = _interval_sum(node.this), _interval_sum(node.expression)
+        a, b = interval_literal(node.this), interval_literal(node.expression)
         return _combined(a, b, f"{node.sql(dialect=DIALECT)}")
     if not isinstance(node, exp.Interval):
         raise WindowSpecError(f"expected an INTERVAL, got {node.sql(dialect=DIALECT)}")
@@ -663,6 +668,42 @@ _FIELDS = ["YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"]
 
 def _span(first: str, last: str) -> str:
     return first if first == last else f"{first} TO {last}"
+
+
+def span_fields(*fields: str) -> str:
+    """The fields of Spark's common type of intervals of ``fields``: from the largest first field to
+    the smallest last one (``HOUR`` beside ``DAY``: ``DAY TO HOUR``). O(1).
+
+    >>> span_fields("HOUR", "MINUTE TO SECOND")
+    'HOUR TO SECOND'
+    """
+    names = [f for f in _FIELDS if any(f in each.split() for each in fields)]
+    return _span(names[0], names[-1])
+
+
+def interval_from_text(text: str, fields: str) -> Interval:
+    """A string cast to a day-time interval of ``fields`` as Spark casts it: the text of that type's
+    literal (``'3'`` for DAY, ``'1 02:00:00.5'`` for DAY TO SECOND, ``'36'`` for HOUR), or the whole
+    literal (``INTERVAL '3' DAY``); a fraction past microseconds is dropped. Anything else is a
+    WindowSpecError (Spark: INVALID_INTERVAL_FORMAT). O(len(text)).
+
+    >>> interval_from_text(" -1 02:00:00 ", "DAY TO SECOND").micros
+    -7200000000
+    """
+    t = text.strip()
+    whole = re.fullmatch(r"(?i)interval\s*'([^']*)'\s*(\w+(?:\s+to\s+\w+)?)", t)
+    if whole and " ".join(whole.group(2).upper().split()) == fields:
+        t = whole.group(1).strip()
+    first, _, last = fields.partition(" TO ")
+    single = r"[+-]?\d+(\.\d+)?" if first == "SECOND" else r"[+-]?\d+"
+    if (not last and not re.fullmatch(single, t)) or (last and not re.fullmatch(r"[+-]?[\d :.]+", t)):
+        raise WindowSpecError(
+            f"the string {text!r} is not an INTERVAL {fields} (Spark: INVALID_INTERVAL_FORMAT)"
+        )
+    if not last:
+        one = _one_unit(_number(t, text), first)
+        return Interval(0, one.days, one.micros, fields)
+    return _day_time(t, first, last)
 
 
 def _combined(a: Interval, b: Interval, text: str) -> Interval:

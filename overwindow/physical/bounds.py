@@ -30,7 +30,16 @@ from overwindow.logical.parse import string_offset
 from overwindow.physical import casts, decimals
 from overwindow.physical.blocks import chunks
 from overwindow.physical.sorting import Layout, sort_codes, value_span
-from overwindow.physical.values import TypeFamily, Values, kind_of, sql_type
+from overwindow.physical.values import (
+    FIELD_MICROS,
+    INTERVAL_LIMIT,
+    MICROS_PER_TICK,
+    TypeFamily,
+    Values,
+    carrier_fields,
+    kind_of,
+    sql_type,
+)
 
 _I64 = np.iinfo(np.int64)
 
@@ -178,7 +187,15 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     off = _date_days(off, key.kind)
     span = None
     beyond = None  # rows whose exact target lies past every value of the key's type
-    if isinstance(off, Interval):
+    if key.kind is TypeFamily.INTERVAL:
+        # in microseconds; a target past int64 lies beyond every key (Spark's query fails on it,
+        # INTERVAL_ARITHMETIC_OVERFLOW, where it compares that bound with another row's key)
+        values, uniq = key_numbers(key), key_numbers(Values(key.uniques))
+        delta = sign * (off.days * FIELD_MICROS["DAY"] + off.micros)
+        lowest, highest = (int(uniq[0]), int(uniq[-1])) if len(uniq) else (0, 0)
+        target, beyond = _saturating_add(values, delta, lowest, highest)
+        counted = np.searchsorted(uniq, target, side=side)
+    elif isinstance(off, Interval):
         # nanosecond keys keep their nanoseconds (a frame edge 1 ns past a row leaves it out)
         unit = "ns" if key.kind is TypeFamily.TIMESTAMP and key.type.unit == "ns" else "us"
         values, uniq = _as_ticks(key, unit), _as_ticks(Values(key.uniques), unit)
@@ -300,6 +317,8 @@ def offset_in_key_type(offset, key_type: pa.DataType):
     Decimal('1.56')
     """
     family = kind_of(key_type)
+    if family is TypeFamily.INTERVAL:
+        return _offset_as_interval(offset, key_type)
     if isinstance(offset, str):
         return _string_in_key_type(offset, key_type)
     if isinstance(offset, Interval) and family in (TypeFamily.INT, TypeFamily.DECIMAL):
@@ -324,6 +343,32 @@ def offset_in_key_type(offset, key_type: pa.DataType):
                 "ORDER BY column's type (Spark: NUMERIC_VALUE_OUT_OF_RANGE)"
             )
         return rounded
+    return offset
+
+
+def _offset_as_interval(offset, key_type: pa.DataType):
+    """A RANGE offset over a day-time interval ORDER BY key, cast to the key's type as Spark casts
+    it: a day-time interval as it is, an integer or DECIMAL a count of the key's last field (days
+    over an INTERVAL DAY key, seconds over an INTERVAL DAY TO SECOND one, the fraction kept to the
+    microsecond, rounded half up), with the key's fields; a number past Spark's largest interval is
+    refused (CAST_OVERFLOW). Other offsets as they are (refused by ``check_range_key``). O(1).
+
+    >>> _offset_as_interval(decimal.Decimal("1.5"), pa.duration("s"))
+    Interval(months=0, days=0, micros=129600000000, fields='DAY')
+    """
+    fields = carrier_fields(key_type)
+    if isinstance(offset, Interval) and not offset.year_month:
+        return Interval(0, offset.days, offset.micros, fields)
+    if isinstance(offset, (int, decimal.Decimal)) and not isinstance(offset, bool):
+        micros = (decimal.Decimal(offset) * FIELD_MICROS[fields.split()[-1]]).to_integral_value(
+            decimal.ROUND_HALF_UP
+        )
+        if abs(micros) > INTERVAL_LIMIT["us"]:
+            raise WindowSpecError(
+                f"the offset {offset} cannot be cast to {sql_type(key_type)}, the ORDER BY column's type "
+                "(Spark: CAST_OVERFLOW)"
+            )
+        return Interval(0, 0, int(micros), fields)
     return offset
 
 
@@ -431,7 +476,8 @@ def check_range_key(offset, key_type: pa.DataType) -> None:
     """Spark's rules for a RANGE offset over an ORDER BY column of ``key_type`` (WindowSpecError
     otherwise, when the call is planned, before any row): numbers over numbers (an integer offset
     within the column's integer type, no infinite offset over integers), INTERVALs over TIMESTAMPs,
-    whole days or YEAR, MONTH and DAY intervals over DATEs. O(1).
+    whole days or YEAR, MONTH and DAY intervals over DATEs, day-time intervals and integer or
+    DECIMAL numbers over day-time intervals. O(1).
 
     >>> check_range_key(Interval(micros=3_600_000_000, fields="HOUR"), pa.date32())
     Traceback (most recent call last):
@@ -442,9 +488,19 @@ def check_range_key(offset, key_type: pa.DataType) -> None:
     what = sql_type(key_type)
     if offset is None and not family.is_numeric:  # Spark types NULL as a DOUBLE offset here
         raise WindowSpecError(f"a NULL RANGE offset needs a numeric ORDER BY column, not {what}")
+    if family is TypeFamily.INTERVAL:
+        number = isinstance(offset, (int, decimal.Decimal)) and not isinstance(offset, bool)
+        if not number and (not isinstance(offset, Interval) or offset.year_month):
+            raise WindowSpecError(
+                f"RANGE over an {what} ORDER BY column needs a day-time INTERVAL or an integer or "
+                f"DECIMAL offset, not {offset if isinstance(offset, Interval) else sql_literal(offset)} "
+                "(Spark: RANGE_FRAME_INVALID_TYPE)"
+            )
+        return
     if not family.is_ordered_number:
         raise WindowSpecError(
-            f"RANGE with an offset needs a numeric, DATE or TIMESTAMP ORDER BY column, not {what}"
+            f"RANGE with an offset needs a numeric, DATE, TIMESTAMP or day-time INTERVAL ORDER BY "
+            f"column, not {what}"
         )
     if isinstance(offset, Interval):
         if family in (TypeFamily.INT, TypeFamily.DECIMAL):
@@ -582,7 +638,9 @@ def _month_start(month: np.ndarray, unit: str) -> np.ndarray:
 
 def key_numbers(key: Values) -> np.ndarray:
     """The ORDER BY key in the numeric domain RANGE offsets apply to: microseconds since the epoch for
-    DATE and TIMESTAMP, the numbers themselves otherwise."""
+    DATE and TIMESTAMP, microseconds for a day-time interval, the numbers themselves otherwise."""
+    if key.kind is TypeFamily.INTERVAL:
+        return key.numbers.astype(np.int64, copy=False) * MICROS_PER_TICK[key.type.unit]
     return _as_ticks(key) if key.kind.is_temporal else key.numbers
 
 
@@ -599,7 +657,7 @@ def shift_key(numbers: np.ndarray, key_type: pa.DataType, offset, sign: int) -> 
     """
     kind = kind_of(key_type)
     offset = _date_days(offset, kind)
-    if kind.is_numeric:
+    if kind.is_numeric or kind is TypeFamily.INTERVAL:
         offset = offset_in_key_type(offset, key_type)
     if isinstance(offset, Interval):
         return _shift_time(numbers, offset, sign)[0]

@@ -17,14 +17,22 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import re
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.expr import parse_timestamp
-from overwindow.physical.values import INTERVAL_DAY, TypeFamily, kind_of, sql_type
+from overwindow.logical.parse import interval_from_text
+from overwindow.physical.values import (
+    FIELD_MICROS,
+    INTERVAL_DAY_TO_SECOND,
+    TypeFamily,
+    carrier_fields,
+    interval_type,
+    kind_of,
+    sql_type,
+)
 
 
 class CastError(ValueError):
@@ -40,9 +48,9 @@ _BOOLEAN_WORDS = {
 def implicit_default(default: pa.Array, target: pa.DataType, where: str) -> pa.Array:
     """A lag/lead default cast to its column's type as Spark's analyser casts it (the third
     parameter requires the column's type or VOID): numbers and strings to numbers; anything to a
-    STRING; strings to BOOLEAN; strings, DATEs and TIMESTAMPs to DATE and TIMESTAMP; a string of a
-    whole number of days to INTERVAL DAY (Spark reads more interval texts). Other pairs
-    raise WindowSpecError in Spark's words."""
+    STRING; strings to BOOLEAN; strings, DATEs and TIMESTAMPs to DATE and TIMESTAMP; strings to a
+    day-time interval (the literal's text, ``'3'`` or ``'1 02:00:00'``, or the literal itself). Other
+    pairs raise WindowSpecError in Spark's words."""
     source = default.type
     if source == target or pa.types.is_null(source):
         return cast(default, target)
@@ -52,7 +60,7 @@ def implicit_default(default: pa.Array, target: pa.DataType, where: str) -> pa.A
         or want is TypeFamily.STRING
         or (want is TypeFamily.BOOL and have in (TypeFamily.BOOL, TypeFamily.STRING))
         or (want.is_temporal and (have.is_temporal or have is TypeFamily.STRING))
-        or (target == INTERVAL_DAY and have is TypeFamily.STRING)
+        or (want is TypeFamily.INTERVAL and have is TypeFamily.STRING)
     )
     if not allowed:
         raise WindowSpecError(
@@ -67,16 +75,22 @@ def implicit_default(default: pa.Array, target: pa.DataType, where: str) -> pa.A
     return cast(default, target)
 
 
-def cast(array: pa.Array, target: pa.DataType) -> pa.Array:
-    """``CAST(array AS target)`` as Spark computes it in ANSI mode; CastError where Spark fails."""
+def cast(array: pa.Array, target: pa.DataType, source_fields: str = "", fields: str = "") -> pa.Array:
+    """``CAST(array AS target)`` as Spark computes it in ANSI mode; CastError where Spark fails.
+    ``source_fields`` and ``fields``: the day-time interval fields of the array and of the target
+    (``HOUR``, ``DAY TO MINUTE``: what a number counts and a string spells), by default those of
+    their Arrow carriers (``carrier_fields``)."""
     source = array.type
-    if source == target:
+    have, want = kind_of(source), kind_of(target)
+    fields = fields or (carrier_fields(target) if want is TypeFamily.INTERVAL else "")
+    if source == target and not (want is TypeFamily.INTERVAL and fields != (source_fields or fields)):
         return array
     if pa.types.is_null(source):
         return pa.nulls(len(array), target)
-    have, want = kind_of(source), kind_of(target)
     if have is TypeFamily.INTERVAL:
-        return _from_interval(array, target, want)
+        return _from_interval(array, target, source_fields or carrier_fields(source), fields)
+    if want is TypeFamily.INTERVAL:
+        return _to_interval(array, fields)
     try:
         if want is TypeFamily.STRING and have is TypeFamily.BOOL:
             return pc.if_else(array, "true", "false").cast(target)
@@ -100,26 +114,105 @@ def cast(array: pa.Array, target: pa.DataType) -> pa.Array:
         raise CastError(f"cannot cast {sql_type(source)} to {sql_type(target)}: {e}") from None
 
 
-def _from_interval(array: pa.Array, target: pa.DataType, want: TypeFamily) -> pa.Array:
-    """An INTERVAL DAY cast as Spark casts it: to an integer or DECIMAL type its number of days
-    (CastError where that overflows the target, Spark's CAST_OVERFLOW), to a STRING Spark's text
-    ``INTERVAL '-2' DAY``. Other targets, and an INTERVAL DAY TO SECOND to any of these, are refused
-    as Spark refuses them (DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION). O(n).
+def _micros(array: pa.Array) -> pa.Array:
+    """A day-time interval's values as int64 microseconds (Spark's own storage)."""
+    return array.cast(INTERVAL_DAY_TO_SECOND).cast(pa.int64())
+
+
+def _from_interval(array: pa.Array, target: pa.DataType, fields: str, to: str) -> pa.Array:
+    """A day-time interval of ``fields`` cast as Spark casts it: to an integer type the count of its
+    last field's unit, the rest dropped toward zero (``INTERVAL '1.5' SECOND`` is 1); to a DECIMAL
+    that count exactly, rounded half up to the scale (CastError where either overflows, Spark's
+    CAST_OVERFLOW); to a STRING Spark's literal (``INTERVAL '-2' DAY``, ``INTERVAL '03' HOUR``,
+    ``INTERVAL '1 02:00:00.5' DAY TO SECOND``); to another day-time interval of ``to`` the rest
+    below its last field dropped toward zero. Other targets are refused, as Spark refuses them
+    (DATATYPE_MISMATCH.CAST_WITHOUT_SUGGESTION). O(n).
 
     >>> cast(pa.array([-172800, None], pa.duration("s")), pa.string()).to_pylist()
     ["INTERVAL '-2' DAY", None]
+    >>> cast(pa.array([5_400_000_000], pa.duration("us")), pa.string(), "HOUR TO MINUTE").to_pylist()
+    ["INTERVAL '01:30' HOUR TO MINUTE"]
     """
-    if array.type != INTERVAL_DAY or want not in (TypeFamily.INT, TypeFamily.DECIMAL, TypeFamily.STRING):
-        raise WindowSpecError(f"cannot cast {sql_type(array.type)} to {sql_type(target)}")
-    days = pc.divide(array.cast(pa.int64()), 86400)  # whole days: exact
+    want = kind_of(target)
+    if want not in (TypeFamily.INT, TypeFamily.DECIMAL, TypeFamily.STRING, TypeFamily.INTERVAL):
+        raise WindowSpecError(f"cannot cast {_spelled(array.type, fields)} to {sql_type(target)}")
+    micros = _micros(array)
+    if want is TypeFamily.INTERVAL:
+        unit = FIELD_MICROS[to.split()[-1]]
+        whole = pc.multiply(pc.divide(micros, unit), unit)  # integer division: toward zero
+        return whole.cast(INTERVAL_DAY_TO_SECOND).cast(target)
     if want is TypeFamily.STRING:
-        return pc.binary_join_element_wise("INTERVAL '", days.cast(pa.string()), "' DAY", "").cast(target)
+        texts = [None if m is None else interval_text(m, fields) for m in micros.to_pylist()]
+        return pa.array(texts, pa.string()).cast(target)
+    unit = FIELD_MICROS[fields.split()[-1]]
     try:
-        return cast(days, target)
+        if want is TypeFamily.INT:
+            return cast(pc.divide(micros, unit), target)  # integer division: toward zero
+        counts = [None if m is None else decimal.Decimal(m) / unit for m in micros.to_pylist()]
+        return _decimals(counts, target)
     except CastError:
         raise CastError(
-            f"an INTERVAL DAY value overflows {sql_type(target)} (Spark: CAST_OVERFLOW)"
+            f"an {_spelled(array.type, fields)} value overflows {sql_type(target)} (Spark: CAST_OVERFLOW)"
         ) from None
+
+
+def _spelled(t: pa.DataType, fields: str) -> str:
+    return f"INTERVAL {fields}" if kind_of(t) is TypeFamily.INTERVAL else sql_type(t)
+
+
+_SPARK_LIMIT = 2**63 - 1  # Spark's long of microseconds
+
+
+def interval_text(micros: int, fields: str) -> str:
+    """Spark's text of a day-time interval of ``fields`` (what CAST(... AS STRING) gives): the
+    first field as it is (two digits at least, but for DAY), the others two digits each, seconds
+    with their fraction. O(1).
+
+    >>> interval_text(-93_600_500_000, "DAY TO SECOND"), interval_text(1_500_000, "SECOND")
+    ("INTERVAL '-1 02:00:00.5' DAY TO SECOND", "INTERVAL '01.5' SECOND")
+    """
+    names = ["DAY", "HOUR", "MINUTE", "SECOND"]
+    first, last = fields.split()[0], fields.split()[-1]
+    rest, parts = abs(micros), []
+    for name in names[names.index(first) : names.index(last) + 1]:
+        amount, rest = divmod(rest, FIELD_MICROS[name])
+        parts.append(str(amount) if name == "DAY" else f"{amount:02d}")
+    if rest and last == "SECOND":  # microseconds: the fraction of the seconds
+        parts[-1] += f".{rest:06d}".rstrip("0")
+    text = f"{parts[0]} {':'.join(parts[1:])}" if first == "DAY" and len(parts) > 1 else ":".join(parts)
+    return f"INTERVAL '{'-' if micros < 0 else ''}{text}' {fields}"
+
+
+def _to_interval(array: pa.Array, fields: str) -> pa.Array:
+    """Numbers and strings cast to a day-time interval of ``fields`` as Spark casts them: an integer
+    or DECIMAL counts the last field's unit (``CAST(3 AS INTERVAL HOUR)`` is 3 hours, a DECIMAL's
+    fraction kept to the microsecond, rounded half up), a string is the literal's text
+    (``interval_from_text``). CastError where a value overflows (CAST_OVERFLOW) or a string is no
+    such interval (INVALID_INTERVAL_FORMAT); WindowSpecError for other types. O(n).
+
+    >>> cast(pa.array([3, None], pa.int32()), pa.duration("us"), fields="HOUR").to_pylist()
+    [datetime.timedelta(seconds=10800), None]
+    """
+    have, unit = kind_of(array.type), FIELD_MICROS[fields.split()[-1]]
+    if have not in (TypeFamily.INT, TypeFamily.DECIMAL, TypeFamily.STRING):
+        raise WindowSpecError(f"cannot cast {sql_type(array.type)} to INTERVAL {fields}")
+    micros = []
+    for v in array.to_pylist():
+        if v is None:
+            micros.append(None)
+        elif have is TypeFamily.STRING:
+            try:
+                iv = interval_from_text(v, fields)
+            except WindowSpecError as e:
+                raise CastError(str(e)) from None
+            micros.append(iv.days * FIELD_MICROS["DAY"] + iv.micros)
+        else:
+            micros.append(int((decimal.Decimal(v) * unit).to_integral_value(decimal.ROUND_HALF_UP)))
+    if any(m is not None and abs(m) > _SPARK_LIMIT for m in micros):
+        raise CastError(
+            f"a value of {sql_type(array.type)} overflows INTERVAL {fields} (Spark: CAST_OVERFLOW)"
+        )
+    return pa.array(micros, pa.int64()).cast(INTERVAL_DAY_TO_SECOND).cast(interval_type(fields))
 
 
 def _from_strings(array: pa.Array, target: pa.DataType, want: TypeFamily) -> pa.Array:
@@ -144,8 +237,6 @@ def _from_strings(array: pa.Array, target: pa.DataType, want: TypeFamily) -> pa.
                 out.append(dt.date.fromisoformat(s[:10]))
             elif want is TypeFamily.TIMESTAMP:
                 out.append(parse_timestamp(s))
-            elif target == INTERVAL_DAY and re.fullmatch(r"[+-]?\d+", s):  # a number of days
-                out.append(dt.timedelta(days=int(s)))
             else:
                 raise CastError(f"cannot cast STRING to {sql_type(target)}")
         except (ValueError, KeyError):

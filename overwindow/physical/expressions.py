@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 
 import numpy as np
 import pyarrow as pa
@@ -18,12 +19,17 @@ from sqlglot import exp
 
 from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.logical.expr import DIALECT, Expr, literal_value
+from overwindow.logical.frame import Interval
+from overwindow.logical.parse import interval_literal, span_fields
 from overwindow.physical import casts, decimals
 from overwindow.physical.values import (
+    FIELD_MICROS,
     INTERVAL_DAY,
     INTERVAL_DAY_TO_SECOND,
     INTERVAL_LIMIT,
     TypeFamily,
+    carrier_fields,
+    interval_type,
     kind_of,
     sql_type,
 )
@@ -64,7 +70,11 @@ _TYPES = {
 
 
 def arrow_type(to: exp.DataType) -> pa.DataType:
-    """The Arrow type of a SQL type name in a CAST (``DECIMAL(p, s)``: Spark's default (10, 0))."""
+    """The Arrow type of a SQL type name in a CAST (``DECIMAL(p, s)``: Spark's default (10, 0); a
+    day-time interval its carrier, ``interval_type``)."""
+    fields = cast_fields(to)
+    if fields:
+        return interval_type(fields)
     name = to.this.name if hasattr(to.this, "name") else str(to.this).upper()
     if name == "DECIMAL":
         params = [int(p.this.this) for p in to.expressions]
@@ -72,6 +82,58 @@ def arrow_type(to: exp.DataType) -> pa.DataType:
     if name not in _TYPES:
         raise WindowSpecError(f"CAST to {to.sql(dialect=DIALECT)} is not supported")
     return _TYPES[name]
+
+
+_YEAR_MONTH = (
+    "{}: year-month intervals (YEAR, MONTH, YEAR TO MONTH) are read only as RANGE offsets; "
+    "overwindow computes day-time intervals (DAY ... SECOND) in expressions"
+)
+
+
+def cast_fields(to: exp.DataType) -> str:
+    """The fields of a CAST's day-time interval target (``INTERVAL DAY TO SECOND``: ``'DAY TO
+    SECOND'``), '' when the target is no interval; a year-month target is refused."""
+    if not isinstance(to.this, exp.Interval):
+        return ""
+    unit = to.this.args.get("unit")
+    names = [unit.this.name, unit.expression.name] if isinstance(unit, exp.IntervalSpan) else [unit.name]
+    names = [n.upper().rstrip("S") if len(n) > 1 else n.upper() for n in names]
+    if {"YEAR", "MONTH"} & set(names):
+        raise WindowSpecError(_YEAR_MONTH.format(f"CAST(... AS {to.sql(dialect=DIALECT)})"))
+    return " TO ".join(dict.fromkeys(names))
+
+
+def interval_fields(node: exp.Expression, t: pa.Table) -> str:
+    """Spark's fields of a day-time interval expression over ``t``'s columns (``'DAY'``, ``'HOUR TO
+    MINUTE'``, ...; '' when it is no interval). Arrow's duration carries only two of them (DAY in
+    seconds, every other in microseconds, ``interval_type``), so the others are read from the
+    expression: a literal's own, a CAST's target, the span of the intervals ``+``, ``-``, COALESCE
+    or CASE combine; DAY TO SECOND for anything else in microseconds (``ts - ts``, ``x * 2``).
+    O(size of the expression squared), over no rows.
+
+    >>> t = pa.table({"d": pa.array([], pa.date32())})
+    >>> interval_fields(Expr.of("(d - d) + INTERVAL '2' HOUR").node, t)
+    'DAY TO HOUR'
+    """
+    typ = _eval(node, t.schema.empty_table()).type
+    if kind_of(typ) is not TypeFamily.INTERVAL or typ == INTERVAL_DAY:
+        return carrier_fields(typ) if kind_of(typ) is TypeFamily.INTERVAL else ""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Interval):
+        return interval_literal(node).fields
+    if isinstance(node, (exp.Neg, exp.Abs)):
+        return interval_fields(node.this, t)
+    if isinstance(node, exp.Cast):
+        return cast_fields(node.to)
+    if isinstance(node, exp.Case):
+        parts = [b.args["true"] for b in node.args.get("ifs") or []] + [node.args.get("default")]
+    elif isinstance(node, (exp.Add, exp.Sub, exp.Coalesce)):
+        parts = [node.this, node.expression, *(node.args.get("expressions") or [])]
+    else:
+        parts = []
+    fields = [f for f in (interval_fields(p, t) for p in parts if isinstance(p, exp.Expression)) if f]
+    return span_fields(*fields) if fields else "DAY TO SECOND"
 
 
 def resolve_column(table: pa.Table, name: str) -> str:
@@ -92,7 +154,8 @@ def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
     once, with Spark's literal types (``1.5`` DECIMAL, ``TIMESTAMP '...'``); one with arithmetic
     is computed as Spark computes it (``1.5 * 2`` is DECIMAL(4, 1), ``2147483647 + 1`` overflows
     INT), not folded in Python, whose numbers carry no SQL type."""
-    if not expr.columns() and not any(expr.node.find_all(*_ARITHMETIC)):
+    # arithmetic, and intervals (``CAST(NULL AS INTERVAL DAY)``), are typed by _eval, not folded
+    if not expr.columns() and not any(expr.node.find_all(*_ARITHMETIC, exp.Interval)):
         try:
             value = expr.literal_value()
         except WindowSpecError:
@@ -100,6 +163,13 @@ def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
         if value is not _NOT_CONSTANT and not isinstance(value, tuple):
             return pa.array([value] * table.num_rows, type=_literal_type(value))
     out = _eval(expr.node, table)
+    if out.type == INTERVAL_DAY_TO_SECOND and not isinstance(expr.node, exp.Column):
+        fields = interval_fields(expr.node, table)
+        if fields != "DAY TO SECOND":
+            raise WindowSpecError(
+                f"{expr.sql} is Spark's INTERVAL {fields}; overwindow's interval values are INTERVAL "
+                "DAY or INTERVAL DAY TO SECOND only: CAST it AS INTERVAL DAY TO SECOND"
+            )
     if isinstance(out, pa.Scalar):
         out = pa.repeat(out, table.num_rows)  # not through Python: DATE '9999-12-31' + 1 has no date
     if isinstance(out, pa.ChunkedArray):
@@ -162,6 +232,8 @@ def _eval_node(node: exp.Expression, t: pa.Table):
     if isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):
         value = literal_value(node, node.sql(dialect=DIALECT))
         return pa.scalar(value, type=_literal_type(value))  # Spark's: `3` is INT, so `i * 3` is INT
+    if isinstance(node, exp.Interval):
+        return _interval_scalar(interval_literal(node), node.sql(dialect=DIALECT))
     if isinstance(node, exp.Neg):
         return _unary("negate_checked", _eval(node.this, t), node.sql(dialect=DIALECT))
     if isinstance(node, exp.Not):
@@ -177,15 +249,19 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         if isinstance(node.expression, exp.Null):
             return pc.is_null(inner)
     if isinstance(node, exp.Cast):
-        target = arrow_type(node.to)
+        target, fields = arrow_type(node.to), cast_fields(node.to)
         value = _eval(node.this, t)
+        source = interval_fields(node.this, t) if kind_of(value.type) is TypeFamily.INTERVAL else ""
         if isinstance(value, pa.Scalar):
             value = pa.array([value.as_py()], type=value.type if value.type != pa.null() else None)
-            return casts.cast(value, target)[0]
+            try:
+                return casts.cast(value, target, source, fields)[0]
+            except casts.CastError as e:  # a constant Spark fails on in every row
+                raise WindowSpecError(f"{e}, in {node.sql(dialect=DIALECT)}") from None
         if isinstance(value, pa.ChunkedArray):
             value = value.combine_chunks()
         try:
-            return casts.cast(value, target)  # Spark drops the fraction (1.9 -> 1, -1.9 -> -1)
+            return casts.cast(value, target, source, fields)  # Spark drops the fraction (1.9 -> 1)
         except casts.CastError as e:
             raise WindowRuntimeError(f"{e}, in {node.sql(dialect=DIALECT)}") from None
     if isinstance(node, exp.Coalesce):
@@ -195,7 +271,9 @@ def _eval_node(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.Abs):
         return _unary("abs_checked", _eval(node.this, t), node.sql(dialect=DIALECT))
     if isinstance(node, exp.In):
-        return _in(_eval(node.this, t), [literal_value(e, "IN list") for e in node.expressions])
+        listed = node.expressions
+        items = [_eval(e, t).as_py() if e.find(exp.Interval) else literal_value(e, "IN list") for e in listed]
+        return _in(_eval(node.this, t), items)
     if isinstance(node, exp.Between):
         x = _eval(node.this, t)
         return pc.and_kleene(
@@ -246,6 +324,8 @@ def _arithmetic(node: exp.Expression, t: pa.Table):
     a, b = _eval(node.this, t), _eval(node.expression, t)
     if TypeFamily.INTERVAL in (kind_of(a.type), kind_of(b.type)):
         return _interval_arithmetic(op, a, b, name)
+    if op == "-":
+        a, b = _as_times(a, b, name)
     if pa.types.is_date32(a.type) or pa.types.is_date32(b.type):
         return _date_arithmetic(op, a, b, name)
     if op == "-" and pa.types.is_timestamp(a.type) and pa.types.is_timestamp(b.type):
@@ -289,6 +369,36 @@ def _arithmetic(node: exp.Expression, t: pa.Table):
             f"{what} by zero in {name} (Spark: {spark}); leave such rows out of it, e.g. "
             f"CASE WHEN divisor <> 0 THEN {name} END"
         ) from None
+
+
+def _as_times(a, b, name: str):
+    """The operands of ``-`` as Spark reads a date or time difference: a string beside a DATE or
+    TIMESTAMP is cast to its type (``d - '2024-01-01'``; a constant Spark cannot read is refused, a
+    column's value fails the query, CAST_INVALID_INPUT), a DATE beside a TIMESTAMP is that
+    TIMESTAMP type's midnight (``ts - d``: an INTERVAL DAY TO SECOND). Others as they are."""
+    kinds = (kind_of(a.type), kind_of(b.type))
+    for time, other in ((0, 1), (1, 0)):
+        x, y = (a, b)[time], (a, b)[other]
+        if kinds[time].is_temporal and kinds[other] is TypeFamily.STRING:
+            y = _cast_operand(y, x.type, name)
+        elif kinds[time] is TypeFamily.TIMESTAMP and kinds[other] is TypeFamily.DATE:
+            y = y.cast(x.type)  # midnight, in the session's (UTC) zone
+        else:
+            continue
+        return (x, y) if time == 0 else (y, x)
+    return a, b
+
+
+def _cast_operand(x, target: pa.DataType, name: str):
+    """An operand cast to ``target`` as Spark casts it implicitly: a constant that fails is refused
+    (WindowSpecError: it fails in every row), a column's value fails the query (WindowRuntimeError)."""
+    try:
+        if isinstance(x, pa.Scalar):
+            return casts.cast(pa.array([x.as_py()], x.type), target)[0]
+        return casts.cast(x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x, target)
+    except casts.CastError as e:
+        error = WindowSpecError if isinstance(x, pa.Scalar) else WindowRuntimeError
+        raise error(f"{e}, in {name} (Spark: CAST_INVALID_INPUT)") from None
 
 
 def _typed_nulls(a, b):
@@ -364,22 +474,40 @@ def _date_arithmetic(op: str, a, b, name: str):
     )
 
 
+def _interval_scalar(value: Interval, name: str) -> pa.Scalar:
+    """An interval literal's value in its carrier (``interval_type``); one past Spark's long of
+    microseconds is refused, as Spark's parser refuses it (INTERVAL_ARITHMETIC_OVERFLOW), and so is
+    a year-month one."""
+    if value.year_month:
+        raise WindowSpecError(_YEAR_MONTH.format(name))
+    micros = value.days * FIELD_MICROS["DAY"] + value.micros
+    if abs(micros) > INTERVAL_LIMIT["us"]:
+        raise WindowSpecError(f"{name} is past Spark's largest interval (INTERVAL_ARITHMETIC_OVERFLOW)")
+    return pa.scalar(micros, INTERVAL_DAY_TO_SECOND).cast(interval_type(value.fields))
+
+
 def _interval_arithmetic(op: str, a, b, name: str):
-    """``+`` and ``-`` beside a day-time interval as Spark computes them: two intervals of one type
-    add up to that type (a WindowRuntimeError past Spark's long of microseconds, as its ANSI mode
-    fails); a bare NULL gives a NULL interval; a DATE plus or minus an INTERVAL DAY is a DATE (its
-    days added as by ``date_add``), a TIMESTAMP plus or minus an interval a TIMESTAMP. An interval
-    times or over a number (Spark: an INTERVAL DAY TO SECOND) and every other pairing (an interval
-    beside a number, ``interval - DATE``) are refused. O(n).
+    """``+ - * /`` beside a day-time interval as Spark computes them: two intervals add up to the
+    common type (INTERVAL DAY beside INTERVAL DAY, else microseconds; a WindowRuntimeError past
+    Spark's long of microseconds, as its ANSI mode fails); a bare NULL gives a NULL interval; a
+    DATE plus or minus an INTERVAL DAY is a DATE (its days added as by ``date_add``), plus or minus
+    any other day-time interval a TIMESTAMP (from the date's midnight), a TIMESTAMP plus or minus
+    an interval a TIMESTAMP; an interval times a number, or over one, is an INTERVAL DAY TO SECOND
+    (``_scaled``). Every other pairing (an interval beside a number in ``+``, ``interval - DATE``,
+    ``n / interval``) is refused. O(n).
 
     >>> t = pa.table({"d": pa.array([dt.date(2024, 3, 1), None], pa.date32())})
     >>> evaluate_expr(Expr.of("d + (d - DATE '2024-02-28')"), t).to_pylist()
     [datetime.date(2024, 3, 3), None]
+    >>> evaluate_expr(Expr.of("d + INTERVAL '90' MINUTE"), t).cast(pa.timestamp("us")).to_pylist()
+    [datetime.datetime(2024, 3, 1, 1, 30), None]
     """
     left, right = kind_of(a.type) is TypeFamily.INTERVAL, kind_of(b.type) is TypeFamily.INTERVAL
     interval, other = (a, b) if left else (b, a)
     if op in ("+", "-"):
-        if left and right and a.type == b.type:
+        if left and right:
+            if a.type != b.type:  # DAY beside another: both in microseconds
+                a, b = a.cast(INTERVAL_DAY_TO_SECOND), b.cast(INTERVAL_DAY_TO_SECOND)
             total = pc.call_function(_CHECKED[op], [a, b])
             ticks = pc.abs(pc.cast(total, pa.int64()))
             biggest = (ticks if isinstance(ticks, pa.Scalar) else pc.max(ticks)).as_py()
@@ -392,15 +520,69 @@ def _interval_arithmetic(op: str, a, b, name: str):
             if pa.types.is_date32(other.type) and interval.type == INTERVAL_DAY:
                 days = pc.cast(pc.divide(pc.cast(interval, pa.int64()), 86400), pa.int32())
                 return _date_arithmetic(op, other, days, name)
+            if pa.types.is_date32(other.type):
+                other = other.cast(pa.timestamp("us", tz="UTC"))  # Spark's TIMESTAMP, at midnight
             if pa.types.is_timestamp(other.type):
                 step = pc.cast(interval, pa.duration(other.type.unit))
                 return pc.call_function(_CHECKED[op], [other, step])
-    elif (op == "*" or (op == "/" and left)) and kind_of(other.type).is_numeric:
-        raise WindowSpecError(
-            f"{name}: an interval times or over a number is an INTERVAL DAY TO SECOND in Spark, which "
-            "overwindow does not compute"
-        )
+    elif (op == "*" or (op == "/" and left)) and not (left and right):
+        if kind_of(other.type).is_numeric or other.type in (pa.null(), pa.string()):
+            return _scaled(op, interval, other, name)
     raise WindowSpecError(f"{name} cannot be computed for {sql_type(a.type)}, {sql_type(b.type)} arguments")
+
+
+def _scaled(op: str, interval, number, name: str):
+    """An interval times or over a number, as Spark computes it (its MultiplyDTInterval and
+    DivideDTInterval): an INTERVAL DAY TO SECOND of microseconds; by an integer exactly (``/``
+    rounded half up), by a DECIMAL exactly then rounded half up, by a DOUBLE or FLOAT in DOUBLE then
+    rounded half up; a string is read as a DOUBLE, a bare NULL gives NULL. A
+    WindowRuntimeError where Spark's query fails: a zero divisor (INTERVAL_DIVIDED_BY_ZERO), a NaN
+    or infinite result, one past Spark's long of microseconds. O(n), in Python.
+
+    >>> t = pa.table({"d": pa.array([dt.date(2024, 1, 8), None], pa.date32())})
+    >>> evaluate_expr(Expr.of("(d - DATE '2024-01-01') / 3"), t).to_pylist()
+    [datetime.timedelta(days=2, seconds=28800), None]
+    """
+    if pa.types.is_null(number.type):
+        return pa.scalar(None, INTERVAL_DAY_TO_SECOND)
+    if pa.types.is_string(number.type):
+        number = _cast_operand(number, pa.float64(), name)
+    micros = _pylist(interval.cast(INTERVAL_DAY_TO_SECOND).cast(pa.int64()))
+    factors = _pylist(number)
+    n = max(len(micros), len(factors))  # a scalar beside an array: repeated
+    micros, factors = (x * n if len(x) == 1 else x for x in (micros, factors))
+    out = [None if m is None or x is None else _scale(op, m, x, name) for m, x in zip(micros, factors)]
+    result = pa.array(out, pa.int64()).cast(INTERVAL_DAY_TO_SECOND)
+    return result[0] if isinstance(interval, pa.Scalar) and isinstance(number, pa.Scalar) else result
+
+
+def _pylist(x) -> list:
+    """A scalar's value as a list of one, an array's values."""
+    return [x.as_py()] if isinstance(x, pa.Scalar) else x.to_pylist()
+
+
+def _scale(op: str, micros: int, x, name: str) -> int:
+    """``micros * x`` or ``micros / x`` rounded half up to whole microseconds, as Spark does: exactly
+    for an integer or DECIMAL ``x``, from the DOUBLE result for a DOUBLE or FLOAT."""
+    if x == 0 and op == "/":
+        raise WindowRuntimeError(
+            f"Division by zero in {name} (Spark: INTERVAL_DIVIDED_BY_ZERO); leave such rows out of it, "
+            f"e.g. CASE WHEN divisor <> 0 THEN {name} END"
+        )
+    if isinstance(x, float):
+        with np.errstate(over="ignore", invalid="ignore"):
+            value = float(np.float64(micros) * x if op == "*" else np.float64(micros) / x)
+        if not math.isfinite(value):
+            raise WindowRuntimeError(f"{name}: the result is infinite or NaN (Spark: ArithmeticException)")
+        exact = decimal.Decimal(value)
+    else:
+        with decimal.localcontext() as ctx:
+            ctx.prec = 80  # past any product or quotient's integer digits: rounded once, below
+            exact = decimal.Decimal(micros) * x if op == "*" else decimal.Decimal(micros) / decimal.Decimal(x)
+    whole = int(exact.to_integral_value(decimal.ROUND_HALF_UP))
+    if abs(whole) > INTERVAL_LIMIT["us"]:
+        raise WindowRuntimeError(f"{name} overflows INTERVAL DAY TO SECOND (Spark: long overflow)")
+    return whole
 
 
 def _decimal_operand_type(value, node: exp.Expression) -> pa.Decimal128Type:
@@ -481,9 +663,12 @@ def _numpy(x, to: pa.DataType) -> tuple[np.ndarray, np.ndarray]:
 
 def _in(x, items: list):
     """SQL ``x IN (items)``: true on a match; NULL when ``x`` is NULL, or when nothing matches and
-    the list holds a NULL; false otherwise."""
+    the list holds a NULL; false otherwise. Interval items are timedeltas."""
     present = [v for v in items if v is not None]
-    hit = pc.is_in(x, value_set=pa.array(present) if present else pa.array([], type=x.type))
+    if kind_of(x.type) is TypeFamily.INTERVAL:  # intervals of both carriers compare in microseconds
+        x = x.cast(INTERVAL_DAY_TO_SECOND)
+    typed = pa.array(present, x.type) if kind_of(x.type) is TypeFamily.INTERVAL else pa.array(present)
+    hit = pc.is_in(x, value_set=typed if present else pa.array([], type=x.type))
     unknown = pc.is_null(x)
     if len(present) < len(items):
         unknown = pc.or_(unknown, pc.invert(hit))

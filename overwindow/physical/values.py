@@ -98,6 +98,24 @@ INTERVAL_DAY_TO_SECOND = pa.duration("us")
 # microsecond's count, and the most ticks a value may hold
 MICROS_PER_TICK = {"s": 1_000_000, "us": 1}
 INTERVAL_LIMIT = {unit: (2**63 - 1) // micros for unit, micros in MICROS_PER_TICK.items()}
+# a day-time interval field's unit in microseconds (what a cast to or from a number counts)
+FIELD_MICROS = {"DAY": 86_400_000_000, "HOUR": 3_600_000_000, "MINUTE": 60_000_000, "SECOND": 1_000_000}
+
+
+def interval_type(fields: str) -> pa.DataType:
+    """The Arrow carrier of Spark's day-time interval of ``fields``: INTERVAL DAY's whole days in
+    seconds, every other (DAY TO SECOND, HOUR, MINUTE TO SECOND, ...) in microseconds.
+
+    >>> interval_type("DAY"), interval_type("HOUR")
+    (DurationType(duration[s]), DurationType(duration[us]))
+    """
+    return INTERVAL_DAY if fields == "DAY" else INTERVAL_DAY_TO_SECOND
+
+
+def carrier_fields(t: pa.DataType) -> str:
+    """The fields a column of an interval carrier has: DAY or DAY TO SECOND (``interval_type``'s
+    inverse for the two types a column can have)."""
+    return "DAY" if t == INTERVAL_DAY else "DAY TO SECOND"
 
 
 def sql_type(t: pa.DataType) -> str:

@@ -217,6 +217,17 @@ MOMENTS = {
 }
 # DATE - DATE: Spark's INTERVAL DAY (and NULL where either date is)
 INTERVALS = ("d - DATE'1970-01-01'", "d - d", "d - NULL")
+# ... and the day-time intervals of literals, casts, products and TIMESTAMP - DATE: INTERVAL DAY
+# (the first three) or INTERVAL DAY TO SECOND
+INTERVAL_DAYS = ("coalesce(d - d, INTERVAL '2' DAY)", "CAST(p AS INTERVAL DAY)", "INTERVAL '-3' DAY + d - d")
+INTERVAL_EXPRESSIONS = (
+    *INTERVAL_DAYS,
+    "(d - DATE'1970-01-01') * 1.5",
+    "(d - DATE'2000-01-01') / 7",
+    "p * (d - d + INTERVAL '0 00:00:00.000001' DAY TO SECOND)",
+    "t - d",
+    "CAST(m AS INTERVAL DAY TO SECOND)",
+)
 DEFAULTS = {  # lag/lead defaults Spark casts to the argument's type
     "i": ["0", "-3"],
     "l": ["7", "-1"],
@@ -228,7 +239,11 @@ DEFAULTS = {  # lag/lead defaults Spark casts to the argument's type
     "d": ["DATE'1999-12-31'", "DATE'1901-02-03'"],
     "t": ["TIMESTAMP'1969-07-20 20:17:40'", "TIMESTAMP'2001-01-01 00:00:00.000001'"],
     "n": ["TIMESTAMP_NTZ'1969-07-20 20:17:40'", "NULL"],
-    **dict.fromkeys(INTERVALS, ["'3'", "' -2 '"]),  # strings of whole days
+    **dict.fromkeys(INTERVALS + INTERVAL_DAYS, ["'3'", "' -2 '", "INTERVAL '4' DAY"]),  # whole days
+    **dict.fromkeys(
+        INTERVAL_EXPRESSIONS[len(INTERVAL_DAYS) :],
+        ["'1 02:00:00.5'", "INTERVAL '-0 00:00:00.000001' DAY TO SECOND"],
+    ),
 }
 # defaults read from another column of a type Spark widens to the argument's
 COLUMN_DEFAULTS = {"l": ["i"], "f": ["i", "l"], "w": ["m", "i"], "s": ["q"]}
@@ -257,6 +272,7 @@ EXPRESSIONS = [
     "3 + d",
     "d - 40000",
     *INTERVALS,
+    *INTERVAL_EXPRESSIONS,
 ]
 DOUBLES = ("f", "-f", "CAST(i AS DOUBLE) / 4")  # the DOUBLE arguments: sum/avg oracle by DECIMAL
 # RANGE offsets by key: lists of spellings in increasing order, one list per offset type (a
@@ -836,6 +852,89 @@ READINGS = [
     "rank() OVER (ORDER BY d - DATE '2000-01-01' DESC)",
     "count(*) OVER (PARTITION BY d - d)",
     "sum(t) OVER (ORDER BY DATE '2000-01-01' - d NULLS LAST ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)",
+    # interval literals in expressions: compared, added to dates, times and intervals (a DATE plus
+    # an INTERVAL DAY is a DATE, plus any other day-time interval a TIMESTAMP), as lag defaults, in
+    # COALESCE, CASE, BETWEEN and IN, aggregated
+    "lag((d - DATE '2024-01-01') > INTERVAL '1' DAY) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') <= INTERVAL '36' HOUR) OVER (ORDER BY t)",
+    "lag(d + INTERVAL '2' DAY) OVER (ORDER BY t)",
+    "lag(d - INTERVAL '2' DAY) OVER (ORDER BY t)",
+    "lag(INTERVAL '2' DAY + d) OVER (ORDER BY t)",
+    "lag(d + INTERVAL '25' HOUR) OVER (ORDER BY t)",
+    "lag(d - (ts - ts)) OVER (ORDER BY t)",
+    "lag(ts + INTERVAL '90' MINUTE) OVER (ORDER BY t)",
+    "lag(ts - INTERVAL '1 02:00:00.5' DAY TO SECOND) OVER (ORDER BY t)",
+    "lag(ts + INTERVAL 1 DAY 2 HOURS) OVER (ORDER BY t)",
+    "lag(d - DATE '2024-01-01', 1, INTERVAL '3' DAY) OVER (ORDER BY t)",
+    "lead(ts - ts, 1, INTERVAL '1 02:00:00' DAY TO SECOND) OVER (ORDER BY t)",
+    "lag(ts - ts, 1, '-1 02:00:00.25') OVER (ORDER BY t)",
+    "lag(coalesce(d - DATE '2024-01-01', INTERVAL '3' DAY)) OVER (ORDER BY t)",
+    "lag(coalesce(d - DATE '2024-01-01', ts - ts)) OVER (ORDER BY t)",
+    "lag(CASE WHEN k = 1 THEN d - DATE '2024-01-01' ELSE INTERVAL '5' DAY END) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') + INTERVAL '1' DAY) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') - INTERVAL '1 00:00:00.5' DAY TO SECOND) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') BETWEEN INTERVAL '1' DAY AND INTERVAL '100' DAY) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') IN (INTERVAL '59' DAY, INTERVAL '0' DAY)) OVER (ORDER BY t)",
+    "lag(-INTERVAL '2' DAY) OVER (ORDER BY t)",
+    "sum(INTERVAL '1' DAY) OVER (ORDER BY t)",
+    "max(ts - ts + INTERVAL '0 00:00:01' DAY TO SECOND) OVER (PARTITION BY k)",
+    # CAST to and from day-time intervals: numbers count the last field's unit, strings are the
+    # literal's text, intervals cut to the target's last field
+    "lag(CAST(k AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(CAST(t AS INTERVAL DAY TO SECOND)) OVER (ORDER BY t)",
+    "lag(CAST(m AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(CAST(m AS INTERVAL DAY TO SECOND)) OVER (ORDER BY t)",
+    "lag(CAST(NULL AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(CAST(' -3 ' AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(CAST('1 2:3:4.1234567' AS INTERVAL DAY TO SECOND)) OVER (ORDER BY t)",
+    "lag(CAST(ts - ts AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(CAST(INTERVAL '-1 23:00:00' DAY TO SECOND AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(CAST(INTERVAL '36' HOUR AS INTERVAL DAY TO SECOND)) OVER (ORDER BY t)",
+    "lag(CAST(INTERVAL '36' HOUR AS INT)) OVER (ORDER BY t)",
+    "lag(CAST(INTERVAL '1.5' SECOND AS DECIMAL(10,3))) OVER (ORDER BY t)",
+    "lag(CAST(CAST(k AS INTERVAL HOUR) AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST(INTERVAL 1500 MILLISECONDS AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST((d - DATE '2024-01-01') * 1.5 AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST((d - DATE '2024-01-01') * 1.5 AS BIGINT)) OVER (ORDER BY t)",
+    # an interval times or over a number: an INTERVAL DAY TO SECOND, rounded half up
+    "lag((d - DATE '2024-01-01') * 2) OVER (ORDER BY t)",
+    "lag(k * (d - DATE '2024-01-01')) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') * x) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') * m) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') * 1.75) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') / 7) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') / 7.0) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') / -0.3e0) OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') * '2') OVER (ORDER BY t)",
+    "lag((d - DATE '2024-01-01') / NULL) OVER (ORDER BY t)",
+    "lag(INTERVAL '-0 00:00:00.000003' DAY TO SECOND / 2) OVER (ORDER BY t)",
+    "lag(INTERVAL '0 00:00:00.000001' DAY TO SECOND * -1.5) OVER (ORDER BY t)",
+    "sum((d - DATE '2024-01-01') * 2) OVER (ORDER BY t)",
+    "avg((d - DATE '2024-01-01') / 3) OVER (ORDER BY t)",
+    # a TIMESTAMP minus a DATE (either way): an INTERVAL DAY TO SECOND; a string beside a DATE or
+    # TIMESTAMP in - is read as one
+    "lag(ts - d) OVER (ORDER BY t)",
+    "lag(d - ts) OVER (ORDER BY t)",
+    "lag(ts - DATE '2024-01-01') OVER (ORDER BY t)",
+    "lag(d - '2024-01-01') OVER (ORDER BY t)",
+    "lag('2024-01-01 10:00:00' - d) OVER (ORDER BY t)",
+    "lag(ts - '2024-01-01 10:00:00') OVER (ORDER BY t)",
+    "lag(d - CAST(NULL AS TIMESTAMP)) OVER (ORDER BY t)",
+    # RANGE offsets over a day-time interval ORDER BY key: intervals, and numbers cast to the key's
+    # type (days over an INTERVAL DAY, seconds over an INTERVAL DAY TO SECOND)
+    "sum(t) OVER (ORDER BY d - DATE '2024-01-01' RANGE BETWEEN INTERVAL '60' DAY PRECEDING AND CURRENT ROW)",
+    "count(*) OVER (ORDER BY d - DATE '2024-01-01' DESC RANGE BETWEEN INTERVAL '1440' HOUR PRECEDING "
+    "AND 1 FOLLOWING)",
+    "sum(t) OVER (ORDER BY ts - ts RANGE BETWEEN INTERVAL '0 00:00:01' DAY TO SECOND PRECEDING "
+    "AND 1.5 FOLLOWING)",
+    "sum(t) OVER (ORDER BY CAST(k AS INTERVAL DAY) RANGE BETWEEN 1 PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY CAST(t AS INTERVAL DAY TO SECOND) RANGE BETWEEN 1.5 PRECEDING AND "
+    "INTERVAL '2' SECOND FOLLOWING)",
+    "sum(t) OVER (ORDER BY CAST(t AS INTERVAL DAY TO SECOND) DESC NULLS FIRST RANGE BETWEEN "
+    "INTERVAL '2' SECOND PRECEDING AND CURRENT ROW)",
+    # a bound past Spark's largest interval that Spark never compares with another row's key
+    "count(*) OVER (ORDER BY d - DATE '2024-01-01' RANGE BETWEEN CURRENT ROW AND "
+    "INTERVAL '106751991' DAY FOLLOWING)",
 ]
 # calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
 READINGS_REFUSED = [
@@ -889,6 +988,27 @@ READINGS_REFUSED = [
     "lag(CAST(d - d AS BOOLEAN)) OVER (ORDER BY t)",
     "lag(CAST(d - d AS DATE)) OVER (ORDER BY t)",
     "sum(x) OVER (ORDER BY d - d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    # interval literals, CASTs and products Spark refuses: year-month beside day-time, a lag
+    # default of other interval fields, a DOUBLE, DATE or year-month cast to a day-time interval,
+    # a number over an interval, an interval over an interval, an interval beside a string
+    "lag((d - d) > INTERVAL '1-2' YEAR TO MONTH) OVER (ORDER BY t)",
+    "lag(coalesce(d - d, INTERVAL '1' MONTH)) OVER (ORDER BY t)",
+    "lag((d - d) + INTERVAL '1' MONTH) OVER (ORDER BY t)",
+    "lag(d - d, 1, INTERVAL '36' HOUR) OVER (ORDER BY t)",
+    "lag(d - d, 1, INTERVAL '1 02:00:00' DAY TO SECOND) OVER (ORDER BY t)",
+    "lag(ts - ts, 1, INTERVAL '3' DAY) OVER (ORDER BY t)",
+    "lag(ts - ts, 1, d - d) OVER (ORDER BY t)",
+    "lag(CAST(x AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(CAST(d AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(CAST(d - d > INTERVAL '1' DAY AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(CAST(INTERVAL '1' MONTH AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(2 / (d - d)) OVER (ORDER BY t)",
+    "lag((d - d) / (d - d)) OVER (ORDER BY t)",
+    "lag((d - d) > '1') OVER (ORDER BY t)",
+    "lag(d + '2024-01-01') OVER (ORDER BY t)",
+    "sum(t) OVER (ORDER BY d - d RANGE BETWEEN INTERVAL '1' MONTH PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY d - d RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY d - d RANGE BETWEEN CAST(1 AS DOUBLE) PRECEDING AND CURRENT ROW)",
 ]
 # calls Spark analyses and fails on when it runs them, whatever the rows (a RANGE offset that
 # cannot be cast to the key's type); overwindow refuses them with a WindowSpecError
@@ -903,6 +1023,14 @@ READINGS_CAST_REFUSED = [
     # lag defaults Spark cannot read as an INTERVAL DAY (INVALID_INTERVAL_FORMAT)
     "lag(d - d, 1, 'a') OVER (ORDER BY t)",
     "lag(d - d, 1, '1.5') OVER (ORDER BY t)",
+    "lag(d - d, 1, '3 days') OVER (ORDER BY t)",
+    "lag(ts - ts, 1, '3') OVER (ORDER BY t)",
+    # strings Spark cannot read as a DATE or an interval, an INT past INTERVAL DAY
+    "lag(d - 'x') OVER (ORDER BY t)",
+    "lag(CAST('3 days' AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(CAST('1 02:00:00' AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(CAST(2147483647 AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "sum(t) OVER (ORDER BY d - d RANGE BETWEEN 106751992 PRECEDING AND CURRENT ROW)",
 ]
 # calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError
 READINGS_FAILING = [
@@ -937,6 +1065,16 @@ def test_spark_readings_agree(spark):
                 [dt.date(2024, 1, 1), dt.date(2024, 2, 29), None, dt.date(1969, 12, 31), dt.date(1, 1, 1)],
                 pa.date32(),
             ),
+            "ts": pa.array(
+                [
+                    dt.datetime(2024, 1, 1, 10, 30),
+                    dt.datetime(1969, 12, 31, 23),
+                    None,
+                    dt.datetime(2000, 6, 15, 12, 0, 0, 123456),
+                    dt.datetime(2024, 3, 1),
+                ],
+                pa.timestamp("us", tz="UTC"),
+            ),
         }
     )
     spark.createDataFrame(table).createOrReplaceTempView("readings")
@@ -965,3 +1103,34 @@ def test_spark_readings_agree(spark):
             spark.sql(f"SELECT {text} AS r FROM readings").collect()
         with pytest.raises(WindowRuntimeError, match="ARITHMETIC_OVERFLOW"):
             overwindow.evaluate(big, f"{text} AS r")
+
+
+# interval arithmetic Spark's ANSI mode fails on when it runs it, over rows that make it fail: a
+# WindowRuntimeError naming Spark's error (a stream sets such rows aside, one by one)
+INTERVAL_FAILING = {
+    "lag((d - DATE '2024-01-01') / k) OVER (ORDER BY t)": "INTERVAL_DIVIDED_BY_ZERO",
+    "lag((d - DATE '2024-01-01') / x) OVER (ORDER BY t)": "INTERVAL_DIVIDED_BY_ZERO",
+    "lag(INTERVAL '106751991' DAY * k) OVER (ORDER BY t)": "long overflow",
+    "lag((d - DATE '2024-01-01') * CAST('NaN' AS DOUBLE)) OVER (ORDER BY t)": "infinite or NaN",
+    "lag(d - s) OVER (ORDER BY t)": "CAST_INVALID_INPUT",
+    "lag(CAST(s AS INTERVAL DAY)) OVER (ORDER BY t)": "INVALID_INTERVAL_FORMAT",
+}
+
+
+def test_interval_failures_agree_with_spark(spark):
+    """Each of INTERVAL_FAILING fails in Spark and in overwindow, with Spark's error named."""
+    table = pa.table(
+        {
+            "t": pa.array([1, 2, 3], pa.int64()),
+            "k": pa.array([2, 0, None], pa.int32()),
+            "x": pa.array([1.0, -0.0, None]),
+            "d": pa.array([dt.date(2024, 1, 1), dt.date(2024, 2, 29), None], pa.date32()),
+            "s": pa.array(["2024-01-01", "x", None]),
+        }
+    )
+    spark.createDataFrame(table).createOrReplaceTempView("failing")
+    for text, error in INTERVAL_FAILING.items():
+        with pytest.raises(Exception, match=error):
+            spark.sql(f"SELECT {text} AS r FROM failing").collect()
+        with pytest.raises(WindowRuntimeError, match=error):
+            overwindow.evaluate(table, f"{text} AS r")

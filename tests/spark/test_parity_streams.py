@@ -3,7 +3,7 @@ state layouts of emit on update) on a Spark stream (parquet files -> groupBy(k).
 foreachBatch collector) equal Spark's own batch window functions over the same rows: the output
 schema's types, NaN apart from NULL, +-inf, -0.0, BIGINT values past 2**53 beside NULLs, DECIMALs
 exactly, NULL keys, timestamps before 1970, INTERVAL DAY (``DATE - DATE``) and the INTERVAL DAY TO
-SECOND of its average."""
+SECOND of its average, of an interval times a number and of ``TIMESTAMP - DATE``."""
 
 import datetime as dt
 import math
@@ -50,6 +50,9 @@ CALLS = (
     "lag(e - DATE '2024-03-01') OVER (ORDER BY ts) AS pe",
     "sum(e - DATE '2024-03-01') OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS se",
     "avg(e - DATE '2024-03-01') OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS ae",
+    # interval literals, an interval times a number, a TIMESTAMP minus a DATE: INTERVAL DAY TO SECOND
+    "lag((e - DATE '2024-03-01') * 1.5, 1, INTERVAL '0 12:00:00' DAY TO SECOND) OVER (ORDER BY ts) AS pm",
+    "max(ts - e + INTERVAL '1' DAY) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS mt",
 )
 # the chunked layout refuses frames reaching back to the partition's start (and row numbers from it)
 UNBOUNDED = (" AS cx", " AS rn", " AS rk")
@@ -185,6 +188,7 @@ def test_window_close_stream_equals_spark_batch(spark, tmp_path):
     assert any(isinstance(r["px"], float) and math.isnan(r["px"]) for r in rows)  # the data reach NaN
     assert any(r["pn"] == 2**53 + 1 for r in rows) and any(r["pn"] is None for r in rows)
     assert types["pe"] == "interval day" and types["ae"] == "interval day to second"
+    assert types["pm"] == types["mt"] == "interval day to second"
     assert any(r["ae"] is not None and r["ae"] % dt.timedelta(days=1) for r in rows)  # off whole days
 
 

@@ -2,11 +2,13 @@
 from the changelog (upserts and deletes keyed by partition key and row key) must equal the batch
 evaluator over all live rows; a batch that changes nothing emits nothing."""
 
+import datetime as dt
 import re
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from cdc_support import random_cdc_batch
 from hypothesis import HealthCheck, assume, given, settings
@@ -455,3 +457,40 @@ def test_a_state_written_with_buckets_is_refused_under_other_buckets_or_keys(the
     per_key = machine_for(OverWindow(call, emit="on_update", rowKey="id"), schema).step(None, rows).state
     with pytest.raises(StateFormatError, match=r"written with keyBuckets=None \(keys \(\)\)"):
         written.step(per_key, None)
+
+
+@pytest.mark.parametrize("layout", ["whole", "chunked"])
+def test_range_over_an_interval_key_equals_batch(layout):
+    """RANGE offsets over a day-time interval ORDER BY key (``d - DATE '...'``, an INTERVAL DAY):
+    emit on update's view after every batch is the batch evaluator's over the rows so far."""
+    rng = np.random.default_rng(3)
+    n = 60
+    days = [None if rng.random() < 0.1 else int(rng.integers(0, 40)) for _ in range(n)]
+    table = pa.table(
+        {
+            "k": pa.array(rng.integers(1, 3, n), pa.int64()),
+            "rid": pa.array(range(n), pa.int64()),
+            "d": pa.array([None if v is None else dt.date(2024, 1, 1) + dt.timedelta(days=v) for v in days]),
+            "x": pa.array(rng.integers(0, 9, n), pa.int64()),
+        }
+    )
+    key = "ORDER BY d - DATE '2024-01-01' RANGE BETWEEN"
+    calls = [
+        f"sum(x) OVER ({key} INTERVAL '3' DAY PRECEDING AND 2 FOLLOWING) AS s",
+        f"count(x) OVER ({key} INTERVAL '36' HOUR PRECEDING AND CURRENT ROW) AS c",
+    ]
+    spec = OverWindow(*calls, emit="on_update", rowKey="rid", stateLayout=layout)
+    driver = Driver(spec, table.schema, ["k"])
+    view = {}
+    for start in range(0, n, 7):
+        for row in driver.feed(table.slice(start, 7)).to_pylist():
+            if row["_change"] == "delete":
+                view.pop(row["rid"])
+            else:
+                view[row["rid"]] = (row["s"], row["c"])
+        seen = table.slice(0, start + 7)
+        want = {}
+        for k in (1, 2):
+            for row in overwindow.evaluate(seen.filter(pc.equal(seen["k"], k)), *calls).to_pylist():
+                want[row["rid"]] = (row["s"], row["c"])
+        assert view == want
