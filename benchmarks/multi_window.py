@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files-per-trigger", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-write", action="store_true")
+    argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     began = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="ow-multi-"))
