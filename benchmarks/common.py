@@ -78,6 +78,13 @@ def write_section(section: str, begin: str, end: str, path: Path = BENCHMARKS_MD
     path.write_text(text)
 
 
+def publish(section: str, begin: str, end: str, write: bool) -> None:
+    """Print a script's section and, when ``write``, put it into BENCHMARKS.md (``write_section``)."""
+    print(section)
+    if write:
+        write_section(section, begin, end)
+
+
 def spark_session(app: str, warehouse: Path, max_records: int = 10_000, driver_memory: str = "4g"):
     """A local[2] session with the tests' settings (UTC, 2 shuffle partitions, Arrow without
     fallback, no UI), workers on this interpreter."""

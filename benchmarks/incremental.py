@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import passthrough, section_head, spark_session, tws_passthrough, write_section  # noqa: E402
+from common import passthrough, publish, section_head, spark_session, tws_passthrough  # noqa: E402
 
 import overwindow  # noqa: E402
 from overwindow.spark.adapter import use_rocksdb  # noqa: E402
@@ -238,10 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         + ".",
         END,
     ]
-    section = "\n".join(lines)
-    print(section)
-    if not args.no_write:
-        write_section(section, BEGIN, END)
+    publish("\n".join(lines), BEGIN, END, write=not args.no_write)
     return 0
 
 

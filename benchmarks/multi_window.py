@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import section_head, spark_session, write_section  # noqa: E402
+from common import publish, section_head, spark_session  # noqa: E402
 from streaming import SCHEMA, make_data  # noqa: E402
 
 import overwindow  # noqa: E402
@@ -153,10 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {emit} | {n} | {groups} | {median:.1f} ({low:.1f}-{high:.1f}) | {median / one:.2f}x |"
             )
     lines += [END]
-    section = "\n".join(lines)
-    print(section)
-    if not args.no_write:
-        write_section(section, BEGIN, END)
+    publish("\n".join(lines), BEGIN, END, write=not args.no_write)
     return 0
 
 

@@ -19,7 +19,6 @@ every live row's parts (on update).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -48,7 +47,6 @@ from overwindow.streaming.assemble import ASIDE, PART, Assembler
 from overwindow.streaming.contract import CHANGE
 from overwindow.streaming.identity import row_hash
 
-log = logging.getLogger("overwindow")
 _BUCKET = "__overwindow_bucket"  # the bucket of the row's key in its window group
 _ROWS = "__overwindow_rows"  # the bucket of the row's identity, for the second operator
 _PARTS = "__overwindow_parts"  # an Arrow IPC stream of parts, all of one row bucket
@@ -108,10 +106,9 @@ def over_windows(df, groups: list[tuple[tuple[str, ...], OverWindow]], qualify: 
         _PartRunner(spec, input_schema, tz, flag, counts, companions, keys)
         for (keys, spec), flag in zip(groups, watermarked)
     ]
-    results = assembler.results
     parts_schema = pa.schema(
         list(input_schema)
-        + [f for r in results for f in r]
+        + [f for r in assembler.results for f in r]
         + [pa.field(PART, pa.int32())]
         + ([pa.field(CHANGE, pa.string())] if emit == "on_update" else [pa.field(ASIDE, pa.bool_())])
     )
@@ -130,7 +127,7 @@ def over_windows(df, groups: list[tuple[tuple[str, ...], OverWindow]], qualify: 
     blobs = StructType([StructField(_ROWS, LongType(), False), StructField(_PARTS, BinaryType(), False)])
     timeout = "EventTimeTimeout" if emit == "on_window_close" else "NoTimeout"
     parts = grouped.applyInPandasWithState(_FanOut(runners), blobs, state_struct, "append", timeout)
-    processor = _assemble_processor(_Assembly(input_schema, results, emit, row_key, condition, counts))
+    processor = _assemble_processor(_Assembly(assembler, counts))
     plain = StructType([StructField(f.name, f.dataType, f.nullable) for f in input_struct.fields])
     out = parts.groupBy(_ROWS).transformWithStateInPandas(
         processor, _output_struct(plain, assembler.output_schema), "Append", "None"
@@ -222,26 +219,17 @@ class _FanOut:
 
 
 class _Assembly:
-    """The second operator's work for one row bucket and micro-batch (pickled to the workers)."""
+    """The second operator's work for one row bucket and micro-batch: ``assembler`` over the IPC
+    streams of parts (pickled to the workers with it)."""
 
-    def __init__(self, schema, results, emit, row_key, qualify, counts):
-        self.args = (schema, results, emit, row_key, qualify)
-        self.counts = counts
-        self._assembler = None
-
-    def __getstate__(self):
-        return {"args": self.args, "counts": self.counts}
-
-    def __setstate__(self, d):
-        self.__init__(*d["args"], d["counts"])
+    def __init__(self, assembler: Assembler, counts):
+        self.assembler, self.counts = assembler, counts
 
     def step(self, prior: bytes | None, pdfs: Iterator[pd.DataFrame], key):
-        if self._assembler is None:
-            self._assembler = Assembler(*self.args)
         # the IPC streams by position: the last column (Spark may rename it in the frame)
         tables = [pa.ipc.open_stream(blob).read_all() for p in pdfs for blob in p.iloc[:, -1]]
-        step = self._assembler.step(prior, pa.concat_tables(tables) if tables else None)
-        if self.counts is not None and step.aside:
+        step = self.assembler.step(prior, pa.concat_tables(tables) if tables else None)
+        if self.counts is not None:
             self.counts.add(step, key)
         return step
 
