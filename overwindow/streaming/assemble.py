@@ -162,16 +162,14 @@ class Assembler:
         touched[target[found]] = True
         write = source >= 0
         taken = pa.array(source, mask=~write)
-        names = [f.name for f in self.results[g]]
-        if self.emit == "on_update":
-            names = list(self.schema.names) + names  # an upsert carries the row's new input values
-        changed = write | cleared
-        out = {}
-        for name in names:
-            if name in self.schema.names and self.emit == "on_update":
-                out[name] = pc.if_else(write, parts.column(name).take(taken), rows.column(name))
-            else:
-                out[name] = pc.if_else(changed, parts.column(name).take(taken), rows.column(name))
+        # the group's window columns take its parts (NULL where it deleted the row); on update its
+        # upserts also carry the row's new input values
+        inputs = list(self.schema.names) if self.emit == "on_update" else []
+        masks = {**{n: write for n in inputs}, **{f.name: write | cleared for f in self.results[g]}}
+        out = {
+            name: pc.if_else(mask, parts.column(name).take(taken), rows.column(name))
+            for name, mask in masks.items()
+        }
         has = rows.column(_has(g)).to_numpy(zero_copy_only=False).copy()
         has[write], has[cleared] = True, False
         out[_has(g)] = pa.array(has)
