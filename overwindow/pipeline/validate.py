@@ -206,7 +206,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
     try:
         if view.several:
             keyed = [(tuple(keys), spec) for keys, spec in view.groups]
-            output = Assembler.of(keyed, schema, watermarked).output_schema
+            output = Assembler.of(keyed, schema, watermarked, computed=view.computed).output_schema
         else:
             output = machine_for(view.spec, schema, watermarked).output_schema
     except WindowSpecError as e:

@@ -359,6 +359,8 @@ class View:
     # (PARTITION BY columns, OverWindow) per window group: one for calls, one per PARTITION BY and
     # ORDER BY of a query (``spec`` is the first's; ``partition_by`` empty when there are several)
     groups: list = field(repr=False, default_factory=list)
+    # a query's columns combining windows of several groups (overwindow.spark.select.window_groups)
+    computed: tuple = field(repr=False, default=())
 
     @property
     def several(self) -> bool:
@@ -687,7 +689,7 @@ def use_query(view: View, text: str) -> None:
     where = view.where("view", "query")
     try:
         view.query = parse_query(text, "a view's query")
-        groups = query_groups(view.query, **view.options)
+        groups, view.computed = query_groups(view.query, **view.options)
     except WindowSpecError as e:
         raise ViewFileError(f"{where}: {e}") from None
     if view.query.table.lower() != "source":

@@ -27,6 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
+from overwindow.logical.call import WindowExpression
 from overwindow.logical.expr import Expr
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import (
@@ -53,12 +54,20 @@ _PARTS = "__overwindow_parts"  # an Arrow IPC stream of parts, all of one row bu
 DEFAULT_BUCKETS = 64
 
 
-def over_windows(df, groups: list[tuple[tuple[str, ...], OverWindow]], qualify: str | None = None, keep=None):
+def over_windows(
+    df,
+    groups: list[tuple[tuple[str, ...], OverWindow]],
+    qualify: str | None = None,
+    keep=None,
+    computed: tuple[WindowExpression, ...] = (),
+):
     """The streaming DataFrame of every group's windows over ``df``, one row per input row: the
     input columns, then each group's window columns in group order (on update ``_change``).
     ``groups``: (PARTITION BY column names, the group's OverWindow without PARTITION BY), all with
     the same emit mode and options; ``qualify``: a condition over the whole row; ``keep``: the dead
-    letter, as ``overWindow``'s. ``overwindow.select`` and ``overwindow.sql`` call it for windows
+    letter, as ``overWindow``'s; ``computed``: columns combining windows of several groups (their
+    calls among the groups' windows by alias), after the groups' columns. ``overwindow.select`` and
+    ``overwindow.sql`` call it for windows
     over several PARTITION BY or ORDER BY.
 
     Example (``events`` watermarked on ``ts``)::
@@ -98,7 +107,7 @@ def over_windows(df, groups: list[tuple[tuple[str, ...], OverWindow]], qualify: 
             )
     buckets = first.key_buckets or DEFAULT_BUCKETS
     condition = None if qualify is None else Expr.of(qualify)
-    assembler = Assembler.of(groups, input_schema, watermarked, condition)
+    assembler = Assembler.of(groups, input_schema, watermarked, condition, computed)
     tz = df.sparkSession.conf.get("spark.sql.session.timeZone")
     companions = companions_of(input_schema)
     counts = MachineCounts.of(df.sparkSession, keep)

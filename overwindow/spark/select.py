@@ -11,9 +11,9 @@ FROM v [WHERE ...] [QUALIFY ...]")`` reads the query with sqlglot and calls ``se
 temporary view, then filters the window results (Top-N, deduplication). The view job runs a view
 file's ``query`` through the same ``parse_query`` / ``run_query``.
 
-One select runs one ``overWindow``: every window must share one PARTITION BY (and one ORDER BY).
-Windows over different PARTITION BY are refused, naming both, until the fan-out hosting of
-docs/many-keys.md (section 3.6) lands.
+Windows sharing one PARTITION BY and ORDER BY run as one ``overWindow``; windows over several run
+as one query of ``overwindow.spark.fanout`` (a machine per window group, then whole rows), where a
+column may also combine windows of several groups (``a - b`` of two such windows).
 
 Cost: the translation is O(size of the columns' expressions), plus one analysis of
 ``df.select(*columns)`` by Spark for the output names; the query is overWindow's.
@@ -77,7 +77,8 @@ def select(
     F.lag("x").over(w)).alias("d")``) and SQL text with OVER (``"avg(x) OVER (PARTITION BY k ORDER
     BY ts ROWS 9 PRECEDING) AS a"``, or ``F.expr(...)``). The keyword options are OverWindow's.
     Refuses with a WindowSpecError, before any query starts, what overwindow cannot translate (a
-    Python UDF, a function it lacks) and windows over different PARTITION BY or ORDER BY.
+    Python UDF, a function it lacks). Windows over several PARTITION BY or ORDER BY run as one
+    query (``overwindow.spark.fanout``), a column combining them computed over the whole row.
     ``qualify``: a condition on the result (SQL over its window columns and the input columns it
     carries unchanged, by their names in the result: ``"rn <= 3"``), as SQL's QUALIFY: on window
     close a row failing it is not emitted; on update the changelog keeps exactly the rows passing it
@@ -117,11 +118,11 @@ def select(
         stateTtl=stateTtl,
     )
     condition = None if qualify is None else _in_machine_names(qualify, items)
-    groups = window_groups(windows, "select")
+    groups, computed = window_groups(windows)
     try:
         if len(groups) > 1:  # one query, one operator per kind of work (overwindow.spark.fanout)
             specs = [(_key_names(keys), OverWindow(*ws, **options)) for keys, ws in groups]
-            out = over_windows(df, specs, qualify=condition, keep=_keep)
+            out = over_windows(df, specs, qualify=condition, keep=_keep, computed=computed)
         elif not groups[0][0]:  # _keep: the view job's dead letter for rows set aside (adapter.over_window)
             out = df.overWindow(OverWindow(*groups[0][1], qualify=condition, **options), _keep)
         else:
@@ -387,14 +388,15 @@ def run_query(df, query: Query, _keep=None, **options):
     return _counted(result, out)
 
 
-def query_groups(query: Query, **options) -> list[tuple[tuple, OverWindow]]:
+def query_groups(query: Query, **options) -> tuple[list[tuple[tuple, OverWindow]], tuple]:
     """The window groups of ``query``'s window columns, without Spark (a view file's check): per
     group (windows sharing PARTITION BY and ORDER BY) its PARTITION BY (logical expressions) and its
-    OverWindow (``options``: its keywords). With no Spark to name them, every window column needs
-    ``AS <name>``. Refuses as :func:`select` does. O(query size).
+    OverWindow (``options``: its keywords); and the columns combining windows of several groups
+    (:func:`window_groups`). With no Spark to name them, every window column needs ``AS <name>``.
+    Refuses as :func:`select` does. O(query size).
 
     >>> q = parse_query("SELECT lag(x) OVER (PARTITION BY k ORDER BY ts) AS p FROM v")
-    >>> [(keys, spec)] = query_groups(q)
+    >>> [(keys, spec)], computed = query_groups(q)
     >>> [k.sql for k in keys], spec.order_column
     (['k'], 'ts')
     """
@@ -409,7 +411,8 @@ def query_groups(query: Query, **options) -> list[tuple[tuple, OverWindow]]:
         windows.append(item)
     if not windows:
         raise WindowSpecError("found no window function (... OVER ...) in the SELECT list")
-    return [(keys, OverWindow(*ws, **options)) for keys, ws in window_groups(windows, "query")]
+    groups, computed = window_groups(windows)
+    return [(keys, OverWindow(*ws, **options)) for keys, ws in groups], computed
 
 
 # sqlglot's names of a SELECT's parts, as SQL writes them
@@ -496,32 +499,46 @@ def _parse(item: _Item, alias: str) -> None:
         raise WindowSpecError(f"column {item.name!r}: {e}") from None
 
 
-def window_groups(windows: list[_Item], unit: str) -> list[tuple[tuple, list[WindowExpression]]]:
+def window_groups(windows: list[_Item]) -> tuple[list[tuple[tuple, list[WindowExpression]]], tuple]:
     """The windows grouped by (PARTITION BY as a set, ORDER BY), in order of first appearance: per
-    group its PARTITION BY (logical expressions) and its window expressions without it. A column
-    whose expression holds windows of two groups is refused (``unit``: one select or one query).
-    O(windows).
+    group its PARTITION BY (logical expressions) and its window expressions without it; and the
+    columns whose expression combines windows of several groups (``lag(x) OVER (PARTITION BY k
+    ...) - lag(x) OVER (PARTITION BY j ...)``): each of their calls joins its group as a window
+    column of its own, named by the call's alias, and the column (its expression over those
+    aliases) is computed over the whole row (``overwindow.streaming.assemble``). O(windows).
 
     >>> a = _Item(None, window=parse_window("lag(x) OVER (PARTITION BY k ORDER BY t) AS a"), name="a")
     >>> b = _Item(None, window=parse_window("rank() OVER (PARTITION BY j ORDER BY t) AS b"), name="b")
-    >>> [([k.sql for k in keys], [w.alias for w in ws]) for keys, ws in window_groups([a, b, a], "select")]
-    [(['k'], ['a', 'a']), (['j'], ['b'])]
+    >>> groups, computed = window_groups([a, b, a])
+    >>> [([k.sql for k in keys], [w.alias for w in ws]) for keys, ws in groups], computed
+    ([(['k'], ['a', 'a']), (['j'], ['b'])], ())
+    >>> d = parse_window("lag(x) OVER (PARTITION BY k ORDER BY t) - rank() OVER (PARTITION BY j "
+    ...                  "ORDER BY t) AS d")
+    >>> groups, computed = window_groups([_Item(None, window=d, name="d")])
+    >>> [([k.sql for k in keys], [w.alias for w in ws]) for keys, ws in groups]
+    [(['k'], ['__d_w0']), (['j'], ['__d_w1'])]
+    >>> [c.alias for c in computed]
+    ['d']
     """
     groups: dict = {}
+    computed = []
+
+    def add(key, call_partition, expression):
+        groups.setdefault(key, (call_partition, []))[1].append(_unpartitioned(expression))
+
     for item in windows:
-        found = {
-            (frozenset(map(str, c.partition_by)), tuple(map(str, c.order_by))) for c in item.window.calls
-        }
-        if len(found) > 1:
-            raise WindowSpecError(
-                f"column {item.name!r} combines windows over different PARTITION BY or ORDER BY in one "
-                f"expression, which one {unit} cannot compute yet; name each window as a column of its "
-                "own and combine them after the query"
-            )
-        (key,) = found
-        first = item.window.calls[0]
-        groups.setdefault(key, (first.partition_by, []))[1].append(_unpartitioned(item.window))
-    return list(groups.values())
+        keys = [_group_key(c) for c in item.window.calls]
+        if len(set(keys)) == 1:
+            add(keys[0], item.window.calls[0].partition_by, item.window)
+            continue
+        computed.append(item.window)
+        for key, call in zip(keys, item.window.calls):
+            add(key, call.partition_by, WindowExpression(call.alias, (call,), None, str(call)))
+    return list(groups.values()), tuple(computed)
+
+
+def _group_key(call) -> tuple:
+    return frozenset(map(str, call.partition_by)), tuple(map(str, call.order_by))
 
 
 def _key_names(keys) -> tuple[str, ...]:

@@ -181,11 +181,11 @@ def project_failing(
     for e in expressions:
         out = out.append_column(e.alias, good.column(e.alias).take(place))
     why = np.full(rows.num_rows, None, dtype=object)
-    why[at] = [_in_sql(r, expressions) for r in reasons]
+    why[at] = [in_sql(r, expressions) for r in reasons]
     return out, pa.array(why, pa.string())
 
 
-def _in_sql(reason: str, expressions: list[WindowExpression]) -> str:
+def in_sql(reason: str, expressions) -> str:
     """A failure's message with each window call's internal alias written as the call itself."""
     for e in expressions:
         for call in e.calls:

@@ -104,11 +104,13 @@ def test_a_query_view_equals_spark_batch_sql(spark, tmp_path):
     _same(_table(tmp_path, columns), want)
 
 
-# windows over three partitionings: per key, over every row, and per key by value
+# windows over three partitionings: per key, over every row, and per key by value; a column
+# combining windows of two of them
 SEVERAL = (
     "SELECT id, k, x, lag(x) OVER (PARTITION BY k ORDER BY ts) AS prev, "
     "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 10 MINUTES PRECEDING AND CURRENT ROW) AS n10, "
-    "{third} FROM {{}} WHERE id % 5 != 2"
+    "{third}, x - lag(x) OVER (PARTITION BY k ORDER BY ts) * count(*) OVER (ORDER BY ts) AS mixed "
+    "FROM {{}} WHERE id % 5 != 2"
 )
 
 
@@ -142,7 +144,7 @@ def test_a_query_view_of_several_window_groups_equals_spark_batch_sql(spark, tmp
     finally:
         for k, v in zip(keys, before):
             spark.conf.unset(k) if v is None else spark.conf.set(k, v)
-    columns = ["id", "k", "x", "prev", "n10", "r"]
+    columns = ["id", "k", "x", "prev", "n10", "r", "mixed"]
     want = [tuple(r[c] for c in columns) for r in _batch(spark, tmp_path, query)]
     got = _table(tmp_path, columns)
     if closing:  # the rows within the watermark delay of the newest are not out yet

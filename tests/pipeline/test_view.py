@@ -235,7 +235,7 @@ def test_a_query_view_gives_the_partition_and_calls_overwindow_sql_would_run(tmp
     view = load_view(write(tmp_path, QUERY_VIEW))
     assert view.partition_by == ["k"] and view.spec.order_column == "ts"
     assert view.query.where == "x > 0" and view.calls_key == "query"
-    [(_, spec)] = query_groups(parse_query(view.query.text), **view.options)
+    [(_, spec)], _ = query_groups(parse_query(view.query.text), **view.options)
     assert [str(c) for c in view.spec.calls] == [str(c) for c in spec.calls]
     assert not view.several
 

@@ -184,17 +184,100 @@ def test_sql_windows_over_several_partitionings_on_update_keep_the_batch_query(
         _assert_as_spark(out, list(table.values()), want, set(table))
 
 
-def test_a_column_over_windows_of_two_partitionings_is_refused(spark, rocksdb, tmp_path):
+def _random_columns(rng, F, W) -> list:
+    """A PySpark select list of random windows over three partitionings of ``_with_g``'s rows
+    (by k: ts unique, so every function; by g and over all rows: ties in ts, so functions ties
+    cannot change, over RANGE frames), some combined with each other or with input columns,
+    at least one combining windows of two partitionings."""
+    by = {"k": W.partitionBy("k").orderBy("ts"), "g": W.partitionBy("g").orderBy("ts"), "": W.orderBy("ts")}
+    value = ["x", "n"]
+
+    def window(part):
+        w = by[part]
+        if part == "k":
+            kind = rng.choice(["lag", "lead", "row_number", "first", "rows", "rows", "rank"])
+            if kind == "lag":
+                return F.lag(rng.choice(value), int(rng.integers(1, 4)), rng.choice([None, 0.5])).over(w)
+            if kind == "lead":
+                return F.lead(rng.choice(value), int(rng.integers(1, 3))).over(w)
+            if kind == "row_number":
+                return F.row_number().over(w)
+            if kind == "first":
+                return F.first(rng.choice(value), ignorenulls=bool(rng.integers(0, 2))).over(
+                    w.rowsBetween(int(rng.integers(-3, 1)), 0)
+                )
+            if kind == "rank":
+                return F.rank().over(w)
+            lo = W.unboundedPreceding if rng.random() < 0.3 else int(rng.integers(-3, 1))
+            frame = w.rowsBetween(lo, int(rng.integers(0, 3)))
+        else:
+            kind = rng.choice(["rank", "dense_rank", "agg", "agg"])
+            if kind == "rank":
+                return F.rank().over(w)
+            if kind == "dense_rank":
+                return F.dense_rank().over(w)
+            frame = w.rangeBetween(W.unboundedPreceding, W.currentRow) if rng.random() < 0.5 else w
+        agg = rng.choice(["sum", "avg", "min", "max", "count"])
+        return getattr(F, agg)(rng.choice(value)).over(frame)
+
+    columns = ["rid", "k", "g", "ts"]
+    parts = ["k", "g", ""]
+    for i in range(int(rng.integers(3, 6))):
+        part = parts[i % 3] if i < 3 else rng.choice(parts)
+        columns.append(window(part).alias(f"w{i}"))
+    a, b = rng.choice(parts, size=2, replace=False)
+    combined = rng.choice(["minus", "plus_col", "coalesce"])
+    if combined == "minus":
+        both = window(a) - window(b)
+    elif combined == "plus_col":
+        both = window(a) + window(b) * F.col("n")
+    else:
+        both = F.coalesce(window(a).cast("double"), window(b).cast("double"), F.lit(-1.0))
+    columns.append(both.alias("mixed"))
+    return columns
+
+
+SELECT_SEEDS = int(os.environ.get("OVERWINDOW_RANDOM_SELECTS", "2"))
+
+
+@pytest.mark.parametrize("seed", range(SELECT_SEEDS))
+def test_random_pyspark_windows_over_several_partitionings_equal_spark_batch(
+    spark, rocksdb, chained, tmp_path, seed
+):
+    """Random window Columns over three partitionings, one combining two of them, through
+    ``overwindow.select`` (even seeds on window close, odd on update keyed by rid, inserts only):
+    Spark's batch ``select`` of the same columns over the same rows gives the names, types and
+    values (``OVERWINDOW_RANDOM_SELECTS`` seeds; 2 by default)."""
+    import numpy as np
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    rng = np.random.default_rng(seed)
+    columns = _random_columns(rng, F, Window)
+    src, rids = _source(tmp_path)
+    events = _with_g(spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src))
+    everything = _with_g(spark.read.schema(SCHEMA).parquet(src))
+    if seed % 2 == 0:
+        out = overwindow.select(events.withWatermark("ts", "0 seconds"), *columns)
+        rows = _collect(out, str(tmp_path / "chk"), "append")
+        assert len([r for r in rows if r["rid"] in rids]) == len(rids), columns  # each row once
+    else:
+        out = overwindow.select(events, *columns, emit="on_update", rowKey="rid")
+        table = {}
+        for r in _collect(out, str(tmp_path / "chk"), "append"):  # the changelog in order
+            table.pop(r["rid"]) if r["_change"] == "delete" else table.__setitem__(r["rid"], r)
+        rows, rids = list(table.values()), {r.rid for r in everything.select("rid").collect()}
+    batch = everything.select(*columns)
+    assert out.columns[: len(batch.columns)] == batch.columns
+    _assert_as_spark(out, rows, batch, rids)
+
+
+def test_what_several_window_groups_need_is_asked_for(spark, rocksdb, tmp_path):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     (tmp_path / "none").mkdir()
     events = _with_g(spark.readStream.schema(SCHEMA).parquet(str(tmp_path / "none")))
-    both = F.lag("x").over(Window.partitionBy("k").orderBy("ts")) - F.lag("x").over(
-        Window.partitionBy("g").orderBy("ts")
-    )
-    with pytest.raises(WindowSpecError, match="'d' combines windows over different PARTITION BY"):
-        overwindow.select(events, "rid", both.alias("d"), emit="on_update", rowKey="rid")
     two = [
         F.lag("x").over(Window.partitionBy("k").orderBy("ts")),
         F.lag("x").over(Window.partitionBy("g").orderBy("ts")),
