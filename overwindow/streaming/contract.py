@@ -50,6 +50,8 @@ class Counters:
     # update also: no known op, a NULL event time
     bad_rows: int = 0
     unknown_updates: int = 0  # emit on update: single-image updates of rows the partition did not hold
+    # emit on update: rows this step dropped past a Top-N qualify (``topn``), never in the result again
+    pruned_rows: int = 0
 
 
 @dataclass

@@ -54,6 +54,7 @@ class Driver:
         self.held: dict[tuple, int] = {}  # rows each key's state holds
         self.late_rows = 0
         self.unknown_updates = 0  # single-image updates of rows their partition did not hold
+        self.pruned_rows = 0  # emit on update: rows dropped past a Top-N qualify
         self.aside: list = []  # the rows the steps set aside (``overwindow.streaming.aside.Aside``)
         self.steps = 0
 
@@ -107,6 +108,7 @@ class Driver:
         self.late_rows += step.late_rows
         self.recomputed_rows += step.counters.recomputed_rows
         self.unknown_updates += step.counters.unknown_updates
+        self.pruned_rows += step.counters.pruned_rows
         if step.aside:
             self.aside.append(step.aside)
         if step.empty:  # as the Spark adapter does: no empty state is kept

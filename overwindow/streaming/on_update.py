@@ -16,7 +16,10 @@ A step:
    and emits the rows whose values differ from the results the state holds for them, plus deletes
    (``recompute``);
 4. with a watermark on an ascending ORDER BY column, evicts rows no change at or above the
-   watermark can need; later changes below that horizon are dropped as late (``eviction``).
+   watermark can need; later changes below that horizon are dropped as late (``eviction``);
+5. over insert-only input with a Top-N ``qualify`` (``r <= N`` on a row_number, rank or dense_rank),
+   drops the rows past N from the back of each partition: they can never enter the result again
+   (``topn``, which lists the conditions).
 
 A state may hold a bucket of keys (``keys``): the partitions' rows one after another, sorted by
 (key, ORDER BY, ...), so one step merges, walks, recomputes (one kernel pass per slice, the slices
@@ -62,6 +65,7 @@ from overwindow.streaming.partitions import EvictedCounts
 from overwindow.streaming.reach import FrameReach, ReachFinder
 from overwindow.streaming.recompute import FAILED, changed, held_before, recompute
 from overwindow.streaming.state import OnUpdateMeta, buckets_changed, decode, encode
+from overwindow.streaming.topn import TopN
 
 STATE_KIND = "on_update"
 _RESULT = "__ow_result."  # prefix of the held results' columns in the state
@@ -75,7 +79,7 @@ class Applied:
     """What ``OnUpdate.apply`` made of a stretch of held rows: the rows and results now held (sorted),
     the meta, the changelog, each held row's position before (-1: inserted), the positions whose
     results were recomputed, how many rows were evicted (from the front of each partition), rows
-    recomputed."""
+    recomputed, how many rows were dropped past a Top-N (from the back: ``topn``)."""
 
     rows: pa.Table
     results: pa.Table
@@ -88,6 +92,7 @@ class Applied:
     aside: Aside | None = None  # recomputed rows newly set aside (an expression over results failed)
     counts: EvictedCounts | None = None  # of a bucket of keys: what each partition has evicted
     parts: np.ndarray | None = None  # of a bucket of keys: each held row's partition number
+    pruned: int = 0
 
 
 class OnUpdate:
@@ -129,6 +134,7 @@ class OnUpdate:
         # each held row's results as last emitted, so a step compares without recomputing the old rows
         self.flags = any(e.expr is not None for e in self.expressions)
         self.qualify = spec.qualify and Qualify(spec.qualify, results, self.schema.names)
+        self.top_n = TopN.of(spec, results)  # None: every live row stays (no pruning is sound)
         self.results_schema = pa.schema(
             [results.schema.field(e.alias) for e in self.expressions]
             + ([pa.field(_ASIDE, pa.bool_())] if self.flags else [])
@@ -215,6 +221,7 @@ class OnUpdate:
             done.recomputed,
             len(aside) if aside else 0,
             len(changes.updates) - held,
+            done.pruned,
         )
         evicted = len(done.counts) if done.counts is not None else done.meta.evicted_rows
         empty = done.rows.num_rows == 0 and (evicted == 0 or not self.counts)
@@ -306,7 +313,8 @@ class OnUpdate:
         counts: EvictedCounts | None = None,
     ) -> Applied:
         """Apply inserts (rows with identities, from ``changes``) and deletes (identities) to the held
-        rows ``old`` (sorted, with ``old_res``), then evict behind the watermark.
+        rows ``old`` (sorted, with ``old_res``), then evict behind the watermark and drop the rows
+        past a Top-N (``topn``).
 
         ``old`` is the whole partition (for a bucket of keys: every partition's rows, and ``counts``
         what each evicted), or with ``edges`` = (rows before, rows after) a stretch of it (the
@@ -343,7 +351,8 @@ class OnUpdate:
             if self.qualify is not None:  # only rows in the result leave it
                 gone = gone.filter(pa.array(self._held_in(old, old_res, merged.removed_old)))
             outputs.append(self._deletes(gone))
-        rows, from_old, evicted = merged.rows, merged.from_old, 0
+        rows, from_old, evicted, pruned = merged.rows, merged.from_old, 0, 0
+        keep = np.ones(rows.num_rows, dtype=bool)
         if self.eviction is not None and watermark is not None:
             ev = self.eviction.evict(rows, merged.codes, watermark, reach, edges, parts)
             evicted = ev.total
@@ -359,13 +368,20 @@ class OnUpdate:
                     some = np.flatnonzero(ev.rows)
                     counts = counts.add(self.order, rows, ev.starts[some], ev.rows[some], ev.groups[some])
                 keep = ev.kept(rows.num_rows)
-                now_at = np.cumsum(keep) - 1
-                rows, results, from_old = rows.filter(keep), results.filter(keep), from_old[keep]
-                at = now_at[at[keep[at]]]
-                parts = parts[keep] if parts is not None else None
+        if self.top_n is not None:  # a row both evicted and past N counts as evicted: numbering needs it
+            past = self.top_n.dropped(results, merged.codes, parts) & keep
+            pruned = int(past.sum())
+            keep &= ~past
+        if not keep.all():
+            now_at = np.cumsum(keep) - 1
+            rows, results, from_old = rows.filter(keep), results.filter(keep), from_old[keep]
+            at = now_at[at[keep[at]]]
+            parts = parts[keep] if parts is not None else None
         outputs = [p for p in outputs if p.num_rows]
         output = pa.concat_tables(outputs) if outputs else self.output_schema.empty_table()
-        return Applied(rows, results, meta, output, from_old, at, evicted, recomputed, aside, counts, parts)
+        return Applied(
+            rows, results, meta, output, from_old, at, evicted, recomputed, aside, counts, parts, pruned
+        )
 
     def _affected(
         self, old: pa.Table, old_codes: np.ndarray, merged: Merged, edges: tuple[bool, bool], parts
