@@ -4,6 +4,7 @@ tests."""
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -30,14 +31,23 @@ SEVERAL = (
 
 
 def write_view(
-    tmp_path, emit, sink="sqlite", kafka=None, layout="whole", shuffled=False, buckets=None, several=False
+    tmp_path,
+    emit,
+    sink="sqlite",
+    kafka=None,
+    layout="whole",
+    shuffled=False,
+    buckets=None,
+    several=False,
+    name="view",
 ):
     """Six batches of 40 events, as six JSON files, or (``kafka`` = bootstrap address) as records of a
     one-partition topic read 40 per micro-batch; returns the view file and the events. ``layout``:
     the state layout of emit on update; ``buckets``: key_buckets (a number or "per key"; None: the
     default). ``shuffled`` (emit on update): event times in random order across the
     batches (so a batch changes rows the sink holds) and no watermark (none is late). ``several``:
-    the view is the query ``SEVERAL`` (two window groups, one streaming query)."""
+    the view is the query ``SEVERAL`` (two window groups, one streaming query). ``name``: the view
+    file's name (``<name>.toml``: a job of several views names each by it)."""
     rng = np.random.default_rng(21)
     seconds = rng.permutation(240) if shuffled else np.arange(240)
     batches = [
@@ -68,7 +78,7 @@ def write_view(
             f'format = "kafka"\nbootstrap_servers = "{kafka}"\ntopic = "{topic}"\n'
             'starting_offsets = "earliest"\nmax_offsets_per_trigger = 40'
         )
-    view = tmp_path / "view.toml"
+    view = tmp_path / f"{name}.toml"
     view.write_text(
         textwrap.dedent("""
         [source]
@@ -104,14 +114,27 @@ def write_view(
     return view, [r for batch in batches for r in batch]
 
 
+def _progress(line: str) -> bool:
+    """A progress line (``batch N: ...``, ``<view>: batch N: ...`` in a job of several views)."""
+    return re.match(r"(.+: )?batch \d+:", line) is not None
+
+
 def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=None, kill_when=None):
-    """Runs the view with ``--once``; SIGKILLs the job after its n-th progress line (between batches),
+    """Runs the view (a list: the views, in one job) with ``--once``; SIGKILLs the job after its n-th
+    progress line (between batches),
     after some seconds (possibly inside a batch) or once ``kill_when(lines)`` (polled with the number
     of progress lines so far) is true; ``after_line(n)`` is called after each progress line. Returns
     the exit code."""
     env = dict(os.environ, PYTHONWARNINGS="ignore", **(env or {}))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "overwindow", "run", str(view), "--once"],
+        [
+            sys.executable,
+            "-m",
+            "overwindow",
+            "run",
+            *map(str, view if isinstance(view, list) else [view]),
+            "--once",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -121,7 +144,7 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
     if kill_when is not None:
         lines = []
         reader = threading.Thread(
-            target=lambda: lines.extend(line for line in proc.stdout if line.startswith("batch "))
+            target=lambda: lines.extend(line for line in proc.stdout if _progress(line))
         )
         reader.start()
         while proc.poll() is None and not kill_when(len(lines)):
@@ -132,7 +155,7 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
     elif kill_after_s is None:
         lines = 0
         for line in proc.stdout:
-            if line.startswith("batch "):
+            if _progress(line):
                 lines += 1
                 if after_line is not None:
                     after_line(lines)

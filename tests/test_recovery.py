@@ -1,58 +1,65 @@
 """Recovery by replay: the job runs in a subprocess, is killed with SIGKILL (after a progress line,
 i.e. between batches, and in the first case also on a timer, i.e. possibly inside one), restarts
-from the same checkpoint, and the view in the sink (SQLite, and PostgreSQL on a server the tests
+from the same checkpoints, and every view in the sinks (SQLite, and PostgreSQL on a server the tests
 start), fed by files or by a Kafka topic on a broker the tests start, finally equals the batch
-result over all input: no row lost, none duplicated. Every (mode, sink) pair runs once (each run
-starts a Spark, so the suite's time keeps the matrix to pairs): files run window close into both
-sinks (a state per key into SQLite, the default key buckets into PostgreSQL) and emit on update with
-chunked state (transformWithStateInPandas, RocksDB, watermark eviction) into SQLite; Kafka runs
-emit on update with its keys in two buckets (key_buckets, watermark eviction) into SQLite; emit on
-update into PostgreSQL (files, a state per key) is killed three times inside the sink's open
-transaction. A view of two window groups (one query, two chained stateful operators) runs window
-close into SQLite."""
+result over all input: no row lost, none duplicated. Each job runs several views at once (one Spark
+start per run for all of them, which keeps the suite's time): the first, all over files into
+SQLite, runs window close with a state per key, emit on update with chunked state
+(transformWithStateInPandas, RocksDB, watermark eviction) and a view of two window groups (one
+query, two chained stateful operators); the second runs window close into PostgreSQL (the default
+key buckets) beside emit on update from Kafka with its keys in two buckets (watermark eviction).
+Emit on update into PostgreSQL (files, a state per key) is killed three times inside the sink's open
+transaction."""
 
 import signal
 
 import pytest
 from replay_support import assert_view_is_exact, run_job, write_view
 
+# (name, emit, sink, source, state layout, key buckets: a number, "per key", None (the default) or
+# "several": the view is a query of two window groups)
+FILES_INTO_SQLITE = [
+    ("per_key", "on_window_close", "sqlite", "files", "whole", "per key"),
+    ("chunked", "on_update", "sqlite", "files", "chunked", None),
+    ("several", "on_window_close", "sqlite", "files", "whole", "several"),
+]
+POSTGRES_AND_KAFKA = [
+    ("postgres", "on_window_close", "postgres", "files", "whole", None),
+    ("kafka", "on_update", "sqlite", "kafka", "whole", 2),
+]
+
 
 @pytest.mark.parametrize(
-    "emit, sink, source, layout, buckets",
-    [
-        ("on_window_close", "sqlite", "files", "whole", "per key"),
-        ("on_window_close", "postgres", "files", "whole", None),
-        ("on_update", "sqlite", "files", "chunked", None),
-        ("on_update", "sqlite", "kafka", "whole", 2),
-        ("on_window_close", "sqlite", "files", "whole", "several"),  # two window groups, one query
-    ],
+    "views", [FILES_INTO_SQLITE, POSTGRES_AND_KAFKA], ids=["files-sqlite", "postgres-kafka"]
 )
-def test_killed_and_restarted_job_leaves_the_exact_view(
-    tmp_path, no_spark, emit, sink, source, layout, buckets, request
-):
-    several = buckets == "several"
-    view, rows = write_view(
-        tmp_path,
-        emit,
-        sink,
-        request.getfixturevalue("kafka_bootstrap") if source == "kafka" else None,
-        layout,
-        buckets=None if several else buckets,
-        several=several,
-    )
-    env = {"OVERWINDOW_POSTGRES_DSN": request.getfixturevalue("postgres_dsn")} if sink == "postgres" else {}
-    if sink == "postgres":
+def test_killed_and_restarted_job_leaves_the_exact_views(tmp_path, no_spark, views, request):
+    written, env = [], {}
+    if any(sink == "postgres" for _, _, sink, *_ in views):
+        env["OVERWINDOW_POSTGRES_DSN"] = request.getfixturevalue("postgres_dsn")
         _fresh_tables(env["OVERWINDOW_POSTGRES_DSN"])
-    assert run_job(view, kill_after_line=2, env=env) == -signal.SIGKILL  # between batches
-    if (emit, sink, source, buckets) == (
-        "on_window_close",
-        "sqlite",
-        "files",
-        "per key",
-    ):  # a Spark start each
-        run_job(view, kill_after_s=12, env=env)  # on a timer: inside a batch if it is still running
-    assert run_job(view, env=env) == 0  # to the end
-    assert_view_is_exact(tmp_path, rows, emit, sink, env.get("OVERWINDOW_POSTGRES_DSN"), several)
+    for name, emit, sink, source, layout, buckets in views:
+        folder = tmp_path / name
+        folder.mkdir()
+        several = buckets == "several"
+        kafka = request.getfixturevalue("kafka_bootstrap") if source == "kafka" else None
+        view, rows = write_view(
+            folder,
+            emit,
+            sink,
+            kafka,
+            layout,
+            buckets=None if several else buckets,
+            several=several,
+            name=name,
+        )
+        written.append((view, rows, folder, emit, sink, several))
+    files = [view for view, *_ in written]
+    assert run_job(files, kill_after_line=2 * len(files), env=env) == -signal.SIGKILL  # between batches
+    if views is FILES_INTO_SQLITE:  # a Spark start each
+        run_job(files, kill_after_s=25, env=env)  # on a timer: inside a batch if one is still running
+    assert run_job(files, env=env) == 0  # to the end
+    for _, rows, folder, emit, sink, several in written:
+        assert_view_is_exact(folder, rows, emit, sink, env.get("OVERWINDOW_POSTGRES_DSN"), several)
 
 
 def test_killed_inside_the_postgres_write_three_times_leaves_the_exact_view(tmp_path, no_spark, postgres_dsn):

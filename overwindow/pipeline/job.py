@@ -201,7 +201,8 @@ def start_view(
     sink_errors: list | None = None,
 ):
     """Start the view's streaming query; returns it and its progress printer (None when ``quiet``).
-    ``json_lines``: JSON progress; ``name``: a prefix for progress lines; ``sink_errors``: receives
+    ``json_lines``: JSON progress; ``name``: the query's name and a prefix for progress lines (None:
+    the view's name, no prefix); ``sink_errors``: receives
     the exception the sink raises, if it does (so a failure names the sink, not Spark's trace)."""
     import overwindow  # noqa: F401  (registers overWindow)
 
@@ -244,7 +245,7 @@ def start_view(
             unit="key buckets" if (view.spec.key_buckets and view.partition_by) or view.several else "keys",
         )
         spark.streams.addListener(printer)
-    query = writer.queryName(view.name).start()
+    query = writer.queryName(name or view.name).start()
     if printer is not None:
         printer.query_id = str(query.id)
     return query, printer
@@ -298,16 +299,29 @@ def run_views(
     return 0
 
 
+def job_names(views: list[View]) -> list[str]:
+    """Each view's name in a job of several (its query's name and its progress lines' prefix): its
+    own (the sink's table), or where two views share that (tables of one name in two SQLite files),
+    the name with the view file's path. O(views).
+
+    >>> from types import SimpleNamespace as V
+    >>> job_names([V(name="t", path="a/v.toml"), V(name="t", path="b/v.toml"), V(name="u", path="c.toml")])
+    ['t (a/v.toml)', 't (b/v.toml)', 'u']
+    """
+    seen = [v.name.lower() for v in views]
+    return [v.name if seen.count(v.name.lower()) == 1 else f"{v.name} ({v.path})" for v in views]
+
+
 def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bool, debug: bool) -> bool:
     """Start the views' queries and wait until they end (``once``) or Ctrl-C; True if stopped by
     Ctrl-C. Raises ViewRunError when a query fails (stopping the others)."""
     from overwindow.pipeline.failures import describe
 
     running = []  # (view, query, printer, sink errors)
+    names = job_names(views) if len(views) > 1 else [None] * len(views)
     try:
-        for view in views:
+        for view, name in zip(views, names):
             errors: list = []
-            name = view.name if len(views) > 1 else None
             try:
                 query, printer = start_view(spark, view, once, quiet, json_lines, name, errors)
             except Exception as e:
