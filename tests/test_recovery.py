@@ -6,10 +6,10 @@ result over all input: no row lost, none duplicated. Each job runs several views
 start per run for all of them, which keeps the suite's time): the first, all over files into
 SQLite, runs window close with a state per key, emit on update with chunked state
 (transformWithStateInPandas, RocksDB, watermark eviction) and a view of two window groups (one
-query, two chained stateful operators); the second runs window close into PostgreSQL (the default
-key buckets) beside emit on update from Kafka with its keys in two buckets (watermark eviction).
-Emit on update into PostgreSQL (files, a state per key) is killed three times inside the sink's open
-transaction."""
+query, two chained stateful operators) in both emit modes; the second runs window close into
+PostgreSQL (the default key buckets) beside emit on update from Kafka with its keys in two buckets
+(watermark eviction). Emit on update into PostgreSQL (files, a state per key) is killed three times
+inside the sink's open transaction."""
 
 import signal
 
@@ -22,6 +22,7 @@ FILES_INTO_SQLITE = [
     ("per_key", "on_window_close", "sqlite", "files", "whole", "per key"),
     ("chunked", "on_update", "sqlite", "files", "chunked", None),
     ("several", "on_window_close", "sqlite", "files", "whole", "several"),
+    ("several_on_update", "on_update", "sqlite", "files", "whole", "several"),
 ]
 POSTGRES_AND_KAFKA = [
     ("postgres", "on_window_close", "postgres", "files", "whole", None),

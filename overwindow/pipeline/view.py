@@ -52,10 +52,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
-from overwindow.spark.select import Query, parse_query, query_groups
+from overwindow.spark.select import Query, key_column, parse_query, query_groups
 from overwindow.spec import EMIT_MODES, STATE_LAYOUTS, OverWindow
 
 SOURCES = ("files", "kafka")
@@ -695,12 +694,12 @@ def use_query(view: View, text: str) -> None:
     if view.query.table.lower() != "source":
         raise ViewFileError(f"{where}: FROM {view.query.table}: a view reads its [source]; write FROM source")
     for key in (k for keys, _ in groups for k in keys):
-        if not isinstance(key.node, exp.Column) or key.node.table:
+        if key_column(key) is None:
             raise ViewFileError(
                 f"{where}: PARTITION BY {key.sql}: a view partitions by columns of its [source]; "
                 "partition by a column (or compute it upstream)"
             )
-    view.groups = [([k.node.name for k in keys], spec) for keys, spec in groups]
+    view.groups = [([key_column(k) for k in keys], spec) for keys, spec in groups]
     view.spec = groups[0][1]
     view.partition_by = [] if view.several else view.groups[0][0]
     view.calls = [e.text for _, spec in view.groups for e in spec.expressions]

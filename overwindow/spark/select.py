@@ -541,9 +541,20 @@ def _group_key(call) -> tuple:
     return frozenset(map(str, call.partition_by)), tuple(map(str, call.order_by))
 
 
+def key_column(key) -> str | None:
+    """The column a PARTITION BY key (a logical expression) names, None when it is an expression.
+
+    >>> from overwindow.logical.expr import Expr
+    >>> key_column(Expr.of("k")), key_column(Expr.of("k % 2"))
+    ('k', None)
+    """
+    node = key.node
+    return node.name if isinstance(node, exp.Column) and not node.table else None
+
+
 def _key_names(keys) -> tuple[str, ...]:
     """PARTITION BY keys as column names (an expression keeps its SQL, which the fan-out refuses)."""
-    return tuple(k.node.name if isinstance(k.node, exp.Column) and not k.node.table else k.sql for k in keys)
+    return tuple(key_column(k) or k.sql for k in keys)
 
 
 def _unpartitioned(w: WindowExpression) -> WindowExpression:
@@ -552,7 +563,5 @@ def _unpartitioned(w: WindowExpression) -> WindowExpression:
 
 def _key(e, F):
     """A PARTITION BY key for groupBy: the column by name, or the expression as SQL."""
-    node = e.node
-    if isinstance(node, exp.Column) and not node.table:
-        return F.col(quote(node.name))
-    return F.expr(e.sql)
+    name = key_column(e)
+    return F.col(quote(name)) if name is not None else F.expr(e.sql)

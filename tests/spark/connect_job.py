@@ -2,8 +2,9 @@
 state per key and with keys in buckets, and the same calls on emit on update in buckets, and prints
 the emitted rows as JSON lines (tagged with the hosting); then ``overwindow.select`` over PySpark
 window Columns on the same stream, and Spark's own batch ``select`` of the same Columns over the
-same rows (tagged ``select`` and ``select_batch``, their column types ``select_types``). Used by
-test_spark_connect.py in a subprocess."""
+same rows (tagged ``select`` and ``select_batch``, their column types ``select_types``), and the
+same for windows over two partitionings on update (``several``). Used by test_spark_connect.py in a
+subprocess."""
 
 import json
 import os
@@ -84,6 +85,35 @@ def select_columns(spark, src: str, events) -> None:
     batch = spark.read.schema("k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE").json(src).select(*batch_columns)
     print(json.dumps({"hosting": "select_types", "stream": out.dtypes, "batch": batch.dtypes}))
     for hosting, df in (("select", spark.table("ow_select")), ("select_batch", batch)):
+        for row in df.collect():
+            print(json.dumps({"hosting": hosting, "row": list(row)}))
+    several_groups(spark, src, events)
+
+
+def several_groups(spark, src: str, events) -> None:
+    """Windows over two partitionings and a column combining them, on update (one micro-batch: each
+    row once, an upsert): the fan-out's two chained operators through Connect (RocksDB, set at run
+    time as a user would)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    spark.conf.set(
+        "spark.sql.streaming.stateStore.providerClass",
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    )
+    by_key, everyone = Window.partitionBy("k").orderBy("ts"), Window.orderBy("ts")
+    columns = [
+        "rid",
+        F.lag("x").over(by_key).alias("p"),
+        F.count("*").over(everyone).alias("n"),
+        (F.sum("x").over(by_key) - F.max("x").over(everyone.rowsBetween(-3, 0))).alias("mixed"),
+    ]
+    out = overwindow.select(events, *columns, emit="on_update", rowKey="rid")
+    q = out.writeStream.format("memory").queryName("ow_several").outputMode("append")
+    q.trigger(availableNow=True).start().awaitTermination()
+    batch = spark.read.schema("k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE").json(src).select(*columns)
+    print(json.dumps({"hosting": "several_types", "stream": out.dtypes, "batch": batch.dtypes}))
+    for hosting, df in (("several", spark.table("ow_several")), ("several_batch", batch)):
         for row in df.collect():
             print(json.dumps({"hosting": hosting, "row": list(row)}))
 

@@ -1,7 +1,8 @@
 """overWindow is registered for Spark Connect DataFrames too: a view run through a local Connect
 server (in a subprocess: one Spark at a time) emits the batch result, with a state per key and with
 keys in buckets (keyBuckets reads the grouping columns of a Connect plan); overwindow.select over
-PySpark window Columns of Spark Connect equals Spark's batch select of the same Columns."""
+PySpark window Columns of Spark Connect equals Spark's batch select of the same Columns, over one
+PARTITION BY on window close and over two (the fan-out's chained operators) on update."""
 
 import json
 import math
@@ -55,20 +56,22 @@ def test_over_window_through_spark_connect(no_spark, tmp_path):
         want = batch.loc[r["rid"], "p"]
         got = np.nan if r["p"] is None else r["p"]  # NULL comes back as NaN through pandas and JSON
         assert (np.isnan(got) and np.isnan(want)) or got == want
-    _assert_select_as_spark(emitted)
+    _assert_select_as_spark(emitted, "select", 1, range(35))
+    _assert_select_as_spark(emitted, "several", 0, range(40))
 
 
-def _assert_select_as_spark(emitted):
-    """The select's stream (closed rows: rid <= 34) has the batch select's column names, types and
-    values."""
-    (types,) = [r for r in emitted if r["hosting"] == "select_types"]
-    assert types["stream"] == types["batch"]
-    want = {r["row"][1]: r["row"] for r in emitted if r["hosting"] == "select_batch"}
-    got = [r["row"] for r in emitted if r["hosting"] == "select"]
-    assert sorted(r[1] for r in got) == list(range(35))
+def _assert_select_as_spark(emitted, hosting, rid, rids):
+    """The select's stream (window close: the closed rows, rid <= 34; on update all) has the batch
+    select's column names and types (on update then ``_change``) and values (``rid``: where the
+    row's id is)."""
+    (types,) = [r for r in emitted if r["hosting"] == f"{hosting}_types"]
+    assert types["stream"][: len(types["batch"])] == types["batch"]
+    want = {r["row"][rid]: r["row"] for r in emitted if r["hosting"] == f"{hosting}_batch"}
+    got = [r["row"] for r in emitted if r["hosting"] == hosting]
+    assert sorted(r[rid] for r in got) == list(rids)
     for row in got:
-        for a, b in zip(row, want[row[1]]):
+        for a, b in zip(row, want[row[rid]]):
             assert (a is None and b is None) or a == b or math.isclose(a, b, rel_tol=1e-9), (
                 row,
-                want[row[1]],
+                want[row[rid]],
             )
