@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import itertools
 import math
 import operator
 import re
@@ -16,18 +17,92 @@ from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import Token, TokenType
 
 from overwindow.errors import WindowSpecError
 
 DIALECT = "spark"
+_SPARK = Dialect.get_or_raise(DIALECT)
+# the units of Spark's INTERVAL <value> <unit> (a plural too: DAYS)
+INTERVAL_UNITS = {"YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND"}
 
 
 @lru_cache(maxsize=4096)
 def _parse(sql: str) -> exp.Expression:
     try:
-        return sqlglot.parse_one(sql, read=DIALECT)
+        return read_sql(sql)
     except sqlglot.errors.ParseError as e:
         raise WindowSpecError(f"cannot parse SQL expression {sql!r}: {syntax_error(e)}") from None
+
+
+def read_sql(sql: str) -> exp.Expression:
+    """``sqlglot.parse_one(sql, read="spark")`` with string literals read as Spark reads them
+    (``spark_tokens``): ``'it''s'`` is the literal ``it's``, ``'a' 'b'`` the literal ``ab``, where
+    sqlglot reads both as ``CONCAT(...)`` calls. A ``concat(...)`` or ``||`` written out is read as
+    sqlglot reads it.
+
+    >>> [read_sql(t).sql(dialect=DIALECT) for t in ("s = 'a' 'b'", "'a' || 'b'")]
+    ["s = 'ab'", "'a' || 'b'"]
+    """
+    result = _SPARK.parser().parse(spark_tokens(sql), sql)
+    if not result or result[0] is None:
+        raise sqlglot.errors.ParseError(f"No expression was parsed from '{sql}'")
+    return exp.Block(expressions=result) if len(result) > 1 else result[0]
+
+
+def spark_tokens(sql: str) -> list[Token]:
+    """sqlglot's Spark tokens of ``sql``, each run of string literals read as Spark's lexer and
+    parser read it. Spark's lexer reads a quote doubled inside a literal as one quote (``'it''s'``
+    is ``it's``, ``"a""b"`` is ``a"b``), and its parser reads literals side by side as one
+    (``'a' 'b'``, ``'a'"b"`` and ``'a' /* c */ 'b'`` are ``'ab'``; ``INTERVAL '1' '0' DAY`` is ten
+    days); sqlglot's Spark tokenizer escapes with backslashes only, so it reads ``'it''s'`` as the
+    two literals ``'it'`` and ``'s'``, and its parser makes literals side by side a ``CONCAT`` call
+    (Parser._parse_primary). After the name of a type (``DATE '2024-01-' '01'``, ``INTERVAL '1 '
+    'day'``, ``INT '1' '2'``) Spark takes one literal and refuses the next: those stay apart (and
+    are refused as before), but for the value of ``INTERVAL <value> <unit>``. O(tokens).
+
+    >>> [(t.token_type.name, t.text) for t in spark_tokens("lag(s, 1, 'it''s' '!')")][6:]
+    [('STRING', "it's!"), ('R_PAREN', ')')]
+    """
+    runs = [
+        list(run)
+        for _, run in itertools.groupby(_SPARK.tokenize(sql), lambda t: t.token_type == TokenType.STRING)
+    ]
+    out: list[Token] = []
+    for k, run in enumerate(runs):
+        if run[0].token_type != TokenType.STRING:
+            out.extend(run)
+            continue
+        literals = [[run[0]]]
+        for before, tok in zip(run, run[1:]):
+            if before.end + 1 == tok.start and sql[before.end] == sql[tok.start]:
+                literals[-1].append(tok)  # 'it''s': one literal, the doubled quote one quote
+            else:
+                literals.append([tok])
+        strings = [_string(parts, sql[parts[0].start]) for parts in literals]
+        if _one_literal_only(out[-1] if out else None, runs[k + 1][0] if k + 1 < len(runs) else None):
+            out.extend(strings)
+        else:
+            out.append(_string(strings, ""))
+    return out
+
+
+def _string(run: list[Token], separator: str) -> Token:
+    """One STRING token of ``run``'s texts joined by ``separator``, spanning the run in the text."""
+    first, last = run[0], run[-1]
+    comments = [c for tok in run for c in tok.comments]
+    text = separator.join(tok.text for tok in run)
+    return Token(TokenType.STRING, text, first.line, first.col, first.start, last.end, comments)
+
+
+def _one_literal_only(before: Token | None, after: Token | None) -> bool:
+    """Whether Spark reads one string literal only between ``before`` and ``after``: after the
+    name of a type (a typed literal), but for the value of ``INTERVAL <value> <unit>``."""
+    if before is None or before.token_type not in _SPARK.parser_class.TYPE_TOKENS:
+        return False
+    unit = after is not None and after.text.upper().rstrip("S") in INTERVAL_UNITS
+    return before.token_type != TokenType.INTERVAL or not unit
 
 
 def _open_call(context: str) -> str | None:

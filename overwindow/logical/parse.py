@@ -18,7 +18,15 @@ from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.call import SortKey, WindowCall, WindowExpression
-from overwindow.logical.expr import DIALECT, Expr, literal_value, syntax_error
+from overwindow.logical.expr import (
+    DIALECT,
+    INTERVAL_UNITS,
+    Expr,
+    literal_value,
+    read_sql,
+    spark_tokens,
+    syntax_error,
+)
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
 from overwindow.logical.functions import lookup
 
@@ -71,9 +79,9 @@ _UNITS_MICROS = {
 def parse_window(text: str) -> WindowExpression:
     """Parse one select item ``<expr with window calls> AS alias`` into a WindowExpression."""
     try:
-        tokens = sqlglot.tokenize(text, read=DIALECT)
+        tokens = spark_tokens(text)
         check_over_clauses(tokens, text)
-        node = sqlglot.parse_one(_flagged_value_functions(text, tokens), read=DIALECT)
+        node = read_sql(_flagged_value_functions(text, tokens))
     except sqlglot.errors.ParseError as e:
         tokens = {t.token_type.name for t in sqlglot.tokenize(text, read=DIALECT)}
         if (
@@ -105,7 +113,6 @@ def parse_window(text: str) -> WindowExpression:
 
 
 _UNITS = {"ROWS", "RANGE", "GROUPS"}
-_INTERVAL_UNITS = {"YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND"}
 _SIDES = {"PRECEDING", "FOLLOWING"}
 
 
@@ -142,7 +149,7 @@ def check_over_clauses(tokens: list, text: str) -> None:
             and tokens[i + 1].token_type.name == "STRING"
         ):
             unit = tokens[i + 2].text.upper() if i + 2 < len(tokens) else ""
-            if unit.rstrip("S") not in _INTERVAL_UNITS:
+            if unit.rstrip("S") not in INTERVAL_UNITS:
                 # INTERVAL '1 day 3 hours': sqlglot keeps only the first number and unit of such a
                 # string ('1 day xyz' reads as 1 day); read every word, as Spark does
                 _unit_words(tokens[i + 1].text)
@@ -244,7 +251,8 @@ def _check_flag_argument(tokens: list, at: int, text: str) -> None:
     if len(args) <= position:
         return
     if name == "percentile":
-        frequency = " ".join(t.text for t in args[position])
+        # as written: the string '1' is no INTEGRAL frequency (Spark refuses it)
+        frequency = text[args[position][0].start : args[position][-1].end + 1]
         if len(args) > position + 1 or frequency != "1":
             raise WindowSpecError(
                 f"percentile(x, p, frequency) is supported with the frequency 1 only (each row "
@@ -257,7 +265,7 @@ def _check_flag_argument(tokens: list, at: int, text: str) -> None:
             f"{name}() takes at most {position + 1} arguments, got {len(args)}, in {text!r}"
         )
     flag = args[position]
-    if len(flag) != 1 or flag[0].text.upper() not in ("TRUE", "FALSE"):
+    if len(flag) != 1 or flag[0].token_type.name not in ("TRUE", "FALSE"):  # not the string 'true'
         raise WindowSpecError(
             f"the ignore-nulls argument of {name}() must be the literal TRUE or FALSE, got "
             f"{' '.join(t.text for t in flag)!r}, in {text!r}"

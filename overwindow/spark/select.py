@@ -33,7 +33,7 @@ from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.call import WindowExpression, quote
-from overwindow.logical.expr import DIALECT
+from overwindow.logical.expr import DIALECT, read_sql
 from overwindow.logical.parse import parse_window
 from overwindow.spark import columns as C
 from overwindow.spark import compat
@@ -146,7 +146,7 @@ def _in_machine_names(condition: str, items: list[_Item]) -> str:
     window column's alias, an input column's own name). O(condition size)."""
     names = {i.name.lower(): i.window.alias if i.window is not None else i.source for i in items}
     try:
-        tree = sqlglot.parse_one(condition, read=DIALECT)
+        tree = read_sql(condition)
     except sqlglot.errors.ParseError as e:
         raise WindowSpecError(f"qualify={condition!r}: {e}") from None
     for column in list(tree.find_all(exp.Column)):
@@ -236,7 +236,7 @@ def parse_query(query: str, what: str = "overwindow.sql") -> Query:
     ('n',)
     """
     try:
-        tree = sqlglot.parse_one(query, read=DIALECT)
+        tree = read_sql(query)
     except sqlglot.errors.ParseError as e:
         raise WindowSpecError(f"cannot parse {query!r}: {e}") from None
     if not isinstance(tree, exp.Select):
@@ -476,7 +476,7 @@ def _items(df, column, F) -> list[_Item]:
 def _sql_item(text: str, spark_column) -> _Item:
     """A window written as SQL text, ``<expr> [AS alias]``."""
     try:
-        tree = sqlglot.parse_one(text, read=DIALECT)
+        tree = read_sql(text)
     except sqlglot.errors.ParseError as e:
         raise WindowSpecError(f"cannot parse {text!r}: {e}") from None
     if isinstance(tree, exp.Alias):

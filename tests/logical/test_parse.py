@@ -460,3 +460,57 @@ def test_lag_without_offset_round_trips():
 
 def test_any_is_bool_or():
     assert one("any(b) OVER () AS r").function == "bool_or"
+
+
+# --- string literals, read as Spark reads them (sqlglot reads them as CONCAT calls) -------------
+
+
+@pytest.mark.parametrize(
+    "literal, value",
+    [
+        ("'it''s'", "it's"),  # a quote doubled inside a literal is one quote
+        ('"it""s"', 'it"s'),
+        ("''''", "'"),
+        ("'\\'' ''", "'"),
+        ("'INTERVAL ''3'' DAY'", "INTERVAL '3' DAY"),
+        ("'a' 'b'", "ab"),  # literals side by side are one
+        ("'a'\"b\"", "ab"),
+        ("'a' /* c */ 'b' \"c\"", "abc"),
+        ("'it' 's'", "its"),
+    ],
+)
+def test_string_literals_are_read_as_spark_reads_them(literal, value):
+    call = one(f"lag(s, 1, {literal}) OVER (ORDER BY t) AS r")
+    assert call.default.literal_value() == value
+    assert round_trips(call)
+
+
+def test_literals_side_by_side_fold_wherever_a_literal_stands():
+    w = parse_window("lag(s = 'it''s') OVER (ORDER BY t) + CAST('1' '2' AS INT) AS r")
+    assert str(w.calls[0].args[0]) == "s = 'it\\'s'"
+    assert "CAST('12' AS INT)" in str(w.expr)
+    frame = one("count(*) OVER (ORDER BY t RANGE INTERVAL '1' '0' DAY PRECEDING) AS r").frame
+    assert frame == one("count(*) OVER (ORDER BY t RANGE INTERVAL '10' DAY PRECEDING) AS r").frame
+    assert Expr.of("rn <= 2 OR s IN ('a' 'b', 'it''s')").sql == "rn <= 2 OR s IN ('ab', 'it\\'s')"
+
+
+def test_concat_and_pipes_are_not_folded():
+    """Only literals side by side are one literal; concat(...) and || are read as written."""
+    assert Expr.of("concat('a', 'b')").sql == "CONCAT('a', 'b')"
+    assert Expr.of("'a' || 'b'").sql == "'a' || 'b'"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # after the name of a type Spark takes one literal (PARSE_SYNTAX_ERROR), so does INTERVAL
+        # without a unit after its value
+        "lag(d, 1, DATE '2024-01-' '01') OVER (ORDER BY t) AS r",
+        "lag(ts, 1, TIMESTAMP '2024-01-01' ' 10:00:00') OVER (ORDER BY t) AS r",
+        "count(*) OVER (ORDER BY t RANGE INTERVAL '1 ' 'day' PRECEDING) AS r",
+        "lag(s, 1, s 'a' 'b') OVER (ORDER BY t) AS r",
+    ],
+)
+def test_literals_side_by_side_after_a_type_name_are_refused(text):
+    with pytest.raises(WindowSpecError):
+        parse_window(text)

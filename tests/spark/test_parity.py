@@ -935,6 +935,22 @@ READINGS = [
     # a bound past Spark's largest interval that Spark never compares with another row's key
     "count(*) OVER (ORDER BY d - DATE '2024-01-01' RANGE BETWEEN CURRENT ROW AND "
     "INTERVAL '106751991' DAY FOLLOWING)",
+    # string literals as Spark reads them: a quote doubled inside a literal is one quote, literals
+    # side by side are one (in an argument, a comparison, IN, CASE, a CAST, an INTERVAL's value, a
+    # RANGE offset); sqlglot reads both as CONCAT calls
+    "lag(s, 1, 'it''s') OVER (ORDER BY t)",
+    'lead(s, 1, "it""s") OVER (ORDER BY t)',
+    "lag(s, 2, 'a' 'b' \"c\") OVER (ORDER BY t)",
+    "lag(s < 'b' 'b') OVER (ORDER BY t)",
+    "lag(s IN ('c' '', 'it''s')) OVER (ORDER BY t)",
+    "sum(CASE WHEN s = 'c' /* c */ '' THEN t END) OVER (ORDER BY t)",
+    "lag(x, 1, '1' '.5') OVER (ORDER BY t)",
+    "lag(CAST('1' '2' AS INT)) OVER (ORDER BY t)",
+    "lag(CAST('INTERVAL ''3'' DAY' AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(d + CAST('INTERVAL ''3'' DAY' AS INTERVAL DAY)) OVER (ORDER BY t)",
+    "lag(d + INTERVAL '1' '0' DAY) OVER (ORDER BY t)",
+    "sum(t) OVER (ORDER BY d RANGE BETWEEN INTERVAL '6' '0' DAY PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY u RANGE BETWEEN '1' '.5' PRECEDING AND CURRENT ROW)",
 ]
 # calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
 READINGS_REFUSED = [
@@ -1009,6 +1025,16 @@ READINGS_REFUSED = [
     "sum(t) OVER (ORDER BY d - d RANGE BETWEEN INTERVAL '1' MONTH PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY d - d RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY d - d RANGE BETWEEN CAST(1 AS DOUBLE) PRECEDING AND CURRENT ROW)",
+    # after the name of a type Spark takes one string literal, and so after INTERVAL without a unit
+    # (PARSE_SYNTAX_ERROR); a string is no ROWS offset, ignore-nulls flag or percentile frequency
+    "lag(d, 1, DATE '2024-01-' '01') OVER (ORDER BY t)",
+    "lag(ts, 1, TIMESTAMP '2024-01-01' ' 10:00:00') OVER (ORDER BY t)",
+    "lag(d + INTERVAL '1 ' 'day') OVER (ORDER BY t)",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN '1' '0' PRECEDING AND CURRENT ROW)",
+    "last(x, 'tr' 'ue') OVER (ORDER BY t)",
+    "first(x, 'false') OVER (ORDER BY t)",
+    "nth_value(x, 1, 'true') OVER (ORDER BY t)",
+    "percentile(x, 0.5, '1') OVER (PARTITION BY k)",
 ]
 # calls Spark analyses and fails on when it runs them, whatever the rows (a RANGE offset that
 # cannot be cast to the key's type); overwindow refuses them with a WindowSpecError
@@ -1031,6 +1057,8 @@ READINGS_CAST_REFUSED = [
     "lag(CAST('1 02:00:00' AS INTERVAL DAY)) OVER (ORDER BY t)",
     "lag(CAST(2147483647 AS INTERVAL DAY)) OVER (ORDER BY t)",
     "sum(t) OVER (ORDER BY d - d RANGE BETWEEN 106751992 PRECEDING AND CURRENT ROW)",
+    # 'INTERVAL ' '3' ' DAY' is the string INTERVAL 3 DAY: no INTERVAL DAY (its value unquoted)
+    "lag(CAST('INTERVAL ' '3' ' DAY' AS INTERVAL DAY)) OVER (ORDER BY t)",
 ]
 # calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError
 READINGS_FAILING = [

@@ -438,6 +438,15 @@ HAND_PICKED = [
     "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1 day xyz' PRECEDING AND CURRENT ROW)",
     "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1 days 2' PRECEDING AND CURRENT ROW)",
     "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1 day 2 hours' PRECEDING AND CURRENT ROW)",
+    # string literals: a doubled quote is one quote, literals side by side are one, but after the
+    # name of a type (and after INTERVAL without a unit), where Spark takes one
+    "lag(s, 1, 'it''s') OVER (ORDER BY t)",
+    "lag(s, 1, 'a' \"b\") OVER (PARTITION BY s = 'a' 'b' ORDER BY t)",
+    "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1' '2' HOUR PRECEDING AND CURRENT ROW)",
+    "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1 ' 'day' PRECEDING AND CURRENT ROW)",
+    "lag(d, 1, DATE '2024-01-' '01') OVER (ORDER BY t)",
+    "lag(s, 1, s 'a') OVER (ORDER BY t)",
+    "lag(s, 1, 'a' s) OVER (ORDER BY t)",
     # Spark's spellings
     "first(x) OVER (ORDER BY t)",
     "last(x, true) OVER (ORDER BY t)",
@@ -496,8 +505,10 @@ OFFSETS = [
     "CAST('Infinity' AS DOUBLE)",
     "CAST(1 AS BIGINT)",
 ]
+# INTERVAL '1' '' DAY and the default 'it''s' 'a': a doubled quote and string literals side by side,
+# which Spark reads as one literal (in place of plain ones: a seed's draws and texts stay the same)
 INTERVALS = [
-    "INTERVAL '1' DAY",
+    "INTERVAL '1' '' DAY",
     "INTERVAL 1 DAY",
     "INTERVAL 2 HOURS",
     "INTERVAL '1' MONTH",
@@ -508,7 +519,7 @@ INTERVALS = [
     "DATE '2024-01-01'",
     "TIMESTAMP '2024-01-01 00:00:00'",
 ]
-DEFAULTS = ["0", "NULL", "'a'", "x", "s", "1.5", "DATE '2024-01-01'", "TRUE", "INTERVAL '3' DAY"]
+DEFAULTS = ["0", "NULL", "'it''s' 'a'", "x", "s", "1.5", "DATE '2024-01-01'", "TRUE", "INTERVAL '3' DAY"]
 
 
 def _column(r: random.Random, numeric: bool = False) -> str:

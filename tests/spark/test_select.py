@@ -220,3 +220,15 @@ def test_refusals_name_what_the_user_wrote(events):
         overwindow.sql(
             events.sparkSession, "SELECT lag(x) OVER (ORDER BY ts) AS p FROM a JOIN b ON a.k = b.k"
         )
+
+
+def test_a_query_reads_string_literals_as_spark_does():
+    """WHERE, QUALIFY and the SELECT list read 'it''s' as the string it's and 'a' 'b' as ab, as
+    Spark does (sqlglot reads both as CONCAT calls, which Spark's WHERE would then compare with)."""
+    from overwindow.spark.select import parse_query
+
+    q = parse_query(
+        "SELECT k, lag(s, 1, 'a' \"b\") OVER (ORDER BY ts) AS p FROM v WHERE s = 'it''s' QUALIFY p <> 'a' 'b'"
+    )
+    assert (q.where, q.filter) == ("s = 'it\\'s'", "p <> 'ab'")
+    assert q.columns[1].sql(dialect="spark") == "LAG(s, 1, 'ab') OVER (ORDER BY ts) AS p"

@@ -117,3 +117,13 @@ def test_window_close_emits_only_the_rows_passing_it():
 def test_a_condition_it_cannot_run_is_refused_when_built(qualify, words):
     with pytest.raises(WindowSpecError, match=words):
         Driver(OverWindow("row_number() OVER (ORDER BY t) AS rn", qualify=qualify), SCHEMA, ["k"])
+
+
+def test_a_condition_reads_string_literals_as_spark_does():
+    """'it''s' is the string it's and 'a' 'b' the string ab, as Spark reads them (sqlglot reads
+    both as CONCAT calls)."""
+    schema = pa.schema([("k", pa.int64()), ("t", pa.int64()), ("s", pa.string())])
+    spec = OverWindow("row_number() OVER (ORDER BY t) AS rn", qualify="s = 'it''s' OR s = 'a' 'b'")
+    rows = pa.table({"k": [1] * 4, "t": [1, 2, 3, 4], "s": ["it's", "its", "ab", "a"]}, schema=schema)
+    out = Driver(spec, schema, ["k"]).feed(rows, END_OF_INPUT)
+    assert sorted(out.column("s").to_pylist()) == ["ab", "it's"]
