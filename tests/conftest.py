@@ -65,6 +65,8 @@ def _spark_holder(tmp_path_factory):
 @pytest.fixture
 def spark(_spark_holder):
     """The shared local SparkSession, (re)started on demand."""
+    if os.environ.get("OVERWINDOW_TESTS_WITHOUT_SPARK"):  # scripts/test runs scripts/pure-tests so
+        pytest.fail("this test starts Spark: take its file out of scripts/pure-tests")
     session = _spark_holder["session"]
     if session is None or session.sparkContext._jsc is None:
         session = _spark_holder["session"] = _new_session(_spark_holder["warehouse"])
