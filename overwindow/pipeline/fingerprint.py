@@ -85,12 +85,11 @@ def _query_sql(view: View) -> str | None:
     windows as ``WINDOW`` (they are compared as the calls, where frames are spelt out), or None."""
     if view.query is None:
         return None
-    import sqlglot
     from sqlglot import exp
 
-    from overwindow.logical.expr import DIALECT
+    from overwindow.logical.expr import DIALECT, read_sql
 
-    tree = sqlglot.parse_one(view.query.text, read=DIALECT)
+    tree = read_sql(view.query.text)  # its literals as Spark reads them: 'it''s' is not 'it' 's'
     for window in list(tree.find_all(exp.Window)):
         window.replace(exp.var("WINDOW"))
     return tree.sql(dialect=DIALECT)

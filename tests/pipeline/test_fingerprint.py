@@ -130,3 +130,24 @@ def test_a_query_views_where_filter_and_columns_are_compared(tmp_path, query, la
         return
     with pytest.raises(ViewFileError, match=rf"{re.escape(label)} was "):
         check_views([load_view(path, {"view.query": query})])
+
+
+@pytest.mark.parametrize(
+    "before, after, changed",
+    [
+        ("'it''s'", "'it' 's'", True),  # Spark reads it's, then its
+        ("'it''s'", '"it\'s"', False),
+        ("'a' 'b'", "'ab'", False),
+    ],
+)
+def test_a_query_views_string_literals_compare_as_spark_reads_them(tmp_path, before, after, changed):
+    query = QUERY + " WHERE k = {}"
+    text = VIEW.replace('partition_by = ["k"]\n', "").replace(
+        f'calls = ["{CALL}"]', f"query = '''{query.format(before)}'''"
+    )
+    path = started(tmp_path, text)
+    if not changed:
+        check_views([load_view(path, {"view.query": query.format(after)})])
+        return
+    with pytest.raises(ViewFileError, match=r"\[view\] query was "):
+        check_views([load_view(path, {"view.query": query.format(after)})])
