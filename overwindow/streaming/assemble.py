@@ -51,7 +51,7 @@ from overwindow.logical.call import WindowExpression
 from overwindow.logical.expr import Expr
 from overwindow.physical.expressions import evaluate_expr
 from overwindow.streaming import state as S
-from overwindow.streaming.aside import Aside, Qualify, in_sql, on_fine_rows
+from overwindow.streaming.aside import Aside, Qualify, in_sql, on_fine_rows, placed
 from overwindow.streaming.contract import CHANGE, DELETE, UPSERT, Counters, Step
 from overwindow.streaming.identity import IDENTITY, ordinals, row_hash
 from overwindow.streaming.machines import machine_for
@@ -255,8 +255,7 @@ class Assembler:
             values, fine, at, reasons = on_fine_rows(rows, self._compute)
             names = rows.column_names
             if fine is not None:
-                place = pa.array(np.cumsum(fine) - 1, mask=~fine)  # each fine row among the computed
-                values = [v.take(place) for v in values]
+                values = placed(values, fine)
                 ok = fine
                 why = [in_sql(r, self.computed) for r in reasons]
                 aside = Aside(rows.take(pa.array(at)).select(names), why)
