@@ -17,7 +17,9 @@ parallelism 2 (the machine's 2 cores, as Spark's local[2]), default (heap) state
 runs once untimed on a tiny input first (warm-up), then ``--rounds`` times; seconds are the wall
 time of ``execute_sql(...).wait()``. One JSON record per run is appended to ``--results``
 (``streaming.py --sweep-report`` renders them beside Spark's). This script does not import
-overwindow or pyspark: it runs in its own venv.
+overwindow or pyspark: it runs in its own venv. ``streaming.py --sweep --flink-python
+FLINKENV/bin/python`` runs it in every round of its own command, after the Spark variants, so that
+the report compares the engines within one run.
 """
 
 from __future__ import annotations
@@ -109,10 +111,16 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--count", action="store_true", help="also count each job's output rows (untimed)")
     p.add_argument(
+        "--command", help="the command recorded with each run (streaming.py --sweep passes its own)"
+    )
+    p.add_argument("--first-round", type=int, default=0, help="the round number recorded for the first round")
+    p.add_argument(
         "--results", type=Path, default=Path(__file__).resolve().parent / "results" / "sweep.jsonl"
     )
     args = p.parse_args(argv)
-    command = "python benchmarks/flink.py" + "".join(f" {shlex.quote(a)}" for a in (argv or sys.argv[1:]))
+    command = args.command or "python benchmarks/flink.py" + "".join(
+        f" {shlex.quote(a)}" for a in (argv or sys.argv[1:])
+    )
     work = Path(tempfile.mkdtemp(prefix="ow-flink-"))
     try:
         env = table_env()
@@ -126,7 +134,7 @@ def main(argv=None) -> int:
                 src, point, args.batches, args.rows_per_batch, args.touched, args.sparse_rows
             )
             src = one_file(src)
-            for r in range(args.rounds):
+            for r in range(args.first_round, args.first_round + args.rounds):
                 total, outs = 0.0, []
                 for job in JOBS:
                     seconds, rows = run_job(env, src, job, count=args.count and r == 0)

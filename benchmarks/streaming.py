@@ -567,6 +567,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sparse-rows", type=int, default=20_000, help="sweep: rows per sparse micro-batch")
     p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "sweep.jsonl")
     p.add_argument(
+        "--flink-python",
+        help="sweep: a Python with apache-flink; each round also runs benchmarks/flink.py",
+    )
+    p.add_argument(
         "--no-write", action="store_true", help="print the section instead of updating BENCHMARKS.md"
     )
     args = p.parse_args(argv)

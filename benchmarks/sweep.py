@@ -40,6 +40,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import time
 from pathlib import Path
 
@@ -237,9 +238,25 @@ def run(args, work: Path) -> None:
                         flush=True,
                     )
                     append(args.results, rec)
+                if args.flink_python:
+                    run_flink(args, point, r)
             shutil.rmtree(src, ignore_errors=True)
     finally:
         spark.stop()
+
+
+def run_flink(args, point: str, round_: int) -> None:
+    """One round of ``benchmarks/flink.py`` on ``point`` (the same rows, written again from the same
+    seed), its records under this command and round, so the report compares within the run. Spark's
+    JVM idles meanwhile."""
+    flink = Path(__file__).resolve().parent / "flink.py"
+    sizes = ["--batches", args.batches, "--rows-per-batch", args.rows_per_batch]
+    sizes += ["--touched", args.touched, "--sparse-rows", args.sparse_rows]
+    subprocess.run(
+        [args.flink_python, flink, "--points", point, *map(str, sizes), "--rounds", "1"]
+        + ["--first-round", str(round_), "--results", str(args.results), "--command", args.command],
+        check=True,
+    )
 
 
 def append(path: Path, record: dict) -> None:
@@ -260,6 +277,17 @@ def _ratio(runs: list[dict], base: list[dict], med: dict, base_s: float | None) 
     if within:
         return f"{statistics.median(within):.2f}"
     return f"~{med['seconds'] / base_s:.2f}" if base_s else ""
+
+
+def _flink_ratio(runs: list[dict], flink: list[dict]) -> str:
+    """PyFlink's seconds for the three calls over a Spark variant's, in the same command and round
+    (how many times PyFlink's throughput the variant has), the median over rounds; blank where
+    PyFlink did not run beside it."""
+    same = {(f["command"], f["round"]): f["seconds"] for f in flink}
+    within = [
+        same[(r["command"], r["round"])] / r["seconds"] for r in runs if (r["command"], r["round"]) in same
+    ]
+    return f"{statistics.median(within):.2f}" if within else ""
 
 
 def render(results: Path, head: list[str]) -> str:
@@ -283,12 +311,15 @@ def render(results: Path, head: list[str]) -> str:
         "- ratio to passthrough: the median over runs of the run's seconds over the passthrough's in the"
         " same command and round (the machine's load moves single figures, ratios within a run much"
         " less); `~`: no passthrough ran beside it, the ratio of the median runs of different commands.",
+        "- x PyFlink: PyFlink's seconds for the three calls (three jobs) over the variant's, in the same"
+        " command and round (`--flink-python`), the median over rounds: the variant's throughput in"
+        " multiples of PyFlink's.",
         "",
     ]
     lines += [
         "| point | keys | rows (per micro-batch) | engine | variant | runs, s | rows/s (median run) "
-        "| micro-batch ms, median | p99 | ratio to passthrough | output rows |",
-        "|---|---:|---|---|---|---|---:|---:|---:|---:|---:|",
+        "| micro-batch ms, median | p99 | ratio to passthrough | x PyFlink | output rows |",
+        "|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     order = {p: i for i, p in enumerate(POINTS)}
     for (point, engine, variant), rs in sorted(
@@ -303,10 +334,12 @@ def render(results: Path, head: list[str]) -> str:
         sizes = ", ".join(f"{p:,}" for p in per)
         lat_cells = f"{statistics.median(lat):.0f} | {np.percentile(lat, 99):.0f}" if lat else " | "
         ratio = _ratio(rs, base or [], med, base_s)
+        flink = by.get((point, "pyflink", "the three calls (three jobs)"), [])
+        x_flink = _flink_ratio(rs, flink) if engine == "spark" else ""
         out = f"{med['output_rows']:,}" if med.get("output_rows") is not None else ""
         lines.append(
             f"| {point} | {med['keys']:,} | {med['rows']:,} ({sizes}) | {engine} | {variant} | {runs} | "
-            f"{med['rows'] / med['seconds']:,.0f} | {lat_cells} | {ratio} | {out} |"
+            f"{med['rows'] / med['seconds']:,.0f} | {lat_cells} | {ratio} | {x_flink} | {out} |"
         )
     lines += ["", END]
     return "\n".join(lines)
