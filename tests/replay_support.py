@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -124,8 +125,9 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
     progress line (between batches),
     after some seconds (possibly inside a batch) or once ``kill_when(lines)`` (polled with the number
     of progress lines so far) is true; ``after_line(n)`` is called after each progress line. Returns
-    the exit code."""
+    the exit code; the job's stderr is printed when it fails (pytest shows it with the failure)."""
     env = dict(os.environ, PYTHONWARNINGS="ignore", **(env or {}))
+    stderr = tempfile.TemporaryFile("w+")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -136,7 +138,7 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
             "--once",
         ],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
         text=True,
         env=env,
     )
@@ -168,6 +170,10 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=600)
+    if proc.returncode not in (0, -signal.SIGKILL):
+        stderr.seek(0)
+        print(f"the job exited with {proc.returncode}; its stderr ends:\n{stderr.read()[-4000:]}")
+    stderr.close()
     return proc.returncode
 
 
