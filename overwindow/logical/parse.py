@@ -83,11 +83,7 @@ def parse_window(text: str) -> WindowExpression:
         check_over_clauses(tokens, text)
         node = read_sql(_flagged_value_functions(text, tokens))
     except sqlglot.errors.ParseError as e:
-        tokens = {t.token_type.name for t in sqlglot.tokenize(text, read=DIALECT)}
-        if (
-            "GROUPS" in {t.text.upper() for t in sqlglot.tokenize(text, read=DIALECT)}
-            and "ORDER_BY" not in tokens
-        ):
+        if _groups_without_order_by(text):
             # sqlglot cannot read a GROUPS frame without ORDER BY at all; say what SQL says
             raise WindowSpecError(f"GROUPS frames require ORDER BY, in {text!r}") from None
         raise WindowSpecError(f"cannot parse window call {text!r}: {syntax_error(e)}") from None
@@ -110,6 +106,16 @@ def parse_window(text: str) -> WindowExpression:
         calls.append(_call(w, name))
         w.replace(exp.column(name, quoted=True))
     return WindowExpression(alias, tuple(calls), Expr.of(body), text)
+
+
+def _groups_without_order_by(text: str) -> bool:
+    """Whether ``text`` has the word GROUPS and no ORDER BY (False where it cannot be tokenized)."""
+    try:
+        tokens = sqlglot.tokenize(text, read=DIALECT)
+    except sqlglot.errors.TokenError:
+        return False
+    names = {t.token_type.name for t in tokens}
+    return "GROUPS" in {t.text.upper() for t in tokens} and "ORDER_BY" not in names
 
 
 _UNITS = {"ROWS", "RANGE", "GROUPS"}

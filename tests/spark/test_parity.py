@@ -940,6 +940,9 @@ READINGS = [
     # RANGE offset); sqlglot reads both as CONCAT calls
     "lag(s, 1, 'it''s') OVER (ORDER BY t)",
     'lead(s, 1, "it""s") OVER (ORDER BY t)',
+    # raw string literals: backslashes kept, read side by side with other literals
+    "lag(s, 1, r'a\\b' 'c') OVER (ORDER BY t)",
+    "lag(s, 1, r'it''s') OVER (ORDER BY t)",
     "lag(s, 2, 'a' 'b' \"c\") OVER (ORDER BY t)",
     "lag(s < 'b' 'b') OVER (ORDER BY t)",
     "lag(s IN ('c' '', 'it''s')) OVER (ORDER BY t)",

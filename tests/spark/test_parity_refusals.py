@@ -447,6 +447,15 @@ HAND_PICKED = [
     "lag(d, 1, DATE '2024-01-' '01') OVER (ORDER BY t)",
     "lag(s, 1, s 'a') OVER (ORDER BY t)",
     "lag(s, 1, 'a' s) OVER (ORDER BY t)",
+    # raw literals: backslashes kept, no doubled quote, side by side with others; a quote left open
+    "lag(s, 1, r'a\\b' 'c') OVER (ORDER BY t)",
+    'lag(s, 1, R"x\\ny") OVER (ORDER BY t)',
+    "lag(s, 1, r'it''s') OVER (ORDER BY t)",
+    "sum(x) FILTER (WHERE s <> r'a\\') OVER (ORDER BY t)",
+    "lag(d, 1, DATE r'2024-01-01') OVER (ORDER BY t)",
+    "lag(s, 1, r'\\'') OVER (ORDER BY t)",
+    "lag(s, 1, 'abc) OVER (ORDER BY t)",
+    "lag(s, 1, r 'a') OVER (ORDER BY t)",
     # Spark's spellings
     "first(x) OVER (ORDER BY t)",
     "last(x, true) OVER (ORDER BY t)",
