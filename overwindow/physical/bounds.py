@@ -401,7 +401,8 @@ def range_frame_in_key_type(frame: Frame, key_type: pa.DataType) -> Frame:
     """A RANGE frame with its offsets cast to the ORDER BY key's type as Spark casts them
     (``offset_in_key_type``; each offset checked by ``check_range_key`` before and after), so over
     an integer or DECIMAL key an INTERVAL is a number like any other offset and an infinite or NaN
-    DOUBLE over a DECIMAL key is NULL. O(1).
+    DOUBLE over a DECIMAL key is NULL. ``NULL FOLLOWING`` over a day-time interval key is a NULL of
+    its type (``NULL PRECEDING``, Spark's ``-NULL``, a DOUBLE, is refused). O(1).
 
     >>> day = Interval(days=1, fields="DAY")
     >>> frame = Frame(FrameUnit.RANGE, Bound.preceding(day), Bound.following(1.5))
@@ -410,6 +411,9 @@ def range_frame_in_key_type(frame: Frame, key_type: pa.DataType) -> Frame:
     """
     bounds = []
     for b in (frame.start, frame.end):
+        if b.offset is None and b.kind is BoundKind.FOLLOWING and kind_of(key_type) is TypeFamily.INTERVAL:
+            bounds.append(b)  # NULL FOLLOWING: Spark casts the NULL to the key's interval type
+            continue
         if b.has_offset:
             check_range_key(b.offset, key_type)
             b = Bound(b.kind, offset_in_key_type(b.offset, key_type))
@@ -487,7 +491,10 @@ def check_range_key(offset, key_type: pa.DataType) -> None:
     family = kind_of(key_type)
     what = sql_type(key_type)
     if offset is None and not family.is_numeric:  # Spark types NULL as a DOUBLE offset here
-        raise WindowSpecError(f"a NULL RANGE offset needs a numeric ORDER BY column, not {what}")
+        raise WindowSpecError(
+            f"a NULL RANGE offset needs a numeric ORDER BY column (or NULL FOLLOWING a day-time "
+            f"INTERVAL one: NULL PRECEDING is -NULL, a DOUBLE), not {what}"
+        )
     if family is TypeFamily.INTERVAL:
         number = isinstance(offset, (int, decimal.Decimal)) and not isinstance(offset, bool)
         if not number and (not isinstance(offset, Interval) or offset.year_month):

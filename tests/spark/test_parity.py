@@ -769,6 +769,9 @@ READINGS = [
     "sum(t) OVER (ORDER BY x RANGE BETWEEN UNBOUNDED PRECEDING AND NULL PRECEDING)",
     "sum(t) OVER (PARTITION BY s ORDER BY m DESC NULLS FIRST RANGE BETWEEN NULL PRECEDING AND 1 FOLLOWING)",
     "sum(t) OVER (ORDER BY k RANGE BETWEEN CAST(NULL AS INT) FOLLOWING AND UNBOUNDED FOLLOWING)",
+    # NULL FOLLOWING over a day-time interval key: a NULL bound, where the sort puts NULLs
+    "sum(t) OVER (ORDER BY ts - d RANGE BETWEEN NULL FOLLOWING AND INTERVAL '1' DAY FOLLOWING)",
+    "sum(t) OVER (ORDER BY d - d DESC RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
     # RANGE offsets cast to the key's type: strings read as DOUBLEs; fractions dropped over
     # integers, rounded half up to the key's scale over DECIMALs
     "sum(t) OVER (ORDER BY u RANGE BETWEEN -1.5 PRECEDING AND 3 FOLLOWING)",
@@ -1007,6 +1010,8 @@ READINGS_REFUSED = [
     "lag(CAST(d - d AS BOOLEAN)) OVER (ORDER BY t)",
     "lag(CAST(d - d AS DATE)) OVER (ORDER BY t)",
     "sum(x) OVER (ORDER BY d - d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY ts - d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",  # -NULL: a DOUBLE
+    "sum(t) OVER (ORDER BY d RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
     # interval literals, CASTs and products Spark refuses: year-month beside day-time, a lag
     # default of other interval fields, a DOUBLE, DATE or year-month cast to a day-time interval,
     # a number over an interval, an interval over an interval, an interval beside a string
