@@ -75,11 +75,12 @@ EXTENSIONS = [
         "median(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)",
     ),
     # median and percentile_cont of a DATE or TIMESTAMP interpolate in the type's own integers
-    # (README, "Semantics worth knowing"); Spark refuses them (UNSUPPORTED_TIME_TYPE)
+    # (README, "Semantics worth knowing"), percentile_disc picks one of its values; Spark refuses
+    # them all (UNSUPPORTED_TIME_TYPE)
     (
         "median / percentile of DATE or TIMESTAMP",
         r"\b(median|percentile)\((coalesce\()?(d|ts)\b"
-        r"|percentile_cont\([^)]*\) WITHIN GROUP \(ORDER BY (coalesce\()?(d|ts)\b",
+        r"|percentile_(cont|disc)\([^)]*\) WITHIN GROUP \(ORDER BY (coalesce\()?(d|ts)\b",
         "percentile(d, 0.5) OVER (PARTITION BY k)",
     ),
 ]
@@ -478,6 +479,7 @@ HAND_PICKED = [
     "percentile_cont(0.5) WITHIN GROUP (ORDER BY x, t) OVER (PARTITION BY k)",
     "percentile(x, 0.5) OVER (PARTITION BY k)",
     "median(x) OVER (PARTITION BY k)",
+    "percentile_disc(0.5) WITHIN GROUP (ORDER BY ts DESC) OVER (PARTITION BY b)",  # an extension
     "count_if(b) OVER (ORDER BY t)",
     "count_if(x) OVER (ORDER BY t)",
     "count(x, t) OVER (ORDER BY t)",
