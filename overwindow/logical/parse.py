@@ -9,6 +9,7 @@ Interval(months=0, days=3, micros=0, fields='DAY')
 
 from __future__ import annotations
 
+import datetime as dt
 import decimal
 import math
 import re
@@ -25,6 +26,7 @@ from overwindow.logical.expr import (
     literal_value,
     read_sql,
     spark_tokens,
+    sql_literal,
     syntax_error,
 )
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
@@ -631,8 +633,30 @@ def _bound(value, side) -> Bound:
         # stays a string, cast straight to the ORDER BY column's type (physical/bounds.py)
         if isinstance(offset, str) and side == "PRECEDING":
             offset = string_offset(offset, f"{value.sql(dialect=DIALECT)} {side}")
+        if isinstance(offset, dt.datetime):
+            _check_timestamp_offset(value, offset, side)
     kind = BoundKind.PRECEDING if side == "PRECEDING" else BoundKind.FOLLOWING
     return Bound(kind, offset)  # a negative offset flips the side, as Spark reads it
+
+
+_TIMESTAMP_LITERALS = (exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ)  # TIMESTAMP '...'
+
+
+def _check_timestamp_offset(node: exp.Expression, offset: dt.datetime, side: str) -> None:
+    """Spark takes a time as a frame bound only as a TIMESTAMP literal before FOLLOWING (cast to a
+    numeric ORDER BY column's type: its seconds since 1970, physical/bounds.py). ``n PRECEDING`` is
+    ``-n`` to Spark, and a TIMESTAMP has no minus (DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE); a
+    ``CAST(... AS TIMESTAMP)`` is no literal (INVALID_WINDOW_FRAME_BOUND); a ``TIMESTAMP_NTZ``
+    literal is no type a frame bound takes (SPECIFIED_WINDOW_FRAME_UNACCEPTED_TYPE)."""
+    inner, text = node.unnest(), f"{node.sql(dialect=DIALECT)} {side}"
+    to = inner.to.this if isinstance(inner, exp.Cast) else None
+    if type(inner) is not exp.Cast or to not in _TIMESTAMP_LITERALS:
+        raise WindowSpecError(f"the frame bound {text} must be a number, an INTERVAL or a TIMESTAMP literal")
+    if side == "PRECEDING":
+        raise WindowSpecError(
+            f"the frame bound {sql_literal(offset)} PRECEDING is the negation of a TIMESTAMP, which "
+            "Spark refuses: a TIMESTAMP offset is taken before FOLLOWING only"
+        )
 
 
 _DOUBLE_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[dDfF]?")

@@ -16,6 +16,7 @@ disjoint, ordered parts. O(n log n) for RANGE offsets, O(n) otherwise.
 
 from __future__ import annotations
 
+import datetime as dt
 import decimal
 import math
 from dataclasses import dataclass
@@ -308,8 +309,10 @@ def offset_in_key_type(offset, key_type: pa.DataType):
     is ``-1 PRECEDING``, so ``1 FOLLOWING``), over a DECIMAL(p, s) key it is rounded half up to
     ``s`` digits (``1.555`` over DECIMAL(12,2) is ``1.56``; past ``p`` digits Spark fails,
     NUMERIC_VALUE_OUT_OF_RANGE; an infinite or NaN DOUBLE is NULL), over a DOUBLE key it is a
-    DOUBLE. Other offsets (INTERVALs over DATE and TIMESTAMP keys, NULL, infinities over integer
-    keys, keys that are not numbers) as they are. O(1).
+    DOUBLE. A TIMESTAMP offset (``TIMESTAMP '...' FOLLOWING``) is its seconds since 1970, as Spark
+    casts it to a number: rounded down over an integer key, a DOUBLE otherwise (then cast so). Other
+    offsets (INTERVALs over DATE and TIMESTAMP keys, NULL, infinities over integer keys, keys that
+    are not numbers) as they are. O(1).
 
     >>> offset_in_key_type(decimal.Decimal("-1.9"), pa.int64())
     -1
@@ -321,6 +324,9 @@ def offset_in_key_type(offset, key_type: pa.DataType):
         return _offset_as_interval(offset, key_type)
     if isinstance(offset, str):
         return _string_in_key_type(offset, key_type)
+    if isinstance(offset, dt.datetime) and family.is_numeric:
+        seconds = pa.int64() if family is TypeFamily.INT else pa.float64()
+        offset = casts.cast(pa.array([offset], pa.timestamp("us")), seconds)[0].as_py()
     if isinstance(offset, Interval) and family in (TypeFamily.INT, TypeFamily.DECIMAL):
         offset = _interval_number(offset)
     if not isinstance(offset, (int, float, decimal.Decimal)) or isinstance(offset, bool):
