@@ -21,11 +21,11 @@ from overwindow.logical.frame import FrameUnit
 from overwindow.logical.functions import Kind
 from overwindow.logical.parse import parse_window
 from overwindow.physical.bounds import check_range_frame, frame_bounds
-from overwindow.physical.casts import CastError, implicit_default
+from overwindow.physical.casts import CastError, cast, implicit_default
 from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.planner import CallInput, plan, result_type
 from overwindow.physical.sorting import Layout
-from overwindow.physical.values import Values, sql_type
+from overwindow.physical.values import TypeFamily, Values, sql_type
 
 CallLike = str | WindowCall | WindowExpression
 
@@ -185,6 +185,8 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
         evaluate_expr(ignored, table.slice(0, 0))
     if call.args:
         values = _sorted_column(table, call.args[0], call, layout, columns)
+        if call.function in ("sum", "avg") and values.kind is TypeFamily.TIMESTAMP:
+            values = Values(cast(values.array, pa.float64()))  # Spark's implicit cast: DOUBLE seconds
         mask = values.valid
     elif info.kind is Kind.AGGREGATE:  # count(*): every row takes part
         values = Values(pa.array(np.ones(n, dtype=bool)))

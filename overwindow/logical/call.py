@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import decimal
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -350,8 +351,8 @@ def _validate_frame(call: WindowCall, where: str) -> None:
                 raise WindowSpecError(
                     f"the {which} bound {off} of a {f.unit.value} frame must be an INT constant {where}"
                 )
-        elif isinstance(off, str) and f.unit is FrameUnit.RANGE:
-            continue  # 'n' FOLLOWING: cast to the ORDER BY column's type (physical/bounds.py)
+        elif isinstance(off, (str, dt.datetime)) and f.unit is FrameUnit.RANGE:
+            continue  # 'n' or TIMESTAMP '...' FOLLOWING: cast to the ORDER BY column's type (bounds.py)
         elif not _is_number(off):
             raise WindowSpecError(
                 f"the {which} bound of a frame must be a constant number or INTERVAL, "

@@ -58,25 +58,32 @@ def spark_tokens(sql: str) -> list[Token]:
     (``'a' 'b'``, ``'a'"b"`` and ``'a' /* c */ 'b'`` are ``'ab'``; ``INTERVAL '1' '0' DAY`` is ten
     days); sqlglot's Spark tokenizer escapes with backslashes only, so it reads ``'it''s'`` as the
     two literals ``'it'`` and ``'s'``, and its parser makes literals side by side a ``CONCAT`` call
-    (Parser._parse_primary). After the name of a type (``DATE '2024-01-' '01'``, ``INTERVAL '1 '
-    'day'``, ``INT '1' '2'``) Spark takes one literal and refuses the next: those stay apart (and
-    are refused as before), but for the value of ``INTERVAL <value> <unit>``. O(tokens).
+    (Parser._parse_primary). A raw literal (``r'a\\b'``, ``R"..."``: backslashes kept, no doubled
+    quote inside) is a literal like the others, read side by side with them (``r'it''s'`` is
+    ``its``, as in Spark), where sqlglot's parser makes it a node of its own. After the name of a
+    type (``DATE '2024-01-' '01'``, ``INTERVAL '1 ' 'day'``, ``INT '1' '2'``) Spark takes one
+    literal and refuses the next: those stay apart (and are refused as before), but for the value
+    of ``INTERVAL <value> <unit>``. A quote left open is a ParseError. O(tokens).
 
     >>> [(t.token_type.name, t.text) for t in spark_tokens("lag(s, 1, 'it''s' '!')")][6:]
     [('STRING', "it's!"), ('R_PAREN', ')')]
+    >>> [t.text for t in spark_tokens(r"lag(s, 1, r'a\\b' 'c')")][6:]
+    ['a\\\\bc', ')']
     """
-    runs = [
-        list(run)
-        for _, run in itertools.groupby(_SPARK.tokenize(sql), lambda t: t.token_type == TokenType.STRING)
-    ]
+    try:
+        tokens = _SPARK.tokenize(sql)
+    except sqlglot.errors.TokenError:
+        raise sqlglot.errors.ParseError("syntax error: a quote or comment is not closed") from None
+    runs = [list(run) for _, run in itertools.groupby(tokens, lambda t: t.token_type in _STRINGS)]
     out: list[Token] = []
     for k, run in enumerate(runs):
-        if run[0].token_type != TokenType.STRING:
+        if run[0].token_type not in _STRINGS:
             out.extend(run)
             continue
         literals = [[run[0]]]
         for before, tok in zip(run, run[1:]):
-            if before.end + 1 == tok.start and sql[before.end] == sql[tok.start]:
+            doubled = before.token_type == tok.token_type == TokenType.STRING  # no escape in r'...'
+            if doubled and before.end + 1 == tok.start and sql[before.end] == sql[tok.start]:
                 literals[-1].append(tok)  # 'it''s': one literal, the doubled quote one quote
             else:
                 literals.append([tok])
@@ -86,6 +93,10 @@ def spark_tokens(sql: str) -> list[Token]:
         else:
             out.append(_string(strings, ""))
     return out
+
+
+# sqlglot's string literal tokens: '...' and "..." (backslash escapes read), r'...' and R"..." (raw)
+_STRINGS = {TokenType.STRING, TokenType.RAW_STRING}
 
 
 def _string(run: list[Token], separator: str) -> Token:

@@ -9,6 +9,7 @@ Interval(months=0, days=3, micros=0, fields='DAY')
 
 from __future__ import annotations
 
+import datetime as dt
 import decimal
 import math
 import re
@@ -25,6 +26,7 @@ from overwindow.logical.expr import (
     literal_value,
     read_sql,
     spark_tokens,
+    sql_literal,
     syntax_error,
 )
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
@@ -83,11 +85,7 @@ def parse_window(text: str) -> WindowExpression:
         check_over_clauses(tokens, text)
         node = read_sql(_flagged_value_functions(text, tokens))
     except sqlglot.errors.ParseError as e:
-        tokens = {t.token_type.name for t in sqlglot.tokenize(text, read=DIALECT)}
-        if (
-            "GROUPS" in {t.text.upper() for t in sqlglot.tokenize(text, read=DIALECT)}
-            and "ORDER_BY" not in tokens
-        ):
+        if _groups_without_order_by(text):
             # sqlglot cannot read a GROUPS frame without ORDER BY at all; say what SQL says
             raise WindowSpecError(f"GROUPS frames require ORDER BY, in {text!r}") from None
         raise WindowSpecError(f"cannot parse window call {text!r}: {syntax_error(e)}") from None
@@ -110,6 +108,16 @@ def parse_window(text: str) -> WindowExpression:
         calls.append(_call(w, name))
         w.replace(exp.column(name, quoted=True))
     return WindowExpression(alias, tuple(calls), Expr.of(body), text)
+
+
+def _groups_without_order_by(text: str) -> bool:
+    """Whether ``text`` has the word GROUPS and no ORDER BY (False where it cannot be tokenized)."""
+    try:
+        tokens = sqlglot.tokenize(text, read=DIALECT)
+    except sqlglot.errors.TokenError:
+        return False
+    names = {t.token_type.name for t in tokens}
+    return "GROUPS" in {t.text.upper() for t in tokens} and "ORDER_BY" not in names
 
 
 _UNITS = {"ROWS", "RANGE", "GROUPS"}
@@ -625,8 +633,30 @@ def _bound(value, side) -> Bound:
         # stays a string, cast straight to the ORDER BY column's type (physical/bounds.py)
         if isinstance(offset, str) and side == "PRECEDING":
             offset = string_offset(offset, f"{value.sql(dialect=DIALECT)} {side}")
+        if isinstance(offset, dt.datetime):
+            _check_timestamp_offset(value, offset, side)
     kind = BoundKind.PRECEDING if side == "PRECEDING" else BoundKind.FOLLOWING
     return Bound(kind, offset)  # a negative offset flips the side, as Spark reads it
+
+
+_TIMESTAMP_LITERALS = (exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ)  # TIMESTAMP '...'
+
+
+def _check_timestamp_offset(node: exp.Expression, offset: dt.datetime, side: str) -> None:
+    """Spark takes a time as a frame bound only as a TIMESTAMP literal before FOLLOWING (cast to a
+    numeric ORDER BY column's type: its seconds since 1970, physical/bounds.py). ``n PRECEDING`` is
+    ``-n`` to Spark, and a TIMESTAMP has no minus (DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE); a
+    ``CAST(... AS TIMESTAMP)`` is no literal (INVALID_WINDOW_FRAME_BOUND); a ``TIMESTAMP_NTZ``
+    literal is no type a frame bound takes (SPECIFIED_WINDOW_FRAME_UNACCEPTED_TYPE)."""
+    inner, text = node.unnest(), f"{node.sql(dialect=DIALECT)} {side}"
+    to = inner.to.this if isinstance(inner, exp.Cast) else None
+    if type(inner) is not exp.Cast or to not in _TIMESTAMP_LITERALS:
+        raise WindowSpecError(f"the frame bound {text} must be a number, an INTERVAL or a TIMESTAMP literal")
+    if side == "PRECEDING":
+        raise WindowSpecError(
+            f"the frame bound {sql_literal(offset)} PRECEDING is the negation of a TIMESTAMP, which "
+            "Spark refuses: a TIMESTAMP offset is taken before FOLLOWING only"
+        )
 
 
 _DOUBLE_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[dDfF]?")

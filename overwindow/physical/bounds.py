@@ -16,6 +16,7 @@ disjoint, ordered parts. O(n log n) for RANGE offsets, O(n) otherwise.
 
 from __future__ import annotations
 
+import datetime as dt
 import decimal
 import math
 from dataclasses import dataclass
@@ -308,8 +309,10 @@ def offset_in_key_type(offset, key_type: pa.DataType):
     is ``-1 PRECEDING``, so ``1 FOLLOWING``), over a DECIMAL(p, s) key it is rounded half up to
     ``s`` digits (``1.555`` over DECIMAL(12,2) is ``1.56``; past ``p`` digits Spark fails,
     NUMERIC_VALUE_OUT_OF_RANGE; an infinite or NaN DOUBLE is NULL), over a DOUBLE key it is a
-    DOUBLE. Other offsets (INTERVALs over DATE and TIMESTAMP keys, NULL, infinities over integer
-    keys, keys that are not numbers) as they are. O(1).
+    DOUBLE. A TIMESTAMP offset (``TIMESTAMP '...' FOLLOWING``) is its seconds since 1970, as Spark
+    casts it to a number: rounded down over an integer key, a DOUBLE otherwise (then cast so). Other
+    offsets (INTERVALs over DATE and TIMESTAMP keys, NULL, infinities over integer keys, keys that
+    are not numbers) as they are. O(1).
 
     >>> offset_in_key_type(decimal.Decimal("-1.9"), pa.int64())
     -1
@@ -321,6 +324,9 @@ def offset_in_key_type(offset, key_type: pa.DataType):
         return _offset_as_interval(offset, key_type)
     if isinstance(offset, str):
         return _string_in_key_type(offset, key_type)
+    if isinstance(offset, dt.datetime) and family.is_numeric:
+        seconds = pa.int64() if family is TypeFamily.INT else pa.float64()
+        offset = casts.cast(pa.array([offset], pa.timestamp("us")), seconds)[0].as_py()
     if isinstance(offset, Interval) and family in (TypeFamily.INT, TypeFamily.DECIMAL):
         offset = _interval_number(offset)
     if not isinstance(offset, (int, float, decimal.Decimal)) or isinstance(offset, bool):
@@ -401,7 +407,8 @@ def range_frame_in_key_type(frame: Frame, key_type: pa.DataType) -> Frame:
     """A RANGE frame with its offsets cast to the ORDER BY key's type as Spark casts them
     (``offset_in_key_type``; each offset checked by ``check_range_key`` before and after), so over
     an integer or DECIMAL key an INTERVAL is a number like any other offset and an infinite or NaN
-    DOUBLE over a DECIMAL key is NULL. O(1).
+    DOUBLE over a DECIMAL key is NULL. ``NULL FOLLOWING`` over a day-time interval key is a NULL of
+    its type (``NULL PRECEDING``, Spark's ``-NULL``, a DOUBLE, is refused). O(1).
 
     >>> day = Interval(days=1, fields="DAY")
     >>> frame = Frame(FrameUnit.RANGE, Bound.preceding(day), Bound.following(1.5))
@@ -410,6 +417,9 @@ def range_frame_in_key_type(frame: Frame, key_type: pa.DataType) -> Frame:
     """
     bounds = []
     for b in (frame.start, frame.end):
+        if b.offset is None and b.kind is BoundKind.FOLLOWING and kind_of(key_type) is TypeFamily.INTERVAL:
+            bounds.append(b)  # NULL FOLLOWING: Spark casts the NULL to the key's interval type
+            continue
         if b.has_offset:
             check_range_key(b.offset, key_type)
             b = Bound(b.kind, offset_in_key_type(b.offset, key_type))
@@ -487,7 +497,10 @@ def check_range_key(offset, key_type: pa.DataType) -> None:
     family = kind_of(key_type)
     what = sql_type(key_type)
     if offset is None and not family.is_numeric:  # Spark types NULL as a DOUBLE offset here
-        raise WindowSpecError(f"a NULL RANGE offset needs a numeric ORDER BY column, not {what}")
+        raise WindowSpecError(
+            f"a NULL RANGE offset needs a numeric ORDER BY column (or NULL FOLLOWING a day-time "
+            f"INTERVAL one: NULL PRECEDING is -NULL, a DOUBLE), not {what}"
+        )
     if family is TypeFamily.INTERVAL:
         number = isinstance(offset, (int, decimal.Decimal)) and not isinstance(offset, bool)
         if not number and (not isinstance(offset, Interval) or offset.year_month):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import math
 
 import numpy as np
 import pyarrow as pa
@@ -533,11 +532,12 @@ def _interval_arithmetic(op: str, a, b, name: str):
 
 def _scaled(op: str, interval, number, name: str):
     """An interval times or over a number, as Spark computes it (its MultiplyDTInterval and
-    DivideDTInterval): an INTERVAL DAY TO SECOND of microseconds; by an integer exactly (``/``
-    rounded half up), by a DECIMAL exactly then rounded half up, by a DOUBLE or FLOAT in DOUBLE then
-    rounded half up; a string is read as a DOUBLE, a bare NULL gives NULL. A
-    WindowRuntimeError where Spark's query fails: a zero divisor (INTERVAL_DIVIDED_BY_ZERO), a NaN
-    or infinite result, one past Spark's long of microseconds. O(n), in Python.
+    DivideDTInterval): an INTERVAL DAY TO SECOND of microseconds; by an integer exactly (``*`` in
+    64-bit integers, ``/`` rounded half up), by a DOUBLE or FLOAT in DOUBLE then rounded half up
+    (all vectorised), by a DECIMAL exactly then rounded half up (row by row, in Python's decimals);
+    a string is read as a DOUBLE, a bare NULL gives NULL. A WindowRuntimeError where Spark's query
+    fails: a zero divisor (INTERVAL_DIVIDED_BY_ZERO), a NaN or infinite result, one past Spark's
+    long of microseconds. O(n).
 
     >>> t = pa.table({"d": pa.array([dt.date(2024, 1, 8), None], pa.date32())})
     >>> evaluate_expr(Expr.of("(d - DATE '2024-01-01') / 3"), t).to_pylist()
@@ -547,12 +547,32 @@ def _scaled(op: str, interval, number, name: str):
         return pa.scalar(None, INTERVAL_DAY_TO_SECOND)
     if pa.types.is_string(number.type):
         number = _cast_operand(number, pa.float64(), name)
-    micros = _pylist(interval.cast(INTERVAL_DAY_TO_SECOND).cast(pa.int64()))
-    factors = _pylist(number)
-    n = max(len(micros), len(factors))  # a scalar beside an array: repeated
-    micros, factors = (x * n if len(x) == 1 else x for x in (micros, factors))
-    out = [None if m is None or x is None else _scale(op, m, x, name) for m, x in zip(micros, factors)]
-    result = pa.array(out, pa.int64()).cast(INTERVAL_DAY_TO_SECOND)
+    kind = kind_of(number.type)
+    micros, valid = _numpy(interval.cast(INTERVAL_DAY_TO_SECOND).cast(pa.int64()), pa.int64())
+    if kind is TypeFamily.DECIMAL:
+        factors = np.array(_pylist(number), dtype=object)
+        factors_valid = np.array([x is not None for x in factors], dtype=bool)
+    else:
+        factors, factors_valid = _numpy(number, pa.float64() if kind is TypeFamily.FLOAT else pa.int64())
+    valid = valid & factors_valid
+    micros, factors = np.broadcast_arrays(micros, factors)
+    valid = np.broadcast_to(valid, micros.shape)
+    if op == "/" and np.any(valid & (factors == 0)):
+        raise WindowRuntimeError(
+            f"Division by zero in {name} (Spark: INTERVAL_DIVIDED_BY_ZERO); leave such rows out of it, "
+            f"e.g. CASE WHEN divisor <> 0 THEN {name} END"
+        )
+    if kind is TypeFamily.DECIMAL:
+        out = [_decimal_scale(op, int(m), x) if ok else 0 for m, x, ok in zip(micros, factors, valid)]
+        whole = np.array(out, dtype=object)
+        if any(abs(w) > INTERVAL_LIMIT["us"] for w in out):
+            raise WindowRuntimeError(f"{name} overflows INTERVAL DAY TO SECOND (Spark: long overflow)")
+        whole = whole.astype(np.int64)
+    elif kind is TypeFamily.FLOAT:
+        whole = _float_scale(op, micros, np.where(valid, factors, 1.0), valid, name)
+    else:
+        whole = _integer_scale(op, micros, np.where(valid, factors, 1), valid, name)
+    result = pa.array(whole, pa.int64(), mask=~valid).cast(INTERVAL_DAY_TO_SECOND)
     return result[0] if isinstance(interval, pa.Scalar) and isinstance(number, pa.Scalar) else result
 
 
@@ -561,28 +581,55 @@ def _pylist(x) -> list:
     return [x.as_py()] if isinstance(x, pa.Scalar) else x.to_pylist()
 
 
-def _scale(op: str, micros: int, x, name: str) -> int:
-    """``micros * x`` or ``micros / x`` rounded half up to whole microseconds, as Spark does: exactly
-    for an integer or DECIMAL ``x``, from the DOUBLE result for a DOUBLE or FLOAT."""
-    if x == 0 and op == "/":
-        raise WindowRuntimeError(
-            f"Division by zero in {name} (Spark: INTERVAL_DIVIDED_BY_ZERO); leave such rows out of it, "
-            f"e.g. CASE WHEN divisor <> 0 THEN {name} END"
-        )
-    if isinstance(x, float):
-        with np.errstate(over="ignore", invalid="ignore"):
-            value = float(np.float64(micros) * x if op == "*" else np.float64(micros) / x)
-        if not math.isfinite(value):
-            raise WindowRuntimeError(f"{name}: the result is infinite or NaN (Spark: ArithmeticException)")
-        exact = decimal.Decimal(value)
+_I64_MIN = np.iinfo(np.int64).min
+
+
+def _integer_scale(op: str, micros: np.ndarray, n: np.ndarray, valid: np.ndarray, name: str) -> np.ndarray:
+    """``micros * n`` (Java's multiplyExact) or ``micros / n`` rounded half up (Guava's
+    LongMath.divide), exactly in 64-bit integers; ``n`` has no zero. O(n)."""
+    overflow = WindowRuntimeError(f"{name} overflows INTERVAL DAY TO SECOND (Spark: long overflow)")
+    if op == "*":
+        try:
+            whole = pc.multiply_checked(pa.array(micros), pa.array(n)).to_numpy()
+        except pa.ArrowInvalid:
+            raise overflow from None
     else:
-        with decimal.localcontext() as ctx:
-            ctx.prec = 80  # past any product or quotient's integer digits: rounded once, below
-            exact = decimal.Decimal(micros) * x if op == "*" else decimal.Decimal(micros) / decimal.Decimal(x)
-    whole = int(exact.to_integral_value(decimal.ROUND_HALF_UP))
-    if abs(whole) > INTERVAL_LIMIT["us"]:
-        raise WindowRuntimeError(f"{name} overflows INTERVAL DAY TO SECOND (Spark: long overflow)")
+        if np.any(valid & (micros == _I64_MIN) & (n == -1)):
+            raise overflow
+        q = micros // n  # rounded down; then toward zero, the remainder taking the dividend's sign
+        r = micros - q * n
+        toward_zero = (r != 0) & ((micros < 0) != (n < 0))
+        q, r = q + toward_zero, r - np.where(toward_zero, n, 0)
+        r_abs, n_abs = np.abs(r).view(np.uint64), np.abs(n).view(np.uint64)  # |INT64_MIN| as 2**63
+        half = r_abs >= n_abs - r_abs  # 2|r| >= |n|: away from zero
+        whole = q + np.where(half, np.sign(micros) * np.sign(n), 0)
+    if np.any(valid & (whole == _I64_MIN)):  # past Spark's interval, as its own check says
+        raise overflow
     return whole
+
+
+def _float_scale(op: str, micros: np.ndarray, x: np.ndarray, valid: np.ndarray, name: str) -> np.ndarray:
+    """``micros * x`` or ``micros / x`` in DOUBLE, rounded half up to a whole number of
+    microseconds (Guava's DoubleMath.roundToLong, HALF_UP); ``x`` has no zero divisor. O(n)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = micros.astype(np.float64) * x if op == "*" else micros.astype(np.float64) / x
+    if np.any(valid & ~np.isfinite(value)):
+        raise WindowRuntimeError(f"{name}: the result is infinite or NaN (Spark: ArithmeticException)")
+    value = np.where(valid, value, 0.0)
+    whole = np.trunc(value)
+    whole += np.where(np.abs(value - whole) >= 0.5, np.sign(value), 0.0)  # value - whole is exact
+    if np.any(np.abs(whole) >= 2.0**63):
+        raise WindowRuntimeError(f"{name} overflows INTERVAL DAY TO SECOND (Spark: long overflow)")
+    return whole.astype(np.int64)
+
+
+def _decimal_scale(op: str, micros: int, x: decimal.Decimal) -> int:
+    """``micros * x`` or ``micros / x`` for a DECIMAL ``x``, exactly, rounded half up to whole
+    microseconds (Spark's Decimal arithmetic, then setScale(0, HALF_UP)); ``x`` is no zero divisor."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 80  # past any product or quotient's integer digits: rounded once, below
+        exact = decimal.Decimal(micros) * x if op == "*" else decimal.Decimal(micros) / x
+    return int(exact.to_integral_value(decimal.ROUND_HALF_UP))
 
 
 def _decimal_operand_type(value, node: exp.Expression) -> pa.Decimal128Type:

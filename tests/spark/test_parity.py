@@ -769,6 +769,9 @@ READINGS = [
     "sum(t) OVER (ORDER BY x RANGE BETWEEN UNBOUNDED PRECEDING AND NULL PRECEDING)",
     "sum(t) OVER (PARTITION BY s ORDER BY m DESC NULLS FIRST RANGE BETWEEN NULL PRECEDING AND 1 FOLLOWING)",
     "sum(t) OVER (ORDER BY k RANGE BETWEEN CAST(NULL AS INT) FOLLOWING AND UNBOUNDED FOLLOWING)",
+    # NULL FOLLOWING over a day-time interval key: a NULL bound, where the sort puts NULLs
+    "sum(t) OVER (ORDER BY ts - d RANGE BETWEEN NULL FOLLOWING AND INTERVAL '1' DAY FOLLOWING)",
+    "sum(t) OVER (ORDER BY d - d DESC RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
     # RANGE offsets cast to the key's type: strings read as DOUBLEs; fractions dropped over
     # integers, rounded half up to the key's scale over DECIMALs
     "sum(t) OVER (ORDER BY u RANGE BETWEEN -1.5 PRECEDING AND 3 FOLLOWING)",
@@ -911,6 +914,15 @@ READINGS = [
     "lag(INTERVAL '0 00:00:00.000001' DAY TO SECOND * -1.5) OVER (ORDER BY t)",
     "sum((d - DATE '2024-01-01') * 2) OVER (ORDER BY t)",
     "avg((d - DATE '2024-01-01') / 3) OVER (ORDER BY t)",
+    # DOUBLE, FLOAT and TIMESTAMP as STRING: Java's number text, the time without trailing zeros
+    "lag(s, 1, x) OVER (ORDER BY t)",
+    "lag(s, 2, x * 1e20) OVER (ORDER BY t)",
+    "lag(s, 2, x / 3e5) OVER (ORDER BY t)",
+    "lag(s, 1, ts) OVER (ORDER BY t)",
+    "lag(CAST(y AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST(-x * 1e-5 AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST(CAST(x / 3 AS FLOAT) AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST(ts AS STRING)) OVER (ORDER BY t)",
     # a TIMESTAMP minus a DATE (either way): an INTERVAL DAY TO SECOND; a string beside a DATE or
     # TIMESTAMP in - is read as one
     "lag(ts - d) OVER (ORDER BY t)",
@@ -940,6 +952,9 @@ READINGS = [
     # RANGE offset); sqlglot reads both as CONCAT calls
     "lag(s, 1, 'it''s') OVER (ORDER BY t)",
     'lead(s, 1, "it""s") OVER (ORDER BY t)',
+    # raw string literals: backslashes kept, read side by side with other literals
+    "lag(s, 1, r'a\\b' 'c') OVER (ORDER BY t)",
+    "lag(s, 1, r'it''s') OVER (ORDER BY t)",
     "lag(s, 2, 'a' 'b' \"c\") OVER (ORDER BY t)",
     "lag(s < 'b' 'b') OVER (ORDER BY t)",
     "lag(s IN ('c' '', 'it''s')) OVER (ORDER BY t)",
@@ -951,6 +966,19 @@ READINGS = [
     "lag(d + INTERVAL '1' '0' DAY) OVER (ORDER BY t)",
     "sum(t) OVER (ORDER BY d RANGE BETWEEN INTERVAL '6' '0' DAY PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY u RANGE BETWEEN '1' '.5' PRECEDING AND CURRENT ROW)",
+    # a TIMESTAMP where Spark wants a number: sum and avg of its DOUBLE seconds, a RANGE offset
+    # FOLLOWING over a numeric key (its seconds, rounded down over an integer key, rounded half up
+    # to a DECIMAL key's scale through the DOUBLE), its CASTs to numbers
+    "sum(ts) OVER (ORDER BY t)",
+    "avg(ts) OVER (PARTITION BY k)",
+    "sum(ts) OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN CURRENT ROW AND TIMESTAMP '1970-01-01 00:00:01.9' FOLLOWING)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN CURRENT ROW AND TIMESTAMP '1969-12-31 23:59:59.5' FOLLOWING)",
+    "sum(t) OVER (ORDER BY n RANGE BETWEEN CURRENT ROW AND TIMESTAMP '1970-01-01 00:00:01.555' FOLLOWING)",
+    "sum(t) OVER (ORDER BY x RANGE BETWEEN CURRENT ROW AND TIMESTAMP '1970-01-01 00:00:02.5' FOLLOWING)",
+    "sum(t) OVER (ORDER BY m RANGE BETWEEN TIMESTAMP '2024-01-01 00:00:00' FOLLOWING AND NULL PRECEDING)",
+    "lag(CAST(ts AS BIGINT)) OVER (ORDER BY t)",
+    "lag(CAST(ts AS DOUBLE)) OVER (ORDER BY t)",
 ]
 # calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
 READINGS_REFUSED = [
@@ -1004,6 +1032,8 @@ READINGS_REFUSED = [
     "lag(CAST(d - d AS BOOLEAN)) OVER (ORDER BY t)",
     "lag(CAST(d - d AS DATE)) OVER (ORDER BY t)",
     "sum(x) OVER (ORDER BY d - d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY ts - d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",  # -NULL: a DOUBLE
+    "sum(t) OVER (ORDER BY d RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
     # interval literals, CASTs and products Spark refuses: year-month beside day-time, a lag
     # default of other interval fields, a DOUBLE, DATE or year-month cast to a day-time interval,
     # a number over an interval, an interval over an interval, an interval beside a string
@@ -1025,6 +1055,14 @@ READINGS_REFUSED = [
     "sum(t) OVER (ORDER BY d - d RANGE BETWEEN INTERVAL '1' MONTH PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY d - d RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
     "sum(t) OVER (ORDER BY d - d RANGE BETWEEN CAST(1 AS DOUBLE) PRECEDING AND CURRENT ROW)",
+    # a TIMESTAMP: its standard deviation, negated (n PRECEDING is -n), over a time or interval key;
+    # TIMESTAMP_NTZ and a CAST as a frame bound
+    "stddev(ts) OVER (ORDER BY t)",
+    "sum(t) OVER (ORDER BY t RANGE BETWEEN TIMESTAMP '1970-01-01 00:00:01' PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY ts RANGE BETWEEN CURRENT ROW AND TIMESTAMP '1970-01-01 00:00:03' FOLLOWING)",
+    "sum(t) OVER (ORDER BY d - d RANGE BETWEEN CURRENT ROW AND TIMESTAMP '1970-01-01 00:00:03' FOLLOWING)",
+    "sum(t) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND TIMESTAMP_NTZ '1970-01-01 00:00:03' FOLLOWING)",
+    "sum(t) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND CAST('1970-01-01' AS TIMESTAMP) FOLLOWING)",
     # after the name of a type Spark takes one string literal, and so after INTERVAL without a unit
     # (PARSE_SYNTAX_ERROR); a string is no ROWS offset, ignore-nulls flag or percentile frequency
     "lag(d, 1, DATE '2024-01-' '01') OVER (ORDER BY t)",
@@ -1057,6 +1095,7 @@ READINGS_CAST_REFUSED = [
     "lag(CAST('1 02:00:00' AS INTERVAL DAY)) OVER (ORDER BY t)",
     "lag(CAST(2147483647 AS INTERVAL DAY)) OVER (ORDER BY t)",
     "sum(t) OVER (ORDER BY d - d RANGE BETWEEN 106751992 PRECEDING AND CURRENT ROW)",
+    "sum(t) OVER (ORDER BY k RANGE BETWEEN CURRENT ROW AND TIMESTAMP '2100-01-01 00:00:00' FOLLOWING)",
     # 'INTERVAL ' '3' ' DAY' is the string INTERVAL 3 DAY: no INTERVAL DAY (its value unquoted)
     "lag(CAST('INTERVAL ' '3' ' DAY' AS INTERVAL DAY)) OVER (ORDER BY t)",
 ]

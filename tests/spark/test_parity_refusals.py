@@ -75,11 +75,12 @@ EXTENSIONS = [
         "median(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)",
     ),
     # median and percentile_cont of a DATE or TIMESTAMP interpolate in the type's own integers
-    # (README, "Semantics worth knowing"); Spark refuses them (UNSUPPORTED_TIME_TYPE)
+    # (README, "Semantics worth knowing"), percentile_disc picks one of its values; Spark refuses
+    # them all (UNSUPPORTED_TIME_TYPE)
     (
         "median / percentile of DATE or TIMESTAMP",
         r"\b(median|percentile)\((coalesce\()?(d|ts)\b"
-        r"|percentile_cont\([^)]*\) WITHIN GROUP \(ORDER BY (coalesce\()?(d|ts)\b",
+        r"|percentile_(cont|disc)\([^)]*\) WITHIN GROUP \(ORDER BY (coalesce\()?(d|ts)\b",
         "percentile(d, 0.5) OVER (PARTITION BY k)",
     ),
 ]
@@ -223,6 +224,13 @@ HAND_PICKED = [
     "sum(x) OVER (ORDER BY d - d RANGE BETWEEN INTERVAL '1' MONTH PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY d - d RANGE BETWEEN 1e0 PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY d - d RANGE BETWEEN '1' PRECEDING AND CURRENT ROW)",
+    # NULL FOLLOWING over an interval key, but not NULL PRECEDING (-NULL, a DOUBLE) (found by seed
+    # 11's 4,000 random texts)
+    "sum(x) OVER (ORDER BY d - d RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
+    "sum(x) OVER (ORDER BY ts - d RANGE BETWEEN NULL PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY ts RANGE BETWEEN CURRENT ROW AND NULL FOLLOWING)",
+    "percentile(coalesce(x, x), 0.5) OVER (PARTITION BY k ORDER BY ts - d DESC NULLS FIRST "
+    "RANGE BETWEEN NULL FOLLOWING AND 0 FOLLOWING)",
     # valid calls
     "lag(x) OVER (ORDER BY t)",
     "rank() OVER (PARTITION BY k ORDER BY t)",
@@ -315,6 +323,18 @@ HAND_PICKED = [
     "sum(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
     "sum(x) OVER (ORDER BY ts RANGE BETWEEN TIMESTAMP '2024-01-01 00:00:00' PRECEDING AND CURRENT ROW)",
     "sum(x) OVER (ORDER BY ts ROWS BETWEEN INTERVAL 1 DAY PRECEDING AND CURRENT ROW)",
+    # a TIMESTAMP literal FOLLOWING over a numeric key is its seconds; PRECEDING (-TIMESTAMP), over
+    # a time or interval key, TIMESTAMP_NTZ and a CAST are refused (found by seed 11's 4,000 texts)
+    "last(coalesce(d, d), false) IGNORE NULLS OVER (ORDER BY m RANGE BETWEEN "
+    "TIMESTAMP '2024-01-01 00:00:00' FOLLOWING AND NULL PRECEDING)",
+    "last_value(abs(m)) OVER (PARTITION BY k % 2, k ORDER BY k NULLS LAST RANGE "
+    "TIMESTAMP '2024-01-01 00:00:00' FOLLOWING)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN TIMESTAMP '1970-01-01 00:00:01' PRECEDING AND CURRENT ROW)",
+    "sum(x) OVER (ORDER BY ts RANGE BETWEEN CURRENT ROW AND TIMESTAMP '1970-01-01 00:00:03' FOLLOWING)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND TIMESTAMP_NTZ '1970-01-01 00:00:03' FOLLOWING)",
+    "sum(x) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND CAST('1970-01-01' AS TIMESTAMP) FOLLOWING)",
+    "sum(x) OVER (ORDER BY k RANGE BETWEEN CURRENT ROW AND TIMESTAMP '2100-01-01 00:00:00' FOLLOWING)",
+    "sum(x) OVER (ORDER BY k RANGE BETWEEN TIMESTAMP '1970-01-01 00:00:03' FOLLOWING AND 1 FOLLOWING)",
     # each offset cast to a numeric key's type before the bounds' types are matched and compared
     "sum(x) OVER (ORDER BY t RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND 1 FOLLOWING)",
     "sum(x) OVER (ORDER BY m RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND INTERVAL 3 HOURS FOLLOWING)",
@@ -385,6 +405,9 @@ HAND_PICKED = [
     "percentile_cont(x) WITHIN GROUP (ORDER BY x) OVER (PARTITION BY k)",
     "percentile_cont(0.5) WITHIN GROUP (ORDER BY s) OVER (PARTITION BY k)",
     "median(s) OVER (PARTITION BY k)",
+    # sum and avg of a TIMESTAMP: the DOUBLE seconds (found by seed 11's 4,000 random texts)
+    "sum(ts) OVER (ORDER BY ts ASC, t ASC)",
+    "avg(ts) OVER (PARTITION BY k)",
     # constant expressions that fold
     "lag(x, 0 + 1) OVER (ORDER BY t)",
     "ntile(1 + 1) OVER (ORDER BY t)",
@@ -447,6 +470,15 @@ HAND_PICKED = [
     "lag(d, 1, DATE '2024-01-' '01') OVER (ORDER BY t)",
     "lag(s, 1, s 'a') OVER (ORDER BY t)",
     "lag(s, 1, 'a' s) OVER (ORDER BY t)",
+    # raw literals: backslashes kept, no doubled quote, side by side with others; a quote left open
+    "lag(s, 1, r'a\\b' 'c') OVER (ORDER BY t)",
+    'lag(s, 1, R"x\\ny") OVER (ORDER BY t)',
+    "lag(s, 1, r'it''s') OVER (ORDER BY t)",
+    "sum(x) FILTER (WHERE s <> r'a\\') OVER (ORDER BY t)",
+    "lag(d, 1, DATE r'2024-01-01') OVER (ORDER BY t)",
+    "lag(s, 1, r'\\'') OVER (ORDER BY t)",
+    "lag(s, 1, 'abc) OVER (ORDER BY t)",
+    "lag(s, 1, r 'a') OVER (ORDER BY t)",
     # Spark's spellings
     "first(x) OVER (ORDER BY t)",
     "last(x, true) OVER (ORDER BY t)",
@@ -462,6 +494,7 @@ HAND_PICKED = [
     "percentile_cont(0.5) WITHIN GROUP (ORDER BY x, t) OVER (PARTITION BY k)",
     "percentile(x, 0.5) OVER (PARTITION BY k)",
     "median(x) OVER (PARTITION BY k)",
+    "percentile_disc(0.5) WITHIN GROUP (ORDER BY ts DESC) OVER (PARTITION BY b)",  # an extension
     "count_if(b) OVER (ORDER BY t)",
     "count_if(x) OVER (ORDER BY t)",
     "count(x, t) OVER (ORDER BY t)",
@@ -480,6 +513,9 @@ HAND_PICKED = [
     "sum(CASE WHEN b THEN x ELSE 0 END) OVER (ORDER BY t)",
     "lag(x) OVER (ORDER BY t) OVER (ORDER BY t)",
     "sum(x) OVER AS r2",
+    # a DOUBLE or TIMESTAMP default for a STRING column: Spark's text of it (seed 11, 4,000 texts)
+    "lag(s, 0 + 1, x) OVER (ORDER BY ts - d DESC, ts - d DESC NULLS FIRST)",
+    "lag(s, 1, ts) OVER (ORDER BY t)",
 ]
 HAND_PICKED = [t for t in HAND_PICKED if known_difference(t) is None]  # pinned in KNOWN_DIFFERENCES
 
