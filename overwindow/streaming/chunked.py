@@ -20,6 +20,13 @@ around it are loaded and evicted from the same way; chunks wholly behind are dro
 (their identities are read once to forget them, with a row key). Changed chunks are written back;
 a chunk grown past twice the chunk size is split. Outputs equal the whole-state layout's.
 
+On a bucket of keys (the machine's ``keys``), one state holds many partitions, each with entries of
+its own: its index keyed by its partition key (``partitions.key_bytes``), its chunks keyed by (that
+key, chunk id), and the identities (hashed with the key, so two keys' rows never collide) in one
+map; the bucket's own value records the keyBuckets and key columns. A step groups the bucket's rows
+by key and steps each key with rows on its entries, as a partition of its own: keys without rows
+are not read, so a step's cost follows the keys it changes, not the keys the bucket holds.
+
 Cost per step: O(changes x frame reach + chunks touched x chunk size), independent of the rows held,
 plus one store call per chunk read or written and, with a row key, one per identity looked up or
 placed. Needs calls whose frames have bounded reach (``WindowCall.unbounded_reach``, checked by
@@ -46,7 +53,7 @@ to one end of the partition.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Protocol
 
 import numpy as np
@@ -61,8 +68,9 @@ from overwindow.streaming.changes import Changes
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
 from overwindow.streaming.identity import IDENTITY
 from overwindow.streaming.on_update import Applied, OnUpdate
+from overwindow.streaming.partitions import key_bytes, starts
 from overwindow.streaming.reach import NeedRows
-from overwindow.streaming.state import ChunkIndexMeta, decode, encode
+from overwindow.streaming.state import ChunkIndexMeta, buckets_changed, decode, encode
 
 INDEX_KIND = "on_update_index"
 ROWS_PER_CHUNK = 512
@@ -91,6 +99,19 @@ class ChunkStore(Protocol):
     def place_rows(self, ids: np.ndarray, chunks: np.ndarray) -> None: ...
 
     def forget_rows(self, ids: np.ndarray) -> None: ...
+
+
+class BucketStore(Protocol):
+    """Where a bucket of keys' chunked state lives (a bucket's state variables in Spark): the
+    bucket's own value, and the entries of each partition key."""
+
+    def read_meta(self) -> bytes | None: ...
+
+    def write_meta(self, data: bytes) -> None: ...
+
+    def partition(self, key: bytes) -> ChunkStore:
+        """The entries of the partition ``key`` (``partitions.key_bytes``): its index, its chunks
+        and the identities it holds."""
 
 
 class MemoryChunks:
@@ -130,6 +151,35 @@ class MemoryChunks:
         for i in ids.tolist():
             self.rows.pop(i, None)
 
+    def rows_held(self) -> int:
+        """Rows the partition holds, from its index."""
+        if self.index is None:
+            return 0
+        return sum(decode(self.index, INDEX_KIND, ChunkIndexMeta)[0]["index"].column(CHUNK_ROWS).to_pylist())
+
+
+class MemoryBucket:
+    """A BucketStore in dicts: the bucket's value and a MemoryChunks per partition key."""
+
+    def __init__(self):
+        self.meta, self.parts = None, {}
+
+    def read_meta(self):
+        return self.meta
+
+    def write_meta(self, data):
+        self.meta = data
+
+    def partition(self, key):
+        return self.parts.setdefault(key, MemoryChunks())
+
+    def held(self) -> dict[bytes, MemoryChunks]:
+        """The partitions holding rows, by key."""
+        return {k: p for k, p in self.parts.items() if p.index is not None}
+
+    def rows_held(self) -> int:
+        return sum(p.rows_held() for p in self.parts.values())
+
 
 @dataclass
 class _Chunk:
@@ -142,8 +192,9 @@ class _Chunk:
 
 
 class ChunkedOnUpdate:
-    """``OnUpdate`` over a ChunkStore per partition; ``step`` as ``OnUpdate.step`` with a store in
-    place of state bytes (Step.state is None: the store holds it)."""
+    """``OnUpdate`` over a ChunkStore per partition, or over a BucketStore per bucket of keys when the
+    machine has ``keys``; ``step`` as ``OnUpdate.step`` with a store in place of state bytes
+    (Step.state is None: the store holds it)."""
 
     def __init__(self, machine: OnUpdate, rows_per_chunk: int = ROWS_PER_CHUNK):
         self.machine = machine
@@ -160,6 +211,7 @@ class ChunkedOnUpdate:
         if data is None:
             return [], ChunkIndexMeta()
         tables, meta = decode(data, INDEX_KIND, ChunkIndexMeta)
+        self._check(meta)
         index = tables["index"].combine_chunks()
         firsts = index.drop_columns([CHUNK, CHUNK_ROWS])
         return [
@@ -180,7 +232,19 @@ class ChunkedOnUpdate:
         index = firsts.append_column(CHUNK, pa.array([c.id for c in chunks], pa.int64())).append_column(
             CHUNK_ROWS, pa.array([c.n for c in chunks], pa.int64())
         )
-        store.write_index(encode({"index": index}, INDEX_KIND, meta))
+        store.write_index(encode({"index": index}, INDEX_KIND, self._stamped(meta)))
+
+    def _stamped(self, meta: ChunkIndexMeta) -> ChunkIndexMeta:
+        """``meta`` with the keyBuckets and key columns the machine runs."""
+        meta.buckets, meta.keys = self.machine.buckets, list(self.machine.keys) or None
+        return meta
+
+    def _check(self, meta: ChunkIndexMeta) -> None:
+        """Refuse a state written with other keyBuckets or keys (or per key, or on buckets): its
+        keys would land in other states."""
+        m = self.machine
+        if meta.buckets != m.buckets or tuple(meta.keys or ()) != m.keys:
+            raise buckets_changed(meta.buckets, meta.keys or (), m.buckets, m.keys)
 
     def _load(self, store: ChunkStore, chunk: _Chunk) -> _Chunk:
         if chunk.rows is None:
@@ -192,8 +256,51 @@ class ChunkedOnUpdate:
 
     # -- the step ------------------------------------------------------------------------------
 
-    def step(self, store: ChunkStore, rows: pa.Table | None, watermark=None) -> Step:
-        """Apply one batch of changes to the partition in ``store``; the changelog it causes."""
+    def step(self, store: ChunkStore | BucketStore, rows: pa.Table | None, watermark=None) -> Step:
+        """Apply one batch of changes to the partition in ``store`` (a ChunkStore), or with the
+        machine's ``keys`` to the bucket of keys in ``store`` (a BucketStore); the changelog it
+        causes."""
+        if self.machine.keys:
+            return self._step_bucket(store, rows, watermark)
+        return self._step(store, rows, watermark)
+
+    def _step_bucket(self, store: BucketStore, rows: pa.Table | None, watermark) -> Step:
+        """``step`` over a bucket: its value checked (written on its first step), then each partition
+        key with rows stepped on its own entries; keys without rows are not read (with a watermark,
+        a key evicts when it gets rows, as the whole layout does). The step's counters are the sums
+        over the keys stepped (``state_rows``: the rows they hold) and ``largest`` the one holding
+        the most rows. O(rows) to group the rows by key, plus a partition step per key."""
+        m = self.machine
+        data = store.read_meta()
+        if data is None:
+            store.write_meta(encode({}, INDEX_KIND, self._stamped(ChunkIndexMeta())))
+        else:
+            self._check(decode(data, INDEX_KIND, ChunkIndexMeta)[1])
+        if rows is None or not rows.num_rows:
+            return Step(None, m.output_schema.empty_table())
+        (parts,) = m.order.partitions(rows)
+        order = np.argsort(parts, kind="stable")
+        bounds = np.append(starts(parts[order]), len(order))
+        firsts = rows.take(pa.array(order[bounds[:-1]])).select(list(m.keys))
+        steps = [
+            self._step(store.partition(key), rows.take(pa.array(order[a:b])), watermark)
+            for key, a, b in zip(key_bytes(firsts), bounds[:-1], bounds[1:])
+        ]
+        outputs = [s.output for s in steps if s.output.num_rows]
+        held = [s.counters.state_rows for s in steps]
+        top = int(np.argmax(held))
+        return Step(
+            None,
+            pa.concat_tables(outputs) if outputs else m.output_schema.empty_table(),
+            None,
+            sum(s.late_rows for s in steps),
+            Counters(*(sum(getattr(s.counters, f.name) for s in steps) for f in fields(Counters))),
+            largest=(held[top], tuple(firsts.column(k)[top].as_py() for k in m.keys)),
+            aside=Aside.join(*(s.aside for s in steps)),
+        )
+
+    def _step(self, store: ChunkStore, rows: pa.Table | None, watermark) -> Step:
+        """``step`` of one partition."""
         m = self.machine
         watermark = None if watermark == END_OF_INPUT else watermark
         chunks, meta = self._read(store)
