@@ -317,17 +317,17 @@ class ChunkedOnUpdate:
             )
             chunks.append(empty)
         outputs, recomputed, forget, place, asides = [], 0, [], [], [changes.aside]
+        spans = self._apply_spans(store, chunks, meta, ins, ins_at, changed_ids, held_at, watermark)
+        evicted_too = len(spans) == 1 and spans[0][0] == [0, len(chunks) - 1]  # the whole partition
         # apply every stretch's result to the chunk list from the right, so positions stay valid
-        for (a, b), done, gone in reversed(
-            self._apply_spans(store, chunks, meta, ins, ins_at, changed_ids, held_at)
-        ):
+        for (a, b), done, gone in reversed(spans):
             outputs.append(done.output)
             recomputed += done.recomputed
             asides.append(done.aside)
             forget.append(gone)
             place.append(self._replace(chunks, a, b, done, meta))
         evicted = np.zeros(0, dtype=np.int64)
-        if watermark is not None and m.eviction is not None and chunks:
+        if watermark is not None and m.eviction is not None and chunks and not evicted_too:
             evicted = self._evict(store, chunks, meta, watermark)
         if self.tracks_ids:
             self._update_ids(store, forget, place, evicted)
@@ -375,11 +375,14 @@ class ChunkedOnUpdate:
         ins_at: np.ndarray,
         changed_ids: np.ndarray,
         held_at: np.ndarray,
+        watermark=None,
     ) -> list[tuple[list[int], Applied, np.ndarray]]:
         """``OnUpdate.apply`` over the stretches of chunks the changes reach (``_spans``), a stretch
         widened by a chunk on each side a change's frames reach past (``NeedRows``), merging with the
         stretches it meets. Per stretch, left to right: its chunk positions [a, b], what ``apply``
-        made of it, the identities held there that the batch deletes or replaces."""
+        made of it, the identities held there that the batch deletes or replaces or (``watermark``:
+        a stretch of the whole partition evicts in the same call, as the whole layout does, and
+        ``meta`` takes its counts) evicts."""
         elsewhere = ins.column(IDENTITY).to_numpy()
         spans = self._spans(chunks, np.union1d(ins_at, held_at[held_at >= 0]))
         done_spans: list[tuple[list[int], Applied, np.ndarray]] = []
@@ -388,15 +391,25 @@ class ChunkedOnUpdate:
             in_span = (ins_at >= a) & (ins_at <= b)
             # rows held here that the batch deletes or replaces (with a row key; else found by position)
             gone = changed_ids[(held_at >= a) & (held_at <= b)] if len(held_at) else np.zeros(0, np.int64)
+            whole = a == 0 and b == len(chunks) - 1
+            here = ins.filter(pa.array(in_span))
             try:
                 done = self._apply(
-                    store, chunks, a, b, meta, ins.filter(pa.array(in_span)), gone, None, elsewhere
+                    store, chunks, a, b, meta, here, gone, watermark if whole else None, elsewhere
                 )
             except NeedRows as short:
                 spans[0] = _widened(a, b, short, len(chunks))
                 self._absorb(spans, done_spans)
                 continue
             spans.pop(0)
+            if done.evicted:
+                meta.evicted_rows, meta.evicted_groups = done.meta.evicted_rows, done.meta.evicted_groups
+                meta.horizon = done.meta.horizon
+                if self.tracks_ids:  # the rows held or inserted here that are gone now
+                    before = [c.rows.column(IDENTITY).to_numpy() for c in chunks]
+                    before.append(here.column(IDENTITY).to_numpy())
+                    after = done.rows.column(IDENTITY).to_numpy()
+                    gone = np.union1d(gone, np.setdiff1d(np.concatenate(before), after))
             done_spans.append(([a, b], done, gone))
         return done_spans
 
