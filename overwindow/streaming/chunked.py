@@ -49,6 +49,19 @@ to one end of the partition.
 [10, 30, 50]
 >>> m.step(store, pa.table({"t": [4, 5], "x": [5, 1]})).output.column("s").to_pylist(), len(store.chunks)
 ([35, 6], 3)
+
+On a bucket of keys, each key with rows steps on its own entries:
+
+>>> call = "sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s"
+>>> spec = OverWindow(call, emit="on_update", stateLayout="chunked", keyBuckets=4)
+>>> schema = pa.schema([("k", pa.string()), ("t", pa.int64()), ("x", pa.int64())])
+>>> b = ChunkedOnUpdate(OnUpdate(spec, schema, keys=("k",)))
+>>> bucket = MemoryBucket()
+>>> rows = pa.table({"k": ["a", None, "a"], "t": [1, 1, 2], "x": [10, 20, 30]})
+>>> b.step(bucket, rows).output.column("s").to_pylist()  # the NULL key's row first
+[20, 10, 40]
+>>> len(bucket.held()), bucket.rows_held()
+(2, 3)
 """
 
 from __future__ import annotations
