@@ -28,9 +28,10 @@ with ``maxFilesPerTrigger=1``:
 - ``window_close`` / ``on_update``: ``overWindow(OverWindow(*CALLS, rowKey="rid"))`` in each mode;
 - ``window_close_bucketed`` / ``on_update_bucketed``: each mode with ``keyBuckets=64`` (one call
   and state per bucket);
-- ``on_update_chunked_bucketed``: emit on update with ``stateLayout="chunked"`` and
-  ``keyBuckets=64`` (``transformWithStateInPandas``, one group per bucket, each key's index and
-  chunks entries of its maps), on the RocksDB state store, which the other variants do not use.
+- ``on_update_chunked`` / ``on_update_chunked_bucketed``: emit on update with
+  ``stateLayout="chunked"``, per key and with ``keyBuckets=64`` (``transformWithStateInPandas``:
+  a group per key, or per bucket with each key's index and chunks entries of its maps), on the
+  RocksDB state store, which the other variants do not use.
 
 Reported per run: seconds from ``start()`` to the end of ``awaitTermination()``, rows/s (input
 rows over those seconds), and the micro-batch durations (``batchDuration``) of the micro-batches with
@@ -155,10 +156,11 @@ def spark_variant(grouped, events, name: str):
         return grouped.overWindow(spec), "append"
     if name == "on_update":
         return grouped.overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid")), "update"
-    if name in ("on_update_bucketed", "on_update_chunked_bucketed"):
+    if name in ("on_update_bucketed", "on_update_chunked", "on_update_chunked_bucketed"):
         layout = "chunked" if "chunked" in name else "whole"
+        buckets = BUCKETS if name.endswith("bucketed") else None
         spec = overwindow.OverWindow(
-            *CALLS, emit="on_update", rowKey="rid", keyBuckets=BUCKETS, stateLayout=layout
+            *CALLS, emit="on_update", rowKey="rid", keyBuckets=buckets, stateLayout=layout
         )
         return grouped.overWindow(spec), "update"
     raise ValueError(name)
@@ -170,6 +172,7 @@ SPARK_VARIANTS = (
     "window_close_bucketed",
     "on_update",
     "on_update_bucketed",
+    "on_update_chunked",
     "on_update_chunked_bucketed",
 )
 _STORE = (
