@@ -280,10 +280,10 @@ KEYS = (
         "buckets",
         "hash the partition keys into this many buckets, one state and one Python call per bucket "
         'and micro-batch, so cost follows rows rather than keys; "per key": a state and a call per '
-        f"key (default: {DEFAULT_KEY_BUCKETS} for a new checkpoint of emit on window close, of "
-        "emit on update with a [watermark], and of the chunked state layout; what a started "
-        "checkpoint was started with, a state per key for one started by an older overwindow; "
-        "otherwise a state per key); fixed for the checkpoint's life",
+        f"key (default: {DEFAULT_KEY_BUCKETS} for a new checkpoint of emit on window close, and of "
+        "emit on update with a [watermark] on the whole state layout; what a started checkpoint "
+        "was started with, a state per key for one started by an older overwindow; otherwise a "
+        "state per key); fixed for the checkpoint's life",
     ),
     Key(
         "view",
@@ -644,16 +644,17 @@ def load_view(path: str, overrides: dict | None = None) -> View:
 
 def _key_buckets(view: View, given, layout: str) -> int | None:
     """[view] key_buckets as OverWindow's ``keyBuckets`` (None: a state per key): the number given,
-    None for "per key"; not given, for emit on window close, for emit on update with a [watermark]
-    (state bounded by the watermark) and for the chunked layout (a bucket's call reads and writes
-    only the entries of the keys it changes), what the view's checkpoint was started with, or
-    ``DEFAULT_KEY_BUCKETS`` for a new one (a started checkpoint's state cannot change hosting).
-    Emit on update without a watermark on the whole layout holds every live row in one value: a
-    bucket's would carry all its keys' rows through every micro-batch, so it stays per key."""
+    None for "per key"; not given, for emit on window close and for emit on update with a
+    [watermark] on the whole state layout (state bounded by the watermark), what the view's
+    checkpoint was started with, or ``DEFAULT_KEY_BUCKETS`` for a new one (a started checkpoint's
+    state cannot change hosting). Emit on update without a watermark holds every live row: a
+    bucket's state would carry all its keys' rows through every micro-batch, so it stays per key.
+    The chunked layout stays per key: on buckets it measured no faster (docs/many-keys.md, section
+    8, fourth increment: its machine's step per key, not Spark's per-group cost, dominates)."""
     if given == PER_KEY:
         return None
-    moves_little = view.emit == "on_window_close" or view.watermark is not None or layout == "chunked"
-    if given is not None or not moves_little:
+    bounded = view.emit == "on_window_close" or (view.watermark is not None and layout == "whole")
+    if given is not None or not bounded:
         return given
     from overwindow.pipeline.fingerprint import started_key_buckets
 

@@ -357,31 +357,24 @@ def test_window_close_hosts_key_buckets_by_default_and_a_started_checkpoint_keep
 
 
 @pytest.mark.parametrize(
-    "watermark, layout, started, hosting",
+    "watermark, layout, given, hosting",
     [
         (True, "whole", None, 64),  # rows behind the watermark leave the state: buckets
         (False, "whole", None, None),  # every live row stays: a bucket would carry all its keys' rows
-        # a bucket's call reads only the entries of the keys it changes: buckets
-        (True, "chunked", None, 64),
-        (False, "chunked", None, 64),
-        (False, "chunked", {"key_buckets": None}, None),  # a checkpoint started per key goes on so
-        (False, "chunked", {"key_buckets": 8}, 8),
+        (True, "chunked", None, None),  # on buckets the chunked layout measured no faster
+        (False, "chunked", "8", 8),  # ... and runs there when asked
     ],
 )
-def test_emit_on_update_hosts_key_buckets_where_a_call_moves_only_what_its_changes_need(
-    tmp_path, watermark, layout, started, hosting
+def test_emit_on_update_hosts_key_buckets_where_the_watermark_bounds_its_state(
+    tmp_path, watermark, layout, given, hosting
 ):
-    text = GOOD.replace('emit = "on_window_close"', f'emit = "on_update"\nstate_layout = "{layout}"')
+    extra = f"\nkey_buckets = {given}" if given else ""
+    text = GOOD.replace('emit = "on_window_close"', f'emit = "on_update"\nstate_layout = "{layout}"{extra}')
     if not watermark:
         text = text.replace('[watermark]\ncolumn = "ts"\ndelay = "10 seconds"\n', "")
-    if started is not None:
-        _started(tmp_path / "chk", started)
     view = load_view(write(tmp_path, text))
     assert (view.watermark is not None) == watermark
     assert view.spec.key_buckets == hosting
-    assert any("runs a state per key, as the checkpoint was started" in w for w in view.warnings) == (
-        started is not None and hosting is None
-    )
 
 
 def test_key_buckets_is_a_number_or_per_key(tmp_path):
