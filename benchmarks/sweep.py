@@ -27,7 +27,11 @@ with ``maxFilesPerTrigger=1``:
   event-time timeouts): the floor of any per-key Python function;
 - ``window_close`` / ``on_update``: ``overWindow(OverWindow(*CALLS, rowKey="rid"))`` in each mode;
 - ``window_close_bucketed`` / ``on_update_bucketed``: each mode with ``keyBuckets=64`` (one call
-  and state per bucket).
+  and state per bucket);
+- ``on_update_chunked`` / ``on_update_chunked_bucketed``: emit on update with
+  ``stateLayout="chunked"``, per key and with ``keyBuckets=64`` (``transformWithStateInPandas``:
+  a group per key, or per bucket with each key's index and chunks entries of its maps), on the
+  RocksDB state store, which the other variants do not use.
 
 Reported per run: seconds from ``start()`` to the end of ``awaitTermination()``, rows/s (input
 rows over those seconds), and the micro-batch durations (``batchDuration``) of the micro-batches with
@@ -153,13 +157,43 @@ def spark_variant(grouped, events, name: str):
         return grouped.overWindow(spec), "append"
     if name == "on_update":
         return grouped.overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid")), "update"
-    if name == "on_update_bucketed":
-        spec = overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid", keyBuckets=BUCKETS)
+    if name in ("on_update_bucketed", "on_update_chunked", "on_update_chunked_bucketed"):
+        layout = "chunked" if "chunked" in name else "whole"
+        buckets = BUCKETS if name.endswith("bucketed") else None
+        spec = overwindow.OverWindow(
+            *CALLS, emit="on_update", rowKey="rid", keyBuckets=buckets, stateLayout=layout
+        )
         return grouped.overWindow(spec), "update"
     raise ValueError(name)
 
 
-SPARK_VARIANTS = ("passthrough", "window_close", "window_close_bucketed", "on_update", "on_update_bucketed")
+SPARK_VARIANTS = (
+    "passthrough",
+    "window_close",
+    "window_close_bucketed",
+    "on_update",
+    "on_update_bucketed",
+    "on_update_chunked",
+    "on_update_chunked_bucketed",
+)
+_STORE = (
+    "spark.sql.streaming.stateStore.providerClass",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+)
+
+
+def _state_store(spark, variant: str) -> None:
+    """RocksDB for the chunked layout (transformWithStateInPandas needs it), Spark's default store for
+    the others, as they were measured before. A query keeps the store it was started with."""
+    from overwindow.spark.adapter import use_rocksdb
+
+    if "chunked" in variant:
+        use_rocksdb(spark)
+    else:
+        for key in _STORE:
+            spark.conf.unset(key)
+
+
 BUCKETS = 64  # keyBuckets of the bucketed hosting: 32 calls per shuffle partition and micro-batch
 
 
@@ -171,6 +205,7 @@ def run_spark_point(spark, src: Path, chk: Path, variant: str) -> dict:
         .csv(str(src))
         .withWatermark("ts", f"{DELAY_S} seconds")
     )
+    _state_store(spark, variant)
     df, mode = spark_variant(events.groupBy("k"), events, variant)
     shutil.rmtree(chk, ignore_errors=True)
     started = time.perf_counter()

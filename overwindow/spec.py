@@ -59,8 +59,9 @@ class OverWindow:
     leaves more fails naming the bound and the key (None: no bound).
     ``keyBuckets``: hash the groupBy keys into this many buckets and serve all the keys of a bucket
     with one state and one Python call per micro-batch, so the cost follows rows rather than keys
-    (None: one state and one call per key); not with the chunked layout. Fixed for a checkpoint's
-    life.
+    (None: one state and one call per key); with the chunked layout, a bucket keeps each key's
+    index, chunks and row identities as entries of its own, and a call reads only the keys it
+    steps. Fixed for a checkpoint's life.
     ``stateTtl`` (emit on window close): forget a partition once the watermark is more than this
     past its newest row: rows still waiting for later rows are emitted as at the end of input
     (``lead`` NULL, frames cut) and its state is removed; a later row of its key starts it anew
@@ -133,10 +134,6 @@ class OverWindow:
         if keyBuckets is not None:
             if isinstance(keyBuckets, bool) or not isinstance(keyBuckets, int) or keyBuckets < 1:
                 raise WindowSpecError(f"keyBuckets must be a positive integer, got {keyBuckets!r}")
-            if stateLayout == "chunked":
-                raise WindowSpecError(
-                    "keyBuckets runs the whole state layout (stateLayout='chunked' keeps a state per key)"
-                )
         self.key_buckets = keyBuckets
         self.state_ttl = _state_ttl(stateTtl)
         if self.state_ttl is not None and emit != "on_window_close":

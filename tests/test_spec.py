@@ -27,11 +27,11 @@ def test_key_buckets_is_a_positive_integer(buckets):
         OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets=buckets)
 
 
-def test_key_buckets_runs_the_whole_state_layout():
-    assert "keyBuckets=8" in repr(OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets=8))
-    assert "keyBuckets=8" in repr(OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update", keyBuckets=8))
-    with pytest.raises(WindowSpecError, match="keyBuckets runs the whole state layout"):
-        OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update", keyBuckets=8, stateLayout="chunked")
+@pytest.mark.parametrize(
+    "options", [{}, {"emit": "on_update"}, {"emit": "on_update", "stateLayout": "chunked"}]
+)
+def test_key_buckets_runs_every_mode_and_layout(options):
+    assert "keyBuckets=8" in repr(OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets=8, **options))
 
 
 @pytest.mark.parametrize("emit", ["on_update", "on_window_close"])

@@ -648,7 +648,9 @@ def _key_buckets(view: View, given, layout: str) -> int | None:
     [watermark] on the whole state layout (state bounded by the watermark), what the view's
     checkpoint was started with, or ``DEFAULT_KEY_BUCKETS`` for a new one (a started checkpoint's
     state cannot change hosting). Emit on update without a watermark holds every live row: a
-    bucket's state would carry all its keys' rows through every micro-batch, so it stays per key."""
+    bucket's state would carry all its keys' rows through every micro-batch, so it stays per key.
+    The chunked layout stays per key: on buckets it measured no faster (docs/many-keys.md, section
+    8, fourth increment: its machine's step per key, not Spark's per-group cost, dominates)."""
     if given == PER_KEY:
         return None
     bounded = view.emit == "on_window_close" or (view.watermark is not None and layout == "whole")

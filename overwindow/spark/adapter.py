@@ -11,7 +11,9 @@ calls however many keys it holds. Emit on update runs in ``update`` mode and add
 table keyed by (group key, row key). State is one binary value per key (Arrow IPC); with
 ``stateLayout="chunked"`` emit on update runs on ``transformWithStateInPandas`` instead, a key's
 state being an index value, a map of chunks and (with a row key) a map of row identities
-(``overwindow.streaming.chunked``), so a micro-batch moves only the chunks its changes reach.
+(``overwindow.streaming.chunked``), so a micro-batch moves only the chunks its changes reach; with
+``keyBuckets`` too, one group per bucket keeps each key's index and chunks as entries of its maps,
+and a call reads only the keys with rows.
 
 Timestamps reach pandas UDFs as wall-clock times of the session time zone; the watermark Spark
 reports is UTC milliseconds. The adapter converts the watermark into the key's wall-clock
@@ -428,30 +430,35 @@ def _records(aside, key) -> dict:
 
 
 def _chunked_processor(runner: _Runner):
-    """A StatefulProcessor running the chunked emit-on-update machine (defined here so that importing
-    overwindow does not import pyspark)."""
+    """A StatefulProcessor running the chunked emit-on-update machine, per key or (with the runner's
+    ``keys``) per bucket of keys (defined here so that importing overwindow does not import
+    pyspark)."""
     from pyspark.sql.streaming import StatefulProcessor
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
     binary = StructType([StructField("value", BinaryType())])
+    key, chunk = StructField("key", BinaryType()), StructField("chunk", LongType())
 
     class ChunkedProcessor(StatefulProcessor):
         def init(self, handle):
+            # per key the key's index; per bucket the bucket's own value (its keyBuckets and keys):
+            # one variable, so a state of the other hosting under the same group is read and refused
             self.index = handle.getValueState("index", binary)
-            self.chunks = handle.getMapState("chunks", StructType([StructField("chunk", LongType())]), binary)
+            if runner.keys:  # each key's index and chunks are entries of the bucket's maps
+                self.indexes = handle.getMapState("indexes", StructType([key]), binary)
+                self.chunks = handle.getMapState("key_chunks", StructType([key, chunk]), binary)
+            else:
+                self.chunks = handle.getMapState("chunks", StructType([chunk]), binary)
             self.rows = (
-                handle.getMapState(
-                    "rows",
-                    StructType([StructField("row", LongType())]),
-                    StructType([StructField("chunk", LongType())]),
-                )
+                handle.getMapState("rows", StructType([StructField("row", LongType())]), StructType([chunk]))
                 if runner.spec.row_key
                 else None
             )
 
         def handleInputRows(self, key, rows, timerValues):
             wm_ms = timerValues.getCurrentWatermarkInMs() if runner.watermarked else None
-            step = runner.step(key, _StateVariables(self), rows, wm_ms)
+            store = _BucketVariables(self) if runner.keys else _StateVariables(self)
+            step = runner.step(key, store, rows, wm_ms)
             check_row_bound(step, runner.spec.max_rows_per_key, key)
             yield from _emitted(step)
 
@@ -462,29 +469,40 @@ def _chunked_processor(runner: _Runner):
 
 
 class _StateVariables:
-    """``overwindow.streaming.chunked.ChunkStore`` over a key's transformWithStateInPandas state
-    variables; every call is one round trip to the JVM (about 0.1 ms)."""
+    """``overwindow.streaming.chunked.ChunkStore`` over transformWithStateInPandas state variables:
+    a key's own (``entry`` None), or the entries of the partition key ``entry`` (its
+    ``partitions.key_bytes``) in its bucket's maps. Every call is one round trip to the JVM (about
+    0.1 ms)."""
 
-    def __init__(self, processor):
+    def __init__(self, processor, entry: bytes | None = None):
         self.index, self.chunks, self.rows = processor.index, processor.chunks, processor.rows
+        self.indexes = processor.indexes if entry is not None else None
+        self.entry = () if entry is None else (entry,)  # the maps' key before the chunk id
 
     def read_index(self):
-        return self.index.get()[0] if self.index.exists() else None
+        found = self.index.get() if self.indexes is None else self.indexes.getValue(self.entry)
+        return None if found is None else found[0]
 
     def write_index(self, data):
-        self.index.update((data,))
+        if self.indexes is None:
+            self.index.update((data,))
+        else:
+            self.indexes.updateValue(self.entry, (data,))
 
     def remove_index(self):
-        self.index.clear()
+        if self.indexes is None:
+            self.index.clear()
+        else:
+            self.indexes.removeKey(self.entry)
 
     def read_chunk(self, chunk):
-        return self.chunks.getValue((int(chunk),))[0]
+        return self.chunks.getValue(self.entry + (int(chunk),))[0]
 
     def write_chunk(self, chunk, data):
-        self.chunks.updateValue((int(chunk),), (data,))
+        self.chunks.updateValue(self.entry + (int(chunk),), (data,))
 
     def drop_chunk(self, chunk):
-        self.chunks.removeKey((int(chunk),))
+        self.chunks.removeKey(self.entry + (int(chunk),))
 
     def find_rows(self, ids):
         found = [self.rows.getValue((i,)) for i in ids.tolist()]
@@ -497,6 +515,25 @@ class _StateVariables:
     def forget_rows(self, ids):
         for i in ids.tolist():
             self.rows.removeKey((i,))
+
+
+class _BucketVariables:
+    """``overwindow.streaming.chunked.BucketStore`` over a bucket's transformWithStateInPandas state
+    variables: its own value (``index``), and per partition key its entries (``_StateVariables``);
+    the identities (hashed with the key) share one map."""
+
+    def __init__(self, processor):
+        self.processor = processor
+
+    def read_meta(self):
+        found = self.processor.index.get()
+        return None if found is None else found[0]
+
+    def write_meta(self, data):
+        self.processor.index.update((data,))
+
+    def partition(self, key):
+        return _StateVariables(self.processor, key)
 
 
 def _emitted(step) -> Iterator[pd.DataFrame]:

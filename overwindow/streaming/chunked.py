@@ -20,6 +20,13 @@ around it are loaded and evicted from the same way; chunks wholly behind are dro
 (their identities are read once to forget them, with a row key). Changed chunks are written back;
 a chunk grown past twice the chunk size is split. Outputs equal the whole-state layout's.
 
+On a bucket of keys (the machine's ``keys``), one state holds many partitions, each with entries of
+its own: its index keyed by its partition key (``partitions.key_bytes``), its chunks keyed by (that
+key, chunk id), and the identities (hashed with the key, so two keys' rows never collide) in one
+map; the bucket's own value records the keyBuckets and key columns. A step groups the bucket's rows
+by key and steps each key with rows on its entries, as a partition of its own: keys without rows
+are not read, so a step's cost follows the keys it changes, not the keys the bucket holds.
+
 Cost per step: O(changes x frame reach + chunks touched x chunk size), independent of the rows held,
 plus one store call per chunk read or written and, with a row key, one per identity looked up or
 placed. Needs calls whose frames have bounded reach (``WindowCall.unbounded_reach``, checked by
@@ -42,11 +49,24 @@ to one end of the partition.
 [10, 30, 50]
 >>> m.step(store, pa.table({"t": [4, 5], "x": [5, 1]})).output.column("s").to_pylist(), len(store.chunks)
 ([35, 6], 3)
+
+On a bucket of keys, each key with rows steps on its own entries:
+
+>>> call = "sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s"
+>>> spec = OverWindow(call, emit="on_update", stateLayout="chunked", keyBuckets=4)
+>>> schema = pa.schema([("k", pa.string()), ("t", pa.int64()), ("x", pa.int64())])
+>>> b = ChunkedOnUpdate(OnUpdate(spec, schema, keys=("k",)))
+>>> bucket = MemoryBucket()
+>>> rows = pa.table({"k": ["a", None, "a"], "t": [1, 1, 2], "x": [10, 20, 30]})
+>>> b.step(bucket, rows).output.column("s").to_pylist()  # the NULL key's row first
+[20, 10, 40]
+>>> len(bucket.held()), bucket.rows_held()
+(2, 3)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Protocol
 
 import numpy as np
@@ -61,8 +81,9 @@ from overwindow.streaming.changes import Changes
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
 from overwindow.streaming.identity import IDENTITY
 from overwindow.streaming.on_update import Applied, OnUpdate
+from overwindow.streaming.partitions import key_bytes, starts
 from overwindow.streaming.reach import NeedRows
-from overwindow.streaming.state import ChunkIndexMeta, decode, encode
+from overwindow.streaming.state import ChunkIndexMeta, buckets_changed, decode, encode
 
 INDEX_KIND = "on_update_index"
 ROWS_PER_CHUNK = 512
@@ -91,6 +112,19 @@ class ChunkStore(Protocol):
     def place_rows(self, ids: np.ndarray, chunks: np.ndarray) -> None: ...
 
     def forget_rows(self, ids: np.ndarray) -> None: ...
+
+
+class BucketStore(Protocol):
+    """Where a bucket of keys' chunked state lives (a bucket's state variables in Spark): the
+    bucket's own value, and the entries of each partition key."""
+
+    def read_meta(self) -> bytes | None: ...
+
+    def write_meta(self, data: bytes) -> None: ...
+
+    def partition(self, key: bytes) -> ChunkStore:
+        """The entries of the partition ``key`` (``partitions.key_bytes``): its index, its chunks
+        and the identities it holds."""
 
 
 class MemoryChunks:
@@ -130,6 +164,35 @@ class MemoryChunks:
         for i in ids.tolist():
             self.rows.pop(i, None)
 
+    def rows_held(self) -> int:
+        """Rows the partition holds, from its index."""
+        if self.index is None:
+            return 0
+        return sum(decode(self.index, INDEX_KIND, ChunkIndexMeta)[0]["index"].column(CHUNK_ROWS).to_pylist())
+
+
+class MemoryBucket:
+    """A BucketStore in dicts: the bucket's value and a MemoryChunks per partition key."""
+
+    def __init__(self):
+        self.meta, self.parts = None, {}
+
+    def read_meta(self):
+        return self.meta
+
+    def write_meta(self, data):
+        self.meta = data
+
+    def partition(self, key):
+        return self.parts.setdefault(key, MemoryChunks())
+
+    def held(self) -> dict[bytes, MemoryChunks]:
+        """The partitions holding rows, by key."""
+        return {k: p for k, p in self.parts.items() if p.index is not None}
+
+    def rows_held(self) -> int:
+        return sum(p.rows_held() for p in self.parts.values())
+
 
 @dataclass
 class _Chunk:
@@ -142,8 +205,9 @@ class _Chunk:
 
 
 class ChunkedOnUpdate:
-    """``OnUpdate`` over a ChunkStore per partition; ``step`` as ``OnUpdate.step`` with a store in
-    place of state bytes (Step.state is None: the store holds it)."""
+    """``OnUpdate`` over a ChunkStore per partition, or over a BucketStore per bucket of keys when the
+    machine has ``keys``; ``step`` as ``OnUpdate.step`` with a store in place of state bytes
+    (Step.state is None: the store holds it)."""
 
     def __init__(self, machine: OnUpdate, rows_per_chunk: int = ROWS_PER_CHUNK):
         self.machine = machine
@@ -160,6 +224,7 @@ class ChunkedOnUpdate:
         if data is None:
             return [], ChunkIndexMeta()
         tables, meta = decode(data, INDEX_KIND, ChunkIndexMeta)
+        self._check(meta)
         index = tables["index"].combine_chunks()
         firsts = index.drop_columns([CHUNK, CHUNK_ROWS])
         return [
@@ -180,7 +245,19 @@ class ChunkedOnUpdate:
         index = firsts.append_column(CHUNK, pa.array([c.id for c in chunks], pa.int64())).append_column(
             CHUNK_ROWS, pa.array([c.n for c in chunks], pa.int64())
         )
-        store.write_index(encode({"index": index}, INDEX_KIND, meta))
+        store.write_index(encode({"index": index}, INDEX_KIND, self._stamped(meta)))
+
+    def _stamped(self, meta: ChunkIndexMeta) -> ChunkIndexMeta:
+        """``meta`` with the keyBuckets and key columns the machine runs."""
+        meta.buckets, meta.keys = self.machine.buckets, list(self.machine.keys) or None
+        return meta
+
+    def _check(self, meta: ChunkIndexMeta) -> None:
+        """Refuse a state written with other keyBuckets or keys (or per key, or on buckets): its
+        keys would land in other states."""
+        m = self.machine
+        if meta.buckets != m.buckets or tuple(meta.keys or ()) != m.keys:
+            raise buckets_changed(meta.buckets, meta.keys or (), m.buckets, m.keys)
 
     def _load(self, store: ChunkStore, chunk: _Chunk) -> _Chunk:
         if chunk.rows is None:
@@ -192,8 +269,51 @@ class ChunkedOnUpdate:
 
     # -- the step ------------------------------------------------------------------------------
 
-    def step(self, store: ChunkStore, rows: pa.Table | None, watermark=None) -> Step:
-        """Apply one batch of changes to the partition in ``store``; the changelog it causes."""
+    def step(self, store: ChunkStore | BucketStore, rows: pa.Table | None, watermark=None) -> Step:
+        """Apply one batch of changes to the partition in ``store`` (a ChunkStore), or with the
+        machine's ``keys`` to the bucket of keys in ``store`` (a BucketStore); the changelog it
+        causes."""
+        if self.machine.keys:
+            return self._step_bucket(store, rows, watermark)
+        return self._step(store, rows, watermark)
+
+    def _step_bucket(self, store: BucketStore, rows: pa.Table | None, watermark) -> Step:
+        """``step`` over a bucket: its value checked (written on its first step), then each partition
+        key with rows stepped on its own entries; keys without rows are not read (with a watermark,
+        a key evicts when it gets rows, as the whole layout does). The step's counters are the sums
+        over the keys stepped (``state_rows``: the rows they hold) and ``largest`` the one holding
+        the most rows. O(rows) to group the rows by key, plus a partition step per key."""
+        m = self.machine
+        data = store.read_meta()
+        if data is None:
+            store.write_meta(encode({}, INDEX_KIND, self._stamped(ChunkIndexMeta())))
+        else:
+            self._check(decode(data, INDEX_KIND, ChunkIndexMeta)[1])
+        if rows is None or not rows.num_rows:
+            return Step(None, m.output_schema.empty_table())
+        (parts,) = m.order.partitions(rows)
+        order = np.argsort(parts, kind="stable")
+        bounds = np.append(starts(parts[order]), len(order))
+        firsts = rows.take(pa.array(order[bounds[:-1]])).select(list(m.keys))
+        steps = [
+            self._step(store.partition(key), rows.take(pa.array(order[a:b])), watermark)
+            for key, a, b in zip(key_bytes(firsts), bounds[:-1], bounds[1:])
+        ]
+        outputs = [s.output for s in steps if s.output.num_rows]
+        held = [s.counters.state_rows for s in steps]
+        top = int(np.argmax(held))
+        return Step(
+            None,
+            pa.concat_tables(outputs) if outputs else m.output_schema.empty_table(),
+            None,
+            sum(s.late_rows for s in steps),
+            Counters(*(sum(getattr(s.counters, f.name) for s in steps) for f in fields(Counters))),
+            largest=(held[top], tuple(firsts.column(k)[top].as_py() for k in m.keys)),
+            aside=Aside.join(*(s.aside for s in steps)),
+        )
+
+    def _step(self, store: ChunkStore, rows: pa.Table | None, watermark) -> Step:
+        """``step`` of one partition."""
         m = self.machine
         watermark = None if watermark == END_OF_INPUT else watermark
         chunks, meta = self._read(store)
@@ -210,17 +330,17 @@ class ChunkedOnUpdate:
             )
             chunks.append(empty)
         outputs, recomputed, forget, place, asides = [], 0, [], [], [changes.aside]
+        spans = self._apply_spans(store, chunks, meta, ins, ins_at, changed_ids, held_at, watermark)
+        evicted_too = len(spans) == 1 and spans[0][0] == [0, len(chunks) - 1]  # the whole partition
         # apply every stretch's result to the chunk list from the right, so positions stay valid
-        for (a, b), done, gone in reversed(
-            self._apply_spans(store, chunks, meta, ins, ins_at, changed_ids, held_at)
-        ):
+        for (a, b), done, gone in reversed(spans):
             outputs.append(done.output)
             recomputed += done.recomputed
             asides.append(done.aside)
             forget.append(gone)
             place.append(self._replace(chunks, a, b, done, meta))
         evicted = np.zeros(0, dtype=np.int64)
-        if watermark is not None and m.eviction is not None and chunks:
+        if watermark is not None and m.eviction is not None and chunks and not evicted_too:
             evicted = self._evict(store, chunks, meta, watermark)
         if self.tracks_ids:
             self._update_ids(store, forget, place, evicted)
@@ -268,11 +388,14 @@ class ChunkedOnUpdate:
         ins_at: np.ndarray,
         changed_ids: np.ndarray,
         held_at: np.ndarray,
+        watermark=None,
     ) -> list[tuple[list[int], Applied, np.ndarray]]:
         """``OnUpdate.apply`` over the stretches of chunks the changes reach (``_spans``), a stretch
         widened by a chunk on each side a change's frames reach past (``NeedRows``), merging with the
         stretches it meets. Per stretch, left to right: its chunk positions [a, b], what ``apply``
-        made of it, the identities held there that the batch deletes or replaces."""
+        made of it, the identities held there that the batch deletes or replaces or (``watermark``:
+        a stretch of the whole partition evicts in the same call, as the whole layout does, and
+        ``meta`` takes its counts) evicts."""
         elsewhere = ins.column(IDENTITY).to_numpy()
         spans = self._spans(chunks, np.union1d(ins_at, held_at[held_at >= 0]))
         done_spans: list[tuple[list[int], Applied, np.ndarray]] = []
@@ -281,15 +404,25 @@ class ChunkedOnUpdate:
             in_span = (ins_at >= a) & (ins_at <= b)
             # rows held here that the batch deletes or replaces (with a row key; else found by position)
             gone = changed_ids[(held_at >= a) & (held_at <= b)] if len(held_at) else np.zeros(0, np.int64)
+            whole = a == 0 and b == len(chunks) - 1
+            here = ins.filter(pa.array(in_span))
             try:
                 done = self._apply(
-                    store, chunks, a, b, meta, ins.filter(pa.array(in_span)), gone, None, elsewhere
+                    store, chunks, a, b, meta, here, gone, watermark if whole else None, elsewhere
                 )
             except NeedRows as short:
                 spans[0] = _widened(a, b, short, len(chunks))
                 self._absorb(spans, done_spans)
                 continue
             spans.pop(0)
+            if done.evicted:
+                meta.evicted_rows, meta.evicted_groups = done.meta.evicted_rows, done.meta.evicted_groups
+                meta.horizon = done.meta.horizon
+                if self.tracks_ids:  # the rows held or inserted here that are gone now
+                    before = [c.rows.column(IDENTITY).to_numpy() for c in chunks]
+                    before.append(here.column(IDENTITY).to_numpy())
+                    after = done.rows.column(IDENTITY).to_numpy()
+                    gone = np.union1d(gone, np.setdiff1d(np.concatenate(before), after))
             done_spans.append(([a, b], done, gone))
         return done_spans
 

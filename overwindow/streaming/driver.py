@@ -26,14 +26,14 @@ import numpy as np
 import pyarrow as pa
 
 from overwindow.spec import OverWindow
-from overwindow.streaming.chunked import MemoryChunks
+from overwindow.streaming.chunked import MemoryBucket, MemoryChunks
 from overwindow.streaming.contract import check_row_bound
 from overwindow.streaming.machines import machine_for
 
 
 class Driver:
     """Steps a machine per partition key (or per bucket of keys); states in a dict (whole layout) or
-    one MemoryChunks per key (chunked layout)."""
+    one MemoryChunks per key or MemoryBucket per bucket (chunked layout)."""
 
     def __init__(
         self,
@@ -101,7 +101,7 @@ class Driver:
 
     def _step(self, key, rows, watermark) -> pa.Table:
         if self.chunked and key not in self.states:
-            self.states[key] = MemoryChunks()
+            self.states[key] = MemoryBucket() if self.buckets else MemoryChunks()
         step = self.machine.step(self.states.get(key), rows, watermark)
         self.steps += 1
         check_row_bound(step, self.max_rows, key)
@@ -122,5 +122,8 @@ class Driver:
         return step.output
 
     def state_rows(self) -> int:
-        """Rows held in all partitions' state (released and pending)."""
+        """Rows held in all partitions' state (released and pending; the chunked layout's, from its
+        stores: a bucket's step counts only the keys it stepped)."""
+        if self.chunked:
+            return sum(store.rows_held() for store in self.states.values())
         return sum(self.held.values())

@@ -76,26 +76,36 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 def _column_bits(a: pa.Array) -> np.ndarray:
     """64 bits per value (uint64), equal for equal values: the value's own bits for numbers, booleans
-    and times (floats with -0.0 as 0.0 and one NaN), pandas' SipHash (fixed key) of anything else;
-    NULL as ``_NULL``. O(n), no Python objects except for strings and nested types."""
-    t = a.type
-    if pa.types.is_floating(t):
-        v = a.cast(pa.float64())
-        v = np.asarray((v.fill_null(0.0) if v.null_count else v).to_numpy(zero_copy_only=False))
-        bits = np.where(np.isnan(v), np.nan, v + 0.0).view(np.uint64)
-    elif pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t):
-        if pa.types.is_temporal(t):  # a time's integer count of its unit
-            a = a.view(pa.int64() if t.bit_width == 64 else pa.int32())
-        elif pa.types.is_unsigned_integer(t) and t.bit_width == 64:
-            a = a.view(pa.int64())
-        v = a.cast(pa.int64())
-        bits = np.asarray((v.fill_null(0) if v.null_count else v).to_numpy(zero_copy_only=False)).view(
-            np.uint64
-        )
-    else:
+    and times (``value_bits``), pandas' SipHash (fixed key) of anything else; NULL as ``_NULL``.
+    O(n), no Python objects except for strings and nested types."""
+    bits = value_bits(a)
+    if bits is None:
         import pandas as pd
 
         bits = pd.util.hash_array(np.asarray(a.to_pandas(), dtype=object))
     if a.null_count:
         bits = np.where(a.is_valid().to_numpy(zero_copy_only=False), bits, _NULL)
     return bits
+
+
+def value_bits(a: pa.Array) -> np.ndarray | None:
+    """The own 64 bits (uint64) of each value of a number, boolean or time array, equal exactly for
+    values equal as SQL keys: floats with -0.0 as 0.0 and one NaN, a time's integer count of its
+    unit; NULL slots hold any bits. None for other types. O(n).
+
+    >>> value_bits(pa.array([-0.0, 0.0])).tolist(), value_bits(pa.array(["a"]))
+    ([0, 0], None)
+    """
+    t = a.type
+    if pa.types.is_floating(t):
+        v = a.cast(pa.float64())
+        v = np.asarray((v.fill_null(0.0) if v.null_count else v).to_numpy(zero_copy_only=False))
+        return np.where(np.isnan(v), np.nan, v + 0.0).view(np.uint64)
+    if not (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_temporal(t)):
+        return None
+    if pa.types.is_temporal(t):  # a time's integer count of its unit
+        a = a.view(pa.int64() if t.bit_width == 64 else pa.int32())
+    elif pa.types.is_unsigned_integer(t) and t.bit_width == 64:
+        a = a.view(pa.int64())
+    v = a.cast(pa.int64())
+    return np.asarray((v.fill_null(0) if v.null_count else v).to_numpy(zero_copy_only=False)).view(np.uint64)

@@ -34,8 +34,8 @@ def machine_for(
     """The state machine of the spec's emit mode and state layout over input ``schema``;
     ``watermarked``: the ORDER BY column has a watermark (emit on update then evicts behind it);
     ``rows_per_chunk``: the chunked layout's chunk size (None: its default); ``keys``: the columns
-    that tell apart the partitions one state holds (a bucket of keys; not with the chunked layout,
-    which ``OverWindow`` refuses), none: one partition per state. O(calls)."""
+    that tell apart the partitions one state holds (a bucket of keys; for the chunked layout, one
+    store of the bucket's keys' entries), none: one partition per state. O(calls)."""
     _check_range_offsets(spec, schema)
     if spec.emit == "on_window_close":
         return WindowClose(spec, schema, tuple(keys))

@@ -157,8 +157,8 @@ class OnUpdate:
     # -- state ---------------------------------------------------------------------------------
 
     def load(self, state: bytes | None) -> tuple[pa.Table, pa.Table, OnUpdateMeta]:
-        """(rows, their stored results, meta) of a partition's state (or of one chunk of it: its
-        meta is empty)."""
+        """(rows, their stored results, meta) of one chunk of the chunked layout (its meta is empty;
+        the chunk's index holds the counters and the keyBuckets it was written with)."""
         return self._load(state)[:3]
 
     def _load(self, state: bytes | None) -> tuple[pa.Table, pa.Table, OnUpdateMeta, EvictedCounts | None]:
@@ -168,9 +168,6 @@ class OnUpdate:
             return self.empty_rows(), self.results_schema.empty_table(), OnUpdateMeta(), counts
         tables, meta = decode(state, STATE_KIND, OnUpdateMeta)
         counts = EvictedCounts(tables["parts"], self.keys) if "parts" in tables else None
-        written = counts.table.column_names[:-2] if counts is not None else ()
-        if meta.buckets != self.buckets or tuple(written) != self.keys:
-            raise buckets_changed(meta.buckets, written, self.buckets, self.keys)
         held = tables["rows"].combine_chunks()
         n_data = len(self.schema) + 1
         columns = [_held_as(c, f.type) for c, f in zip(held.columns[n_data:], self.results_schema)]
@@ -210,6 +207,10 @@ class OnUpdate:
         ``END_OF_INPUT`` changes nothing: every change was emitted when it came."""
         watermark = None if watermark == END_OF_INPUT else watermark
         old, old_res, meta, counts = self._load(state)
+        if state is not None:  # a state of other buckets (or per key) holds other keys' rows
+            written = counts.table.column_names[:-2] if counts is not None else ()
+            if meta.buckets != self.buckets or tuple(written) != self.keys:
+                raise buckets_changed(meta.buckets, written, self.buckets, self.keys)
         changes = self.changes(rows, meta.horizon, watermark)
         meta.late_rows += changes.late
         held = int(member(old.column(IDENTITY).to_numpy(), changes.updates).sum())
@@ -328,10 +329,13 @@ class OnUpdate:
         at, reach = self._affected(old, old_codes, merged, edges, parts)
         results, outputs, recomputed, aside = merged.results, [], 0, None
         if len(at):
-            if counts is None:
-                before = meta.evicted_rows, meta.evicted_groups
-            else:
+            if counts is not None:
                 before = counts.per_row(self.order, merged.rows)
+            elif parts is not None:  # one partition of a bucket's keys (the chunked layout's stretch)
+                n = merged.rows.num_rows
+                before = np.full(n, meta.evicted_rows), np.full(n, meta.evicted_groups)
+            else:
+                before = meta.evicted_rows, meta.evicted_groups
             new, recomputed = recompute(merged.rows, reach, at, self.expressions, *before, parts), len(at)
             why = new.column(FAILED)
             new = new.drop_columns([FAILED])

@@ -15,7 +15,8 @@ Kinds and the format versions they read:
 - ``on_update`` (``OnUpdateMeta``; also each chunk of the chunked layout, with empty counters):
   format 2 only, as format 1 hashed row identities differently (``identity``); a bucket of keys
   also holds ``parts`` (each partition key's evicted counts) and its keyBuckets in the header;
-- ``on_update_index`` (``ChunkIndexMeta``): format 2.
+- ``on_update_index`` (``ChunkIndexMeta``): format 2; on a bucket of keys, the bucket's value holds
+  no table, only its keyBuckets and key columns (each key's index is an entry of the bucket's map).
 
 >>> t = pa.table({"x": [1, 2]})
 >>> data = encode({"rows": t}, "on_update", OnUpdateMeta(late_rows=3))
@@ -127,9 +128,18 @@ def buckets_changed(written: int | None, written_keys, running: int | None, keys
 
 @dataclass
 class ChunkIndexMeta(OnUpdateMeta):
-    """The chunked layout's index: the partition's counters and the next free chunk id."""
+    """The chunked layout's index: the partition's counters and the next free chunk id; with its
+    ``buckets``, the key columns of a bucket of keys (None: a state per key). A bucket's own value
+    is one with no table: the keyBuckets and keys its entries were written with."""
 
     next_chunk: int = 0
+    keys: list[str] | None = None
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        if out.get("keys") is None:  # a state per key reads as it did before buckets
+            out.pop("keys", None)
+        return out
 
 
 M = TypeVar("M", bound=StateMeta)

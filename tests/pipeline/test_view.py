@@ -78,10 +78,6 @@ def test_overrides_replace_keys(tmp_path):
             r"\[view\] key_buckets \(line 16\)",
         ),
         (
-            ('emit = "on_window_close"', 'emit = "on_update"\nstate_layout = "chunked"\nkey_buckets = 8'),
-            r"\[view\] key_buckets \(line 17\): key_buckets runs the whole state layout",
-        ),
-        (
             ('emit = "on_window_close"', 'emit = "on_window_close"\nstate_ttl = "soon"'),
             r"\[view\] state_ttl \(line 16\): state_ttl='soon' is not an interval",
         ),
@@ -361,17 +357,19 @@ def test_window_close_hosts_key_buckets_by_default_and_a_started_checkpoint_keep
 
 
 @pytest.mark.parametrize(
-    "watermark, layout, hosting",
+    "watermark, layout, given, hosting",
     [
-        (True, "whole", 64),  # rows behind the watermark leave the state: buckets
-        (False, "whole", None),  # every live row stays: a bucket would carry all its keys' rows
-        (True, "chunked", None),  # the chunked layout keeps a state per key
+        (True, "whole", None, 64),  # rows behind the watermark leave the state: buckets
+        (False, "whole", None, None),  # every live row stays: a bucket would carry all its keys' rows
+        (True, "chunked", None, None),  # on buckets the chunked layout measured no faster
+        (False, "chunked", "8", 8),  # ... and runs there when asked
     ],
 )
 def test_emit_on_update_hosts_key_buckets_where_the_watermark_bounds_its_state(
-    tmp_path, watermark, layout, hosting
+    tmp_path, watermark, layout, given, hosting
 ):
-    text = GOOD.replace('emit = "on_window_close"', f'emit = "on_update"\nstate_layout = "{layout}"')
+    extra = f"\nkey_buckets = {given}" if given else ""
+    text = GOOD.replace('emit = "on_window_close"', f'emit = "on_update"\nstate_layout = "{layout}"{extra}')
     if not watermark:
         text = text.replace('[watermark]\ncolumn = "ts"\ndelay = "10 seconds"\n', "")
     view = load_view(write(tmp_path, text))

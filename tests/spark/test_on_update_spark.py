@@ -2,8 +2,8 @@
 applied by foreachBatch to a table keyed by (partition key, row key). After every run (each a restart
 from the checkpoint) the table equals the batch evaluator over the live rows. Both state layouts:
 whole (applyInPandasWithState) and chunked (transformWithStateInPandas on the RocksDB state store),
-and the whole layout on buckets of keys (keyBuckets: one state and one call per bucket, NULL keys
-among them)."""
+and both layouts on buckets of keys (keyBuckets: one group and one call per bucket, NULL keys among
+them)."""
 
 import json
 import os
@@ -33,13 +33,14 @@ def _write(folder, rows, n):
     os.utime(path, (t, t))
 
 
-@pytest.mark.parametrize("layout", ["whole", "chunked", "bucketed"])
+@pytest.mark.parametrize("layout", ["whole", "chunked", "bucketed", "chunked, bucketed"])
 def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, layout, request):
-    if layout == "chunked":
+    chunked, bucketed = "chunked" in layout, "bucketed" in layout
+    if chunked:
         request.getfixturevalue("rocksdb")
     # rank() numbers rows from the partition's start: the chunked layout refuses it
-    calls = [c for c in CALLS if layout != "chunked" or " AS r" not in c]
-    keys = 7 if layout == "bucketed" else 3
+    calls = [c for c in CALLS if not chunked or " AS r" not in c]
+    keys = 7 if bucketed else 3
     names = [c.rsplit(" AS ", 1)[1] for c in calls]
     rng = np.random.default_rng(9)
     src, chk = str(tmp_path / "src"), str(tmp_path / "chk")
@@ -61,7 +62,7 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
             if rng.random() < 0.7 or not live:
                 k = int(rng.integers(0, keys))
                 row = {
-                    "k": None if layout == "bucketed" and k == 0 else k,
+                    "k": None if bucketed and k == 0 else k,
                     "id": next_id,
                     "t": int(rng.integers(0, 50)),
                     "x": float(rng.integers(0, 100)),
@@ -87,8 +88,8 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
             emit="on_update",
             rowKey="id",
             opColumn="op",
-            stateLayout="chunked" if layout == "chunked" else "whole",
-            keyBuckets=3 if layout == "bucketed" else None,
+            stateLayout="chunked" if chunked else "whole",
+            keyBuckets=3 if bucketed else None,
         )
         q = (
             events.groupBy("k")
@@ -115,6 +116,39 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
                     assert got[name] is None or np.isnan(got[name])
                 else:
                     assert got[name] == pytest.approx(want, rel=1e-9), (name, r)
+
+
+def test_a_chunked_checkpoint_started_per_key_is_refused_on_buckets(spark, tmp_path, rocksdb):
+    """Keys 0-2 ran per key; the same checkpoint on 3 buckets groups by the bucket numbers 0-2, whose
+    state variable ``index`` is then a key's index written per key: refused in the words of a state
+    of other keyBuckets, not read as a bucket's."""
+    src, chk = str(tmp_path / "src"), str(tmp_path / "chk")
+    os.makedirs(src)
+    rows = [{"k": i % 3, "id": i, "t": i, "x": 1.0, "op": "insert"} for i in range(9)]
+
+    def run(buckets):
+        spec = overwindow.OverWindow(
+            CALLS[0], emit="on_update", rowKey="id", opColumn="op", stateLayout="chunked", keyBuckets=buckets
+        )
+        q = (
+            spark.readStream.schema(SCHEMA.replace("k INT", "k BIGINT"))
+            .json(src)
+            .groupBy("k")
+            .overWindow(spec)
+            .writeStream.foreachBatch(lambda df, i: df.collect())
+            .option("checkpointLocation", chk)
+            .outputMode("update")
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+
+    _write(src, rows[:6], 0)
+    run(None)
+    _write(src, rows[6:], 1)
+    refused = r"written with keyBuckets=None \(keys \(\)\) and the query now runs keyBuckets=3"
+    with pytest.raises(Exception, match=refused):
+        run(3)
 
 
 def test_chunked_layout_needs_the_rocksdb_state_store(spark, tmp_path):

@@ -6,12 +6,19 @@ import pyarrow as pa
 
 
 def random_cdc_batch(
-    rng, live: dict, next_id: int, size: int, t_hi: int = 15, keys: int = 3, value: str = "x"
+    rng,
+    live: dict,
+    next_id: int,
+    size: int,
+    t_hi: int = 15,
+    keys: int = 3,
+    value: str = "x",
+    null_key: bool = False,
 ):
     """``size`` changes: 60% inserts (new ids), 20% deletes and 20% updates of live rows; ``live``
-    ((k, id) -> row) is updated to match. ``keys``: partition keys 0 to keys - 1; ``value``: the
-    value column, ``x`` (a float, 15% NULL) or ``u`` (an integer in [0, 100)). Returns (the rows with
-    their ``op``, the next free id)."""
+    ((k, id) -> row) is updated to match. ``keys``: partition keys 0 to keys - 1 (``null_key``: NULL
+    in place of 0); ``value``: the value column, ``x`` (a float, 15% NULL) or ``u`` (an integer in
+    [0, 100)). Returns (the rows with their ``op``, the next free id)."""
     batch = []
     for _ in range(size):
         choice = rng.random()
@@ -20,8 +27,9 @@ def random_cdc_batch(
         else:
             x = int(rng.integers(0, 100))
         if choice < 0.6 or not live:
+            k = int(rng.integers(0, keys))
             row = {
-                "k": int(rng.integers(0, keys)),
+                "k": None if null_key and k == 0 else k,
                 "id": next_id,
                 "t": int(rng.integers(0, t_hi)),
                 value: x,

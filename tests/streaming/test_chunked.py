@@ -1,7 +1,8 @@
-"""The chunked state layout of emit on update. Oracles: the whole-state machine (itself checked against
-the batch evaluator and DuckDB in test_on_update.py) fed the same batches must emit the same changelog
-batch by batch, and the view kept from the chunked changelog must equal ``overwindow.evaluate`` over
-the live rows. Tiny chunks (2-5 rows) put chunk edges inside every frame, peer group and change."""
+"""The chunked state layout of emit on update, per key and on buckets of keys. Oracles: the
+whole-state machine (itself checked against the batch evaluator and DuckDB in test_on_update.py) fed
+the same batches must emit the same changelog batch by batch, and the view kept from the chunked
+changelog must equal ``overwindow.evaluate`` over the live rows. Tiny chunks (2-5 rows) put chunk
+edges inside every frame, peer group and change."""
 
 import re
 
@@ -15,10 +16,12 @@ from hypothesis import strategies as st
 import overwindow
 from overwindow.errors import WindowSpecError
 from overwindow.spec import OverWindow
-from overwindow.streaming.chunked import CHUNK, CHUNK_ROWS, INDEX_KIND, MemoryChunks
+from overwindow.streaming.chunked import CHUNK, CHUNK_ROWS, INDEX_KIND, MemoryBucket, MemoryChunks
 from overwindow.streaming.driver import Driver
 from overwindow.streaming.identity import IDENTITY
-from overwindow.streaming.state import ChunkIndexMeta, decode
+from overwindow.streaming.machines import machine_for
+from overwindow.streaming.partitions import key_bytes
+from overwindow.streaming.state import ChunkIndexMeta, StateFormatError, decode
 
 SCHEMA = pa.schema(
     [("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("op", pa.string())]
@@ -84,6 +87,27 @@ def _same_changelog(a: pa.Table, b: pa.Table, names):
                 assert u == pytest.approx(v, rel=1e-9, abs=1e-9), (x, y)
 
 
+def _identities_point_at_their_chunks(driver: Driver) -> None:
+    """The identity map of every partition points each row held at the chunk that holds it, and
+    holds nothing else (rows deleted or evicted are forgotten)."""
+    for store in _partitions(driver):
+        index = decode(store.index, INDEX_KIND, ChunkIndexMeta)[0]["index"]
+        for cid in index.column(CHUNK).to_pylist():
+            held = driver.machine.machine.load(store.chunks[cid])[0]
+            assert all(store.rows[h] == cid for h in held.column(IDENTITY).to_pylist()), held.column(
+                "id"
+            ).to_pylist()
+        assert set(store.chunks) == set(index.column(CHUNK).to_pylist())
+        assert len(store.rows) == sum(index.column(CHUNK_ROWS).to_pylist())
+
+
+def _partitions(driver: Driver) -> list[MemoryChunks]:
+    """The chunked stores of a driver's partitions holding rows, per key or in its buckets."""
+    if driver.buckets is None:
+        return list(driver.states.values())
+    return [p for bucket in driver.states.values() for p in bucket.held().values()]
+
+
 @settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -92,18 +116,28 @@ def _same_changelog(a: pa.Table, b: pa.Table, names):
     batch_size=st.integers(1, 30),
     chunk=st.integers(2, 5),
     guess=st.booleans(),
+    buckets=st.sampled_from([None, 1, 2]),
 )
-def test_chunked_changelog_equals_whole_state_and_batch(seed, calls, n_batches, batch_size, chunk, guess):
+def test_chunked_changelog_equals_whole_state_and_batch(
+    seed, calls, n_batches, batch_size, chunk, guess, buckets
+):
+    """Per key, and on 1 or 2 buckets of 5 keys, one of them NULL (keys without changes in a batch,
+    keys whose rows all go while others of their bucket stay, the same id under two keys)."""
     rng = np.random.default_rng(seed)
-    whole = Driver(OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op"), SCHEMA, ["k"])
-    spec = OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op", stateLayout="chunked")
+    options = dict(emit="on_update", rowKey="id", opColumn="op", keyBuckets=buckets)
+    whole = Driver(OverWindow(*calls, **options), SCHEMA, ["k"])
+    spec = OverWindow(*calls, stateLayout="chunked", **options)
     chunked = Driver(spec, SCHEMA, ["k"], rows_per_chunk=chunk)
     if not guess:  # load no neighbours at first: every stretch grows by NeedRows alone
         chunked.machine.margin = 0
     live, view, next_id = {}, {}, 0
     names = _names(calls)
     for _ in range(n_batches):
-        batch, next_id = random_cdc_batch(rng, live, next_id, batch_size)
+        batch, next_id = random_cdc_batch(rng, live, next_id, batch_size, keys=5, null_key=True)
+        if buckets and rng.random() < 0.3:  # an id again under another key: another row there
+            again = [dict(r, k=(r["k"] or 0) + 1, op="insert") for r in batch if r["op"] == "insert"][:2]
+            live.update(((r["k"], r["id"]), {c: r[c] for c in ("k", "id", "t", "x")}) for r in again)
+            batch += again
         table = pa.Table.from_pylist(batch, schema=SCHEMA)
         got = chunked.feed(table)
         _same_changelog(got, whole.feed(table), names)
@@ -114,22 +148,16 @@ def test_chunked_changelog_equals_whole_state_and_batch(seed, calls, n_batches, 
                 view[(r["k"], r["id"])] = r
     assert set(view) == set(live)
     assert chunked.state_rows() == len(live)
+    assert len(_partitions(chunked)) == len({k for k, _ in live})  # a key whose rows all went: no entries
     if live:
         rows = pa.Table.from_pylist(list(live.values()), schema=SCHEMA.remove(SCHEMA.get_field_index("op")))
+        # ties in ORDER BY fall by the row key, as the machines break them
+        rows = rows.sort_by([("t", "ascending"), ("id", "ascending")])
         batch = overwindow.evaluate(rows, *spec.partitioned(("k",)))
         want = pa.Table.from_pylist([dict(r, _change="upsert") for r in batch.to_pylist()])
         have = pa.Table.from_pylist([view[(r["k"], r["id"])] for r in batch.to_pylist()])
         _same_changelog(have, want, names)
-    # the identity map points every live row at the chunk that holds it
-    for _key, store in chunked.states.items():
-        index = decode(store.index, INDEX_KIND, ChunkIndexMeta)[0]["index"]
-        for cid in index.column(CHUNK).to_pylist():
-            held = chunked.machine.machine.load(store.chunks[cid])[0]
-            assert all(store.rows[h] == cid for h in held.column(IDENTITY).to_pylist()), held.column(
-                "id"
-            ).to_pylist()
-        assert set(store.chunks) == set(index.column(CHUNK).to_pylist())
-        assert len(store.rows) == sum(index.column(CHUNK_ROWS).to_pylist())
+    _identities_point_at_their_chunks(chunked)
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -139,15 +167,18 @@ def test_chunked_changelog_equals_whole_state_and_batch(seed, calls, n_batches, 
     chunk=st.integers(2, 6),
     row_key=st.booleans(),
     guess=st.booleans(),
+    buckets=st.sampled_from([None, 1, 2]),
 )
-def test_chunked_eviction_equals_whole_state(seed, calls, chunk, row_key, guess):
-    """With a watermark, both layouts evict the same rows, drop the same late rows and emit the same."""
+def test_chunked_eviction_equals_whole_state(seed, calls, chunk, row_key, guess, buckets):
+    """With a watermark, both layouts evict the same rows, drop the same late rows and emit the same;
+    on 1 or 2 buckets of 4 keys (one NULL), each key evicts when it gets rows, as a key of the
+    whole layout with a state per key does."""
     rng = np.random.default_rng(seed)
     schema = SCHEMA.remove(SCHEMA.get_field_index("op"))
     key = {"rowKey": "id"} if row_key else {}
     whole = Driver(OverWindow(*calls, emit="on_update", **key), schema, ["k"], watermarked=True)
     chunked = Driver(
-        OverWindow(*calls, emit="on_update", stateLayout="chunked", **key),
+        OverWindow(*calls, emit="on_update", stateLayout="chunked", keyBuckets=buckets, **key),
         schema,
         ["k"],
         watermarked=True,
@@ -159,9 +190,10 @@ def test_chunked_eviction_equals_whole_state(seed, calls, chunk, row_key, guess)
     for b in range(10):
         n = int(rng.integers(1, 25))
         t = high + rng.integers(-8, 6, n)  # mostly forward, some late
+        k = rng.integers(0, 4 if buckets else 2, n)
         rows = pa.table(
             {
-                "k": rng.integers(0, 2, n),
+                "k": pa.array(k, mask=(k == 0) if buckets else None),
                 "id": np.arange(next_id, next_id + n),
                 "t": t,
                 "x": rng.integers(-5, 5, n).astype(float),
@@ -174,6 +206,8 @@ def test_chunked_eviction_equals_whole_state(seed, calls, chunk, row_key, guess)
         high = max(high, int(t.max()))
         assert chunked.state_rows() == whole.state_rows()
         assert chunked.late_rows == whole.late_rows
+    if row_key:
+        _identities_point_at_their_chunks(chunked)
 
 
 def test_a_key_whose_rows_are_all_deleted_keeps_no_state():
@@ -305,3 +339,82 @@ def test_an_update_that_moves_a_row_far_emits_no_delete():
     last = index.column(CHUNK).to_pylist()[-1]
     held_5 = [h for h, c in store.rows.items() if c == last]
     assert len(held_5) == index.column(CHUNK_ROWS).to_pylist()[-1]
+
+
+class _Watched(MemoryBucket):
+    """A MemoryBucket noting which partitions a step opens."""
+
+    def __init__(self):
+        super().__init__()
+        self.opened = []
+
+    def partition(self, key):
+        self.opened.append(key)
+        return super().partition(key)
+
+
+def test_a_bucket_step_reads_only_the_keys_with_rows():
+    """A bucket of 50 keys: a micro-batch with rows of two keys (one NULL) opens those two keys'
+    entries and no other (with a watermark too: a key evicts when it gets rows); its chunk reads
+    stay within the keys' frames."""
+    schema = SCHEMA.remove(SCHEMA.get_field_index("op"))
+    spec = OverWindow(CALL_SETS[0][0], emit="on_update", rowKey="id", stateLayout="chunked", keyBuckets=1)
+    machine = machine_for(spec, schema, watermarked=True, rows_per_chunk=4, keys=("k",))
+    bucket = _Watched()
+    n = 50 * 20
+    k = np.arange(n) % 50
+    machine.step(
+        bucket,
+        pa.table(
+            {"k": pa.array(k, mask=k == 0), "id": np.arange(n), "t": np.arange(n) // 50, "x": np.ones(n)},
+            schema=schema,
+        ),
+    )
+    assert len(bucket.held()) == 50
+    reads = {key: p.reads for key, p in bucket.parts.items()}
+    bucket.opened.clear()
+    rows = pa.table({"k": [7, None], "id": [n, n + 1], "t": [20, 20], "x": [2.0, 3.0]}, schema=schema)
+    step = machine.step(bucket, rows, watermark=15)
+    assert sorted(bucket.opened) == sorted(key_bytes(rows.select(["k"])))
+    assert all(p.reads == reads[key] for key, p in bucket.parts.items() if key not in bucket.opened)
+    by_id = {r["id"]: r["s"] for r in step.output.to_pylist()}  # ROWS 2 PRECEDING AND 1 FOLLOWING
+    assert (by_id[n], by_id[n + 1], len(by_id)) == (1 + 1 + 2.0, 1 + 1 + 3.0, 4)  # and the rows before
+    assert bucket.rows_held() < n + 2  # the two keys evicted behind the watermark, the others kept
+
+
+@pytest.mark.parametrize(("then", "keys"), [(None, ()), (8, ("k",)), (4, ("id",))])
+def test_a_chunked_state_written_with_buckets_is_refused_under_other_buckets_or_keys(then, keys):
+    """Buckets are fixed for a checkpoint's life, in the whole layout's words: a chunked state written
+    with keyBuckets=4 over k is refused under other buckets, other keys or per key (in Spark a
+    bucket's value and a key's index are the same state variable, ``index``, of its group: modelled
+    here by handing one's value to the other), and a state per key is refused on buckets."""
+    schema = SCHEMA.remove(SCHEMA.get_field_index("op"))
+    rows = pa.table({"k": [1, 2], "id": [1, 2], "t": [5, 6], "x": [1.0, 2.0]}, schema=schema)
+    call = CALL_SETS[0][0]
+
+    def machine(buckets, keys):
+        spec = OverWindow(call, emit="on_update", rowKey="id", stateLayout="chunked", keyBuckets=buckets)
+        return machine_for(spec, schema, keys=keys)
+
+    bucket = MemoryBucket()
+    machine(4, ("k",)).step(bucket, rows)
+    words = rf"written with keyBuckets=4 \(keys \('k',\)\) .* now runs keyBuckets={then}"
+    later = machine(then, keys)
+    held = MemoryChunks() if then is None else MemoryBucket()
+    if then is None:
+        held.index = bucket.meta
+    else:
+        held.meta = bucket.meta
+    with pytest.raises(StateFormatError, match=words):
+        later.step(held, rows)
+    if then is not None:  # a key's own entries record them too
+        held = MemoryBucket()
+        held.parts = bucket.parts
+        with pytest.raises(StateFormatError, match=words):
+            later.step(held, rows)
+    per_key = MemoryChunks()
+    machine(None, ()).step(per_key, rows)
+    continued = MemoryBucket()
+    continued.meta = per_key.index
+    with pytest.raises(StateFormatError, match=r"written with keyBuckets=None \(keys \(\)\)"):
+        machine(4, ("k",)).step(continued, rows)
