@@ -136,6 +136,7 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
             "run",
             *map(str, view if isinstance(view, list) else [view]),
             "--once",
+            "--debug",  # on a failure its stderr ends with the whole trace
         ],
         stdout=subprocess.PIPE,
         stderr=stderr,
@@ -172,7 +173,7 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
     proc.wait(timeout=600)
     if proc.returncode not in (0, -signal.SIGKILL):
         stderr.seek(0)
-        print(f"the job exited with {proc.returncode}; its stderr ends:\n{stderr.read()[-4000:]}")
+        print(f"the job exited with {proc.returncode}; its stderr ends:\n{stderr.read()[-12000:]}")
     stderr.close()
     return proc.returncode
 
