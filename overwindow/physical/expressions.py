@@ -566,7 +566,7 @@ def _scaled(op: str, interval, number, name: str):
         out = [_decimal_scale(op, int(m), x) if ok else 0 for m, x, ok in zip(micros, factors, valid)]
         whole = np.array(out, dtype=object)
         if any(abs(w) > INTERVAL_LIMIT["us"] for w in out):
-            raise WindowRuntimeError(f"{name} overflows INTERVAL DAY TO SECOND (Spark: long overflow)")
+            raise _interval_overflow(name)
         whole = whole.astype(np.int64)
     elif kind is TypeFamily.FLOAT:
         whole = _float_scale(op, micros, np.where(valid, factors, 1.0), valid, name)
@@ -584,10 +584,15 @@ def _pylist(x) -> list:
 _I64_MIN = np.iinfo(np.int64).min
 
 
+def _interval_overflow(name: str) -> WindowRuntimeError:
+    """The error of a scaled interval past Spark's long of microseconds, for each factor's kind."""
+    return WindowRuntimeError(f"{name} overflows INTERVAL DAY TO SECOND (Spark: long overflow)")
+
+
 def _integer_scale(op: str, micros: np.ndarray, n: np.ndarray, valid: np.ndarray, name: str) -> np.ndarray:
     """``micros * n`` (Java's multiplyExact) or ``micros / n`` rounded half up (Guava's
     LongMath.divide), exactly in 64-bit integers; ``n`` has no zero. O(n)."""
-    overflow = WindowRuntimeError(f"{name} overflows INTERVAL DAY TO SECOND (Spark: long overflow)")
+    overflow = _interval_overflow(name)
     if op == "*":
         try:
             whole = pc.multiply_checked(pa.array(micros), pa.array(n)).to_numpy()
@@ -619,7 +624,7 @@ def _float_scale(op: str, micros: np.ndarray, x: np.ndarray, valid: np.ndarray, 
     whole = np.trunc(value)
     whole += np.where(np.abs(value - whole) >= 0.5, np.sign(value), 0.0)  # value - whole is exact
     if np.any(np.abs(whole) >= 2.0**63):
-        raise WindowRuntimeError(f"{name} overflows INTERVAL DAY TO SECOND (Spark: long overflow)")
+        raise _interval_overflow(name)
     return whole.astype(np.int64)
 
 
