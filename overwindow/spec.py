@@ -50,11 +50,13 @@ class OverWindow:
     output, and (emit on update) key the changelog (default: all input columns).
     ``opColumn`` (emit on update): a column saying insert, delete or update per row (CDC input;
     Debezium's c/u/d/r and Flink's +I/-U/+U/-D spellings are understood); needs ``rowKey``.
-    ``stateLayout`` (emit on update): ``"whole"`` (default) keeps a key's rows as one state value,
-    which Spark moves whole in every micro-batch that touches the key; ``"chunked"`` keeps them in
-    chunks and reads and writes only those a batch's changes reach (per-batch cost independent of
-    the rows held; needs frames of bounded reach and Spark's transformWithStateInPandas with the
-    RocksDB state store).
+    ``stateLayout``: ``"whole"`` (default) keeps a key's rows (or a bucket's) as one state value,
+    which Spark moves whole in every micro-batch that touches the key; ``"chunked"`` runs on Spark's
+    transformWithStateInPandas with the RocksDB state store and reads and writes only what a batch
+    reaches: on update, a key's rows in chunks, only those its changes reach (per-batch cost
+    independent of the rows held; needs frames of bounded reach); on window close (with
+    ``keyBuckets``), each key's history as an entry of its bucket, read only when the key releases
+    rows (per-batch cost independent of the keys held).
     ``maxRowsPerKey``: the most rows one partition (groupBy key) may hold in state; a step that
     leaves more fails naming the bound and the key (None: no bound).
     ``keyBuckets``: hash the groupBy keys into this many buckets and serve all the keys of a bucket
@@ -142,12 +144,19 @@ class OverWindow:
                 "watermark; emit on update removes the rows no change can reach with a watermark "
                 "instead (its state per key stays until the key gets rows again)"
             )
-        if stateLayout == "chunked":
-            if emit != "on_update":
+        if stateLayout == "chunked" and emit == "on_window_close":
+            if keyBuckets is None:
                 raise WindowSpecError(
-                    "stateLayout='chunked' is for emit='on_update' (emit on window close already "
-                    "keeps only the rows its frames still need)"
+                    "stateLayout='chunked' on emit on window close keeps each key's history as an "
+                    "entry of its key bucket: give keyBuckets too (a state per key already holds only "
+                    "its own rows)"
                 )
+            if self.state_ttl is not None:
+                raise WindowSpecError(
+                    "stateTtl runs on stateLayout='whole': the chunked layout reads a key's history only "
+                    "when it releases rows, so it cannot see which keys have gone quiet"
+                )
+        elif stateLayout == "chunked":
             reasons = [f"{c.alias}: {c.unbounded_reach}" for c in self.calls if c.unbounded_reach]
             if reasons:
                 raise WindowSpecError(

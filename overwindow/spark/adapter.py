@@ -13,7 +13,9 @@ table keyed by (group key, row key). State is one binary value per key (Arrow IP
 state being an index value, a map of chunks and (with a row key) a map of row identities
 (``overwindow.streaming.chunked``), so a micro-batch moves only the chunks its changes reach; with
 ``keyBuckets`` too, one group per bucket keeps each key's index and chunks as entries of its maps,
-and a call reads only the keys with rows.
+and a call reads only the keys with rows. Emit on window close with ``stateLayout="chunked"`` (on
+buckets) runs there too: a bucket's pending rows in its value, each key's history an entry of a map
+(``overwindow.streaming.window_close_split``), one event-time timer per bucket at its wakeup.
 
 Timestamps reach pandas UDFs as wall-clock times of the session time zone; the watermark Spark
 reports is UTC milliseconds. The adapter converts the watermark into the key's wall-clock
@@ -151,7 +153,10 @@ def over_window(grouped, spec: OverWindow, keep=None):
     if spec.state_layout == "chunked":
         _check_rocksdb(df.sparkSession, "stateLayout='chunked'")
         out = grouped.transformWithStateInPandas(
-            _chunked_processor(run), output_struct, "Update", "EventTime" if watermarked else "None"
+            _chunked_processor(run),
+            output_struct,
+            "Append" if spec.emit == "on_window_close" else "Update",
+            "EventTime" if watermarked else "None",
         )
     else:
         state_struct = StructType([StructField("state", BinaryType(), False)])
@@ -291,10 +296,17 @@ class _Runner:
             state.remove()
         else:
             state.update((step.state,))
-        if step.wakeup is not None and self.spec.emit == "on_window_close":
-            wake = END_OF_INPUT_MS if step.wakeup == END_OF_INPUT else self._to_ms(step.wakeup)
-            state.setTimeoutTimestamp(max(wake, (wm_ms or 0) + 1))
+        timeout = self.timeout_ms(step.wakeup, wm_ms)
+        if timeout is not None and self.spec.emit == "on_window_close":
+            state.setTimeoutTimestamp(timeout)
         yield from self.emitted(step)
+
+    def timeout_ms(self, wakeup, wm_ms) -> int | None:
+        """A step's ``wakeup`` as Spark's event-time timeout (UTC ms, past the watermark ``wm_ms``)."""
+        if wakeup is None:
+            return None
+        wake = END_OF_INPUT_MS if wakeup == END_OF_INPUT else self._to_ms(wakeup)
+        return max(wake, (wm_ms or 0) + 1)
 
     def emitted(self, step) -> Iterator[pd.DataFrame]:
         """What Spark takes back of ``step``."""
@@ -430,9 +442,9 @@ def _records(aside, key) -> dict:
 
 
 def _chunked_processor(runner: _Runner):
-    """A StatefulProcessor running the chunked emit-on-update machine, per key or (with the runner's
-    ``keys``) per bucket of keys (defined here so that importing overwindow does not import
-    pyspark)."""
+    """A StatefulProcessor running the chunked layout's machine: emit on update per key or (with the
+    runner's ``keys``) per bucket of keys; emit on window close per bucket, with its timer (defined
+    here so that importing overwindow does not import pyspark)."""
     from pyspark.sql.streaming import StatefulProcessor
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
@@ -441,9 +453,15 @@ def _chunked_processor(runner: _Runner):
 
     class ChunkedProcessor(StatefulProcessor):
         def init(self, handle):
-            # per key the key's index; per bucket the bucket's own value (its keyBuckets and keys):
-            # one variable, so a state of the other hosting under the same group is read and refused
+            # per key the key's index; per bucket the bucket's own value (its keyBuckets and keys;
+            # window close: its pending rows): one variable, so a state of another hosting or mode
+            # under the same group is read and refused
+            self.handle = handle
             self.index = handle.getValueState("index", binary)
+            if runner.spec.emit == "on_window_close":  # each key's history is an entry; one timer
+                self.histories = handle.getMapState("histories", StructType([key]), binary)
+                self.timer = handle.getValueState("timer", StructType([StructField("ms", LongType())]))
+                return
             if runner.keys:  # each key's index and chunks are entries of the bucket's maps
                 self.indexes = handle.getMapState("indexes", StructType([key]), binary)
                 self.chunks = handle.getMapState("key_chunks", StructType([key, chunk]), binary)
@@ -456,11 +474,38 @@ def _chunked_processor(runner: _Runner):
             )
 
         def handleInputRows(self, key, rows, timerValues):
+            yield from self._step(key, rows, timerValues)
+
+        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+            # window close: a bucket's wakeup; Spark has deleted the timer that fired
+            if (self.timer.get() or (None,))[0] == expiredTimerInfo.getExpiryTimeInMs():
+                self.timer.clear()
+            yield from self._step(key, iter(()), timerValues)
+
+        def _step(self, key, rows, timerValues):
             wm_ms = timerValues.getCurrentWatermarkInMs() if runner.watermarked else None
-            store = _BucketVariables(self) if runner.keys else _StateVariables(self)
+            if runner.spec.emit == "on_window_close":
+                store = _HistoryVariables(self)
+            else:
+                store = _BucketVariables(self) if runner.keys else _StateVariables(self)
             step = runner.step(key, store, rows, wm_ms)
             check_row_bound(step, runner.spec.max_rows_per_key, key)
+            if runner.spec.emit == "on_window_close":
+                self._wake(runner.timeout_ms(step.wakeup, wm_ms))
             yield from _emitted(step)
+
+        def _wake(self, ms: int | None) -> None:
+            """The bucket's one event-time timer at ``ms`` (None: none), moved only when it changes."""
+            old = (self.timer.get() or (None,))[0]
+            if ms == old:
+                return
+            if old is not None:
+                self.handle.deleteTimer(old)
+            if ms is None:
+                self.timer.clear()
+            else:
+                self.handle.registerTimer(ms)
+                self.timer.update((ms,))
 
         def close(self):
             pass
@@ -534,6 +579,38 @@ class _BucketVariables:
 
     def partition(self, key):
         return _StateVariables(self.processor, key)
+
+
+class _HistoryVariables:
+    """``overwindow.streaming.window_close_split.HistoryStore`` over a bucket's
+    transformWithStateInPandas state variables: its value (``index``) and a map of each key's
+    history (``histories``). Every call is one round trip to the JVM."""
+
+    def __init__(self, processor):
+        self.index, self.entries = processor.index, processor.histories
+
+    def read_meta(self):
+        found = self.index.get()
+        return None if found is None else found[0]
+
+    def write_meta(self, data):
+        self.index.update((data,))
+
+    def remove_meta(self):
+        self.index.clear()
+
+    def read_histories(self, keys):
+        get = self.entries.getValue
+        return [None if (found := get((k,))) is None else found[0] for k in keys]
+
+    def write_history(self, key, data):
+        self.entries.updateValue((key,), (data,))
+
+    def remove_history(self, key):
+        self.entries.removeKey((key,))
+
+    def histories(self):
+        return ((k[0], v[0]) for k, v in self.entries.iterator())
 
 
 def _emitted(step) -> Iterator[pd.DataFrame]:

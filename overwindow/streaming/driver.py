@@ -29,11 +29,13 @@ from overwindow.spec import OverWindow
 from overwindow.streaming.chunked import MemoryBucket, MemoryChunks
 from overwindow.streaming.contract import check_row_bound
 from overwindow.streaming.machines import machine_for
+from overwindow.streaming.window_close_split import MemoryHistories, SplitWindowClose
 
 
 class Driver:
     """Steps a machine per partition key (or per bucket of keys); states in a dict (whole layout) or
-    one MemoryChunks per key or MemoryBucket per bucket (chunked layout)."""
+    one MemoryChunks per key or MemoryBucket per bucket (chunked layout; on window close one
+    MemoryHistories per bucket)."""
 
     def __init__(
         self,
@@ -101,7 +103,7 @@ class Driver:
 
     def _step(self, key, rows, watermark) -> pa.Table:
         if self.chunked and key not in self.states:
-            self.states[key] = MemoryBucket() if self.buckets else MemoryChunks()
+            self.states[key] = self._store()
         step = self.machine.step(self.states.get(key), rows, watermark)
         self.steps += 1
         check_row_bound(step, self.max_rows, key)
@@ -120,6 +122,12 @@ class Driver:
         self.wakeups[key] = step.wakeup
         self.held[key] = step.counters.state_rows
         return step.output
+
+    def _store(self):
+        """A new key's or bucket's store of the chunked layout."""
+        if isinstance(self.machine, SplitWindowClose):
+            return MemoryHistories()
+        return MemoryBucket() if self.buckets else MemoryChunks()
 
     def state_rows(self) -> int:
         """Rows held in all partitions' state (released and pending; the chunked layout's, from its

@@ -1,5 +1,6 @@
-"""Which state machine runs a spec: emit on window close, emit on update over whole state, or emit on
-update over chunked state. The hosts (the Spark adapter, the in-memory driver) ask here.
+"""Which state machine runs a spec: emit on window close over whole or split state (a bucket's
+pending rows in its value, each key's history in an entry), emit on update over whole state, or
+emit on update over chunked state. The hosts (the Spark adapter, the in-memory driver) ask here.
 
 >>> import pyarrow as pa
 >>> from overwindow.spec import OverWindow
@@ -22,6 +23,7 @@ from overwindow.streaming.chunked import ROWS_PER_CHUNK, ChunkedOnUpdate
 from overwindow.streaming.contract import StateMachine
 from overwindow.streaming.on_update import OnUpdate
 from overwindow.streaming.window_close import WindowClose
+from overwindow.streaming.window_close_split import SplitWindowClose
 
 
 def machine_for(
@@ -38,7 +40,15 @@ def machine_for(
     store of the bucket's keys' entries), none: one partition per state. O(calls)."""
     _check_range_offsets(spec, schema)
     if spec.emit == "on_window_close":
-        return WindowClose(spec, schema, tuple(keys))
+        machine = WindowClose(spec, schema, tuple(keys))
+        if spec.state_layout == "chunked":
+            if not keys:
+                raise WindowSpecError(
+                    "stateLayout='chunked' on window close keeps each key's history as an entry of "
+                    "its bucket: it runs on keyBuckets over groupBy columns (df.groupBy(k).overWindow)"
+                )
+            return SplitWindowClose(machine)
+        return machine
     machine = OnUpdate(spec, schema, watermarked, tuple(keys))
     if spec.state_layout == "chunked":
         return ChunkedOnUpdate(machine, rows_per_chunk or ROWS_PER_CHUNK)

@@ -12,6 +12,9 @@ Kinds and the format versions they read:
   ``parts``, one row per partition: its key, counters and newest ORDER BY key; the watermark and
   late count in the header), format 3 (``parts`` without the newest key: taken from the rows held),
   formats 1 and 2 (one partition, its counters in the header) read as one partition;
+- ``window_close_split`` (``WindowCloseSplitMeta``): format 1, a bucket's value of the split
+  layout (tables ``pending`` and ``waits``); each key's entry is its own format
+  (``window_close_split.ENTRY_TAG``);
 - ``on_update`` (``OnUpdateMeta``; also each chunk of the chunked layout, with empty counters):
   format 2 only, as format 1 hashed row identities differently (``identity``); a bucket of keys
   also holds ``parts`` (each partition key's evicted counts) and its keyBuckets in the header;
@@ -96,6 +99,22 @@ class WindowCloseMeta(StateMeta):
 
     def to_json(self) -> dict:
         return {"released_upto": self.released_upto, "late_rows": self.late_rows, "buckets": self.buckets}
+
+
+@dataclass
+class WindowCloseSplitMeta(StateMeta):
+    """Emit on window close over a bucket's split state: the bucket's value (``pending``: its keys'
+    rows not released yet; ``waits``: the keys whose RANGE FOLLOWING frames wait on the watermark),
+    beside an entry per key (``overwindow.streaming.window_close_split``)."""
+
+    OLDEST: ClassVar[int] = 1
+    NEWEST: ClassVar[int] = 1
+
+    released_upto: int | float | None = None  # the watermark the released rows are at or below
+    late_rows: int = 0  # rows dropped as late so far
+    buckets: int | None = None  # keyBuckets the state was written with
+    keys: list[str] | None = None  # the key columns
+    entries: int = 0  # the keys with an entry
 
 
 @dataclass

@@ -36,6 +36,8 @@ rows), whatever the number of partitions.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -103,6 +105,9 @@ class WindowClose:
         # before any row, that key is below every key
         newest = key_numbers(Values(empty.column(self.order))).dtype
         self.no_key = -np.inf if newest.kind == "f" else np.iinfo(np.int64).min
+        self.no_wait = (
+            np.float64(np.inf) if newest.kind == "f" else np.int64(np.iinfo(np.int64).max)
+        )  # _range_waits
         self.parts_schema = pa.schema(
             [schema.field(k) for k in self.keys]
             + [pa.field(c, pa.int64()) for c in _COUNTERS]
@@ -162,7 +167,18 @@ class WindowClose:
     def step(self, state: bytes | None, rows: pa.Table | None, watermark=None) -> Step:
         """Feed new rows and the current watermark (in the ORDER BY key's numbers: microseconds
         since the epoch for TIMESTAMP/DATE keys). Returns the rows whose windows closed."""
-        table, parts, meta = self._load(state)
+        done = self.advance(*self._load(state), rows, watermark)
+        return replace(
+            done.step, state=encode({"rows": done.table, "parts": done.parts}, STATE_KIND, done.meta)
+        )
+
+    def advance(
+        self, table: pa.Table, parts: pa.Table, meta: WindowCloseMeta, rows: pa.Table | None, watermark
+    ) -> Advanced:
+        """``step`` over decoded state: ``table`` the rows held, sorted by partition then (ORDER BY
+        key, identity), ``parts`` one row per partition in that order (its key, counters and newest
+        key; ``n`` its rows in ``table``), ``meta`` the watermark applied and the late count (changed
+        in place). Returns the step (without state bytes) and the state's tables after it."""
         count = {c: parts.column(c).to_numpy().astype(np.int64) for c in _COUNTERS}
         newest = parts.column("newest").to_numpy(zero_copy_only=False)
         held = parts.select(self.keys)
@@ -177,11 +193,7 @@ class WindowClose:
         # stateTtl: partitions the watermark has passed by more than the TTL before this step's rows
         forgotten = self._forgotten(newest, upto)
         if rows is not None and rows.num_rows:
-            if rows.schema.names != self.schema.names:
-                rows = rows.select(self.schema.names)
-            if not rows.schema.equals(self.schema):
-                rows = rows.cast(self.schema)
-            rows, aside = self.checks.split(rows)
+            rows, aside = self.checks.split(self.conform(rows))
             held, renumber, new_part = self._partitions(held, forgotten, rows)
             count = {c: _spread(v, renumber, np.zeros(held.num_rows, np.int64)) for c, v in count.items()}
             newest = _spread(newest, renumber, self._no_key(held.num_rows))
@@ -213,16 +225,24 @@ class WindowClose:
         aside = Aside.join(aside, unready)
         keep = self._prune(b, b.upto)
         table, parts = self._after(b, keep, held)
-        return Step(
-            encode({"rows": table, "parts": parts}, STATE_KIND, meta),
+        waits = self._range_waits(b)
+        step = Step(
+            None,
             out,
-            self._wakeup(b),
+            self._wakeup(b, waits),
             late,
             Counters(table.num_rows, meta.late_rows, bad_rows=len(aside) if aside else 0),
             parts.num_rows == 0,
             _largest(parts, self.keys),
             aside,
         )
+        return Advanced(step, table, parts, meta, waits[b.live])
+
+    def conform(self, rows: pa.Table) -> pa.Table:
+        """``rows`` with the input schema's columns, in its order and types."""
+        if rows.schema.names != self.schema.names:
+            rows = rows.select(self.schema.names)
+        return rows if rows.schema.equals(self.schema) else rows.cast(self.schema)
 
     def _forgotten(self, newest: np.ndarray, now) -> np.ndarray:
         """Per partition, whether ``stateTtl`` forgets it in this step: the watermark ``now`` is
@@ -419,8 +439,9 @@ class WindowClose:
             parts = parts.filter(pa.array(b.live))
         return table, parts.cast(self.parts_schema)
 
-    def _wakeup(self, b: _Buffer):
-        """The smallest watermark at which some partition can emit again without new rows."""
+    def _wakeup(self, b: _Buffer, waits: np.ndarray):
+        """The smallest watermark at which some partition can emit again without new rows
+        (``waits``: each partition's ``_range_waits``)."""
         times = []
         pending = b.keys[~b.released_mask]
         pending = pending[~np.isnan(pending)] if pending.dtype.kind == "f" else pending
@@ -428,18 +449,42 @@ class WindowClose:
             times.append(pending.min())  # the lowest pending key
         elif not b.released_mask.all():
             times.append(END_OF_INPUT)  # pending keys that are NaN: released at the end of input
-        waiting = b.upto < b.n_released
-        if waiting.any():
+        if (b.upto < b.n_released).any():
             times.append(END_OF_INPUT)  # released rows wait for later rows, or at least the end
-            first = b.rel_keys[(b.rel_start + b.upto)[waiting]]
-            for call in self.spec.calls:
-                end = call.reads.end
-                if call.reads.unit is FrameUnit.RANGE and end.kind is BoundKind.FOLLOWING:
-                    times.append(shift_key(first, self.key_type, end.offset, +1).min())
+            if (waits != self.no_wait).any():
+                times.append(waits.min())
         if self.ttl is not None and b.live.any():  # the first partition stateTtl forgets
             times.append(shift_key(b.newest[b.live], self.key_type, self.ttl, +1).min())
         wakeup = min(times) if times else None
         return wakeup.item() if isinstance(wakeup, np.generic) else wakeup
+
+    def _range_waits(self, b: _Buffer) -> np.ndarray:
+        """Per partition, the watermark at which its first released row not emitted yet has the
+        rows of every ``RANGE x FOLLOWING`` frame (``no_wait``: none waits on the watermark alone;
+        rows waiting for later rows emit when those are released, or at the end of input)."""
+        waits = np.full(len(b.n_released), self.no_wait, dtype=type(self.no_wait))
+        waiting = np.flatnonzero(b.upto < b.n_released)
+        if not len(waiting):
+            return waits
+        first = b.rel_keys[(b.rel_start + b.upto)[waiting]]
+        for call in self.spec.calls:
+            end = call.reads.end
+            if call.reads.unit is FrameUnit.RANGE and end.kind is BoundKind.FOLLOWING:
+                waits[waiting] = np.minimum(waits[waiting], shift_key(first, self.key_type, end.offset, +1))
+        return waits
+
+
+@dataclass
+class Advanced:
+    """What ``WindowClose.advance`` leaves: the step (its ``state`` None), the state's rows and
+    ``parts`` after it (partitions in the rows' order), its ``meta``, and per partition of ``parts``
+    its ``WindowClose._range_waits``."""
+
+    step: Step
+    table: pa.Table
+    parts: pa.Table
+    meta: WindowCloseMeta
+    waits: np.ndarray
 
 
 class _Buffer:

@@ -54,13 +54,14 @@ def _start(
     delay=f"{DELAY_S} seconds",
     buckets=None,
     ttl=None,
+    layout="whole",
     **options,
 ):
     reader = spark.readStream.schema(schema)
     for name, value in options.items():
         reader = reader.option(name, value)
     events = reader.json(src).withWatermark(time_col, delay)
-    spec = overwindow.OverWindow(*calls, rowKey=row_key, keyBuckets=buckets, stateTtl=ttl)
+    spec = overwindow.OverWindow(*calls, rowKey=row_key, keyBuckets=buckets, stateTtl=ttl, stateLayout=layout)
     result = events.groupBy(key).overWindow(spec)
     q = (
         result.writeStream.format("parquet")
@@ -128,10 +129,24 @@ COLUMNS = ("diff", "avg3", "s1", "nxt", "c20", "rn")
 # hostings: a state per key, and keys hashed into buckets (fewer buckets than keys, so buckets hold
 # several keys and some keys get no rows in a micro-batch)
 HOSTINGS = pytest.mark.parametrize("buckets", [None, 2], ids=["per_key", "bucketed"])
+# and the split state on buckets (transformWithStateInPandas: pending rows per bucket, each key's
+# history an entry, a timer per bucket)
+LAYOUTS = pytest.mark.parametrize(
+    "buckets, layout",
+    [(None, "whole"), (2, "whole"), (2, "chunked")],
+    ids=["per_key", "bucketed", "bucketed_chunked"],
+)
 
 
-@HOSTINGS
-def test_stream_with_restarts_equals_batch_over_closed_windows(spark, tmp_path, buckets):
+def _layout(request, layout):
+    """The RocksDB state store for the chunked layout (transformWithStateInPandas needs it)."""
+    if layout == "chunked":
+        request.getfixturevalue("rocksdb")
+
+
+@LAYOUTS
+def test_stream_with_restarts_equals_batch_over_closed_windows(spark, tmp_path, buckets, layout, request):
+    _layout(request, layout)
     rng = np.random.default_rng(3)
     src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
     os.makedirs(src)
@@ -140,13 +155,13 @@ def test_stream_with_restarts_equals_batch_over_closed_windows(spark, tmp_path, 
         batch = _rows(rng, 40, b * 100, keys=5)  # files 100 s apart: none is late for the 10 s watermark
         rows += batch
         _write(src, batch, b)
-        _start(spark, src, chk, out, CALLS, buckets=buckets)
+        _start(spark, src, chk, out, CALLS, buckets=buckets, layout=layout)
     closed, expected = _expected(rows, CALLS, ahead=1)
     _assert_matches(_emitted(spark, out), closed, expected, COLUMNS)
 
     # the same files in one uninterrupted run, one file per micro-batch, give the same rows
     chk2, out2 = str(tmp_path / "chk2"), str(tmp_path / "out2")
-    _start(spark, src, chk2, out2, CALLS, maxFilesPerTrigger=1, buckets=buckets)
+    _start(spark, src, chk2, out2, CALLS, maxFilesPerTrigger=1, buckets=buckets, layout=layout)
     _assert_matches(_emitted(spark, out2), closed, expected, COLUMNS)
 
 
@@ -159,8 +174,9 @@ def test_buckets_need_group_by_columns(spark, tmp_path):
         events.groupBy(F.col("k") % 2).overWindow(spec)
 
 
-@HOSTINGS
-def test_idle_keys_flush_when_the_watermark_passes(spark, tmp_path, buckets):
+@LAYOUTS
+def test_idle_keys_flush_when_the_watermark_passes(spark, tmp_path, buckets, layout, request):
+    _layout(request, layout)
     rng = np.random.default_rng(5)
     src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
     os.makedirs(src)
@@ -168,10 +184,10 @@ def test_idle_keys_flush_when_the_watermark_passes(spark, tmp_path, buckets):
     quiet = _rows(rng, 10, 0, key=7)  # key 7 never gets another row: only its event-time timeout emits it
     busy = _rows(rng, 10, 0, key=1)
     _write(src, quiet + busy, 0)
-    _start(spark, src, chk, out, calls, buckets=buckets)
+    _start(spark, src, chk, out, calls, buckets=buckets, layout=layout)
     later = _rows(rng, 10, 200, key=1)
     _write(src, later, 1)
-    _start(spark, src, chk, out, calls, buckets=buckets)
+    _start(spark, src, chk, out, calls, buckets=buckets, layout=layout)
     emitted = _emitted(spark, out)
     closed, expected = _expected(quiet + busy + later, calls)
     assert {r["rid"] for r in quiet} <= closed
@@ -215,19 +231,20 @@ def _minus_seconds(ts: str, seconds: int) -> str:
     return t.isoformat()
 
 
-@HOSTINGS
-def test_late_rows_are_dropped_not_mixed_in(spark, tmp_path, buckets):
+@LAYOUTS
+def test_late_rows_are_dropped_not_mixed_in(spark, tmp_path, buckets, layout, request):
+    _layout(request, layout)
     rng = np.random.default_rng(11)
     src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
     os.makedirs(src)
     calls = ("sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s",)
     first = _rows(rng, 30, 0)
     _write(src, first, 0)
-    _start(spark, src, chk, out, calls, buckets=buckets)
+    _start(spark, src, chk, out, calls, buckets=buckets, layout=layout)
     late = [dict(r, rid=10_000_000 + i) for i, r in enumerate(_rows(rng, 5, 0))]  # far below the watermark
     fresh = _rows(rng, 30, 100)
     _write(src, late + fresh, 1)
-    q = _start(spark, src, chk, out, calls, buckets=buckets)
+    q = _start(spark, src, chk, out, calls, buckets=buckets, layout=layout)
     dropped = sum(op.numRowsDroppedByWatermark for p in q.recentProgress for op in p.stateOperators)
     assert dropped == len(late)
     emitted = _emitted(spark, out)

@@ -1,0 +1,180 @@
+"""Emit on window close over split state (``stateLayout="chunked"`` on key buckets): a bucket's
+pending rows in its value, each key's history in an entry. Oracles: the batch evaluator over the
+closed rows (``test_window_close._check``) and the whole layout on the same buckets, micro-batch by
+micro-batch (same rows emitted, same late rows); and the store's own counts of the entries read."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_window_close import CALLS, SCHEMA, STREAMS, _check, _stream
+
+from overwindow.errors import WindowSpecError
+from overwindow.spec import OverWindow
+from overwindow.streaming.contract import END_OF_INPUT
+from overwindow.streaming.driver import Driver
+from overwindow.streaming.state import StateFormatError
+from overwindow.streaming.window_close import WindowClose
+from overwindow.streaming.window_close_split import MemoryHistories, SplitWindowClose
+
+
+def _drivers(calls, buckets):
+    """(split, whole) drivers of the same calls on the same buckets."""
+    made = []
+    for layout in ("chunked", "whole"):
+        spec = OverWindow(*(c[0] for c in calls), rowKey="rid", keyBuckets=buckets, stateLayout=layout)
+        made.append(Driver(spec, SCHEMA, ["k"]))
+    return made
+
+
+def _same(a: pa.Table, b: pa.Table) -> None:
+    """The same rows with the same values (NULL and NaN alike), whatever their order."""
+    a, b = (t.sort_by([("rid", "ascending")]).to_pandas() for t in (a, b))
+    assert a["rid"].tolist() == b["rid"].tolist()
+    for name in a.columns:
+        x, y = a[name].to_numpy(dtype=object), b[name].to_numpy(dtype=object)
+        same = [(u == v) or (u != u and v != v) or (u is None and v is None) for u, v in zip(x, y)]
+        assert all(same), name
+
+
+@settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    **{**STREAMS, "keys": st.integers(1, 30)},
+    buckets=st.integers(1, 4),
+    null_keys=st.booleans(),
+    late=st.integers(0, 3),
+)
+def test_split_state_emits_what_the_whole_bucket_emits(
+    seed, n, keys, disorder, n_batches, buckets, null_keys, late
+):
+    """Every micro-batch emits the rows the whole layout on the same buckets emits, with the same
+    values, and drops the same late rows (``late``: rows at or below the watermark join some
+    micro-batches, of keys with history, of keys with only pending rows and of new keys, whose rows
+    are not late); keys without rows, buckets woken by the watermark alone (RANGE FOLLOWING), NULL
+    keys; at the end of input every row kept is out, equal to the batch evaluator's over them, and
+    no row is left in the store."""
+    table, batches, delay = _stream(seed, n, keys, disorder, n_batches)
+    if null_keys:
+        k = table["k"].to_numpy()
+        table = table.set_column(0, "k", pa.array(k, mask=k % 3 == 0))
+    rng = np.random.default_rng(seed + 1)
+    split, whole = _drivers(CALLS, buckets)
+    outs, fed, seen = [], [], -np.inf
+    bounds = np.sort(batches)
+    for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [n]))):
+        part = table.slice(lo, hi - lo)
+        if part.num_rows:
+            seen = max(seen, part["t"].to_numpy().max())
+        watermark = None if seen == -np.inf else int(seen - delay)
+        if watermark is not None and late:  # rows at or below the watermark, some of new keys
+            m = int(rng.integers(0, late + 1))
+            part = pa.concat_tables(
+                [part, _rows(rng, m, keys + 2, watermark, n + sum(f.num_rows for f in fed))]
+            )
+        fed.append(part)
+        got, want = split.feed(part, watermark), whole.feed(part, watermark)
+        _same(got, want)
+        assert split.late_rows == whole.late_rows
+        outs.append(got)
+    for watermark in (int(seen - delay) + 3, int(seen - delay) + 1000, END_OF_INPUT):  # no rows
+        got, want = split.feed(None, watermark), whole.feed(None, watermark)
+        _same(got, want)
+        outs.append(got)
+    assert split.state_rows() == 0  # entries may keep counters, as the whole layout's parts do
+    out, table = pa.concat_tables(outs), pa.concat_tables(fed)
+    kept = set(out["rid"].to_pylist())
+    assert len(kept) == table.num_rows - split.late_rows
+    _check(table.filter(pa.array([r in kept for r in table["rid"].to_pylist()])), out, END_OF_INPUT)
+
+
+def _rows(rng, m: int, keys: int, watermark: int, first_rid: int) -> pa.Table:
+    """``m`` rows at or below ``watermark`` (by up to 3) over ``keys`` keys, ids from ``first_rid``."""
+    return pa.table(
+        {
+            "k": rng.integers(0, keys, m),
+            "t": watermark - rng.integers(0, 4, m),
+            "rid": first_rid + np.arange(m),
+            "x": rng.normal(size=m).round(2),
+            "g": rng.integers(0, 4, m),
+        },
+        schema=SCHEMA,
+    )
+
+
+def test_a_late_row_of_a_key_with_only_pending_rows_is_late():
+    """As in the whole layout, a key held only by pending rows (no history yet) is a key held: its
+    row at or below the watermark is late, and the key's pending rows still emit."""
+    split, whole = _drivers([("lag(x) OVER (ORDER BY t) AS p", 0, 0, None)], 1)
+    first = pa.table({"k": [7], "t": [10], "rid": [1], "x": [1.0], "g": [0]}, schema=SCHEMA)
+    behind = pa.table({"k": [7], "t": [3], "rid": [2], "x": [2.0], "g": [0]}, schema=SCHEMA)
+    for d in (split, whole):
+        assert d.feed(first, 5).num_rows == 0
+        assert d.feed(behind, 6).num_rows == 0 and d.late_rows == 1
+        assert d.feed(None, 10).column("rid").to_pylist() == [1]
+
+
+def test_a_step_reads_only_the_keys_it_releases():
+    """A bucket of 50 keys: rows above the watermark read no entry; moving the watermark past two
+    keys' rows reads those two (and no other), and both emit."""
+    spec = OverWindow("lag(x) OVER (ORDER BY t) AS p", rowKey="rid", keyBuckets=1, stateLayout="chunked")
+    m = SplitWindowClose(WindowClose(spec, SCHEMA, ("k",)))
+    store = MemoryHistories()
+    rows = pa.table(
+        {
+            "k": np.arange(50),
+            "t": np.arange(50),
+            "rid": np.arange(50),
+            "x": np.ones(50),
+            "g": np.zeros(50, int),
+        },
+        schema=SCHEMA,
+    )
+    assert m.step(store, rows, watermark=49).output.num_rows == 50
+    assert len(store.entries) == 50 and store.pending_rows() == 0
+    store.reads = 0
+    later = (
+        rows.slice(10, 2).set_column(1, "t", pa.array([100, 101])).set_column(2, "rid", pa.array([60, 61]))
+    )
+    assert m.step(store, later, watermark=50).output.num_rows == 0
+    assert store.reads == 0 and store.pending_rows() == 2
+    out = m.step(store, None, watermark=101)
+    assert store.reads == 2
+    assert out.output.column("p").to_pylist() == [1.0, 1.0] and out.output.column("rid").to_pylist() == [
+        60,
+        61,
+    ]
+
+
+def test_the_layout_is_refused_where_it_cannot_run():
+    with pytest.raises(WindowSpecError, match="give keyBuckets too"):
+        OverWindow("lag(x) OVER (ORDER BY t) AS p", stateLayout="chunked")
+    with pytest.raises(WindowSpecError, match="stateTtl runs on stateLayout='whole'"):
+        OverWindow("lag(x) OVER (ORDER BY t) AS p", stateLayout="chunked", keyBuckets=4, stateTtl=10)
+
+
+@pytest.mark.parametrize("then", [2, 8])
+def test_a_bucket_written_with_other_buckets_is_refused(then):
+    def machine(buckets):
+        spec = OverWindow(
+            "lag(x) OVER (ORDER BY t) AS p", rowKey="rid", keyBuckets=buckets, stateLayout="chunked"
+        )
+        return SplitWindowClose(WindowClose(spec, SCHEMA, ("k",)))
+
+    store = MemoryHistories()
+    rows = pa.table({"k": [1], "t": [5], "rid": [1], "x": [1.0], "g": [0]}, schema=SCHEMA)
+    machine(4).step(store, rows, watermark=1)
+    with pytest.raises(StateFormatError, match=f"written with keyBuckets=4 .* now runs keyBuckets={then}"):
+        machine(then).step(store, None, watermark=2)
+
+
+def test_a_damaged_history_is_refused_not_misread():
+    spec = OverWindow("lag(x) OVER (ORDER BY t) AS p", rowKey="rid", keyBuckets=1, stateLayout="chunked")
+    m = SplitWindowClose(WindowClose(spec, SCHEMA, ("k",)))
+    store = MemoryHistories()
+    rows = pa.table({"k": [1, 1], "t": [1, 9], "rid": [1, 2], "x": [1.0, 2.0], "g": [0, 0]}, schema=SCHEMA)
+    m.step(store, rows, watermark=1)
+    (key,) = store.entries
+    store.entries[key] = store.entries[key][:30]
+    with pytest.raises(StateFormatError, match="history cannot be decoded"):
+        m.step(store, None, watermark=10)
