@@ -26,8 +26,15 @@ with ``maxFilesPerTrigger=1``:
 - ``passthrough``: the no-op applyInPandasWithState (one byte of state per key, append mode,
   event-time timeouts): the floor of any per-key Python function;
 - ``window_close`` / ``on_update``: ``overWindow(OverWindow(*CALLS, rowKey="rid"))`` in each mode;
+- ``passthrough_bucketed`` / ``tws_passthrough_bucketed``: the same no-op grouped by
+  ``pmod(xxhash64(k), 64)``, on applyInPandasWithState and on transformWithStateInPandas (RocksDB;
+  one byte of state per bucket): the floors of the two bucketed hostings, Spark's cost per
+  micro-batch with any work in Python reduced to nothing;
 - ``window_close_bucketed`` / ``on_update_bucketed``: each mode with ``keyBuckets=64`` (one call
   and state per bucket);
+- ``window_close_chunked_bucketed``: window close with ``stateLayout="chunked"`` and
+  ``keyBuckets=64`` (``transformWithStateInPandas``: a bucket's pending rows in its value, each
+  key's history an entry, read only when the key releases rows);
 - ``on_update_chunked`` / ``on_update_chunked_bucketed``: emit on update with
   ``stateLayout="chunked"``, per key and with ``keyBuckets=64`` (``transformWithStateInPandas``:
   a group per key, or per bucket with each key's index and chunks entries of its maps), on the
@@ -144,16 +151,24 @@ def write_csv(path: Path, k, ts_ms, rid, x) -> None:
 
 def spark_variant(grouped, events, name: str):
     """(streaming DataFrame, output mode) of a Spark variant of the sweep."""
-    from common import passthrough
+    from common import passthrough, tws_passthrough
 
     import overwindow
 
     if name == "passthrough":
         return passthrough(grouped, events.schema, "append"), "append"
+    if name in ("passthrough_bucketed", "tws_passthrough_bucketed"):  # the floors of the two operators
+        from pyspark.sql import functions as F
+
+        bucketed = events.withColumn("b", F.pmod(F.xxhash64("k"), F.lit(BUCKETS)))
+        if name == "passthrough_bucketed":
+            return passthrough(bucketed.groupBy("b"), bucketed.schema, "append"), "append"
+        return tws_passthrough(bucketed.groupBy("b"), bucketed.schema), "update"
     if name == "window_close":
         return grouped.overWindow(overwindow.OverWindow(*CALLS, rowKey="rid")), "append"
-    if name == "window_close_bucketed":
-        spec = overwindow.OverWindow(*CALLS, rowKey="rid", keyBuckets=BUCKETS)
+    if name in ("window_close_bucketed", "window_close_chunked_bucketed"):
+        layout = "chunked" if "chunked" in name else "whole"
+        spec = overwindow.OverWindow(*CALLS, rowKey="rid", keyBuckets=BUCKETS, stateLayout=layout)
         return grouped.overWindow(spec), "append"
     if name == "on_update":
         return grouped.overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid")), "update"
@@ -169,8 +184,11 @@ def spark_variant(grouped, events, name: str):
 
 SPARK_VARIANTS = (
     "passthrough",
+    "passthrough_bucketed",
+    "tws_passthrough_bucketed",
     "window_close",
     "window_close_bucketed",
+    "window_close_chunked_bucketed",
     "on_update",
     "on_update_bucketed",
     "on_update_chunked",
@@ -183,11 +201,12 @@ _STORE = (
 
 
 def _state_store(spark, variant: str) -> None:
-    """RocksDB for the chunked layout (transformWithStateInPandas needs it), Spark's default store for
-    the others, as they were measured before. A query keeps the store it was started with."""
+    """RocksDB for the chunked layout and the transformWithStateInPandas no-op (that operator needs
+    it), Spark's default store for the others, as they were measured before. A query keeps the
+    store it was started with."""
     from overwindow.spark.adapter import use_rocksdb
 
-    if "chunked" in variant:
+    if "chunked" in variant or variant.startswith("tws"):
         use_rocksdb(spark)
     else:
         for key in _STORE:

@@ -383,3 +383,14 @@ def test_key_buckets_is_a_number_or_per_key(tmp_path):
         ViewFileError, match=r'\[view\] key_buckets \(line 16\): a positive whole number, or "per key"'
     ):
         load_view(write(tmp_path, bad))
+
+
+def test_window_close_with_the_chunked_layout_runs_on_key_buckets(tmp_path):
+    """state_layout = "chunked" on window close: each key's history an entry of its bucket, so it
+    gets the default key buckets; per key it is refused in the view's words."""
+    chunked = GOOD.replace('emit = "on_window_close"', 'emit = "on_window_close"\nstate_layout = "chunked"')
+    view = load_view(write(tmp_path, chunked))
+    assert (view.spec.state_layout, view.spec.key_buckets) == ("chunked", 64)
+    per_key = chunked.replace('state_layout = "chunked"', 'state_layout = "chunked"\nkey_buckets = "per key"')
+    with pytest.raises(ViewFileError, match="state_layout = \"chunked\" on emit on window close .* key_buckets"):
+        load_view(write(tmp_path, per_key))
