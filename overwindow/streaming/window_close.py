@@ -173,12 +173,20 @@ class WindowClose:
         )
 
     def advance(
-        self, table: pa.Table, parts: pa.Table, meta: WindowCloseMeta, rows: pa.Table | None, watermark
+        self,
+        table: pa.Table,
+        parts: pa.Table,
+        meta: WindowCloseMeta,
+        rows: pa.Table | None,
+        watermark,
+        held_rows: int = 0,
     ) -> Advanced:
         """``step`` over decoded state: ``table`` the rows held, sorted by partition then (ORDER BY
         key, identity), ``parts`` one row per partition in that order (its key, counters and newest
         key; ``n`` its rows in ``table``), ``meta`` the watermark applied and the late count (changed
-        in place). Returns the step (without state bytes) and the state's tables after it."""
+        in place); the first ``held_rows`` of ``rows`` are pending rows held already, fed back (never
+        late: a NaN key stays pending until the end of input). Returns the step (without state
+        bytes) and the state's tables after it."""
         count = {c: parts.column(c).to_numpy().astype(np.int64) for c in _COUNTERS}
         newest = parts.column("newest").to_numpy(zero_copy_only=False)
         held = parts.select(self.keys)
@@ -204,7 +212,7 @@ class WindowClose:
             new_k = key_numbers(new)
             ok = new.valid.copy() if new.array.null_count else new.valid
             if meta.released_upto is not None:  # rows of partitions already held: at or below it is late
-                ok = ok & ((new_k > meta.released_upto) | ~known[new_part])
+                ok = ok & ((new_k > meta.released_upto) | ~known[new_part] | (np.arange(len(ok)) < held_rows))
             late = len(ok) - int(np.count_nonzero(ok))
             if late:
                 rows, new_k, new_part = rows.filter(pa.array(ok)), new_k[ok], new_part[ok]

@@ -225,7 +225,7 @@ class SplitWindowClose:
         bare = bare.filter(pa.array(~np.isin(bare_in, held_in)))
         held = pa.concat_tables([held, self._no_history(bare)])
         before = WindowCloseMeta(meta.released_upto, meta.late_rows, m.buckets)
-        done = m.advance(table, held, before, feed if feed.num_rows else None, watermark)
+        done = m.advance(table, held, before, feed if feed.num_rows else None, watermark, pending.num_rows)
         n_entries, written, waits = self._write(
             store, done, {k for k, _ in entries}, allowed, waits, waiting, stepping
         )

@@ -178,3 +178,17 @@ def test_a_damaged_history_is_refused_not_misread():
     store.entries[key] = store.entries[key][:30]
     with pytest.raises(StateFormatError, match="history cannot be decoded"):
         m.step(store, None, watermark=10)
+
+
+def test_a_pending_row_with_a_nan_key_stays_pending_until_the_end():
+    """A NaN ORDER BY key is above every watermark: its row stays pending (fed back to the machine
+    every step, never judged late) and the end of input emits it, as in the whole layout."""
+    schema = pa.schema([("k", pa.int64()), ("t", pa.float64()), ("rid", pa.int64())])
+    rows = pa.table({"k": [1, 1, 2], "t": [1.0, float("nan"), 1.5], "rid": [1, 2, 3]}, schema=schema)
+    outs = []
+    for layout in ("chunked", "whole"):
+        spec = OverWindow("count(*) OVER (ORDER BY t) AS c", rowKey="rid", keyBuckets=1, stateLayout=layout)
+        d = Driver(spec, schema, ["k"])
+        steps = [d.feed(rows, 0.5), d.feed(None, 2.0), d.feed(None, 3.0), d.feed(None, END_OF_INPUT)]
+        outs.append([t.column("rid").to_pylist() for t in steps] + [d.late_rows])
+    assert outs[0] == outs[1] == [[], [1, 3], [], [2], 0]
