@@ -263,7 +263,8 @@ KEYS = (
         "state_layout",
         "text",
         "emit on update: a key's state as one value, or in chunks a micro-batch reads only where its "
-        "changes reach",
+        "changes reach; emit on window close (on key buckets): a bucket's state as one value, or each "
+        "key's history as an entry read only when the key releases rows",
         "whole",
         choices=STATE_LAYOUTS,
     ),
