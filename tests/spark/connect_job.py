@@ -1,5 +1,6 @@
 """Runs a small emit-on-window-close view through Spark Connect (a local Connect server), with a
-state per key and with keys in buckets, and the same calls on emit on update in buckets, and prints
+state per key and with keys in buckets, and the same calls on emit on update in buckets (whole and
+chunked state layout), and prints
 the emitted rows as JSON lines (tagged with the hosting); then ``overwindow.select`` over PySpark
 window Columns on the same stream, and Spark's own batch ``select`` of the same Columns over the
 same rows (tagged ``select`` and ``select_batch``, their column types ``select_types``), and the
@@ -49,16 +50,22 @@ def main(src: str, work: str) -> None:
             print(
                 json.dumps({"hosting": hosting, **{k: (str(v) if k == "ts" else v) for k, v in row.items()}})
             )
-    # emit on update on buckets: one micro-batch, so each row comes once, as an upsert
-    spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="rid", keyBuckets=2)
-    q = events.groupBy("k").overWindow(spec).writeStream.format("memory").queryName("ow_on_update")
-    q.outputMode("update").trigger(availableNow=True).start().awaitTermination()
-    for row in spark.table("ow_on_update").toPandas().to_dict("records"):
-        print(
-            json.dumps(
-                {"hosting": "on_update_bucketed", **{k: (str(v) if k == "ts" else v) for k, v in row.items()}}
+    # emit on update on buckets, whole state (applyInPandasWithState) and chunked
+    # (transformWithStateInPandas, which Spark runs only on the RocksDB state store: set on the
+    # Connect session at run time, as a user would): one micro-batch, so each row comes once, as an
+    # upsert
+    for hosting, layout in (("on_update_bucketed", "whole"), ("on_update_chunked_bucketed", "chunked")):
+        if layout == "chunked":
+            spark.conf.set(
+                "spark.sql.streaming.stateStore.providerClass",
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
             )
-        )
+        spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="rid", keyBuckets=2, stateLayout=layout)
+        q = events.groupBy("k").overWindow(spec).writeStream.format("memory").queryName(f"ow_{hosting}")
+        q.outputMode("update").trigger(availableNow=True).start().awaitTermination()
+        for row in spark.table(f"ow_{hosting}").toPandas().to_dict("records"):
+            fields = {k: (str(v) if k == "ts" else v) for k, v in row.items()}
+            print(json.dumps({"hosting": hosting, **fields}))
     select_columns(spark, src, events)
     spark.stop()
 

@@ -1,6 +1,8 @@
 """overWindow is registered for Spark Connect DataFrames too: a view run through a local Connect
 server (in a subprocess: one Spark at a time) emits the batch result, with a state per key and with
-keys in buckets (keyBuckets reads the grouping columns of a Connect plan); overwindow.select over
+keys in buckets (keyBuckets reads the grouping columns of a Connect plan), on update in buckets
+with the whole and the chunked state layout (transformWithStateInPandas, RocksDB set on the
+Connect session); overwindow.select over
 PySpark window Columns of Spark Connect equals Spark's batch select of the same Columns, over one
 PARTITION BY on window close and over two (the fan-out's chained operators) on update."""
 
@@ -47,11 +49,14 @@ def test_over_window_through_spark_connect(no_spark, tmp_path):
     # (a state per key, keys in buckets)
     for hosting in ("per_key", "bucketed"):
         assert sorted(r["rid"] for r in emitted if r["hosting"] == hosting) == list(range(35)), hosting
-    # emit on update in buckets: every row, as an upsert
-    updates = [r for r in emitted if r["hosting"] == "on_update_bucketed"]
-    assert sorted(r["rid"] for r in updates) == list(range(40))
-    assert {r["_change"] for r in updates} == {"upsert"}
-    for r in (r for r in emitted if r["hosting"] in ("per_key", "bucketed", "on_update_bucketed")):
+    # emit on update in buckets, whole and chunked state (transformWithStateInPandas on RocksDB):
+    # every row, as an upsert
+    on_update = ("on_update_bucketed", "on_update_chunked_bucketed")
+    for hosting in on_update:
+        updates = [r for r in emitted if r["hosting"] == hosting]
+        assert sorted(r["rid"] for r in updates) == list(range(40)), hosting
+        assert {r["_change"] for r in updates} == {"upsert"}, hosting
+    for r in (r for r in emitted if r["hosting"] in ("per_key", "bucketed", *on_update)):
         assert r["s"] == batch.loc[r["rid"], "s"]
         want = batch.loc[r["rid"], "p"]
         got = np.nan if r["p"] is None else r["p"]  # NULL comes back as NaN through pandas and JSON
