@@ -56,6 +56,12 @@ def main(src: str, work: str) -> None:
     # upsert
     for hosting, layout in (("on_update_bucketed", "whole"), ("on_update_chunked_bucketed", "chunked")):
         if layout == "chunked":
+            # the session's default store first: refused before a query starts, naming the setting
+            refused = overwindow.OverWindow(*calls, emit="on_update", rowKey="rid", stateLayout="chunked")
+            try:
+                events.groupBy("k").overWindow(refused)
+            except overwindow.WindowSpecError as e:
+                print(json.dumps({"hosting": "chunked_refused", "message": str(e)}))
             spark.conf.set(
                 "spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",

@@ -56,6 +56,9 @@ def test_over_window_through_spark_connect(no_spark, tmp_path):
         updates = [r for r in emitted if r["hosting"] == hosting]
         assert sorted(r["rid"] for r in updates) == list(range(40)), hosting
         assert {r["_change"] for r in updates} == {"upsert"}, hosting
+    # before RocksDB was set on the Connect session, the chunked layout was refused up front
+    (refused,) = [r["message"] for r in emitted if r["hosting"] == "chunked_refused"]
+    assert "needs the RocksDB state store: spark.conf.set(" in refused
     for r in (r for r in emitted if r["hosting"] in ("per_key", "bucketed", *on_update)):
         assert r["s"] == batch.loc[r["rid"], "s"]
         want = batch.loc[r["rid"], "p"]
