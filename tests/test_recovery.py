@@ -5,11 +5,12 @@ start), fed by files or by a Kafka topic on a broker the tests start, finally eq
 result over all input: no row lost, none duplicated. Each job runs several views at once (one Spark
 start per run for all of them, which keeps the suite's time): the first, all over files into
 SQLite, runs window close with a state per key, emit on update with chunked state
-(transformWithStateInPandas, RocksDB, watermark eviction) and a view of two window groups (one
-query, two chained stateful operators) in both emit modes; the second runs window close into
-PostgreSQL (the default key buckets) beside emit on update from Kafka with its keys in two buckets
-(watermark eviction). Emit on update into PostgreSQL (files, a state per key) is killed twice
-inside the sink's open transaction."""
+(transformWithStateInPandas, RocksDB, watermark eviction) per key and on two key buckets (one group
+per bucket keeping each key's index and chunks as entries of its maps: the three keys share the two
+buckets) and a view of two window groups (one query, two chained stateful operators) in both emit
+modes; the second runs window close into PostgreSQL (the default key buckets) beside emit on update
+from Kafka with its keys in two buckets (watermark eviction). Emit on update into PostgreSQL (files,
+a state per key) is killed twice inside the sink's open transaction."""
 
 import signal
 
@@ -21,6 +22,7 @@ from replay_support import assert_view_is_exact, run_job, write_view
 FILES_INTO_SQLITE = [
     ("per_key", "on_window_close", "sqlite", "files", "whole", "per key"),
     ("chunked", "on_update", "sqlite", "files", "chunked", None),
+    ("chunked_bucketed", "on_update", "sqlite", "files", "chunked", 2),
     ("several", "on_window_close", "sqlite", "files", "whole", "several"),
     ("several_on_update", "on_update", "sqlite", "files", "whole", "several"),
 ]

@@ -4,9 +4,10 @@ On PySpark 3.5 ``overWindow`` runs both emit modes with the whole state layout o
 ``applyInPandasWithState`` (classic Spark). What needs an API that came with 4.0 is refused by
 :func:`require` when the query is built, naming the version it needs: the chunked state layout
 (``transformWithStateInPandas``), the Python Kafka reader (the Python data source API) and
-``overWindow`` on Spark Connect. Where 3.5 has the same thing under another name, the shim lives
-here (:func:`to_arrow`, :func:`collect_as_arrow`, :func:`to_arrow_schema`). The README's "Supported
-versions" lists what each version was tested with (``scripts/compat``).
+``overWindow`` on Spark Connect; on Spark Connect, what runs on ``transformWithStateInPandas``
+needs 4.1 (:func:`require_transform_with_state`). Where 3.5 has the same thing under another name,
+the shim lives here (:func:`to_arrow`, :func:`collect_as_arrow`, :func:`to_arrow_schema`). The
+README's "Supported versions" lists what each version was tested with (``scripts/compat``).
 
 >>> kafka_connector("3.5.9", scala="2.12")
 'org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.9'
@@ -24,6 +25,8 @@ import pyarrow as pa
 from overwindow.errors import WindowSpecError
 
 SPARK_4 = (4, 0)
+# Spark Connect's GroupedData has transformWithStateInPandas from PySpark 4.1 on (4.0: classic only)
+CONNECT_TRANSFORM_WITH_STATE = (4, 1)
 
 
 class SparkVersionError(WindowSpecError):
@@ -50,6 +53,19 @@ def require(feature: str, since: tuple[int, int] = SPARK_4, instead: str = "") -
         raise SparkVersionError(
             f"{feature} needs PySpark {since[0]}.{since[1]} or later; this is PySpark {version_text()}"
             + (f". {instead}" if instead else "")
+        )
+
+
+def require_transform_with_state(df, feature: str) -> None:
+    """Refuse ``feature``, which runs on Spark's ``transformWithStateInPandas``, where ``df`` (a
+    DataFrame or GroupedData) has none: before PySpark 4.0, and on Spark Connect before 4.1 (4.0's
+    Connect GroupedData lacks the method: the query would fail with an AttributeError)."""
+    require(f"{feature} (Spark's transformWithStateInPandas)")
+    if is_connect(df):
+        require(
+            f"{feature} on Spark Connect (Spark's transformWithStateInPandas of a Connect DataFrame)",
+            CONNECT_TRANSFORM_WITH_STATE,
+            instead="On PySpark 4.0 run it on classic Spark",
         )
 
 

@@ -79,7 +79,7 @@ def over_windows(
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
     what = "windows over several PARTITION BY or ORDER BY in one query"
-    compat.require(f"{what} (Spark's transformWithStateInPandas)")
+    compat.require_transform_with_state(df, what)
     _check_rocksdb(df.sparkSession, what)
     first = groups[0][1]
     emit, row_key = first.emit, first.row_key

@@ -1,9 +1,11 @@
 """Runs a small emit-on-window-close view through Spark Connect (a local Connect server), with a
-state per key and with keys in buckets, and the same calls on emit on update in buckets, and prints
-the emitted rows as JSON lines (tagged with the hosting); then ``overwindow.select`` over PySpark
-window Columns on the same stream, and Spark's own batch ``select`` of the same Columns over the
-same rows (tagged ``select`` and ``select_batch``, their column types ``select_types``), and the
-same for windows over two partitionings on update (``several``). Used by test_spark_connect.py in a
+state per key and with keys in buckets, and the same calls on emit on update in buckets (whole and
+chunked state layout; the chunked one first refused on the default state store,
+``chunked_refused``), and prints the emitted rows as JSON lines (tagged with the hosting); then
+``overwindow.select`` over PySpark window Columns on the same stream, and Spark's own batch
+``select`` of the same Columns over the same rows (tagged ``select`` and ``select_batch``, their
+column types ``select_types``), and the same for windows over two partitionings on update
+(``several``; on PySpark 4.0 its refusal, ``several_refused``). Used by test_spark_connect.py in a
 subprocess."""
 
 import json
@@ -16,6 +18,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from pyspark.sql import SparkSession  # noqa: E402
 
 import overwindow  # noqa: E402
+from overwindow.spark import compat  # noqa: E402
 
 
 def main(src: str, work: str) -> None:
@@ -49,16 +52,28 @@ def main(src: str, work: str) -> None:
             print(
                 json.dumps({"hosting": hosting, **{k: (str(v) if k == "ts" else v) for k, v in row.items()}})
             )
-    # emit on update on buckets: one micro-batch, so each row comes once, as an upsert
-    spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="rid", keyBuckets=2)
-    q = events.groupBy("k").overWindow(spec).writeStream.format("memory").queryName("ow_on_update")
-    q.outputMode("update").trigger(availableNow=True).start().awaitTermination()
-    for row in spark.table("ow_on_update").toPandas().to_dict("records"):
-        print(
-            json.dumps(
-                {"hosting": "on_update_bucketed", **{k: (str(v) if k == "ts" else v) for k, v in row.items()}}
+    # emit on update on buckets, whole state (applyInPandasWithState) and chunked
+    # (transformWithStateInPandas, which Spark runs only on the RocksDB state store: set on the
+    # Connect session at run time, as a user would): one micro-batch, so each row comes once, as an
+    # upsert
+    for hosting, layout in (("on_update_bucketed", "whole"), ("on_update_chunked_bucketed", "chunked")):
+        if layout == "chunked":
+            # the session's default store first: refused before a query starts, naming the setting
+            refused = overwindow.OverWindow(*calls, emit="on_update", rowKey="rid", stateLayout="chunked")
+            try:
+                events.groupBy("k").overWindow(refused)
+            except overwindow.WindowSpecError as e:
+                print(json.dumps({"hosting": "chunked_refused", "message": str(e)}))
+            spark.conf.set(
+                "spark.sql.streaming.stateStore.providerClass",
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
             )
-        )
+        spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="rid", keyBuckets=2, stateLayout=layout)
+        q = events.groupBy("k").overWindow(spec).writeStream.format("memory").queryName(f"ow_{hosting}")
+        q.outputMode("update").trigger(availableNow=True).start().awaitTermination()
+        for row in spark.table(f"ow_{hosting}").toPandas().to_dict("records"):
+            fields = {k: (str(v) if k == "ts" else v) for k, v in row.items()}
+            print(json.dumps({"hosting": hosting, **fields}))
     select_columns(spark, src, events)
     spark.stop()
 
@@ -93,7 +108,8 @@ def select_columns(spark, src: str, events) -> None:
 def several_groups(spark, src: str, events) -> None:
     """Windows over two partitionings and a column combining them, on update (one micro-batch: each
     row once, an upsert): the fan-out's two chained operators through Connect (RocksDB, set at run
-    time as a user would)."""
+    time as a user would); on PySpark 4.0, whose Connect has no transformWithStateInPandas, the
+    refusal."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -108,6 +124,12 @@ def several_groups(spark, src: str, events) -> None:
         F.count("*").over(everyone).alias("n"),
         (F.sum("x").over(by_key) - F.max("x").over(everyone.rowsBetween(-3, 0))).alias("mixed"),
     ]
+    if compat.version() < compat.CONNECT_TRANSFORM_WITH_STATE:  # 4.0's Connect has no such operator
+        try:
+            overwindow.select(events, *columns, emit="on_update", rowKey="rid")
+        except compat.SparkVersionError as e:
+            print(json.dumps({"hosting": "several_refused", "message": str(e)}))
+        return
     out = overwindow.select(events, *columns, emit="on_update", rowKey="rid")
     q = out.writeStream.format("memory").queryName("ow_several").outputMode("append")
     q.trigger(availableNow=True).start().awaitTermination()

@@ -44,6 +44,30 @@ def test_require_names_the_version_needed_and_the_one_installed(monkeypatch):
     )
 
 
+def test_transform_with_state_on_connect_is_refused_before_4_1(monkeypatch):
+    """Spark Connect's GroupedData has transformWithStateInPandas from PySpark 4.1 on (4.0's has
+    none, and the query failed with an AttributeError): the gate agrees with the installed PySpark,
+    and on 4.0 refuses Connect alone, naming both versions."""
+    from pyspark.sql.connect.group import GroupedData
+
+    has_it = hasattr(GroupedData, "transformWithStateInPandas")
+    assert has_it == (compat.version() >= compat.CONNECT_TRANSFORM_WITH_STATE)
+    connect = type("GroupedData", (), {"__module__": "pyspark.sql.connect.group"})()
+    classic = type("GroupedData", (), {"__module__": "pyspark.sql.group"})()
+    monkeypatch.setattr(compat, "version_text", lambda: "4.0.5")
+    compat.version.cache_clear()
+    try:
+        compat.require_transform_with_state(classic, "stateLayout='chunked'")
+        with pytest.raises(compat.SparkVersionError) as e:
+            compat.require_transform_with_state(connect, "stateLayout='chunked'")
+    finally:
+        compat.version.cache_clear()
+    assert str(e.value) == (
+        "stateLayout='chunked' on Spark Connect (Spark's transformWithStateInPandas of a Connect "
+        "DataFrame) needs PySpark 4.1 or later; this is PySpark 4.0.5. On PySpark 4.0 run it on classic Spark"
+    )
+
+
 def test_the_kafka_connector_carries_the_scala_version_of_the_jars():
     import pyspark
 
