@@ -7,7 +7,8 @@ start per run for all of them, which keeps the suite's time): the first, all ove
 SQLite, runs window close with a state per key, emit on update with chunked state
 (transformWithStateInPandas, RocksDB, watermark eviction) per key and on two key buckets (one group
 per bucket keeping each key's index and chunks as entries of its maps: the three keys share the two
-buckets) and a view of two window groups (one query, two chained stateful operators) in both emit
+buckets), window close on split state on two key buckets (each key's history an entry, a timer
+per bucket) and a view of two window groups (one query, two chained stateful operators) in both emit
 modes; the second runs window close into PostgreSQL (the default key buckets) beside emit on update
 from Kafka with its keys in two buckets (watermark eviction). Emit on update into PostgreSQL (files,
 a state per key) is killed twice inside the sink's open transaction."""
@@ -23,6 +24,7 @@ FILES_INTO_SQLITE = [
     ("per_key", "on_window_close", "sqlite", "files", "whole", "per key"),
     ("chunked", "on_update", "sqlite", "files", "chunked", None),
     ("chunked_bucketed", "on_update", "sqlite", "files", "chunked", 2),
+    ("split", "on_window_close", "sqlite", "files", "chunked", 2),
     ("several", "on_window_close", "sqlite", "files", "whole", "several"),
     ("several_on_update", "on_update", "sqlite", "files", "whole", "several"),
 ]

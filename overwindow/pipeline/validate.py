@@ -208,7 +208,8 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
             keyed = [(tuple(keys), spec) for keys, spec in view.groups]
             output = Assembler.of(keyed, schema, watermarked, computed=view.computed).output_schema
         else:
-            output = machine_for(view.spec, schema, watermarked).output_schema
+            keys = tuple(view.partition_by) if view.spec.key_buckets else ()  # as the adapter groups
+            output = machine_for(view.spec, schema, watermarked, keys=keys).output_schema
     except WindowSpecError as e:
         problems.append(spec_problem(view, e))
         return None

@@ -125,7 +125,7 @@ def over_window(grouped, spec: OverWindow, keep=None):
     if compat.is_connect(df):
         compat.require("overWindow on Spark Connect")
     if spec.state_layout == "chunked":
-        compat.require("stateLayout='chunked' (Spark's transformWithStateInPandas)")
+        compat.require_transform_with_state(df, "stateLayout='chunked'")
     executors.use_running_python(df.sparkSession)
     if spec.emit == "on_window_close":
         check_watermark(df, spec)

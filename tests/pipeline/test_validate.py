@@ -345,3 +345,16 @@ def test_validate_names_a_query_views_columns(tmp_path, no_jvm, capsys):
     assert (
         "ok: 5 columns in, 6 out (k, ts, id, x + 1, x2, s); emit on window close" in capsys.readouterr().out
     )
+
+
+def test_window_close_on_split_state_is_checked_with_the_views_keys(tmp_path, no_jvm):
+    """state_layout = "chunked" on window close runs on key buckets over the partition columns:
+    validated as the adapter builds it, with them; without partition_by it is refused, in the
+    view's words, before Spark starts."""
+    split = GOOD.replace('emit = "on_window_close"', 'emit = "on_window_close"\nstate_layout = "chunked"')
+    assert check_views([load_view(view_file(tmp_path / "a", split))])
+    alone = split.replace('partition_by = ["k"]\n', "")
+    with pytest.raises(
+        ViewFileError, match=r'state_layout = "chunked" on window close .* key_buckets over groupBy'
+    ):
+        check_views([load_view(view_file(tmp_path / "b", alone))])

@@ -392,5 +392,7 @@ def test_window_close_with_the_chunked_layout_runs_on_key_buckets(tmp_path):
     view = load_view(write(tmp_path, chunked))
     assert (view.spec.state_layout, view.spec.key_buckets) == ("chunked", 64)
     per_key = chunked.replace('state_layout = "chunked"', 'state_layout = "chunked"\nkey_buckets = "per key"')
-    with pytest.raises(ViewFileError, match="state_layout = \"chunked\" on emit on window close .* key_buckets"):
+    with pytest.raises(
+        ViewFileError, match='state_layout = "chunked" on emit on window close .* key_buckets'
+    ):
         load_view(write(tmp_path, per_key))

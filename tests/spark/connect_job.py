@@ -1,12 +1,13 @@
 """Runs a small emit-on-window-close view through Spark Connect (a local Connect server), with a
-state per key and with keys in buckets, and the same calls on emit on update in buckets (whole and
+state per key and with keys in buckets (whole state, and on PySpark 4.1+ split state, tagged
+``bucketed_chunked``), and the same calls on emit on update in buckets (whole and
 chunked state layout; the chunked one first refused on the default state store,
-``chunked_refused``), and prints the emitted rows as JSON lines (tagged with the hosting); then
-``overwindow.select`` over PySpark window Columns on the same stream, and Spark's own batch
-``select`` of the same Columns over the same rows (tagged ``select`` and ``select_batch``, their
-column types ``select_types``), and the same for windows over two partitionings on update
-(``several``; on PySpark 4.0 its refusal, ``several_refused``). Used by test_spark_connect.py in a
-subprocess."""
+``chunked_refused``; on PySpark 4.0 only its refusal, ``chunked_version_refused``), and prints the
+emitted rows as JSON lines (tagged with the hosting); then ``overwindow.select`` over PySpark
+window Columns on the same stream, and Spark's own batch ``select`` of the same Columns over the
+same rows (tagged ``select`` and ``select_batch``, their column types ``select_types``), and the
+same for windows over two partitionings on update (``several``; on PySpark 4.0 its refusal,
+``several_refused``). Used by test_spark_connect.py in a subprocess."""
 
 import json
 import os
@@ -37,26 +38,26 @@ def main(src: str, work: str) -> None:
     )
     calls = ("sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s", "lag(x) OVER (ORDER BY ts) AS p")
     for hosting, buckets in (("per_key", None), ("bucketed", 2)):
-        spec = overwindow.OverWindow(*calls, rowKey="rid", keyBuckets=buckets)
-        out = events.groupBy("k").overWindow(spec)
-        q = (
-            out.writeStream.format("parquet")
-            .option("path", f"{work}/out-{hosting}")
-            .option("checkpointLocation", f"{work}/chk-{hosting}")
-            .outputMode("append")
-            .trigger(availableNow=True)
-            .start()
+        window_close(
+            spark,
+            events,
+            calls,
+            work,
+            hosting,
+            overwindow.OverWindow(*calls, rowKey="rid", keyBuckets=buckets),
         )
-        q.awaitTermination()
-        for row in spark.read.parquet(f"{work}/out-{hosting}").toPandas().to_dict("records"):
-            print(
-                json.dumps({"hosting": hosting, **{k: (str(v) if k == "ts" else v) for k, v in row.items()}})
-            )
     # emit on update on buckets, whole state (applyInPandasWithState) and chunked
     # (transformWithStateInPandas, which Spark runs only on the RocksDB state store: set on the
     # Connect session at run time, as a user would): one micro-batch, so each row comes once, as an
     # upsert
     for hosting, layout in (("on_update_bucketed", "whole"), ("on_update_chunked_bucketed", "chunked")):
+        spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="rid", keyBuckets=2, stateLayout=layout)
+        if layout == "chunked" and compat.version() < compat.CONNECT_TRANSFORM_WITH_STATE:
+            try:  # 4.0's Connect GroupedData has no transformWithStateInPandas: refused up front
+                events.groupBy("k").overWindow(spec)
+            except compat.SparkVersionError as e:
+                print(json.dumps({"hosting": "chunked_version_refused", "message": str(e)}))
+            continue
         if layout == "chunked":
             # the session's default store first: refused before a query starts, naming the setting
             refused = overwindow.OverWindow(*calls, emit="on_update", rowKey="rid", stateLayout="chunked")
@@ -68,14 +69,32 @@ def main(src: str, work: str) -> None:
                 "spark.sql.streaming.stateStore.providerClass",
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
             )
-        spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="rid", keyBuckets=2, stateLayout=layout)
         q = events.groupBy("k").overWindow(spec).writeStream.format("memory").queryName(f"ow_{hosting}")
         q.outputMode("update").trigger(availableNow=True).start().awaitTermination()
         for row in spark.table(f"ow_{hosting}").toPandas().to_dict("records"):
             fields = {k: (str(v) if k == "ts" else v) for k, v in row.items()}
             print(json.dumps({"hosting": hosting, **fields}))
+    if compat.version() >= compat.CONNECT_TRANSFORM_WITH_STATE:  # on RocksDB, set above
+        spec = overwindow.OverWindow(*calls, rowKey="rid", keyBuckets=2, stateLayout="chunked")
+        window_close(spark, events, calls, work, "bucketed_chunked", spec)
     select_columns(spark, src, events)
     spark.stop()
+
+
+def window_close(spark, events, calls, work: str, hosting: str, spec) -> None:
+    """Emit on window close of ``spec`` into parquet, one availableNow run; prints its rows."""
+    out = events.groupBy("k").overWindow(spec)
+    q = (
+        out.writeStream.format("parquet")
+        .option("path", f"{work}/out-{hosting}")
+        .option("checkpointLocation", f"{work}/chk-{hosting}")
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    for row in spark.read.parquet(f"{work}/out-{hosting}").toPandas().to_dict("records"):
+        print(json.dumps({"hosting": hosting, **{k: (str(v) if k == "ts" else v) for k, v in row.items()}}))
 
 
 def select_columns(spark, src: str, events) -> None:

@@ -1,12 +1,13 @@
 """overWindow is registered for Spark Connect DataFrames too: a view run through a local Connect
 server (in a subprocess: one Spark at a time) emits the batch result, with a state per key and with
-keys in buckets (keyBuckets reads the grouping columns of a Connect plan), on update in buckets
+keys in buckets (keyBuckets reads the grouping columns of a Connect plan; whole state, and split
+state on transformWithStateInPandas), on update in buckets
 with the whole and the chunked state layout (transformWithStateInPandas, RocksDB set on the
 Connect session; on the default store refused up front); overwindow.select over PySpark window
 Columns of Spark Connect equals Spark's batch select of the same Columns, over one PARTITION BY on
 window close and over two (the fan-out's chained operators) on update. PySpark 4.0 (scripts/compat
-runs this file there) has no transformWithStateInPandas on Connect: the fan-out is refused there,
-naming 4.1."""
+runs this file there) has no transformWithStateInPandas on Connect: the chunked layout and the
+fan-out are refused there, naming 4.1."""
 
 import json
 import math
@@ -48,21 +49,30 @@ def test_over_window_through_spark_connect(no_spark, tmp_path):
         .to_pandas()
         .set_index("rid")
     )
-    # final watermark 00:00:34: rows at or below it are closed (no frame looks ahead); both hostings
-    # (a state per key, keys in buckets)
-    for hosting in ("per_key", "bucketed"):
+    # final watermark 00:00:34: rows at or below it are closed (no frame looks ahead); every hosting
+    # (a state per key, keys in buckets; on 4.1+ also split state on buckets, on RocksDB)
+    window_close = ("per_key", "bucketed")
+    if compat.version() >= compat.CONNECT_TRANSFORM_WITH_STATE:
+        window_close += ("bucketed_chunked",)
+    for hosting in window_close:
         assert sorted(r["rid"] for r in emitted if r["hosting"] == hosting) == list(range(35)), hosting
     # emit on update in buckets, whole and chunked state (transformWithStateInPandas on RocksDB):
     # every row, as an upsert
     on_update = ("on_update_bucketed", "on_update_chunked_bucketed")
+    if compat.version() < compat.CONNECT_TRANSFORM_WITH_STATE:  # PySpark 4.0 (scripts/compat)
+        on_update = on_update[:1]
+        (refused,) = [r["message"] for r in emitted if r["hosting"] == "chunked_version_refused"]
+        assert "stateLayout='chunked' on Spark Connect" in refused
+        assert "needs PySpark 4.1 or later" in refused
+    else:
+        # before RocksDB was set on the Connect session, the chunked layout was refused up front
+        (refused,) = [r["message"] for r in emitted if r["hosting"] == "chunked_refused"]
+        assert "needs the RocksDB state store: spark.conf.set(" in refused
     for hosting in on_update:
         updates = [r for r in emitted if r["hosting"] == hosting]
         assert sorted(r["rid"] for r in updates) == list(range(40)), hosting
         assert {r["_change"] for r in updates} == {"upsert"}, hosting
-    # before RocksDB was set on the Connect session, the chunked layout was refused up front
-    (refused,) = [r["message"] for r in emitted if r["hosting"] == "chunked_refused"]
-    assert "needs the RocksDB state store: spark.conf.set(" in refused
-    for r in (r for r in emitted if r["hosting"] in ("per_key", "bucketed", *on_update)):
+    for r in (r for r in emitted if r["hosting"] in (*window_close, *on_update)):
         assert r["s"] == batch.loc[r["rid"], "s"]
         want = batch.loc[r["rid"], "p"]
         got = np.nan if r["p"] is None else r["p"]  # NULL comes back as NaN through pandas and JSON
