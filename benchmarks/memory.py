@@ -100,7 +100,7 @@ def write_files(folder: Path, rows: int, keys: int, files: int, seed: int, hot: 
 
 def child(mode: str, src: Path, work: Path, out: Path, options: dict) -> None:
     """Runs one mode's stream and writes its samples (one per micro-batch with data) as JSON;
-    ``options``: driver memory, and OverWindow's keyBuckets and stateTtl."""
+    ``options``: driver memory, and OverWindow's keyBuckets, stateTtl and stateLayout."""
     import psutil
 
     spark = spark_session(
@@ -108,8 +108,18 @@ def child(mode: str, src: Path, work: Path, out: Path, options: dict) -> None:
     )
     runtime = spark._jvm.java.lang.Runtime.getRuntime()
     jvm = psutil.Process(spark._jvm.java.lang.ProcessHandle.current().pid())
+    layout = options.get("layout", "whole")
+    if layout == "chunked":  # transformWithStateInPandas needs RocksDB
+        from overwindow.spark.adapter import use_rocksdb
+
+        use_rocksdb(spark)
     spec = overwindow.OverWindow(
-        *CALLS, emit=mode, rowKey="rid", keyBuckets=options["buckets"], stateTtl=options["ttl"]
+        *CALLS,
+        emit=mode,
+        rowKey="rid",
+        keyBuckets=options["buckets"],
+        stateTtl=options["ttl"],
+        stateLayout=layout,
     )
     events = (
         spark.readStream.schema(SCHEMA)
@@ -221,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hot", type=float, default=0.2, help="the soak: the hot key's share of the rows")
     p.add_argument("--buckets", type=int, help="OverWindow keyBuckets (the soak: 64)")
     p.add_argument("--ttl", help="OverWindow stateTtl (the soak: '30 seconds')")
+    p.add_argument("--layout", choices=("whole", "chunked"), default="whole", help="OverWindow stateLayout")
     p.add_argument("--driver-memory", default=None, help="spark.driver.memory (4g; the soak: 1g)")
     p.add_argument(
         "--child", nargs=5, metavar=("MODE", "SRC", "WORK", "OUT", "OPTIONS"), help=argparse.SUPPRESS
@@ -238,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory": args.driver_memory or ("1g" if args.soak else "4g"),
         "buckets": args.buckets,
         "ttl": args.ttl,
+        "layout": args.layout,
     }
     command = shlex.join(["python", "benchmarks/memory.py", *(argv if argv is not None else sys.argv[1:])])
     work = Path(tempfile.mkdtemp(prefix="ow-mem-"))

@@ -222,6 +222,7 @@ class WindowClose:
                 pa.concat_tables([table, rows]),
                 np.concatenate([keys, new_k]),
                 np.concatenate([renumber[part], new_part]),
+                table.num_rows,
             )
         meta.late_rows += late
         meta.buckets = self.buckets
@@ -289,16 +290,18 @@ class WindowClose:
         firsts = layout.perm[layout.part_bounds[:-1]]
         return both.take(pa.array(firsts)), number[:n_held], number[n_held:]
 
-    def _insert(self, table: pa.Table, keys: np.ndarray, part: np.ndarray):
-        """The rows sorted by (partition, ORDER BY key, row identity); held rows come sorted and new
-        ones mostly in order, as streams mostly are."""
+    def _insert(self, table: pa.Table, keys: np.ndarray, part: np.ndarray, held: int = 0):
+        """The rows sorted by (partition, ORDER BY key, row identity); the first ``held`` rows come
+        sorted (ties among them in identity order) and new ones mostly in order, as streams mostly
+        are."""
         order = np.lexsort((keys, part))
-        if _in_order(part[order], keys[order]):
+        if _in_order(part[order], keys[order], order >= held):
             if (order[1:] > order[:-1]).all():
                 return table, keys, part
             return table.take(pa.array(order)), keys[order], part[order]
-        # the keys alone decide the order when they are distinct within each partition; ties (or
-        # NaN) go to the full sort by (partition, ORDER BY key, row identity)
+        # the keys alone decide the order where they are distinct within each partition, and the
+        # stable sort keeps held rows' ties in their order; ties (or NaN) with a new row go to the
+        # full sort by (partition, ORDER BY key, row identity)
         with_part = table.append_column("__ow_part", pa.array(part))
         order = pc.sort_indices(with_part, sort_keys=[("__ow_part", "ascending"), *self.sort_keys]).to_numpy()
         return table.take(pa.array(order)), keys[order], part[order]
@@ -585,9 +588,10 @@ def _measures(ttl, kind: TypeFamily) -> bool:
     return not isinstance(ttl, Interval)
 
 
-def _in_order(part: np.ndarray, keys: np.ndarray) -> bool:
-    """Whether (partition, key) strictly increase (False with a NaN key)."""
+def _in_order(part: np.ndarray, keys: np.ndarray, new: np.ndarray) -> bool:
+    """Whether (partition, key) strictly increase, sorted, wherever a ``new`` row is beside its
+    neighbour (False with a NaN key there)."""
     if len(keys) < 2:
         return True
-    same = part[1:] == part[:-1]
-    return bool(((~same) | (keys[1:] > keys[:-1])).all())
+    unsure = (part[1:] == part[:-1]) & ~(keys[1:] > keys[:-1])
+    return not (unsure & (new[1:] | new[:-1])).any()
