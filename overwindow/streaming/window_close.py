@@ -294,7 +294,7 @@ class WindowClose:
         """The rows sorted by (partition, ORDER BY key, row identity); the first ``held`` rows come
         sorted (ties among them in identity order) and new ones mostly in order, as streams mostly
         are."""
-        order = np.lexsort((keys, part))
+        order = _merged(keys, part, held)
         if _in_order(part[order], keys[order], order >= held):
             if (order[1:] > order[:-1]).all():
                 return table, keys, part
@@ -586,6 +586,31 @@ def _measures(ttl, kind: TypeFamily) -> bool:
     if kind is TypeFamily.DATE:
         return isinstance(ttl, (Interval, int))
     return not isinstance(ttl, Interval)
+
+
+def _merged(keys: np.ndarray, part: np.ndarray, held: int) -> np.ndarray:
+    """The order sorting rows by (partition, key), stable, where the first ``held`` are sorted so
+    already (checked: else, and with NaN keys, one sort of all rows): the others sorted among
+    themselves and merged in by binary search, rather than every held key sorted again.
+    O(n + m log m + m log n) for m new rows.
+
+    >>> _merged(np.array([1, 5, 2, 3, 5]), np.array([0, 0, 1, 0, 1]), 3).tolist()
+    [0, 3, 1, 2, 4]
+    """
+    hp, hk = part[:held], keys[:held]
+    if (
+        held == 0
+        or held == len(keys)
+        or (keys.dtype.kind == "f" and np.isnan(keys).any())
+        or not ((hp[1:] > hp[:-1]) | ((hp[1:] == hp[:-1]) & (hk[1:] >= hk[:-1]))).all()
+    ):
+        return np.lexsort((keys, part))
+    new = np.lexsort((keys[held:], part[held:])) + held
+    pairs = np.dtype([("p", part.dtype), ("k", keys.dtype)])
+    old, more = np.empty(held, pairs), np.empty(len(new), pairs)
+    old["p"], old["k"] = part[:held], keys[:held]
+    more["p"], more["k"] = part[new], keys[new]
+    return np.insert(np.arange(held), np.searchsorted(old, more, side="right"), new)
 
 
 def _in_order(part: np.ndarray, keys: np.ndarray, new: np.ndarray) -> bool:

@@ -192,3 +192,28 @@ def test_a_pending_row_with_a_nan_key_stays_pending_until_the_end():
         steps = [d.feed(rows, 0.5), d.feed(None, 2.0), d.feed(None, 3.0), d.feed(None, END_OF_INPUT)]
         outs.append([t.column("rid").to_pylist() for t in steps] + [d.late_rows])
     assert outs[0] == outs[1] == [[], [1, 3], [], [2], 0]
+
+
+def test_the_end_of_input_reads_entries_in_any_order_with_rows_pending():
+    """At the end of input every entry is read in the store's order (not the keys' order) and
+    merged with the pending rows of the same keys: the rows come out as the whole layout's."""
+    calls = [("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s", 0, 0, None)]
+    split, whole = _drivers(calls, 1)
+
+    def rows(k, t, rid):
+        return pa.table(
+            {"k": k, "t": t, "rid": rid, "x": [float(r) for r in rid], "g": [0] * len(k)}, schema=SCHEMA
+        )
+
+    feeds = [
+        (rows([5, 5], [1, 2], [1, 2]), 2),  # key 5's entry first
+        (rows([1, 1], [3, 4], [3, 4]), 4),  # then key 1's
+        (rows([1, 5, 5, 1], [9, 8, 9, 8], [5, 6, 7, 8]), 5),  # pending for both
+    ]
+    for part, watermark in feeds:
+        _same(split.feed(part, watermark), whole.feed(part, watermark))
+    (store,) = split.states.values()
+    assert list(store.entries) != sorted(store.entries) and store.pending_rows() == 4
+    got, want = split.feed(None, END_OF_INPUT), whole.feed(None, END_OF_INPUT)
+    _same(got, want)
+    assert sorted(got["rid"].to_pylist()) == [5, 6, 7, 8]
