@@ -11,8 +11,8 @@ in arrival order, 1 ms apart across all keys, plus up to ``JITTER_MS`` of jitter
   every key in every micro-batch (each micro-batch is every key repeated, shuffled). The same rows
   at every point but the key column; a micro-batch holds at least one row per key, so ``1m`` takes
   1,000,000 rows per micro-batch when ``--rows-per-batch`` is smaller (the table says so).
-- ``100k-sparse``, ``1m-sparse``: a first micro-batch with one row for each of 100,000 or
-  1,000,000 keys (it fills the state; not counted in the latencies), then ``--batches``
+- ``100k-sparse``, ``1m-sparse``, ``3m-sparse``: a first micro-batch with one row for each of
+  100,000, 1,000,000 or 3,000,000 keys (it fills the state; not counted in the latencies), then ``--batches``
   micro-batches of ``--sparse-rows`` rows over ``--touched`` keys drawn at random (every drawn key
   gets a row): the same work per micro-batch over 10x more keys held.
 
@@ -70,6 +70,7 @@ POINTS = {
     "1m": (1_000_000, False),
     "100k-sparse": (100_000, True),
     "1m-sparse": (1_000_000, True),
+    "3m-sparse": (3_000_000, True),
 }
 DELAY_S = 10
 JITTER_MS = 5_000
