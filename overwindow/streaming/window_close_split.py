@@ -199,6 +199,7 @@ class SplitWindowClose:
         of the keys stepped and the pending rows; ``largest`` is among those keys."""
         m = self.machine
         pending, waits, meta = self._read(store)
+        existed = meta.keys is not None  # only a stored value records the key columns
         upto = meta.released_upto
         if watermark is not None and (upto is None or watermark > upto):
             upto = watermark
@@ -235,7 +236,7 @@ class SplitWindowClose:
         pending = done.table.filter(pa.array(~written))
         if pending.num_rows or waits.num_rows or meta.entries:
             store.write_meta(encode({"pending": pending, "waits": waits}, STATE_KIND, meta))
-        elif store.read_meta() is not None:
+        elif existed:
             store.remove_meta()
         times = [t for t in (done.step.wakeup,) if t is not None]
         if waits.num_rows:
