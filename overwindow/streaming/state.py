@@ -8,10 +8,13 @@ and one Arrow IPC stream of one record batch.
 
 Kinds and the format versions they read:
 
-- ``window_close`` (``WindowCloseMeta``): format 4 (tables ``rows``, every partition's rows, and
-  ``parts``, one row per partition: its key, counters and newest ORDER BY key; the watermark and
-  late count in the header), format 3 (``parts`` without the newest key: taken from the rows held),
-  formats 1 and 2 (one partition, its counters in the header) read as one partition;
+- ``window_close`` (``WindowCloseMeta``): format 5 (format 4 less what can be rebuilt: the rows
+  without their non-float key columns, ``parts`` without counters that are 0 everywhere, counters
+  as int32 where they fit, ``newest`` only under stateTtl; ``WindowClose._stored``), format 4
+  (tables ``rows``, every partition's rows, and ``parts``, one row per partition: its key, counters
+  and newest ORDER BY key; the watermark and late count in the header), format 3 (``parts``
+  without the newest key: taken from the rows held), formats 1 and 2 (one partition, its counters
+  in the header) read as one partition;
 - ``window_close_split`` (``WindowCloseSplitMeta``): format 1, a bucket's value of the split
   layout (tables ``pending`` and ``waits``); each key's entry is its own format
   (``window_close_split.ENTRY_TAG``);
@@ -80,7 +83,7 @@ class WindowCloseMeta(StateMeta):
     rows, ``parts`` their keys and counters (``overwindow.streaming.window_close``)."""
 
     OLDEST: ClassVar[int] = 1
-    NEWEST: ClassVar[int] = 4
+    NEWEST: ClassVar[int] = 5
 
     released_upto: int | float | None = None  # the watermark the released rows are at or below
     late_rows: int = 0  # rows dropped as late so far

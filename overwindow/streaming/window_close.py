@@ -119,18 +119,28 @@ class WindowClose:
     def _load(self, state: bytes | None) -> tuple[pa.Table, pa.Table, WindowCloseMeta]:
         """(rows, parts, meta) of a state: rows sorted by partition then (ORDER BY key, identity),
         released rows first in each partition (pending rows of formats 1-2 may be out of order: the
-        step sorts them)."""
+        step sorts them); the columns format 5 leaves out (``_stored``) filled in."""
         if state is None:
             return self.schema.empty_table(), self.parts_schema.empty_table(), WindowCloseMeta()
         tables, meta = decode(state, STATE_KIND, WindowCloseMeta)
         rows = tables["rows"]
         if meta.one_partition is None:
-            parts = tables["parts"]
-            if "newest" not in parts.column_names:  # format 3
-                parts = parts.append_column("newest", self._newest_held(rows, parts, meta.released_upto))
-            if meta.buckets != self.buckets or parts.column_names != self.parts_schema.names:
-                raise buckets_changed(meta.buckets, parts.column_names[:-5], self.buckets, self.keys)
-            return rows, parts, meta
+            stored = tables["parts"]
+            names = stored.column_names
+            written = [c for c in names if c not in _COUNTERS and c != "newest"]
+            if meta.buckets != self.buckets or written != self.keys:
+                raise buckets_changed(meta.buckets, written, self.buckets, self.keys)
+            zeros = pa.array(np.zeros(stored.num_rows, np.int64))
+            counted = self.parts_schema.names[:-1]  # the keys and counters; ``newest`` below
+            parts = pa.table({c: stored.column(c) if c in names else zeros for c in counted})
+            rows = self._with_keys(rows, parts)
+            if "newest" in names:
+                newest = stored.column("newest")
+            elif self.ttl is not None:  # format 3, or format 5 written without stateTtl
+                newest = self._newest_held(rows, parts, meta.released_upto)
+            else:  # read only under stateTtl
+                newest = pa.array(self._no_key(parts.num_rows))
+            return rows, parts.append_column("newest", newest).cast(self.parts_schema), meta
         if self.keys:
             raise StateFormatError(
                 "this state was written for one key per state (formats 1-2); a state of many keys "
@@ -146,6 +156,47 @@ class WindowClose:
             parts = parts.slice(0, 0)
         meta.one_partition = None
         return rows, parts, meta
+
+    def _stored(self, table: pa.Table, parts: pa.Table) -> dict[str, pa.Table]:
+        """The state's tables as format 5 writes them, smaller than the step's by what can be
+        rebuilt: the rows without the key columns (each partition's row of ``parts`` holds its key;
+        floating keys stay, as -0.0 and 0.0 are one partition but two values), ``parts`` with each
+        counter as int32 where every value fits and left out where every value is 0, and ``newest``
+        only under ``stateTtl`` (its only reader). A bucket's state moves whole through Spark every
+        micro-batch that reaches it, at a cost that follows its bytes. O(partitions).
+
+        >>> from overwindow.spec import OverWindow
+        >>> m = WindowClose(
+        ...     OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets=2),
+        ...     pa.schema([("k", pa.string()), ("t", pa.int64()), ("x", pa.int64())]),
+        ...     keys=("k",),
+        ... )
+        >>> done = m.advance(*m._load(None), pa.table({"k": ["a", "a"], "t": [1, 2], "x": [5, 6]}), 1)
+        >>> stored = m._stored(done.table, done.parts)
+        >>> stored["rows"].column_names, stored["parts"].schema.types
+        (['t', 'x'], [DataType(string), DataType(int32), DataType(int32)])
+        """
+        drop = [k for k in self.keys if _rebuilt_exactly(self.schema.field(k).type)]
+        columns = {k: parts.column(k) for k in self.keys}
+        for c in _COUNTERS:
+            values = parts.column(c).to_numpy()
+            if values.any():
+                narrow = values.min() >= np.iinfo(np.int32).min and values.max() <= np.iinfo(np.int32).max
+                columns[c] = pa.array(values.astype(np.int32)) if narrow else parts.column(c)
+        if self.ttl is not None:
+            columns["newest"] = parts.column("newest")
+        return {"rows": table.drop_columns(drop), "parts": pa.table(columns)}
+
+    def _with_keys(self, rows: pa.Table, parts: pa.Table) -> pa.Table:
+        """``rows`` with the key columns ``_stored`` left out taken again from their partitions'
+        rows of ``parts``. O(rows)."""
+        missing = [k for k in self.keys if k not in rows.column_names]
+        if not missing:
+            return rows
+        n = parts.column("n").to_numpy().astype(np.int64)
+        at = pa.array(np.repeat(np.arange(len(n)), n))
+        columns = [parts.column(k).take(at) if k in missing else rows.column(k) for k in self.schema.names]
+        return pa.Table.from_arrays(columns, schema=self.schema)
 
     def _newest_held(self, rows: pa.Table, parts: pa.Table, released_upto) -> pa.Array:
         """The newest ORDER BY key per partition of a state written before format 4 kept it: its
@@ -168,9 +219,7 @@ class WindowClose:
         """Feed new rows and the current watermark (in the ORDER BY key's numbers: microseconds
         since the epoch for TIMESTAMP/DATE keys). Returns the rows whose windows closed."""
         done = self.advance(*self._load(state), rows, watermark)
-        return replace(
-            done.step, state=encode({"rows": done.table, "parts": done.parts}, STATE_KIND, done.meta)
-        )
+        return replace(done.step, state=encode(self._stored(done.table, done.parts), STATE_KIND, done.meta))
 
     def advance(
         self,
@@ -577,6 +626,12 @@ def _largest(parts: pa.Table, keys: list[str]):
     n = parts.column("n").to_numpy()
     i = int(np.argmax(n))
     return int(n[i]), tuple(parts.column(k)[i].as_py() for k in keys)
+
+
+def _rebuilt_exactly(t: pa.DataType) -> bool:
+    """Whether a key column of type ``t`` is rebuilt exactly from its partition's key: every value
+    of one partition is the same value (not so for floats: -0.0 and 0.0, NaNs)."""
+    return not (pa.types.is_floating(t) or pa.types.is_nested(t))
 
 
 def _measures(ttl, kind: TypeFamily) -> bool:

@@ -1,13 +1,14 @@
 """State bytes: states written by an earlier release of this format still load and the stream goes on
 exactly (the oracle: the batch evaluator over every row); today's machines write the same tables
-and counters for the same input (window close in its format 4: the same rows, the counters and the
-newest key in a table of partitions); what this release cannot read is refused with a clear error.
+and counters for the same input (window close in its format 5: the same rows, the counters in a
+table of partitions, and what it can rebuild left out); what this release cannot read is refused
+with a clear error.
 
 ``data/format2_states.json`` holds states written by overwindow at git 36aaea1 (format 2, before the
 counters became dataclasses) for the inputs stored beside them: a window-close state with pruned
 and pending rows, an emit-on-update state after eviction, and a chunked store (index, chunks and
-identity map); ``data/format3_states.json`` window-close states written at git e969405 (format 3),
-one per key and one bucket of three keys."""
+identity map); ``data/format3_states.json`` and ``data/format4_states.json`` window-close states
+written at git e969405 (format 3) and 5fe88e2 (format 4), one per key and one bucket of three keys."""
 
 import base64
 import json
@@ -75,18 +76,18 @@ def test_window_close_state_written_by_format_2_goes_on():
     batch1, batch2 = (pa.Table.from_pylist(old[b], schema=ROWS) for b in ("batch1", "batch2"))
     first = machine.step(None, batch1, old["watermark1"])
     state = base64.b64decode(old["state"])
-    # format 4 holds the same rows; the partition's counters moved from the header to ``parts``
+    # today's format holds the same rows; the partition's counters moved from the header to
+    # ``parts`` (as int32 where they fit), and the newest ORDER BY key seen is kept under stateTtl
     was, now = _header(state)["meta"], _header(first.state)["meta"]
     assert now == {**{k: was[k] for k in ("released_upto", "late_rows")}, "buckets": None}
     rows, parts = _tables(first.state)
     assert rows.equals(_tables(state)[0].cast(rows.schema))
-    newest = max(r["t"] for r in old["batch1"])  # format 4 keeps the newest ORDER BY key seen
-    assert parts.to_pylist() == [
-        {
-            "n": rows.num_rows,
-            **{k: was[k] for k in ("emitted", "pruned_rows", "pruned_groups")},
-            "newest": newest,
-        }
+    counters = {"n": rows.num_rows, **{k: was[k] for k in ("emitted", "pruned_rows", "pruned_groups")}}
+    assert parts.to_pylist() == [counters]
+    ttl = machine_for(OverWindow(*old["calls"], rowKey="rid", stateTtl=100), ROWS)
+    newest = max(r["t"] for r in old["batch1"])
+    assert _tables(ttl.step(None, batch1, old["watermark1"]).state)[1].to_pylist() == [
+        {**counters, "newest": newest}
     ]
     assert was["pruned_rows"] > 0  # row_number and rank go on counting them
     second = machine.step(state, batch2, old["watermark2"])
@@ -102,17 +103,20 @@ def test_window_close_state_written_by_format_2_goes_on():
 
 
 @pytest.mark.parametrize("bucketed", [False, True])
-def test_window_close_state_written_by_format_3_goes_on(bucketed):
+@pytest.mark.parametrize("version", [3, 4])
+def test_window_close_state_written_by_format_3_or_4_goes_on(version, bucketed):
     """``data/format3_states.json``: window-close states written at git e969405 (format 3, before
-    each partition kept its newest ORDER BY key), one per key and one bucket of three keys. They go
-    on exactly (the batch evaluator over all rows) and, read under ``stateTtl``, a partition is
-    forgotten no earlier than a TTL after its newest row."""
-    old = json.loads((Path(__file__).parent / "data" / "format3_states.json").read_text())
+    each partition kept its newest ORDER BY key); ``data/format4_states.json``: at git 5fe88e2
+    (format 4, every column of both tables, before format 5 left out what it can rebuild); each
+    one per key and one bucket of three keys. They go on exactly (the batch evaluator over all rows)
+    and, read under ``stateTtl``, a partition is forgotten no earlier than a TTL after its newest
+    row."""
+    old = json.loads((Path(__file__).parent / "data" / f"format{version}_states.json").read_text())
     prefix = "bucket_" if bucketed else ""
     spec = OverWindow(*old["calls"], rowKey="rid", keyBuckets=4 if bucketed else None)
     machine = machine_for(spec, ROWS, keys=("k",) if bucketed else ())
     state = base64.b64decode(old[f"{prefix}state"])
-    assert _header(state)["version"] == 3
+    assert _header(state)["version"] == version
     batch1, batch2 = (pa.Table.from_pylist(old[f"{prefix}{b}"], schema=ROWS) for b in ("batch1", "batch2"))
     first = machine.step(None, batch1, old["watermark1"])
     second = machine.step(state, batch2, old["watermark2"])
@@ -130,6 +134,51 @@ def test_window_close_state_written_by_format_3_goes_on(bucketed):
     keep = machine_for(ttl, ROWS, keys=("k",) if bucketed else ()).step(state, None, newest + 5)
     gone = machine_for(ttl, ROWS, keys=("k",) if bucketed else ()).step(state, None, newest + 6)
     assert keep.counters.state_rows > 0 and gone.empty
+
+
+def test_window_close_format_5_leaves_out_what_it_rebuilds_and_keeps_every_value():
+    """A bucket's state moves whole through Spark every micro-batch, so format 5 leaves out what it
+    can rebuild: the key columns of the rows (each partition's row of ``parts`` holds its key), the
+    counters that are 0 everywhere, ``newest`` without stateTtl, and stores counters as int32 where
+    they fit. A float key stays in the rows: -0.0 and 0.0 are one partition but two values, and the
+    stream goes on with each row's own (the oracle: the batch evaluator over every row)."""
+    schema = pa.schema([("k", pa.string()), ("f", pa.float64()), ("rid", pa.int64()), ("t", pa.int64())])
+    calls = ("sum(rid) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s",)
+    spec = OverWindow(*calls, rowKey="rid", keyBuckets=2)
+    machine = machine_for(spec, schema, keys=("k", "f"))
+    keys = {"k": ["a", "a", None, "b"], "f": [0.0, -0.0, 1.5, float("nan")]}
+    batch1 = pa.table({**keys, "rid": [1, 2, 3, 4], "t": [1, 2, 3, 4]}, schema=schema)
+    batch2 = pa.table({"k": ["a", "b"], "f": [-0.0, float("nan")], "rid": [5, 6], "t": [9, 9]}, schema=schema)
+    first = machine.step(None, batch1, 2)
+    rows, parts = _tables(first.state)
+    assert rows.column_names == ["f", "rid", "t"]  # the string key left out, the float key kept
+    assert parts.column_names == ["k", "f", "n", "emitted"]  # nothing pruned yet, no stateTtl
+    assert parts.schema.field("n").type == pa.int32()
+    second = machine.step(first.state, batch2, 5)
+    last = machine.step(second.state, None, END_OF_INPUT)
+    out = pa.concat_tables([first.output, second.output, last.output])
+    everything = pa.concat_tables([batch1, batch2])
+    want = overwindow.evaluate(everything, *spec.partitioned(("k", "f")))
+    key = lambda r: r["rid"]  # noqa: E731
+    got, exp = sorted(out.to_pylist(), key=key), sorted(want.to_pylist(), key=key)
+    assert [r["s"] for r in got] == [r["s"] for r in exp]
+    # each row keeps its own -0.0 or 0.0 (compared by sign: -0.0 == 0.0)
+    assert [(r["k"], str(r["f"])) for r in got] == [(r["k"], str(r["f"])) for r in exp]
+
+
+def test_window_close_format_5_keeps_counters_past_int32():
+    """A counter past int32 stays int64 in the stored ``parts``, and reads back whole."""
+    schema = pa.schema([("k", pa.int64()), ("rid", pa.int64()), ("t", pa.int64())])
+    spec = OverWindow("lag(rid) OVER (ORDER BY t) AS p", rowKey="rid", keyBuckets=2)
+    machine = machine_for(spec, schema, keys=("k",))
+    done = machine.advance(*machine._load(None), pa.table({"k": [7], "rid": [1], "t": [1]}, schema=schema), 1)
+    at = done.parts.column_names.index("pruned_rows")
+    parts = done.parts.set_column(at, "pruned_rows", pa.array([2**40], pa.int64()))
+    stored = machine._stored(done.table, parts)
+    assert stored["parts"].schema.field("pruned_rows").type == pa.int64()
+    rows, loaded, _ = machine._load(encode(stored, "window_close", done.meta))
+    assert rows.equals(done.table)
+    assert loaded.drop_columns(["newest"]).equals(parts.drop_columns(["newest"]))  # newest: stateTtl only
 
 
 def _changelog_view(outputs, view: dict):
@@ -239,5 +288,5 @@ def test_damaged_state_is_refused_as_state(data):
 
 
 def test_state_of_another_kind_names_both():
-    with pytest.raises(StateFormatError, match="format 4, this overwindow reads 'other' format 1 to 4"):
+    with pytest.raises(StateFormatError, match="format 5, this overwindow reads 'other' format 1 to 5"):
         decode(GOOD, "other", WindowCloseMeta)
