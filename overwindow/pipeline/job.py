@@ -49,7 +49,8 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
     """The active SparkSession, or one set up the way overwindow runs best, with ``settings``
     (``spark_settings``) over its defaults: on ``local[2]`` (Python workers run this interpreter
     unless PYSPARK_PYTHON says otherwise), or on the master ``OVERWINDOW_MASTER`` names, whose
-    executors get the package shipped (``executors.ship``); no UI, no console progress bars (they
+    executors get the package shipped (``executors.ship``, and ``executors.on_driver_path`` for the
+    Python Spark starts beside the driver); no UI, no console progress bars (they
     would cut into the progress lines), and Spark's own log off unless ``debug`` (a failure is
     reported by the job in one line; ``--debug`` shows Spark's account). Settings that only a new
     session takes (memory, master) are ignored, with a warning, when a session is active."""
@@ -87,6 +88,8 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
     )
     for key, value in settings.items():
         builder = builder.config(key, value)
+    if not executors.is_local(master):
+        executors.on_driver_path()  # before the JVM starts: it passes PYTHONPATH on
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN" if debug else "OFF")
     if not debug:  # py4j logs each broken call (a stopped query's callbacks) with its traceback

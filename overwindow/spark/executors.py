@@ -10,7 +10,10 @@ On a cluster the workers' Python is the cluster's: :func:`ship` sends overwindow
 the package and its pure-Python dependencies (sqlglot, sortedcontainers) added to the session
 (``SparkContext.addPyFile``; classic Spark only: through Spark Connect the server's workers need
 overwindow installed). numpy, pandas and pyarrow must be on the workers already, as for any pandas
-UDF.
+UDF. ``transformWithStateInPandas`` (the chunked layout, windows over several PARTITION BY) also
+starts that interpreter on the driver's machine, to learn the processor's state variables, and
+that process sees no file added to the session: :func:`on_driver_path` puts the zip on the
+``PYTHONPATH`` the session's JVM starts with.
 
 >>> sorted(SHIPPED)
 ['overwindow', 'sortedcontainers', 'sqlglot']
@@ -74,6 +77,29 @@ def ship(session) -> str:
         )
     session.sparkContext.addPyFile(path)
     session._overwindow_shipped = path
+    return path
+
+
+def on_driver_path() -> str:
+    """Put the zip of :func:`ship` on ``PYTHONPATH``, first, for the Python processes that a Spark
+    session started after this call runs on the driver's machine (Spark adds that variable to
+    their path); returns the zip's path. Without it, a driver whose ``PYSPARK_PYTHON`` lacks
+    overwindow fails to start a ``transformWithStateInPandas`` query. O(package size) once.
+
+    >>> import os
+    >>> saved = os.environ.get("PYTHONPATH")
+    >>> path = on_driver_path()
+    >>> os.environ["PYTHONPATH"].split(os.pathsep)[0] == path, on_driver_path() == path
+    (True, True)
+    >>> if saved is None:
+    ...     del os.environ["PYTHONPATH"]
+    ... else:
+    ...     os.environ["PYTHONPATH"] = saved
+    """
+    path = package_zip()
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if path not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([path, *paths])
     return path
 
 

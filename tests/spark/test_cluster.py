@@ -1,8 +1,8 @@
 """A real Spark standalone cluster on this machine (a master and two workers, started from the pyspark
 installation) whose workers' Python lacks overwindow (and sqlglot, sortedcontainers): the view job
 ships the package itself and runs there with results equal to the batch evaluator (as local mode's
-are), and when one worker (with its executor) is killed mid-stream the query recovers on the other
-and the view is still exact."""
+are), and when one worker (with its executor) is killed mid-stream the queries recover on the other
+and the views are still exact: window close on the default hosting and on split state."""
 
 import os
 import signal
@@ -106,22 +106,32 @@ def cluster(tmp_path, no_spark, bare_python):
             proc.wait(30)
 
 
+# (name, state layout, key buckets): the default hosting (the whole layout on buckets) and window
+# close on split state (each key's history an entry of the bucket's map, on RocksDB)
+VIEWS = [("whole", "whole", None), ("split", "chunked", 2)]
+
+
 def test_a_view_on_a_cluster_survives_a_killed_worker(tmp_path, cluster, bare_python):
     """Window close: its event-time timeouts and pruned state are what a lost executor could break;
-    emit on update's recovery runs on the same adapter and is killed and restarted in test_recovery."""
+    emit on update's recovery runs on the same adapter and is killed and restarted in test_recovery.
+    One job runs both hostings of window close (``VIEWS``), each view into its own folder."""
     url, workers = cluster
     emit = "on_window_close"
-    view, rows = write_view(tmp_path, emit)
+    written = []
+    for name, layout, buckets in VIEWS:
+        (tmp_path / name).mkdir()
+        written.append(write_view(tmp_path / name, emit, layout=layout, buckets=buckets, name=name))
     # the executors start the Python the driver's PYSPARK_PYTHON names: one without overwindow
     env = {"OVERWINDOW_MASTER": url, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": bare_python}
     started = _starts(bare_python)
 
-    def kill_a_worker(batches_done):
-        if batches_done == 2:  # mid-stream: four more files to go
+    def kill_a_worker(lines_done):
+        if lines_done == 2 * len(VIEWS):  # mid-stream: two batches of each view done, four to go
             os.killpg(workers[0].pid, signal.SIGKILL)
 
-    assert run_job(view, after_line=kill_a_worker, env=env) == 0
+    assert run_job([view for view, _ in written], after_line=kill_a_worker, env=env) == 0
     assert workers[0].wait(30) == -signal.SIGKILL and workers[1].poll() is None
-    assert_view_is_exact(tmp_path, rows, emit, "sqlite")
+    for (name, *_), (_, rows) in zip(VIEWS, written):
+        assert_view_is_exact(tmp_path / name, rows, emit, "sqlite")
     assert _starts(bare_python) > started  # the Python workers were the ones without overwindow
     assert list((tmp_path / "work").glob("app-*/*/overwindow-*.zip"))  # the package the job shipped
