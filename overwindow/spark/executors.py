@@ -62,7 +62,8 @@ def ship(session) -> str:
     """Add overwindow (with sqlglot and sortedcontainers) to ``session``'s executors, so that workers
     whose Python lacks it can run ``overWindow``; returns the zip's path. Call it once per session,
     before starting queries (again is harmless). Classic Spark (``SparkContext.addPyFile``); refused on
-    Spark Connect."""
+    Spark Connect. It does not reach the Python that ``transformWithStateInPandas`` starts on the
+    driver's machine: :func:`on_driver_path`, before the session starts, does."""
     path = package_zip()
     shipped = getattr(session, "_overwindow_shipped", None)
     if shipped == path:
