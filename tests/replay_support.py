@@ -173,7 +173,7 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
     proc.wait(timeout=600)
     if proc.returncode not in (0, -signal.SIGKILL):
         stderr.seek(0)
-        print(f"the job exited with {proc.returncode}; its stderr ends:\n{stderr.read()[-12000:]}")
+        print(f"the job exited with {proc.returncode}; its stderr ends:\n{stderr.read()[-60000:]}")
     stderr.close()
     return proc.returncode
 
