@@ -40,41 +40,67 @@ def recompute(
     of each other share one slice (one kernel call costs more than a few more rows).
     ``rows_before`` / ``groups_before``: the partition's rows and peer groups before ``rows``
     (evicted). ``parts``: each row's partition when ``rows`` holds several one after another; the
-    counts before are then per row (its partition's). Kernel work O(rows recomputed x frame
+    counts before are then per row (its partition's), and each partition's runs share one slice,
+    all slices evaluated in one kernel call (``_gathered``). Kernel work O(rows recomputed x frame
     reach), bookkeeping vectorised over the runs, Python per slice."""
     if not len(at):
         return None
     lo, hi = runs(at)
     fs, fe = reach.spans(lo, hi)
+    if parts is not None:
+        return _gathered(rows, reach, at, parts[lo], fs, fe, expressions, rows_before, groups_before, parts)
     reach_to = np.maximum.accumulate(fe)
     first_run = np.flatnonzero(np.append(True, fs[1:] > reach_to[:-1] + GAP))  # each slice's first run
     slice_fs = np.minimum.reduceat(fs, first_run)
     slice_fe = np.maximum.reduceat(fe, first_run)
     split = np.searchsorted(at, lo[first_run])
-    first = first_rows(parts) if parts is not None else None
     pieces = []
     for s, e, take in zip(slice_fs.tolist(), slice_fe.tolist(), np.split(at, split[1:])):
         part = rows.slice(s, e - s)
         # the rows are sorted by the calls' ORDER BY and reach.groups are its peer groups: no sort;
         # positions count from the partition's first row
         groups = reach.groups[s:e]
-        if first is None:
-            results = evaluate_stretch(
-                part, expressions, groups - groups[0], s + rows_before, int(groups[0]) + groups_before
-            )
-        else:  # the slice may start inside its first partition: the rows and groups before it count
-            cut = first[s:e]
-            inside = cut < s
-            rb = rows_before[s:e] + np.where(inside, s - cut, 0)
-            gb = groups_before[s:e] + np.where(inside, groups[0] - reach.groups[cut], 0)
-            results = evaluate_stretch(part, expressions, groups - groups[0], rb, gb, parts[s:e])
-        done, why = project_failing(part, expressions, results)
-        done = done.append_column(FAILED, why if why is not None else pa.nulls(done.num_rows, pa.string()))
+        results = evaluate_stretch(
+            part, expressions, groups - groups[0], s + rows_before, int(groups[0]) + groups_before
+        )
+        done = _failing(part, expressions, results)
         if take[-1] - take[0] + 1 == len(take):  # one run: a zero-copy slice
             pieces.append(done.slice(int(take[0]) - s, len(take)))
         else:
             pieces.append(done.take(pa.array(take - s)))
     return pa.concat_tables(pieces)
+
+
+def _gathered(rows, reach, at, run_part, fs, fe, expressions, rows_before, groups_before, parts) -> pa.Table:
+    """``recompute`` over several partitions (``parts``; ``run_part``: each run's): per partition
+    one slice, from its first run's frame start to its last's frame end, all of them taken into one
+    table and evaluated in one kernel call. The partitions between two changes are left out, where
+    slices of one table would span them (a bucket's changes lie far apart among its many
+    partitions' rows). O(rows in the slices)."""
+    first = np.flatnonzero(np.append(True, run_part[1:] != run_part[:-1]))  # each partition's first run
+    seg_fs, seg_fe = np.minimum.reduceat(fs, first), np.maximum.reduceat(fe, first)
+    # a run across a partition's edge reaches into the next one's slice: overlapping slices join
+    joined = np.flatnonzero(np.append(True, seg_fs[1:] >= np.maximum.accumulate(seg_fe)[:-1]))
+    seg_fs, seg_fe = seg_fs[joined], np.maximum.reduceat(seg_fe, joined)
+    sizes = seg_fe - seg_fs
+    start = np.repeat(seg_fs, sizes)  # each taken row's slice's first row
+    idx = start + np.arange(len(start)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    # the rows and peer groups of its partition before its slice (cut: the partition's first row)
+    cut = first_rows(parts)[idx]
+    inside = cut < start
+    rb = rows_before[idx] + np.where(inside, start - cut, 0)
+    gb = groups_before[idx] + np.where(inside, reach.groups[start] - reach.groups[cut], 0)
+    taken = rows.take(pa.array(idx))
+    groups = reach.groups[idx]  # numbered anew from 0 without gaps: the slices' groups are apart
+    groups = np.concatenate(([0], np.cumsum(groups[1:] != groups[:-1])))
+    results = evaluate_stretch(taken, expressions, groups, rb, gb, parts[idx])
+    return _failing(taken, expressions, results).take(pa.array(np.searchsorted(idx, at)))
+
+
+def _failing(rows: pa.Table, expressions: list[WindowExpression], results) -> pa.Table:
+    """``rows`` with the expressions' columns and ``FAILED`` (``aside.project_failing``)."""
+    done, why = project_failing(rows, expressions, results)
+    return done.append_column(FAILED, why if why is not None else pa.nulls(done.num_rows, pa.string()))
 
 
 def held_before(

@@ -191,6 +191,30 @@ def test_changelog_view_equals_batch_after_every_batch(seed, calls, n_batches, b
     assert again.num_rows == 0
 
 
+def test_changes_across_two_keys_edge_in_a_bucket_recompute_each_row_once():
+    """One bucket holds keys 1 and 2, their rows one after the other. Inserts at key 1's end and key
+    2's start change rows on both sides of the edge (one run of rows across it), and an insert a few
+    rows into key 2 changes a second run there whose frames read back into the first run's rows: the
+    slices the two keys' changes read overlap, and each row is recomputed once, as the batch
+    evaluator computes it."""
+    calls = ("sum(x) OVER (ORDER BY t ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS s",)
+    spec = OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op", keyBuckets=1)
+    driver = Driver(spec, SCHEMA, ["k"])
+    live, view = {}, {}
+
+    def feed(rows):
+        rows = [dict(zip(("k", "id", "t", "x"), r), op="insert") for r in rows]
+        live.update(((r["k"], r["id"]), {c: r[c] for c in ("k", "id", "t", "x")}) for r in rows)
+        for r in driver.feed(pa.Table.from_pylist(rows, schema=SCHEMA)).to_pylist():
+            view[(r["k"], r["id"])] = r
+        _compare(view, live, calls)
+
+    feed([(k, k * 100 + t, t * 10, float(k * 100 + t)) for k in (1, 2) for t in range(1, 11)])
+    # key 1's new last row and key 2's new first row change key 1's t=110 and key 2's t=0 to 30; the
+    # row at 45 changes 45 to 70, whose frames read from 20 on
+    feed([(1, 199, 110, 1.5), (2, 298, 0, 2.5), (2, 299, 45, 3.5)])
+
+
 def test_one_insert_into_a_large_partition_recomputes_only_the_frame():
     n = 100_000
     spec = OverWindow(
