@@ -199,9 +199,10 @@ class WindowClose:
         return pa.Table.from_arrays(columns, schema=self.schema)
 
     def _newest_held(self, rows: pa.Table, parts: pa.Table, released_upto) -> pa.Array:
-        """The newest ORDER BY key per partition of a state written before format 4 kept it: its
-        newest row's, or, for a partition whose rows were all pruned, the watermark it had reached
-        (so ``stateTtl`` forgets it no earlier than it would have)."""
+        """The newest ORDER BY key per partition of a state that did not keep it (formats 1-3, and
+        format 5 written without stateTtl): its newest row's, or, for a partition whose rows were
+        all pruned, the watermark it had reached (so ``stateTtl`` forgets it no earlier than it
+        would have)."""
         n = parts.column("n").to_numpy().astype(np.int64)
         newest = self._no_key(len(n))
         np.fmax.at(newest, np.repeat(np.arange(len(n)), n), self._keys(rows))
