@@ -163,7 +163,9 @@ class WindowClose:
         floating keys stay, as -0.0 and 0.0 are one partition but two values), ``parts`` with each
         counter as int32 where every value fits and left out where every value is 0, and ``newest``
         only under ``stateTtl`` (its only reader). A bucket's state moves whole through Spark every
-        micro-batch that reaches it, at a cost that follows its bytes. O(partitions).
+        micro-batch that reaches it and is held in the state store: half the bytes at 1,000,000
+        sparse keys held (the micro-batch's time moved within the noise: BENCHMARKS.md).
+        O(partitions).
 
         >>> from overwindow.spec import OverWindow
         >>> m = WindowClose(
