@@ -70,12 +70,29 @@ class Eviction:
         reach: FrameReach | None = None,
         edges: tuple[bool, bool] = (False, False),
         parts: np.ndarray | None = None,
+        since=None,
+        touched: np.ndarray | None = None,
     ) -> Evicted:
         """What no change at or above ``watermark`` (in the key's numbers) can need at the front of
         each partition of the sorted ``rows`` (codes ``codes``; ``parts``: each row's partition when
         they hold several, none: one): every partition at once. ``reach``: a frame reach over them
-        the caller has, reused when it holds the rows around the watermark. O(window) plus a few
-        O(n) passes over the keys."""
+        the caller has, reused when it holds the rows around the watermark. ``since``: the
+        watermark every partition was last evicted at, with ``touched`` (bool per partition) those
+        whose rows changed since: a partition neither touched nor with a key between the two
+        watermarks (or between the keys its RANGE frames reach back to from them) would evict what
+        it did then, nothing more, and is left out. O(rows in the windows around the partitions
+        looked at) plus a few O(n) passes over the keys.
+
+        >>> from overwindow.spec import OverWindow
+        >>> calls = OverWindow("lag(x) OVER (ORDER BY t) AS p").calls
+        >>> ev = Eviction(ReachFinder(calls, calls[0].order_by))
+        >>> t = pa.table({"t": [1, 2, 5, 1, 2, 5]})
+        >>> parts = np.array([0, 0, 0, 1, 1, 1])
+        >>> ev.evict(t, np.arange(6), 4, parts=parts).rows.tolist()
+        [1, 1]
+        >>> ev.evict(t, np.arange(6), 4, parts=parts, since=3, touched=np.array([False, True])).rows.tolist()
+        [0, 1]
+        """
         n = rows.num_rows
         starts = np.zeros(min(n, 1), dtype=np.int64) if parts is None else partition_starts(parts)
         if n == 0:
@@ -88,17 +105,27 @@ class Eviction:
             return ends - np.add.reduceat((~(knum < t)).astype(np.int64), starts)
 
         first_live = first_from(watermark)  # no NULLs: refused as bad
-        at = np.minimum(first_live, ends - 1)
         # by key: rows whose RANGE frame reaches up to a change at the watermark
         by_key = [first_from(t) for t in range_reach(self.finder.calls, watermark, keys.type)]
-        around = np.unique(np.concatenate([at] + [np.minimum(p, ends - 1) for p in by_key]))
-        if reach is None or not reach.holds(around):
-            reach = self.finder.around(rows, codes, around, edges, parts)
-        first = np.minimum.reduce([reach.affected(at)[0], at, *by_key])
-        keep_from = np.minimum(first_live, reach.read_starts(first))
-        drop = keep_from - starts
-        last = reach.groups[np.maximum(keep_from - 1, 0)]
-        groups = np.where(drop > 0, last - reach.groups[starts] + 1, 0)
+        look = np.ones(len(starts), dtype=bool)
+        if since is not None:  # what moved since the last eviction
+            look = touched | (first_live != first_from(since))
+            for p, t in zip(by_key, range_reach(self.finder.calls, since, keys.type)):
+                look |= p != first_from(t)
+        drop = np.zeros(len(starts), dtype=np.int64)
+        groups = np.zeros(len(starts), dtype=np.int64)
+        some = np.flatnonzero(look)
+        if len(some):
+            live, ends_, keyed = first_live[some], ends[some], [p[some] for p in by_key]
+            at = np.minimum(live, ends_ - 1)
+            around = np.unique(np.concatenate([at] + [np.minimum(p, ends_ - 1) for p in keyed]))
+            if reach is None or not reach.holds(around):
+                reach = self.finder.around(rows, codes, around, edges, parts)
+            first = np.minimum.reduce([reach.affected(at)[0], at, *keyed])
+            keep_from = np.minimum(live, reach.read_starts(first))
+            drop[some] = keep_from - starts[some]
+            last = reach.groups[np.maximum(keep_from - 1, 0)]
+            groups[some] = np.where(drop[some] > 0, last - reach.groups[starts[some]] + 1, 0)
         # later changes below the watermark are late: the frames they would need are gone
         horizon = float(watermark) if knum.dtype.kind == "f" else int(watermark)  # DOUBLE, DECIMAL
         return Evicted(starts, drop, groups, horizon)

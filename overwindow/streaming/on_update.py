@@ -61,7 +61,7 @@ from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT, ROW_ID, 
 from overwindow.streaming.eviction import Eviction
 from overwindow.streaming.identity import IDENTITY, row_ids
 from overwindow.streaming.merge import Merged, RowOrder, merge_changes
-from overwindow.streaming.partitions import EvictedCounts
+from overwindow.streaming.partitions import EvictedCounts, touched
 from overwindow.streaming.reach import FrameReach, ReachFinder
 from overwindow.streaming.recompute import FAILED, changed, held_before, recompute
 from overwindow.streaming.state import OnUpdateMeta, buckets_changed, decode, encode
@@ -326,7 +326,9 @@ class OnUpdate:
         merged = merge_changes(self.order, old, old_res, old_codes, ins, ins_codes, deletes, elsewhere)
         parts = self.order.partitions(merged.rows)
         parts = parts[0] if parts is not None else None
-        at, reach = self._affected(old, old_codes, merged, edges, parts)
+        gone = np.flatnonzero(merged.gone_old)
+        old_parts = self.order.partitions(old)[0] if parts is not None and len(gone) else None
+        at, reach = self._affected(old, old_codes, merged, gone, edges, parts, old_parts)
         results, outputs, recomputed, aside = merged.results, [], 0, None
         if len(at):
             if counts is not None:
@@ -358,7 +360,11 @@ class OnUpdate:
         rows, from_old, evicted, pruned = merged.rows, merged.from_old, 0, 0
         keep = np.ones(rows.num_rows, dtype=bool)
         if self.eviction is not None and watermark is not None:
-            ev = self.eviction.evict(rows, merged.codes, watermark, reach, edges, parts)
+            since = meta.evicted_at if counts is not None else None
+            moved = touched(parts, old_parts, from_old, merged.gone_old) if since is not None else None
+            ev = self.eviction.evict(rows, merged.codes, watermark, reach, edges, parts, since, moved)
+            if counts is not None:
+                meta = replace(meta, evicted_at=ev.horizon)
             evicted = ev.total
             if evicted:
                 meta = ev.raised(meta)
@@ -376,6 +382,8 @@ class OnUpdate:
             past = self.top_n.dropped(results, merged.codes, parts) & keep
             pruned = int(past.sum())
             keep &= ~past
+        if counts is not None and (pruned or (watermark is None and (len(merged.inserted_new) or len(gone)))):
+            meta = replace(meta, evicted_at=None)  # rows changed after (or without) eviction
         if not keep.all():
             now_at = np.cumsum(keep) - 1
             rows, results, from_old = rows.filter(keep), results.filter(keep), from_old[keep]
@@ -388,19 +396,24 @@ class OnUpdate:
         )
 
     def _affected(
-        self, old: pa.Table, old_codes: np.ndarray, merged: Merged, edges: tuple[bool, bool], parts
+        self,
+        old: pa.Table,
+        old_codes: np.ndarray,
+        merged: Merged,
+        gone: np.ndarray,
+        edges: tuple[bool, bool],
+        parts,
+        old_parts,
     ) -> tuple[np.ndarray, FrameReach | None]:
         """(new positions of the rows whose values the changes can alter, the frame reach over the
         new rows around them): the rows whose reach holds an insert, and the rows whose old reach
-        held a row that went or moved. ``parts``: each new row's partition (None: one)."""
-        gone = np.flatnonzero(merged.gone_old)
+        held a row that went or moved (``gone``: their old positions). ``parts`` / ``old_parts``:
+        each new / old row's partition (None: one)."""
         inserted = merged.inserted_new
         if not len(gone) and not len(inserted):
             return np.zeros(0, dtype=np.int64), None
         moved = np.zeros(0, dtype=np.int64)
         if len(gone):
-            old_parts = self.order.partitions(old)
-            old_parts = old_parts[0] if old_parts is not None else None
             was = in_ranges(*self.finder.around(old, old_codes, gone, edges, old_parts).affected(gone))
             was = was[~merged.gone_old[was]]
             moved = merged.kept_to_new(was - np.searchsorted(gone, was))  # by rank among the kept rows

@@ -49,6 +49,29 @@ def first_rows(parts: np.ndarray) -> np.ndarray:
     return starts(parts)[np.cumsum(np.diff(parts, prepend=parts[0]) != 0)]
 
 
+def touched(
+    parts: np.ndarray, old_parts: np.ndarray | None, from_old: np.ndarray, gone_old: np.ndarray
+) -> np.ndarray:
+    """Whether each partition of rows after a batch's changes (``parts``: each row's, sorted, dense)
+    gained or lost a row: it holds an insert (``from_old`` -1; else the row's position before), or
+    a row of its partition before (``old_parts``, each old row's; None: no old row went) went
+    (``gone_old``). O(n).
+
+    >>> before = np.array([0, 0, 1, 2, 2])  # partition 2's last row goes, partition 1 gains one
+    >>> went = np.array([False, False, False, False, True])
+    >>> touched(np.array([0, 0, 1, 1, 2]), before, np.array([0, 1, 2, -1, 3]), went).tolist()
+    [False, True, True]
+    """
+    out = np.zeros(int(parts[-1]) + 1 if len(parts) else 0, dtype=bool)
+    out[parts[from_old < 0]] = True
+    if old_parts is not None and gone_old.any():
+        lost = np.zeros(int(old_parts.max()) + 1, dtype=bool)
+        lost[old_parts[gone_old]] = True
+        kept = np.flatnonzero(from_old >= 0)
+        out[parts[kept[lost[old_parts[from_old[kept]]]]]] = True
+    return out
+
+
 def key_bytes(keys: pa.Table) -> list[bytes]:
     """Each row's partition key (the columns of ``keys``) as bytes, equal exactly for the rows of one
     partition (NULLs equal; -0.0 as 0.0, one NaN): per column a tag (NULL or not), then the value's

@@ -5,16 +5,17 @@ For a change at position c, the walk is symmetric: back to ``first_curr_row``, t
 reach (of any call) holds c, and on to ``last_curr_row``, the last such row; the rows in between are
 recomputed over ``[first_frame_start, last_frame_end)``, the rows their frames read. ROWS reaches of
 all calls merge into one by offsets, RANGE reaches are found by value (``searchsorted``), GROUPS by
-peer groups. The finder works on a window of rows around the changes, grown until it holds them,
-so its cost follows the frames' reach, not the partition's size.
+peer groups. The finder works on windows of rows around the changes (within their partitions when
+a table holds several), grown until they hold them, so its cost follows the changes and the
+frames' reach, not the partition's size nor the number of partitions.
 
 >>> from overwindow.spec import OverWindow
 >>> calls = OverWindow("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s").calls
 >>> finder = ReachFinder(calls, calls[0].order_by)
 >>> t = pa.table({"t": list(range(100)), "x": [1] * 100})
 >>> reach = finder.around(t, np.arange(100), np.array([50]))
->>> [a.tolist() for a in reach.affected(np.array([50]))], (reach.lo, reach.hi)
-([[50], [52]], (18, 83))
+>>> [a.tolist() for a in reach.affected(np.array([50]))], (reach.lo.tolist(), reach.hi.tolist())
+([[50], [52]], ([18], [83]))
 """
 
 from __future__ import annotations
@@ -108,21 +109,38 @@ class ReachFinder:
         edges: tuple[bool, bool] = (False, False),
         parts: np.ndarray | None = None,
     ) -> FrameReach:
-        """The frame finder over a window around the positions ``around`` (sorted) wide enough for
-        them (``FrameReach.holds``): first ``margin`` rows either side, four times wider on each miss;
-        all of ``table`` when frames are unbounded. With ``edges`` (the partition goes on before /
-        after ``table``) and not even all of ``table`` wide enough: ``NeedRows``. ``parts``: each
-        row's partition when ``table`` holds several one after another (non-decreasing; ``codes``
-        then order partitions first): frames stop at their edges. O(window) plus one O(n) pass for
-        the peer groups."""
+        """The frame finder over windows around the positions ``around`` (sorted) wide enough for
+        them (``FrameReach.holds``): first ``margin`` rows either side of each, four times wider on
+        each miss; all of ``table`` when frames are unbounded. With ``edges`` (the partition goes on
+        before / after ``table``) and not even all of ``table`` wide enough: ``NeedRows``. ``parts``:
+        each row's partition when ``table`` holds several one after another (non-decreasing;
+        ``codes`` then order partitions first): frames stop at their edges, and so do the windows, so
+        the rows of partitions without a position in ``around`` are never looked at. O(windows) plus
+        one O(n) pass for the peer groups.
+
+        >>> from overwindow.spec import OverWindow
+        >>> calls = OverWindow("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s").calls
+        >>> finder = ReachFinder(calls, calls[0].order_by)
+        >>> t = pa.table({"t": list(range(100)) * 3, "x": [1] * 300})
+        >>> parts = np.repeat(np.arange(3), 100)
+        >>> reach = finder.around(t, np.arange(300), np.array([5, 250]), parts=parts)
+        >>> reach.lo.tolist(), reach.hi.tolist()
+        ([0, 218], [38, 283])
+        """
         groups = peer_groups(codes)
         n, margin = len(groups), self.margin
+        first, end = np.zeros(len(around), dtype=np.int64), np.full(len(around), n)
+        if parts is not None and len(around):  # each position's partition: its window stops there
+            first = np.searchsorted(parts, parts[around], "left")
+            end = np.searchsorted(parts, parts[around], "right")
         while margin is not None and len(around) and margin < n:
-            lo = max(0, int(around[0]) - margin)
-            hi = min(n, int(around[-1]) + margin + 1)
-            lo = int(np.searchsorted(groups, groups[lo], "left"))  # whole peer groups
-            hi = int(np.searchsorted(groups, groups[hi - 1], "right"))
-            reach = FrameReach(table, self, groups, lo, hi, edges, parts)
+            lo = np.maximum(around - margin, first)
+            hi = np.minimum(around + margin + 1, end)
+            lo = np.searchsorted(groups, groups[lo], "left")  # whole peer groups
+            hi = np.searchsorted(groups, groups[hi - 1], "right")
+            # windows that overlap or touch are one
+            one = np.flatnonzero(np.append(True, lo[1:] > np.maximum.accumulate(hi)[:-1]))
+            reach = FrameReach(table, self, groups, lo[one], np.maximum.reduceat(hi, one), edges, parts)
             if reach.holds(around):
                 return reach
             margin *= 4
@@ -138,17 +156,20 @@ class FrameReach:
     what they read, ``WindowCall.reads``), for the symmetric walk: ``affected(c)`` gives
     [first_curr_row, last_curr_row + 1) for changes at c; ``span(lo, hi)`` gives [first_frame_start,
     last_frame_end) for ranges of rows. Frame starts and ends never decrease along the rows, so both
-    are binary searches. Built without sorting (the
-    rows are in order) over the window [lo, hi) of whole peer groups only, frames clipped to it (and,
-    with ``parts``, to each row's partition): O(window); ``holds`` says whether the window was wide
-    enough. Positions are the table's.
+    are binary searches. Built without sorting (the rows are in order) over windows [lo, hi) of
+    whole peer groups only (sorted, apart; by default one, the whole table), frames clipped to each
+    window (and, with ``parts``, to each row's partition): O(rows in the windows); ``holds`` says
+    whether the windows were wide enough. Positions in and out are the table's; inside, the
+    windows' rows are numbered one after another (``rows``).
 
     >>> from overwindow.spec import OverWindow
     >>> calls = OverWindow("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s").calls
-    >>> t = pa.table({"t": [1, 2, 3, 4, 5], "x": [1, 1, 1, 1, 1]})
-    >>> r = FrameReach(t, ReachFinder(calls, calls[0].order_by), np.arange(5), 1, 5)
-    >>> [a.tolist() for a in r.affected(np.array([3]))], r.holds(np.array([3]))
-    ([[3], [5]], True)
+    >>> t = pa.table({"t": list(range(12)), "x": [1] * 12})
+    >>> r = FrameReach(t, ReachFinder(calls, calls[0].order_by), np.arange(12), [0, 6], [5, 12])
+    >>> [a.tolist() for a in r.affected(np.array([2, 8]))], r.holds(np.array([2, 8]))
+    ([[2, 8], [4, 10]], True)
+    >>> r.holds(np.array([6])), r.holds(np.array([5]))  # row 6 reads row 5, outside every window
+    (False, False)
     """
 
     def __init__(
@@ -156,30 +177,50 @@ class FrameReach:
         table: pa.Table,
         finder: ReachFinder,
         groups: np.ndarray,
-        lo: int = 0,
-        hi: int | None = None,
+        lo=None,
+        hi=None,
         edges: tuple[bool, bool] = (False, False),
         parts: np.ndarray | None = None,
     ):
-        self.n = len(groups)
-        self.lo, self.hi = lo, self.n if hi is None else hi
-        # whether the window's first / last row's partition goes on past it (in this table, or past
-        # the table)
-        inside = parts is None or self.lo == self.hi  # (an empty window: as if partitions went on)
-        self.open_lo = edges[0] or (self.lo > 0 and (inside or parts[self.lo - 1] == parts[self.lo]))
-        self.open_hi = edges[1] or (self.hi < self.n and (inside or parts[self.hi] == parts[self.hi - 1]))
+        self.n = n = len(groups)
+        self.lo = np.zeros(1, dtype=np.int64) if lo is None else np.asarray(lo, dtype=np.int64)
+        self.hi = np.full(1, n, dtype=np.int64) if hi is None else np.asarray(hi, dtype=np.int64)
+        sizes = self.hi - self.lo
+        self.ends = np.cumsum(sizes)  # each window's end among the windows' rows
+        self.starts = self.ends - sizes
+        one = len(self.lo) == 1
+        self.rows = np.arange(self.lo[0], self.hi[0]) if one else np.repeat(self.lo - self.starts, sizes)
+        if not one:
+            self.rows += np.arange(len(self.rows))
+        # whether each window's first / last row's partition goes on before / after it (in this
+        # table, or past the table)
+        lo_, hi_ = self.lo, self.hi
+        on_before = lo_ > 0
+        on_after = hi_ < n
+        if parts is not None and n:
+            on_before &= parts[np.maximum(lo_ - 1, 0)] == parts[np.minimum(lo_, n - 1)]
+            on_after &= parts[np.minimum(hi_, n - 1)] == parts[np.maximum(hi_ - 1, 0)]
+        self.open_lo, self.open_hi = edges[0] | on_before, edges[1] | on_after
         self.groups = groups
-        n = self.hi - lo  # window size: every array below is indexed from lo
-        local = groups[lo : self.hi] - (groups[lo] if n else 0)
-        layout = Layout.in_order(local, None if parts is None else parts[lo : self.hi])
-        i = np.arange(n, dtype=np.int64)
+        m = len(self.rows)  # every array below is indexed by the windows' rows
+        local = groups[self.rows]
+        local = np.concatenate(([0], np.cumsum(local[1:] != local[:-1]))) if m else local  # 0, 1, ...
+        within = None if parts is None else parts[self.rows]
+        if not one:  # frames stop at each window's edges too
+            cut = np.zeros(m, dtype=bool)
+            cut[self.starts[1:]] = True
+            if within is not None:
+                cut[1:] |= within[1:] != within[:-1]
+            within = np.cumsum(cut)
+        layout = Layout.in_order(local, within)
+        i = np.arange(m, dtype=np.int64)
         # the ROWS frames, united by offsets (clipped to the window and the row's partition)
         reach_lo, reach_hi, reads_lo, reads_hi = finder.rows
         first, end = layout.part_start, layout.part_end
         self.start, self.end = np.maximum(i + reach_lo, first), np.minimum(i + reach_hi + 1, end)  # reach
         self.read_lo, self.read_hi = np.maximum(i + reads_lo, first), np.minimum(i + reads_hi + 1, end)
         for frame, reach, reads in finder.by_value:
-            s, e = self._frame(frame, layout, table, finder.order_by, lo, n)
+            s, e = self._frame(frame, layout, self._taken(table), finder.order_by)
             if reach:
                 np.minimum(self.start, s, out=self.start)
                 np.maximum(self.end, e, out=self.end)
@@ -187,14 +228,26 @@ class FrameReach:
                 np.minimum(self.read_lo, s, out=self.read_lo)
                 np.maximum(self.read_hi, e, out=self.read_hi)
 
+    def _taken(self, table: pa.Table) -> pa.Table:
+        """The windows' rows of ``table``."""
+        if len(self.lo) == 1:
+            return table.slice(int(self.lo[0]), len(self.rows))
+        return table.take(pa.array(self.rows))
+
+    def _inner(self, c: np.ndarray) -> np.ndarray:
+        """The windows' row numbers of table positions ``c`` (each in a window)."""
+        return c - self.lo[0] if len(self.lo) == 1 else np.searchsorted(self.rows, c)
+
+    def _outer_end(self, g: np.ndarray) -> np.ndarray:
+        """The table position after each windows' row g - 1 (an exclusive end, g > 0)."""
+        return self.rows[g - 1] + 1
+
     @staticmethod
-    def _frame(
-        frame: Frame, layout: Layout, table: pa.Table, order_by, lo: int, n: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """[start, end) of every row's ``frame`` over the window's ``n`` rows from ``lo``."""
+    def _frame(frame: Frame, layout: Layout, rows: pa.Table, order_by) -> tuple[np.ndarray, np.ndarray]:
+        """[start, end) of every row's ``frame`` over the windows' ``rows``."""
         if frame.unit is FrameUnit.RANGE and (frame.start.has_offset or frame.end.has_offset):
             k = order_by[0]
-            key = Values(evaluate_expr(k.expr, table.slice(lo, n)))
+            key = Values(evaluate_expr(k.expr, rows))
             frames = frame_bounds(layout, frame, key, k.descending, k.nulls_first)
         else:
             frames = frame_bounds(layout, frame)
@@ -217,17 +270,18 @@ class FrameReach:
         return np.maximum.accumulate(self.read_hi)  # last row read (exclusive) up to i
 
     def affected(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Merged [first_curr_row, last_curr_row + 1) ranges (as lo and hi arrays) for changes at
-        positions c (inside the window): the rows whose frame [start, end) holds c."""
-        w = self.hi - self.lo
-        if w == 0 or len(c) == 0:
+        """[first_curr_row, last_curr_row + 1) ranges (as lo and hi arrays) for changes at positions
+        c (inside the windows): the rows whose frame [start, end) holds c. Each lies in c's window:
+        the rows of other windows have frames clipped to their own."""
+        if len(self.rows) == 0 or len(c) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        first = np.searchsorted(self._end_mono, c - self.lo, side="right")  # both in [0, w]
-        last = np.searchsorted(self._start_mono, c - self.lo, side="right")
-        return first + self.lo, last + self.lo
+        g = self._inner(c)
+        first = np.searchsorted(self._end_mono, g, side="right")  # <= g: a row's reach holds it
+        last = np.searchsorted(self._start_mono, g, side="right")  # > g
+        return self.rows[first], self._outer_end(last)
 
     def spans(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per range [lo, hi) of rows (inside the window; non-empty, sorted, disjoint),
+        """Per range [lo, hi) of rows (inside the windows; non-empty, sorted, disjoint),
         [first_frame_start, last_frame_end) of its rows, widened to whole peer groups: one pass for
         all ranges. O(ranges + log n per range).
 
@@ -239,17 +293,16 @@ class FrameReach:
         [[0, 2], [2, 5]]
         """
         bounds = np.empty(2 * len(lo), dtype=np.int64)
-        bounds[0::2], bounds[1::2] = lo - self.lo, hi - self.lo
-        fs = np.minimum.reduceat(np.append(self.read_lo, 0), bounds)[0::2] + self.lo
-        fe = np.maximum.reduceat(np.append(self.read_hi, 0), bounds)[0::2] + self.lo
+        bounds[0::2], bounds[1::2] = self._inner(lo), self._inner(hi - 1) + 1
+        fs = self.rows[np.minimum.reduceat(np.append(self.read_lo, 0), bounds)[0::2]]
+        fe = self._outer_end(np.maximum.reduceat(np.append(self.read_hi, 0), bounds)[0::2])
         g = self.groups
-        if self.n:
-            fs = np.where(fs < self.n, np.searchsorted(g, g[np.minimum(fs, self.n - 1)], "left"), fs)
-            fe = np.where(fe > 0, np.searchsorted(g, g[np.maximum(fe - 1, 0)], "right"), fe)
+        fs = np.searchsorted(g, g[fs], "left")
+        fe = np.searchsorted(g, g[fe - 1], "right")
         return fs, fe
 
     def read_starts(self, at: np.ndarray) -> np.ndarray:
-        """Per row at ``at`` (inside the window), the first row its frames read, widened to its peer
+        """Per row at ``at`` (inside the windows), the first row its frames read, widened to its peer
         group's start (the start of ``spans`` of one row, for many rows at once). O(len(at) log n).
 
         >>> from overwindow.spec import OverWindow
@@ -259,31 +312,32 @@ class FrameReach:
         >>> reach.read_starts(np.array([3])).tolist()
         [1]
         """
-        fs = self.read_lo[at - self.lo] + self.lo
-        return np.searchsorted(self.groups, self.groups[np.minimum(fs, self.n - 1)], side="left")
+        fs = self.rows[self.read_lo[self._inner(at)]]
+        return np.searchsorted(self.groups, self.groups[fs], side="left")
 
     def holds(self, c: np.ndarray) -> bool:
-        """Whether the window is wide enough for positions c (sorted): they, the rows whose frames
-        reach them, and the frames of both lie inside it, away from any edge the rows go on past
-        (frames there may be clipped)."""
+        """Whether the windows are wide enough for positions c (sorted): they, the rows whose frames
+        reach them, and the frames of both lie inside c's window, away from any edge the rows go on
+        past (frames there may be clipped)."""
         return not any(self.gaps(c))
 
     def gaps(self, c: np.ndarray) -> tuple[bool, bool]:
-        """(too narrow before, too narrow after) for positions c (sorted); see ``holds``. Starts and
-        ends never decrease, so a reach that went past the window shows as a range touching its edge."""
+        """(too narrow before, too narrow after) for positions c (sorted); see ``holds``; a position
+        outside every window is too narrow on both sides. Starts and ends never decrease within a
+        partition, so a reach that went past a window shows as a range touching its edge."""
         if len(c) == 0:
             return False, False
-        if c[0] < self.lo or c[-1] >= self.hi:
-            return bool(c[0] < self.lo), bool(c[-1] >= self.hi)
-        a, b = self.affected(c)
-        before = self.open_lo and a.min() <= self.lo
-        after = self.open_hi and b.max() >= self.hi
-        # the rows involved are c and the (non-empty) affected ranges: what they read starts no
-        # earlier than what any row from the first of them on reads, and ends no later than what any
-        # row up to the last reads (the envelopes; exact, as frames do not move back along the rows)
-        full = b > a
-        first = min(int(c[0]), int(a[full].min(initial=c[0]))) - self.lo
-        last = max(int(c[-1]), int(b[full].max(initial=c[-1] + 1)) - 1) - self.lo
-        before = before or (self.open_lo and self._read_lo_mono[first] <= 0)
-        after = after or (self.open_hi and self._read_hi_mono[last] >= self.hi - self.lo)
-        return bool(before), bool(after)
+        g = self._inner(c)
+        m = len(self.rows)
+        if m == 0 or (g < 0).any() or (g >= m).any() or (self.rows[np.minimum(g, m - 1)] != c).any():
+            return True, True
+        w = np.searchsorted(self.ends, g, side="right")  # each position's window
+        # the rows involved are c and the rows its change affects, [a, b) (a <= c < b): what they
+        # read starts no earlier than what any row from a on reads, and ends no later than what any
+        # row up to b - 1 reads (the envelopes; rows of later windows read from their own start on,
+        # past this window's, and rows of earlier windows up to their own end)
+        a = np.searchsorted(self._end_mono, g, side="right")
+        b = np.searchsorted(self._start_mono, g, side="right")
+        before = self.open_lo[w] & (self._read_lo_mono[a] <= self.starts[w])
+        after = self.open_hi[w] & (self._read_hi_mono[b - 1] >= self.ends[w])
+        return bool(before.any()), bool(after.any())

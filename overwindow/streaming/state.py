@@ -20,7 +20,8 @@ Kinds and the format versions they read:
   (``window_close_split.ENTRY_TAG``);
 - ``on_update`` (``OnUpdateMeta``; also each chunk of the chunked layout, with empty counters):
   format 2 only, as format 1 hashed row identities differently (``identity``); a bucket of keys
-  also holds ``parts`` (each partition key's evicted counts) and its keyBuckets in the header;
+  also holds ``parts`` (each partition key's evicted counts), and its keyBuckets and the
+  watermark it last evicted at (``evicted_at``; absent: not known) in the header;
 - ``on_update_index`` (``ChunkIndexMeta``): format 2; on a bucket of keys, the bucket's value holds
   no table, only its keyBuckets and key columns (each key's index is an entry of the bucket's map).
 
@@ -28,7 +29,7 @@ Kinds and the format versions they read:
 >>> data = encode({"rows": t}, "on_update", OnUpdateMeta(late_rows=3))
 >>> tables, meta = decode(data, "on_update", OnUpdateMeta)
 >>> tables["rows"].equals(t), meta
-(True, OnUpdateMeta(evicted_rows=0, evicted_groups=0, horizon=None, late_rows=3, buckets=None))
+(True, OnUpdateMeta(evicted_rows=0, evicted_groups=0, horizon=None, late_rows=3, buckets=None, evicted_at=None))
 """
 
 from __future__ import annotations
@@ -130,11 +131,15 @@ class OnUpdateMeta(StateMeta):
     horizon: int | float | None = None  # changes below this ORDER BY key are late (None: none yet)
     late_rows: int = 0  # changes dropped as late so far
     buckets: int | None = None  # keyBuckets the state was written with (None: a state per key)
+    # of a bucket of keys: the watermark its partitions were last evicted at, every one as far as
+    # it allowed (None: not known, so the next eviction looks at every partition)
+    evicted_at: int | float | None = None
 
     def to_json(self) -> dict:
         out = super().to_json()
-        if out.get("buckets") is None:  # a state per key reads as it did before buckets
-            out.pop("buckets", None)
+        for name in ("buckets", "evicted_at"):  # a state per key reads as it did before buckets
+            if out.get(name) is None:
+                out.pop(name, None)
         return out
 
 

@@ -24,17 +24,25 @@ def _view_matches_batch(view, live, spec):
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(WIDE_CALLS), n=st.integers(300, 1500))
-def test_frame_finder_windows_in_large_partitions(seed, calls, n):
-    """Partitions large enough that the frame finder works on a window around the changes (grown
-    for RANGE and GROUPS frames): after every batch the changelog view equals the batch result."""
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    calls=st.sampled_from(WIDE_CALLS),
+    n=st.integers(300, 1500),
+    keys=st.sampled_from([1, 4]),
+)
+def test_frame_finder_windows_in_large_partitions(seed, calls, n, keys):
+    """Partitions large enough that the frame finder works on windows around the changes (grown
+    for RANGE and GROUPS frames): after every batch the changelog view equals the batch result. With
+    several keys in one bucket, each change's window stops at its partition's edges and partitions
+    without changes are left out."""
     rng = np.random.default_rng(seed)
-    spec = OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op")
-    machine = OnUpdate(spec, WIDE)
-    live = {
-        (0, i): {"k": 0, "id": i, "t": int(rng.integers(0, n)), "u": int(rng.integers(0, 100))}
-        for i in range(n)
-    }
+    buckets = 1 if keys > 1 else None
+    spec = OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op", keyBuckets=buckets)
+    machine = OnUpdate(spec, WIDE, keys=("k",) if keys > 1 else ())
+    live = {}
+    for i in range(n):
+        k = int(rng.integers(0, keys))
+        live[(k, i)] = {"k": k, "id": i, "t": int(rng.integers(0, n)), "u": int(rng.integers(0, 100))}
     step = machine.step(
         None, pa.Table.from_pylist([dict(r, op="insert") for r in live.values()], schema=WIDE)
     )
@@ -42,7 +50,7 @@ def test_frame_finder_windows_in_large_partitions(seed, calls, n):
     state, next_id = step.state, n
     for _ in range(4):
         batch, next_id = random_cdc_batch(
-            rng, live, next_id, int(rng.integers(1, 8)), t_hi=n, keys=1, value="u"
+            rng, live, next_id, int(rng.integers(1, 8)), t_hi=n, keys=keys, value="u"
         )
         step = machine.step(state, pa.Table.from_pylist(batch, schema=WIDE))
         state = step.state
