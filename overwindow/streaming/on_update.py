@@ -25,8 +25,10 @@ A state may hold a bucket of keys (``keys``): the partitions' rows one after ano
 (key, ORDER BY, ...), so one step merges, walks, recomputes (one kernel pass per slice, the slices
 spanning partitions) and evicts for all of them at once, frames stopping at the partitions' edges.
 
-Recomputed rows: O(changes x frame reach) for bounded frames. The frame finder works on a window
-around the changes (the whole partition when a call reaches one of its ends). The rest of the
+Recomputed rows: O(changes x frame reach) for bounded frames. The frame finder works on windows
+around the changes, within their partitions (the whole partition when a call reaches one of its
+ends), and eviction looks only at the partitions that changed or that the watermark moved past a
+row of since the last (``OnUpdateMeta.evicted_at``). The rest of the
 bookkeeping is a few vectorised O(partition) passes with no sort and no Python per row (decoding
 and rewriting the state, one membership test of the held identities, ORDER BY codes and peer groups)
 plus O(changes log partition) searches.
