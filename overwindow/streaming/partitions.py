@@ -38,17 +38,6 @@ def starts(parts: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.diff(parts, prepend=parts[0] - 1))
 
 
-def first_rows(parts: np.ndarray) -> np.ndarray:
-    """Per row of sorted partition numbers, the position of its partition's first row. O(n).
-
-    >>> first_rows(np.array([0, 0, 3, 3, 3, 5])).tolist()
-    [0, 0, 2, 2, 2, 5]
-    """
-    if len(parts) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return starts(parts)[np.cumsum(np.diff(parts, prepend=parts[0]) != 0)]
-
-
 def touched(
     parts: np.ndarray, old_parts: np.ndarray | None, from_old: np.ndarray, gone_old: np.ndarray
 ) -> np.ndarray:

@@ -16,7 +16,6 @@ from overwindow.logical.call import WindowExpression
 from overwindow.streaming.arrays import find, runs
 from overwindow.streaming.aside import project_failing
 from overwindow.streaming.merge import Merged
-from overwindow.streaming.partitions import first_rows
 from overwindow.streaming.reach import FrameReach
 from overwindow.streaming.stretch import evaluate_stretch
 
@@ -76,7 +75,7 @@ def _gathered(rows, reach, at, run_part, fs, fe, expressions, rows_before, group
     one slice, from its first run's frame start to its last's frame end, all of them taken into one
     table and evaluated in one kernel call. The partitions between two changes are left out, where
     slices of one table would span them (a bucket's changes lie far apart among its many
-    partitions' rows). O(rows in the slices)."""
+    partitions' rows). O(rows in the slices x log rows)."""
     first = np.flatnonzero(np.append(True, run_part[1:] != run_part[:-1]))  # each partition's first run
     seg_fs, seg_fe = np.minimum.reduceat(fs, first), np.maximum.reduceat(fe, first)
     # a run across a partition's edge reaches into the next one's slice: overlapping slices join
@@ -86,7 +85,7 @@ def _gathered(rows, reach, at, run_part, fs, fe, expressions, rows_before, group
     start = np.repeat(seg_fs, sizes)  # each taken row's slice's first row
     idx = start + np.arange(len(start)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     # the rows and peer groups of its partition before its slice (cut: the partition's first row)
-    cut = first_rows(parts)[idx]
+    cut = np.searchsorted(parts, parts[idx], "left")
     inside = cut < start
     rb = rows_before[idx] + np.where(inside, start - cut, 0)
     gb = groups_before[idx] + np.where(inside, reach.groups[start] - reach.groups[cut], 0)
