@@ -39,6 +39,7 @@ from overwindow.physical.expressions import resolve_column
 from overwindow.physical.values import TypeFamily, kind_of
 from overwindow.spark import compat, executors
 from overwindow.spark.boundary import Companion, companions_of, to_arrow, to_pandas, with_interval_days
+from overwindow.spark.transport import from_spark, to_spark
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import END_OF_INPUT, check_row_bound
 from overwindow.streaming.machines import machine_for
@@ -290,12 +291,12 @@ class _Runner:
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         wm_ms = state.getCurrentWatermarkMs() if self.watermarked else None
-        step = self.step(key, state.get[0] if state.exists else None, pdfs, wm_ms)
+        step = self.step(key, from_spark(state.get[0]) if state.exists else None, pdfs, wm_ms)
         check_row_bound(step, self.spec.max_rows_per_key, key)
         if step.empty:
             state.remove()
         else:
-            state.update((step.state,))
+            state.update((to_spark(step.state),))
         timeout = self.timeout_ms(step.wakeup, wm_ms)
         if timeout is not None and self.spec.emit == "on_window_close":
             state.setTimeoutTimestamp(timeout)
