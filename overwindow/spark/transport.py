@@ -40,7 +40,8 @@ def to_spark(state: bytes) -> bytes:
     a = np.frombuffer(state, dtype=np.uint8)
     n = len(a)
     length = bytes((n >> (7 * i)) & 0x7F for i in range(_LENGTH))
-    return TAG + length + _split(a) + _split(np.packbits(a >> 7), last=True)
+    top = np.packbits(a >> 7)  # the top bits, eight a byte: split once more
+    return TAG + length + _low7(a) + _low7(top) + _pack7(top >> 7)
 
 
 def from_spark(value) -> bytes:
@@ -55,14 +56,16 @@ def from_spark(value) -> bytes:
     return (low | (np.unpackbits(top, count=n) << 7)).tobytes()
 
 
-def _split(a: np.ndarray, last: bool = False) -> bytes:
-    """The low seven bits of ``a``'s bytes; with ``last``, then their top bits, seven a byte."""
-    low = (a & 0x7F).tobytes()
-    if not last:
-        return low
-    top = np.zeros(-(-len(a) // 7) * 7, dtype=np.uint8)
-    top[: len(a)] = a >> 7
-    return low + (top.reshape(-1, 7) * _WEIGHTS).sum(axis=1, dtype=np.uint8).tobytes()
+def _low7(a: np.ndarray) -> bytes:
+    """The low seven bits of ``a``'s bytes."""
+    return (a & 0x7F).tobytes()
+
+
+def _pack7(bits: np.ndarray) -> bytes:
+    """``bits`` (0 or 1 each), seven a byte, highest first (``_unpack7`` reads them)."""
+    padded = np.zeros(-(-len(bits) // 7) * 7, dtype=np.uint8)
+    padded[: len(bits)] = bits
+    return (padded.reshape(-1, 7) * _WEIGHTS).sum(axis=1, dtype=np.uint8).tobytes()
 
 
 def _unpack7(packed: np.ndarray, m: int) -> np.ndarray:

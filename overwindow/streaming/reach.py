@@ -31,6 +31,7 @@ from overwindow.physical.bounds import frame_bounds
 from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
+from overwindow.streaming.arrays import in_ranges
 from overwindow.streaming.stretch import peer_groups
 
 
@@ -189,17 +190,13 @@ class FrameReach:
         self.ends = np.cumsum(sizes)  # each window's end among the windows' rows
         self.starts = self.ends - sizes
         one = len(self.lo) == 1
-        self.rows = np.arange(self.lo[0], self.hi[0]) if one else np.repeat(self.lo - self.starts, sizes)
-        if not one:
-            self.rows += np.arange(len(self.rows))
+        self.rows = in_ranges(self.lo, self.hi)
         # whether each window's first / last row's partition goes on before / after it (in this
         # table, or past the table)
-        lo_, hi_ = self.lo, self.hi
-        on_before = lo_ > 0
-        on_after = hi_ < n
+        on_before, on_after = self.lo > 0, self.hi < n
         if parts is not None and n:
-            on_before &= parts[np.maximum(lo_ - 1, 0)] == parts[np.minimum(lo_, n - 1)]
-            on_after &= parts[np.minimum(hi_, n - 1)] == parts[np.maximum(hi_ - 1, 0)]
+            on_before &= parts[np.maximum(self.lo - 1, 0)] == parts[np.minimum(self.lo, n - 1)]
+            on_after &= parts[np.minimum(self.hi, n - 1)] == parts[np.maximum(self.hi - 1, 0)]
         self.open_lo, self.open_hi = edges[0] | on_before, edges[1] | on_after
         self.groups = groups
         m = len(self.rows)  # every array below is indexed by the windows' rows
