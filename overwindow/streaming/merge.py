@@ -51,10 +51,24 @@ class RowOrder:
     def partitions(self, *tables: pa.Table) -> list[np.ndarray] | None:
         """Per table, each row's partition as a dense number (in key order, NULLs equal), computed
         over the tables together; None without partition keys (each table one partition). O(rows)
-        for integer keys, a sort of the distinct keys otherwise."""
+        for integer keys and rows already in key order (held rows), a sort of the keys otherwise.
+
+        >>> order = RowOrder((), (), ("k",))
+        >>> [p.tolist() for p in order.partitions(pa.table({"k": [3, 3, 8]}), pa.table({"k": [1, 8]}))]
+        [[1, 1, 2], [0, 2]]
+        >>> order.partitions(pa.table({"k": [None, 2, 2, 5]}))[0].tolist()
+        [0, 1, 1, 2]
+        >>> order.partitions(pa.table({"k": pa.array([], pa.int64())}))[0].tolist()
+        []
+        """
         if not self.keys:
             return None
-        return _split(np.unique(self._key_codes(tables)[0], return_inverse=True)[1].astype(np.int64), tables)
+        codes = self._key_codes(tables)[0]
+        if (codes[1:] >= codes[:-1]).all():  # held rows, sorted by partition: no sort needed
+            starts = np.zeros(len(codes), dtype=np.int64)
+            starts[1:] = codes[1:] != codes[:-1]
+            return _split(np.cumsum(starts), tables)
+        return _split(np.unique(codes, return_inverse=True)[1].astype(np.int64), tables)
 
     def _key_codes(self, tables) -> tuple[np.ndarray, int]:
         parts = [_codes([t.column(c) for t in tables], False, True) for c in self.keys]
