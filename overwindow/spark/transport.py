@@ -65,10 +65,12 @@ def from_spark(value) -> bytes:
 
 
 def _length(n: int) -> bytes:
+    """``n`` in ``_LENGTH`` bytes of seven bits, lowest first (``_read_length`` reads it)."""
     return bytes((n >> (7 * i)) & 0x7F for i in range(_LENGTH))
 
 
 def _read_length(a: np.ndarray) -> int:
+    """The length ``_length`` wrote at the start of ``a``."""
     return sum(int(b) << (7 * i) for i, b in enumerate(a[:_LENGTH].tolist()))
 
 
