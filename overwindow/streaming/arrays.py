@@ -66,6 +66,18 @@ def runs(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows[np.append(0, cuts)], rows[np.append(cuts, len(rows)) - 1] + 1
 
 
+def run_numbers(values: np.ndarray) -> np.ndarray:
+    """Each value's run: 0 for the first run of equal neighbours, one more at each change (dense
+    numbers of sorted values). O(n).
+
+    >>> run_numbers(np.array([5, 5, 7, 2, 2])).tolist()
+    [0, 0, 1, 2, 2]
+    """
+    change = np.zeros(len(values), dtype=np.int64)
+    change[1:] = values[1:] != values[:-1]
+    return np.cumsum(change)
+
+
 def in_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The sorted distinct positions in the union of the ranges [lo, hi). O(positions + ranges log ranges).
 

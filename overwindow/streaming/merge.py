@@ -27,7 +27,7 @@ from overwindow.logical.call import SortKey
 from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.sorting import sort_codes
 from overwindow.physical.values import Values
-from overwindow.streaming.arrays import in_ranges, interleave, member
+from overwindow.streaming.arrays import in_ranges, interleave, member, run_numbers
 from overwindow.streaming.identity import IDENTITY
 
 
@@ -65,9 +65,7 @@ class RowOrder:
             return None
         codes = self._key_codes(tables)[0]
         if (codes[1:] >= codes[:-1]).all():  # held rows, sorted by partition: no sort needed
-            starts = np.zeros(len(codes), dtype=np.int64)
-            starts[1:] = codes[1:] != codes[:-1]
-            return _split(np.cumsum(starts), tables)
+            return _split(run_numbers(codes), tables)
         return _split(np.unique(codes, return_inverse=True)[1].astype(np.int64), tables)
 
     def _key_codes(self, tables) -> tuple[np.ndarray, int]:

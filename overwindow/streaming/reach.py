@@ -31,7 +31,7 @@ from overwindow.physical.bounds import frame_bounds
 from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
-from overwindow.streaming.arrays import in_ranges
+from overwindow.streaming.arrays import in_ranges, run_numbers
 from overwindow.streaming.stretch import peer_groups
 
 
@@ -201,7 +201,7 @@ class FrameReach:
         self.groups = groups
         m = len(self.rows)  # every array below is indexed by the windows' rows
         local = groups[self.rows]
-        local = np.concatenate(([0], np.cumsum(local[1:] != local[:-1]))) if m else local  # 0, 1, ...
+        local = run_numbers(local)  # 0, 1, ...
         within = None if parts is None else parts[self.rows]
         if not one:  # frames stop at each window's edges too
             cut = np.zeros(m, dtype=bool)

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from overwindow.logical.call import WindowExpression
-from overwindow.streaming.arrays import find, runs
+from overwindow.streaming.arrays import find, run_numbers, runs
 from overwindow.streaming.aside import project_failing
 from overwindow.streaming.merge import Merged
 from overwindow.streaming.reach import FrameReach
@@ -90,8 +90,7 @@ def _gathered(rows, reach, at, run_part, fs, fe, expressions, rows_before, group
     rb = rows_before[idx] + np.where(inside, start - cut, 0)
     gb = groups_before[idx] + np.where(inside, reach.groups[start] - reach.groups[cut], 0)
     taken = rows.take(pa.array(idx))
-    groups = reach.groups[idx]  # numbered anew from 0 without gaps: the slices' groups are apart
-    groups = np.concatenate(([0], np.cumsum(groups[1:] != groups[:-1])))
+    groups = run_numbers(reach.groups[idx])  # numbered anew from 0 without gaps: the slices' are apart
     results = evaluate_stretch(taken, expressions, groups, rb, gb, parts[idx])
     return _failing(taken, expressions, results).take(pa.array(np.searchsorted(idx, at)))
 
