@@ -55,13 +55,12 @@ def to_spark(state: bytes) -> bytes:
 def from_spark(value) -> bytes:
     """The state bytes Spark kept (``to_spark``'s, 7-bit only or raw ones written before). O(n)."""
     tag = value[: len(TAG)]
-    if tag == TAG_7BIT:
-        return _unseven(np.frombuffer(value, dtype=np.uint8)[len(TAG) :])
-    if tag != TAG:
+    if tag not in (TAG, TAG_7BIT):
         return value
     a = np.frombuffer(value, dtype=np.uint8)[len(TAG) :]
-    n = _read_length(a)
-    return _CODEC.decompress(_unseven(a[_LENGTH:]), decompressed_size=n, asbytes=True)
+    if tag == TAG_7BIT:
+        return _unseven(a)
+    return _CODEC.decompress(_unseven(a[_LENGTH:]), decompressed_size=_read_length(a), asbytes=True)
 
 
 def _length(n: int) -> bytes:
