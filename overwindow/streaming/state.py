@@ -19,11 +19,14 @@ Kinds and the format versions they read:
   layout (tables ``pending`` and ``waits``); each key's entry is its own format
   (``window_close_split.ENTRY_TAG``);
 - ``on_update`` (``OnUpdateMeta``; also each chunk of the chunked layout, with empty counters):
-  format 2 only, as format 1 hashed row identities differently (``identity``); a bucket of keys
-  also holds ``parts`` (each partition key's evicted counts), and its keyBuckets and the
+  format 3 (format 2 less the identity column where a row key names rows: ``OnUpdate.encode``
+  hashes it again on load) and format 2 (table ``rows``: the held rows, their identities and
+  results), not format 1, which hashed row identities differently (``identity``); a bucket of
+  keys also holds ``parts`` (each partition key's evicted counts), and its keyBuckets and the
   watermark it last evicted at (``evicted_at``; absent: not known) in the header;
-- ``on_update_index`` (``ChunkIndexMeta``): format 2; on a bucket of keys, the bucket's value holds
-  no table, only its keyBuckets and key columns (each key's index is an entry of the bucket's map).
+- ``on_update_index`` (``ChunkIndexMeta``): formats 2 and 3 (alike: 3 marks an index whose chunks
+  are written in ``on_update`` format 3); on a bucket of keys, the bucket's value holds no table,
+  only its keyBuckets and key columns (each key's index is an entry of the bucket's map).
 
 >>> t = pa.table({"x": [1, 2]})
 >>> data = encode({"rows": t}, "on_update", OnUpdateMeta(late_rows=3))
@@ -126,6 +129,9 @@ class OnUpdateMeta(StateMeta):
     """Emit on update: the ``rows`` table holds the live rows with their identities and results (of
     a bucket of keys: every partition's, and ``parts`` the evicted counts of each partition key)."""
 
+    OLDEST: ClassVar[int] = 2
+    NEWEST: ClassVar[int] = 3
+
     evicted_rows: int = 0  # rows of the partition evicted so far (row_number and rank count them)
     evicted_groups: int = 0  # their peer groups (dense_rank counts them)
     horizon: int | float | None = None  # changes below this ORDER BY key are late (None: none yet)
@@ -172,12 +178,17 @@ class ChunkIndexMeta(OnUpdateMeta):
 M = TypeVar("M", bound=StateMeta)
 
 
-def encode(tables: dict[str, pa.Table], kind: str, meta: StateMeta | None = None) -> bytes:
-    """State bytes of named tables, of a ``kind``, with counters ``meta`` (None: none). O(bytes);
-    streaming steps encode small states per key and call, so the fixed cost counts."""
+def encode(
+    tables: dict[str, pa.Table], kind: str, meta: StateMeta | None = None, version: int | None = None
+) -> bytes:
+    """State bytes of named tables, of a ``kind``, with counters ``meta`` (None: none), in format
+    ``version`` (None: the newest ``meta`` writes, else ``FORMAT_VERSION``). O(bytes); streaming
+    steps encode small states per key and call, so the fixed cost counts."""
+    if version is None:
+        version = meta.NEWEST if meta is not None else FORMAT_VERSION
     header = json.dumps(
         {
-            "version": meta.NEWEST if meta is not None else FORMAT_VERSION,
+            "version": version,
             "kind": kind,
             "tables": list(tables),
             "meta": meta.to_json() if meta is not None else {},

@@ -11,6 +11,8 @@ identity map); ``data/format3_states.json`` and ``data/format4_states.json`` win
 written at git e969405 (format 3) and 5fe88e2 (format 4), one per key and one bucket of three keys."""
 
 import base64
+import datetime
+import decimal
 import json
 from pathlib import Path
 
@@ -23,9 +25,10 @@ import overwindow
 from overwindow.spec import OverWindow
 from overwindow.streaming.chunked import MemoryChunks
 from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT
+from overwindow.streaming.identity import IDENTITY
 from overwindow.streaming.machines import machine_for
 from overwindow.streaming.on_update import OnUpdate
-from overwindow.streaming.state import FORMAT_VERSION, StateFormatError, WindowCloseMeta, decode, encode
+from overwindow.streaming.state import StateFormatError, WindowCloseMeta, decode, encode
 
 SCHEMA = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.float64()), ("u", pa.int64())])
 CDC = pa.schema(
@@ -51,10 +54,13 @@ def _tables(state: bytes) -> list[pa.Table]:
 
 
 def _same_state(new: bytes, old: bytes):
-    """The same header (version, kind, table names, counters) and the same tables; held results in
-    today's result types (Spark's since ranks became INT: the old state's BIGINT ranks cast)."""
-    assert _header(new) == _header(old)
+    """The same header (kind, table names, counters; format 3 where format 2 was written) and the
+    same tables, less the identities format 3 leaves out under a row key; held results in today's
+    result types (Spark's since ranks became INT: the old state's BIGINT ranks cast)."""
+    assert _header(old)["version"] == 2 and _header(new) == {**_header(old), "version": 3}
     for a, b in zip(_tables(new), _tables(old), strict=True):
+        if IDENTITY in b.column_names and IDENTITY not in a.column_names:
+            b = b.drop_columns([IDENTITY])
         assert a.column_names == b.column_names
         assert a.equals(b.cast(a.schema))
 
@@ -239,6 +245,64 @@ def test_on_update_state_written_by_format_2_goes_on(layout):
     assert second.counters.state_rows < len(live)  # evicted rows are gone, answers unchanged
 
 
+KEYED = pa.schema(
+    [
+        ("k", pa.string()),
+        ("f", pa.float64()),
+        ("d", pa.decimal128(38, 6)),
+        ("ts", pa.timestamp("us")),
+        ("t", pa.int64()),
+        ("x", pa.float64()),
+        ("op", pa.string()),
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from([None, "a", "b", "é"]),
+            st.sampled_from([None, 0.0, -0.0, float("nan"), float("inf"), -1.5]),
+            st.sampled_from(
+                [None, decimal.Decimal("12345678901234567890123456789012.000001"), decimal.Decimal(0)]
+            ),
+            st.sampled_from(
+                [None, datetime.datetime(1969, 12, 31, 23, 59, 59, 1), datetime.datetime(2024, 1, 1)]
+            ),
+            st.integers(0, 5),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    buckets=st.sampled_from([None, 3]),
+)
+def test_format_3_hashes_the_row_key_again_to_the_identities_rows_came_with(rows, buckets):
+    """Format 3 leaves the identities out under a row key; read back, every held row has the
+    identity its input row was given, whatever the row key's types and values (NULL, NaN, -0.0,
+    30-digit DECIMAL, times before 1970), so deletes and updates still find their rows."""
+    spec = OverWindow(
+        "lag(x) OVER (ORDER BY t) AS p",
+        emit="on_update",
+        rowKey=["f", "d", "ts"],
+        opColumn="op",
+        keyBuckets=buckets,
+    )
+    machine = OnUpdate(spec, KEYED, keys=("k",) if buckets else ())
+    images = [dict(zip(["k", "f", "d", "ts", "t"], r), x=float(i)) for i, r in enumerate(rows)]
+    batch = pa.Table.from_pylist([{**r, "op": "insert"} for r in images], schema=KEYED)
+    state = machine.step(None, batch).state
+    assert _header(state)["version"] == 3 and IDENTITY not in _tables(state)[0].column_names
+    given_ids = machine.changes(batch, None).inserts  # the last image of each identity
+    held = machine.load(state)[0]
+    assert held.num_rows == given_ids.num_rows
+    by_x = dict(zip(given_ids.column("x").to_pylist(), given_ids.column(IDENTITY).to_pylist(), strict=True))
+    assert dict(zip(held.column("x").to_pylist(), held.column(IDENTITY).to_pylist(), strict=True)) == by_x
+    # a delete of every row's image finds it: nothing is left
+    deletes = pa.Table.from_pylist([{**r, "op": "delete"} for r in images], schema=KEYED)
+    assert machine.step(state, deletes).counters.state_rows == 0
+
+
 def test_format_1_state_is_refused_with_a_clear_error():
     """Format 1 hashed identities with pandas; its identities cannot match new rows' any more."""
 
@@ -247,10 +311,11 @@ def test_format_1_state_is_refused_with_a_clear_error():
     state = machine.step(
         None, pa.Table.from_pylist([{"k": 0, "id": 1, "t": 1.0, "u": 1}], schema=SCHEMA)
     ).state
-    old = state.replace(f'"version": {FORMAT_VERSION}'.encode(), b'"version": 1')
+    old = state.replace(b'"version": 3', b'"version": 1')
     with pytest.raises(
         StateFormatError,
-        match="format 1, this overwindow reads 'on_update' format 2; start the query from a new checkpoint",
+        match="format 1, this overwindow reads 'on_update' format 2 to 3; start the query from a new "
+        "checkpoint",
     ):
         machine.step(old, None)
 
