@@ -8,9 +8,11 @@ and one Arrow IPC stream of one record batch.
 
 Kinds and the format versions they read:
 
-- ``window_close`` (``WindowCloseMeta``): format 5 (format 4 less what can be rebuilt: the rows
-  without their non-float key columns, ``parts`` without counters that are 0 everywhere, counters
-  as int32 where they fit, ``newest`` only under stateTtl; ``WindowClose._stored``), format 4
+- ``window_close`` (``WindowCloseMeta``): format 6 (format 5 with the columns no later step reads
+  NULL in the rows already emitted: ``WindowClose._emitted_read_only``), format 5 (format 4 less
+  what can be rebuilt: the rows without their non-float key columns, ``parts`` without counters
+  that are 0 everywhere, counters as int32 where they fit, ``newest`` only under stateTtl;
+  ``WindowClose._stored``), format 4
   (tables ``rows``, every partition's rows, and ``parts``, one row per partition: its key, counters
   and newest ORDER BY key; the watermark and late count in the header), format 3 (``parts``
   without the newest key: taken from the rows held), formats 1 and 2 (one partition, its counters
@@ -87,7 +89,7 @@ class WindowCloseMeta(StateMeta):
     rows, ``parts`` their keys and counters (``overwindow.streaming.window_close``)."""
 
     OLDEST: ClassVar[int] = 1
-    NEWEST: ClassVar[int] = 5
+    NEWEST: ClassVar[int] = 6
 
     released_upto: int | float | None = None  # the watermark the released rows are at or below
     late_rows: int = 0  # rows dropped as late so far

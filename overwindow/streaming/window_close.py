@@ -90,6 +90,15 @@ class WindowClose:
             (resolve_column(empty, c), "ascending") for c in identity if c != self.order
         ]
         self.expressions = list(spec.expressions)
+        # the columns no later step reads from a row once it is emitted (format 6 stores them NULL
+        # there): all but the ORDER BY key, the key columns and what the calls read; none when a
+        # call names a column this schema cannot resolve on its own (a struct's field)
+        read = {self.order, *self.keys}
+        try:
+            read |= {resolve_column(empty, c) for call in spec.calls for c in call.columns()}
+            self.unread = [c for c in schema.names if c not in read]
+        except WindowSpecError:
+            self.unread = []
         self.output_schema = project(empty, self.expressions, evaluate_calls(empty, self.expressions)).schema
         self.qualify = spec.qualify and Qualify(spec.qualify, self.output_schema.empty_table(), schema.names)
         self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
@@ -136,7 +145,7 @@ class WindowClose:
             rows = self._with_keys(rows, parts)
             if "newest" in names:
                 newest = stored.column("newest")
-            elif self.ttl is not None:  # format 3, or format 5 written without stateTtl
+            elif self.ttl is not None:  # format 3, or formats 5-6 written without stateTtl
                 newest = self._newest_held(rows, parts, meta.released_upto)
             else:  # read only under stateTtl
                 newest = pa.array(self._no_key(parts.num_rows))
@@ -158,14 +167,16 @@ class WindowClose:
         return rows, parts, meta
 
     def _stored(self, table: pa.Table, parts: pa.Table) -> dict[str, pa.Table]:
-        """The state's tables as format 5 writes them, smaller than the step's by what can be
-        rebuilt: the rows without the key columns (each partition's row of ``parts`` holds its key;
-        floating keys stay, as -0.0 and 0.0 are one partition but two values), ``parts`` with each
-        counter as int32 where every value fits and left out where every value is 0, and ``newest``
+        """The state's tables as format 6 writes them: as format 5, smaller than the step's by what
+        can be rebuilt, and without the columns no later step reads of the rows already emitted
+        (``_emitted_read_only``). Format 5 leaves out of the rows the key columns (each
+        partition's row of ``parts`` holds its key; floating keys stay, as -0.0 and 0.0 are one
+        partition but two values), stores ``parts`` with each counter as int32 where every value
+        fits and left out where every value is 0, and ``newest``
         only under ``stateTtl`` (its only reader). A bucket's state moves whole through Spark every
         micro-batch that reaches it and is held in the state store: half the bytes at 1,000,000
         sparse keys held (the micro-batch's time moved within the noise: BENCHMARKS.md).
-        O(partitions).
+        O(partitions), and O(rows) for the emitted rows' columns.
 
         >>> from overwindow.spec import OverWindow
         >>> m = WindowClose(
@@ -187,7 +198,37 @@ class WindowClose:
                 columns[c] = pa.array(values.astype(np.int32)) if narrow else parts.column(c)
         if self.ttl is not None:
             columns["newest"] = parts.column("newest")
-        return {"rows": table.drop_columns(drop), "parts": pa.table(columns)}
+        return {"rows": self._emitted_read_only(table.drop_columns(drop), parts), "parts": pa.table(columns)}
+
+    def _emitted_read_only(self, rows: pa.Table, parts: pa.Table) -> pa.Table:
+        """``rows`` with the columns no later step reads (``unread``) NULL in the rows already
+        emitted (each partition's first ``emitted``): those stay only as history for later rows'
+        frames, which read the ORDER BY key and the calls' columns, and are never emitted again.
+        Format 6; ``_insert`` keeps their order without their identities. A row's other columns
+        (a wide event's payload) then cost nothing held. O(rows x unread columns).
+
+        >>> from overwindow.spec import OverWindow
+        >>> m = WindowClose(
+        ...     OverWindow("lag(x) OVER (ORDER BY t) AS p"),
+        ...     pa.schema([("t", pa.int64()), ("x", pa.int64()), ("payload", pa.string())]),
+        ... )
+        >>> done = m.advance(*m._load(None), pa.table({"t": [1, 2], "x": [5, 6], "payload": ["a", "b"]}), 1)
+        >>> m._stored(done.table, done.parts)["rows"].to_pydict()  # t=1 emitted, t=2 pending
+        {'t': [1, 2], 'x': [5, 6], 'payload': [None, 'b']}
+        """
+        emitted = parts.column("emitted").to_numpy()
+        if not self.unread or not emitted.any():
+            return rows
+        n = parts.column("n").to_numpy().astype(np.int64)
+        at = np.arange(rows.num_rows)
+        done = at - np.repeat(np.cumsum(n) - n, n) < np.repeat(emitted, n)
+        # a take through NULL positions writes zeros beneath the NULLs, which compress to nothing
+        # (``if_else`` would keep the values there)
+        nulled = pa.array(at, mask=done)
+        for c in self.unread:
+            if c in rows.column_names:
+                rows = rows.set_column(rows.column_names.index(c), c, rows.column(c).take(nulled))
+        return rows
 
     def _with_keys(self, rows: pa.Table, parts: pa.Table) -> pa.Table:
         """``rows`` with the key columns ``_stored`` left out taken again from their partitions'
@@ -202,7 +243,7 @@ class WindowClose:
 
     def _newest_held(self, rows: pa.Table, parts: pa.Table, released_upto) -> pa.Array:
         """The newest ORDER BY key per partition of a state that did not keep it (formats 1-3, and
-        format 5 written without stateTtl): its newest row's, or, for a partition whose rows were
+        formats 5-6 written without stateTtl): its newest row's, or, for a partition whose rows were
         all pruned, the watermark it had reached (so ``stateTtl`` forgets it no earlier than it
         would have)."""
         n = parts.column("n").to_numpy().astype(np.int64)
@@ -275,6 +316,7 @@ class WindowClose:
                 np.concatenate([keys, new_k]),
                 np.concatenate([renumber[part], new_part]),
                 table.num_rows,
+                meta.released_upto,
             )
         meta.late_rows += late
         meta.buckets = self.buckets
@@ -342,10 +384,12 @@ class WindowClose:
         firsts = layout.perm[layout.part_bounds[:-1]]
         return both.take(pa.array(firsts)), number[:n_held], number[n_held:]
 
-    def _insert(self, table: pa.Table, keys: np.ndarray, part: np.ndarray, held: int = 0):
+    def _insert(self, table: pa.Table, keys: np.ndarray, part: np.ndarray, held: int = 0, released=None):
         """The rows sorted by (partition, ORDER BY key, row identity); the first ``held`` rows come
         sorted (ties among them in identity order) and new ones mostly in order, as streams mostly
-        are."""
+        are. Held rows at or below ``released`` (the watermark they were released at) keep their
+        order: no other row ties with them (later keys are above it), and emitted ones may have
+        NULL identities (``_emitted_read_only``)."""
         order = _merged(keys, part, held)
         if _in_order(part[order], keys[order], order >= held):
             if (order[1:] > order[:-1]).all():
@@ -355,7 +399,13 @@ class WindowClose:
         # stable sort keeps held rows' ties in their order; ties (or NaN) with a new row go to the
         # full sort by (partition, ORDER BY key, row identity)
         with_part = table.append_column("__ow_part", pa.array(part))
-        order = pc.sort_indices(with_part, sort_keys=[("__ow_part", "ascending"), *self.sort_keys]).to_numpy()
+        sort_keys = [("__ow_part", "ascending"), *self.sort_keys]
+        if released is not None and held:
+            at = np.arange(len(keys))
+            kept = (at < held) & (keys <= released)
+            with_part = with_part.append_column("__ow_held", pa.array(np.where(kept, at, len(keys))))
+            sort_keys.insert(2, ("__ow_held", "ascending"))
+        order = pc.sort_indices(with_part, sort_keys=sort_keys).to_numpy()
         return table.take(pa.array(order)), keys[order], part[order]
 
     def _emit(self, b: _Buffer) -> tuple[pa.Table, np.ndarray, Aside | None]:

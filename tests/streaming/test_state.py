@@ -82,12 +82,17 @@ def test_window_close_state_written_by_format_2_goes_on():
     batch1, batch2 = (pa.Table.from_pylist(old[b], schema=ROWS) for b in ("batch1", "batch2"))
     first = machine.step(None, batch1, old["watermark1"])
     state = base64.b64decode(old["state"])
-    # today's format holds the same rows; the partition's counters moved from the header to
-    # ``parts`` (as int32 where they fit), and the newest ORDER BY key seen is kept under stateTtl
+    # today's format holds the same rows, the columns no call reads NULL in the rows emitted
+    # already (format 6); the partition's counters moved from the header to ``parts`` (as int32
+    # where they fit), and the newest ORDER BY key seen is kept under stateTtl
     was, now = _header(state)["meta"], _header(first.state)["meta"]
     assert now == {**{k: was[k] for k in ("released_upto", "late_rows")}, "buckets": None}
     rows, parts = _tables(first.state)
-    assert rows.equals(_tables(state)[0].cast(rows.schema))
+    old_rows = _tables(state)[0].cast(rows.schema)
+    emitted = was["emitted"]
+    assert rows.select(["t", "x"]).equals(old_rows.select(["t", "x"]))
+    for c in ("k", "rid"):  # read by no call: kept only where a row waits to be emitted
+        assert rows.column(c).to_pylist() == [None] * emitted + old_rows.column(c).to_pylist()[emitted:]
     counters = {"n": rows.num_rows, **{k: was[k] for k in ("emitted", "pruned_rows", "pruned_groups")}}
     assert parts.to_pylist() == [counters]
     ttl = machine_for(OverWindow(*old["calls"], rowKey="rid", stateTtl=100), ROWS)
@@ -353,5 +358,5 @@ def test_damaged_state_is_refused_as_state(data):
 
 
 def test_state_of_another_kind_names_both():
-    with pytest.raises(StateFormatError, match="format 5, this overwindow reads 'other' format 1 to 5"):
+    with pytest.raises(StateFormatError, match="format 6, this overwindow reads 'other' format 1 to 6"):
         decode(GOOD, "other", WindowCloseMeta)

@@ -641,3 +641,61 @@ def test_state_ttl_must_measure_the_order_by_key(key_type, ttl, ok):
     else:
         with pytest.raises(WindowSpecError, match="does not measure ORDER BY t"):
             WindowClose(spec, schema)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 50),
+    distinct=st.integers(1, 8),
+    n_batches=st.integers(2, 8),
+    buckets=st.sampled_from([None, 2]),
+)
+def test_emitted_rows_keep_their_order_without_the_columns_no_call_reads(
+    seed, n, distinct, n_batches, buckets
+):
+    """Format 6 stores NULL in the columns no call reads (here the row key and a payload) of rows
+    already emitted. Those rows stay as history, and may tie on the ORDER BY key with rows released
+    but waiting for their FOLLOWING row; when new rows tie among themselves (the full sort by the
+    row key), the history keeps its order. Few distinct times, a watermark moving up batch by
+    batch, and lead/row_number make the order visible; the oracle sorts by (t, rid) itself. The
+    payload of every row comes out as it went in."""
+    rng = np.random.default_rng(seed)
+    schema = pa.schema(
+        [("k", pa.int64()), ("t", pa.int64()), ("rid", pa.int64()), ("x", pa.float64()), ("pay", pa.string())]
+    )
+    t = np.sort(rng.integers(0, distinct, n)) * 10 + rng.integers(0, 2, n)  # mostly in order
+    rid = rng.permutation(n)
+    table = pa.table(
+        {
+            "k": np.zeros(n, dtype=np.int64),
+            "t": t,
+            "rid": rid,
+            "x": rng.normal(size=n).round(2),
+            "pay": [f"p{r}" for r in rid],
+        },
+        schema=schema,
+    )
+    spec = OverWindow(
+        "lead(x) OVER (ORDER BY t) AS nx",
+        "row_number() OVER (ORDER BY t) AS rn",
+        rowKey="rid",
+        keyBuckets=buckets,
+    )
+    driver = Driver(spec, schema, ["k"])
+    cuts = np.sort(rng.integers(0, n + 1, n_batches - 1))
+    outs = []
+    for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [n]))):
+        part = table.slice(lo, hi - lo)
+        # the watermark: below this batch's smallest time, so none of its rows is late
+        outs.append(driver.feed(part, watermark=int(t[lo:].min()) - 1 if hi > lo else None))
+    outs.append(driver.feed(None, watermark=END_OF_INPUT))  # the last row's lead: NULL
+    out = pa.concat_tables(outs).to_pylist()
+    order = sorted(range(n), key=lambda i: (t[i], rid[i]))
+    x = table["x"].to_pylist()
+    want = {
+        int(rid[i]): (j + 1, x[order[j + 1]] if j + 1 < n else None, f"p{rid[i]}")
+        for j, i in enumerate(order)
+    }
+    assert len(out) == n
+    assert {r["rid"]: (r["rn"], r["nx"], r["pay"]) for r in out} == want
