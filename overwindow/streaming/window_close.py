@@ -91,14 +91,10 @@ class WindowClose:
         ]
         self.expressions = list(spec.expressions)
         # the columns no later step reads from a row once it is emitted (format 6 stores them NULL
-        # there): all but the ORDER BY key, the key columns and what the calls read; none when a
-        # call names a column this schema cannot resolve on its own (a struct's field)
+        # there): all but the ORDER BY key, the key columns and what the calls read
         read = {self.order, *self.keys}
-        try:
-            read |= {resolve_column(empty, c) for call in spec.calls for c in call.columns()}
-            self.unread = [c for c in schema.names if c not in read]
-        except WindowSpecError:
-            self.unread = []
+        read |= {resolve_column(empty, c) for call in spec.calls for c in call.columns()}
+        self.unread = [c for c in schema.names if c not in read]
         self.output_schema = project(empty, self.expressions, evaluate_calls(empty, self.expressions)).schema
         self.qualify = spec.qualify and Qualify(spec.qualify, self.output_schema.empty_table(), schema.names)
         self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
@@ -223,11 +219,14 @@ class WindowClose:
         at = np.arange(rows.num_rows)
         done = at - np.repeat(np.cumsum(n) - n, n) < np.repeat(emitted, n)
         # a take through NULL positions writes zeros beneath the NULLs, which compress to nothing
-        # (``if_else`` would keep the values there)
+        # (``if_else`` would keep the values there); the field stays as declared, NOT NULL
+        # included (Spark declares uuid() and lit() columns so), for the next step's rows to
+        # concatenate with it
         nulled = pa.array(at, mask=done)
         for c in self.unread:
             if c in rows.column_names:
-                rows = rows.set_column(rows.column_names.index(c), c, rows.column(c).take(nulled))
+                at_c = rows.column_names.index(c)
+                rows = rows.set_column(at_c, rows.schema.field(at_c), rows.column(c).take(nulled))
         return rows
 
     def _with_keys(self, rows: pa.Table, parts: pa.Table) -> pa.Table:

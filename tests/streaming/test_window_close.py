@@ -699,3 +699,31 @@ def test_emitted_rows_keep_their_order_without_the_columns_no_call_reads(
     }
     assert len(out) == n
     assert {r["rid"]: (r["rn"], r["nx"], r["pay"]) for r in out} == want
+
+
+@pytest.mark.parametrize("buckets", [None, 2])
+def test_not_null_columns_no_call_reads_go_on_across_steps(buckets):
+    """Spark declares columns made by uuid() or lit() NOT NULL. Format 6 stores NULL in them for the
+    rows already emitted, under the field as declared, so the next step's rows (NOT NULL too)
+    join the held ones."""
+    schema = pa.schema(
+        [
+            pa.field("k", pa.string(), nullable=False),
+            ("t", pa.int64()),
+            ("x", pa.int64()),
+            pa.field("id", pa.string(), nullable=False),
+        ]
+    )
+    driver = Driver(
+        OverWindow("lag(x) OVER (ORDER BY t) AS p", rowKey="id", keyBuckets=buckets), schema, ["k"]
+    )
+    rows = [{"k": "a", "t": t, "x": 10 * t, "id": f"r{t}"} for t in range(1, 8)]
+    outs = [
+        driver.feed(pa.Table.from_pylist(rows[:2], schema=schema), watermark=1),
+        driver.feed(pa.Table.from_pylist(rows[2:5], schema=schema), watermark=3),
+        driver.feed(pa.Table.from_pylist(rows[5:], schema=schema), watermark=END_OF_INPUT),
+    ]
+    out = pa.concat_tables(outs).to_pylist()
+    assert [(r["id"], r["k"], r["p"]) for r in out] == [
+        (f"r{t}", "a", None if t == 1 else 10 * (t - 1)) for t in range(1, 8)
+    ]
