@@ -168,10 +168,10 @@ class WindowClose:
         (``_emitted_read_only``). Format 5 leaves out of the rows the key columns (each
         partition's row of ``parts`` holds its key; floating keys stay, as -0.0 and 0.0 are one
         partition but two values), stores ``parts`` with each counter as int32 where every value
-        fits and left out where every value is 0, and ``newest``
-        only under ``stateTtl`` (its only reader). A bucket's state moves whole through Spark every
-        micro-batch that reaches it and is held in the state store: half the bytes at 1,000,000
-        sparse keys held (the micro-batch's time moved within the noise: BENCHMARKS.md).
+        fits and left out where every value is 0, and ``newest`` only under ``stateTtl`` (its only
+        reader). A bucket's state moves whole through Spark every micro-batch that reaches it and
+        is held in the state store: half the bytes at 1,000,000 sparse keys held (the
+        micro-batch's time moved within the noise: BENCHMARKS.md).
         O(partitions), and O(rows) for the emitted rows' columns.
 
         >>> from overwindow.spec import OverWindow
@@ -216,13 +216,13 @@ class WindowClose:
         if not self.unread or not emitted.any():
             return rows
         n = parts.column("n").to_numpy().astype(np.int64)
-        at = np.arange(rows.num_rows)
-        done = at - np.repeat(np.cumsum(n) - n, n) < np.repeat(emitted, n)
+        part = np.repeat(np.arange(len(n)), n)
+        done = _within(part, n) < emitted[part]
         # a take through NULL positions writes zeros beneath the NULLs, which compress to nothing
         # (``if_else`` would keep the values there); the field stays as declared, NOT NULL
         # included (Spark declares uuid() and lit() columns so), for the next step's rows to
         # concatenate with it
-        nulled = pa.array(at, mask=done)
+        nulled = pa.array(np.arange(rows.num_rows), mask=done)
         for c in self.unread:
             if c in rows.column_names:
                 at_c = rows.column_names.index(c)
@@ -540,9 +540,7 @@ class WindowClose:
         if pruned.any():
             last = b.local_groups[b.at(keep - 1)]
             count["pruned_groups"] = count["pruned_groups"] + np.where(pruned, last + 1, 0)
-            starts = np.concatenate(([0], np.cumsum(b.count["n"])[:-1]))
-            position = np.arange(len(b.part)) - starts[b.part]
-            table = table.filter(pa.array(position >= keep[b.part]))
+            table = table.filter(pa.array(_within(b.part, b.count["n"]) >= keep[b.part]))
         columns = {k: keys.column(k) for k in self.keys}
         counters = {c: pa.array(count[c], pa.int64()) for c in _COUNTERS}
         parts = pa.table({**columns, **counters, "newest": pa.array(b.newest)})
@@ -693,6 +691,16 @@ def _measures(ttl, kind: TypeFamily) -> bool:
     if kind is TypeFamily.DATE:
         return isinstance(ttl, (Interval, int))
     return not isinstance(ttl, Interval)
+
+
+def _within(part: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each row's position within its partition, rows sorted by partition (``part``), ``counts``
+    rows in each. O(rows).
+
+    >>> _within(np.array([0, 0, 1, 1, 1]), np.array([2, 3])).tolist()
+    [0, 1, 0, 1, 2]
+    """
+    return np.arange(len(part)) - (np.cumsum(counts) - counts)[part]
 
 
 def _merged(keys: np.ndarray, part: np.ndarray, held: int) -> np.ndarray:
