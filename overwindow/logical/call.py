@@ -175,12 +175,15 @@ class WindowCall:
             return "a frame ending at UNBOUNDED FOLLOWING needs every future row, so it never closes"
         return None
 
+    def exprs(self) -> list[Expr]:
+        """Every expression over input columns the call reads (arguments, keys, FILTER, default)."""
+        exprs = [*self.args, *self.ignored, *self.partition_by, *(k.expr for k in self.order_by)]
+        return exprs + [e for e in (self.default, self.filter) if e is not None]
+
     def columns(self) -> tuple[str, ...]:
         """Every input column the call reads."""
-        exprs = [*self.args, *self.ignored, *self.partition_by, *(k.expr for k in self.order_by)]
-        exprs += [e for e in (self.default, self.filter) if e is not None]
         seen: dict[str, None] = {}
-        for e in exprs:
+        for e in self.exprs():
             for c in e.columns():
                 seen[c] = None
         return tuple(seen)

@@ -148,6 +148,53 @@ def resolve_column(table: pa.Table, name: str) -> str:
     raise WindowSpecError(f"column `{name}` does not exist; available columns: {available}")
 
 
+def column_of(node: exp.Column, table: pa.Table) -> str:
+    """The column of ``table`` a column reference reads: its last name part (``resolve_column``),
+    the parts before it qualifiers (``v.x`` in a query over the view ``v``). A part before the last
+    that names a column of struct, map or array type makes the rest a field of that column (Spark
+    reads ``s.a`` as the field ``a`` of the struct column ``s``), which overwindow does not read:
+    refused, where reading a top-level column ``a`` would be a silent wrong answer. O(parts).
+
+    >>> t = pa.table({"x": [1], "s": [{"a": 2}], "a": [3]})
+    >>> column_of(exp.column("x", table="v"), t)
+    'x'
+    >>> try:
+    ...     column_of(exp.column("a", table="s"), t)
+    ... except WindowSpecError as e:
+    ...     print(str(e).split(":")[0])
+    s.a reads the field `a` of the struct column `s`
+    """
+    parts = [p.name for p in node.parts]
+    names = {c.lower(): c for c in table.column_names}
+    for i, part in enumerate(parts[:-1]):
+        nested = names.get(part.lower())
+        kind = nested and table.schema.field(nested).type
+        if nested and (pa.types.is_struct(kind) or pa.types.is_map(kind) or pa.types.is_list(kind)):
+            field, named = ".".join(parts[i + 1 :]), "_".join([nested, *parts[i + 1 :]])
+            what = "struct" if pa.types.is_struct(kind) else "map" if pa.types.is_map(kind) else "array"
+            raise WindowSpecError(
+                f"{node.sql(dialect=DIALECT)} reads the field `{field}` of the {what} column `{nested}`: "
+                "overwindow reads whole columns; add the field as a column first "
+                f'(withColumn("{named}", F.col("{nested}.{field}")), or '
+                f"{'.'.join(f'`{p}`' for p in [nested, *parts[i + 1 :]])} AS {named} in a query) and "
+                "name that column"
+            )
+    return resolve_column(table, parts[-1])
+
+
+def check_fields(exprs, table: pa.Table) -> None:
+    """Refuses, before any row is read, a reference in ``exprs`` to a field of a struct, map or
+    array column of ``table`` (``column_of``), where name-based checks would see only its last
+    part. O(size of the expressions).
+
+    >>> check_fields([Expr.of("lag(v.x)")], pa.table({"x": [1]}))  # a qualifier: fine
+    """
+    for e in exprs:
+        for node in e.node.find_all(exp.Column):
+            if len(node.parts) > 1:
+                column_of(node, table)
+
+
 def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
     """The expression's value for every row of ``table``, as one Arrow array. A constant is folded
     once, with Spark's literal types (``1.5`` DECIMAL, ``TIMESTAMP '...'``); one with arithmetic
@@ -225,7 +272,7 @@ def _operands(node: exp.Expression) -> list[exp.Expression]:
 
 def _eval_node(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.Column):
-        return t.column(resolve_column(t, node.name))
+        return t.column(column_of(node, t))
     if isinstance(node, exp.Paren):
         return _eval(node.this, t)
     if isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):

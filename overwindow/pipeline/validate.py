@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
+from overwindow.logical.expr import DIALECT
 from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
 from overwindow.pipeline.view import View, ViewFileError, is_uri, spec_problem
@@ -101,7 +102,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
     """The schema, the key columns and the calls against it; None when the schema cannot be read."""
     from pyspark.sql import types as T
 
-    from overwindow.physical.expressions import resolve_column
+    from overwindow.physical.expressions import column_of, resolve_column
     from overwindow.spark.adapter import _arrow_schema
     from overwindow.streaming.assemble import Assembler
     from overwindow.streaming.machines import machine_for
@@ -147,9 +148,12 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
             return None
 
     partition_key = "query" if view.query is not None else "partition_by"
-    if view.query is not None:  # every column the query names is a [source] column
-        for name in dict.fromkeys(c.name for c in query_columns(view.query)):
-            column("view", "query", name)
+    if view.query is not None:  # every column the query names is a [source] column, not a field
+        for node in {c.sql(dialect=DIALECT): c for c in query_columns(view.query)}.values():
+            try:
+                column_of(node, empty)
+            except WindowSpecError as e:
+                problems.append(f"{view.where('view', 'query')}: {e}")
         problem = filter_problem(view.query, result_names(view.query, names))
         if problem:
             problems.append(f"{view.where('view', 'query')}: {problem}")

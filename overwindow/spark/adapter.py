@@ -35,7 +35,7 @@ import pandas as pd
 import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
-from overwindow.physical.expressions import resolve_column
+from overwindow.physical.expressions import check_fields, resolve_column
 from overwindow.physical.values import TypeFamily, kind_of
 from overwindow.spark import compat, executors
 from overwindow.spark.boundary import Companion, companions_of, to_arrow, to_pandas, with_interval_days
@@ -92,18 +92,23 @@ def _output_struct(input_struct, output: pa.Schema):
     )
 
 
+def _input_columns(df, spec: OverWindow) -> pa.Table:
+    """``df``'s columns (no rows), once ``spec`` is checked to read none of their fields (``s.a``,
+    ``check_fields``): before any column is looked up by the last part of its name."""
+    empty = _arrow_schema(df.schema).empty_table()
+    check_fields([e for c in spec.calls for e in c.exprs()], empty)
+    return empty
+
+
 def is_watermarked(df, spec: OverWindow) -> bool:
     """Whether ``spec``'s ORDER BY column carries a watermark in ``df`` (emit on update evicts then)."""
-    order = spec.order_column
-    return bool(order) and "spark.watermarkDelayMs" in (
-        df.schema[resolve_column(_arrow_schema(df.schema).empty_table(), order)].metadata
-    )
+    empty, order = _input_columns(df, spec), spec.order_column
+    return bool(order) and "spark.watermarkDelayMs" in df.schema[resolve_column(empty, order)].metadata
 
 
 def check_watermark(df, spec: OverWindow) -> str:
     """The ORDER BY column's name in ``df``; refuses a missing column or missing watermark."""
-    empty = _arrow_schema(df.schema).empty_table()
-    col = resolve_column(empty, spec.order_column)
+    col = resolve_column(_input_columns(df, spec), spec.order_column)
     if "spark.watermarkDelayMs" not in df.schema[col].metadata:
         raise WindowSpecError(
             f"emit on window close needs a watermark on the ORDER BY column `{col}`: "

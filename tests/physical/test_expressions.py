@@ -171,3 +171,45 @@ def test_negating_an_integer_minimum_is_spark_s_arithmetic_overflow():
     for text in ("-i", "abs(i)", "-l", "abs(l)"):
         with pytest.raises(WindowRuntimeError, match="ARITHMETIC_OVERFLOW"):
             evaluate(t, f"lag({text}) OVER (ORDER BY t) AS r")
+
+
+@pytest.mark.parametrize(
+    "text, top_level",
+    [
+        ("s.a", "a"),
+        ("s.a + 1", "a + 1"),
+        ("v.s.a", "a"),
+        ("S.A", "A"),
+        ("s.b.c", None),
+        ("l.a", None),
+        ("m.a", None),
+    ],
+)
+def test_a_field_of_a_nested_column_is_refused_never_read_as_the_top_level_column(text, top_level):
+    """DuckDB (as Spark) reads ``s.a`` as the field ``a`` of the struct ``s``, also beside a
+    top-level column ``a`` (``top_level``: what reading that column instead would give), and
+    ``v.s.a`` with ``v`` the table; overwindow reads whole columns, so it refuses these by the
+    column and field named."""
+    t = pa.table(
+        {
+            "s": pa.array([{"a": 10, "b": {"c": 5}}, {"a": 20, "b": {"c": 6}}]),
+            "a": [1, 2],
+            "l": pa.array([[1], [2]]),
+            "m": pa.array([[("a", 3)], [("a", 4)]], pa.map_(pa.string(), pa.int64())),
+        }
+    )
+    if top_level is not None:
+        field = [r[0] for r in duckdb.sql(f"SELECT {text} AS r FROM t AS v").fetchall()]
+        assert field != evaluate_expr(Expr.of(top_level), t).to_pylist()
+    nested = {"s": "struct", "S": "struct", "v": "struct", "l": "array", "m": "map"}[text[0]]
+    with pytest.raises(WindowSpecError, match=rf"of the {nested} column `(s|l|m)`"):
+        evaluate_expr(Expr.of(text), t)
+
+
+def test_a_qualifier_naming_the_table_reads_the_column():
+    """``v.x`` in a query over ``v`` (no column ``v``) reads ``x``, as DuckDB reads it."""
+    t = pa.table({"x": [1, None, 3], "k": [1, 1, 2]})
+    want = [r[0] for r in duckdb.sql("SELECT v.x * 2 AS r FROM t AS v").fetchall()]
+    assert evaluate_expr(Expr.of("v.x * 2"), t).to_pylist() == want
+    got = evaluate(t, "lag(v.x) OVER (PARTITION BY v.k ORDER BY v.x) AS p").column("p").to_pylist()
+    assert got == evaluate(t, "lag(x) OVER (PARTITION BY k ORDER BY x) AS p").column("p").to_pylist()

@@ -358,3 +358,13 @@ def test_window_close_on_split_state_is_checked_with_the_views_keys(tmp_path, no
         ViewFileError, match=r'state_layout = "chunked" on window close .* key_buckets over groupBy'
     ):
         check_views([load_view(view_file(tmp_path / "b", alone))])
+
+
+def test_a_query_view_reading_a_struct_field_is_refused_in_its_words(tmp_path, no_jvm):
+    """``e.x`` is the field ``x`` of the struct ``e`` to Spark, not the column ``x`` beside it."""
+    text = QUERY.replace("op STRING", "op STRING, e STRUCT<x: DOUBLE>").replace("sum(x)", "sum(e.x)")
+    found = problems([view_file(tmp_path, text)])
+    assert any(
+        re.search(r"\[view\] query \(line 12\): e\.x reads the field `x` of the struct column `e`", p)
+        for p in found
+    ), found

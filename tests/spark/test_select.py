@@ -222,6 +222,36 @@ def test_refusals_name_what_the_user_wrote(events):
         )
 
 
+def test_a_struct_field_is_refused_not_read_as_the_top_level_column_of_its_name(spark, tmp_path):
+    """Spark reads ``s.a`` as the field ``a`` of the struct column ``s``; overwindow reads whole
+    columns, so it refuses ``s.a`` rather than read the top-level column ``a`` beside it; a
+    qualifier naming the view (``v.x``) still reads the column."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    schema = "k STRING, ts TIMESTAMP, s STRUCT<a: BIGINT, t: TIMESTAMP>, a BIGINT"
+    t0 = dt.datetime(2024, 3, 1)
+    rows = [("k", t0 + dt.timedelta(seconds=i), (10 * i, t0), i) for i in range(3)]
+    w = Window.partitionBy("k").orderBy("ts")
+    batch = spark.createDataFrame(rows, schema).select(
+        F.lag("s.a").over(w).alias("p"), F.lag("a").over(w).alias("q")
+    )
+    got = compat.to_arrow(batch).to_pydict()
+    assert got["p"] == [None, 0, 10] and got["q"] == [None, 0, 1]  # Spark: the field, not `a`
+    (tmp_path / "none").mkdir()
+    stream = spark.readStream.schema(schema).parquet(str(tmp_path / "none")).withWatermark("ts", "1 second")
+    refused = r"s\.a reads the field `a` of the struct column `s`.*withColumn\(\"s_a\""
+    with pytest.raises(WindowSpecError, match=refused):
+        overwindow.select(stream, "k", F.lag("s.a").over(w).alias("p"))
+    with pytest.raises(WindowSpecError, match=refused):
+        stream.groupBy("k").overWindow(overwindow.OverWindow("lag(s.a) OVER (ORDER BY ts) AS p"))
+    with pytest.raises(WindowSpecError, match=r"s\.t reads the field `t`"):
+        overwindow.select(stream, F.lag("a").over(Window.partitionBy("k").orderBy("s.t")))
+    stream.createOrReplaceTempView("v")
+    kept = overwindow.sql(spark, "SELECT k, lag(v.a) OVER (PARTITION BY k ORDER BY ts) AS p FROM v")
+    assert kept.columns == ["k", "p"]
+
+
 def test_a_query_reads_string_literals_as_spark_does():
     """WHERE, QUALIFY and the SELECT list read 'it''s' as the string it's and 'a' 'b' as ab, as
     Spark does (sqlglot reads both as CONCAT calls, which Spark's WHERE would then compare with)."""
