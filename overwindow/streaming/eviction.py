@@ -61,6 +61,7 @@ class Eviction:
     def __init__(self, finder: ReachFinder):
         self.finder = finder
         self.key = finder.order_by[0].expr
+        self.rows_kept = rows_kept(finder.calls)
 
     def evict(
         self,
@@ -114,7 +115,9 @@ class Eviction:
                 look |= p != first_from(t)
         drop = np.zeros(len(starts), dtype=np.int64)
         groups = np.zeros(len(starts), dtype=np.int64)
-        some = np.flatnonzero(look)
+        # a partition with no more rows before its first live one than a ROWS frame keeps drops
+        # none: most partitions of a sparse bucket (a row or two a key), left out unread
+        some = np.flatnonzero(look & (first_live - starts > self.rows_kept))
         if len(some):
             live, ends_, keyed = first_live[some], ends[some], [p[some] for p in by_key]
             at = np.minimum(live, ends_ - 1)
@@ -129,6 +132,26 @@ class Eviction:
         # later changes below the watermark are late: the frames they would need are gone
         horizon = float(watermark) if knum.dtype.kind == "f" else int(watermark)  # DOUBLE, DECIMAL
         return Evicted(starts, drop, groups, horizon)
+
+
+def rows_kept(calls: tuple[WindowCall, ...]) -> int:
+    """How many rows before a partition's first live row eviction always keeps: the most any ROWS
+    frame the calls read reaches back (``k PRECEDING``; lag's offset), since the rows a change at
+    the first live row affects read at least that far back. O(calls).
+
+    >>> from overwindow.spec import OverWindow
+    >>> lag2 = "lag(x, 2) OVER (ORDER BY t) AS p"
+    >>> rows_kept(OverWindow(lag2, "count(*) OVER (ORDER BY t RANGE 5 PRECEDING) AS c").calls)
+    2
+    """
+    back = [
+        int(c.reads.start.offset)
+        for c in calls
+        if c.reads.unit is FrameUnit.ROWS
+        and c.reads.start.kind is BoundKind.PRECEDING
+        and c.reads.start.has_offset
+    ]
+    return max(back, default=0)
 
 
 def range_reach(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType) -> list:

@@ -128,3 +128,45 @@ def test_an_offset_that_casts_to_null_is_refused_on_a_stream(emit):
     )
     with pytest.raises(WindowSpecError, match="NULL RANGE offset over ORDER BY t"):
         Driver(spec, DECIMAL_KEY, ["k"], watermarked=True)
+
+
+EVICTING_CALLS = [
+    "lag(x) OVER (ORDER BY t) AS a",
+    "lag(x, 3) OVER (ORDER BY t) AS b",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND 1 PRECEDING) AS c",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING) AS d",
+    "count(*) OVER (ORDER BY t RANGE BETWEEN 3 PRECEDING AND CURRENT ROW) AS e",
+    "count(*) OVER (ORDER BY t GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW) AS f",
+    "lead(x) OVER (ORDER BY t) AS g",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 14), min_size=1, max_size=8),
+    calls=st.lists(st.sampled_from(EVICTING_CALLS), min_size=1, max_size=3, unique=True),
+    seed=st.integers(0, 2**32 - 1),
+    watermark=st.integers(0, 40),
+)
+def test_partitions_too_short_for_a_rows_frame_are_left_out_for_what_they_would_drop(
+    sizes, calls, seed, watermark
+):
+    """Eviction leaves out partitions with no more rows before the watermark than a ROWS frame
+    keeps (``rows_kept``); looking at them anyway drops nothing more from any partition: keys with
+    ties, NULL-free, partitions of 0 to 14 rows."""
+    from overwindow.streaming.eviction import Eviction
+    from overwindow.streaming.reach import ReachFinder
+
+    rng = np.random.default_rng(seed)
+    sizes = [s for s in sizes if s] or [1]
+    parts = np.repeat(np.arange(len(sizes)), sizes)
+    t = np.concatenate([np.sort(rng.integers(0, 40, s)) for s in sizes])
+    codes = np.unique(parts * 100 + t, return_inverse=True)[1]
+    rows = pa.table({"t": t, "x": np.ones(len(t))})
+    spec = OverWindow(*calls, emit="on_update")
+    fast = Eviction(ReachFinder(spec.calls, spec.calls[0].order_by))
+    every = Eviction(ReachFinder(spec.calls, spec.calls[0].order_by))
+    every.rows_kept = 0
+    got = fast.evict(rows, codes, watermark, parts=parts)
+    want = every.evict(rows, codes, watermark, parts=parts)
+    assert got.rows.tolist() == want.rows.tolist() and got.groups.tolist() == want.groups.tolist()
