@@ -64,11 +64,14 @@ from overwindow.streaming.state import (
 from overwindow.streaming.window_close import WindowClose
 
 STATE_KIND = "window_close_split"
-# a key's entry: this tag (the entry format, version 1), its rows' count, the length of its
+# a key's entry: this tag (the entry format's version), its rows' count, the length of its
 # counters' message, its counters (one row of ``WindowClose.parts_schema``) and its rows
 # (``WindowClose.schema``), each one Arrow IPC record-batch message: the schemas are the
-# machine's, so an entry carries none
-ENTRY_TAG = b"owwch\x00\x00\x01"
+# machine's, so an entry carries none. Version 2 holds the rows already emitted with the columns
+# no later step reads NULL (``WindowClose._emitted_read_only``, as the whole layout's format 6);
+# an older overwindow refuses it by its tag, version 1 entries read as they are
+ENTRY_TAG = b"owwch\x00\x00\x02"
+ENTRY_TAGS_READ = (b"owwch\x00\x00\x01", ENTRY_TAG)
 
 
 class HistoryStore(Protocol):
@@ -178,8 +181,8 @@ class SplitWindowClose:
         parts, rows = [], []
         try:
             for entry in data:
-                if entry[:8] != ENTRY_TAG:
-                    raise ValueError("not a key's history of window close (format 1)")
+                if entry[:8] not in ENTRY_TAGS_READ:
+                    raise ValueError("not a key's history of window close (format 1 or 2)")
                 size = int.from_bytes(entry[16:24], "little")
                 buffer = pa.py_buffer(entry)
                 parts.append(pa.ipc.read_record_batch(buffer.slice(24, size), m.parts_schema))
@@ -279,7 +282,8 @@ class SplitWindowClose:
             )
         kept = kept.set_column(kept.schema.get_field_index("n"), "n", pa.array(count[keep], pa.int64()))
         counters = kept.combine_chunks().to_batches()
-        history = table.filter(pa.array(released)).combine_chunks()
+        # the released rows are each partition's first, its emitted rows among them
+        history = m._emitted_read_only(table.filter(pa.array(released)), kept).combine_chunks()
         history = history.to_batches()[0] if history.num_rows else None
         starts = np.concatenate(([0], np.cumsum(count)))
         for i, (name, p) in enumerate(zip(names, keep.tolist())):

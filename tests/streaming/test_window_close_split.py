@@ -217,3 +217,45 @@ def test_the_end_of_input_reads_entries_in_any_order_with_rows_pending():
     got, want = split.feed(None, END_OF_INPUT), whole.feed(None, END_OF_INPUT)
     _same(got, want)
     assert sorted(got["rid"].to_pylist()) == [5, 6, 7, 8]
+
+
+def test_entries_of_version_1_go_on_and_new_entries_hold_emitted_rows_without_unread_columns():
+    """``data/split_entries_v1.json``: a bucket's split state written at git 283d801 (entries of
+    version 1, every column of every row) after a first micro-batch of three keys. It goes on
+    exactly (the batch evaluator over every row), and the entries written now (version 2) hold the
+    rows already emitted with the column no later step reads (the row key) NULL, the released rows
+    still waiting for their FOLLOWING row whole."""
+    import base64
+    import json
+    from pathlib import Path
+
+    import overwindow
+    from overwindow.streaming.window_close_split import ENTRY_TAG, ENTRY_TAGS_READ
+
+    old = json.loads((Path(__file__).parent / "data" / "split_entries_v1.json").read_text())
+    schema = pa.schema([("k", pa.int64()), ("rid", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
+    spec = OverWindow(*old["calls"], rowKey="rid", keyBuckets=4, stateLayout="chunked")
+    machine = WindowClose(spec, schema, ("k",))
+    split = SplitWindowClose(machine)
+    store = MemoryHistories()
+    store.meta = base64.b64decode(old["meta"])
+    store.entries = {base64.b64decode(k): base64.b64decode(v) for k, v in old["entries"].items()}
+    assert {e[:8] for e in store.entries.values()} == {ENTRY_TAGS_READ[0]}
+    batch1, batch2 = (pa.Table.from_pylist(old[b], schema=schema) for b in ("batch1", "batch2"))
+    whole = WindowClose(OverWindow(*old["calls"], rowKey="rid", keyBuckets=4), schema, ("k",))
+    first = whole.step(None, batch1, old["watermark1"]).output
+    second = split.step(store, batch2, old["watermark2"])
+    assert {e[:8] for e in store.entries.values()} == {ENTRY_TAG}
+    counters, rows = split._read_entries(list(store.entries.values()))
+    n, emitted = counters.column("n").to_numpy(), counters.column("emitted").to_numpy()
+    first_rows = np.concatenate([np.arange(c) < e for c, e in zip(n, emitted)])
+    assert first_rows.any() and not first_rows.all()
+    assert rows.column("rid").is_null().to_numpy(zero_copy_only=False).tolist() == first_rows.tolist()
+    last = split.step(store, None, END_OF_INPUT)
+    out = pa.concat_tables([first, second.output, last.output])
+    everything = pa.concat_tables([batch1, batch2])
+    want = {r["rid"]: r for r in overwindow.evaluate(everything, *spec.partitioned(("k",))).to_pylist()}
+    assert sorted(out.column("rid").to_pylist()) == sorted(want)
+    names = [c.rsplit(" AS ", 1)[1] for c in old["calls"]]
+    for r in out.to_pylist():
+        assert all(r[a] == pytest.approx(want[r["rid"]][a]) or r[a] is want[r["rid"]][a] for a in names)
