@@ -239,6 +239,8 @@ def sql_literal(v) -> str:
 
     >>> [sql_literal(v) for v in (2, decimal.Decimal("1.50"), 1.5, math.inf, "it's", (0.25, 0.5), None)]
     ['2', '1.50', '1.5E0', "CAST('Infinity' AS DOUBLE)", "'it''s'", 'ARRAY(0.25E0, 0.5E0)', 'NULL']
+    >>> print(sql_literal("C:\\\\temp"))  # a backslash escaped, as Spark reads it
+    'C:\\\\temp'
     """
     if isinstance(v, tuple):
         return "ARRAY(" + ", ".join(sql_literal(x) for x in v) + ")"
@@ -246,8 +248,8 @@ def sql_literal(v) -> str:
         return "NULL"
     if isinstance(v, bool):
         return str(v).upper()
-    if isinstance(v, str):
-        return "'" + v.replace("'", "''") + "'"
+    if isinstance(v, str):  # Spark reads backslash escapes in string literals
+        return "'" + v.replace("\\", "\\\\").replace("'", "''") + "'"
     if isinstance(v, float):
         if math.isnan(v):
             return "CAST('NaN' AS DOUBLE)"
@@ -351,7 +353,7 @@ def _cast_constant(v, to: exp.DataType, context: str):
                 return v.date()
             if isinstance(v, dt.date):
                 return v
-            return dt.date.fromisoformat(v.strip()[:10])
+            return spark_date(v.strip())
         if name in ("TIMESTAMP", "TIMESTAMPTZ", "TIMESTAMPLTZ", "TIMESTAMPNTZ", "DATETIME"):
             if isinstance(v, dt.datetime):
                 return v
@@ -369,6 +371,26 @@ def _cast_constant(v, to: exp.DataType, context: str):
             "(Spark: CAST_INVALID_INPUT)"
         ) from None
     raise WindowSpecError(f"{context}: cannot cast {v!r} to {to.sql(dialect=DIALECT)}")
+
+
+# Spark's forms of a DATE in a string: [+-]yyyy*, yyyy*-[m]m, yyyy*-[m]m-[d]d, then after the day
+# anything behind a space or a T; the year of 4 to 7 digits, month and day of 1 or 2
+_SPARK_DATE = re.compile(r"([+-]?\d{4,7})(?:-(\d{1,2})(?:-(\d{1,2})(?:[ T].*)?)?)?", re.DOTALL)
+
+
+def spark_date(text: str) -> dt.date:
+    """The DATE Spark's CAST reads from ``text`` (trimmed); ValueError where Spark's cast fails
+    (``2024-01-01x``, ``20240101``, ``2024-02-30``) or the year is outside 1-9999 (Python's dates).
+
+    >>> texts = ("2024", "2024-3", "2024-1-5", "2024-01-05T10:00", "2024-01-05 x")
+    >>> [spark_date(t).isoformat() for t in texts]
+    ['2024-01-01', '2024-03-01', '2024-01-05', '2024-01-05', '2024-01-05']
+    """
+    found = _SPARK_DATE.fullmatch(text)
+    if found is None:
+        raise ValueError(f"not a date: {text!r}")
+    year, month, day = found.groups()
+    return dt.date(int(year), int(month or 1), int(day or 1))
 
 
 def parse_timestamp(text: str) -> dt.datetime:

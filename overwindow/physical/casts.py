@@ -15,7 +15,6 @@ DECIMAL goes through the double's shortest decimal text, as Spark does. O(n).
 
 from __future__ import annotations
 
-import datetime as dt
 import decimal
 import math
 
@@ -24,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
-from overwindow.logical.expr import parse_timestamp
+from overwindow.logical.expr import parse_timestamp, spark_date
 from overwindow.logical.parse import interval_from_text
 from overwindow.physical.values import (
     FIELD_MICROS,
@@ -326,7 +325,7 @@ def _from_strings(array: pa.Array, target: pa.DataType, want: TypeFamily) -> pa.
             elif want is TypeFamily.BOOL:
                 out.append(_BOOLEAN_WORDS[s.lower()])
             elif want is TypeFamily.DATE:
-                out.append(dt.date.fromisoformat(s[:10]))
+                out.append(spark_date(s))
             elif want is TypeFamily.TIMESTAMP:
                 out.append(parse_timestamp(s))
             else:

@@ -153,7 +153,8 @@ def column_of(node: exp.Column, table: pa.Table) -> str:
     the parts before it qualifiers (``v.x`` in a query over the view ``v``). A part before the last
     that names a column of struct, map or array type makes the rest a field of that column (Spark
     reads ``s.a`` as the field ``a`` of the struct column ``s``), which overwindow does not read:
-    refused, where reading a top-level column ``a`` would be a silent wrong answer. O(parts).
+    refused, where reading a top-level column ``a`` would be a silent wrong answer; so is ``a.b``
+    beside a column named ``a.b`` (Spark resolves neither; the column needs backquotes). O(parts).
 
     >>> t = pa.table({"x": [1], "s": [{"a": 2}], "a": [3]})
     >>> column_of(exp.column("x", table="v"), t)
@@ -166,6 +167,13 @@ def column_of(node: exp.Column, table: pa.Table) -> str:
     """
     parts = [p.name for p in node.parts]
     names = {c.lower(): c for c in table.column_names}
+    for i in range(len(parts) - 1):  # `a.b` beside a column named "a.b": Spark resolves neither
+        dotted = names.get(".".join(parts[i:]).lower())
+        if dotted is not None:
+            raise WindowSpecError(
+                f"{node.sql(dialect=DIALECT)} names no column: the column `{dotted}` is written with "
+                f"backquotes (`{dotted}`), as Spark reads it"
+            )
     for i, part in enumerate(parts[:-1]):
         nested = names.get(part.lower())
         kind = nested and table.schema.field(nested).type
@@ -201,7 +209,7 @@ def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
     is computed as Spark computes it (``1.5 * 2`` is DECIMAL(4, 1), ``2147483647 + 1`` overflows
     INT), not folded in Python, whose numbers carry no SQL type."""
     # arithmetic, and intervals (``CAST(NULL AS INTERVAL DAY)``), are typed by _eval, not folded
-    if not expr.columns() and not any(expr.node.find_all(*_ARITHMETIC, exp.Interval)):
+    if not expr.columns() and not any(expr.node.find_all(*_ARITHMETIC, exp.Interval, exp.Cast)):
         try:
             value = expr.literal_value()
         except WindowSpecError:
@@ -792,16 +800,20 @@ def _widened(values: list) -> list:
     """COALESCE's or CASE's operands (arrays or scalars) in Spark's common type where Arrow's
     differs: DECIMALs beside DECIMALs or integers go to ``decimals.wider_type`` (Arrow takes a
     BIGINT as 19 digits, Spark as 20, and fails past 38 digits where Spark gives up scale), each
-    rounded half up as Spark casts it. Others as they are (Arrow's promotion is Spark's there).
+    rounded half up as Spark casts it; a FLOAT beside integers goes to DOUBLE (Arrow keeps FLOAT,
+    and fails on integers past 2**24). Others as they are (Arrow's promotion is Spark's there).
     O(n) per operand cast.
 
     >>> [v.type for v in _widened([pa.array([1], pa.int64()), pa.scalar(decimal.Decimal("1.5"))])]
     [Decimal128Type(decimal128(21, 1)), Decimal128Type(decimal128(21, 1))]
     """
     kinds = {kind_of(v.type) for v in values if not pa.types.is_null(v.type)}
-    if TypeFamily.DECIMAL not in kinds or not kinds <= {TypeFamily.DECIMAL, TypeFamily.INT}:
+    if kinds == {TypeFamily.FLOAT, TypeFamily.INT} and any(pa.types.is_float32(v.type) for v in values):
+        target = pa.float64()  # Spark's ANSI mode: a FLOAT beside an integer is DOUBLE (no precision lost)
+    elif TypeFamily.DECIMAL not in kinds or not kinds <= {TypeFamily.DECIMAL, TypeFamily.INT}:
         return values
-    target = decimals.wider_type([v.type for v in values if not pa.types.is_null(v.type)])
+    else:
+        target = decimals.wider_type([v.type for v in values if not pa.types.is_null(v.type)])
     out = []
     for v in values:
         if isinstance(v, pa.Scalar):

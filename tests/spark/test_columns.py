@@ -101,3 +101,29 @@ def test_columns_without_window_and_what_cannot_be_read(spark):
         # Spark's own frame of lag (ROWS BETWEEN 1 PRECEDING AND 1 PRECEDING) is SQL's lag
         own = C.read(f.lag("x").over(win.orderBy("ts").rowsBetween(-1, -1)))
         assert _calls(C.to_sql(own)) == _calls("lag(x) OVER (ORDER BY ts)")
+
+
+def test_string_constants_keep_their_backslashes_as_in_spark(spark):
+    """A Python string in a Column (a lag default, ``F.lit``) is the value Spark computes with:
+    Spark SQL reads backslash escapes in string literals, so the translation escapes backslashes
+    (``'C:\\temp'`` was read as C:<tab>emp)."""
+    import pyarrow as pa
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.connect import functions as CF
+    from pyspark.sql.connect.window import Window as CW
+
+    import overwindow
+    from overwindow.spark import compat
+
+    values = ["C:\\temp", "\\u0041", "a\\'b", "x\\", "it's", "tab\there"]
+    df = spark.createDataFrame([("k", 1, "s")], "k STRING, ts INT, s STRING")
+    for f, win in ((F, Window), (CF, CW)):
+        w = win.partitionBy("k").orderBy("ts")
+        for v in values:
+            sql = C.to_sql(C.read(f.lag("s", 1, v).over(w))) + " AS d"
+            sql_lit = C.to_sql(C.read(f.max(f.lit(v)).over(w))) + " AS m"
+            ours = overwindow.evaluate(pa.table({"k": ["k"], "ts": [1], "s": ["s"]}), sql, sql_lit)
+            theirs = compat.to_arrow(df.select(F.lag("s", 1, v).over(Window.partitionBy("k").orderBy("ts"))))
+            assert ours["d"].to_pylist() == theirs.column(0).to_pylist() == [v], (v, sql)
+            assert ours["m"].to_pylist() == [v], (v, sql_lit)

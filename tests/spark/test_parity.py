@@ -979,6 +979,31 @@ READINGS = [
     "sum(t) OVER (ORDER BY m RANGE BETWEEN TIMESTAMP '2024-01-01 00:00:00' FOLLOWING AND NULL PRECEDING)",
     "lag(CAST(ts AS BIGINT)) OVER (ORDER BY t)",
     "lag(CAST(ts AS DOUBLE)) OVER (ORDER BY t)",
+    # constants that are CASTs or typed literals keep their type and Spark's text (they were
+    # folded in Python: INT, DECIMAL(3,2), DOUBLE, 'True', '1e+20')
+    "lag(CAST(1 AS BIGINT)) OVER (ORDER BY t)",
+    "lag(10L) OVER (ORDER BY t)",
+    "lag(10Y) OVER (ORDER BY t)",
+    "lag(10S) OVER (ORDER BY t)",
+    "max(CAST(1 AS SMALLINT)) OVER (PARTITION BY k)",
+    "lag(CAST(1 AS DECIMAL(10,2))) OVER (ORDER BY t)",
+    "lag(CAST(0.1 AS FLOAT)) OVER (ORDER BY t)",
+    "lag(CAST(NULL AS INT)) OVER (ORDER BY t)",
+    "lag(CAST(NULL AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST(TRUE AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST(1e20 AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST(1e7 AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST(CAST('NaN' AS DOUBLE) AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST(TIMESTAMP '2024-01-01 10:00:00.5' AS STRING)) OVER (ORDER BY t)",
+    "lag(CAST(' 2024-1-5 ' AS DATE)) OVER (ORDER BY t)",
+    "lag(CAST('2024-3' AS DATE)) OVER (ORDER BY t)",
+    "lag(CAST('2024-01-05T10:00' AS DATE)) OVER (ORDER BY t)",
+    "lag(DATE '2024-1-5') OVER (ORDER BY t)",
+    # a FLOAT beside an integer is DOUBLE in Spark's ANSI mode
+    "lag(coalesce(f, k)) OVER (ORDER BY t)",
+    "last_value(coalesce(f, t)) OVER (ORDER BY t)",
+    "lag(CASE WHEN k = 1 THEN f ELSE t END) OVER (ORDER BY t)",
+    "lag(coalesce(f, f)) OVER (ORDER BY t)",
 ]
 # calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
 READINGS_REFUSED = [
@@ -1098,6 +1123,14 @@ READINGS_CAST_REFUSED = [
     "sum(t) OVER (ORDER BY k RANGE BETWEEN CURRENT ROW AND TIMESTAMP '2100-01-01 00:00:00' FOLLOWING)",
     # 'INTERVAL ' '3' ' DAY' is the string INTERVAL 3 DAY: no INTERVAL DAY (its value unquoted)
     "lag(CAST('INTERVAL ' '3' ' DAY' AS INTERVAL DAY)) OVER (ORDER BY t)",
+    # strings Spark's CAST cannot read, a DECIMAL that does not fit
+    "lag(CAST('1.5' AS INT)) OVER (ORDER BY t)",
+    "lag(CAST('5.' AS INT)) OVER (ORDER BY t)",
+    "lag(CAST('1e3' AS INT)) OVER (ORDER BY t)",
+    "lag(CAST('2024-01-01xyz' AS DATE)) OVER (ORDER BY t)",
+    "lag(CAST('20240101' AS DATE)) OVER (ORDER BY t)",
+    "lag(CAST('2024-02-30' AS DATE)) OVER (ORDER BY t)",
+    "lag(CAST(12345.678 AS DECIMAL(5,1))) OVER (ORDER BY t)",
 ]
 # calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError
 READINGS_FAILING = [
@@ -1117,6 +1150,7 @@ def test_spark_readings_agree(spark):
             "t": pa.array([1, 2, 3, 5, 7], pa.int64()),
             "k": pa.array([1, 1, 2, 2, None], pa.int32()),
             "x": pa.array([1.0, 2.5, None, -1.0, 3.0]),
+            "f": pa.array([1.5, None, -0.25, None, 2.0], pa.float32()),
             "y": pa.array([math.nan, math.inf, None, -math.inf, math.nan]),
             "m": pa.array(
                 [Decimal("1.50"), Decimal("-2.25"), None, Decimal("10.00"), Decimal("0.5")],
@@ -1201,3 +1235,35 @@ def test_interval_failures_agree_with_spark(spark):
             spark.sql(f"SELECT {text} AS r FROM failing").collect()
         with pytest.raises(WindowRuntimeError, match=error):
             overwindow.evaluate(table, f"{text} AS r")
+
+
+def test_strings_cast_to_dates_as_spark_reads_them(spark):
+    """CAST(s AS DATE) over a column reads the forms Spark reads (a year alone, one-digit months
+    and days, anything after a space or a T) to Spark's dates, and fails where Spark's cast fails
+    (text glued to the day, eight digits, a day past the month's end), with its error named."""
+    good = [" 2024-1-5 ", "2024", "2024-3", "2024-01-05T10:00", "2024-01-05 junk", "0999-12-31"]
+    table = pa.table({"t": pa.array(range(len(good)), pa.int64()), "s": pa.array(good)})
+    spark.createDataFrame(table).createOrReplaceTempView("dates")
+    want = spark.sql("SELECT t, CAST(s AS DATE) AS d FROM dates ORDER BY t").toPandas()["d"].tolist()
+    got = overwindow.evaluate(table, "lag(CAST(s AS DATE), 0) OVER (ORDER BY t) AS d")["d"].to_pylist()
+    assert got == want
+    for bad in ("2024-01-01xyz", "20240101", "2024-02-30", "2024-13-01", "x"):
+        one = pa.table({"t": pa.array([0], pa.int64()), "s": pa.array([bad])})
+        spark.createDataFrame(one).createOrReplaceTempView("dates")
+        with pytest.raises(Exception, match="CAST_INVALID_INPUT"):
+            spark.sql("SELECT CAST(s AS DATE) FROM dates").collect()
+        with pytest.raises(WindowRuntimeError, match="cannot be cast to DATE"):
+            overwindow.evaluate(one, "lag(CAST(s AS DATE), 0) OVER (ORDER BY t) AS d")
+
+
+def test_a_dotted_name_without_backquotes_is_refused_as_spark_refuses_it(spark):
+    """``a.b`` beside a column named ``a.b`` and a column ``b``: Spark resolves neither (the
+    column needs backquotes); overwindow refuses it, where it read ``b``; `` `a.b` `` reads it."""
+    table = pa.table({"t": pa.array([1, 2], pa.int64()), "a.b": [100, 200], "b": [1, 2]})
+    spark.createDataFrame(table).createOrReplaceTempView("dotted")
+    with pytest.raises(Exception, match="UNRESOLVED_COLUMN"):
+        spark.sql("SELECT lag(a.b) OVER (ORDER BY t) FROM dotted").schema  # noqa: B018 - analyses
+    with pytest.raises(overwindow.WindowSpecError, match="backquotes"):
+        overwindow.evaluate(table, "lag(a.b) OVER (ORDER BY t) AS p")
+    want = [r[0] for r in spark.sql("SELECT lag(`a.b`) OVER (ORDER BY t) FROM dotted").collect()]
+    assert overwindow.evaluate(table, "lag(`a.b`) OVER (ORDER BY t) AS p")["p"].to_pylist() == want
