@@ -234,11 +234,13 @@ def literal_value(node: exp.Expression, context: str):
 
 def sql_literal(v) -> str:
     """A constant as Spark SQL text that reads back as the same value and type: integers bare,
-    DECIMALs with their digits (``1.50``), DOUBLEs with an exponent (``1.5E0``,
+    DECIMALs with their digits (``1.50``, ``100BD``), DOUBLEs with an exponent (``1.5E0``,
     ``CAST('Infinity' AS DOUBLE)``), strings quoted, ``ARRAY(...)`` for tuples.
 
     >>> [sql_literal(v) for v in (2, decimal.Decimal("1.50"), 1.5, math.inf, "it's", (0.25, 0.5), None)]
     ['2', '1.50', '1.5E0', "CAST('Infinity' AS DOUBLE)", "'it''s'", 'ARRAY(0.25E0, 0.5E0)', 'NULL']
+    >>> sql_literal(decimal.Decimal("1E+2"))
+    '100BD'
     >>> print(sql_literal("C:\\\\temp"))  # a backslash escaped, as Spark reads it
     'C:\\\\temp'
     """
@@ -257,6 +259,9 @@ def sql_literal(v) -> str:
             return f"CAST('{'-' if v < 0 else ''}Infinity' AS DOUBLE)"
         mantissa, _, exponent = repr(v).partition("e")
         return f"{mantissa}E{int(exponent or 0)}"
+    exponent = v.as_tuple().exponent if isinstance(v, decimal.Decimal) else -1
+    if isinstance(exponent, int) and exponent >= 0:  # DECIMAL(3,0) to Spark; 100 would be INT
+        return f"{int(v)}BD"
     if isinstance(v, dt.datetime):
         return f"TIMESTAMP '{v.isoformat(sep=' ')}'"
     if isinstance(v, dt.date):

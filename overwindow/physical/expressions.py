@@ -208,8 +208,13 @@ def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
     once, with Spark's literal types (``1.5`` DECIMAL, ``TIMESTAMP '...'``); one with arithmetic
     is computed as Spark computes it (``1.5 * 2`` is DECIMAL(4, 1), ``2147483647 + 1`` overflows
     INT), not folded in Python, whose numbers carry no SQL type."""
-    # arithmetic, and intervals (``CAST(NULL AS INTERVAL DAY)``), are typed by _eval, not folded
-    if not expr.columns() and not any(expr.node.find_all(*_ARITHMETIC, exp.Interval, exp.Cast)):
+    # arithmetic, intervals (``CAST(NULL AS INTERVAL DAY)``), CASTs and typed literals (``10L``,
+    # ``CAST(1 AS BIGINT)``: Spark's type, its text of a value) and the negation of a parenthesised
+    # literal (``-(2147483648)`` is BIGINT, where ``-2147483648`` is one INT literal) are typed by
+    # _eval, not folded
+    typed = (*_ARITHMETIC, exp.Interval, exp.Cast)
+    negated = any(isinstance(n.this, exp.Paren) for n in expr.node.find_all(exp.Neg))
+    if not expr.columns() and not negated and not any(expr.node.find_all(*typed)):
         try:
             value = expr.literal_value()
         except WindowSpecError:
@@ -235,18 +240,22 @@ _NOT_CONSTANT = object()
 
 
 def _literal_type(value) -> pa.DataType | None:
-    """Spark's type of a folded constant: INT for integers that fit, a DECIMAL of the literal's own
-    digits (at least its scale: ``0.5`` is DECIMAL(1, 1), ``0.05`` DECIMAL(2, 2), ``1.5``
-    DECIMAL(2, 1), as Java's BigDecimal counts them), TIMESTAMP in microseconds; None (pyarrow's
-    inference) otherwise.
+    """Spark's type of a folded constant: INT for integers that fit, then BIGINT, then DECIMAL of
+    their digits; a DECIMAL of the literal's own digits (at least its scale: ``0.5`` is DECIMAL(1,
+    1), ``0.05`` DECIMAL(2, 2), ``1.5`` DECIMAL(2, 1), as Java's BigDecimal counts them),
+    TIMESTAMP in microseconds; None (pyarrow's inference) otherwise.
 
     >>> [str(_literal_type(decimal.Decimal(t))) for t in ("0.5", "0.05", "1.5", "100")]
     ['decimal128(1, 1)', 'decimal128(2, 2)', 'decimal128(2, 1)', 'decimal128(3, 0)']
     """
     if isinstance(value, bool) or value is None:
         return pa.null() if value is None else pa.bool_()
-    if isinstance(value, int):
-        return pa.int32() if -(2**31) <= value < 2**31 else pa.int64() if -(2**63) <= value < 2**63 else None
+    if isinstance(value, int):  # past BIGINT, Spark's integer literal is a DECIMAL of its digits
+        if -(2**63) <= value < 2**63:
+            return pa.int32() if -(2**31) <= value < 2**31 else pa.int64()
+        if len(str(abs(value))) > 38:
+            raise WindowSpecError(f"the integer {value} has more than a DECIMAL's 38 digits")
+        return pa.decimal128(len(str(abs(value))), 0)
     if isinstance(value, decimal.Decimal):
         digits, exponent = len(value.as_tuple().digits), value.as_tuple().exponent
         scale = max(-exponent, 0)
@@ -791,8 +800,13 @@ def _case(node: exp.Case, t: pa.Table):
     )
     out = results[-1]
     for branch, value in zip(reversed(ifs), reversed(results[:-1])):
-        cond = pc.fill_null(_eval(branch.this, t), False)
-        out = pc.if_else(cond, value, out)
+        cond = _eval(branch.this, t)
+        if not pa.types.is_boolean(cond.type):  # WHEN NULL, WHEN 1: Spark's analysis refuses them
+            raise WindowSpecError(
+                f"CASE WHEN {branch.this.sql(dialect=DIALECT)}: a condition must be BOOLEAN, not "
+                f"{sql_type(cond.type)} (Spark: DATATYPE_MISMATCH)"
+            )
+        out = pc.if_else(pc.fill_null(cond, False), value, out)
     return out
 
 

@@ -127,3 +127,24 @@ def test_string_constants_keep_their_backslashes_as_in_spark(spark):
             theirs = compat.to_arrow(df.select(F.lag("s", 1, v).over(Window.partitionBy("k").orderBy("ts"))))
             assert ours["d"].to_pylist() == theirs.column(0).to_pylist() == [v], (v, sql)
             assert ours["m"].to_pylist() == [v], (v, sql_lit)
+
+
+def test_decimal_constants_keep_spark_s_type(spark):
+    """``F.lit(Decimal("1E+2"))`` is DECIMAL(3,0) to Spark; its translation was the DOUBLE 1E+2."""
+    from decimal import Decimal
+
+    import pyarrow as pa
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    import overwindow
+    from overwindow.spark.boundary import spark_type
+
+    w = Window.partitionBy("k").orderBy("ts")
+    df = spark.createDataFrame([("k", 1)], "k STRING, ts INT")
+    for d in (Decimal("1E+2"), Decimal("-1E+3"), Decimal("1.50"), Decimal("0E-5")):
+        column = F.max(F.lit(d)).over(w)
+        ours = overwindow.evaluate(pa.table({"k": ["k"], "ts": [1]}), C.to_sql(C.read(column)) + " AS m")
+        theirs = df.select(column.alias("m"))
+        assert spark_type(ours.schema.field("m").type) == theirs.schema["m"].dataType, d
+        assert ours["m"].to_pylist() == [r["m"] for r in theirs.collect()], d

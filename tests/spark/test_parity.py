@@ -1004,9 +1004,22 @@ READINGS = [
     "last_value(coalesce(f, t)) OVER (ORDER BY t)",
     "lag(CASE WHEN k = 1 THEN f ELSE t END) OVER (ORDER BY t)",
     "lag(coalesce(f, f)) OVER (ORDER BY t)",
+    # a negated literal: one INT literal, but BIGINT negated in parentheses
+    "lag(-2147483648) OVER (ORDER BY t)",
+    "lag(- 2147483648) OVER (ORDER BY t)",
+    "lag(-(2147483648)) OVER (ORDER BY t)",
+    "lag(-(1.5)) OVER (ORDER BY t)",
+    # integer literals past BIGINT are DECIMALs of their digits
+    "lag(100000000000000000000) OVER (ORDER BY t)",
+    "lag(9223372036854775808) OVER (ORDER BY t)",
+    "lag(-(9223372036854775808)) OVER (ORDER BY t)",
 ]
 # calls Spark refuses when it analyses them, and overwindow with a WindowSpecError
 READINGS_REFUSED = [
+    # a CASE condition that is no BOOLEAN (it was a runtime error, not a refusal)
+    "lag(CASE WHEN NULL THEN x ELSE 0 END) OVER (ORDER BY t)",
+    "lag(CASE WHEN NULL THEN 1 WHEN k = 1 THEN 2 END) OVER (ORDER BY t)",
+    "lag(CASE WHEN k THEN 1 END) OVER (ORDER BY t)",
     "cume_dist(x) OVER (ORDER BY t)",
     "rank(nope) OVER (ORDER BY t)",
     "rank(x) OVER (PARTITION BY k)",

@@ -262,3 +262,27 @@ def test_a_query_reads_string_literals_as_spark_does():
     )
     assert (q.where, q.filter) == ("s = 'it\\'s'", "p <> 'ab'")
     assert q.columns[1].sql(dialect="spark") == "LAG(s, 1, 'ab') OVER (ORDER BY ts) AS p"
+
+
+def test_a_timestamp_ntz_value_of_a_call_is_refused_on_a_stream(spark, tmp_path):
+    """Spark's batch types ``lag(n)`` of a TIMESTAMP_NTZ column TIMESTAMP_NTZ; a stream's naive
+    timestamps are TIMESTAMP to overwindow, so the stream would declare TIMESTAMP: refused before
+    it starts, for a column and for a CAST, while ORDER BY and PARTITION BY may read one."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampNTZType
+
+    schema = "k STRING, ts TIMESTAMP, n TIMESTAMP_NTZ"
+    w = Window.partitionBy("k").orderBy("ts")
+    batch = spark.createDataFrame([], schema).select(F.lag("n").over(w).alias("p"))
+    assert isinstance(batch.schema["p"].dataType, TimestampNTZType)
+    (tmp_path / "none").mkdir()
+    stream = spark.readStream.schema(schema).parquet(str(tmp_path / "none")).withWatermark("ts", "1 second")
+    with pytest.raises(WindowSpecError, match=r"lag\(n\) reads a TIMESTAMP_NTZ value \(`n`\)"):
+        overwindow.select(stream, "k", F.lag("n").over(w).alias("p"))
+    with pytest.raises(WindowSpecError, match="TIMESTAMP_NTZ is not supported on streams yet"):
+        stream.groupBy("k").overWindow(
+            overwindow.OverWindow("lag(CAST(ts AS TIMESTAMP_NTZ)) OVER (ORDER BY ts) AS p", emit="on_update")
+        )
+    kept = overwindow.select(stream, "k", F.count("n").over(w).alias("c"))
+    assert kept.columns == ["k", "c"]
