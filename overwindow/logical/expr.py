@@ -380,7 +380,7 @@ def _cast_constant(v, to: exp.DataType, context: str):
 
 # Spark's forms of a DATE in a string: [+-]yyyy*, yyyy*-[m]m, yyyy*-[m]m-[d]d, then after the day
 # anything behind a space or a T; the year of 4 to 7 digits, month and day of 1 or 2
-_SPARK_DATE = re.compile(r"([+-]?\d{4,7})(?:-(\d{1,2})(?:-(\d{1,2})(?:[ T].*)?)?)?", re.DOTALL)
+_SPARK_DATE = re.compile(r"([+-]?[0-9]{4,7})(?:-([0-9]{1,2})(?:-([0-9]{1,2})(?:[ T].*)?)?)?", re.DOTALL)
 
 
 def spark_date(text: str) -> dt.date:

@@ -101,6 +101,8 @@ def cast(array: pa.Array, target: pa.DataType, source_fields: str = "", fields: 
                 raise CastError(f"a NaN or infinite value cannot be cast to {sql_type(target)}")
             array = pc.round(array, 0, round_mode="towards_zero")
             return array.cast(pa.int64() if have is TypeFamily.FLOAT else target).cast(target)
+        if want is TypeFamily.FLOAT and have is TypeFamily.INT:  # rounded to the nearest, as Java casts
+            return array.cast(target, safe=False)
         if want is TypeFamily.DECIMAL and have is TypeFamily.FLOAT:
             return _decimals(array.to_pylist(), target)
         if want is TypeFamily.DECIMAL and have is TypeFamily.DECIMAL and source.scale > target.scale:

@@ -153,7 +153,8 @@ def column_of(node: exp.Column, table: pa.Table) -> str:
     the parts before it qualifiers (``v.x`` in a query over the view ``v``). A part before the last
     that names a column of struct, map or array type makes the rest a field of that column (Spark
     reads ``s.a`` as the field ``a`` of the struct column ``s``), which overwindow does not read:
-    refused, where reading a top-level column ``a`` would be a silent wrong answer; so is ``a.b``
+    refused, where reading a top-level column ``a`` would be a silent wrong answer (and a part
+    naming a column of another type, which Spark refuses); so is ``a.b``
     beside a column named ``a.b`` (Spark resolves neither; the column needs backquotes). O(parts).
 
     >>> t = pa.table({"x": [1], "s": [{"a": 2}], "a": [3]})
@@ -176,17 +177,21 @@ def column_of(node: exp.Column, table: pa.Table) -> str:
             )
     for i, part in enumerate(parts[:-1]):
         nested = names.get(part.lower())
-        kind = nested and table.schema.field(nested).type
-        if nested and (pa.types.is_struct(kind) or pa.types.is_map(kind) or pa.types.is_list(kind)):
-            field, named = ".".join(parts[i + 1 :]), "_".join([nested, *parts[i + 1 :]])
-            what = "struct" if pa.types.is_struct(kind) else "map" if pa.types.is_map(kind) else "array"
+        if nested is None:
+            continue
+        kind = table.schema.field(nested).type
+        field, named = ".".join(parts[i + 1 :]), "_".join([nested, *parts[i + 1 :]])
+        if not pa.types.is_nested(kind):  # Spark: no field of a plain value
             raise WindowSpecError(
-                f"{node.sql(dialect=DIALECT)} reads the field `{field}` of the {what} column `{nested}`: "
-                "overwindow reads whole columns; add the field as a column first "
-                f'(withColumn("{named}", F.col("{nested}.{field}")), or '
-                f"{'.'.join(f'`{p}`' for p in [nested, *parts[i + 1 :]])} AS {named} in a query) and "
-                "name that column"
+                f"{node.sql(dialect=DIALECT)} names no column: `{nested}` is a column of type "
+                f"{sql_type(kind)}, not a table or a struct"
             )
+        what = "struct" if pa.types.is_struct(kind) else "map" if pa.types.is_map(kind) else "array"
+        raise WindowSpecError(
+            f"{node.sql(dialect=DIALECT)} reads the field `{field}` of the {what} column `{nested}`: "
+            "overwindow reads whole columns; add the field as a column of the stream first "
+            f'(withColumn("{named}", F.col("{nested}.{field}"))) and name that column'
+        )
     return resolve_column(table, parts[-1])
 
 
@@ -204,10 +209,11 @@ def check_fields(exprs, table: pa.Table) -> None:
 
 
 def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
-    """The expression's value for every row of ``table``, as one Arrow array. A constant is folded
-    once, with Spark's literal types (``1.5`` DECIMAL, ``TIMESTAMP '...'``); one with arithmetic
-    is computed as Spark computes it (``1.5 * 2`` is DECIMAL(4, 1), ``2147483647 + 1`` overflows
-    INT), not folded in Python, whose numbers carry no SQL type."""
+    """The expression's value for every row of ``table``, as one Arrow array. A plain constant is
+    folded once, with Spark's literal types (``1.5`` DECIMAL, ``2147483648`` BIGINT); one with
+    arithmetic or a CAST (``TIMESTAMP '...'`` and ``10L`` are CASTs) is computed as Spark computes
+    it (``1.5 * 2`` is DECIMAL(4, 1), ``2147483647 + 1`` overflows INT), not folded in Python,
+    whose numbers carry no SQL type."""
     # arithmetic, intervals (``CAST(NULL AS INTERVAL DAY)``), CASTs and typed literals (``10L``,
     # ``CAST(1 AS BIGINT)``: Spark's type, its text of a value) and the negation of a parenthesised
     # literal (``-(2147483648)`` is BIGINT, where ``-2147483648`` is one INT literal) are typed by
@@ -335,7 +341,10 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         return _unary("abs_checked", _eval(node.this, t), node.sql(dialect=DIALECT))
     if isinstance(node, exp.In):
         listed = node.expressions
-        items = [_eval(e, t).as_py() if e.find(exp.Interval) else literal_value(e, "IN list") for e in listed]
+        items = [
+            _eval(e, t).as_py() if e.find(exp.Interval, exp.Cast) else literal_value(e, "IN list")
+            for e in listed
+        ]
         return _in(_eval(node.this, t), items)
     if isinstance(node, exp.Between):
         x = _eval(node.this, t)
@@ -792,15 +801,21 @@ def _in(x, items: list):
 
 
 def _case(node: exp.Case, t: pa.Table):
+    """CASE WHEN c THEN v ... ELSE d END, and the simple form CASE x WHEN w THEN v ... (x = w)."""
     default = node.args.get("default")
     ifs = node.args.get("ifs") or []
+    subject = node.args.get("this")
     results = _widened(
         [_eval(b.args["true"], t) for b in ifs]
         + [_eval(default, t) if default is not None else pa.scalar(None)]
     )
     out = results[-1]
     for branch, value in zip(reversed(ifs), reversed(results[:-1])):
-        cond = _eval(branch.this, t)
+        if subject is not None:  # x = w; x = NULL never holds
+            cond = _eval(exp.EQ(this=subject.copy(), expression=branch.this.copy()), t)
+            cond = pa.scalar(False) if pa.types.is_null(cond.type) else cond
+        else:
+            cond = _eval(branch.this, t)
         if not pa.types.is_boolean(cond.type):  # WHEN NULL, WHEN 1: Spark's analysis refuses them
             raise WindowSpecError(
                 f"CASE WHEN {branch.this.sql(dialect=DIALECT)}: a condition must be BOOLEAN, not "

@@ -27,6 +27,7 @@ import tempfile
 from dataclasses import dataclass
 
 import pyarrow as pa
+from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.expr import DIALECT
@@ -98,6 +99,15 @@ def check_view(view: View, create: bool = False) -> Checked:
     return out
 
 
+def _names_a_field(node, empty: pa.Table) -> bool:
+    """Whether a column reference reads a field of a struct, map or array column of ``empty``."""
+    names = {c.lower(): c for c in empty.column_names}
+    return any(
+        p.name.lower() in names and pa.types.is_nested(empty.schema.field(names[p.name.lower()]).type)
+        for p in node.parts[:-1]
+    )
+
+
 def _columns(view: View, problems: list[str]) -> Checked | None:
     """The schema, the key columns and the calls against it; None when the schema cannot be read."""
     from pyspark.sql import types as T
@@ -148,12 +158,22 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
             return None
 
     partition_key = "query" if view.query is not None else "partition_by"
-    if view.query is not None:  # every column the query names is a [source] column, not a field
-        for node in {c.sql(dialect=DIALECT): c for c in query_columns(view.query)}.values():
+    if view.query is not None:  # every column the query names is a [source] column
+        windowed = {
+            id(c) for e in view.query.columns for w in e.find_all(exp.Window) for c in w.find_all(exp.Column)
+        }
+        seen = set()
+        for node in query_columns(view.query):
+            key = (node.sql(dialect=DIALECT), id(node) in windowed)
+            if key in seen:
+                continue
+            seen.add(key)
             try:
                 column_of(node, empty)
             except WindowSpecError as e:
-                problems.append(f"{view.where('view', 'query')}: {e}")
+                # outside the windows Spark itself computes a struct's field (WHERE s.a > 0)
+                if id(node) in windowed or not _names_a_field(node, empty):
+                    problems.append(f"{view.where('view', 'query')}: {e}")
         problem = filter_problem(view.query, result_names(view.query, names))
         if problem:
             problems.append(f"{view.where('view', 'query')}: {problem}")

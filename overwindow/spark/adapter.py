@@ -36,7 +36,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
-from overwindow.physical.expressions import check_fields, resolve_column
+from overwindow.physical.expressions import check_fields, evaluate_expr, resolve_column
 from overwindow.physical.values import TypeFamily, kind_of
 from overwindow.spark import compat, executors
 from overwindow.spark.boundary import Companion, companions_of, to_arrow, to_pandas, with_interval_days
@@ -96,25 +96,42 @@ def _output_struct(input_struct, output: pa.Schema):
 def _input_columns(df, spec: OverWindow) -> pa.Table:
     """``df``'s columns (no rows), once ``spec`` is checked to read none of their fields (``s.a``,
     ``check_fields``), before any column is looked up by the last part of its name, and no
-    TIMESTAMP_NTZ value as a call's argument but count's (its values would come back as TIMESTAMP,
-    and Spark sums none)."""
+    TIMESTAMP_NTZ value as a call's argument (it would come back as TIMESTAMP)."""
     from pyspark.sql.types import TimestampNTZType
 
     empty = _arrow_schema(df.schema).empty_table()
     check_fields([e for c in spec.calls for e in c.exprs()], empty)
     for call in spec.calls:  # a stream's naive timestamps are TIMESTAMP: NTZ values would change type
-        if call.function in ("count", "count_distinct"):  # counts them, whatever their type
-            continue
         for arg in [*call.args, *([call.default] if call.default is not None else [])]:
             types = {n: df.schema[resolve_column(empty, n)].dataType for n in arg.columns()}
             ntz = [n for n, t in types.items() if isinstance(t, TimestampNTZType)]
-            if ntz or any(c.to.this == exp.DataType.Type.TIMESTAMPNTZ for c in arg.node.find_all(exp.Cast)):
+            casts = any(c.to.this == exp.DataType.Type.TIMESTAMPNTZ for c in arg.node.find_all(exp.Cast))
+            if (ntz or casts) and _timestamp_value(arg, empty):
                 raise WindowSpecError(
                     f"{call.function}({arg}) reads a TIMESTAMP_NTZ value{f' (`{ntz[0]}`)' if ntz else ''}: "
                     "on a stream overwindow's timestamps are Spark's TIMESTAMP, so it would come back "
                     "as TIMESTAMP; TIMESTAMP_NTZ is not supported on streams yet: CAST it AS TIMESTAMP"
                 )
     return empty
+
+
+def _timestamp_value(arg, empty: pa.Table) -> bool:
+    """Whether the call argument ``arg`` has a TIMESTAMP value that is not cast AS TIMESTAMP last
+    (``n``, ``coalesce(n, ...)``; not ``CAST(n AS TIMESTAMP)``, ``n IS NULL``)."""
+    node = arg.node.unnest()
+    if isinstance(node, exp.Cast) and node.to.this in _TIMESTAMP_TYPES:
+        return False
+    try:
+        return pa.types.is_timestamp(evaluate_expr(arg, empty).type)
+    except WindowSpecError:
+        return False  # the machine's check names what is wrong with it
+
+
+_TIMESTAMP_TYPES = (
+    exp.DataType.Type.TIMESTAMP,
+    exp.DataType.Type.TIMESTAMPTZ,
+    exp.DataType.Type.TIMESTAMPLTZ,
+)
 
 
 def is_watermarked(df, spec: OverWindow) -> bool:

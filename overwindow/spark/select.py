@@ -364,7 +364,13 @@ def run_query(df, query: Query, _keep=None, **options):
         elif e.find(exp.Window) is not None:
             items.append(e.sql(dialect=DIALECT))
         elif isinstance(e.unalias(), exp.Column):  # carried unchanged: a filter may name it
-            col = F.col(quote(e.unalias().name))
+            parts = [p.name for p in e.unalias().parts]
+            if (
+                len(parts) > 1
+                and parts[0].lower() == sqlglot.parse_one(query.table, into=exp.Table).name.lower()
+            ):
+                parts = parts[1:]  # the view's own qualifier; what is left may be a struct's field
+            col = F.col(".".join(quote(p) for p in parts))
             items.append(col.alias(e.alias) if isinstance(e, exp.Alias) else col)
         else:
             items.append(F.expr(e.sql(dialect=DIALECT)))

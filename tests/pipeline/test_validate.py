@@ -368,3 +368,11 @@ def test_a_query_view_reading_a_struct_field_is_refused_in_its_words(tmp_path, n
         re.search(r"\[view\] query \(line 12\): e\.x reads the field `x` of the struct column `e`", p)
         for p in found
     ), found
+
+
+def test_a_query_view_may_read_a_struct_field_where_spark_computes_it(tmp_path, no_jvm):
+    """Outside the windows (WHERE, a computed column) Spark computes ``e.x`` itself: accepted."""
+    text = QUERY.replace("op STRING", "op STRING, e STRUCT<x: DOUBLE>").replace(
+        "WHERE x > 0", "WHERE e.x > 0"
+    )
+    assert check_views([load_view(view_file(tmp_path, text))])

@@ -1009,6 +1009,15 @@ READINGS = [
     "lag(- 2147483648) OVER (ORDER BY t)",
     "lag(-(2147483648)) OVER (ORDER BY t)",
     "lag(-(1.5)) OVER (ORDER BY t)",
+    # the simple CASE compares its subject (it was read as CASE WHEN <subject>); IN lists with CASTs
+    "lag(CASE x > 1 WHEN TRUE THEN 'a' ELSE 'b' END) OVER (ORDER BY t)",
+    "lag(CASE k WHEN 1 THEN 'one' WHEN NULL THEN 'n' ELSE 'other' END) OVER (ORDER BY t)",
+    "lag(s IN (CAST(TRUE AS STRING), 'a')) OVER (ORDER BY t)",
+    "lag(u IN (CAST('4' AS INT), 0)) OVER (ORDER BY t)",
+    # integers cast to FLOAT or DOUBLE past their exact range: rounded, as Java casts (were errors)
+    "lag(CAST(t * 16777217 AS FLOAT)) OVER (ORDER BY t)",
+    "lag(CAST(t * 9007199254740993 AS DOUBLE)) OVER (ORDER BY t)",
+    "lag(CAST(CAST(k AS BIGINT) * 2147483647 AS FLOAT)) OVER (ORDER BY t)",
     # integer literals past BIGINT are DECIMALs of their digits
     "lag(100000000000000000000) OVER (ORDER BY t)",
     "lag(9223372036854775808) OVER (ORDER BY t)",
@@ -1020,6 +1029,8 @@ READINGS_REFUSED = [
     "lag(CASE WHEN NULL THEN x ELSE 0 END) OVER (ORDER BY t)",
     "lag(CASE WHEN NULL THEN 1 WHEN k = 1 THEN 2 END) OVER (ORDER BY t)",
     "lag(CASE WHEN k THEN 1 END) OVER (ORDER BY t)",
+    # a field of a column that is no struct
+    "lag(k.a) OVER (ORDER BY t)",
     "cume_dist(x) OVER (ORDER BY t)",
     "rank(nope) OVER (ORDER BY t)",
     "rank(x) OVER (PARTITION BY k)",
@@ -1143,6 +1154,8 @@ READINGS_CAST_REFUSED = [
     "lag(CAST('2024-01-01xyz' AS DATE)) OVER (ORDER BY t)",
     "lag(CAST('20240101' AS DATE)) OVER (ORDER BY t)",
     "lag(CAST('2024-02-30' AS DATE)) OVER (ORDER BY t)",
+    "lag(CAST('\uff12\uff10\uff12\uff14-01-01' AS DATE)) OVER (ORDER BY t)",
+    "lag(s IN (CAST('1.5' AS INT))) OVER (ORDER BY t)",
     "lag(CAST(12345.678 AS DECIMAL(5,1))) OVER (ORDER BY t)",
 ]
 # calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError

@@ -250,6 +250,15 @@ def test_a_struct_field_is_refused_not_read_as_the_top_level_column_of_its_name(
     stream.createOrReplaceTempView("v")
     kept = overwindow.sql(spark, "SELECT k, lag(v.a) OVER (PARTITION BY k ORDER BY ts) AS p FROM v")
     assert kept.columns == ["k", "p"]
+    # a carried struct field is Spark's to compute: the field (a TIMESTAMP), not the BIGINT `a`
+    carried = overwindow.sql(
+        spark, "SELECT k, s.t AS st, v.a, lag(a) OVER (PARTITION BY k ORDER BY ts) AS p FROM v"
+    )
+    assert [(f.name, f.dataType.simpleString()) for f in carried.schema.fields][:3] == [
+        ("k", "string"),
+        ("st", "timestamp"),
+        ("a", "bigint"),
+    ]
 
 
 def test_a_query_reads_string_literals_as_spark_does():
@@ -284,5 +293,13 @@ def test_a_timestamp_ntz_value_of_a_call_is_refused_on_a_stream(spark, tmp_path)
         stream.groupBy("k").overWindow(
             overwindow.OverWindow("lag(CAST(ts AS TIMESTAMP_NTZ)) OVER (ORDER BY ts) AS p", emit="on_update")
         )
-    kept = overwindow.select(stream, "k", F.count("n").over(w).alias("c"))
-    assert kept.columns == ["k", "c"]
+    with pytest.raises(WindowSpecError, match=r"coalesce\(n, ts\)\) reads a TIMESTAMP_NTZ value"):
+        overwindow.select(stream, F.last_value(F.coalesce("n", "ts")).over(w))
+    kept = overwindow.select(
+        stream,
+        "k",
+        F.count("n").over(w).alias("c"),
+        F.lag(F.col("n").cast("timestamp")).over(w).alias("lt"),
+        F.lag(F.col("n").isNull()).over(w).alias("ln"),
+    )
+    assert kept.columns == ["k", "c", "lt", "ln"]
