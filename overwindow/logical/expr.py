@@ -277,7 +277,11 @@ def _number(text: str):
     """A numeric literal's value by Spark's rules: exponent -> DOUBLE, decimal point -> DECIMAL,
     else an integer."""
     if "e" in text.lower():
-        return float(text)
+        if math.isinf(value := float(text)):  # Spark's parser refuses it, not infinity
+            raise WindowSpecError(
+                f"the numeric literal {text} does not fit in a DOUBLE (Spark: INVALID_NUMERIC_LITERAL_RANGE)"
+            )
+        return value
     if "." in text:
         return decimal.Decimal(text)
     return int(text)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
+import math
 
 import numpy as np
 import pyarrow as pa
@@ -304,6 +306,11 @@ def _eval_node(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.Interval):
         return _interval_scalar(interval_literal(node), node.sql(dialect=DIALECT))
     if isinstance(node, exp.Neg):
+        if isinstance(node.this, exp.Literal) and not node.this.is_string:
+            # Spark's parser reads ``-2147483648`` as one literal (an INT), not as the negation of
+            # the BIGINT 2147483648; ``-(2147483648)`` is that negation (a Paren, below)
+            value = -literal_value(node.this, node.sql(dialect=DIALECT))
+            return pa.scalar(value, type=_literal_type(value))
         return _unary("negate_checked", _eval(node.this, t), node.sql(dialect=DIALECT))
     if isinstance(node, exp.Not):
         return pc.invert(_eval(node.this, t))
@@ -354,9 +361,26 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         )
     if isinstance(node, exp.Case):
         return _case(node, t)
+    if isinstance(node, exp.If):  # IF(c, a, b): CASE WHEN c THEN a ELSE b END
+        branch = node.copy()
+        if pa.types.is_null(_eval(node.this, t.schema.empty_table()).type):
+            branch.set("this", exp.false())  # Spark casts IF's NULL condition to BOOLEAN (CASE's not)
+        return _case(exp.Case(ifs=[branch], default=node.args.get("false")), t)
+    if isinstance(node, exp.Nullif):
+        return _nullif(node, t)
+    if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
+        same = _null_safe_equal(_eval(node.this, t), _eval(node.expression, t))
+        return same if isinstance(node, exp.NullSafeEQ) else pc.invert(same)
+    if isinstance(node, (exp.Greatest, exp.Least)):
+        return _extreme(node, t)
+    if isinstance(node, exp.Round) or (isinstance(node, exp.Anonymous) and node.name.lower() == "bround"):
+        return _round(node, t)
+    if isinstance(node, (exp.Ceil, exp.Floor)) and node.args.get("decimals") is None:
+        return _to_integral("ceil" if isinstance(node, exp.Ceil) else "floor", _eval(node.this, t), node)
     raise WindowSpecError(
         f"unsupported expression {node.sql(dialect=DIALECT)} (supported: columns, constants, "
-        "+ - * / %, comparisons, BETWEEN, AND OR NOT, IS NULL, CAST, COALESCE, ABS, IN, CASE)"
+        "+ - * / %, comparisons, <=>, BETWEEN, AND OR NOT, IS NULL, CAST, COALESCE, NVL, IFNULL, "
+        "NULLIF, IF, GREATEST, LEAST, ABS, CEIL, FLOOR, ROUND, BROUND, IN, CASE)"
     )
 
 
@@ -823,6 +847,191 @@ def _case(node: exp.Case, t: pa.Table):
             )
         out = pc.if_else(pc.fill_null(cond, False), value, out)
     return out
+
+
+def _round(node: exp.Expression, t: pa.Table):
+    """ROUND(x, d) (half away from zero) and BROUND(x, d) (half to even), d an INT constant (0 when
+    left out), in Spark's types: a number keeps its type; DECIMAL(p, s) becomes DECIMAL(p - s + 1 +
+    min(s, d), min(s, d)), or DECIMAL(max(p - s + 1, 1 - d), 0) for d < 0. A DOUBLE or FLOAT is
+    rounded as the decimal Spark reads it from (its shortest text: ROUND(2.675, 2) is 2.68), NaN
+    and infinities as they are; an integer rounded past its type fails as Spark's ANSI mode does.
+    O(n), a Python step per row for DOUBLE and FLOAT (exact decimal rounding).
+
+    >>> m = pa.array([decimal.Decimal("9.95"), None, None], pa.decimal128(3, 2))
+    >>> t = pa.table({"x": [2.675, -0.5, None], "m": m})
+    >>> [evaluate_expr(Expr.of(e), t).to_pylist() for e in ("round(x, 2)", "round(m, 1)")]
+    [[2.68, -0.5, None], [Decimal('10.0'), None, None]]
+    """
+    args = [node.this, node.args.get("decimals")] if isinstance(node, exp.Round) else node.expressions
+    name = node.sql(dialect=DIALECT)
+    if len(args) not in (1, 2) or args[0] is None:
+        raise WindowSpecError(f"{name}: ROUND and BROUND take a number and a scale")
+    digits = 0 if len(args) < 2 or args[1] is None else literal_value(args[1], name)
+    if not isinstance(digits, int) or isinstance(digits, bool) or not -(2**31) <= digits < 2**31:
+        raise WindowSpecError(f"{name}: the scale must be an INT constant (Spark: DATATYPE_MISMATCH)")
+    half_even = not isinstance(node, exp.Round)
+    x = _eval(args[0], t)
+    kind = kind_of(x.type)
+    if pa.types.is_null(x.type):
+        return pa.scalar(None, pa.float64())
+    if kind is TypeFamily.DECIMAL:
+        p, s = x.type.precision, x.type.scale
+        scale = min(s, digits)
+        to = (
+            pa.decimal128(min(max(p - s + 1, 1 - digits), 38), 0)
+            if digits < 0
+            else pa.decimal128(min(p - s + 1 + scale, 38), scale)
+        )
+        mode = "half_to_even" if half_even else "half_towards_infinity"
+        wide = x.cast(pa.decimal256(min(p + 1, 76), s))
+        return pc.round(wide, ndigits=max(digits, -75), round_mode=mode).cast(to)
+    if kind is TypeFamily.INT:
+        if digits >= 0:
+            return x
+        try:
+            return pc.round(
+                x, ndigits=digits, round_mode="half_to_even" if half_even else "half_towards_infinity"
+            )
+        except pa.ArrowInvalid:
+            raise WindowRuntimeError(
+                f"arithmetic overflow in {name}: the rounded value is past {sql_type(x.type)} "
+                "(Spark: ARITHMETIC_OVERFLOW)"
+            ) from None
+    if kind is not TypeFamily.FLOAT:
+        raise WindowSpecError(
+            f"{name}: ROUND takes a number, not {sql_type(x.type)} (Spark: DATATYPE_MISMATCH)"
+        )
+    return _round_floats(x, digits, decimal.ROUND_HALF_EVEN if half_even else decimal.ROUND_HALF_UP)
+
+
+def _round_floats(x, digits: int, rounding: str):
+    """DOUBLE or FLOAT values rounded to ``digits`` as Spark rounds them: the decimal of the value's
+    shortest text (Java's ``Double.toString``, ``Float.toString``), rounded, read back. O(n)."""
+    single = pa.types.is_float32(x.type)
+    quantum = decimal.Decimal(1).scaleb(-digits)
+    context = decimal.Context(prec=1000, rounding=rounding)
+
+    def one(v):
+        if v is None or math.isnan(v) or math.isinf(v):
+            return v
+        text = str(np.float32(v)) if single else repr(v)
+        return float(decimal.Decimal(text).quantize(quantum, context=context)) + 0.0  # Java has no -0 decimal
+
+    if isinstance(x, pa.Scalar):
+        return pa.scalar(one(x.as_py()), x.type)
+    return pa.array([one(v) for v in x.to_pylist()], x.type)
+
+
+def _to_integral(fn: str, x, node: exp.Expression):
+    """CEIL(x) and FLOOR(x) with Spark's result types: a BIGINT for integers and floating point
+    (NaN is 0; past BIGINT's range, an infinity too, a WindowRuntimeError, as Spark's ANSI mode
+    fails), DECIMAL(p - s + 1, 0) for DECIMAL(p, s). O(n).
+
+    >>> t = pa.table({"x": [1.5, -1.5, float("nan"), None]})
+    >>> evaluate_expr(Expr.of("ceil(x)"), t).to_pylist()
+    [2, -1, 0, None]
+    """
+    kind = kind_of(x.type)
+    if pa.types.is_null(x.type):
+        return pa.scalar(None, pa.int64())
+    if kind is TypeFamily.INT:
+        return x.cast(pa.int64())
+    if kind is TypeFamily.DECIMAL:
+        p, s = x.type.precision, x.type.scale
+        if s == 0:
+            return x
+        # one more digit, so that rounding 99.99 up to 100.00 fits, then the integral type
+        wide = pc.call_function(fn, [x.cast(pa.decimal256(p + 1, s))])
+        return wide.cast(pa.decimal128(min(p - s + 1, 38), 0))
+    if kind is not TypeFamily.FLOAT:
+        raise WindowSpecError(
+            f"{node.sql(dialect=DIALECT)}: {fn.upper()} takes a number, not {sql_type(x.type)} "
+            "(Spark: DATATYPE_MISMATCH)"
+        )
+    whole = pc.call_function(fn, [x.cast(pa.float64())])
+    whole = pc.if_else(pc.is_nan(whole), 0.0, whole)  # NaN is 0, as Spark casts it
+    try:
+        return whole.cast(pa.int64())
+    except pa.ArrowInvalid:  # past BIGINT (an infinity too): Spark's ANSI mode fails the query
+        raise WindowRuntimeError(
+            f"arithmetic overflow in {node.sql(dialect=DIALECT)}: a value past BIGINT's range "
+            "(Spark: ARITHMETIC_OVERFLOW)"
+        ) from None
+
+
+def _nullif(node: exp.Nullif, t: pa.Table):
+    """NULLIF(a, b): NULL where ``a = b`` holds, else ``a``, in ``a``'s type (Spark's ``IF(a = b,
+    NULL, a)``: the comparison in the operands' common type). O(n)."""
+    a = _eval(node.this, t)
+    equal = _eval(exp.EQ(this=node.this.copy(), expression=node.expression.copy()), t)
+    if pa.types.is_null(a.type) or pa.types.is_null(equal.type):
+        return a
+    return pc.if_else(pc.fill_null(equal, False), pa.scalar(None, a.type), a)
+
+
+def _null_safe_equal(a, b):
+    """``a <=> b``: ``a = b`` where neither is NULL, true where both are, false where one is (never
+    NULL); NaN <=> NaN holds, as NaN = NaN does in Spark. O(n)."""
+    a_null, b_null = pc.is_null(a), pc.is_null(b)
+    if pa.types.is_null(a.type) or pa.types.is_null(b.type):
+        return pc.and_(a_null, b_null)
+    equal = _compare("equal", *_widened([a, b]))
+    return pc.if_else(pc.or_(a_null, b_null), pc.and_(a_null, b_null), equal)
+
+
+def _extreme(node: exp.Expression, t: pa.Table):
+    """GREATEST and LEAST: the largest (smallest) operand that is not NULL, NULL when all are; in
+    the operands' common type; NaN is larger than any other number, as Spark orders it. O(n x
+    operands).
+
+    >>> t = pa.table({"x": [1.0, float("nan"), None], "k": pa.array([2, 2, None], pa.int32())})
+    >>> evaluate_expr(Expr.of("greatest(x, k)"), t).to_pylist()
+    [2.0, nan, None]
+    """
+    values = [_eval(e, t) for e in [node.this, *node.expressions]]
+    typed = _common([v for v in values if not pa.types.is_null(v.type)], node)
+    if not typed:
+        return values[0]
+    greatest = isinstance(node, exp.Greatest)
+    fn = "max_element_wise" if greatest else "min_element_wise"
+    if (as_int := _ORDERED_AS.get(kind_of(typed[0].type))) is not None:  # no Arrow kernel: its integers
+        return pc.call_function(fn, [v.cast(as_int) for v in typed]).cast(typed[0].type)
+    out = pc.call_function(fn, typed)
+    if pa.types.is_floating(out.type):  # Arrow passes NaN over; Spark orders it above every number
+        nan = functools.reduce(pc.or_, [pc.fill_null(pc.is_nan(v), False) for v in typed])
+        if not greatest:  # the least is NaN only where no operand is a number
+            nan = pc.and_(nan, pc.is_null(out))
+        out = pc.if_else(nan, pa.scalar(float("nan"), out.type), out)
+    return out
+
+
+# types GREATEST and LEAST order as the integers beneath them (Arrow has no element-wise kernel)
+_ORDERED_AS = {
+    TypeFamily.BOOL: pa.int8(),
+    TypeFamily.DATE: pa.int32(),
+    TypeFamily.TIMESTAMP: pa.int64(),
+    TypeFamily.INTERVAL: pa.int64(),
+}
+
+
+def _common(values: list, node: exp.Expression) -> list:
+    """The operands of GREATEST or LEAST in one type, as Spark coerces them: numbers to the wider
+    (``_widened`` for DECIMALs; a DOUBLE or FLOAT beside others: DOUBLE); other operands must share
+    their type. O(n) per operand cast."""
+    values = _widened(values)
+    types = {v.type for v in values}
+    if len(types) <= 1:
+        return values
+    if not all(kind_of(t).is_numeric for t in types):
+        raise WindowSpecError(
+            f"{node.sql(dialect=DIALECT)}: operands of {', '.join(sorted(sql_type(t) for t in types))} "
+            "have no common type (Spark: DATATYPE_MISMATCH)"
+        )
+    if any(kind_of(t) is TypeFamily.FLOAT for t in types):
+        target = pa.float32() if types == {pa.float32()} else pa.float64()
+    else:
+        target = max(types, key=lambda t: t.bit_width)
+    return [v.cast(target) for v in values]
 
 
 def _widened(values: list) -> list:

@@ -451,8 +451,16 @@ def test_syntax_errors_are_worded_in_sql(text, words):
     assert "\x1b" not in msg and "<class" not in msg and "sqlglot" not in msg, msg
 
 
-@pytest.mark.parametrize("n", ["CAST('NaN' AS DOUBLE)", "CAST('Infinity' AS DOUBLE)", "-1e400"])
+@pytest.mark.parametrize(
+    "n", ["CAST('NaN' AS DOUBLE)", "CAST('Infinity' AS DOUBLE)", "-CAST('Infinity' AS DOUBLE)"]
+)
 def test_nth_value_offset_that_is_not_a_number_or_infinite(n):
     """It raised Python's ValueError / OverflowError (converting NaN or infinity to an integer)."""
     msg = spec_error(f"nth_value(x, {n}) OVER (ORDER BY t) AS r")
     assert has(msg, "nth_value", "positive INT")
+
+
+def test_a_double_literal_past_double_s_range_is_refused_as_spark_s_parser_refuses_it():
+    """``-1e400`` was read as minus infinity (Spark: INVALID_NUMERIC_LITERAL_RANGE)."""
+    msg = spec_error("nth_value(x, -1e400) OVER (ORDER BY t) AS r")
+    assert has(msg, "1e400", "DOUBLE"), msg

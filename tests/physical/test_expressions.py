@@ -51,6 +51,16 @@ EXPRESSIONS = [
     "CASE WHEN f > 0 THEN 'p' ELSE 'n' END",
     "ABS(a - b)",
     "a IS NULL OR f < 0",
+    "a IS NOT DISTINCT FROM b",
+    "f IS DISTINCT FROM g",
+    "NULLIF(a, b)",
+    "NULLIF(f, g)",
+    "IF(a > b, a, b)",
+    "IF(f > g, 'f', 'g')",
+    "GREATEST(f, g)",
+    "LEAST(f, g, -1.5)",
+    "GREATEST(a, b, 0)",
+    "LEAST(a, f)",
 ]
 
 ints = st.one_of(st.none(), st.integers(-5, 5))
@@ -87,6 +97,26 @@ def test_expressions_agree_with_duckdb(columns):
         ours = evaluate_expr(Expr.of(e), t).to_pylist() if t.num_rows else []
         theirs = [r[0] for r in con.execute(f"SELECT {e} FROM t").fetchall()]
         assert len(ours) == len(theirs) and all(map(_same, ours, theirs)), (e, t.to_pydict(), ours, theirs)
+
+
+def test_null_safe_and_extreme_functions_agree_with_duckdb_on_every_pair_of_special_values():
+    """Every pair of NULL, NaN, +-inf, -0.0, 0.0 and 1.5: NaN is the greatest number and equal to
+    itself, NULLs are passed over (GREATEST, LEAST) or compared (<=>), as in Spark and DuckDB."""
+    special = [None, math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5]
+    pairs = [(a, b) for a in special for b in special]
+    t = pa.table(
+        {"f": [a for a, _ in pairs], "g": [b for _, b in pairs]},
+        pa.schema([("f", pa.float64()), ("g", pa.float64())]),
+    )
+    con = duckdb.connect()
+    con.register("t", t)
+    for e in ["GREATEST(f, g)", "LEAST(f, g)", "LEAST(f, g, 1)", "f IS NOT DISTINCT FROM g", "NULLIF(f, g)"]:
+        ours = evaluate_expr(Expr.of(e), t).to_pylist()
+        theirs = [r[0] for r in con.execute(f"SELECT {e} FROM t").fetchall()]
+        assert all(map(_same, ours, theirs)), (
+            e,
+            [(p, o, w) for p, o, w in zip(pairs, ours, theirs) if not _same(o, w)],
+        )
 
 
 def _same(x, y) -> bool:

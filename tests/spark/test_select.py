@@ -132,6 +132,13 @@ def test_pyspark_columns_on_window_close_equal_spark_batch(spark, tmp_path):
             F.sum("n").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias("total"),
             (F.col("x") - F.lag("x").over(w)).alias("dx"),
             F.first("x", ignorenulls=True).over(w.rowsBetween(-3, 0)).alias("fx"),
+            # scalar functions over and inside windows: ROUND, IF/CASE, GREATEST, <=>, CEIL, NULLIF
+            F.round(F.avg("x").over(w.rowsBetween(-2, 0)), 1).alias("r1"),
+            F.sum(F.when(F.col("x") > 1, 1).otherwise(0)).over(w).alias("above"),
+            F.greatest(F.lag("x").over(w), F.col("x")).alias("g"),
+            F.lag(F.col("x").eqNullSafe(F.lit(1.5))).over(w).alias("same"),
+            F.lag(F.ceil("x")).over(w).alias("cx"),
+            F.lag(F.expr("nullif(bround(x, 0), 4)")).over(w).alias("nx"),
             text(
                 "count(*) OVER (PARTITION BY k ORDER BY ts "
                 "RANGE BETWEEN INTERVAL 20 SECONDS PRECEDING AND CURRENT ROW) AS c20"
@@ -178,6 +185,8 @@ def test_sql_over_a_streaming_view_with_where_equals_spark_sql(spark, tmp_path):
     query = (
         "SELECT rid, k, x, lag(x, 1, -1.0) OVER (PARTITION BY k ORDER BY ts) AS prev, "
         "x - avg(x) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS off, "
+        "round(avg(x) OVER (PARTITION BY k ORDER BY ts ROWS 1 PRECEDING), 2) AS r2, "
+        "sum(IF(x > 1, 1, 0)) OVER (PARTITION BY k ORDER BY ts) AS above, "
         "row_number() OVER (PARTITION BY k ORDER BY ts) FROM {} WHERE x IS NOT NULL AND rid % 3 != 1"
     )
     stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
