@@ -375,12 +375,15 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         return _extreme(node, t)
     if isinstance(node, exp.Round) or (isinstance(node, exp.Anonymous) and node.name.lower() == "bround"):
         return _round(node, t)
+    if type(node) in _STRING_FUNCTIONS:
+        return _string_function(node, t)
     if isinstance(node, (exp.Ceil, exp.Floor)) and node.args.get("decimals") is None:
         return _to_integral("ceil" if isinstance(node, exp.Ceil) else "floor", _eval(node.this, t), node)
     raise WindowSpecError(
         f"unsupported expression {node.sql(dialect=DIALECT)} (supported: columns, constants, "
         "+ - * / %, comparisons, <=>, BETWEEN, AND OR NOT, IS NULL, CAST, COALESCE, NVL, IFNULL, "
-        "NULLIF, IF, GREATEST, LEAST, ABS, CEIL, FLOOR, ROUND, BROUND, IN, CASE)"
+        "NULLIF, IF, GREATEST, LEAST, ABS, CEIL, FLOOR, ROUND, BROUND, IN, CASE, UPPER, LOWER, "
+        "LENGTH, TRIM, LTRIM, RTRIM, SUBSTRING, CONCAT, ||)"
     )
 
 
@@ -849,6 +852,94 @@ def _case(node: exp.Case, t: pa.Table):
     return out
 
 
+_STRING_FUNCTIONS = (exp.Upper, exp.Lower, exp.Length, exp.Trim, exp.Substring, exp.Concat, exp.DPipe)
+
+
+def _string_function(node: exp.Expression, t: pa.Table):
+    """UPPER, LOWER (Unicode's full case mapping, as Java's: ``upper('ß')`` is ``'SS'``), LENGTH
+    (in characters), TRIM / LTRIM / RTRIM (spaces only, or the characters of ``TRIM(BOTH 'xy' FROM
+    s)``), SUBSTRING(s, pos[, len]) (1-based, a negative ``pos`` counted from the end, as Spark's
+    ``substringSQL``) of STRING values; CONCAT and ``||`` of any values as strings (NULL where any
+    is NULL). O(total characters); a Python step per row for non-ASCII case mapping and for
+    SUBSTRING.
+
+    >>> t = pa.table({"s": [" Straße ", None]})
+    >>> [evaluate_expr(Expr.of(e), t).to_pylist() for e in ("upper(trim(s))", "substr(s, -3, 2)")]
+    [['STRASSE', None], ['ße', None]]
+    """
+    if isinstance(node, (exp.Concat, exp.DPipe)):
+        parts = node.expressions if isinstance(node, exp.Concat) else [node.this, node.expression]
+        values = [_eval(p, t) for p in parts]
+        values = [_as_string(p, v, t) for p, v in zip(parts, values)]
+        if isinstance(node, exp.Concat) and len(values) == 1:
+            return values[0]
+        return pc.binary_join_element_wise(*values, "")
+    x = _eval(node.this, t)
+    if pa.types.is_null(x.type):
+        return pa.scalar(None, pa.int32() if isinstance(node, exp.Length) else pa.string())
+    if not (pa.types.is_string(x.type) or pa.types.is_large_string(x.type)):
+        raise WindowSpecError(
+            f"{node.sql(dialect=DIALECT)} takes a STRING, not {sql_type(x.type)}: CAST it AS STRING first"
+        )
+    if isinstance(node, exp.Length):
+        return pc.utf8_length(x).cast(pa.int32())
+    if isinstance(node, exp.Trim):
+        chars = node.args.get("expression")
+        chars = " " if chars is None else literal_value(chars, node.sql(dialect=DIALECT))
+        position = (node.args.get("position") or "BOTH").upper()
+        fn = {"LEADING": "utf8_ltrim", "TRAILING": "utf8_rtrim"}.get(position, "utf8_trim")
+        return pc.call_function(fn, [x], pc.TrimOptions(chars))
+    if isinstance(node, exp.Substring):
+        return _substring(node, x, t)
+    upper = isinstance(node, exp.Upper)
+    if isinstance(x, pa.Scalar):
+        return pa.scalar(_case_mapped(x.as_py(), upper), x.type)
+    if pc.all(pc.string_is_ascii(x)).as_py() in (True, None):
+        return pc.ascii_upper(x) if upper else pc.ascii_lower(x)
+    return pa.array([_case_mapped(v, upper) for v in x.to_pylist()], x.type)
+
+
+def _as_string(node: exp.Expression, value, t: pa.Table):
+    """``node``'s ``value`` as CONCAT reads it: a string, or CAST(node AS STRING) (Spark casts the
+    others)."""
+    if pa.types.is_string(value.type) or pa.types.is_large_string(value.type):
+        return value
+    if pa.types.is_null(value.type):
+        return pa.scalar(None, pa.string())
+    return _eval(exp.cast(node.copy(), "STRING"), t)
+
+
+def _case_mapped(v: str | None, upper: bool) -> str | None:
+    return None if v is None else v.upper() if upper else v.lower()
+
+
+def _substring(node: exp.Substring, x, t: pa.Table):
+    """SUBSTRING(x, pos[, len]) as Spark's ``substringSQL``: pos > 0 counts from 1, pos < 0 from the
+    end, 0 is the start; ``len`` counts from that unclamped start (``substr('abc', -5, 3)`` is
+    ``'a'``); NULL where any operand is. O(n), a Python step per row."""
+    operands = [node.args.get("start"), node.args.get("length")]
+    given = [_eval(o, t) if o is not None else pa.scalar(2**31 - 1, pa.int32()) for o in operands]
+    for v in given:
+        if kind_of(v.type) is not TypeFamily.INT and not pa.types.is_null(v.type):
+            raise WindowSpecError(
+                f"{node.sql(dialect=DIALECT)}: its position and length are INTs, not {sql_type(v.type)}"
+            )
+    n = t.num_rows if not isinstance(x, pa.Scalar) else 1
+
+    def column(v):
+        return [v.as_py()] * n if isinstance(v, pa.Scalar) else v.to_pylist()
+
+    out = []
+    for s, pos, length in zip(column(x), column(given[0]), column(given[1])):
+        if s is None or pos is None or length is None:
+            out.append(None)
+            continue
+        start = pos - 1 if pos > 0 else len(s) + pos if pos < 0 else 0
+        end = start + length
+        out.append(s[max(start, 0) : end] if max(start, 0) < end else "")
+    return pa.scalar(out[0], pa.string()) if isinstance(x, pa.Scalar) else pa.array(out, pa.string())
+
+
 def _round(node: exp.Expression, t: pa.Table):
     """ROUND(x, d) (half away from zero) and BROUND(x, d) (half to even), d an INT constant (0 when
     left out), in Spark's types: a number keeps its type; DECIMAL(p, s) becomes DECIMAL(p - s + 1 +
@@ -906,16 +997,16 @@ def _round(node: exp.Expression, t: pa.Table):
 
 def _round_floats(x, digits: int, rounding: str):
     """DOUBLE or FLOAT values rounded to ``digits`` as Spark rounds them: the decimal of the value's
-    shortest text (Java's ``Double.toString``, ``Float.toString``), rounded, read back. O(n)."""
-    single = pa.types.is_float32(x.type)
+    shortest text as a DOUBLE (Java's ``Double.toString``; a FLOAT is widened first, so 2.675f,
+    2.67499995... as a DOUBLE, rounds to 2.67), rounded, read back. O(n)."""
     quantum = decimal.Decimal(1).scaleb(-digits)
     context = decimal.Context(prec=1000, rounding=rounding)
 
     def one(v):
         if v is None or math.isnan(v) or math.isinf(v):
             return v
-        text = str(np.float32(v)) if single else repr(v)
-        return float(decimal.Decimal(text).quantize(quantum, context=context)) + 0.0  # Java has no -0 decimal
+        rounded = decimal.Decimal(repr(v)).quantize(quantum, context=context)
+        return float(rounded) + 0.0  # + 0.0: Java's decimals have no -0
 
     if isinstance(x, pa.Scalar):
         return pa.scalar(one(x.as_py()), x.type)

@@ -58,10 +58,13 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import overwindow
 from overwindow.errors import WindowRuntimeError
+from overwindow.logical.expr import Expr
+from overwindow.physical.expressions import evaluate_expr
 
 CALLS = int(os.environ.get("OVERWINDOW_PARITY_CALLS", "360"))
 SEED = int(os.environ.get("OVERWINDOW_PARITY_SEED", "0"))
@@ -1082,6 +1085,29 @@ READINGS = [
     "lag(round(CAST(2.675 AS DOUBLE), 2)) OVER (ORDER BY t)",
     "lag(round(-x * 0.5 + 0.25, 0)) OVER (ORDER BY t)",
     "avg(round(x, 0)) OVER (ORDER BY t ROWS 1 PRECEDING)",
+    # UPPER, LOWER, LENGTH, TRIM, SUBSTRING, CONCAT, ||
+    "lag(upper(concat(s, ' Straße ǆ'))) OVER (ORDER BY t)",
+    "lag(lower(concat('ÀÉ İ ', s))) OVER (ORDER BY t)",
+    "lag(ucase(s)) OVER (ORDER BY t)",
+    "lag(length(concat(s, ' é😀'))) OVER (ORDER BY t)",
+    "lag(char_length(s)) OVER (ORDER BY t)",
+    "lag(trim(concat('  ', s, ' \t '))) OVER (ORDER BY t)",
+    "lag(ltrim(concat('  ', s, ' '))) OVER (ORDER BY t)",
+    "lag(rtrim(concat('  ', s, ' '))) OVER (ORDER BY t)",
+    "lag(trim(BOTH 'xa' FROM concat('xx', s, 'ax'))) OVER (ORDER BY t)",
+    "lag(trim(LEADING 'x' FROM concat('xx', s, 'x'))) OVER (ORDER BY t)",
+    "lag(substr(concat(s, 'bcdé'), 2)) OVER (ORDER BY t)",
+    "lag(substring(concat(s, 'bcdé'), -3, 2)) OVER (ORDER BY t)",
+    "lag(substr(concat(s, 'bcdé'), 0, 2)) OVER (ORDER BY t)",
+    "lag(substr(concat(s, 'bc'), -5, 3)) OVER (ORDER BY t)",
+    "lag(substr(concat(s, 'bcde'), k, u)) OVER (ORDER BY t)",
+    "lag(substr(concat(s, 'bcde'), 2, -1)) OVER (ORDER BY t)",
+    "lag(substring(s FROM 1 FOR 1)) OVER (ORDER BY t)",
+    "lag(concat(s, '-', x, '-', k, '-', m, '-', d)) OVER (ORDER BY t)",
+    "lag(s || k) OVER (ORDER BY t)",
+    "lag(concat(s, NULL)) OVER (ORDER BY t)",
+    "lag(concat(ts)) OVER (ORDER BY t)",
+    "max(upper(s)) OVER (ORDER BY t ROWS 1 PRECEDING)",
     # the simple CASE compares its subject (it was read as CASE WHEN <subject>); IN lists with CASTs
     "lag(CASE x > 1 WHEN TRUE THEN 'a' ELSE 'b' END) OVER (ORDER BY t)",
     "lag(CASE k WHEN 1 THEN 'one' WHEN NULL THEN 'n' ELSE 'other' END) OVER (ORDER BY t)",
@@ -1364,6 +1390,83 @@ def test_strings_cast_to_dates_as_spark_reads_them(spark):
             spark.sql("SELECT CAST(s AS DATE) FROM dates").collect()
         with pytest.raises(WindowRuntimeError, match="cannot be cast to DATE"):
             overwindow.evaluate(one, "lag(CAST(s AS DATE), 0) OVER (ORDER BY t) AS d")
+
+
+def test_string_and_rounding_functions_agree_with_spark_over_random_rows(spark):
+    """SUBSTRING with positions and lengths around 0, negative and past the end, case mapping,
+    LENGTH and TRIM over random strings (empty, NULL, spaces, tabs, non-ASCII, astral characters),
+    and ROUND/BROUND/CEIL/FLOOR/GREATEST/LEAST over random doubles with few or many digits: every
+    row as Spark computes it, and the same result types."""
+    rng = np.random.default_rng(7)
+    alphabet = [" ", " ", "\t", "a", "B", "é", "ß", "İ", "ǆ", "😀", "x"]
+    n = 300
+    strings = [
+        None if rng.random() < 0.1 else "".join(rng.choice(alphabet, size=rng.integers(0, 7)))
+        for _ in range(n)
+    ]
+    specials = [0.5, -0.5, 2.5, 2.675, 1.005, 0.1 + 0.2, 1e-7, 123456789.125, 5e-324, 1e300, -0.0]
+    doubles = [
+        None
+        if rng.random() < 0.05
+        else float(rng.choice(specials))
+        if rng.random() < 0.3
+        else float(rng.normal() * 10.0 ** rng.integers(-3, 6))
+        for _ in range(n)
+    ]
+    table = pa.table(
+        {
+            "s": pa.array(strings, pa.string()),
+            "p": pa.array(rng.integers(-8, 9, size=n), pa.int32()),
+            "l": pa.array(rng.integers(-2, 9, size=n), pa.int32()),
+            "x": pa.array(doubles, pa.float64()),
+            "y": pa.array(rng.normal(size=n) * 100, pa.float64()),
+        }
+    )
+    exprs = [
+        "substr(s, p, l)",
+        "substr(s, p)",
+        "upper(s)",
+        "lower(s)",
+        "length(s)",
+        "trim(s)",
+        "rtrim(s)",
+        "concat(s, x)",
+        "round(x, 2)",
+        "round(x, p)",
+        "bround(x, 1)",
+        "round(CAST(x AS FLOAT), 2)",
+        "round(CAST(y AS DECIMAL(20, 6)), 3)",
+        "bround(CAST(y AS DECIMAL(20, 6)), -1)",
+        "ceil(y)",
+        "floor(CAST(y AS DECIMAL(20, 6)))",
+        "greatest(x, y, 0)",
+        "least(x, y)",
+    ]
+    spark.createDataFrame(table).createOrReplaceTempView("fns")
+    for e in exprs:
+        if e == "round(x, p)":  # Spark takes a constant scale: one per p
+            got, want = [], []
+            for scale in range(-8, 9):
+                sub = table.filter(pc.equal(table["p"], scale))
+                want += [
+                    r[0] for r in spark.sql(f"SELECT round(x, {scale}) FROM fns WHERE p = {scale}").collect()
+                ]
+                got += evaluate_expr(Expr.of(f"round(x, {scale})"), sub).to_pylist()
+        else:
+            out = spark.sql(f"SELECT {e} AS r FROM fns")
+            want = [r[0] for r in out.collect()]
+            ours = evaluate_expr(Expr.of(e), table)
+            got = ours.to_pylist()
+            assert out.schema["r"].dataType == _arrow_type_as_spark(ours.type), (e, out.schema, ours.type)
+        bad = [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if not _equal(g, w)]
+        assert not bad, (e, bad[:5])
+
+
+def _equal(a, b) -> bool:
+    """Equal values, NaN equal to NaN."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
 
 
 def test_a_dotted_name_without_backquotes_is_refused_as_spark_refuses_it(spark):
