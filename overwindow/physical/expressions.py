@@ -12,6 +12,7 @@ import datetime as dt
 import decimal
 import functools
 import math
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -375,6 +376,10 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         return _extreme(node, t)
     if isinstance(node, exp.Round) or (isinstance(node, exp.Anonymous) and node.name.lower() == "bround"):
         return _round(node, t)
+    if isinstance(node, (exp.Like, exp.ILike)) or (
+        isinstance(node, exp.Escape) and isinstance(node.this, (exp.Like, exp.ILike))
+    ):
+        return _like(node, t)
     if type(node) in _STRING_FUNCTIONS:
         return _string_function(node, t)
     if isinstance(node, (exp.Ceil, exp.Floor)) and node.args.get("decimals") is None:
@@ -383,7 +388,7 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         f"unsupported expression {node.sql(dialect=DIALECT)} (supported: columns, constants, "
         "+ - * / %, comparisons, <=>, BETWEEN, AND OR NOT, IS NULL, CAST, COALESCE, NVL, IFNULL, "
         "NULLIF, IF, GREATEST, LEAST, ABS, CEIL, FLOOR, ROUND, BROUND, IN, CASE, UPPER, LOWER, "
-        "LENGTH, TRIM, LTRIM, RTRIM, SUBSTRING, CONCAT, ||)"
+        "LENGTH, TRIM, LTRIM, RTRIM, SUBSTRING, CONCAT, ||, LIKE, ILIKE)"
     )
 
 
@@ -897,6 +902,68 @@ def _string_function(node: exp.Expression, t: pa.Table):
     if pc.all(pc.string_is_ascii(x)).as_py() in (True, None):
         return pc.ascii_upper(x) if upper else pc.ascii_lower(x)
     return pa.array([_case_mapped(v, upper) for v in x.to_pylist()], x.type)
+
+
+def _like(node: exp.Expression, t: pa.Table):
+    """``x [NOT] LIKE 'pattern' [ESCAPE 'c']`` and ILIKE (both sides lower-cased, as Spark's): ``%``
+    any characters, ``_`` any one (a newline too), the escape character (a backslash unless ESCAPE
+    names one) before ``%``, ``_`` or itself for that character; a pattern Spark refuses (the
+    escape before another character, or last) is refused. The pattern must be a constant. O(total
+    characters).
+
+    >>> t = pa.table({"s": ["a%b", "axb", None]})
+    >>> [evaluate_expr(Expr.of(e), t).to_pylist() for e in ("s LIKE 'a!%b' ESCAPE '!'", "s NOT ILIKE 'A_B'")]
+    [[True, False, None], [False, False, None]]
+    """
+    name = node.sql(dialect=DIALECT)
+    escape = "\\"
+    if isinstance(node, exp.Escape):
+        escape = literal_value(node.expression, name)
+        node = node.this
+        if not isinstance(escape, str) or len(escape) != 1:
+            raise WindowSpecError(f"{name}: the ESCAPE must be one character")
+    try:
+        pattern = literal_value(node.expression, name)
+    except WindowSpecError:
+        raise WindowSpecError(f"{name}: overwindow takes a constant LIKE pattern") from None
+    x = _eval(node.this, t)
+    if pattern is None or pa.types.is_null(x.type):
+        return pa.scalar(None, pa.bool_())
+    if not isinstance(pattern, str) or not (pa.types.is_string(x.type) or pa.types.is_large_string(x.type)):
+        raise WindowSpecError(f"{name}: LIKE compares a STRING with a STRING pattern")
+    ilike = isinstance(node, exp.ILike)
+    if ilike:
+        pattern = _case_mapped(pattern, upper=False)
+        x = _string_function(exp.Lower(this=node.this.copy()), t)
+    out = pc.match_substring_regex(x, _like_regex(pattern, escape, name))
+    return pc.invert(out) if node.args.get("negate") else out
+
+
+def _like_regex(pattern: str, escape: str, name: str) -> str:
+    """Spark's LIKE pattern with escape character ``escape`` as a regular expression (as Spark's
+    ``escapeLikeRegex`` writes it: Arrow's own LIKE reads an escaped backslash wrongly at the ends
+    of a pattern), refusing what Spark refuses. O(len(pattern)).
+
+    >>> _like_regex("a_!%%", "!", "")
+    '(?s)^a.%.*$'
+    """
+    out, chars = [], iter(pattern)
+    for c in chars:
+        if c == escape:
+            nxt = next(chars, None)
+            if nxt is None:
+                raise WindowSpecError(
+                    f"{name}: a LIKE pattern may not end with the escape character (Spark: INVALID_FORMAT)"
+                )
+            if nxt not in ("%", "_", escape):
+                raise WindowSpecError(
+                    f"{name}: the escape character may not precede {nxt!r} in a LIKE pattern "
+                    "(Spark: INVALID_FORMAT)"
+                )
+            out.append(re.escape(nxt))
+        else:
+            out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+    return "(?s)^" + "".join(out) + "$"
 
 
 def _as_string(node: exp.Expression, value, t: pa.Table):

@@ -1108,6 +1108,19 @@ READINGS = [
     "lag(concat(s, NULL)) OVER (ORDER BY t)",
     "lag(concat(ts)) OVER (ORDER BY t)",
     "max(upper(s)) OVER (ORDER BY t ROWS 1 PRECEDING)",
+    # LIKE, NOT LIKE, ILIKE, ESCAPE
+    "lag(s LIKE 'a%') OVER (ORDER BY t)",
+    "lag(concat(s, '%x') LIKE '_\\%_') OVER (ORDER BY t)",
+    "lag(concat(s, '%x') LIKE '%!%%' ESCAPE '!') OVER (ORDER BY t)",
+    "lag(concat(s, '\\\\x') LIKE '%\\\\\\\\x') OVER (ORDER BY t)",
+    "lag(concat(s, '\nb') LIKE 'a_b') OVER (ORDER BY t)",
+    "lag(s NOT LIKE 'c') OVER (ORDER BY t)",
+    "lag(concat('Straße', s) ILIKE 'STRASSE%') OVER (ORDER BY t)",
+    "lag(concat('ÀB', s) ILIKE 'àb_') OVER (ORDER BY t)",
+    "lag(s NOT ILIKE 'C') OVER (ORDER BY t)",
+    "lag(s LIKE NULL) OVER (ORDER BY t)",
+    "count(*) FILTER (WHERE s LIKE '%c%') OVER (ORDER BY t)",
+    "sum(CASE WHEN s LIKE 'b%' THEN x END) OVER (ORDER BY t)",
     # the simple CASE compares its subject (it was read as CASE WHEN <subject>); IN lists with CASTs
     "lag(CASE x > 1 WHEN TRUE THEN 'a' ELSE 'b' END) OVER (ORDER BY t)",
     "lag(CASE k WHEN 1 THEN 'one' WHEN NULL THEN 'n' ELSE 'other' END) OVER (ORDER BY t)",
@@ -1263,6 +1276,9 @@ READINGS_CAST_REFUSED = [
     "lag(CAST('\uff12\uff10\uff12\uff14-01-01' AS DATE)) OVER (ORDER BY t)",
     "lag(s IN (CAST('1.5' AS INT))) OVER (ORDER BY t)",
     "lag(CAST(12345.678 AS DECIMAL(5,1))) OVER (ORDER BY t)",
+    # LIKE patterns Spark fails on when it runs them: the escape before another character, or last
+    "lag(s LIKE 'a!b' ESCAPE '!') OVER (ORDER BY t)",
+    "lag(s LIKE 'ab!' ESCAPE '!') OVER (ORDER BY t)",
 ]
 # calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError
 READINGS_FAILING = [
@@ -1431,6 +1447,10 @@ def test_string_and_rounding_functions_agree_with_spark_over_random_rows(spark):
         "trim(s)",
         "rtrim(s)",
         "concat(s, x)",
+        "s LIKE '%é_'",
+        "s ILIKE 'SS%'",
+        "s LIKE '_'",
+        "s NOT LIKE '%a%x'",
         "round(x, 2)",
         "round(x, p)",
         "bround(x, 1)",
