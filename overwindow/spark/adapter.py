@@ -19,7 +19,8 @@ buckets) runs there too: a bucket's pending rows in its value, each key's histor
 
 Timestamps reach pandas UDFs as wall-clock times of the session time zone; the watermark Spark
 reports is UTC milliseconds. The adapter converts the watermark into the key's wall-clock
-microseconds and wakeups back, so any session time zone works (UTC is simplest).
+microseconds and wakeups back. A zone whose offset changes (daylight saving) repeats an hour of
+wall-clock times, so a stream with TIMESTAMP columns is refused in it (``session_time_zone``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,14 @@ from overwindow.errors import WindowSpecError
 from overwindow.physical.expressions import check_fields, evaluate_expr, resolve_column
 from overwindow.physical.values import TypeFamily, kind_of
 from overwindow.spark import compat, executors
-from overwindow.spark.boundary import Companion, companions_of, to_arrow, to_pandas, with_interval_days
+from overwindow.spark.boundary import (
+    Companion,
+    companions_of,
+    session_time_zone,
+    to_arrow,
+    to_pandas,
+    with_interval_days,
+)
 from overwindow.spark.transport import from_spark, to_spark
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import END_OF_INPUT, check_row_bound
@@ -187,7 +195,7 @@ def over_window(grouped, spec: OverWindow, keep=None):
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
     output_struct = _output_struct(input_struct, machine.output_schema)
-    tz = df.sparkSession.conf.get("spark.sql.session.timeZone")
+    tz = session_time_zone(df.sparkSession, input_schema)
     companions = companions_of(input_schema)
     grouped = _with_companions(grouped, companions)
     counts = MachineCounts.of(df.sparkSession, keep)

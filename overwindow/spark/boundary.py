@@ -11,7 +11,10 @@ a key gets per call. Each has a public fallback, taken when the internal is miss
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
+import re
+import zoneinfo
 from typing import NamedTuple
 
 import numpy as np
@@ -19,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from overwindow.errors import WindowSpecError
 from overwindow.physical.values import INTERVAL_DAY
 
 # False: take only the public pandas API (the fallback every internal has)
@@ -50,6 +54,47 @@ def companions_of(schema: pa.Schema) -> tuple[Companion, ...]:
             kind = "nan" if pa.types.is_floating(f.type) else "value"
             found.append(Companion(f.name, f"__overwindow_whole_{len(found)}", kind))
     return tuple(found)
+
+
+def session_time_zone(spark, schema: pa.Schema) -> str:
+    """The session time zone (``spark.sql.session.timeZone``), in which Spark's pandas conversion
+    hands TIMESTAMP values to Python as wall-clock times and reads them back. Refused with a
+    WindowSpecError where ``schema`` holds a TIMESTAMP and the zone's offset changes (daylight
+    saving): there an autumn hour repeats, so two instants become one wall-clock time (rows leave
+    their order, a carried value moves by an hour) and a spring hour is missing (an INTERVAL frame
+    spans an hour more than Spark's), which would be silently wrong. O(1).
+
+    >>> fixed_offset("UTC"), fixed_offset("+05:30"), fixed_offset("America/New_York")
+    (True, True, False)
+    """
+    tz = spark.conf.get("spark.sql.session.timeZone")
+    if any(pa.types.is_timestamp(f.type) for f in schema) and not fixed_offset(tz):
+        raise WindowSpecError(
+            f"the session time zone is {tz}, whose offset from UTC changes (daylight saving, or a "
+            "change of its standard time since 1900): Spark hands a stream's TIMESTAMP values to "
+            "Python as wall-clock times of that zone, where an hour repeats when the offset falls "
+            "back, so rows would change order and values; set spark.sql.session.timeZone to UTC (or "
+            "a fixed offset such as +09:00) for this query"
+        )
+    return tz
+
+
+@functools.lru_cache(maxsize=64)
+def fixed_offset(tz: str) -> bool:
+    """Whether the time zone ID ``tz`` (as Spark reads it: a region, ``UTC``, ``+01:00``, ``GMT+1``)
+    keeps one offset from UTC: a fixed offset, or a region whose offset is the same in every month
+    from 1900 to 2100. O(1) after the first call per zone."""
+    if re.fullmatch(
+        r"(?i)(Z|UTC|GMT|UT)?([+-]\d{1,2}(:?\d{2}){0,2})?|(Etc/)?(UTC|GMT|UCT|Zulu|Universal)([+-]\d{1,2})?",
+        tz,
+    ):
+        return True
+    try:
+        zone = zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False  # a zone Python does not know: treated as one that may change
+    offsets = {dt.datetime(y, m, 1, tzinfo=zone).utcoffset() for y in range(1900, 2101) for m in range(1, 13)}
+    return len(offsets) == 1
 
 
 def spark_type(t: pa.DataType):

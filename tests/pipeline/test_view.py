@@ -85,6 +85,13 @@ def test_overrides_replace_keys(tmp_path):
             ('emit = "on_window_close"', 'emit = "on_update"\nstate_ttl = "1 hour"'),
             r"\[view\] state_ttl \(line 16\): state_ttl forgets a key by event time",
         ),
+        (
+            (
+                'emit = "on_window_close"',
+                'emit = "on_window_close"\n\n[spark]\n"sql.session.timeZone" = "Europe/Berlin"',
+            ),
+            r"\[spark\] sql.session.timeZone: Europe/Berlin changes its offset",
+        ),
     ],
 )
 def test_bad_views_name_the_key_and_line(tmp_path, change, words):

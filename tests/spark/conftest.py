@@ -52,3 +52,14 @@ def rocksdb(spark):
             spark.conf.unset(k)
         else:
             spark.conf.set(k, v)
+
+
+@pytest.fixture
+def chained(spark):
+    """Spark's check of chained stateful operators off for one test (overwindow.spark.fanout)."""
+    from overwindow.spark.fanout import CHECK
+
+    before = spark.conf.get(CHECK, None)
+    spark.conf.set(CHECK, "false")
+    yield
+    spark.conf.unset(CHECK) if before is None else spark.conf.set(CHECK, before)

@@ -111,3 +111,23 @@ def test_to_pandas_gives_the_frame_arrow_gives(internals, seed, n, zoned):
         assert got[name].dtype == want[name].dtype, name
         assert got[name].isna().tolist() == want[name].isna().tolist(), name
         assert got[name].dropna().tolist() == want[name].dropna().tolist(), name
+
+
+@pytest.mark.parametrize(
+    "zone, fixed",
+    [
+        ("UTC", True),
+        ("Etc/UTC", True),
+        ("+05:30", True),
+        ("GMT-05:00", True),
+        ("UTC+8", True),
+        ("Etc/GMT-3", True),
+        ("America/New_York", False),  # daylight saving
+        ("Europe/Berlin", False),
+        ("Asia/Tokyo", False),  # daylight saving 1948-1951
+    ],
+)
+def test_a_zone_is_fixed_only_if_its_offset_never_changes(zone, fixed):
+    """The IANA database's zones that observe daylight saving, or did, are not fixed; UTC and
+    offsets written as Spark takes them are."""
+    assert boundary.fixed_offset(zone) is fixed

@@ -22,17 +22,6 @@ from overwindow.spark import compat
 pytestmark = pytest.mark.skipif(compat.version() < compat.SPARK_4, reason="needs PySpark 4 (refused on 3.5)")
 
 
-@pytest.fixture
-def chained(spark):
-    """Spark's check of chained stateful operators off for one test (overwindow.spark.fanout)."""
-    from overwindow.spark.fanout import CHECK
-
-    before = spark.conf.get(CHECK, None)
-    spark.conf.set(CHECK, "false")
-    yield
-    spark.conf.unset(CHECK) if before is None else spark.conf.set(CHECK, before)
-
-
 def _with_g(df):
     from pyspark.sql import functions as F
 

@@ -348,6 +348,82 @@ def test_seed_example_three_frames_and_lead(spark, tmp_path):
     _assert_matches(_emitted(spark, out), closed, expected, ("s_prev", "s_next", "nxt"), row_key="id")
 
 
+def test_a_time_zone_with_daylight_saving_is_refused_a_fixed_offset_equals_batch(
+    spark, rocksdb, chained, tmp_path
+):
+    """Spark hands a stream's timestamps to Python as wall-clock times of the session time zone: in
+    America/New_York 05:10Z and 06:05Z on 2024-11-03 are 01:10 and 01:05, so lag went out of order,
+    a carried ts moved by an hour, and a RANGE INTERVAL 1 HOUR frame across the spring change
+    counted one row too few. Such a zone is refused before the query starts (per key, on buckets,
+    and for windows over several ORDER BYs); a fixed offset runs and equals Spark's batch."""
+    import datetime as dt
+
+    import pyarrow.parquet as pq
+
+    utc = dt.timezone.utc
+    instants = [
+        (2024, 11, 3, 5, 10),
+        (2024, 11, 3, 6, 5),
+        (2024, 11, 3, 6, 50),
+        (2024, 3, 10, 6, 30),
+        (2024, 3, 10, 7, 15),
+    ]
+    table = pa.table(
+        {
+            "k": ["a", "a", "a", "b", "b"],
+            "ts": pa.array([dt.datetime(*i, tzinfo=utc) for i in instants], pa.timestamp("us", tz="UTC")),
+            "x": [1.0, 2.0, 3.0, 4.0, 5.0],
+            "rid": [1, 2, 3, 4, 5],
+        }
+    )
+    (tmp_path / "src").mkdir()
+    pq.write_table(table, str(tmp_path / "src" / "p.parquet"))
+    calls = [
+        "lag(x) OVER (ORDER BY ts) AS prev",
+        "count(*) OVER (ORDER BY ts RANGE BETWEEN INTERVAL 1 HOUR PRECEDING AND CURRENT ROW) AS n1h",
+    ]
+    before = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+        schema = spark.read.parquet(str(tmp_path / "src")).schema
+        stream = (
+            spark.readStream.schema(schema).parquet(str(tmp_path / "src")).withWatermark("ts", "0 seconds")
+        )
+        for buckets in (None, 4):
+            with pytest.raises(WindowSpecError, match="America/New_York.*UTC"):
+                stream.groupBy("k").overWindow(
+                    overwindow.OverWindow(*calls, rowKey="rid", keyBuckets=buckets)
+                )
+        with pytest.raises(WindowSpecError, match="America/New_York"):
+            w = "PARTITION BY k ORDER BY ts"
+            overwindow.select(
+                stream, "*", f"lag(x) OVER ({w}) AS p", "lag(x) OVER (PARTITION BY rid ORDER BY ts) AS r"
+            )
+
+        spark.conf.set("spark.sql.session.timeZone", "-05:00")
+        spark.read.parquet(str(tmp_path / "src")).createOrReplaceTempView("ow_tz_batch")
+        windows = ", ".join(c.replace("ORDER BY", "PARTITION BY k ORDER BY") for c in calls)
+        want = [
+            tuple(r) for r in spark.sql(f"SELECT rid, ts, {windows} FROM ow_tz_batch ORDER BY rid").collect()
+        ]
+        out = stream.groupBy("k").overWindow(overwindow.OverWindow(*calls, rowKey="rid"))
+        q = (
+            out.writeStream.format("memory")
+            .queryName("ow_tz_stream")
+            .outputMode("append")
+            .option("checkpointLocation", str(tmp_path / "chk"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        q.awaitTermination()
+        got = [
+            tuple(r) for r in spark.sql("SELECT rid, ts, prev, n1h FROM ow_tz_stream ORDER BY rid").collect()
+        ]
+        assert got == want
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+
+
 def test_missing_watermark_is_refused_when_the_query_is_built(spark, tmp_path):
     src = str(tmp_path / "src")
     os.makedirs(src)
