@@ -209,6 +209,8 @@ def literal_value(node: exp.Expression, context: str):
         return literal_value(node.this, context)
     if isinstance(node, exp.Neg):
         v = literal_value(node.this, context)
+        if isinstance(v, decimal.Decimal):
+            return v.copy_negate()  # exact: ``-v`` rounds to the context's 28 digits
         if _is_number(v):
             return -v
     elif isinstance(node, exp.Literal):
@@ -273,15 +275,19 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool)
 
 
+_DOUBLE_MAX = decimal.Decimal("1.7976931348623157E+308")  # Java's Double.MAX_VALUE, as Spark compares
+
+
 def _number(text: str):
     """A numeric literal's value by Spark's rules: exponent -> DOUBLE, decimal point -> DECIMAL,
     else an integer."""
     if "e" in text.lower():
-        if math.isinf(value := float(text)):  # Spark's parser refuses it, not infinity
+        # Spark's parser refuses a literal whose exact value passes DOUBLE's largest (not infinity)
+        if abs(decimal.Decimal(text)) > _DOUBLE_MAX:
             raise WindowSpecError(
                 f"the numeric literal {text} does not fit in a DOUBLE (Spark: INVALID_NUMERIC_LITERAL_RANGE)"
             )
-        return value
+        return float(text)
     if "." in text:
         return decimal.Decimal(text)
     return int(text)

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from overwindow.errors import WindowSpecError
 from overwindow.logical.expr import parse_timestamp, spark_date
 from overwindow.logical.parse import interval_from_text
+from overwindow.physical import decimals
 from overwindow.physical.values import (
     FIELD_MICROS,
     INTERVAL_DAY_TO_SECOND,
@@ -103,10 +104,14 @@ def cast(array: pa.Array, target: pa.DataType, source_fields: str = "", fields: 
             return array.cast(pa.int64() if have is TypeFamily.FLOAT else target).cast(target)
         if want is TypeFamily.FLOAT and have is TypeFamily.INT:  # rounded to the nearest, as Java casts
             return array.cast(target, safe=False)
+        if want is TypeFamily.FLOAT and have is TypeFamily.DECIMAL:  # correctly rounded (Arrow's is not)
+            return decimals.to_float64(array).cast(target)
         if want is TypeFamily.DECIMAL and have is TypeFamily.FLOAT:
             return _decimals(array.to_pylist(), target)
         if want is TypeFamily.DECIMAL and have is TypeFamily.DECIMAL and source.scale > target.scale:
-            array = pc.round(array, target.scale, round_mode="half_towards_infinity")
+            # one more integer digit first: 0.5 of a DECIMAL(38, 38) rounds to 1, which it cannot hold
+            wider = pa.decimal256(min(source.precision + 1, 76), source.scale)
+            array = pc.round(array.cast(wider), target.scale, round_mode="half_towards_infinity")
         if want is TypeFamily.DECIMAL and have is TypeFamily.INT:
             array = array.cast(pa.decimal128(38, 0))  # Arrow casts integers only through 19+ digits
         if want is TypeFamily.DATE and have is TypeFamily.TIMESTAMP:

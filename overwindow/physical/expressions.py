@@ -109,8 +109,9 @@ def interval_fields(node: exp.Expression, t: pa.Table) -> str:
     """Spark's fields of a day-time interval expression over ``t``'s columns (``'DAY'``, ``'HOUR TO
     MINUTE'``, ...; '' when it is no interval). Arrow's duration carries only two of them (DAY in
     seconds, every other in microseconds, ``interval_type``), so the others are read from the
-    expression: a literal's own, a CAST's target, the span of the intervals ``+``, ``-``, COALESCE
-    or CASE combine; DAY TO SECOND for anything else in microseconds (``ts - ts``, ``x * 2``).
+    expression: a literal's own, a CAST's target, the span of the intervals ``+``, ``-``, COALESCE,
+    CASE, IF, GREATEST and LEAST combine; DAY TO SECOND for anything else in microseconds (``ts -
+    ts``, ``x * 2``).
     O(size of the expression squared), over no rows.
 
     >>> t = pa.table({"d": pa.array([], pa.date32())})
@@ -130,7 +131,11 @@ def interval_fields(node: exp.Expression, t: pa.Table) -> str:
         return cast_fields(node.to)
     if isinstance(node, exp.Case):
         parts = [b.args["true"] for b in node.args.get("ifs") or []] + [node.args.get("default")]
-    elif isinstance(node, (exp.Add, exp.Sub, exp.Coalesce)):
+    elif isinstance(node, exp.If):
+        parts = [node.args.get("true"), node.args.get("false")]
+    elif isinstance(node, exp.Nullif):
+        parts = [node.this]
+    elif isinstance(node, (exp.Add, exp.Sub, exp.Coalesce, exp.Greatest, exp.Least)):
         parts = [node.this, node.expression, *(node.args.get("expressions") or [])]
     else:
         parts = []
@@ -219,10 +224,10 @@ def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
     whose numbers carry no SQL type."""
     # arithmetic, intervals (``CAST(NULL AS INTERVAL DAY)``), CASTs and typed literals (``10L``,
     # ``CAST(1 AS BIGINT)``: Spark's type, its text of a value) and the negation of a parenthesised
-    # literal (``-(2147483648)`` is BIGINT, where ``-2147483648`` is one INT literal) are typed by
-    # _eval, not folded
+    # literal (``-(2147483648)`` is BIGINT, where ``-2147483648`` is one INT literal; ``- -2147483648``
+    # negates that INT and overflows) are typed by _eval, not folded
     typed = (*_ARITHMETIC, exp.Interval, exp.Cast)
-    negated = any(isinstance(n.this, exp.Paren) for n in expr.node.find_all(exp.Neg))
+    negated = any(isinstance(n.this, (exp.Paren, exp.Neg)) for n in expr.node.find_all(exp.Neg))
     if not expr.columns() and not negated and not any(expr.node.find_all(*typed)):
         try:
             value = expr.literal_value()
@@ -268,7 +273,10 @@ def _literal_type(value) -> pa.DataType | None:
     if isinstance(value, decimal.Decimal):
         digits, exponent = len(value.as_tuple().digits), value.as_tuple().exponent
         scale = max(-exponent, 0)
-        return pa.decimal128(min(max(digits, scale, 1) + max(exponent, 0), 38), scale)
+        precision = max(digits, scale, 1) + max(exponent, 0)
+        if precision > 38:  # Spark's parser: DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION
+            raise WindowSpecError(f"the decimal {value} has more than a DECIMAL's 38 digits")
+        return pa.decimal128(precision, scale)
     if isinstance(value, dt.datetime):
         return pa.timestamp("us")
     return None
@@ -310,7 +318,7 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         if isinstance(node.this, exp.Literal) and not node.this.is_string:
             # Spark's parser reads ``-2147483648`` as one literal (an INT), not as the negation of
             # the BIGINT 2147483648; ``-(2147483648)`` is that negation (a Paren, below)
-            value = -literal_value(node.this, node.sql(dialect=DIALECT))
+            value = literal_value(node, node.sql(dialect=DIALECT))
             return pa.scalar(value, type=_literal_type(value))
         return _unary("negate_checked", _eval(node.this, t), node.sql(dialect=DIALECT))
     if isinstance(node, exp.Not):
@@ -363,6 +371,10 @@ def _eval_node(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.Case):
         return _case(node, t)
     if isinstance(node, exp.If):  # IF(c, a, b): CASE WHEN c THEN a ELSE b END
+        if node.args.get("false") is None:
+            raise WindowSpecError(
+                f"{node.sql(dialect=DIALECT)}: IF takes three arguments (Spark: WRONG_NUM_ARGS)"
+            )
         branch = node.copy()
         if pa.types.is_null(_eval(node.this, t.schema.empty_table()).type):
             branch.set("this", exp.false())  # Spark casts IF's NULL condition to BOOLEAN (CASE's not)
@@ -395,8 +407,16 @@ def _eval_node(node: exp.Expression, t: pa.Table):
 def _compare(fn: str, a, b):
     """SQL comparison with Spark's NaN rule: NaN = NaN is true and NaN is greater than every other
     value (Arrow compares IEEE-style, where every comparison with NaN is false)."""
-    plain = pc.call_function(fn, [a, b])
     floats = [x for x in (a, b) if pa.types.is_floating(x.type)]
+    if floats and {kind_of(a.type), kind_of(b.type)} <= {
+        TypeFamily.FLOAT,
+        TypeFamily.INT,
+        TypeFamily.DECIMAL,
+    }:
+        # a number beside a DOUBLE compares as a DOUBLE (an integer past 2**53 rounded to the nearest,
+        # where Arrow's implicit cast fails; a DECIMAL correctly rounded)
+        a, b = (_cast_operand(x, pa.float64(), "a comparison") for x in (a, b))
+    plain = pc.call_function(fn, [a, b])
     if not floats:
         return plain
 
@@ -1040,13 +1060,21 @@ def _round(node: exp.Expression, t: pa.Table):
             if digits < 0
             else pa.decimal128(min(p - s + 1 + scale, 38), scale)
         )
+        if -digits > p - s:  # every value is below half of 10**-digits: zero
+            return _zeros_like(x, to)
         mode = "half_to_even" if half_even else "half_towards_infinity"
         wide = x.cast(pa.decimal256(min(p + 1, 76), s))
-        return pc.round(wide, ndigits=max(digits, -75), round_mode=mode).cast(to)
+        return pc.round(wide, ndigits=digits, round_mode=mode).cast(to)
     if kind is TypeFamily.INT:
         if digits >= 0:
             return x
         try:
+            if 10**-digits > np.iinfo(x.type.to_pandas_dtype()).max:  # Arrow cannot hold the multiple
+                values = pa.array([x.as_py()], x.type) if isinstance(x, pa.Scalar) else x
+                largest = pc.max(pc.abs(values.cast(pa.decimal128(38, 0)))).as_py()
+                if largest is not None and largest >= 5 * 10 ** (-digits - 1):  # rounds to 10**-digits
+                    raise pa.ArrowInvalid("overflow")
+                return _zeros_like(x, x.type)
             return pc.round(
                 x, ndigits=digits, round_mode="half_to_even" if half_even else "half_towards_infinity"
             )
@@ -1060,6 +1088,13 @@ def _round(node: exp.Expression, t: pa.Table):
             f"{name}: ROUND takes a number, not {sql_type(x.type)} (Spark: DATATYPE_MISMATCH)"
         )
     return _round_floats(x, digits, decimal.ROUND_HALF_EVEN if half_even else decimal.ROUND_HALF_UP)
+
+
+def _zeros_like(x, to: pa.DataType):
+    """Zeros of type ``to`` where ``x`` has a value, NULL where it has none."""
+    if isinstance(x, pa.Scalar):
+        return pa.scalar(0 if x.is_valid else None, to)
+    return pc.if_else(pc.is_valid(x), pa.scalar(0, to), pa.scalar(None, to))
 
 
 def _round_floats(x, digits: int, rounding: str):
@@ -1146,6 +1181,11 @@ def _extreme(node: exp.Expression, t: pa.Table):
     >>> evaluate_expr(Expr.of("greatest(x, k)"), t).to_pylist()
     [2.0, nan, None]
     """
+    if not node.expressions:
+        raise WindowSpecError(
+            f"{node.sql(dialect=DIALECT)}: GREATEST and LEAST take two arguments or more "
+            "(Spark: WRONG_NUM_ARGS)"
+        )
     values = [_eval(e, t) for e in [node.this, *node.expressions]]
     typed = _common([v for v in values if not pa.types.is_null(v.type)], node)
     if not typed:
@@ -1185,10 +1225,9 @@ def _common(values: list, node: exp.Expression) -> list:
             f"{node.sql(dialect=DIALECT)}: operands of {', '.join(sorted(sql_type(t) for t in types))} "
             "have no common type (Spark: DATATYPE_MISMATCH)"
         )
-    if any(kind_of(t) is TypeFamily.FLOAT for t in types):
-        target = pa.float32() if types == {pa.float32()} else pa.float64()
-    else:
-        target = max(types, key=lambda t: t.bit_width)
+    if any(kind_of(t) is TypeFamily.FLOAT for t in types):  # DECIMALs correctly rounded, as Spark casts
+        return [_cast_operand(v, pa.float64(), node.sql(dialect=DIALECT)) for v in values]
+    target = max(types, key=lambda t: t.bit_width)
     return [v.cast(target) for v in values]
 
 
@@ -1204,8 +1243,10 @@ def _widened(values: list) -> list:
     [Decimal128Type(decimal128(21, 1)), Decimal128Type(decimal128(21, 1))]
     """
     kinds = {kind_of(v.type) for v in values if not pa.types.is_null(v.type)}
-    if kinds == {TypeFamily.FLOAT, TypeFamily.INT} and any(pa.types.is_float32(v.type) for v in values):
-        target = pa.float64()  # Spark's ANSI mode: a FLOAT beside an integer is DOUBLE (no precision lost)
+    if kinds == {TypeFamily.FLOAT, TypeFamily.INT}:
+        # Spark's ANSI mode: a FLOAT beside an integer is DOUBLE (no precision lost); an integer past
+        # 2**53 rounds to the nearest DOUBLE (Arrow's implicit cast fails on it)
+        target = pa.float64()
     elif TypeFamily.DECIMAL not in kinds or not kinds <= {TypeFamily.DECIMAL, TypeFamily.INT}:
         return values
     else:

@@ -243,3 +243,20 @@ def test_a_qualifier_naming_the_table_reads_the_column():
     assert evaluate_expr(Expr.of("v.x * 2"), t).to_pylist() == want
     got = evaluate(t, "lag(v.x) OVER (PARTITION BY v.k ORDER BY v.x) AS p").column("p").to_pylist()
     assert got == evaluate(t, "lag(x) OVER (PARTITION BY k ORDER BY x) AS p").column("p").to_pylist()
+
+
+@pytest.mark.parametrize(
+    "text, spark_type",
+    [
+        ("greatest(INTERVAL '1' HOUR, INTERVAL '2' MINUTE)", "HOUR TO MINUTE"),
+        ("greatest(INTERVAL '1' HOUR, NULL)", "HOUR"),
+        ("IF(k > 0, INTERVAL '1' DAY, INTERVAL '1' HOUR)", "DAY TO HOUR"),
+        ("IF(k > 0, INTERVAL '1' MINUTE, INTERVAL '1' SECOND)", "MINUTE TO SECOND"),
+        ("nullif(INTERVAL '1' HOUR, INTERVAL '2' HOUR)", "HOUR"),
+    ],
+)
+def test_an_interval_function_whose_type_spark_gives_other_fields_is_refused(text, spark_type):
+    """Spark types these as the interval named (probed on Spark 4.3); overwindow's intervals are DAY
+    or DAY TO SECOND only, so it refuses them, naming Spark's type, rather than give another type."""
+    with pytest.raises(WindowSpecError, match=f"INTERVAL {spark_type};"):
+        evaluate_expr(Expr.of(text), pa.table({"k": [1]}))

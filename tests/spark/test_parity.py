@@ -1085,6 +1085,23 @@ READINGS = [
     "lag(round(CAST(2.675 AS DOUBLE), 2)) OVER (ORDER BY t)",
     "lag(round(-x * 0.5 + 0.25, 0)) OVER (ORDER BY t)",
     "avg(round(x, 0)) OVER (ORDER BY t ROWS 1 PRECEDING)",
+    # found by probing: negative scales past the type's digits are zeros; a 38-digit negative
+    # DECIMAL literal keeps its digits; BIGINT beside DOUBLE rounds to a DOUBLE; DECIMAL(38, 38)
+    # beside DECIMAL(38, 0) rounds half up
+    "lag(round(k, -10)) OVER (ORDER BY t)",
+    "lag(bround(t, -20)) OVER (ORDER BY t)",
+    "lag(round(m, -11)) OVER (ORDER BY t)",
+    "lag(round(CAST(0.5 AS DECIMAL(1, 1)), -1)) OVER (ORDER BY t)",
+    "lag(round(CAST(99 AS DECIMAL(2, 0)), -3)) OVER (ORDER BY t)",
+    "lag(-0.99999999999999999999999999999999999999) OVER (ORDER BY t)",
+    "lag(- 0.1234567890123456789012345678901) OVER (ORDER BY t)",
+    "lag(greatest(x, 9223372036854775807)) OVER (ORDER BY t)",
+    "lag(IF(k > 1, x, 9223372036854775807)) OVER (ORDER BY t)",
+    "lag(nullif(x, 9223372036854775807)) OVER (ORDER BY t)",
+    "lag(x <=> 9223372036854775807) OVER (ORDER BY t)",
+    "lag(nullif(t * 1000000007, f)) OVER (ORDER BY t)",
+    "lag(least(CAST(0.5 AS DECIMAL(38, 38)), CAST(k AS DECIMAL(38, 0)))) OVER (ORDER BY t)",
+    "lag(coalesce(CAST(NULL AS DECIMAL(38, 38)), CAST(k AS DECIMAL(38, 0)))) OVER (ORDER BY t)",
     # UPPER, LOWER, LENGTH, TRIM, SUBSTRING, CONCAT, ||
     "lag(upper(concat(s, ' Straße ǆ'))) OVER (ORDER BY t)",
     "lag(lower(concat('ÀÉ İ ', s))) OVER (ORDER BY t)",
@@ -1144,6 +1161,11 @@ READINGS_REFUSED = [
     "lag(greatest(s, k)) OVER (ORDER BY t)",
     "lag(IF(k, 1, 2)) OVER (ORDER BY t)",
     "lag(round(x, k)) OVER (ORDER BY t)",
+    # one argument of GREATEST, two of IF; literals past DOUBLE's or DECIMAL's range
+    "lag(greatest(x)) OVER (ORDER BY t)",
+    "lag(IF(k = 1, 1)) OVER (ORDER BY t)",
+    "lag(1.7976931348623158e308) OVER (ORDER BY t)",
+    "lag(-1234567890123456789012345678.90123456789) OVER (ORDER BY t)",
     # a CASE condition that is no BOOLEAN (it was a runtime error, not a refusal)
     "lag(CASE WHEN NULL THEN x ELSE 0 END) OVER (ORDER BY t)",
     "lag(CASE WHEN NULL THEN 1 WHEN k = 1 THEN 2 END) OVER (ORDER BY t)",
@@ -1290,6 +1312,7 @@ READINGS_FAILING = [
     "lag(ceil(y)) OVER (ORDER BY t)",
     "lag(floor(x * -1e30)) OVER (ORDER BY t)",
     "lag(round(k + 2147483645, -1)) OVER (ORDER BY t)",
+    "lag(- -2147483648) OVER (ORDER BY t)",
 ]
 
 
@@ -1436,6 +1459,15 @@ def test_string_and_rounding_functions_agree_with_spark_over_random_rows(spark):
             "l": pa.array(rng.integers(-2, 9, size=n), pa.int32()),
             "x": pa.array(doubles, pa.float64()),
             "y": pa.array(rng.normal(size=n) * 100, pa.float64()),
+            "w": pa.array(
+                [
+                    Decimal(
+                        int(rng.integers(-(10**18), 10**18)) * 10**12 + int(rng.integers(0, 10**12))
+                    ).scaleb(-10)
+                    for _ in range(n)
+                ],
+                pa.decimal128(38, 10),
+            ),
         }
     )
     exprs = [
@@ -1461,6 +1493,10 @@ def test_string_and_rounding_functions_agree_with_spark_over_random_rows(spark):
         "floor(CAST(y AS DECIMAL(20, 6)))",
         "greatest(x, y, 0)",
         "least(x, y)",
+        "CAST(w AS DOUBLE)",
+        "greatest(w, x)",
+        "least(w, 1e0)",
+        "w < x",
     ]
     spark.createDataFrame(table).createOrReplaceTempView("fns")
     for e in exprs:
