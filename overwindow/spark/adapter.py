@@ -195,7 +195,7 @@ def over_window(grouped, spec: OverWindow, keep=None):
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
     output_struct = _output_struct(input_struct, machine.output_schema)
-    tz = session_time_zone(df.sparkSession, input_schema)
+    tz = session_time_zone(df)
     companions = companions_of(input_schema)
     grouped = _with_companions(grouped, companions)
     counts = MachineCounts.of(df.sparkSession, keep)

@@ -56,19 +56,20 @@ def companions_of(schema: pa.Schema) -> tuple[Companion, ...]:
     return tuple(found)
 
 
-def session_time_zone(spark, schema: pa.Schema) -> str:
-    """The session time zone (``spark.sql.session.timeZone``), in which Spark's pandas conversion
-    hands TIMESTAMP values to Python as wall-clock times and reads them back. Refused with a
-    WindowSpecError where ``schema`` holds a TIMESTAMP and the zone's offset changes (daylight
+def session_time_zone(df) -> str:
+    """The session time zone (``spark.sql.session.timeZone``) of the DataFrame ``df``, in which
+    Spark's pandas conversion hands TIMESTAMP values to Python as wall-clock times and reads them
+    back. Refused with a WindowSpecError where ``df`` has a TIMESTAMP (TIMESTAMP_NTZ is not
+    converted), also inside a struct, array or map, and the zone's offset changes (daylight
     saving): there an autumn hour repeats, so two instants become one wall-clock time (rows leave
     their order, a carried value moves by an hour) and a spring hour is missing (an INTERVAL frame
-    spans an hour more than Spark's), which would be silently wrong. O(1).
+    spans an hour more than Spark's), which would be silently wrong. O(columns).
 
     >>> fixed_offset("UTC"), fixed_offset("+05:30"), fixed_offset("America/New_York")
     (True, True, False)
     """
-    tz = spark.conf.get("spark.sql.session.timeZone")
-    if any(pa.types.is_timestamp(f.type) for f in schema) and not fixed_offset(tz):
+    tz = df.sparkSession.conf.get("spark.sql.session.timeZone")
+    if _zoned(df.schema) and not fixed_offset(tz):
         raise WindowSpecError(
             f"the session time zone is {tz}, whose offset from UTC changes (daylight saving, or a "
             "change of its standard time since 1900): Spark hands a stream's TIMESTAMP values to "
@@ -77,6 +78,19 @@ def session_time_zone(spark, schema: pa.Schema) -> str:
             "a fixed offset such as +09:00) for this query"
         )
     return tz
+
+
+def _zoned(t) -> bool:
+    """Whether the Spark type ``t`` is or holds a TIMESTAMP (with the session's zone)."""
+    from pyspark.sql.types import ArrayType, MapType, StructType, TimestampType
+
+    if isinstance(t, StructType):
+        return any(_zoned(f.dataType) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return _zoned(t.elementType)
+    if isinstance(t, MapType):
+        return _zoned(t.keyType) or _zoned(t.valueType)
+    return isinstance(t, TimestampType)
 
 
 @functools.lru_cache(maxsize=64)

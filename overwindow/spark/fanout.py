@@ -108,7 +108,7 @@ def over_windows(
     buckets = first.key_buckets or DEFAULT_BUCKETS
     condition = None if qualify is None else Expr.of(qualify)
     assembler = Assembler.of(groups, input_schema, watermarked, condition, computed)
-    tz = session_time_zone(df.sparkSession, input_schema)
+    tz = session_time_zone(df)
     companions = companions_of(input_schema)
     counts = MachineCounts.of(df.sparkSession, keep)
     runners = [

@@ -400,6 +400,11 @@ def test_a_time_zone_with_daylight_saving_is_refused_a_fixed_offset_equals_batch
                 stream, "*", f"lag(x) OVER ({w}) AS p", "lag(x) OVER (PARTITION BY rid ORDER BY ts) AS r"
             )
 
+        # TIMESTAMP_NTZ reaches Python unconverted: no refusal
+        naive = spark.readStream.schema(schema).parquet(str(tmp_path / "src"))
+        naive = naive.selectExpr("k", "CAST(ts AS TIMESTAMP_NTZ) AS ts", "x", "rid")
+        naive.groupBy("k").overWindow(overwindow.OverWindow(calls[0], rowKey="rid", emit="on_update"))
+
         spark.conf.set("spark.sql.session.timeZone", "-05:00")
         spark.read.parquet(str(tmp_path / "src")).createOrReplaceTempView("ow_tz_batch")
         windows = ", ".join(c.replace("ORDER BY", "PARTITION BY k ORDER BY") for c in calls)
