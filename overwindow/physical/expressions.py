@@ -392,6 +392,8 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         isinstance(node, exp.Escape) and isinstance(node.this, (exp.Like, exp.ILike))
     ):
         return _like(node, t)
+    if type(node) in _DATE_FUNCTIONS:
+        return _date_function(node, t)
     if type(node) in _STRING_FUNCTIONS:
         return _string_function(node, t)
     if isinstance(node, (exp.Ceil, exp.Floor)) and node.args.get("decimals") is None:
@@ -400,7 +402,9 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         f"unsupported expression {node.sql(dialect=DIALECT)} (supported: columns, constants, "
         "+ - * / %, comparisons, <=>, BETWEEN, AND OR NOT, IS NULL, CAST, COALESCE, NVL, IFNULL, "
         "NULLIF, IF, GREATEST, LEAST, ABS, CEIL, FLOOR, ROUND, BROUND, IN, CASE, UPPER, LOWER, "
-        "LENGTH, TRIM, LTRIM, RTRIM, SUBSTRING, CONCAT, ||, LIKE, ILIKE)"
+        "LENGTH, TRIM, LTRIM, RTRIM, SUBSTRING, CONCAT, ||, LIKE, ILIKE, TO_DATE, DATEDIFF, DATE_ADD, "
+        "DATE_SUB, UNIX_TIMESTAMP, YEAR, QUARTER, MONTH, DAY, DAYOFWEEK, DAYOFYEAR, WEEKOFYEAR, HOUR, "
+        "MINUTE, SECOND)"
     )
 
 
@@ -875,6 +879,73 @@ def _case(node: exp.Case, t: pa.Table):
             )
         out = pc.if_else(pc.fill_null(cond, False), value, out)
     return out
+
+
+# the parts of a DATE or TIMESTAMP Spark's functions read, as Arrow computes them (INT results)
+_DATE_PARTS = {
+    exp.Year: lambda x: pc.year(x),
+    exp.Quarter: lambda x: pc.quarter(x),
+    exp.Month: lambda x: pc.month(x),
+    exp.Day: lambda x: pc.day(x),
+    exp.DayOfMonth: lambda x: pc.day(x),
+    exp.DayOfWeek: lambda x: pc.day_of_week(x, count_from_zero=False, week_start=7),  # Sunday is 1
+    exp.DayOfYear: lambda x: pc.day_of_year(x),
+    exp.WeekOfYear: lambda x: pc.iso_week(x),
+    exp.Hour: lambda x: pc.hour(x),
+    exp.Minute: lambda x: pc.minute(x),
+    exp.Second: lambda x: pc.second(x),
+}
+_DATE_FUNCTIONS = (*_DATE_PARTS, exp.TsOrDsToDate, exp.DateDiff, exp.TsOrDsAdd, exp.StrToUnix)
+
+
+def _date_function(node: exp.Expression, t: pa.Table):
+    """TO_DATE(x) (as CAST(x AS DATE)), DATEDIFF(end, start) (days, an INT), DATE_ADD / DATE_SUB
+    (as DATE + n), UNIX_TIMESTAMP(ts) (whole seconds since 1970, rounded down, a BIGINT), and the
+    parts YEAR, QUARTER, MONTH, DAY, DAYOFWEEK (Sunday 1), DAYOFYEAR, WEEKOFYEAR (ISO), HOUR, MINUTE,
+    SECOND (INTs) of a DATE or TIMESTAMP, in the session's time (a stream's timestamps are its
+    wall-clock times; ``overwindow.evaluate`` reads zoned timestamps in UTC). O(n).
+
+    >>> t = pa.table({"d": pa.array([dt.date(2024, 3, 10), None], pa.date32())})
+    >>> [evaluate_expr(Expr.of(e), t).to_pylist() for e in ("dayofweek(d)", "datediff(d, DATE '2024-01-01')")]
+    [[1, None], [69, None]]
+    """
+    name = node.sql(dialect=DIALECT)
+    if isinstance(node, exp.TsOrDsToDate):
+        if node.args.get("format") is not None:
+            raise WindowSpecError(f"{name}: overwindow reads TO_DATE without a format only")
+        return _eval(exp.cast(node.this.copy(), "DATE"), t)
+    if isinstance(node, exp.DateDiff):
+        end, start = _eval(node.this, t), _eval(node.expression, t)
+        if pa.types.is_null(end.type) or pa.types.is_null(start.type):
+            return pa.scalar(None, pa.int32())
+        return pc.subtract(*(pc.cast(pc.cast(x, pa.int32()), pa.int64()) for x in (end, start))).cast(
+            pa.int32()
+        )
+    if isinstance(node, exp.TsOrDsAdd):
+        if (node.args.get("unit") or exp.var("DAY")).name.upper() != "DAY":
+            raise WindowSpecError(f"unsupported expression {name}")
+        start = exp.TsOrDsToDate(this=node.this.copy())
+        return _eval(exp.Add(this=start, expression=exp.paren(node.expression.copy())), t)
+    x = _eval(node.this, t)
+    if pa.types.is_null(x.type):
+        return pa.scalar(None, pa.int64() if isinstance(node, exp.StrToUnix) else pa.int32())
+    if kind_of(x.type) not in (TypeFamily.DATE, TypeFamily.TIMESTAMP):
+        raise WindowSpecError(
+            f"{name}: overwindow reads a DATE or TIMESTAMP here, not {sql_type(x.type)}: CAST it first"
+        )
+    if isinstance(node, exp.StrToUnix):
+        if pa.types.is_date32(x.type):  # midnight of the session's zone
+            x = x.cast(pa.timestamp("us"))
+        return _floor_div(x.cast(pa.timestamp("us", tz=x.type.tz)).cast(pa.int64()), 1_000_000)
+    if pa.types.is_date32(x.type) and isinstance(node, (exp.Hour, exp.Minute, exp.Second)):
+        x = x.cast(pa.timestamp("us"))  # Spark reads a DATE as its midnight: 0
+    return _DATE_PARTS[type(node)](x).cast(pa.int32())
+
+
+def _floor_div(x, n: int):
+    """``x`` (BIGINTs) divided by ``n``, rounded down (Java's ``Math.floorDiv``). O(n)."""
+    q = pc.divide(x, n)  # Arrow's integer division truncates toward zero
+    return pc.if_else(pc.greater(pc.multiply(q, n), x), pc.subtract(q, 1), q)
 
 
 _STRING_FUNCTIONS = (exp.Upper, exp.Lower, exp.Length, exp.Trim, exp.Substring, exp.Concat, exp.DPipe)

@@ -54,7 +54,7 @@ else:  # pragma: no cover
 
 
 from overwindow.errors import WindowSpecError
-from overwindow.spark.boundary import fixed_offset
+from overwindow.spark.boundary import utc_always
 from overwindow.spark.select import Query, key_column, parse_query, query_groups
 from overwindow.spec import EMIT_MODES, STATE_LAYOUTS, OverWindow
 
@@ -765,11 +765,12 @@ def _spark_settings(view: View, body: dict) -> dict:
             )
         name = key if key.startswith("spark.") else f"spark.{key}"
         settings[name] = str(value).lower() if isinstance(value, bool) else str(value)
-        if name == "spark.sql.session.timeZone" and not fixed_offset(settings[name]):
+        if name == "spark.sql.session.timeZone" and not utc_always(settings[name]):
             raise ViewFileError(
-                f"{view.where('spark', key)}: {value} changes its offset from UTC (daylight saving), "
-                "where an hour of wall-clock times repeats and a stream's timestamps would change; "
-                'leave it out (the job runs in UTC) or give a fixed offset such as "+01:00"'
+                f"{view.where('spark', key)}: {value} is not UTC: Spark hands a stream's timestamps "
+                "to Python as wall-clock times of the session's zone, where overwindow reads instants "
+                "(where the offset changes an hour repeats, and rows would change); leave it out, "
+                "the job runs in UTC"
             )
     return settings
 

@@ -19,8 +19,9 @@ buckets) runs there too: a bucket's pending rows in its value, each key's histor
 
 Timestamps reach pandas UDFs as wall-clock times of the session time zone; the watermark Spark
 reports is UTC milliseconds. The adapter converts the watermark into the key's wall-clock
-microseconds and wakeups back. A zone whose offset changes (daylight saving) repeats an hour of
-wall-clock times, so a stream with TIMESTAMP columns is refused in it (``session_time_zone``).
+microseconds and wakeups back. Those wall-clock times are instants only in UTC (elsewhere an
+hour repeats where the offset falls back), so a stream with TIMESTAMP columns is refused in any other
+session zone (``session_time_zone``).
 """
 
 from __future__ import annotations

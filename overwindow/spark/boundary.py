@@ -60,22 +60,23 @@ def session_time_zone(df) -> str:
     """The session time zone (``spark.sql.session.timeZone``) of the DataFrame ``df``, in which
     Spark's pandas conversion hands TIMESTAMP values to Python as wall-clock times and reads them
     back. Refused with a WindowSpecError where ``df`` has a TIMESTAMP (TIMESTAMP_NTZ is not
-    converted), also inside a struct, array or map, and the zone's offset changes (daylight
-    saving): there an autumn hour repeats, so two instants become one wall-clock time (rows leave
-    their order, a carried value moves by an hour) and a spring hour is missing (an INTERVAL frame
-    spans an hour more than Spark's), which would be silently wrong. O(columns).
+    converted), also inside a struct, array or map, and the zone is not UTC at every instant: where
+    the offset changes (daylight saving) an autumn hour repeats, so two instants become one
+    wall-clock time (rows leave their order, a carried value moves by an hour) and an INTERVAL frame
+    across the spring change spans an hour more than Spark's; under any other offset, a timestamp's
+    seconds since 1970 (``CAST(ts AS BIGINT)``, ``unix_timestamp``) would be read off the wall
+    clock. Either would be silently wrong. O(columns).
 
-    >>> fixed_offset("UTC"), fixed_offset("+05:30"), fixed_offset("America/New_York")
-    (True, True, False)
+    >>> utc_always("UTC"), utc_always("+00:00"), utc_always("+05:30"), utc_always("America/New_York")
+    (True, True, False, False)
     """
     tz = df.sparkSession.conf.get("spark.sql.session.timeZone")
-    if _zoned(df.schema) and not fixed_offset(tz):
+    if _zoned(df.schema) and not utc_always(tz):
         raise WindowSpecError(
-            f"the session time zone is {tz}, whose offset from UTC changes (daylight saving, or a "
-            "change of its standard time since 1900): Spark hands a stream's TIMESTAMP values to "
-            "Python as wall-clock times of that zone, where an hour repeats when the offset falls "
-            "back, so rows would change order and values; set spark.sql.session.timeZone to UTC (or "
-            "a fixed offset such as +09:00) for this query"
+            f"the session time zone is {tz}: Spark hands a stream's TIMESTAMP values to Python as "
+            "wall-clock times of that zone, where overwindow reads instants (an hour repeats where "
+            "the offset falls back, so rows would change order and values); set "
+            "spark.sql.session.timeZone to UTC for this query (the view job runs in UTC)"
         )
     return tz
 
@@ -94,21 +95,21 @@ def _zoned(t) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def fixed_offset(tz: str) -> bool:
-    """Whether the time zone ID ``tz`` (as Spark reads it: a region, ``UTC``, ``+01:00``, ``GMT+1``)
-    keeps one offset from UTC: a fixed offset, or a region whose offset is the same in every month
-    from 1900 to 2100. O(1) after the first call per zone."""
+def utc_always(tz: str) -> bool:
+    """Whether the time zone ID ``tz`` (as Spark reads it: a region, ``UTC``, ``+00:00``, ``GMT``)
+    is UTC at every instant: a zero offset, or a region whose offset is zero in every month from
+    1900 to 2100. O(1) after the first call per zone."""
+    zero = r"[+-]0{1,2}(:?00){0,2}"
     if re.fullmatch(
-        r"(?i)(Z|UTC|GMT|UT)?([+-]\d{1,2}(:?\d{2}){0,2})?|(Etc/)?(UTC|GMT|UCT|Zulu|Universal)([+-]\d{1,2})?",
-        tz,
+        rf"(?i)(Z|UTC|GMT|UT)?({zero})?|(Etc/)?(UTC|GMT|UCT|Zulu|Universal|Greenwich)([+-]0)?", tz
     ):
         return True
     try:
         zone = zoneinfo.ZoneInfo(tz)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return False  # a zone Python does not know: treated as one that may change
-    offsets = {dt.datetime(y, m, 1, tzinfo=zone).utcoffset() for y in range(1900, 2101) for m in range(1, 13)}
-    return len(offsets) == 1
+        return False  # a zone Python does not know: treated as one that may not be UTC
+    months = (dt.datetime(y, m, 1, tzinfo=zone) for y in range(1900, 2101) for m in range(1, 13))
+    return all(d.utcoffset() == dt.timedelta(0) for d in months)
 
 
 def spark_type(t: pa.DataType):

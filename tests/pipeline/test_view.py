@@ -90,7 +90,7 @@ def test_overrides_replace_keys(tmp_path):
                 'emit = "on_window_close"',
                 'emit = "on_window_close"\n\n[spark]\n"sql.session.timeZone" = "Europe/Berlin"',
             ),
-            r"\[spark\] sql.session.timeZone: Europe/Berlin changes its offset",
+            r"\[spark\] sql.session.timeZone: Europe/Berlin is not UTC",
         ),
     ],
 )

@@ -114,20 +114,21 @@ def test_to_pandas_gives_the_frame_arrow_gives(internals, seed, n, zoned):
 
 
 @pytest.mark.parametrize(
-    "zone, fixed",
+    "zone, utc",
     [
         ("UTC", True),
         ("Etc/UTC", True),
-        ("+05:30", True),
-        ("GMT-05:00", True),
-        ("UTC+8", True),
-        ("Etc/GMT-3", True),
+        ("GMT", True),
+        ("+00:00", True),
+        ("UTC+0", True),
+        ("+05:30", False),
+        ("GMT-05:00", False),
         ("America/New_York", False),  # daylight saving
-        ("Europe/Berlin", False),
-        ("Asia/Tokyo", False),  # daylight saving 1948-1951
+        ("Europe/London", False),  # GMT in winter, BST in summer
+        ("Asia/Tokyo", False),
     ],
 )
-def test_a_zone_is_fixed_only_if_its_offset_never_changes(zone, fixed):
-    """The IANA database's zones that observe daylight saving, or did, are not fixed; UTC and
-    offsets written as Spark takes them are."""
-    assert boundary.fixed_offset(zone) is fixed
+def test_a_zone_is_utc_only_if_its_offset_is_always_zero(zone, utc):
+    """UTC and its spellings are UTC; offsets and the IANA database's regions (London included,
+    which keeps GMT only in winter) are not."""
+    assert boundary.utc_always(zone) is utc

@@ -348,14 +348,14 @@ def test_seed_example_three_frames_and_lead(spark, tmp_path):
     _assert_matches(_emitted(spark, out), closed, expected, ("s_prev", "s_next", "nxt"), row_key="id")
 
 
-def test_a_time_zone_with_daylight_saving_is_refused_a_fixed_offset_equals_batch(
-    spark, rocksdb, chained, tmp_path
-):
+def test_a_session_time_zone_other_than_utc_is_refused_utc_equals_batch(spark, rocksdb, chained, tmp_path):
     """Spark hands a stream's timestamps to Python as wall-clock times of the session time zone: in
     America/New_York 05:10Z and 06:05Z on 2024-11-03 are 01:10 and 01:05, so lag went out of order,
     a carried ts moved by an hour, and a RANGE INTERVAL 1 HOUR frame across the spring change
-    counted one row too few. Such a zone is refused before the query starts (per key, on buckets,
-    and for windows over several ORDER BYs); a fixed offset runs and equals Spark's batch."""
+    counted one row too few; under a fixed offset such as -05:00 a timestamp's seconds since 1970
+    were read off the wall clock. A zone other than UTC is refused before the query starts (per
+    key, on buckets, for windows over several ORDER BYs); TIMESTAMP_NTZ columns, which reach Python
+    unconverted, are not; in UTC the same rows equal Spark's batch."""
     import datetime as dt
 
     import pyarrow.parquet as pq
@@ -384,13 +384,13 @@ def test_a_time_zone_with_daylight_saving_is_refused_a_fixed_offset_equals_batch
     ]
     before = spark.conf.get("spark.sql.session.timeZone")
     try:
-        spark.conf.set("spark.sql.session.timeZone", "America/New_York")
         schema = spark.read.parquet(str(tmp_path / "src")).schema
         stream = (
             spark.readStream.schema(schema).parquet(str(tmp_path / "src")).withWatermark("ts", "0 seconds")
         )
-        for buckets in (None, 4):
-            with pytest.raises(WindowSpecError, match="America/New_York.*UTC"):
+        for zone, buckets in (("-05:00", None), ("America/New_York", None), ("America/New_York", 4)):
+            spark.conf.set("spark.sql.session.timeZone", zone)
+            with pytest.raises(WindowSpecError, match=f"{zone}.*UTC"):
                 stream.groupBy("k").overWindow(
                     overwindow.OverWindow(*calls, rowKey="rid", keyBuckets=buckets)
                 )
@@ -405,7 +405,7 @@ def test_a_time_zone_with_daylight_saving_is_refused_a_fixed_offset_equals_batch
         naive = naive.selectExpr("k", "CAST(ts AS TIMESTAMP_NTZ) AS ts", "x", "rid")
         naive.groupBy("k").overWindow(overwindow.OverWindow(calls[0], rowKey="rid", emit="on_update"))
 
-        spark.conf.set("spark.sql.session.timeZone", "-05:00")
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
         spark.read.parquet(str(tmp_path / "src")).createOrReplaceTempView("ow_tz_batch")
         windows = ", ".join(c.replace("ORDER BY", "PARTITION BY k ORDER BY") for c in calls)
         want = [
