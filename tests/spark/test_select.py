@@ -139,6 +139,9 @@ def test_pyspark_columns_on_window_close_equal_spark_batch(spark, tmp_path):
             F.lag(F.col("x").eqNullSafe(F.lit(1.5))).over(w).alias("same"),
             F.lag(F.ceil("x")).over(w).alias("cx"),
             F.lag(F.expr("nullif(bround(x, 0), 4)")).over(w).alias("nx"),
+            (F.unix_timestamp("ts") - F.lag(F.unix_timestamp("ts")).over(w)).alias("gap_s"),
+            F.datediff(F.col("ts"), F.lag("ts").over(w)).alias("gap_d"),
+            F.lag(F.hour("ts")).over(w).alias("h"),
             text(
                 "count(*) OVER (PARTITION BY k ORDER BY ts "
                 "RANGE BETWEEN INTERVAL 20 SECONDS PRECEDING AND CURRENT ROW) AS c20"
