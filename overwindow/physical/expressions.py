@@ -883,17 +883,17 @@ def _case(node: exp.Case, t: pa.Table):
 
 # the parts of a DATE or TIMESTAMP Spark's functions read, as Arrow computes them (INT results)
 _DATE_PARTS = {
-    exp.Year: lambda x: pc.year(x),
-    exp.Quarter: lambda x: pc.quarter(x),
-    exp.Month: lambda x: pc.month(x),
-    exp.Day: lambda x: pc.day(x),
-    exp.DayOfMonth: lambda x: pc.day(x),
-    exp.DayOfWeek: lambda x: pc.day_of_week(x, count_from_zero=False, week_start=7),  # Sunday is 1
-    exp.DayOfYear: lambda x: pc.day_of_year(x),
-    exp.WeekOfYear: lambda x: pc.iso_week(x),
-    exp.Hour: lambda x: pc.hour(x),
-    exp.Minute: lambda x: pc.minute(x),
-    exp.Second: lambda x: pc.second(x),
+    exp.Year: pc.year,
+    exp.Quarter: pc.quarter,
+    exp.Month: pc.month,
+    exp.Day: pc.day,
+    exp.DayOfMonth: pc.day,
+    exp.DayOfWeek: functools.partial(pc.day_of_week, count_from_zero=False, week_start=7),  # Sunday 1
+    exp.DayOfYear: pc.day_of_year,
+    exp.WeekOfYear: pc.iso_week,  # Spark's weekofyear is ISO 8601's week
+    exp.Hour: pc.hour,
+    exp.Minute: pc.minute,
+    exp.Second: pc.second,
 }
 _DATE_FUNCTIONS = (*_DATE_PARTS, exp.TsOrDsToDate, exp.DateDiff, exp.TsOrDsAdd, exp.StrToUnix)
 
