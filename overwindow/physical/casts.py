@@ -93,6 +93,8 @@ def cast(array: pa.Array, target: pa.DataType, source_fields: str = "", fields: 
             return pc.if_else(array, "true", "false").cast(target)
         if want is TypeFamily.STRING and have in (TypeFamily.FLOAT, TypeFamily.TIMESTAMP):
             return spark_text(array).cast(target)
+        if want is TypeFamily.STRING and have is TypeFamily.DECIMAL:  # plain: 0.0000000001, not 1E-10
+            return pa.array([None if v is None else format(v, "f") for v in array.to_pylist()], target)
         if have is TypeFamily.TIMESTAMP and want.is_numeric:
             return _from_timestamp(array, target, want)
         if have is TypeFamily.STRING and want is not TypeFamily.STRING:

@@ -336,6 +336,11 @@ def _eval_node(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.Cast):
         target, fields = arrow_type(node.to), cast_fields(node.to)
         value = _eval(node.this, t)
+        if pa.types.is_date32(target) and (kind_of(value.type).is_numeric or pa.types.is_boolean(value.type)):
+            raise WindowSpecError(
+                f"{node.sql(dialect=DIALECT)}: Spark cannot cast {sql_type(value.type)} to DATE "
+                "(DATATYPE_MISMATCH; it was read as a count of days)"
+            )
         source = interval_fields(node.this, t) if kind_of(value.type) is TypeFamily.INTERVAL else ""
         if isinstance(value, pa.Scalar):
             value = pa.array([value.as_py()], type=value.type if value.type != pa.null() else None)
@@ -900,7 +905,7 @@ _DATE_FUNCTIONS = (*_DATE_PARTS, exp.TsOrDsToDate, exp.DateDiff, exp.TsOrDsAdd, 
 
 def _date_function(node: exp.Expression, t: pa.Table):
     """TO_DATE(x) (as CAST(x AS DATE)), DATEDIFF(end, start) (days, an INT), DATE_ADD / DATE_SUB
-    (as DATE + n), UNIX_TIMESTAMP(ts) (whole seconds since 1970, rounded down, a BIGINT), and the
+    (as DATE + n), UNIX_TIMESTAMP(ts) (whole seconds since 1970, the fraction dropped, a BIGINT), and the
     parts YEAR, QUARTER, MONTH, DAY, DAYOFWEEK (Sunday 1), DAYOFYEAR, WEEKOFYEAR (ISO), HOUR, MINUTE,
     SECOND (INTs) of a DATE or TIMESTAMP, in the session's time (a stream's timestamps are its
     wall-clock times; ``overwindow.evaluate`` reads zoned timestamps in UTC). O(n).
@@ -913,6 +918,12 @@ def _date_function(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.TsOrDsToDate):
         if node.args.get("format") is not None:
             raise WindowSpecError(f"{name}: overwindow reads TO_DATE without a format only")
+        value = _eval(node.this, t.schema.empty_table())
+        if kind_of(value.type).is_numeric or pa.types.is_boolean(value.type):
+            raise WindowSpecError(  # Spark reads it as a string, and no number is a date's text
+                f"{name}: Spark reads {sql_type(value.type)} values as text, which is no DATE "
+                "(CAST_INVALID_INPUT in every row)"
+            )
         return _eval(exp.cast(node.this.copy(), "DATE"), t)
     if isinstance(node, exp.DateDiff):
         end, start = _eval(node.this, t), _eval(node.expression, t)
@@ -924,6 +935,8 @@ def _date_function(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.TsOrDsAdd):
         if (node.args.get("unit") or exp.var("DAY")).name.upper() != "DAY":
             raise WindowSpecError(f"unsupported expression {name}")
+        if pa.types.is_null(_eval(node.expression, t.schema.empty_table()).type):
+            return pa.scalar(None, pa.date32())  # a DATE (``d + NULL`` alone is a TIMESTAMP)
         start = exp.TsOrDsToDate(this=node.this.copy())
         return _eval(exp.Add(this=start, expression=exp.paren(node.expression.copy())), t)
     x = _eval(node.this, t)
@@ -936,16 +949,10 @@ def _date_function(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.StrToUnix):
         if pa.types.is_date32(x.type):  # midnight of the session's zone
             x = x.cast(pa.timestamp("us"))
-        return _floor_div(x.cast(pa.timestamp("us", tz=x.type.tz)).cast(pa.int64()), 1_000_000)
+        return pc.divide(x.cast(pa.timestamp("us", tz=x.type.tz)).cast(pa.int64()), 1_000_000)  # toward 0
     if pa.types.is_date32(x.type) and isinstance(node, (exp.Hour, exp.Minute, exp.Second)):
         x = x.cast(pa.timestamp("us"))  # Spark reads a DATE as its midnight: 0
     return _DATE_PARTS[type(node)](x).cast(pa.int32())
-
-
-def _floor_div(x, n: int):
-    """``x`` (BIGINTs) divided by ``n``, rounded down (Java's ``Math.floorDiv``). O(n)."""
-    q = pc.divide(x, n)  # Arrow's integer division truncates toward zero
-    return pc.if_else(pc.greater(pc.multiply(q, n), x), pc.subtract(q, 1), q)
 
 
 _STRING_FUNCTIONS = (exp.Upper, exp.Lower, exp.Length, exp.Trim, exp.Substring, exp.Concat, exp.DPipe)
@@ -982,6 +989,8 @@ def _string_function(node: exp.Expression, t: pa.Table):
     if isinstance(node, exp.Trim):
         chars = node.args.get("expression")
         chars = " " if chars is None else literal_value(chars, node.sql(dialect=DIALECT))
+        if chars is None:  # TRIM(BOTH NULL FROM s)
+            return pa.scalar(None, pa.string())
         position = (node.args.get("position") or "BOTH").upper()
         fn = {"LEADING": "utf8_ltrim", "TRAILING": "utf8_rtrim"}.get(position, "utf8_trim")
         return pc.call_function(fn, [x], pc.TrimOptions(chars))
@@ -1082,7 +1091,11 @@ def _substring(node: exp.Substring, x, t: pa.Table):
             raise WindowSpecError(
                 f"{node.sql(dialect=DIALECT)}: its position and length are INTs, not {sql_type(v.type)}"
             )
-    n = t.num_rows if not isinstance(x, pa.Scalar) else 1
+    given = [
+        _cast_operand(v, pa.int32(), node.sql(dialect=DIALECT)) if v.type == pa.int64() else v for v in given
+    ]
+    scalar = all(isinstance(v, pa.Scalar) for v in (x, *given))
+    n = 1 if scalar else t.num_rows
 
     def column(v):
         return [v.as_py()] * n if isinstance(v, pa.Scalar) else v.to_pylist()
@@ -1095,7 +1108,7 @@ def _substring(node: exp.Substring, x, t: pa.Table):
         start = pos - 1 if pos > 0 else len(s) + pos if pos < 0 else 0
         end = start + length
         out.append(s[max(start, 0) : end] if max(start, 0) < end else "")
-    return pa.scalar(out[0], pa.string()) if isinstance(x, pa.Scalar) else pa.array(out, pa.string())
+    return pa.scalar(out[0], pa.string()) if scalar else pa.array(out, pa.string())
 
 
 def _round(node: exp.Expression, t: pa.Table):

@@ -260,3 +260,12 @@ def test_an_interval_function_whose_type_spark_gives_other_fields_is_refused(tex
     or DAY TO SECOND only, so it refuses them, naming Spark's type, rather than give another type."""
     with pytest.raises(WindowSpecError, match=f"INTERVAL {spark_type};"):
         evaluate_expr(Expr.of(text), pa.table({"k": [1]}))
+
+
+def test_a_substring_position_past_int_fails_the_row_as_spark_s_cast_does():
+    """Spark casts a BIGINT position to INT and fails past its range (CAST_OVERFLOW, probed on
+    Spark 4.3); it was read as a position past the end."""
+    t = pa.table({"s": ["abc"], "p": pa.array([3_000_000_000], pa.int64())})
+    with pytest.raises(WindowRuntimeError, match="INT"):
+        evaluate_expr(Expr.of("substr(s, p)"), t)
+    assert evaluate_expr(Expr.of("substr(s, p - 2999999998)"), t).to_pylist() == ["bc"]

@@ -1112,6 +1112,17 @@ READINGS = [
     "unix_timestamp(ts) - lag(unix_timestamp(ts)) OVER (ORDER BY t)",
     "datediff(d, lag(d) OVER (ORDER BY t))",
     "count(*) FILTER (WHERE month(d) = 2) OVER (ORDER BY t)",
+    # found by probing: a constant string with column positions; seconds before 1970 cut toward
+    # zero; date_add of NULL days a DATE; a DECIMAL's plain text; TRIM of NULL characters
+    "lag(substr('abcdef', k - 3)) OVER (ORDER BY t)",
+    "lag(substring('abc', 2, k)) OVER (ORDER BY t)",
+    "lag(unix_timestamp(ts + INTERVAL '0.5' SECOND)) OVER (ORDER BY t)",
+    "lag(unix_timestamp(TIMESTAMP '1969-12-31 23:59:59.999999')) OVER (ORDER BY t)",
+    "lag(date_add(d, NULL)) OVER (ORDER BY t)",
+    "lag(CAST(CAST(m / 100000 AS DECIMAL(20, 10)) AS STRING)) OVER (ORDER BY t)",
+    "lag(concat(CAST(0.0000000001 AS DECIMAL(20, 10)), '|', CAST(n AS DECIMAL(20, 10)) * 0))"
+    " OVER (ORDER BY t)",
+    "lag(trim(BOTH NULL FROM s)) OVER (ORDER BY t)",
     # found by probing: negative scales past the type's digits are zeros; a 38-digit negative
     # DECIMAL literal keeps its digits; BIGINT beside DOUBLE rounds to a DOUBLE; DECIMAL(38, 38)
     # beside DECIMAL(38, 0) rounds half up
@@ -1193,6 +1204,9 @@ READINGS_REFUSED = [
     "lag(IF(k = 1, 1)) OVER (ORDER BY t)",
     "lag(1.7976931348623158e308) OVER (ORDER BY t)",
     "lag(-1234567890123456789012345678.90123456789) OVER (ORDER BY t)",
+    # a number as a DATE (it was read as a count of days)
+    "lag(CAST(k AS DATE)) OVER (ORDER BY t)",
+    "lag(year(k)) OVER (ORDER BY t)",
     # a CASE condition that is no BOOLEAN (it was a runtime error, not a refusal)
     "lag(CASE WHEN NULL THEN x ELSE 0 END) OVER (ORDER BY t)",
     "lag(CASE WHEN NULL THEN 1 WHEN k = 1 THEN 2 END) OVER (ORDER BY t)",
@@ -1328,6 +1342,8 @@ READINGS_CAST_REFUSED = [
     # LIKE patterns Spark fails on when it runs them: the escape before another character, or last
     "lag(s LIKE 'a!b' ESCAPE '!') OVER (ORDER BY t)",
     "lag(s LIKE 'ab!' ESCAPE '!') OVER (ORDER BY t)",
+    # TO_DATE of a number: Spark reads it as text and fails in every row
+    "lag(to_date(k)) OVER (ORDER BY t)",
 ]
 # calls Spark's ANSI mode fails when it runs them (ARITHMETIC_OVERFLOW): a WindowRuntimeError
 READINGS_FAILING = [
