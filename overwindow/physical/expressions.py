@@ -980,7 +980,7 @@ def _string_function(node: exp.Expression, t: pa.Table):
     x = _eval(node.this, t)
     if pa.types.is_null(x.type):
         return pa.scalar(None, pa.int32() if isinstance(node, exp.Length) else pa.string())
-    if not (pa.types.is_string(x.type) or pa.types.is_large_string(x.type)):
+    if kind_of(x.type) is not TypeFamily.STRING:
         raise WindowSpecError(
             f"{node.sql(dialect=DIALECT)} takes a STRING, not {sql_type(x.type)}: CAST it AS STRING first"
         )
@@ -1029,7 +1029,7 @@ def _like(node: exp.Expression, t: pa.Table):
     x = _eval(node.this, t)
     if pattern is None or pa.types.is_null(x.type):
         return pa.scalar(None, pa.bool_())
-    if not isinstance(pattern, str) or not (pa.types.is_string(x.type) or pa.types.is_large_string(x.type)):
+    if not isinstance(pattern, str) or kind_of(x.type) is not TypeFamily.STRING:
         raise WindowSpecError(f"{name}: LIKE compares a STRING with a STRING pattern")
     ilike = isinstance(node, exp.ILike)
     if ilike:
@@ -1069,7 +1069,7 @@ def _like_regex(pattern: str, escape: str, name: str) -> str:
 def _as_string(node: exp.Expression, value, t: pa.Table):
     """``node``'s ``value`` as CONCAT reads it: a string, or CAST(node AS STRING) (Spark casts the
     others)."""
-    if pa.types.is_string(value.type) or pa.types.is_large_string(value.type):
+    if kind_of(value.type) is TypeFamily.STRING:
         return value
     if pa.types.is_null(value.type):
         return pa.scalar(None, pa.string())
