@@ -21,7 +21,7 @@ Timestamps reach pandas UDFs as wall-clock times of the session time zone; the w
 reports is UTC milliseconds. The adapter converts the watermark into the key's wall-clock
 microseconds and wakeups back. Those wall-clock times are instants only in UTC (elsewhere an
 hour repeats where the offset falls back), so a stream with TIMESTAMP columns is refused in any other
-session zone (``session_time_zone``).
+session zone (``check_session_time_zone``), and the conversion is a change of unit.
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
 from overwindow.physical.expressions import check_fields, evaluate_expr, resolve_column
-from overwindow.physical.values import TypeFamily, kind_of
+from overwindow.physical.values import kind_of
 from overwindow.spark import compat, executors
 from overwindow.spark.boundary import (
     Companion,
+    check_session_time_zone,
     companions_of,
-    session_time_zone,
     to_arrow,
     to_pandas,
     with_interval_days,
@@ -196,11 +196,11 @@ def over_window(grouped, spec: OverWindow, keep=None):
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
     output_struct = _output_struct(input_struct, machine.output_schema)
-    tz = session_time_zone(df)
+    check_session_time_zone(df)
     companions = companions_of(input_schema)
     grouped = _with_companions(grouped, companions)
     counts = MachineCounts.of(df.sparkSession, keep)
-    run = _Runner(spec, input_schema, tz, watermarked, counts, companions, keys)
+    run = _Runner(spec, input_schema, watermarked, counts, companions, keys)
     if spec.state_layout == "chunked":
         _check_rocksdb(df.sparkSession, "stateLayout='chunked'")
         out = grouped.transformWithStateInPandas(
@@ -306,13 +306,12 @@ class _Runner:
         self,
         spec: OverWindow,
         schema: pa.Schema,
-        tz: str,
         watermarked: bool,
         counts=None,
         companions=(),
         keys: tuple[str, ...] = (),
     ):
-        self.spec, self.schema, self.tz, self.watermarked = spec, schema, tz, watermarked
+        self.spec, self.schema, self.watermarked = spec, schema, watermarked
         self.counts, self.companions, self.keys = counts, tuple(companions), tuple(keys)
         self._machine = None
         self._key_cache = None
@@ -327,7 +326,6 @@ class _Runner:
         return {
             "spec": self.spec,
             "schema": self.schema,
-            "tz": self.tz,
             "watermarked": self.watermarked,
             "counts": self.counts,
             "companions": [tuple(c) for c in self.companions],
@@ -336,7 +334,7 @@ class _Runner:
 
     def __setstate__(self, d):
         companions = [Companion(*c) for c in d["companions"]]
-        self.__init__(d["spec"], d["schema"], d["tz"], d["watermarked"], d["counts"], companions, d["keys"])
+        self.__init__(d["spec"], d["schema"], d["watermarked"], d["counts"], companions, d["keys"])
         self.spec.register_user_aggregates()
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
@@ -393,37 +391,22 @@ class _Runner:
             )
         return step
 
-    def _key(self) -> tuple[TypeFamily, str]:
-        """(type family, column) of the ORDER BY column the watermark applies to."""
+    def _temporal_key(self) -> bool:
+        """Whether the ORDER BY column the watermark applies to is a DATE or TIMESTAMP."""
         if self._key_cache is None:
             order = resolve_column(self.schema.empty_table(), self.spec.order_column)
-            self._key_cache = kind_of(self.schema.field(order).type), order
+            self._key_cache = kind_of(self.schema.field(order).type).is_temporal
         return self._key_cache
 
     def _to_key(self, utc_ms: int):
-        """A UTC watermark in the ORDER BY key's numbers (wall-clock microseconds)."""
-        kind, order = self._key()
-        if not kind.is_temporal:
-            return utc_ms
-        if self.tz in ("UTC", "Etc/UTC", "GMT", "Z") or kind is TypeFamily.DATE:
-            return int(utc_ms) * 1000  # wall clock is UTC: no time-zone arithmetic
-        ts = pd.Timestamp(utc_ms, unit="ms", tz="UTC")
-        if kind is TypeFamily.TIMESTAMP and self.schema.field(order).type.tz is None:
-            ts = ts.tz_convert(self.tz)
-        return int(ts.tz_localize(None).value // 1000)
+        """A UTC watermark in the ORDER BY key's numbers: microseconds for a DATE or TIMESTAMP key,
+        whose wall-clock times are UTC (``check_session_time_zone`` refuses any other session zone
+        for a stream with a TIMESTAMP), else as it is."""
+        return int(utc_ms) * 1000 if self._temporal_key() else utc_ms
 
     def _to_ms(self, key_micros) -> int:
-        kind, order = self._key()
-        if not kind.is_temporal:
-            return int(key_micros)
-        if self.tz in ("UTC", "Etc/UTC", "GMT", "Z") or kind is TypeFamily.DATE:
-            return -(-int(key_micros) // 1000)
-        ts = pd.Timestamp(int(key_micros) * 1000)
-        if kind is TypeFamily.TIMESTAMP and self.schema.field(order).type.tz is None:
-            ts = ts.tz_localize(self.tz, ambiguous=True, nonexistent="shift_forward")
-        else:
-            ts = ts.tz_localize("UTC")
-        return -(-ts.value // 1_000_000)
+        """A wakeup in the ORDER BY key's numbers as Spark's UTC milliseconds, rounded up."""
+        return -(-int(key_micros) // 1000) if self._temporal_key() else int(key_micros)
 
 
 class MachineCounts:

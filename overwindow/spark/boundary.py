@@ -56,10 +56,10 @@ def companions_of(schema: pa.Schema) -> tuple[Companion, ...]:
     return tuple(found)
 
 
-def session_time_zone(df) -> str:
-    """The session time zone (``spark.sql.session.timeZone``) of the DataFrame ``df``, in which
-    Spark's pandas conversion hands TIMESTAMP values to Python as wall-clock times and reads them
-    back. Refused with a WindowSpecError where ``df`` has a TIMESTAMP (TIMESTAMP_NTZ is not
+def check_session_time_zone(df) -> None:
+    """Check the session time zone (``spark.sql.session.timeZone``) of the DataFrame ``df``, in
+    which Spark's pandas conversion hands TIMESTAMP values to Python as wall-clock times and reads
+    them back. Refused with a WindowSpecError where ``df`` has a TIMESTAMP (TIMESTAMP_NTZ is not
     converted), also inside a struct, array or map, and the zone is not UTC at every instant: where
     the offset changes (daylight saving) an autumn hour repeats, so two instants become one
     wall-clock time (rows leave their order, a carried value moves by an hour) and an INTERVAL frame
@@ -78,7 +78,6 @@ def session_time_zone(df) -> str:
             "the offset falls back, so rows would change order and values); set "
             "spark.sql.session.timeZone to UTC for this query (the view job runs in UTC)"
         )
-    return tz
 
 
 def _zoned(t) -> bool:

@@ -42,7 +42,7 @@ from overwindow.spark.adapter import (
     check_watermark,
     is_watermarked,
 )
-from overwindow.spark.boundary import companions_of, session_time_zone, with_interval_days
+from overwindow.spark.boundary import check_session_time_zone, companions_of, with_interval_days
 from overwindow.spec import OverWindow
 from overwindow.streaming.assemble import ASIDE, PART, Assembler
 from overwindow.streaming.contract import CHANGE
@@ -108,11 +108,11 @@ def over_windows(
     buckets = first.key_buckets or DEFAULT_BUCKETS
     condition = None if qualify is None else Expr.of(qualify)
     assembler = Assembler.of(groups, input_schema, watermarked, condition, computed)
-    tz = session_time_zone(df)
+    check_session_time_zone(df)
     companions = companions_of(input_schema)
     counts = MachineCounts.of(df.sparkSession, keep)
     runners = [
-        _PartRunner(spec, input_schema, tz, flag, counts, companions, keys)
+        _PartRunner(spec, input_schema, flag, counts, companions, keys)
         for (keys, spec), flag in zip(groups, watermarked)
     ]
     parts_schema = pa.schema(
