@@ -117,7 +117,7 @@ def child(mode: str, src: Path, work: Path, out: Path, options: dict) -> None:
         *CALLS,
         emit=mode,
         rowKey="rid",
-        keyBuckets=options["buckets"],
+        keyBuckets=options["buckets"] or "per key",
         stateTtl=options["ttl"],
         stateLayout=layout,
     )

@@ -28,7 +28,8 @@ watermark is ``withWatermark("ts", "<--delay> seconds")`` in every variant; the 
   the history ``ROWS 100 PRECEDING`` needs. The floor for carrying that state, without overwindow.
 - ``handwritten``: what a user writes today instead: an applyInPandasWithState function for exactly
   these two calls in numpy, emitted on window close (``benchmarks/handwritten.py``).
-- ``window_close``: ``groupBy("k").overWindow(OverWindow(SUM, LAG, rowKey="rid"))``, append mode.
+- ``window_close``: ``groupBy("k").overWindow(OverWindow(SUM, LAG, rowKey="rid", keyBuckets="per key"))``,
+  append mode.
 - ``on_update``: the same calls with ``emit="on_update"``, update mode.
 
 All variants run in one Spark session (the tests' settings: local[2], 2 shuffle partitions, UTC,
@@ -134,8 +135,9 @@ def build(spark, variant: str, src: str, delay_s: int, files_per_trigger: int):
     if variant == "handwritten":
         return handwritten(grouped), "append"
     if variant == "window_close":
-        return grouped.overWindow(overwindow.OverWindow(*CALLS, rowKey="rid")), "append"
-    return grouped.overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid")), "update"
+        return grouped.overWindow(overwindow.OverWindow(*CALLS, rowKey="rid", keyBuckets="per key")), "append"
+    spec = overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid", keyBuckets="per key")
+    return grouped.overWindow(spec), "update"
 
 
 def run_query(spark, variant: str, src: str, chk: str, delay_s: int, files_per_trigger: int) -> dict:

@@ -25,7 +25,8 @@ with ``maxFilesPerTrigger=1``:
 
 - ``passthrough``: the no-op applyInPandasWithState (one byte of state per key, append mode,
   event-time timeouts): the floor of any per-key Python function;
-- ``window_close`` / ``on_update``: ``overWindow(OverWindow(*CALLS, rowKey="rid"))`` in each mode;
+- ``window_close`` / ``on_update``: ``overWindow(OverWindow(*CALLS, rowKey="rid", keyBuckets="per key"))``
+  in each mode;
 - ``passthrough_bucketed`` / ``tws_passthrough_bucketed``: the same no-op grouped by
   ``pmod(xxhash64(k), 64)``, on applyInPandasWithState and on transformWithStateInPandas (RocksDB;
   one byte of state per bucket): the floors of the two bucketed hostings, Spark's cost per
@@ -166,16 +167,17 @@ def spark_variant(grouped, events, name: str):
             return passthrough(bucketed.groupBy("b"), bucketed.schema, "append"), "append"
         return tws_passthrough(bucketed.groupBy("b"), bucketed.schema), "update"
     if name == "window_close":
-        return grouped.overWindow(overwindow.OverWindow(*CALLS, rowKey="rid")), "append"
+        return grouped.overWindow(overwindow.OverWindow(*CALLS, rowKey="rid", keyBuckets="per key")), "append"
     if name in ("window_close_bucketed", "window_close_chunked_bucketed"):
         layout = "chunked" if "chunked" in name else "whole"
         spec = overwindow.OverWindow(*CALLS, rowKey="rid", keyBuckets=BUCKETS, stateLayout=layout)
         return grouped.overWindow(spec), "append"
     if name == "on_update":
-        return grouped.overWindow(overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid")), "update"
+        spec = overwindow.OverWindow(*CALLS, emit="on_update", rowKey="rid", keyBuckets="per key")
+        return grouped.overWindow(spec), "update"
     if name in ("on_update_bucketed", "on_update_chunked", "on_update_chunked_bucketed"):
         layout = "chunked" if "chunked" in name else "whole"
-        buckets = BUCKETS if name.endswith("bucketed") else None
+        buckets = BUCKETS if name.endswith("bucketed") else "per key"
         spec = overwindow.OverWindow(
             *CALLS, emit="on_update", rowKey="rid", keyBuckets=buckets, stateLayout=layout
         )

@@ -10,6 +10,7 @@ without data is checked here, in SQL words.
 
 from __future__ import annotations
 
+import copy
 import datetime
 import decimal
 import math
@@ -28,6 +29,10 @@ from overwindow.logical.parse import parse_window
 
 EMIT_MODES = ("on_window_close", "on_update")
 STATE_LAYOUTS = ("whole", "chunked")
+# keyBuckets not given: this many buckets where the state is bounded by the watermark (``hosted``;
+# docs/many-keys.md: from 1,000 keys on faster than any per-key hosting); PER_KEY: a state per key
+DEFAULT_KEY_BUCKETS = 64  # at most 127: chosen buckets are a TINYINT grouping key (adapter.over_window)
+PER_KEY = "per key"
 # output columns the machines and sinks add (the change marker, the row identity) and the prefix of
 # the columns they use inside; compared without case, as Spark and SQLite compare names
 RESERVED_NAMES = ("_change", "_row_id")
@@ -60,10 +65,12 @@ class OverWindow:
     ``maxRowsPerKey``: the most rows one partition (groupBy key) may hold in state; a step that
     leaves more fails naming the bound and the key (None: no bound).
     ``keyBuckets``: hash the groupBy keys into this many buckets and serve all the keys of a bucket
-    with one state and one Python call per micro-batch, so the cost follows rows rather than keys
-    (None: one state and one call per key); with the chunked layout, a bucket keeps each key's
-    index, chunks and row identities as entries of its own, and a call reads only the keys it
-    steps. Fixed for a checkpoint's life.
+    with one state and one Python call per micro-batch, so the cost follows rows rather than keys;
+    ``"per key"``: one state and one call per key; not given: ``DEFAULT_KEY_BUCKETS`` buckets where
+    the state is bounded by the watermark (emit on window close; emit on update with a watermark on
+    the whole layout) and the keys are columns, else a state per key (``hosted``). With the chunked
+    layout, a bucket keeps each key's index, chunks and row identities as entries of its own, and a
+    call reads only the keys it steps. Fixed for a checkpoint's life.
     ``stateTtl`` (emit on window close): forget a partition once the watermark is more than this
     past its newest row: rows still waiting for later rows are emitted as at the end of input
     (``lead`` NULL, frames cut) and its state is removed; a later row of its key starts it anew
@@ -86,7 +93,7 @@ class OverWindow:
         opColumn: str | None = None,
         stateLayout: str = "whole",
         maxRowsPerKey: int | None = None,
-        keyBuckets: int | None = None,
+        keyBuckets: int | str | None = None,
         stateTtl=None,
         qualify: str | None = None,
     ):
@@ -133,10 +140,14 @@ class OverWindow:
         ):
             raise WindowSpecError(f"maxRowsPerKey must be a positive integer, got {maxRowsPerKey!r}")
         self.max_rows_per_key = maxRowsPerKey
-        if keyBuckets is not None:
+        if keyBuckets is not None and keyBuckets != PER_KEY:
             if isinstance(keyBuckets, bool) or not isinstance(keyBuckets, int) or keyBuckets < 1:
-                raise WindowSpecError(f"keyBuckets must be a positive integer, got {keyBuckets!r}")
-        self.key_buckets = keyBuckets
+                raise WindowSpecError(
+                    f'keyBuckets must be a positive integer or "{PER_KEY}", got {keyBuckets!r}'
+                )
+        # None: a state per key; ``buckets_given``: keyBuckets was given (else ``hosted`` chooses)
+        self.key_buckets = None if keyBuckets == PER_KEY else keyBuckets
+        self.buckets_given = keyBuckets is not None
         self.state_ttl = _state_ttl(stateTtl)
         if self.state_ttl is not None and emit != "on_window_close":
             raise WindowSpecError(
@@ -145,11 +156,11 @@ class OverWindow:
                 "instead (its state per key stays until the key gets rows again)"
             )
         if stateLayout == "chunked" and emit == "on_window_close":
-            if keyBuckets is None:
+            if keyBuckets == PER_KEY:
                 raise WindowSpecError(
                     "stateLayout='chunked' on emit on window close keeps each key's history as an "
-                    "entry of its key bucket: give keyBuckets too (a state per key already holds only "
-                    "its own rows)"
+                    f'entry of its key bucket: it needs keyBuckets, not "{PER_KEY}" (a state per key '
+                    "already holds only its own rows)"
                 )
             if self.state_ttl is not None:
                 raise WindowSpecError(
@@ -179,6 +190,33 @@ class OverWindow:
             for c in self.calls
             if user_aggregate_class(c.function) is not None
         }
+
+    def hosted(self, watermarked: bool, by_columns: bool) -> OverWindow:
+        """The spec as a query runs it: keyBuckets as given, or where not given
+        ``DEFAULT_KEY_BUCKETS`` when the state is bounded by the watermark (emit on window close;
+        emit on update with a watermark, ``watermarked``, on the whole layout) and the groupBy keys
+        are columns (``by_columns``; the chunked layout on window close always runs on buckets), else
+        a state per key. Emit on update without a watermark holds every live row, which a bucket
+        would move whole every micro-batch; the chunked layout on update steps key by key on buckets
+        (docs/many-keys.md). O(1).
+
+        >>> OverWindow("lag(x) OVER (ORDER BY t) AS p").hosted(True, True).key_buckets
+        64
+        >>> OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update").hosted(False, True).key_buckets
+        >>> OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets="per key").hosted(True, True).key_buckets
+        """
+        bounded = self.emit == "on_window_close" or (watermarked and self.state_layout == "whole")
+        needed = self.emit == "on_window_close" and self.state_layout == "chunked"
+        if self.buckets_given or self.key_buckets or not bounded or not (by_columns or needed):
+            return self
+        out = copy.copy(self)
+        out.key_buckets = DEFAULT_KEY_BUCKETS
+        return out
+
+    @property
+    def buckets_chosen(self) -> bool:
+        """Whether this spec runs on buckets ``hosted`` chose (keyBuckets not given)."""
+        return bool(self.key_buckets) and not self.buckets_given
 
     def check_columns(self, names, what: str = "an input column") -> None:
         """Refuses names the output keeps for itself (``_change``, ``_row_id``, ``__ow_...``)."""
@@ -226,6 +264,8 @@ class OverWindow:
     def __repr__(self) -> str:
         layout = f", stateLayout={self.state_layout!r}" if self.state_layout != "whole" else ""
         buckets = f", keyBuckets={self.key_buckets}" if self.key_buckets else ""
+        if self.buckets_given and not self.key_buckets:
+            buckets = f", keyBuckets={PER_KEY!r}"
         ttl = f", stateTtl={str(self.state_ttl)!r}" if self.state_ttl is not None else ""
         qualify = f", qualify={self.qualify.sql!r}" if self.qualify is not None else ""
         calls = ", ".join(repr(str(e)) for e in self.expressions)

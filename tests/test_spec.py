@@ -2,6 +2,8 @@
 alias ``_change`` was taken for the change marker (window close: the column vanished and rows whose
 value read "delete" were dropped by the sink); and options out of their range (keyBuckets)."""
 
+import re
+
 import pytest
 
 from overwindow import OverWindow, WindowSpecError
@@ -23,7 +25,8 @@ def test_input_columns_are_checked_by_name_without_case():
 
 @pytest.mark.parametrize("buckets", [0, -3, 1.5, True, "8"])
 def test_key_buckets_is_a_positive_integer(buckets):
-    with pytest.raises(WindowSpecError, match=f"keyBuckets must be a positive integer, got {buckets!r}"):
+    words = f'keyBuckets must be a positive integer or "per key", got {buckets!r}'
+    with pytest.raises(WindowSpecError, match=re.escape(words)):
         OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets=buckets)
 
 
@@ -40,3 +43,33 @@ def test_a_null_range_offset_is_refused_on_a_stream(emit):
     streaming machines do not, and say so when the spec is built."""
     with pytest.raises(WindowSpecError, match="NULL or NaN RANGE offset"):
         OverWindow("sum(x) OVER (ORDER BY t RANGE BETWEEN NULL PRECEDING AND CURRENT ROW) AS r", emit=emit)
+
+
+@pytest.mark.parametrize(
+    "options, watermarked, by_columns, hosted",
+    [
+        ({}, True, True, 64),  # window close: its state is bounded by the watermark
+        ({}, True, False, None),  # groupBy over a computed key: the key is in no row
+        ({"stateLayout": "chunked"}, True, False, 64),  # splits a bucket's state: always on buckets
+        ({"emit": "on_update"}, True, True, 64),
+        ({"emit": "on_update"}, False, True, None),  # every live row held: a bucket moves them all
+        ({"emit": "on_update", "stateLayout": "chunked"}, True, True, None),  # steps key by key
+        ({"keyBuckets": 8}, True, True, 8),
+        ({"keyBuckets": 8, "emit": "on_update"}, False, True, 8),
+        ({"keyBuckets": "per key"}, True, True, None),
+    ],
+)
+def test_key_buckets_not_given_are_chosen_where_the_watermark_bounds_the_state(
+    options, watermarked, by_columns, hosted
+):
+    """keyBuckets not given: the default buckets wherever the main job would choose them (a state
+    bounded by the watermark, on the whole layout or split on window close); given, as given."""
+    calls = ["lag(x) OVER (ORDER BY t) AS p"]
+    spec = OverWindow(*calls, rowKey="id", **options)
+    assert spec.hosted(watermarked, by_columns).key_buckets == hosted
+
+
+def test_a_state_per_key_asked_for_prints_as_asked():
+    assert repr(OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets="per key")).endswith(
+        "emit='on_window_close', keyBuckets='per key')"
+    )

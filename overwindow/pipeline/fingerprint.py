@@ -106,7 +106,7 @@ def started_key_buckets(checkpoint: str):
     one started before fingerprints were kept), or None for a checkpoint not started (or on a
     remote file system, which is not read here: a remote checkpoint started per key by an older
     overwindow needs ``key_buckets = "per key"``)."""
-    from overwindow.pipeline.view import PER_KEY
+    from overwindow.spec import PER_KEY
 
     if is_uri(checkpoint) or not _started(checkpoint):
         return None

@@ -56,7 +56,7 @@ else:  # pragma: no cover
 from overwindow.errors import WindowSpecError
 from overwindow.spark.boundary import utc_always
 from overwindow.spark.select import Query, key_column, parse_query, query_groups
-from overwindow.spec import EMIT_MODES, STATE_LAYOUTS, OverWindow
+from overwindow.spec import DEFAULT_KEY_BUCKETS, EMIT_MODES, PER_KEY, STATE_LAYOUTS, OverWindow
 
 SOURCES = ("files", "kafka")
 FILE_FORMATS = ("json", "parquet", "csv")
@@ -64,13 +64,6 @@ STARTING_OFFSETS = ("earliest", "latest")
 KAFKA_READERS = ("auto", "spark", "python")  # Spark's connector if present, else ours; only one; only ours
 SINKS = ("sqlite", "postgres", "parquet", "console")
 ENVELOPES = ("none", "debezium")  # [source] envelope: rows as they are, or Debezium change events
-
-
-# a view hosts this many buckets of keys unless it says otherwise, where its state is bounded by the
-# watermark (``_key_buckets``; docs/many-keys.md: from 1,000 keys on, faster than any per-key
-# hosting); "per key": one state per key
-DEFAULT_KEY_BUCKETS = 64
-PER_KEY = "per key"
 
 
 class ViewFileError(ValueError):
@@ -644,20 +637,17 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     return view
 
 
-def _key_buckets(view: View, given, layout: str) -> int | None:
-    """[view] key_buckets as OverWindow's ``keyBuckets`` (None: a state per key): the number given,
-    None for "per key"; not given, for emit on window close and for emit on update with a
-    [watermark] on the whole state layout (state bounded by the watermark), what the view's
-    checkpoint was started with, or ``DEFAULT_KEY_BUCKETS`` for a new one (a started checkpoint's
-    state cannot change hosting). Emit on update without a watermark holds every live row: a
-    bucket's state would carry all its keys' rows through every micro-batch, so it stays per key.
-    The chunked layout stays per key: on buckets it measured no faster (docs/many-keys.md, section
-    8, fourth increment: its machine's step per key, not Spark's per-group cost, dominates)."""
-    if given == PER_KEY:
-        return None
+def _key_buckets(view: View, given, layout: str) -> int | str:
+    """[view] key_buckets as OverWindow's ``keyBuckets``: the number given, or ``PER_KEY``; not
+    given, where ``OverWindow.hosted`` would choose buckets (emit on window close, emit on update
+    with a [watermark] on the whole state layout), what the view's checkpoint was started with, or
+    ``DEFAULT_KEY_BUCKETS`` for a new one (a started checkpoint's state cannot change hosting), and
+    elsewhere ``PER_KEY``, as ``hosted`` chooses. The chunked layout on update stays per key: on
+    buckets it measured no faster (docs/many-keys.md, section 8, fourth increment: its machine's
+    step per key, not Spark's per-group cost, dominates)."""
     bounded = view.emit == "on_window_close" or (view.watermark is not None and layout == "whole")
     if given is not None or not bounded:
-        return given
+        return PER_KEY if given is None else given
     from overwindow.pipeline.fingerprint import started_key_buckets
 
     started = started_key_buckets(view.checkpoint)
@@ -667,7 +657,7 @@ def _key_buckets(view: View, given, layout: str) -> int | None:
             f"a new checkpoint would hash the keys into {DEFAULT_KEY_BUCKETS} buckets (key_buckets), "
             "which costs far less with many keys"
         )
-        return None
+        return PER_KEY
     return DEFAULT_KEY_BUCKETS if started is None else started
 
 

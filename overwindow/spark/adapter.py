@@ -188,11 +188,24 @@ def over_window(grouped, spec: OverWindow, keep=None):
     spec.check_columns(input_struct.names)
     input_schema = _arrow_schema(input_struct)
     keys = ()
+    if _ALL not in df.columns:  # groupBy(...): keyBuckets as given, or chosen (OverWindow.hosted)
+        named = _grouping_columns(grouped, input_struct.names)
+        spec = spec.hosted(watermarked, named is not None)
     if spec.key_buckets and _ALL not in df.columns:
-        keys = _grouping_columns(grouped, input_struct.names)
-        grouped = df.withColumn(
-            _BUCKET, F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(spec.key_buckets))
-        ).groupBy(_BUCKET)
+        if named is None:
+            raise WindowSpecError(
+                "keyBuckets needs groupBy over columns of the stream by name; add computed keys with "
+                "withColumn(...) and group by those columns"
+            )
+        keys = named
+        bucket = F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(spec.key_buckets))
+        if spec.buckets_chosen:
+            # a TINYINT: Spark refuses a checkpoint's state under another type of grouping key, so a
+            # checkpoint an older overwindow started per key (say by a BIGINT that never equals a
+            # bucket number: every window would restart silently) is refused, unless it was keyed
+            # by a lone TINYINT; keyBuckets given keeps the BIGINT bucket its checkpoints have
+            bucket = bucket.cast("tinyint")
+        grouped = df.withColumn(_BUCKET, bucket).groupBy(_BUCKET)
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
     output_struct = _output_struct(input_struct, machine.output_schema)
@@ -256,9 +269,9 @@ def _with_companions(grouped, companions: tuple[Companion, ...]):
     return GroupedData(jgd, df)
 
 
-def _grouping_columns(grouped, names: list[str]) -> tuple[str, ...]:
-    """The columns ``grouped`` groups by, by name; keyBuckets needs the key in every row, so a
-    grouping by a computed expression is refused (select it as a column first)."""
+def _grouping_columns(grouped, names: list[str]) -> tuple[str, ...] | None:
+    """The columns ``grouped`` groups by, by name; None when it groups by a computed expression
+    (keyBuckets needs the key in every row: select it as a column first)."""
     if compat.is_connect(grouped._df):
         found = [getattr(c._expr, "_unparsed_identifier", None) for c in grouped._grouping_cols]
     else:
@@ -269,10 +282,7 @@ def _grouping_columns(grouped, names: list[str]) -> tuple[str, ...]:
             named = e.getClass().getSimpleName() in ("AttributeReference", "UnresolvedAttribute")
             found.append(e.name() if named else None)
     if not found or not all(f in names for f in found):
-        raise WindowSpecError(
-            "keyBuckets needs groupBy over columns of the stream by name; add computed keys with "
-            "withColumn(...) and group by those columns"
-        )
+        return None
     return tuple(found)
 
 

@@ -43,7 +43,7 @@ from overwindow.spark.adapter import (
     is_watermarked,
 )
 from overwindow.spark.boundary import check_session_time_zone, companions_of, with_interval_days
-from overwindow.spec import OverWindow
+from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow
 from overwindow.streaming.assemble import ASIDE, PART, Assembler
 from overwindow.streaming.contract import CHANGE
 from overwindow.streaming.identity import row_hash
@@ -51,7 +51,6 @@ from overwindow.streaming.identity import row_hash
 _BUCKET = "__overwindow_bucket"  # the bucket of the row's key in its window group
 _ROWS = "__overwindow_rows"  # the bucket of the row's identity, for the second operator
 _PARTS = "__overwindow_parts"  # an Arrow IPC stream of parts, all of one row bucket
-DEFAULT_BUCKETS = 64
 
 
 def over_windows(
@@ -105,7 +104,7 @@ def over_windows(
                 f"{what} need PARTITION BY over columns of the stream by name; add `{missing[0]}` "
                 "as a column (withColumn or a computed column in the SELECT list) first"
             )
-    buckets = first.key_buckets or DEFAULT_BUCKETS
+    buckets = first.key_buckets or DEFAULT_KEY_BUCKETS
     condition = None if qualify is None else Expr.of(qualify)
     assembler = Assembler.of(groups, input_schema, watermarked, condition, computed)
     check_session_time_zone(df)

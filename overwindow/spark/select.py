@@ -64,7 +64,7 @@ def select(
     opColumn: str | None = None,
     stateLayout: str = "whole",
     maxRowsPerKey: int | None = None,
-    keyBuckets: int | None = None,
+    keyBuckets: int | str | None = None,
     stateTtl=None,
     qualify: str | None = None,
     _keep=None,

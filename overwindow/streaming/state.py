@@ -152,12 +152,18 @@ class OnUpdateMeta(StateMeta):
 
 
 def buckets_changed(written: int | None, written_keys, running: int | None, keys) -> StateFormatError:
-    """The error for a state written with other keyBuckets (or keys) than the query now runs."""
+    """The error for a state written with other keyBuckets (or keys) than the query now runs (None:
+    a state per key, which ``keyBuckets`` spells ``"per key"``).
+
+    >>> print(str(buckets_changed(None, (), 64, ("k",))).split(" (keys")[0])
+    this state was written with keyBuckets="per key"
+    """
+    was, now = (b if b else '"per key"' for b in (written, running))
     return StateFormatError(
-        f"this state was written with keyBuckets={written} (keys {tuple(written_keys)}) "
-        f"and the query now runs keyBuckets={running} (keys {tuple(keys)}): its keys would "
-        "land in other states; keep keyBuckets as the checkpoint was started, or start the "
-        "query from a new checkpoint"
+        f"this state was written with keyBuckets={was} (keys {tuple(written_keys)}) "
+        f"and the query now runs keyBuckets={now} (keys {tuple(keys)}): its keys would "
+        f"land in other states; keep keyBuckets={was} as the checkpoint was started (OverWindow's "
+        "keyBuckets, a view's key_buckets), or start the query from a new checkpoint"
     )
 
 

@@ -37,7 +37,8 @@ def main(src: str, work: str) -> None:
         .withWatermark("ts", "5 seconds")
     )
     calls = ("sum(x) OVER (ORDER BY ts ROWS 1 PRECEDING) AS s", "lag(x) OVER (ORDER BY ts) AS p")
-    for hosting, buckets in (("per_key", None), ("bucketed", 2)):
+    # a state per key, keys in 2 buckets, and the buckets chosen without keyBuckets
+    for hosting, buckets in (("per_key", "per key"), ("bucketed", 2), ("chosen", None)):
         window_close(
             spark,
             events,

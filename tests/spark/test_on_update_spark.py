@@ -89,7 +89,7 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
             rowKey="id",
             opColumn="op",
             stateLayout="chunked" if chunked else "whole",
-            keyBuckets=3 if bucketed else None,
+            keyBuckets=3 if bucketed else "per key",
         )
         q = (
             events.groupBy("k")
@@ -144,9 +144,9 @@ def test_a_chunked_checkpoint_started_per_key_is_refused_on_buckets(spark, tmp_p
         q.awaitTermination()
 
     _write(src, rows[:6], 0)
-    run(None)
+    run("per key")
     _write(src, rows[6:], 1)
-    refused = r"written with keyBuckets=None \(keys \(\)\) and the query now runs keyBuckets=3"
+    refused = r'written with keyBuckets="per key" \(keys \(\)\) and the query now runs keyBuckets=3'
     with pytest.raises(Exception, match=refused):
         run(3)
 

@@ -50,8 +50,9 @@ def test_over_window_through_spark_connect(no_spark, tmp_path):
         .set_index("rid")
     )
     # final watermark 00:00:34: rows at or below it are closed (no frame looks ahead); every hosting
-    # (a state per key, keys in buckets; on 4.1+ also split state on buckets, on RocksDB)
-    window_close = ("per_key", "bucketed")
+    # (a state per key, keys in buckets given and chosen; on 4.1+ also split state on buckets, on
+    # RocksDB)
+    window_close = ("per_key", "bucketed", "chosen")
     if compat.version() >= compat.CONNECT_TRANSFORM_WITH_STATE:
         window_close += ("bucketed_chunked",)
     for hosting in window_close:

@@ -127,13 +127,14 @@ COLUMNS = ("diff", "avg3", "s1", "nxt", "c20", "rn")
 
 
 # hostings: a state per key, and keys hashed into buckets (fewer buckets than keys, so buckets hold
-# several keys and some keys get no rows in a micro-batch)
-HOSTINGS = pytest.mark.parametrize("buckets", [None, 2], ids=["per_key", "bucketed"])
+# several keys and some keys get no rows in a micro-batch); without keyBuckets (``_start``'s
+# default) the query runs on the 64 buckets it chooses
+HOSTINGS = pytest.mark.parametrize("buckets", ["per key", 2], ids=["per_key", "bucketed"])
 # and the split state on buckets (transformWithStateInPandas: pending rows per bucket, each key's
 # history an entry, a timer per bucket)
 LAYOUTS = pytest.mark.parametrize(
     "buckets, layout",
-    [(None, "whole"), (2, "whole"), (2, "chunked")],
+    [("per key", "whole"), (2, "whole"), (2, "chunked")],
     ids=["per_key", "bucketed", "bucketed_chunked"],
 )
 
@@ -251,6 +252,44 @@ def test_late_rows_are_dropped_not_mixed_in(spark, tmp_path, buckets, layout, re
     assert not set(emitted["rid"]) & {r["rid"] for r in late}
     closed, expected = _expected(first + fresh, calls)
     _assert_matches(emitted, closed, expected, ("s",))
+
+
+def test_without_key_buckets_the_query_chooses_buckets_and_refuses_a_checkpoint_started_per_key(
+    spark, tmp_path
+):
+    """keyBuckets not given: 40 keys share at most 64 bucket states; a checkpoint started per key
+    (as an older overwindow did without keyBuckets) is refused in Spark's words rather than read as
+    buckets. The keys are BIGINTs none of which is a bucket number, so read as buckets no state would
+    have met its key and every window would have started afresh; with keyBuckets="per key" the
+    query goes on. Oracle: the batch evaluator over all rows."""
+    rng = np.random.default_rng(17)
+    src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
+    os.makedirs(src)
+    schema = SCHEMA.replace("k INT", "k BIGINT")
+    calls = ("x - lag(x) OVER (ORDER BY ts) AS diff", "avg(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS a")
+
+    def rows(start_s):
+        return [dict(r, k=1_000_000 + r["k"]) for r in _rows(rng, 120, start_s, keys=40)]
+
+    first, second = rows(0), rows(400)
+
+    def state_rows(q):
+        return max(op.numRowsTotal for p in q.recentProgress for op in p.stateOperators)
+
+    _write(src, first, 0)
+    per_key = _start(spark, src, chk, out, calls, schema=schema, buckets="per key")
+    assert state_rows(per_key) == len({r["k"] for r in first})
+    _write(src, second, 1)
+    with pytest.raises(Exception, match="STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"):
+        _start(spark, src, chk, out, calls, schema=schema)
+    _start(spark, src, chk, out, calls, schema=schema, buckets="per key")
+    closed, expected = _expected(first + second, calls)
+    _assert_matches(_emitted(spark, out), closed, expected, ("diff", "a"))
+
+    chk2, out2 = str(tmp_path / "chk2"), str(tmp_path / "out2")
+    chosen = _start(spark, src, chk2, out2, calls, schema=schema, maxFilesPerTrigger=1)
+    assert 0 < state_rows(chosen) < len({r["k"] for r in first + second})
+    _assert_matches(_emitted(spark, out2), closed, expected, ("diff", "a"))
 
 
 def test_seed_examples_price_diff_and_previous_orders(spark, tmp_path):
@@ -388,7 +427,7 @@ def test_a_session_time_zone_other_than_utc_is_refused_utc_equals_batch(spark, r
         stream = (
             spark.readStream.schema(schema).parquet(str(tmp_path / "src")).withWatermark("ts", "0 seconds")
         )
-        for zone, buckets in (("-05:00", None), ("America/New_York", None), ("America/New_York", 4)):
+        for zone, buckets in (("-05:00", "per key"), ("America/New_York", None), ("America/New_York", 4)):
             spark.conf.set("spark.sql.session.timeZone", zone)
             with pytest.raises(WindowSpecError, match=f"{zone}.*UTC"):
                 stream.groupBy("k").overWindow(

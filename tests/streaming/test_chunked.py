@@ -295,8 +295,8 @@ def test_chunked_layout_is_refused_for_unbounded_reach():
         with pytest.raises(WindowSpecError, match=f"stateLayout=.chunked.*{re.escape(words)}"):
             OverWindow(call, emit="on_update", stateLayout="chunked")
     # on window close the chunked layout splits a bucket's state: it needs keyBuckets
-    with pytest.raises(WindowSpecError, match="give keyBuckets too"):
-        OverWindow("lag(x) OVER (ORDER BY t) AS l", stateLayout="chunked")
+    with pytest.raises(WindowSpecError, match='needs keyBuckets, not "per key"'):
+        OverWindow("lag(x) OVER (ORDER BY t) AS l", stateLayout="chunked", keyBuckets="per key")
     with pytest.raises(WindowSpecError, match="stateLayout must be one of whole, chunked"):
         OverWindow("lag(x) OVER (ORDER BY t) AS l", emit="on_update", stateLayout="pieces")
 
@@ -399,7 +399,8 @@ def test_a_chunked_state_written_with_buckets_is_refused_under_other_buckets_or_
 
     bucket = MemoryBucket()
     machine(4, ("k",)).step(bucket, rows)
-    words = rf"written with keyBuckets=4 \(keys \('k',\)\) .* now runs keyBuckets={then}"
+    shown = then or '"per key"'
+    words = rf"written with keyBuckets=4 \(keys \('k',\)\) .* now runs keyBuckets={shown}"
     later = machine(then, keys)
     held = MemoryChunks() if then is None else MemoryBucket()
     if then is None:
@@ -417,5 +418,5 @@ def test_a_chunked_state_written_with_buckets_is_refused_under_other_buckets_or_
     machine(None, ()).step(per_key, rows)
     continued = MemoryBucket()
     continued.meta = per_key.index
-    with pytest.raises(StateFormatError, match=r"written with keyBuckets=None \(keys \(\)\)"):
+    with pytest.raises(StateFormatError, match=r'written with keyBuckets="per key" \(keys \(\)\)'):
         machine(4, ("k",)).step(continued, rows)

@@ -494,12 +494,14 @@ def test_a_state_written_with_buckets_is_refused_under_other_buckets_or_keys(the
     written = machine_for(OverWindow(call, emit="on_update", rowKey="id", keyBuckets=4), schema, keys=("k",))
     state = written.step(None, rows).state
     later = machine_for(OverWindow(call, emit="on_update", rowKey="id", keyBuckets=then), schema, keys=keys)
+    shown = then or '"per key"'
     with pytest.raises(
-        StateFormatError, match=rf"written with keyBuckets=4 \(keys \('k',\)\) .* now runs keyBuckets={then}"
+        StateFormatError,
+        match=rf"written with keyBuckets=4 \(keys \('k',\)\) .* now runs keyBuckets={shown}",
     ):
         later.step(state, None)
     per_key = machine_for(OverWindow(call, emit="on_update", rowKey="id"), schema).step(None, rows).state
-    with pytest.raises(StateFormatError, match=r"written with keyBuckets=None \(keys \(\)\)"):
+    with pytest.raises(StateFormatError, match=r'written with keyBuckets="per key" \(keys \(\)\)'):
         written.step(per_key, None)
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from test_window_close import CALLS, SCHEMA, STREAMS, _check, _stream
 
 from overwindow.errors import WindowSpecError
-from overwindow.spec import OverWindow
+from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow
 from overwindow.streaming.contract import END_OF_INPUT
 from overwindow.streaming.driver import Driver
 from overwindow.streaming.state import StateFormatError
@@ -147,8 +147,11 @@ def test_a_step_reads_only_the_keys_it_releases():
 
 
 def test_the_layout_is_refused_where_it_cannot_run():
-    with pytest.raises(WindowSpecError, match="give keyBuckets too"):
-        OverWindow("lag(x) OVER (ORDER BY t) AS p", stateLayout="chunked")
+    """It splits a bucket's state: refused per key; without keyBuckets it runs on the default buckets."""
+    with pytest.raises(WindowSpecError, match='needs keyBuckets, not "per key"'):
+        OverWindow("lag(x) OVER (ORDER BY t) AS p", stateLayout="chunked", keyBuckets="per key")
+    chosen = OverWindow("lag(x) OVER (ORDER BY t) AS p", stateLayout="chunked")
+    assert chosen.hosted(watermarked=True, by_columns=False).key_buckets == DEFAULT_KEY_BUCKETS
     with pytest.raises(WindowSpecError, match="stateTtl runs on stateLayout='whole'"):
         OverWindow("lag(x) OVER (ORDER BY t) AS p", stateLayout="chunked", keyBuckets=4, stateTtl=10)
 
