@@ -33,6 +33,8 @@ with ``maxFilesPerTrigger=1``:
   micro-batch with any work in Python reduced to nothing;
 - ``window_close_bucketed`` / ``on_update_bucketed``: each mode with ``keyBuckets=64`` (one call
   and state per bucket);
+- ``window_close_chosen`` / ``on_update_chosen``: each mode without ``keyBuckets``: the hosting
+  ``overWindow`` chooses (64 buckets here, the watermark bounding both modes' state);
 - ``window_close_chunked_bucketed``: window close with ``stateLayout="chunked"`` and
   ``keyBuckets=64`` (``transformWithStateInPandas``: a bucket's pending rows in its value, each
   key's history an entry, read only when the key releases rows);
@@ -168,6 +170,10 @@ def spark_variant(grouped, events, name: str):
         return tws_passthrough(bucketed.groupBy("b"), bucketed.schema), "update"
     if name == "window_close":
         return grouped.overWindow(overwindow.OverWindow(*CALLS, rowKey="rid", keyBuckets="per key")), "append"
+    if name in ("window_close_chosen", "on_update_chosen"):  # no keyBuckets: what overWindow chooses
+        emit = "on_window_close" if name.startswith("window_close") else "on_update"
+        spec = overwindow.OverWindow(*CALLS, emit=emit, rowKey="rid")
+        return grouped.overWindow(spec), "append" if emit == "on_window_close" else "update"
     if name in ("window_close_bucketed", "window_close_chunked_bucketed"):
         layout = "chunked" if "chunked" in name else "whole"
         spec = overwindow.OverWindow(*CALLS, rowKey="rid", keyBuckets=BUCKETS, stateLayout=layout)
@@ -191,6 +197,8 @@ SPARK_VARIANTS = (
     "tws_passthrough_bucketed",
     "window_close",
     "window_close_bucketed",
+    "window_close_chosen",
+    "on_update_chosen",
     "window_close_chunked_bucketed",
     "on_update",
     "on_update_bucketed",
