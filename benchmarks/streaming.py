@@ -280,7 +280,8 @@ def function_for(variant: str):
 
     schema = _arrow_schema(spark_schema())
     emit = "on_window_close" if variant == "window_close" else "on_update"
-    return _Runner(overwindow.OverWindow(*CALLS, emit=emit, rowKey="rid"), schema, "UTC", True)
+    spec = overwindow.OverWindow(*CALLS, emit=emit, rowKey="rid", keyBuckets="per key")
+    return _Runner(spec, schema, watermarked=True)
 
 
 def micro_batches(args, work: Path) -> list[pa.Table]:
@@ -458,7 +459,8 @@ def render(args, spark_results: dict, harness: dict, total_s: float) -> str:
         "exactly these two calls, in numpy, emitting a row when the watermark passes it "
         "(`benchmarks/handwritten.py`: state an Arrow IPC blob of the waiting rows plus 100 rows of "
         "history; plain float sums). Window close's ratio to it is the cost of overwindow's generality.",
-        f'  - `window_close`: `overWindow(OverWindow({", ".join(repr(c) for c in CALLS)}, rowKey="rid"))`, '
+        f'  - `window_close`: `overWindow(OverWindow({", ".join(repr(c) for c in CALLS)}, rowKey="rid", '
+        'keyBuckets="per key"))`, '
         "append mode.",
         '  - `on_update`: the same calls with `emit="on_update"`, update mode.',
         "- Timing: one Spark session; every variant first runs once on a tiny input (2,000 rows) and once "

@@ -26,7 +26,7 @@ import pyarrow.csv as pv
 from overwindow.pipeline.job import run_view
 from overwindow.pipeline.view import View, use_query
 from overwindow.spark import compat
-from overwindow.spec import OverWindow
+from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow
 
 WINDOW = "ORDER BY day RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING"
 CALLS = [
@@ -127,7 +127,8 @@ def _view(
         op_column=None,
         sink={"kind": "sqlite", "path": os.path.join(out, DATABASE), "table": table},
         checkpoint=os.path.join(out, "checkpoint", name),
-        spec=OverWindow(*calls, emit="on_window_close", rowKey=row_key),
+        # as the main job hosts a new checkpoint (view._key_buckets): the demo starts a new one
+        spec=OverWindow(*calls, emit="on_window_close", rowKey=row_key, keyBuckets=DEFAULT_KEY_BUCKETS),
     )
 
 
@@ -157,7 +158,7 @@ def ticks_view(out: str) -> View:
         TICK_TABLE,
     )
     if compat.version() >= compat.SPARK_4:  # several windows in one query need PySpark 4
-        view.options = dict(emit="on_window_close", rowKey=view.row_key)
+        view.options = dict(emit="on_window_close", rowKey=view.row_key, keyBuckets=DEFAULT_KEY_BUCKETS)
         use_query(view, TICK_QUERY)
     return view
 

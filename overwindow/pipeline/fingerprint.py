@@ -102,7 +102,7 @@ def _started(checkpoint: str) -> bool:
 
 
 def started_key_buckets(checkpoint: str):
-    """The key buckets a started checkpoint runs (``view.PER_KEY`` for a state per key, also for
+    """The key buckets a started checkpoint runs (``PER_KEY`` for a state per key, also for
     one started before fingerprints were kept), or None for a checkpoint not started (or on a
     remote file system, which is not read here: a remote checkpoint started per key by an older
     overwindow needs ``key_buckets = "per key"``)."""

@@ -281,9 +281,28 @@ def _grouping_columns(grouped, names: list[str]) -> tuple[str, ...] | None:
             e = exprs.apply(i)
             named = e.getClass().getSimpleName() in ("AttributeReference", "UnresolvedAttribute")
             found.append(e.name() if named else None)
-    if not found or not all(f in names for f in found):
+    columns = [_named(f, names) for f in found]
+    if not columns or None in columns:
         return None
-    return tuple(found)
+    return tuple(columns)
+
+
+def _named(name: str | None, names: list[str]) -> str | None:
+    """The column of ``names`` that a grouping column's ``name`` refers to, as Spark resolves it by
+    default: the name, or one quoted in backticks (Spark Connect keeps ```my key``` as written), and
+    otherwise the one column equal to it without case (None: no one column, or no name). O(columns).
+
+    >>> _named("`my key`", ["k", "my key"]), _named("K", ["k", "x"]), _named("s.a", ["s"])
+    ('my key', 'k', None)
+    """
+    if name is None or name in names:
+        return name
+    if len(name) > 2 and name[0] == name[-1] == "`" and "`" not in name[1:-1].replace("``", ""):
+        name = name[1:-1].replace("``", "`")
+        if name in names:
+            return name
+    same = [n for n in names if n.lower() == name.lower()]
+    return same[0] if len(same) == 1 else None
 
 
 def _column(name: str):
