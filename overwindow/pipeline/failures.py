@@ -94,6 +94,14 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
             return f"{view.where('source', key)}: {message}"
         return f"{view.path}: the view's query failed in Python: {name}: {message}"
     lowered = text.lower()
+    if "__overwindow_bucket" in text and ("key_schema" in lowered or "statescheman" in lowered):
+        # Spark's state schema check: the buckets chosen here (a TINYINT) against a checkpoint
+        # started per key or on key_buckets given, whose grouping key has another type
+        return (
+            f"{view.where('sink', 'checkpoint')}: {view.checkpoint} was started with other key buckets "
+            "than this run hosts (per key, or key_buckets given): write [view] key_buckets as it was "
+            'started ("per key", or the number), or start from a new checkpoint'
+        )
     if view.source["format"] == "kafka" and "kafka" in lowered:
         cause = _java_cause(text)
         return f"{view.where('source', 'bootstrap_servers')}: reading the topic failed: {cause}"

@@ -334,9 +334,11 @@ def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bo
                     raise
                 raise ViewRunError(describe(e, view)) from None
             running.append((view, query, printer, errors))
-        with _stop_on_interrupt():
+        with _stop_on_interrupt() as asked:
             while any(q.isActive for _, q, _, _ in running):
                 time.sleep(0.2)
+                if asked:
+                    raise KeyboardInterrupt
                 if any(q.exception() is not None for _, q, _, _ in running):
                     break  # one failed: stop the others, report it
     except KeyboardInterrupt:
@@ -371,19 +373,21 @@ def _quietly(action) -> None:
 
 @contextlib.contextmanager
 def _stop_on_interrupt():
-    """Ctrl-C (and SIGTERM, docker stop) raise KeyboardInterrupt in the main thread, and nothing
-    else: PySpark's own SIGINT handler cancels every running job first, which fails the query
-    with a trace instead of stopping it."""
+    """Ctrl-C (and SIGTERM, docker stop) only mark the list it yields (non-empty: asked to stop),
+    which the caller checks between its calls to Spark: PySpark's own SIGINT handler cancels every
+    running job first, which fails the query with a trace instead of stopping it, and a
+    KeyboardInterrupt raised inside a py4j call makes py4j log a trace of its own."""
+    asked: list = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield asked
         return
 
     def interrupt(signum, frame):
-        raise KeyboardInterrupt
+        asked.append(signum)
 
     previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield asked
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -277,8 +277,10 @@ KEYS = (
         'and micro-batch, so cost follows rows rather than keys; "per key": a state and a call per '
         f"key (default: {DEFAULT_KEY_BUCKETS} for a new checkpoint of emit on window close, and of "
         "emit on update with a [watermark] on the whole state layout; what a started checkpoint "
-        "was started with, a state per key for one started by an older overwindow; otherwise a "
-        "state per key); fixed for the checkpoint's life",
+        "was started with, a state per key for one started by an older overwindow; on a remote "
+        "checkpoint, which is not read, the buckets `overWindow` chooses, so a remote checkpoint "
+        "started otherwise needs its `key_buckets` written out; otherwise a state per key); fixed "
+        "for the checkpoint's life",
     ),
     Key(
         "view",
@@ -634,20 +636,28 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         raise ViewFileError(
             f'{view.where("sink", "kind")}: a Parquet sink only appends; use it with emit = "on_window_close"'
         )
+    if view.options["keyBuckets"] is None:  # a remote checkpoint: buckets as OverWindow chooses them
+        view.groups = [(keys, spec.hosted(view.watermark is not None, True)) for keys, spec in view.groups]
+        view.spec = view.groups[0][1]
     return view
 
 
-def _key_buckets(view: View, given, layout: str) -> int | str:
+def _key_buckets(view: View, given, layout: str) -> int | str | None:
     """[view] key_buckets as OverWindow's ``keyBuckets``: the number given, or ``PER_KEY``; not
     given, where ``OverWindow.hosted`` would choose buckets (emit on window close, emit on update
     with a [watermark] on the whole state layout), what the view's checkpoint was started with, or
     ``DEFAULT_KEY_BUCKETS`` for a new one (a started checkpoint's state cannot change hosting), and
-    elsewhere ``PER_KEY``, as ``hosted`` chooses. The chunked layout on update stays per key: on
-    buckets it measured no faster (docs/many-keys.md, section 8, fourth increment: its machine's
-    step per key, not Spark's per-group cost, dominates)."""
+    elsewhere ``PER_KEY``, as ``hosted`` chooses. A remote checkpoint is not read: None there, so
+    the spec's buckets are chosen (``load_view``) and group by a TINYINT, which Spark refuses to
+    run on a checkpoint started per key or on buckets given (loudly, where 64 buckets given would
+    read a state started per key on BIGINT keys as empty buckets). The chunked layout on update
+    stays per key: on buckets it measured no faster (docs/many-keys.md, section 8, fourth
+    increment: its machine's step per key, not Spark's per-group cost, dominates)."""
     bounded = view.emit == "on_window_close" or (view.watermark is not None and layout == "whole")
     if given is not None or not bounded:
         return PER_KEY if given is None else given
+    if is_uri(view.checkpoint):
+        return None
     from overwindow.pipeline.fingerprint import started_key_buckets
 
     started = started_key_buckets(view.checkpoint)

@@ -65,6 +65,29 @@ def test_state_that_cannot_be_read_names_the_checkpoint(tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    "text",
+    [  # Spark 4's and Spark 3.5's words for a grouping key of another type than the checkpoint's
+        "[STREAM_FAILED] Query terminated with exception: [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] "
+        "Provided key schema does not match existing state key schema.\nPlease check number and type "
+        "of fields.\nExisting key_schema=StructType(StructField(k,LongType,true)) and new "
+        "key_schema=StructType(StructField(__overwindow_bucket,ByteType,true)).",
+        "Query terminated with exception: org.apache.spark.sql.execution.streaming.state."
+        "StateSchemaNotCompatible: Provided schema doesn't match to the schema for existing state! "
+        "Please note the number of fields and nullability of fields should be the same, and data type "
+        "should also be the same.\n- Existing key schema: StructType(StructField(k,LongType,true))\n"
+        "- New key schema: StructType(StructField(__overwindow_bucket,ByteType,true))",
+    ],
+)
+def test_a_checkpoint_of_other_key_buckets_names_the_checkpoint_and_key_buckets(tmp_path, text):
+    view = _view(tmp_path)
+    assert describe(RuntimeError(text), view) == (
+        f"{view.path}: [sink] checkpoint (line 16): {view.checkpoint} was started with other key "
+        "buckets than this run hosts (per key, or key_buckets given): write [view] key_buckets as it "
+        'was started ("per key", or the number), or start from a new checkpoint'
+    )
+
+
 def test_a_missing_source_folder_names_the_source_path(tmp_path):
     view = _view(tmp_path)
     text = (

@@ -364,6 +364,27 @@ def test_window_close_hosts_key_buckets_by_default_and_a_started_checkpoint_keep
 
 
 @pytest.mark.parametrize(
+    "emit, given, chosen, hosting",
+    [
+        ("on_window_close", None, True, 64),  # not read: buckets as OverWindow chooses them
+        ("on_update", None, True, 64),  # its [watermark] bounds the state
+        ("on_window_close", "64", False, 64),
+        ("on_window_close", '"per key"', False, None),
+    ],
+)
+def test_a_remote_checkpoint_runs_the_buckets_overwindow_chooses(tmp_path, emit, given, chosen, hosting):
+    """A remote checkpoint is not read, so the view cannot know whether an older overwindow started it
+    per key; chosen buckets group by a TINYINT, which Spark refuses to run on such a checkpoint (64
+    BIGINT buckets would read a state started per key on BIGINT keys as empty buckets)."""
+    extra = f"\nkey_buckets = {given}" if given else ""
+    text = GOOD.replace('emit = "on_window_close"', f'emit = "{emit}"{extra}')
+    text = text.replace('checkpoint = "chk"', 'checkpoint = "s3a://bucket/chk"')
+    view = load_view(write(tmp_path, text))
+    assert (view.spec.key_buckets, view.spec.buckets_chosen) == (hosting, chosen)
+    assert all(spec is view.spec for _, spec in view.groups)
+
+
+@pytest.mark.parametrize(
     "watermark, layout, given, hosting",
     [
         (True, "whole", None, 64),  # rows behind the watermark leave the state: buckets
