@@ -33,6 +33,20 @@ STATE_LAYOUTS = ("whole", "chunked")
 # docs/many-keys.md: from 1,000 keys on faster than any per-key hosting); PER_KEY: a state per key
 DEFAULT_KEY_BUCKETS = 64  # at most 127: chosen buckets are a TINYINT grouping key (adapter.over_window)
 PER_KEY = "per key"
+
+
+def watermark_bounds_state(emit: str, layout: str, watermarked: bool) -> bool:
+    """Whether the watermark bounds a view's state, where buckets are chosen when not given: emit
+    on window close, or emit on update with a watermark on the whole layout (without one it holds
+    every live row, which a bucket would move whole every micro-batch; the chunked layout on update
+    steps key by key on buckets, docs/many-keys.md). O(1).
+
+    >>> [watermark_bounds_state("on_update", layout, True) for layout in ("whole", "chunked")]
+    [True, False]
+    """
+    return emit == "on_window_close" or (watermarked and layout == "whole")
+
+
 # output columns the machines and sinks add (the change marker, the row identity) and the prefix of
 # the columns they use inside; compared without case, as Spark and SQLite compare names
 RESERVED_NAMES = ("_change", "_row_id")
@@ -193,19 +207,16 @@ class OverWindow:
 
     def hosted(self, watermarked: bool, by_columns: bool) -> OverWindow:
         """The spec as a query runs it: keyBuckets as given, or where not given
-        ``DEFAULT_KEY_BUCKETS`` when the state is bounded by the watermark (emit on window close;
-        emit on update with a watermark, ``watermarked``, on the whole layout) and the groupBy keys
-        are columns (``by_columns``; the chunked layout on window close always runs on buckets), else
-        a state per key. Emit on update without a watermark holds every live row, which a bucket
-        would move whole every micro-batch; the chunked layout on update steps key by key on buckets
-        (docs/many-keys.md). O(1).
+        ``DEFAULT_KEY_BUCKETS`` when the watermark bounds the state (``watermark_bounds_state``) and
+        the groupBy keys are columns (``by_columns``; the chunked layout on window close always runs
+        on buckets), else a state per key. O(1).
 
         >>> OverWindow("lag(x) OVER (ORDER BY t) AS p").hosted(True, True).key_buckets
         64
         >>> OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update").hosted(False, True).key_buckets
         >>> OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets="per key").hosted(True, True).key_buckets
         """
-        bounded = self.emit == "on_window_close" or (watermarked and self.state_layout == "whole")
+        bounded = watermark_bounds_state(self.emit, self.state_layout, watermarked)
         needed = self.emit == "on_window_close" and self.state_layout == "chunked"
         if self.buckets_given or self.key_buckets or not bounded or not (by_columns or needed):
             return self

@@ -94,7 +94,7 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
             return f"{view.where('source', key)}: {message}"
         return f"{view.path}: the view's query failed in Python: {name}: {message}"
     lowered = text.lower()
-    if "__overwindow_bucket" in text and ("key_schema" in lowered or "statescheman" in lowered):
+    if "__overwindow_bucket" in text and ("key_schema" in lowered or "stateschemanotcompatible" in lowered):
         # Spark's state schema check: the buckets chosen here (a TINYINT) against a checkpoint
         # started per key or on key_buckets given, whose grouping key has another type
         return (

@@ -56,7 +56,14 @@ else:  # pragma: no cover
 from overwindow.errors import WindowSpecError
 from overwindow.spark.boundary import utc_always
 from overwindow.spark.select import Query, key_column, parse_query, query_groups
-from overwindow.spec import DEFAULT_KEY_BUCKETS, EMIT_MODES, PER_KEY, STATE_LAYOUTS, OverWindow
+from overwindow.spec import (
+    DEFAULT_KEY_BUCKETS,
+    EMIT_MODES,
+    PER_KEY,
+    STATE_LAYOUTS,
+    OverWindow,
+    watermark_bounds_state,
+)
 
 SOURCES = ("files", "kafka")
 FILE_FORMATS = ("json", "parquet", "csv")
@@ -644,17 +651,16 @@ def load_view(path: str, overrides: dict | None = None) -> View:
 
 def _key_buckets(view: View, given, layout: str) -> int | str | None:
     """[view] key_buckets as OverWindow's ``keyBuckets``: the number given, or ``PER_KEY``; not
-    given, where ``OverWindow.hosted`` would choose buckets (emit on window close, emit on update
-    with a [watermark] on the whole state layout), what the view's checkpoint was started with, or
-    ``DEFAULT_KEY_BUCKETS`` for a new one (a started checkpoint's state cannot change hosting), and
-    elsewhere ``PER_KEY``, as ``hosted`` chooses. A remote checkpoint is not read: None there, so
-    the spec's buckets are chosen (``load_view``) and group by a TINYINT, which Spark refuses to
-    run on a checkpoint started per key or on buckets given (loudly, where 64 buckets given would
-    read a state started per key on BIGINT keys as empty buckets). The chunked layout on update
-    stays per key: on buckets it measured no faster (docs/many-keys.md, section 8, fourth
-    increment: its machine's step per key, not Spark's per-group cost, dominates)."""
-    bounded = view.emit == "on_window_close" or (view.watermark is not None and layout == "whole")
-    if given is not None or not bounded:
+    given, where ``OverWindow.hosted`` would choose buckets (``watermark_bounds_state``), what the
+    view's checkpoint was started with, or ``DEFAULT_KEY_BUCKETS`` for a new one (a started
+    checkpoint's state cannot change hosting), and elsewhere ``PER_KEY``, as ``hosted`` chooses. A
+    remote checkpoint is not read: None there, so the spec's buckets are chosen (``load_view``) and
+    group by a TINYINT, which Spark refuses to run on a checkpoint started per key or on buckets
+    given (loudly, where 64 buckets given would read a state started per key on BIGINT keys as
+    empty buckets). The chunked layout on update stays per key: on buckets it measured no faster
+    (docs/many-keys.md, section 8, fourth increment: its machine's step per key, not Spark's
+    per-group cost, dominates)."""
+    if given is not None or not watermark_bounds_state(view.emit, layout, view.watermark is not None):
         return PER_KEY if given is None else given
     if is_uri(view.checkpoint):
         return None

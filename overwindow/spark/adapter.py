@@ -191,21 +191,21 @@ def over_window(grouped, spec: OverWindow, keep=None):
     if _ALL not in df.columns:  # groupBy(...): keyBuckets as given, or chosen (OverWindow.hosted)
         named = _grouping_columns(grouped, input_struct.names)
         spec = spec.hosted(watermarked, named is not None)
-    if spec.key_buckets and _ALL not in df.columns:
-        if named is None:
-            raise WindowSpecError(
-                "keyBuckets needs groupBy over columns of the stream by name; add computed keys with "
-                "withColumn(...) and group by those columns"
-            )
-        keys = named
-        bucket = F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(spec.key_buckets))
-        if spec.buckets_chosen:
-            # a TINYINT: Spark refuses a checkpoint's state under another type of grouping key, so a
-            # checkpoint an older overwindow started per key (say by a BIGINT that never equals a
-            # bucket number: every window would restart silently) is refused, unless it was keyed
-            # by a lone TINYINT; keyBuckets given keeps the BIGINT bucket its checkpoints have
-            bucket = bucket.cast("tinyint")
-        grouped = df.withColumn(_BUCKET, bucket).groupBy(_BUCKET)
+        if spec.key_buckets:
+            if named is None:
+                raise WindowSpecError(
+                    "keyBuckets needs groupBy over columns of the stream by name; add computed keys "
+                    "with withColumn(...) and group by those columns"
+                )
+            keys = named
+            bucket = F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(spec.key_buckets))
+            if spec.buckets_chosen:
+                # a TINYINT: Spark refuses a checkpoint's state under another type of grouping key,
+                # so a checkpoint an older overwindow started per key (say by a BIGINT that never
+                # equals a bucket number: every window would restart silently) is refused, unless it
+                # was keyed by a lone TINYINT; keyBuckets given keeps the BIGINT bucket it had
+                bucket = bucket.cast("tinyint")
+            grouped = df.withColumn(_BUCKET, bucket).groupBy(_BUCKET)
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
     output_struct = _output_struct(input_struct, machine.output_schema)
