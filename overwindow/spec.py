@@ -32,7 +32,22 @@ STATE_LAYOUTS = ("whole", "chunked")
 # keyBuckets not given: this many buckets where the state is bounded by the watermark (``hosted``;
 # docs/many-keys.md: from 1,000 keys on faster than any per-key hosting); PER_KEY: a state per key
 DEFAULT_KEY_BUCKETS = 64  # at most 127: chosen buckets are a TINYINT grouping key (adapter.over_window)
+# ... and FEW_KEY_BUCKETS on a shuffle of at most FEW_PARTITIONS partitions (one machine), where a
+# Python call's fixed cost outweighs the parallelism more buckets would give (docs/many-keys.md)
+FEW_KEY_BUCKETS = 16
+FEW_PARTITIONS = 4
 PER_KEY = "per key"
+
+
+def chosen_key_buckets(partitions: int | None) -> int:
+    """The buckets ``OverWindow.hosted`` chooses for a stateful shuffle of ``partitions`` partitions
+    (Spark's ``spark.sql.shuffle.partitions``, which a checkpoint keeps for its life; None: not
+    known, as where only whether the query runs on buckets matters). O(1).
+
+    >>> chosen_key_buckets(2), chosen_key_buckets(200), chosen_key_buckets(None)
+    (16, 64, 64)
+    """
+    return FEW_KEY_BUCKETS if partitions is not None and partitions <= FEW_PARTITIONS else DEFAULT_KEY_BUCKETS
 
 
 def watermark_bounds_state(emit: str, layout: str, watermarked: bool) -> bool:
@@ -80,9 +95,10 @@ class OverWindow:
     leaves more fails naming the bound and the key (None: no bound).
     ``keyBuckets``: hash the groupBy keys into this many buckets and serve all the keys of a bucket
     with one state and one Python call per micro-batch, so the cost follows rows rather than keys;
-    ``"per key"``: one state and one call per key; not given: ``DEFAULT_KEY_BUCKETS`` buckets where
-    the state is bounded by the watermark (emit on window close; emit on update with a watermark on
-    the whole layout) and the keys are columns, else a state per key (``hosted``). With the chunked
+    ``"per key"``: one state and one call per key; not given: buckets where the state is bounded by
+    the watermark (emit on window close; emit on update with a watermark on the whole layout) and
+    the keys are columns, 16 on a shuffle of at most 4 partitions and 64 on more
+    (``chosen_key_buckets``), else a state per key (``hosted``). With the chunked
     layout, a bucket keeps each key's index, chunks and row identities as entries of its own, and a
     call reads only the keys it steps. Fixed for a checkpoint's life.
     ``stateTtl`` (emit on window close): forget a partition once the watermark is more than this
@@ -205,23 +221,24 @@ class OverWindow:
             if user_aggregate_class(c.function) is not None
         }
 
-    def hosted(self, watermarked: bool, by_columns: bool) -> OverWindow:
+    def hosted(self, watermarked: bool, by_columns: bool, partitions: int | None = None) -> OverWindow:
         """The spec as a query runs it: keyBuckets as given, or where not given
-        ``DEFAULT_KEY_BUCKETS`` when the watermark bounds the state (``watermark_bounds_state``) and
-        the groupBy keys are columns (``by_columns``; the chunked layout on window close always runs
-        on buckets), else a state per key. O(1).
+        ``chosen_key_buckets(partitions)`` when the watermark bounds the state
+        (``watermark_bounds_state``) and the groupBy keys are columns (``by_columns``; the chunked
+        layout on window close always runs on buckets), else a state per key. Hosting a hosted
+        spec chooses anew. O(1).
 
-        >>> OverWindow("lag(x) OVER (ORDER BY t) AS p").hosted(True, True).key_buckets
-        64
+        >>> OverWindow("lag(x) OVER (ORDER BY t) AS p").hosted(True, True, partitions=2).key_buckets
+        16
         >>> OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update").hosted(False, True).key_buckets
         >>> OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets="per key").hosted(True, True).key_buckets
         """
+        if self.buckets_given:
+            return self
         bounded = watermark_bounds_state(self.emit, self.state_layout, watermarked)
         needed = self.emit == "on_window_close" and self.state_layout == "chunked"
-        if self.buckets_given or self.key_buckets or not bounded or not (by_columns or needed):
-            return self
         out = copy.copy(self)
-        out.key_buckets = DEFAULT_KEY_BUCKETS
+        out.key_buckets = chosen_key_buckets(partitions) if bounded and (by_columns or needed) else None
         return out
 
     @property

@@ -69,6 +69,19 @@ def test_key_buckets_not_given_are_chosen_where_the_watermark_bounds_the_state(
     assert spec.hosted(watermarked, by_columns).key_buckets == hosted
 
 
+@pytest.mark.parametrize("partitions, chosen", [(1, 16), (2, 16), (4, 16), (5, 64), (8, 64), (200, 64)])
+def test_chosen_buckets_follow_the_shuffle_partitions(partitions, chosen):
+    """Few buckets on one machine's shuffle (a call's fixed cost outweighs parallelism there), the
+    default on more partitions; hosting again for another shuffle chooses anew, a number given
+    stays."""
+    spec = OverWindow("lag(x) OVER (ORDER BY t) AS p", rowKey="id")
+    assert spec.hosted(True, True, partitions).key_buckets == chosen
+    assert spec.hosted(True, True, 200).hosted(True, True, partitions).key_buckets == chosen
+    assert spec.hosted(True, True, partitions).buckets_chosen
+    given = OverWindow("lag(x) OVER (ORDER BY t) AS p", rowKey="id", keyBuckets=16)
+    assert given.hosted(True, True, 200).key_buckets == 16 and not given.hosted(True, True, 2).buckets_chosen
+
+
 def test_a_state_per_key_asked_for_prints_as_asked():
     assert repr(OverWindow("lag(x) OVER (ORDER BY t) AS p", keyBuckets="per key")).endswith(
         "emit='on_window_close', keyBuckets='per key')"

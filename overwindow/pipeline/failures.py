@@ -20,6 +20,7 @@ import re
 
 from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.view import View
+from overwindow.spec import DEFAULT_KEY_BUCKETS, FEW_KEY_BUCKETS, FEW_PARTITIONS
 
 
 class ViewRunError(RuntimeError):
@@ -95,12 +96,17 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
         return f"{view.path}: the view's query failed in Python: {name}: {message}"
     lowered = text.lower()
     if "__overwindow_bucket" in text and ("key_schema" in lowered or "stateschemanotcompatible" in lowered):
-        # Spark's state schema check: the buckets chosen here (a TINYINT) against a checkpoint
-        # started per key or on key_buckets given, whose grouping key has another type
+        # Spark's state schema check: the buckets chosen here against a checkpoint started per key,
+        # on key_buckets given, or on the other number of chosen buckets, whose grouping key has
+        # another type (adapter._chosen_grouping)
         return (
             f"{view.where('sink', 'checkpoint')}: {view.checkpoint} was started with other key buckets "
-            "than this run hosts (per key, or key_buckets given): write [view] key_buckets as it was "
-            'started ("per key", or the number), or start from a new checkpoint'
+            "than this run hosts (per key, key_buckets given, or buckets chosen for another "
+            'spark.sql.shuffle.partitions): write [view] key_buckets as it was started ("per key", or '
+            f"the number); where overwindow chose them ({FEW_KEY_BUCKETS} buckets up to "
+            f"{FEW_PARTITIONS} shuffle partitions, {DEFAULT_KEY_BUCKETS} above), set "
+            "spark.sql.shuffle.partitions ([spark] or OVERWINDOW_SPARK_CONF) on the side it was "
+            "started; or start from a new checkpoint"
         )
     if view.source["format"] == "kafka" and "kafka" in lowered:
         cause = _java_cause(text)

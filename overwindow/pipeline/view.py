@@ -654,10 +654,11 @@ def _key_buckets(view: View, given, layout: str) -> int | str | None:
     given, where ``OverWindow.hosted`` would choose buckets (``watermark_bounds_state``), what the
     view's checkpoint was started with, or ``DEFAULT_KEY_BUCKETS`` for a new one (a started
     checkpoint's state cannot change hosting), and elsewhere ``PER_KEY``, as ``hosted`` chooses. A
-    remote checkpoint is not read: None there, so the spec's buckets are chosen (``load_view``) and
-    group by a TINYINT, which Spark refuses to run on a checkpoint started per key or on buckets
-    given (loudly, where 64 buckets given would read a state started per key on BIGINT keys as
-    empty buckets). The chunked layout on update stays per key: on buckets it measured no faster
+    remote checkpoint is not read: None there, so the spec's buckets are chosen (``load_view``,
+    then the adapter for the session's shuffle partitions) and group by a key Spark refuses to run
+    on a checkpoint started per key, on buckets given or on the other chosen number (loudly, where
+    64 buckets given would read a state started per key on BIGINT keys as empty buckets). The
+    chunked layout on update stays per key: on buckets it measured no faster
     (docs/many-keys.md, section 8, fourth increment: its machine's step per key, not Spark's
     per-group cost, dominates)."""
     if given is not None or not watermark_bounds_state(view.emit, layout, view.watermark is not None):

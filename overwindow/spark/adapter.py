@@ -50,7 +50,7 @@ from overwindow.spark.boundary import (
     with_interval_days,
 )
 from overwindow.spark.transport import from_spark, to_spark
-from overwindow.spec import OverWindow
+from overwindow.spec import FEW_KEY_BUCKETS, OverWindow
 from overwindow.streaming.contract import END_OF_INPUT, check_row_bound
 from overwindow.streaming.machines import machine_for
 
@@ -70,6 +70,7 @@ log = logging.getLogger("overwindow")
 END_OF_INPUT_MS = 221_845_392_000_000  # 9000-01-01T00:00:00Z
 _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
 _BUCKET = "__overwindow_bucket"  # keyBuckets: the bucket of a row's groupBy key
+_FEW = "__overwindow_few_buckets"  # marks FEW_KEY_BUCKETS chosen in the grouping key (_chosen_grouping)
 
 
 def _arrow_schema(struct) -> pa.Schema:
@@ -190,7 +191,8 @@ def over_window(grouped, spec: OverWindow, keep=None):
     keys = ()
     if _ALL not in df.columns:  # groupBy(...): keyBuckets as given, or chosen (OverWindow.hosted)
         named = _grouping_columns(grouped, input_struct.names)
-        spec = spec.hosted(watermarked, named is not None)
+        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        spec = spec.hosted(watermarked, named is not None, partitions)
         if spec.key_buckets:
             if named is None:
                 raise WindowSpecError(
@@ -200,12 +202,9 @@ def over_window(grouped, spec: OverWindow, keep=None):
             keys = named
             bucket = F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(spec.key_buckets))
             if spec.buckets_chosen:
-                # a TINYINT: Spark refuses a checkpoint's state under another type of grouping key,
-                # so a checkpoint an older overwindow started per key (say by a BIGINT that never
-                # equals a bucket number: every window would restart silently) is refused, unless it
-                # was keyed by a lone TINYINT; keyBuckets given keeps the BIGINT bucket it had
-                bucket = bucket.cast("tinyint")
-            grouped = df.withColumn(_BUCKET, bucket).groupBy(_BUCKET)
+                grouped = _chosen_grouping(df, bucket, spec.key_buckets)
+            else:  # keyBuckets given keeps the BIGINT bucket its checkpoints have
+                grouped = df.withColumn(_BUCKET, bucket).groupBy(_BUCKET)
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
     output_struct = _output_struct(input_struct, machine.output_schema)
@@ -267,6 +266,22 @@ def _with_companions(grouped, companions: tuple[Companion, ...]):
     group_by = jvm.java.lang.Class.forName(cls + "$GroupByType$").getField("MODULE$").get(None)
     jgd = functools.reduce(getattr, cls.split("."), jvm)(df._jdf, jgd.groupingExprs(), group_by)
     return GroupedData(jgd, df)
+
+
+def _chosen_grouping(df, bucket, buckets: int):
+    """``df`` grouped by the buckets ``OverWindow.hosted`` chose, in a grouping key whose type
+    Spark's state schema check tells apart: a TINYINT bucket, and with ``FEW_KEY_BUCKETS`` a
+    constant BOOLEAN beside it. Spark refuses a checkpoint's state under another grouping key, so a
+    checkpoint started per key (say by a BIGINT that never equals a bucket number: every window
+    would restart silently), on keyBuckets given (a BIGINT), or on the other chosen number of buckets
+    (the shuffle's partitions changed: Spark keeps the checkpoint's, overwindow would hash the keys
+    anew) is refused, unless it was keyed by a lone TINYINT, or a TINYINT and a BOOLEAN."""
+    from pyspark.sql import functions as F
+
+    df = df.withColumn(_BUCKET, bucket.cast("tinyint"))
+    if buckets != FEW_KEY_BUCKETS:
+        return df.groupBy(_BUCKET)
+    return df.withColumn(_FEW, F.lit(True)).groupBy(_BUCKET, _FEW)
 
 
 def _grouping_columns(grouped, names: list[str]) -> tuple[str, ...] | None:

@@ -296,6 +296,39 @@ def test_without_key_buckets_the_query_chooses_buckets_and_refuses_a_checkpoint_
         _assert_matches(_emitted(spark, out2), closed, expected, ("diff", "a"))
 
 
+def test_chosen_buckets_follow_the_shuffle_and_a_checkpoint_keeps_its_own(spark, tmp_path):
+    """keyBuckets not given: 16 buckets on the tests' 2 shuffle partitions, 64 on 8. Spark keeps a
+    checkpoint's partitions whatever the session says later, so a checkpoint started on 16 buckets
+    and restarted with 8 partitions set (where 64 would be chosen and the keys hashed anew) is
+    refused in Spark's words, and goes on with the partitions it was started with. Oracle: the
+    batch evaluator over all rows."""
+    rng = np.random.default_rng(23)
+    src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
+    os.makedirs(src)
+    calls = ("x - lag(x) OVER (ORDER BY ts) AS diff", "count(*) OVER (ORDER BY ts ROWS 2 PRECEDING) AS n")
+    first, second = _rows(rng, 120, 0, keys=40), _rows(rng, 120, 400, keys=40)
+
+    def state_rows(q):
+        return max(op.numRowsTotal for p in q.recentProgress for op in p.stateOperators)
+
+    _write(src, first, 0)
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    assert 0 < state_rows(_start(spark, src, chk, out, calls)) <= 16
+    _write(src, second, 1)
+    spark.conf.set("spark.sql.shuffle.partitions", "8")
+    try:
+        with pytest.raises(Exception, match="STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE|StateSchemaNotCompatible"):
+            _start(spark, src, chk, out, calls)
+        chk8, out8 = str(tmp_path / "chk8"), str(tmp_path / "out8")
+        assert 16 < state_rows(_start(spark, src, chk8, out8, calls, maxFilesPerTrigger=1)) <= 64
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+    _start(spark, src, chk, out, calls)
+    closed, expected = _expected(first + second, calls)
+    _assert_matches(_emitted(spark, out), closed, expected, ("diff", "n"))
+    _assert_matches(_emitted(spark, out8), closed, expected, ("diff", "n"))
+
+
 def test_seed_examples_price_diff_and_previous_orders(spark, tmp_path):
     # RisingWave's OverWindow article: price - LAG(price) per stock, AVG(amount) of the 10 previous orders
     rng = np.random.default_rng(2)
