@@ -80,12 +80,8 @@ def run(spark, src: str, chk: str, groups: int, emit: str, files_per_trigger: in
         .withWatermark("ts", "5 seconds")
         .withColumns({"j": F.col("rid") % 97, "m": F.col("k") % 10})
     )
-    # one window group on update: a state per key, as measured before overWindow chose buckets itself
-    options = (
-        {"keyBuckets": 64}
-        if emit == "on_window_close"
-        else {"emit": emit, "rowKey": "rid", "keyBuckets": "per key"}
-    )
+    # as a user writes it, without keyBuckets: every group on the buckets overwindow chooses
+    options = {} if emit == "on_window_close" else {"emit": emit, "rowKey": "rid"}
     out = overwindow.select(events, *columns(groups, emit), **options)
     shutil.rmtree(chk, ignore_errors=True)
     started = time.perf_counter()

@@ -268,8 +268,9 @@ def _with_companions(grouped, companions: tuple[Companion, ...]):
     return GroupedData(jgd, df)
 
 
-def _chosen_grouping(df, bucket, buckets: int):
-    """``df`` grouped by the buckets ``OverWindow.hosted`` chose, in a grouping key whose type
+def _chosen_grouping(df, bucket, buckets: int, *leading: str):
+    """``df`` grouped by the ``leading`` columns and the buckets chosen without keyBuckets
+    (``OverWindow.hosted``, ``chosen_key_buckets``), in a grouping key whose type
     Spark's state schema check tells apart: a TINYINT bucket, and with ``FEW_KEY_BUCKETS`` a
     constant BOOLEAN beside it. Spark refuses a checkpoint's state under another grouping key, so a
     checkpoint started per key (say by a BIGINT that never equals a bucket number: every window
@@ -280,8 +281,8 @@ def _chosen_grouping(df, bucket, buckets: int):
 
     df = df.withColumn(_BUCKET, bucket.cast("tinyint"))
     if buckets != FEW_KEY_BUCKETS:
-        return df.groupBy(_BUCKET)
-    return df.withColumn(_FEW, F.lit(True)).groupBy(_BUCKET, _FEW)
+        return df.groupBy(*leading, _BUCKET)
+    return df.withColumn(_FEW, F.lit(True)).groupBy(*leading, _BUCKET, _FEW)
 
 
 def _grouping_columns(grouped, names: list[str]) -> tuple[str, ...] | None:

@@ -34,6 +34,7 @@ from overwindow.spark.adapter import (
     MachineCounts,
     _arrow_schema,
     _check_rocksdb,
+    _chosen_grouping,
     _column,
     _emitted,
     _output_struct,
@@ -43,7 +44,7 @@ from overwindow.spark.adapter import (
     is_watermarked,
 )
 from overwindow.spark.boundary import check_session_time_zone, companions_of, with_interval_days
-from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow
+from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow, chosen_key_buckets
 from overwindow.streaming.assemble import ASIDE, PART, Assembler
 from overwindow.streaming.contract import CHANGE
 from overwindow.streaming.identity import row_hash
@@ -104,7 +105,10 @@ def over_windows(
                 f"{what} need PARTITION BY over columns of the stream by name; add `{missing[0]}` "
                 "as a column (withColumn or a computed column in the SELECT list) first"
             )
-    buckets = first.key_buckets or DEFAULT_KEY_BUCKETS
+    if first.buckets_given:  # as given, on a BIGINT bucket ("per key" does not apply here)
+        buckets = first.key_buckets or DEFAULT_KEY_BUCKETS
+    else:
+        buckets = chosen_key_buckets(int(df.sparkSession.conf.get("spark.sql.shuffle.partitions")))
     condition = None if qualify is None else Expr.of(qualify)
     assembler = Assembler.of(groups, input_schema, watermarked, condition, computed)
     check_session_time_zone(df)
@@ -127,7 +131,10 @@ def over_windows(
         of_keys = F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(buckets)) if keys else F.lit(0)
         bucket = F.when(F.col(PART) == g, of_keys).otherwise(bucket)
     fanned = df.withColumn(PART, F.explode(F.sequence(F.lit(0), F.lit(len(groups) - 1))))
-    grouped = fanned.withColumn(_BUCKET, bucket).groupBy(PART, _BUCKET)
+    if first.buckets_given:
+        grouped = fanned.withColumn(_BUCKET, bucket).groupBy(PART, _BUCKET)
+    else:
+        grouped = _chosen_grouping(fanned, bucket, buckets, PART)
     grouped = _with_companions(grouped, companions)
     state_struct = StructType([StructField("state", BinaryType(), False)])
     # parts travel as Arrow IPC (their values exact, NaN apart from NULL), one message per row

@@ -79,7 +79,8 @@ def select(
     Refuses with a WindowSpecError, before any query starts, what overwindow cannot translate (a
     Python UDF, a function it lacks). Windows over several PARTITION BY or ORDER BY run as one
     query (``overwindow.spark.fanout``), a column combining them computed over the whole row, always
-    on key buckets (``keyBuckets``, 64 unless given; ``"per key"`` does not apply there).
+    on key buckets (``keyBuckets``, chosen as ``OverWindow.hosted`` chooses unless given; ``"per
+    key"`` does not apply there).
     ``qualify``: a condition on the result (SQL over its window columns and the input columns it
     carries unchanged, by their names in the result: ``"rn <= 3"``), as SQL's QUALIFY: on window
     close a row failing it is not emitted; on update the changelog keeps exactly the rows passing it

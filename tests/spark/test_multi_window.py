@@ -29,8 +29,9 @@ def _with_g(df):
     return df.withColumn("g", F.when(F.col("rid") % 7 != 0, F.col("rid") % 3))
 
 
+@pytest.mark.parametrize("buckets", [None, 8])  # chosen (a TINYINT bucket), or given (a BIGINT)
 def test_pyspark_windows_over_three_partitionings_on_window_close_equal_spark_batch(
-    spark, rocksdb, chained, tmp_path
+    spark, rocksdb, chained, tmp_path, buckets
 ):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -52,7 +53,7 @@ def test_pyspark_windows_over_three_partitionings_on_window_close_equal_spark_ba
         ).alias("s"),
     ]
     events = _with_g(spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src))
-    out = overwindow.select(events.withWatermark("ts", "0 seconds"), *columns)
+    out = overwindow.select(events.withWatermark("ts", "0 seconds"), *columns, keyBuckets=buckets)
     rows = _collect(out, str(tmp_path / "chk"), "append")
     batch = _with_g(spark.read.schema(SCHEMA).parquet(src)).select(*columns)
     assert out.columns == batch.columns
