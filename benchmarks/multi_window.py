@@ -11,7 +11,7 @@ and window columns over a Parquet file source (``maxFilesPerTrigger``, ``availab
 ``noop`` sink, emit on window close (watermark 5 s) and on update (``rowKey="rid"``):
 
 - ``1 window``: ``lag(x)`` and ``avg(x) ROWS 9 PRECEDING`` over ``PARTITION BY k ORDER BY ts``: one
-  ``overWindow`` (on 64 key buckets, as the view job hosts it);
+  ``overWindow`` (on the key buckets it chooses without ``keyBuckets``);
 - ``2 windows``: those, plus ``sum(x) ROWS 9 PRECEDING`` over ``PARTITION BY j``: the fan-out and
   the row assembly (``overwindow.spark.fanout``);
 - ``4 windows``: plus ``count(*) RANGE 5 seconds`` over ``PARTITION BY m`` and ``row_number()``

@@ -34,7 +34,8 @@ with ``maxFilesPerTrigger=1``:
 - ``window_close_bucketed`` / ``on_update_bucketed``: each mode with ``keyBuckets=64`` (one call
   and state per bucket);
 - ``window_close_chosen`` / ``on_update_chosen``: each mode without ``keyBuckets``: the hosting
-  ``overWindow`` chooses (64 buckets here, the watermark bounding both modes' state);
+  ``overWindow`` chooses (16 buckets on these 2 shuffle partitions, the watermark bounding both
+  modes' state);
 - ``window_close_chunked_bucketed``: window close with ``stateLayout="chunked"`` and
   ``keyBuckets=64`` (``transformWithStateInPandas``: a bucket's pending rows in its value, each
   key's history an entry, read only when the key releases rows);

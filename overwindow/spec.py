@@ -237,8 +237,17 @@ class OverWindow:
             return self
         bounded = watermark_bounds_state(self.emit, self.state_layout, watermarked)
         needed = self.emit == "on_window_close" and self.state_layout == "chunked"
+        return self.on_chosen_buckets(
+            chosen_key_buckets(partitions) if bounded and (by_columns or needed) else None
+        )
+
+    def on_chosen_buckets(self, buckets: int | None) -> OverWindow:
+        """The spec, keyBuckets not given, hosted on ``buckets`` chosen for it (None: per key), which
+        its machines record in state; the spec itself where keyBuckets was given. O(1)."""
+        if self.buckets_given:
+            return self
         out = copy.copy(self)
-        out.key_buckets = chosen_key_buckets(partitions) if bounded and (by_columns or needed) else None
+        out.key_buckets = buckets
         return out
 
     @property

@@ -101,12 +101,12 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
         # another type (adapter._chosen_grouping)
         return (
             f"{view.where('sink', 'checkpoint')}: {view.checkpoint} was started with other key buckets "
-            "than this run hosts (per key, key_buckets given, or buckets chosen for another "
-            'spark.sql.shuffle.partitions): write [view] key_buckets as it was started ("per key", or '
-            f"the number); where overwindow chose them ({FEW_KEY_BUCKETS} buckets up to "
-            f"{FEW_PARTITIONS} shuffle partitions, {DEFAULT_KEY_BUCKETS} above), set "
-            "spark.sql.shuffle.partitions ([spark] or OVERWINDOW_SPARK_CONF) on the side it was "
-            "started; or start from a new checkpoint"
+            "than this run hosts: started per key or with key_buckets given, write [view] "
+            'key_buckets as it was started ("per key", or the number); started on buckets overwindow '
+            f"chose ({FEW_KEY_BUCKETS} up to {FEW_PARTITIONS} shuffle partitions, {DEFAULT_KEY_BUCKETS} "
+            "above; an earlier release chose 64 on any), set spark.sql.shuffle.partitions ([spark] "
+            "or OVERWINDOW_SPARK_CONF) so that it chooses that count again; or start from a new "
+            "checkpoint"
         )
     if view.source["format"] == "kafka" and "kafka" in lowered:
         cause = _java_cause(text)

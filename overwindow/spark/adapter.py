@@ -50,7 +50,7 @@ from overwindow.spark.boundary import (
     with_interval_days,
 )
 from overwindow.spark.transport import from_spark, to_spark
-from overwindow.spec import FEW_KEY_BUCKETS, OverWindow
+from overwindow.spec import DEFAULT_KEY_BUCKETS, FEW_KEY_BUCKETS, OverWindow
 from overwindow.streaming.contract import END_OF_INPUT, check_row_bound
 from overwindow.streaming.machines import machine_for
 
@@ -70,7 +70,7 @@ log = logging.getLogger("overwindow")
 END_OF_INPUT_MS = 221_845_392_000_000  # 9000-01-01T00:00:00Z
 _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
 _BUCKET = "__overwindow_bucket"  # keyBuckets: the bucket of a row's groupBy key
-_FEW = "__overwindow_few_buckets"  # marks FEW_KEY_BUCKETS chosen in the grouping key (_chosen_grouping)
+_FEW = "__overwindow_few_buckets"  # marks FEW_KEY_BUCKETS chosen in the grouping key (bucket_grouping)
 
 
 def _arrow_schema(struct) -> pa.Schema:
@@ -191,8 +191,7 @@ def over_window(grouped, spec: OverWindow, keep=None):
     keys = ()
     if _ALL not in df.columns:  # groupBy(...): keyBuckets as given, or chosen (OverWindow.hosted)
         named = _grouping_columns(grouped, input_struct.names)
-        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-        spec = spec.hosted(watermarked, named is not None, partitions)
+        spec = spec.hosted(watermarked, named is not None, shuffle_partitions(df.sparkSession))
         if spec.key_buckets:
             if named is None:
                 raise WindowSpecError(
@@ -201,10 +200,7 @@ def over_window(grouped, spec: OverWindow, keep=None):
                 )
             keys = named
             bucket = F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(spec.key_buckets))
-            if spec.buckets_chosen:
-                grouped = _chosen_grouping(df, bucket, spec.key_buckets)
-            else:  # keyBuckets given keeps the BIGINT bucket its checkpoints have
-                grouped = df.withColumn(_BUCKET, bucket).groupBy(_BUCKET)
+            grouped = bucket_grouping(df, bucket, spec.key_buckets, spec.buckets_chosen)
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
     output_struct = _output_struct(input_struct, machine.output_schema)
@@ -268,19 +264,33 @@ def _with_companions(grouped, companions: tuple[Companion, ...]):
     return GroupedData(jgd, df)
 
 
-def _chosen_grouping(df, bucket, buckets: int, *leading: str):
-    """``df`` grouped by the ``leading`` columns and the buckets chosen without keyBuckets
-    (``OverWindow.hosted``, ``chosen_key_buckets``), in a grouping key whose type
-    Spark's state schema check tells apart: a TINYINT bucket, and with ``FEW_KEY_BUCKETS`` a
-    constant BOOLEAN beside it. Spark refuses a checkpoint's state under another grouping key, so a
-    checkpoint started per key (say by a BIGINT that never equals a bucket number: every window
-    would restart silently), on keyBuckets given (a BIGINT), or on the other chosen number of buckets
-    (the shuffle's partitions changed: Spark keeps the checkpoint's, overwindow would hash the keys
-    anew) is refused, unless it was keyed by a lone TINYINT, or a TINYINT and a BOOLEAN."""
+def shuffle_partitions(session) -> int | None:
+    """``spark.sql.shuffle.partitions`` as a number, which ``chosen_key_buckets`` takes; None where
+    it is none (``auto`` on some platforms), so the default count is chosen. O(1)."""
+    try:
+        return int(session.conf.get("spark.sql.shuffle.partitions"))
+    except (TypeError, ValueError):
+        return None
+
+
+def bucket_grouping(df, bucket, buckets: int, chosen: bool, *leading: str):
+    """``df`` grouped by the ``leading`` columns and each row's key ``bucket`` (of ``buckets``).
+    keyBuckets given keep the BIGINT bucket their checkpoints have. Buckets chosen without
+    keyBuckets (``chosen_key_buckets``) group by a key whose type Spark's state schema check tells
+    apart: a TINYINT bucket, and with ``FEW_KEY_BUCKETS`` a constant BOOLEAN beside it. Spark
+    refuses a checkpoint's state under another grouping key, so a checkpoint started per key (say
+    by a BIGINT that never equals a bucket number: every window would restart silently), on
+    keyBuckets given, or on the other chosen count (the shuffle's partitions changed: Spark keeps
+    the checkpoint's, overwindow would hash the keys anew) is refused, unless it was keyed by a
+    lone TINYINT, or a TINYINT and a BOOLEAN. O(1): builds the plan."""
     from pyspark.sql import functions as F
 
+    if not chosen:
+        return df.withColumn(_BUCKET, bucket).groupBy(*leading, _BUCKET)
+    if buckets not in (FEW_KEY_BUCKETS, DEFAULT_KEY_BUCKETS):  # the grouping key tells these two apart
+        raise ValueError(f"{buckets} buckets are not a count overwindow chooses")
     df = df.withColumn(_BUCKET, bucket.cast("tinyint"))
-    if buckets != FEW_KEY_BUCKETS:
+    if buckets == DEFAULT_KEY_BUCKETS:
         return df.groupBy(*leading, _BUCKET)
     return df.withColumn(_FEW, F.lit(True)).groupBy(*leading, _BUCKET, _FEW)
 

@@ -34,14 +34,15 @@ from overwindow.spark.adapter import (
     MachineCounts,
     _arrow_schema,
     _check_rocksdb,
-    _chosen_grouping,
     _column,
     _emitted,
     _output_struct,
     _Runner,
     _with_companions,
+    bucket_grouping,
     check_watermark,
     is_watermarked,
+    shuffle_partitions,
 )
 from overwindow.spark.boundary import check_session_time_zone, companions_of, with_interval_days
 from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow, chosen_key_buckets
@@ -49,7 +50,6 @@ from overwindow.streaming.assemble import ASIDE, PART, Assembler
 from overwindow.streaming.contract import CHANGE
 from overwindow.streaming.identity import row_hash
 
-_BUCKET = "__overwindow_bucket"  # the bucket of the row's key in its window group
 _ROWS = "__overwindow_rows"  # the bucket of the row's identity, for the second operator
 _PARTS = "__overwindow_parts"  # an Arrow IPC stream of parts, all of one row bucket
 
@@ -105,10 +105,11 @@ def over_windows(
                 f"{what} need PARTITION BY over columns of the stream by name; add `{missing[0]}` "
                 "as a column (withColumn or a computed column in the SELECT list) first"
             )
-    if first.buckets_given:  # as given, on a BIGINT bucket ("per key" does not apply here)
+    if first.buckets_given:  # as given ("per key" does not apply here)
         buckets = first.key_buckets or DEFAULT_KEY_BUCKETS
-    else:
-        buckets = chosen_key_buckets(int(df.sparkSession.conf.get("spark.sql.shuffle.partitions")))
+    else:  # chosen as overWindow chooses, and recorded in each group's state
+        buckets = chosen_key_buckets(shuffle_partitions(df.sparkSession))
+        groups = [(keys, spec.on_chosen_buckets(buckets)) for keys, spec in groups]
     condition = None if qualify is None else Expr.of(qualify)
     assembler = Assembler.of(groups, input_schema, watermarked, condition, computed)
     check_session_time_zone(df)
@@ -131,10 +132,7 @@ def over_windows(
         of_keys = F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(buckets)) if keys else F.lit(0)
         bucket = F.when(F.col(PART) == g, of_keys).otherwise(bucket)
     fanned = df.withColumn(PART, F.explode(F.sequence(F.lit(0), F.lit(len(groups) - 1))))
-    if first.buckets_given:
-        grouped = fanned.withColumn(_BUCKET, bucket).groupBy(PART, _BUCKET)
-    else:
-        grouped = _chosen_grouping(fanned, bucket, buckets, PART)
+    grouped = bucket_grouping(fanned, bucket, buckets, not first.buckets_given, PART)
     grouped = _with_companions(grouped, companions)
     state_struct = StructType([StructField("state", BinaryType(), False)])
     # parts travel as Arrow IPC (their values exact, NaN apart from NULL), one message per row

@@ -128,14 +128,14 @@ COLUMNS = ("diff", "avg3", "s1", "nxt", "c20", "rn")
 
 # hostings: a state per key, and keys hashed into buckets (fewer buckets than keys, so buckets hold
 # several keys and some keys get no rows in a micro-batch); without keyBuckets (``_start``'s
-# default) the query runs on the 64 buckets it chooses
+# default) the query runs on the buckets it chooses (16 on the tests' 2 shuffle partitions)
 HOSTINGS = pytest.mark.parametrize("buckets", ["per key", 2], ids=["per_key", "bucketed"])
 # and the split state on buckets (transformWithStateInPandas: pending rows per bucket, each key's
-# history an entry, a timer per bucket)
+# history an entry, a timer per bucket), given and chosen (a TINYINT and a BOOLEAN grouping key)
 LAYOUTS = pytest.mark.parametrize(
     "buckets, layout",
-    [("per key", "whole"), (2, "whole"), (2, "chunked")],
-    ids=["per_key", "bucketed", "bucketed_chunked"],
+    [("per key", "whole"), (2, "whole"), (2, "chunked"), (None, "chunked")],
+    ids=["per_key", "bucketed", "bucketed_chunked", "chosen_chunked"],
 )
 
 
@@ -300,8 +300,8 @@ def test_chosen_buckets_follow_the_shuffle_and_a_checkpoint_keeps_its_own(spark,
     """keyBuckets not given: 16 buckets on the tests' 2 shuffle partitions, 64 on 8. Spark keeps a
     checkpoint's partitions whatever the session says later, so a checkpoint started on 16 buckets
     and restarted with 8 partitions set (where 64 would be chosen and the keys hashed anew) is
-    refused in Spark's words, and goes on with the partitions it was started with. Oracle: the
-    batch evaluator over all rows."""
+    refused in Spark's words, as is one started on 64 and restarted with 2, and goes on with the
+    partitions it was started with. Oracle: the batch evaluator over all rows."""
     rng = np.random.default_rng(23)
     src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
     os.makedirs(src)
@@ -323,10 +323,15 @@ def test_chosen_buckets_follow_the_shuffle_and_a_checkpoint_keeps_its_own(spark,
         assert 16 < state_rows(_start(spark, src, chk8, out8, calls, maxFilesPerTrigger=1)) <= 64
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "2")
-    _start(spark, src, chk, out, calls)
     closed, expected = _expected(first + second, calls)
-    _assert_matches(_emitted(spark, out), closed, expected, ("diff", "n"))
     _assert_matches(_emitted(spark, out8), closed, expected, ("diff", "n"))
+    third = _rows(rng, 40, 800, keys=40)
+    _write(src, third, 2)  # and the other way: started on 64 buckets, now 2 partitions
+    with pytest.raises(Exception, match="STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE|StateSchemaNotCompatible"):
+        _start(spark, src, chk8, out8, calls)
+    _start(spark, src, chk, out, calls)
+    closed, expected = _expected(first + second + third, calls)
+    _assert_matches(_emitted(spark, out), closed, expected, ("diff", "n"))
 
 
 def test_seed_examples_price_diff_and_previous_orders(spark, tmp_path):
