@@ -440,6 +440,61 @@ def test_ctrl_c_stops_with_one_line(no_spark, tmp_path):
         assert word not in err, err
 
 
+def _batch_sums(rows: list[dict]) -> dict:
+    """id -> the VIEW's ``s`` over ``rows`` (JSON events), by the batch evaluator."""
+    table = pa.Table.from_pylist(rows)
+    table = table.set_column(1, "ts", table["ts"].cast(pa.timestamp("us")))
+    batch = overwindow.evaluate(
+        table.sort_by([("ts", "ascending"), ("id", "ascending")]),
+        "sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 2 PRECEDING) AS s",
+    )
+    return {r["id"]: r["s"] for r in batch.to_pylist()}
+
+
+def test_a_new_checkpoint_runs_the_buckets_overwindow_chooses_and_keeps_their_count(spark, tmp_path, capsys):
+    """Without key_buckets the job hosts a new local checkpoint on the buckets overWindow chooses: 16
+    on the tests' 2 shuffle partitions (at most 16 state rows for 40 keys, where 64 buckets would
+    hold about 30), and records that they were chosen. Run again with 8 partitions set, where 64
+    would be chosen and the keys hashed anew (Spark refuses the other count's grouping key), it
+    goes on with 16: the count follows the partitions Spark keeps for the checkpoint. Oracle: the
+    batch evaluator over the rows the watermark passed."""
+    events = tmp_path / "events"
+    events.mkdir()
+    rows = []
+    for f in range(3):
+        batch = [
+            {"k": f"k{i % 40}", "ts": f"2024-01-01T00:{f:02d}:{i // 2:02d}", "id": f * 1000 + i, "x": f + i}
+            for i in range(80)
+        ]
+        rows += batch
+        (events / f"f{f}.json").write_text("".join(json.dumps(r) + "\n" for r in batch))
+        os.utime(events / f"f{f}.json", (1_000 + f, 1_000 + f))
+    first = tmp_path / "first"
+    first.mkdir()
+    os.replace(events / "f2.json", first / "f2.json")  # the second run's
+    view = _view(tmp_path, VIEW.replace("max_files_per_trigger = 1", "max_files_per_trigger = 2"))
+    assert main(["run", view, "--once", "--progress", "json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert 0 < max(r["state_keys"] for r in records) <= 16
+    with open(tmp_path / "chk" / "overwindow-view.json") as f:
+        assert json.load(f)["key_buckets"] == "chosen"
+    os.replace(first / "f2.json", events / "f2.json")
+    eight = VIEW.replace("max_files_per_trigger = 1", "max_files_per_trigger = 2") + (
+        '\n[spark]\n"spark.sql.shuffle.partitions" = "8"\n'
+    )
+    try:
+        code = main(["run", _view(tmp_path, eight), "--once", "--final", "--progress", "json"])
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "8"  # the job's setting, kept
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert 0 < max(r["state_keys"] for r in records) <= 16
+    got = dict(sqlite3.connect(tmp_path / "view.sqlite").execute('SELECT id, s FROM "v"'))
+    assert got == _batch_sums(rows)
+
+
 def test_a_remote_checkpoint_started_per_key_is_refused_not_read_as_new_buckets(spark, tmp_path, capsys):
     """A checkpoint given as a URI is not read (no fingerprint), so the job cannot know how it was
     started. One started per key (by an older overwindow, or with key_buckets = "per key") on BIGINT
@@ -470,12 +525,6 @@ def test_a_remote_checkpoint_started_per_key_is_refused_not_read_as_new_buckets(
         if b == 1:  # Spark's refusal, in the view's words
             assert "was started with other key buckets" in err and "write [view] key_buckets" in err
     got = dict(sqlite3.connect(tmp_path / "view.sqlite").execute('SELECT id, s FROM "v"'))
-    table = pa.Table.from_pylist(rows)
-    table = table.set_column(1, "ts", table["ts"].cast(pa.timestamp("us")))
-    batch = overwindow.evaluate(
-        table.sort_by([("ts", "ascending"), ("id", "ascending")]),
-        "sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 2 PRECEDING) AS s",
-    )
-    want = {r["id"]: r["s"] for r in batch.to_pylist()}
+    want = _batch_sums(rows)
     assert got.keys() <= want.keys() and len(got) >= 16  # the second file's rows past the first's
     assert all(got[i] == want[i] for i in got)

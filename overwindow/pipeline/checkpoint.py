@@ -1,8 +1,9 @@
 """What a Structured Streaming checkpoint says about its query, read through Hadoop's file system
 (so a checkpoint on HDFS or an object store reads as a local one): the query id Spark keeps for the
-checkpoint (``metadata``), the last batch committed (``commits/``) and planned (``offsets/``), and
-the files the file source listed for a batch (``sources/0/``); and the one file overwindow writes
-there, a batch planned to end the input (:func:`end_input`).
+checkpoint (``metadata``), the last batch committed (``commits/``) and planned (``offsets/``), the
+files the file source listed for a batch (``sources/0/``) and the shuffle partitions the query runs
+on (in ``offsets/``); and the one file overwindow writes there, a batch planned to end the
+input (:func:`end_input`).
 
 These are Spark's own files, in the formats Spark has written since 2.0: ``metadata`` is one JSON
 object with the query ``id``; ``commits/N`` and ``offsets/N`` exist once batch N is committed or
@@ -133,6 +134,30 @@ def end_input(spark, checkpoint: str, watermark_ms: int) -> bool:
         return False
     fs.write(fs.child("offsets", str(state.last_planned + 1)), planned)
     return True
+
+
+def shuffle_partitions(spark, checkpoint: str) -> int | None:
+    """The shuffle partitions Spark runs the checkpoint's stateful operators on: the
+    ``spark.sql.shuffle.partitions`` its last planned batch recorded, which Spark keeps for the
+    checkpoint's life whatever the session says; None for a checkpoint with no batch yet. O(1).
+
+    >>> _recorded_partitions('v1\\n{"batchWatermarkMs":0,"conf":{"spark.sql.shuffle.partitions":"2"}}\\n{}')
+    2
+    """
+    state = checkpoint_state(spark, checkpoint)
+    if state.last_planned is None:
+        return None
+    fs = _Fs(spark, checkpoint)
+    return _recorded_partitions(fs.read(fs.child("offsets", str(state.last_planned))) or "")
+
+
+def _recorded_partitions(offsets: str) -> int | None:
+    """``spark.sql.shuffle.partitions`` in an ``offsets/N`` text's metadata (None: not there)."""
+    lines = offsets.split("\n")
+    if len(lines) < 2 or not lines[1].strip():
+        return None
+    value = json.loads(lines[1]).get("conf", {}).get("spark.sql.shuffle.partitions")
+    return int(value) if value is not None else None
 
 
 def _with_watermark(offsets: str, watermark_ms: int) -> str | None:

@@ -24,9 +24,9 @@ from importlib import resources
 import pyarrow.csv as pv
 
 from overwindow.pipeline.job import run_view
-from overwindow.pipeline.view import View, use_query
+from overwindow.pipeline.view import View, host_chosen, use_query
 from overwindow.spark import compat
-from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow
+from overwindow.spec import OverWindow
 
 WINDOW = "ORDER BY day RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING"
 CALLS = [
@@ -127,8 +127,8 @@ def _view(
         op_column=None,
         sink={"kind": "sqlite", "path": os.path.join(out, DATABASE), "table": table},
         checkpoint=os.path.join(out, "checkpoint", name),
-        # as the main job hosts a new checkpoint (view._key_buckets): the demo starts a new one
-        spec=OverWindow(*calls, emit="on_window_close", rowKey=row_key, keyBuckets=DEFAULT_KEY_BUCKETS),
+        # hosted as the main job hosts a new checkpoint (view.host_chosen): the demo starts a new one
+        spec=OverWindow(*calls, emit="on_window_close", rowKey=row_key).hosted(True, True),
     )
 
 
@@ -158,8 +158,9 @@ def ticks_view(out: str) -> View:
         TICK_TABLE,
     )
     if compat.version() >= compat.SPARK_4:  # several windows in one query need PySpark 4
-        view.options = dict(emit="on_window_close", rowKey=view.row_key, keyBuckets=DEFAULT_KEY_BUCKETS)
+        view.options = dict(emit="on_window_close", rowKey=view.row_key)
         use_query(view, TICK_QUERY)
+        host_chosen(view)
     return view
 
 

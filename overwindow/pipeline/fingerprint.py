@@ -21,6 +21,10 @@ from overwindow.pipeline.view import View, is_uri
 
 FILE = "overwindow-view.json"
 VERSION = 1
+# key_buckets of a checkpoint started on the buckets overwindow chose (``OverWindow.hosted``): their
+# count follows the shuffle partitions Spark keeps for the checkpoint (``job.start_view``); a number
+# is a count given (or the 64 an earlier release gave every new checkpoint), null a state per key
+CHOSEN = "chosen"
 # fingerprint field -> the view-file key it comes from
 KEYS = {
     "schema": "[source] schema",
@@ -59,7 +63,7 @@ def fingerprint(checked) -> dict:
         "op_column": view.op_column,
         "emit": view.emit,
         "state_layout": view.spec.state_layout,
-        "key_buckets": view.spec.key_buckets,
+        "key_buckets": CHOSEN if view.spec.buckets_chosen else view.spec.key_buckets,
         "state_format": FORMAT_VERSION,
         "watermark_column": view.watermark["column"] if view.watermark else None,
         "sink": {k: sink[k] for k in ("kind", "path", "table") if k in sink},
@@ -102,10 +106,10 @@ def _started(checkpoint: str) -> bool:
 
 
 def started_key_buckets(checkpoint: str):
-    """The key buckets a started checkpoint runs (``PER_KEY`` for a state per key, also for
-    one started before fingerprints were kept), or None for a checkpoint not started (or on a
-    remote file system, which is not read here: a remote checkpoint started per key by an older
-    overwindow needs ``key_buckets = "per key"``)."""
+    """The key buckets a started checkpoint runs: the count given, ``CHOSEN``, or ``PER_KEY`` for a
+    state per key (also for one started before fingerprints were kept); None for a checkpoint not
+    started (or on a remote file system, which is not read here: a remote checkpoint started per key
+    by an older overwindow needs ``key_buckets = "per key"``)."""
     from overwindow.spec import PER_KEY
 
     if is_uri(checkpoint) or not _started(checkpoint):

@@ -11,12 +11,12 @@ import sys
 import threading
 import time
 
-from overwindow.pipeline.checkpoint import checkpoint_state, missing_files
+from overwindow.pipeline.checkpoint import checkpoint_state, missing_files, shuffle_partitions
 from overwindow.pipeline.failures import ViewRunError
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
 from overwindow.pipeline.sources import Source, open_source
-from overwindow.pipeline.view import View, ViewFileError
+from overwindow.pipeline.view import View, ViewFileError, is_uri
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import WORKER_WARNINGS
 from overwindow.spark.select import run_query
@@ -221,12 +221,13 @@ def start_view(
     df = source.frame
     # rows the machines set aside go to the dead letter too, when the view keeps one
     keep = source.dead_letter.records if source.dead_letter is not None else None
-    if view.query is not None:  # as overwindow.sql runs it
-        out = run_query(df, view.query, _keep=keep, **view.options)
-    elif view.partition_by:
-        out = df.groupBy(*view.partition_by).overWindow(view.spec, keep)
-    else:
-        out = df.overWindow(view.spec, keep)
+    with _checkpoint_partitions(spark, view):
+        if view.query is not None:  # as overwindow.sql runs it
+            out = run_query(df, view.query, _keep=keep, **view.options)
+        elif view.partition_by:
+            out = df.groupBy(*view.partition_by).overWindow(view.spec, keep)
+        else:
+            out = df.overWindow(view.spec, keep)
     rows_out: dict = {}
     writer = out.writeStream.option("checkpointLocation", view.checkpoint)
     if view.sink["kind"] == "parquet":
@@ -313,6 +314,31 @@ def job_names(views: list[View]) -> list[str]:
     """
     seen = [v.name.lower() for v in views]
     return [v.name if seen.count(v.name.lower()) == 1 else f"{v.name} ({v.path})" for v in views]
+
+
+@contextlib.contextmanager
+def _checkpoint_partitions(spark, view: View):
+    """While the view's query is built: the session's ``spark.sql.shuffle.partitions`` set to those
+    its started local checkpoint runs on, where overwindow chooses the view's buckets (its count
+    follows the partitions, ``spec.chosen_key_buckets``). Spark keeps a checkpoint's partitions for
+    its life and ignores the session's, so a checkpoint started on 2 partitions goes on with the 16
+    buckets it was started on when the job's settings now say 8. A remote checkpoint keeps no
+    fingerprint to say that this release chose its buckets (an earlier one chose 64 on any
+    partitions): it runs the count the session's partitions choose, and Spark refuses another
+    (``failures`` says how to choose it again). O(1)."""
+    partitions = None
+    if view.spec.buckets_chosen and not is_uri(view.checkpoint):
+        partitions = shuffle_partitions(spark, view.checkpoint)
+    if partitions is None:
+        yield
+        return
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(partitions))
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
 
 
 def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bool, debug: bool) -> bool:

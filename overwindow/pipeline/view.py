@@ -59,6 +59,8 @@ from overwindow.spark.select import Query, key_column, parse_query, query_groups
 from overwindow.spec import (
     DEFAULT_KEY_BUCKETS,
     EMIT_MODES,
+    FEW_KEY_BUCKETS,
+    FEW_PARTITIONS,
     PER_KEY,
     STATE_LAYOUTS,
     OverWindow,
@@ -282,12 +284,13 @@ KEYS = (
         "buckets",
         "hash the partition keys into this many buckets, one state and one Python call per bucket "
         'and micro-batch, so cost follows rows rather than keys; "per key": a state and a call per '
-        f"key (default: {DEFAULT_KEY_BUCKETS} for a new checkpoint of emit on window close, and of "
-        "emit on update with a [watermark] on the whole state layout; what a started checkpoint "
-        "was started with, a state per key for one started by an older overwindow; on a remote "
-        "checkpoint, which is not read, the buckets `overWindow` chooses, so a remote checkpoint "
-        "started otherwise needs its `key_buckets` written out; otherwise a state per key); fixed "
-        "for the checkpoint's life",
+        "key (default, for emit on window close and for emit on update with a [watermark] on the "
+        "whole state layout: the buckets `overWindow` chooses, "
+        f"{FEW_KEY_BUCKETS} up to {FEW_PARTITIONS} shuffle partitions and {DEFAULT_KEY_BUCKETS} "
+        "above, for a new checkpoint; what a started checkpoint was started with, a state per key "
+        "for one started by an older overwindow; a remote checkpoint is not read, so one started "
+        "otherwise needs its `key_buckets` written out; otherwise a state per key); fixed for the "
+        "checkpoint's life",
     ),
     Key(
         "view",
@@ -643,39 +646,47 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         raise ViewFileError(
             f'{view.where("sink", "kind")}: a Parquet sink only appends; use it with emit = "on_window_close"'
         )
-    if view.options["keyBuckets"] is None:  # a remote checkpoint: buckets as OverWindow chooses them
-        view.groups = [(keys, spec.hosted(view.watermark is not None, True)) for keys, spec in view.groups]
-        view.spec = view.groups[0][1]
+    if view.options["keyBuckets"] is None:
+        host_chosen(view)
     return view
+
+
+def host_chosen(view: View) -> None:
+    """The view's window groups hosted as ``overWindow`` hosts them without keyBuckets. Their count
+    is chosen again when the query is built, for the shuffle partitions it runs on
+    (``job.start_view``); here what counts is whether the view runs on buckets (the fingerprint,
+    the progress line's unit). O(groups)."""
+    view.groups = [(keys, spec.hosted(view.watermark is not None, True)) for keys, spec in view.groups]
+    view.spec = view.groups[0][1]
 
 
 def _key_buckets(view: View, given, layout: str) -> int | str | None:
     """[view] key_buckets as OverWindow's ``keyBuckets``: the number given, or ``PER_KEY``; not
     given, where ``OverWindow.hosted`` would choose buckets (``watermark_bounds_state``), what the
-    view's checkpoint was started with, or ``DEFAULT_KEY_BUCKETS`` for a new one (a started
-    checkpoint's state cannot change hosting), and elsewhere ``PER_KEY``, as ``hosted`` chooses. A
-    remote checkpoint is not read: None there, so the spec's buckets are chosen (``load_view``,
-    then the adapter for the session's shuffle partitions) and group by a key Spark refuses to run
-    on a checkpoint started per key, on buckets given or on the other chosen number (loudly, where
-    64 buckets given would read a state started per key on BIGINT keys as empty buckets). The
-    chunked layout on update stays per key: on buckets it measured no faster
-    (docs/many-keys.md, section 8, fourth increment: its machine's step per key, not Spark's
-    per-group cost, dominates)."""
+    view's checkpoint was started with (a count given, an earlier release's 64 too, or a state per
+    key), else None: the spec's buckets are chosen, as ``overWindow`` chooses them (``load_view``,
+    then the adapter for the shuffle partitions; ``job.start_view`` gives it a started
+    checkpoint's). Chosen buckets group by a key Spark refuses to run on a checkpoint started per
+    key, on buckets given or on the other chosen count, so a remote checkpoint, which is not read
+    here, is refused loudly where a count given would read a state started per key on BIGINT keys
+    as empty buckets. Elsewhere ``PER_KEY``, as ``hosted`` chooses. The chunked layout on update
+    stays per key: on buckets it measured no faster (docs/many-keys.md, section 8, fourth
+    increment: its machine's step per key, not Spark's per-group cost, dominates)."""
     if given is not None or not watermark_bounds_state(view.emit, layout, view.watermark is not None):
         return PER_KEY if given is None else given
     if is_uri(view.checkpoint):
         return None
-    from overwindow.pipeline.fingerprint import started_key_buckets
+    from overwindow.pipeline.fingerprint import CHOSEN, started_key_buckets
 
     started = started_key_buckets(view.checkpoint)
     if started == PER_KEY:
         view.warnings.append(
             f"{view.where('sink', 'checkpoint')}: runs a state per key, as the checkpoint was started; "
-            f"a new checkpoint would hash the keys into {DEFAULT_KEY_BUCKETS} buckets (key_buckets), "
-            "which costs far less with many keys"
+            "a new checkpoint would hash the keys into buckets (key_buckets), which costs far less "
+            "with many keys"
         )
         return PER_KEY
-    return DEFAULT_KEY_BUCKETS if started is None else started
+    return None if started in (None, CHOSEN) else started
 
 
 def _read_query(view: View, text: str, given: dict) -> None:

@@ -167,7 +167,6 @@ def over_window(grouped, spec: OverWindow, keep=None):
     """``grouped.applyInPandasWithState`` running ``spec``'s machine; returns the streaming DataFrame.
     ``keep``: where the rows the machines set aside go besides the count and the log (the main
     job's dead letter: an accumulator of ``{(batch, origin, position): (origin, reason, record)}``)."""
-    from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
     from pyspark.sql.types import BinaryType, StructField, StructType
 
@@ -198,9 +197,8 @@ def over_window(grouped, spec: OverWindow, keep=None):
                     "keyBuckets needs groupBy over columns of the stream by name; add computed keys "
                     "with withColumn(...) and group by those columns"
                 )
-            keys = named
-            bucket = F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(spec.key_buckets))
-            grouped = bucket_grouping(df, bucket, spec.key_buckets, spec.buckets_chosen)
+            keys, buckets = named, spec.key_buckets
+            grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, spec.buckets_chosen)
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
     output_struct = _output_struct(input_struct, machine.output_schema)
@@ -271,6 +269,16 @@ def shuffle_partitions(session) -> int | None:
         return int(session.conf.get("spark.sql.shuffle.partitions"))
     except (TypeError, ValueError):
         return None
+
+
+def bucket_of(keys: tuple[str, ...], buckets: int):
+    """The Spark column of a row's key bucket: ``pmod(xxhash64(keys), buckets)`` (Spark's own hash,
+    stable across versions and sessions; NULL keys hash like any value); 0 without keys. O(1)."""
+    from pyspark.sql import functions as F
+
+    if not keys:
+        return F.lit(0)
+    return F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(buckets))
 
 
 def bucket_grouping(df, bucket, buckets: int, chosen: bool, *leading: str):

@@ -34,12 +34,12 @@ from overwindow.spark.adapter import (
     MachineCounts,
     _arrow_schema,
     _check_rocksdb,
-    _column,
     _emitted,
     _output_struct,
     _Runner,
     _with_companions,
     bucket_grouping,
+    bucket_of,
     check_watermark,
     is_watermarked,
     shuffle_partitions,
@@ -129,8 +129,7 @@ def over_windows(
         runner.part = _Parts(g, parts_schema, assembler.identity, buckets)
     bucket = F.lit(0)
     for g, (keys, _) in reversed(list(enumerate(groups))):
-        of_keys = F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(buckets)) if keys else F.lit(0)
-        bucket = F.when(F.col(PART) == g, of_keys).otherwise(bucket)
+        bucket = F.when(F.col(PART) == g, bucket_of(keys, buckets)).otherwise(bucket)
     fanned = df.withColumn(PART, F.explode(F.sequence(F.lit(0), F.lit(len(groups) - 1))))
     grouped = bucket_grouping(fanned, bucket, buckets, not first.buckets_given, PART)
     grouped = _with_companions(grouped, companions)

@@ -2,6 +2,7 @@
 checkpoint was started with; what a checkpoint may change (the delay, batch sizes, spacing) is not.
 Here the checkpoint is marked started by hand; tests/test_cli.py runs it on Spark."""
 
+import json
 import os
 import re
 import shutil
@@ -85,6 +86,29 @@ def test_what_shapes_state_or_table_is_compared(tmp_path, override, label):
 def test_what_a_checkpoint_may_change_is_not(tmp_path, override):
     path = started(tmp_path)
     check_views([load_view(path, override)])
+
+
+@pytest.mark.parametrize(
+    "given, recorded",
+    [(None, "chosen"), ("64", 64), ('"per key"', None)],
+)
+def test_the_key_buckets_a_checkpoint_was_started_on_are_recorded_and_kept(tmp_path, given, recorded):
+    """Buckets overwindow chose are recorded as such (their count follows the partitions Spark keeps
+    for the checkpoint), a count given as the count; the view without key_buckets then runs what
+    was recorded, and a count written out where buckets were chosen is a change."""
+    text = (
+        VIEW
+        if given is None
+        else VIEW.replace('row_key = ["id"]', f'row_key = ["id"]\nkey_buckets = {given}')
+    )
+    path = started(tmp_path, text)
+    with open(tmp_path / "chk" / FILE) as f:
+        assert json.load(f)["key_buckets"] == recorded
+    (checked,) = check_views([load_view(path, {"view.key_buckets": None})])
+    assert checked.view.spec.buckets_chosen == (given is None)
+    if given is None:
+        with pytest.raises(ViewFileError, match='key_buckets was "chosen", is now 16'):
+            check_views([load_view(path, {"view.key_buckets": 16})])
 
 
 def test_a_checkpoint_spark_has_not_started_takes_any_view(tmp_path):

@@ -335,19 +335,23 @@ def _started(checkpoint, fingerprint=None):
 
 
 @pytest.mark.parametrize(
-    "given, started, hosting",
+    "given, started, hosting, chosen",
     [
-        (None, None, 64),  # a new checkpoint: the default buckets
-        (None, {"key_buckets": 8}, 8),  # a started one goes on as it was started
-        (None, {"key_buckets": None}, None),  # ... per key
-        (None, "no fingerprint", None),  # started by an older overwindow: per key
-        ('"per key"', None, None),
-        ("16", {"key_buckets": 16}, 16),
+        (None, None, 64, True),  # a new checkpoint: buckets as overWindow chooses them
+        (None, {"key_buckets": "chosen"}, 64, True),  # ... and so when started on chosen buckets
+        (None, {"key_buckets": 64}, 64, False),  # an earlier release's default: 64 given
+        (None, {"key_buckets": 8}, 8, False),  # a started one goes on as it was started
+        (None, {"key_buckets": None}, None, False),  # ... per key
+        (None, "no fingerprint", None, False),  # started by an older overwindow: per key
+        ('"per key"', None, None, False),
+        ("16", {"key_buckets": 16}, 16, False),
     ],
 )
 def test_window_close_hosts_key_buckets_by_default_and_a_started_checkpoint_keeps_its_own(
-    tmp_path, given, started, hosting
+    tmp_path, given, started, hosting, chosen
 ):
+    """Chosen buckets' count follows the shuffle partitions when the query is built (the job gives
+    it a started checkpoint's: tests/test_cli.py); the view knows only that it runs on them."""
     text = (
         GOOD
         if given is None
@@ -356,7 +360,7 @@ def test_window_close_hosts_key_buckets_by_default_and_a_started_checkpoint_keep
     if started is not None:
         _started(tmp_path / "chk", None if started == "no fingerprint" else started)
     view = load_view(write(tmp_path, text))
-    assert view.spec.key_buckets == hosting
+    assert (view.spec.key_buckets, view.spec.buckets_chosen) == (hosting, chosen)
     per_key_kept = given is None and hosting is None
     assert (
         any("runs a state per key, as the checkpoint was started" in w for w in view.warnings) == per_key_kept
