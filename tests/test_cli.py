@@ -1,6 +1,7 @@
 """The command line: the demo (the README's main job) and `run` on a view file, end to end on Spark.
 Values come from the batch evaluator and DuckDB over the same sample."""
 
+import contextlib
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ import pytest
 
 import overwindow
 from overwindow.__main__ import main
+from overwindow.pipeline import job
 from overwindow.pipeline.demo import DATABASE, TABLE, TICK_TABLE, sample_path
 from overwindow.spark import compat
 
@@ -451,13 +453,23 @@ def _batch_sums(rows: list[dict]) -> dict:
     return {r["id"]: r["s"] for r in batch.to_pylist()}
 
 
-def test_a_new_checkpoint_runs_the_buckets_overwindow_chooses_and_keeps_their_count(spark, tmp_path, capsys):
+TWO_GROUPS = (
+    'query = "SELECT k, ts, id, x, sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 2 PRECEDING) AS s, '
+    'count(*) OVER (ORDER BY ts ROWS 2 PRECEDING) AS c FROM source"'
+)
+
+
+@pytest.mark.parametrize("shape", ["calls", "two window groups"])
+def test_a_new_checkpoint_runs_the_buckets_overwindow_chooses_and_keeps_their_count(
+    spark, tmp_path, capsys, monkeypatch, shape
+):
     """Without key_buckets the job hosts a new local checkpoint on the buckets overWindow chooses: 16
     on the tests' 2 shuffle partitions (at most 16 state rows for 40 keys, where 64 buckets would
-    hold about 30), and records that they were chosen. Run again with 8 partitions set, where 64
-    would be chosen and the keys hashed anew (Spark refuses the other count's grouping key), it
-    goes on with 16: the count follows the partitions Spark keeps for the checkpoint. Oracle: the
-    batch evaluator over the rows the watermark passed."""
+    hold about 30; a window without PARTITION BY adds one), and records that they were chosen. Run
+    again with 8 partitions set, where 64 would be chosen and the keys hashed anew, Spark refuses
+    the other count's grouping key unless the job builds the query with the checkpoint's partitions;
+    it does, so the view goes on with 16. A checkpoint whose record is gone runs per key unless
+    key_buckets = "chosen" says how it was started. Oracle: the batch evaluator."""
     events = tmp_path / "events"
     events.mkdir()
     rows = []
@@ -472,17 +484,28 @@ def test_a_new_checkpoint_runs_the_buckets_overwindow_chooses_and_keeps_their_co
     first = tmp_path / "first"
     first.mkdir()
     os.replace(events / "f2.json", first / "f2.json")  # the second run's
-    view = _view(tmp_path, VIEW.replace("max_files_per_trigger = 1", "max_files_per_trigger = 2"))
+    text = VIEW.replace("max_files_per_trigger = 1", "max_files_per_trigger = 2")
+    if shape != "calls":
+        text = text.replace('partition_by = ["k"]\n', "").replace(
+            'calls = ["sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s"]', TWO_GROUPS
+        )
+    buckets = 16 if shape == "calls" else 17
+    view = _view(tmp_path, text)
     assert main(["run", view, "--once", "--progress", "json"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    assert 0 < max(r["state_keys"] for r in records) <= 16
+    assert 0 < max(r["state_keys"] for r in records) <= buckets
     with open(tmp_path / "chk" / "overwindow-view.json") as f:
         assert json.load(f)["key_buckets"] == "chosen"
     os.replace(first / "f2.json", events / "f2.json")
-    eight = VIEW.replace("max_files_per_trigger = 1", "max_files_per_trigger = 2") + (
-        '\n[spark]\n"spark.sql.shuffle.partitions" = "8"\n'
-    )
+    eight = text + '\n[spark]\n"spark.sql.shuffle.partitions" = "8"\n'
     try:
+        if shape == "calls":
+            with monkeypatch.context() as m:  # the query built for the session's 8 partitions
+                m.setattr(job, "_checkpoint_partitions", lambda spark, view: contextlib.nullcontext())
+                assert main(["run", _view(tmp_path, eight), "--once"]) == 1
+            assert "was started with other key buckets" in capsys.readouterr().err
+            os.remove(tmp_path / "chk" / "overwindow-view.json")  # lost: chosen says how it started
+            eight = eight.replace('row_key = ["id"]', 'row_key = ["id"]\nkey_buckets = "chosen"')
         code = main(["run", _view(tmp_path, eight), "--once", "--final", "--progress", "json"])
         assert spark.conf.get("spark.sql.shuffle.partitions") == "8"  # the job's setting, kept
     finally:
@@ -490,7 +513,7 @@ def test_a_new_checkpoint_runs_the_buckets_overwindow_chooses_and_keeps_their_co
     out, err = capsys.readouterr()
     assert code == 0, err
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    assert 0 < max(r["state_keys"] for r in records) <= 16
+    assert 0 < max(r["state_keys"] for r in records) <= buckets
     got = dict(sqlite3.connect(tmp_path / "view.sqlite").execute('SELECT id, s FROM "v"'))
     assert got == _batch_sums(rows)
 

@@ -139,10 +139,15 @@ def end_input(spark, checkpoint: str, watermark_ms: int) -> bool:
 def shuffle_partitions(spark, checkpoint: str) -> int | None:
     """The shuffle partitions Spark runs the checkpoint's stateful operators on: the
     ``spark.sql.shuffle.partitions`` its last planned batch recorded, which Spark keeps for the
-    checkpoint's life whatever the session says; None for a checkpoint with no batch yet. O(1).
+    checkpoint's life whatever the session says; None for a checkpoint with no batch yet, or none
+    recorded as a number (then Spark runs the session's, as overwindow chooses by). O(batches
+    retained).
 
     >>> _recorded_partitions('v1\\n{"batchWatermarkMs":0,"conf":{"spark.sql.shuffle.partitions":"2"}}\\n{}')
     2
+    >>> auto = 'v1\\n{"conf":{"spark.sql.shuffle.partitions":"auto"}}'
+    >>> [_recorded_partitions(t) for t in ("v1", 'v1\\n{"conf":null}', 'v1\\n{}', auto)]
+    [None, None, None, None]
     """
     state = checkpoint_state(spark, checkpoint)
     if state.last_planned is None:
@@ -156,8 +161,11 @@ def _recorded_partitions(offsets: str) -> int | None:
     lines = offsets.split("\n")
     if len(lines) < 2 or not lines[1].strip():
         return None
-    value = json.loads(lines[1]).get("conf", {}).get("spark.sql.shuffle.partitions")
-    return int(value) if value is not None else None
+    value = (json.loads(lines[1]).get("conf") or {}).get("spark.sql.shuffle.partitions")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _with_watermark(offsets: str, watermark_ms: int) -> str | None:

@@ -103,10 +103,12 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
             f"{view.where('sink', 'checkpoint')}: {view.checkpoint} was started with other key buckets "
             "than this run hosts: started per key or with key_buckets given, write [view] "
             'key_buckets as it was started ("per key", or the number); started on buckets overwindow '
-            f"chose ({FEW_KEY_BUCKETS} up to {FEW_PARTITIONS} shuffle partitions, {DEFAULT_KEY_BUCKETS} "
-            "above; an earlier release chose 64 on any), set spark.sql.shuffle.partitions ([spark] "
-            "or OVERWINDOW_SPARK_CONF) so that it chooses that count again; or start from a new "
-            "checkpoint"
+            'chose, write key_buckets = "chosen" (where its record in the checkpoint is gone), and '
+            "for a remote checkpoint, started on "
+            f"{FEW_KEY_BUCKETS} buckets up to {FEW_PARTITIONS} shuffle partitions or "
+            f"{DEFAULT_KEY_BUCKETS} above (an earlier release chose 64 on any), set "
+            "spark.sql.shuffle.partitions ([spark] or OVERWINDOW_SPARK_CONF) so that it chooses that "
+            "count again; or start from a new checkpoint"
         )
     if view.source["format"] == "kafka" and "kafka" in lowered:
         cause = _java_cause(text)

@@ -17,14 +17,10 @@ from __future__ import annotations
 import json
 import os
 
-from overwindow.pipeline.view import View, is_uri
+from overwindow.pipeline.view import CHOSEN, View, is_uri
 
 FILE = "overwindow-view.json"
 VERSION = 1
-# key_buckets of a checkpoint started on the buckets overwindow chose (``OverWindow.hosted``): their
-# count follows the shuffle partitions Spark keeps for the checkpoint (``job.start_view``); a number
-# is a count given (or the 64 an earlier release gave every new checkpoint), null a state per key
-CHOSEN = "chosen"
 # fingerprint field -> the view-file key it comes from
 KEYS = {
     "schema": "[source] schema",

@@ -325,7 +325,7 @@ def _checkpoint_partitions(spark, view: View):
     buckets it was started on when the job's settings now say 8. A remote checkpoint keeps no
     fingerprint to say that this release chose its buckets (an earlier one chose 64 on any
     partitions): it runs the count the session's partitions choose, and Spark refuses another
-    (``failures`` says how to choose it again). O(1)."""
+    (``failures`` says how to choose it again). O(batches the checkpoint retains)."""
     partitions = None
     if view.spec.buckets_chosen and not is_uri(view.checkpoint):
         partitions = shuffle_partitions(spark, view.checkpoint)

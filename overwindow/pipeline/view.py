@@ -67,6 +67,12 @@ from overwindow.spec import (
     watermark_bounds_state,
 )
 
+# [view] key_buckets = "chosen", and what a checkpoint's fingerprint records for buckets overwindow
+# chose (``OverWindow.hosted``): their count follows the shuffle partitions Spark keeps for the
+# checkpoint (``job.start_view``); a number is a count given (or the 64 an earlier release gave
+# every new checkpoint), null a state per key
+CHOSEN = "chosen"
+
 SOURCES = ("files", "kafka")
 FILE_FORMATS = ("json", "parquet", "csv")
 STARTING_OFFSETS = ("earliest", "latest")
@@ -284,13 +290,13 @@ KEYS = (
         "buckets",
         "hash the partition keys into this many buckets, one state and one Python call per bucket "
         'and micro-batch, so cost follows rows rather than keys; "per key": a state and a call per '
-        "key (default, for emit on window close and for emit on update with a [watermark] on the "
-        "whole state layout: the buckets `overWindow` chooses, "
-        f"{FEW_KEY_BUCKETS} up to {FEW_PARTITIONS} shuffle partitions and {DEFAULT_KEY_BUCKETS} "
-        "above, for a new checkpoint; what a started checkpoint was started with, a state per key "
-        "for one started by an older overwindow; a remote checkpoint is not read, so one started "
-        "otherwise needs its `key_buckets` written out; otherwise a state per key); fixed for the "
-        "checkpoint's life",
+        'key; "chosen": the buckets `overWindow` chooses, '
+        f"{FEW_KEY_BUCKETS} up to {FEW_PARTITIONS} shuffle partitions and {DEFAULT_KEY_BUCKETS} above "
+        "(default: chosen for a new checkpoint of emit on window close, and of emit on update with a "
+        "[watermark] on the whole state layout; what a started checkpoint was started with, a state "
+        "per key for one started by an older overwindow or whose overwindow-view.json is gone; a "
+        "remote checkpoint is not read, so one started otherwise needs its `key_buckets` written "
+        "out; otherwise a state per key); fixed for the checkpoint's life",
     ),
     Key(
         "view",
@@ -455,8 +461,8 @@ def _kind_error(key: Key, value) -> str | None:
     positive = isinstance(value, int) and not isinstance(value, bool) and value > 0
     if kind == "count" and not positive:
         return f"a positive whole number, got {value!r}"
-    if kind == "buckets" and value != PER_KEY and not positive:
-        return f'a positive whole number, or "{PER_KEY}", got {value!r}'
+    if kind == "buckets" and value not in (PER_KEY, CHOSEN) and not positive:
+        return f'a positive whole number, "{PER_KEY}" or "{CHOSEN}", got {value!r}'
     if kind == "offset" and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
         return f"an interval such as '7 days', or a number, got {value!r}"
     if kind == "names" and not (
@@ -661,22 +667,25 @@ def host_chosen(view: View) -> None:
 
 
 def _key_buckets(view: View, given, layout: str) -> int | str | None:
-    """[view] key_buckets as OverWindow's ``keyBuckets``: the number given, or ``PER_KEY``; not
-    given, where ``OverWindow.hosted`` would choose buckets (``watermark_bounds_state``), what the
-    view's checkpoint was started with (a count given, an earlier release's 64 too, or a state per
-    key), else None: the spec's buckets are chosen, as ``overWindow`` chooses them (``load_view``,
-    then the adapter for the shuffle partitions; ``job.start_view`` gives it a started
-    checkpoint's). Chosen buckets group by a key Spark refuses to run on a checkpoint started per
-    key, on buckets given or on the other chosen count, so a remote checkpoint, which is not read
-    here, is refused loudly where a count given would read a state started per key on BIGINT keys
-    as empty buckets. Elsewhere ``PER_KEY``, as ``hosted`` chooses. The chunked layout on update
-    stays per key: on buckets it measured no faster (docs/many-keys.md, section 8, fourth
+    """[view] key_buckets as OverWindow's ``keyBuckets``: the number given, or ``PER_KEY``; None
+    for ``CHOSEN``: the spec's buckets chosen as ``overWindow`` chooses them (``load_view``, then
+    the adapter for the shuffle partitions, which ``job.start_view`` sets to a started checkpoint's),
+    say for a checkpoint whose fingerprint is lost (which would run per key). Not given, where
+    ``OverWindow.hosted`` would choose buckets (``watermark_bounds_state``): what the view's
+    checkpoint was started with (a count given, an earlier release's 64 too, or a state per key),
+    else None, chosen. Chosen buckets group by a key Spark refuses to run on a checkpoint started
+    per key, on buckets given or on the other chosen count, so a remote checkpoint, which is not
+    read here, is refused loudly where a count given would read a state started per key on BIGINT
+    keys as empty buckets. Elsewhere ``PER_KEY``, as ``hosted`` chooses. The chunked layout on
+    update stays per key: on buckets it measured no faster (docs/many-keys.md, section 8, fourth
     increment: its machine's step per key, not Spark's per-group cost, dominates)."""
+    if given == CHOSEN:  # as overWindow chooses, whatever the checkpoint recorded
+        return None
     if given is not None or not watermark_bounds_state(view.emit, layout, view.watermark is not None):
         return PER_KEY if given is None else given
     if is_uri(view.checkpoint):
         return None
-    from overwindow.pipeline.fingerprint import CHOSEN, started_key_buckets
+    from overwindow.pipeline.fingerprint import started_key_buckets
 
     started = started_key_buckets(view.checkpoint)
     if started == PER_KEY:

@@ -84,10 +84,11 @@ def test_a_checkpoint_of_other_key_buckets_names_the_checkpoint_and_key_buckets(
     assert describe(RuntimeError(text), view) == (
         f"{view.path}: [sink] checkpoint (line 16): {view.checkpoint} was started with other key "
         "buckets than this run hosts: started per key or with key_buckets given, write [view] "
-        'key_buckets as it was started ("per key", or the number); started on buckets overwindow chose '
-        "(16 up to 4 shuffle partitions, 64 above; an earlier release chose 64 on any), set "
-        "spark.sql.shuffle.partitions ([spark] or OVERWINDOW_SPARK_CONF) so that it chooses that count "
-        "again; or start from a new checkpoint"
+        'key_buckets as it was started ("per key", or the number); started on buckets overwindow chose, '
+        'write key_buckets = "chosen" (where its record in the checkpoint is gone), and for a remote '
+        "checkpoint, started on 16 buckets up to 4 shuffle partitions or 64 above (an earlier release "
+        "chose 64 on any), set spark.sql.shuffle.partitions ([spark] or OVERWINDOW_SPARK_CONF) so that "
+        "it chooses that count again; or start from a new checkpoint"
     )
 
 

@@ -345,6 +345,8 @@ def _started(checkpoint, fingerprint=None):
         (None, "no fingerprint", None, False),  # started by an older overwindow: per key
         ('"per key"', None, None, False),
         ("16", {"key_buckets": 16}, 16, False),
+        ('"chosen"', "no fingerprint", 64, True),  # its record gone: chosen says how it started
+        ('"chosen"', {"key_buckets": None}, 64, True),  # as written, whatever was recorded
     ],
 )
 def test_window_close_hosts_key_buckets_by_default_and_a_started_checkpoint_keeps_its_own(
@@ -412,7 +414,8 @@ def test_emit_on_update_hosts_key_buckets_where_the_watermark_bounds_its_state(
 def test_key_buckets_is_a_number_or_per_key(tmp_path):
     bad = GOOD.replace('emit = "on_window_close"', 'emit = "on_window_close"\nkey_buckets = "per row"')
     with pytest.raises(
-        ViewFileError, match=r'\[view\] key_buckets \(line 16\): a positive whole number, or "per key"'
+        ViewFileError,
+        match=r'\[view\] key_buckets \(line 16\): a positive whole number, "per key" or "chosen"',
     ):
         load_view(write(tmp_path, bad))
 
