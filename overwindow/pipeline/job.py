@@ -85,6 +85,11 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
         .config("spark.sql.streaming.minBatchesToRetain", "10")
         .config(*WORKER_WARNINGS)
+        # Spark tells a stopped query's error by a backtracking regex (StreamExecution.PROXY_ERROR)
+        # that overflows a thread's default stack on a Py4J error of some 3,000 characters (Ctrl-C
+        # during a foreachBatch write brings one, with a Python traceback): the stream thread then
+        # dies with a StackOverflowError on stderr. 32 MB of stack reach past 90,000 characters
+        .config("spark.driver.defaultJavaOptions", "-Xss32m")
     )
     for key, value in settings.items():
         builder = builder.config(key, value)

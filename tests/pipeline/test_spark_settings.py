@@ -7,14 +7,23 @@ import subprocess
 import sys
 import textwrap
 
-SCRIPT = """
+SCRIPT = r"""
 import sys
 from overwindow.pipeline.job import local_spark, spark_settings
 from overwindow.pipeline.view import load_view
 spark = local_spark(settings=spark_settings(load_view(sys.argv[1])))
 heap = spark._jvm.java.lang.Runtime.getRuntime().maxMemory()
 memory = spark.sparkContext.getConf().get("spark.driver.memory")
-print(memory, heap, spark.conf.get("spark.sql.shuffle.partitions"))
+# Spark's check whether a stopped query's error is an interruption (StreamExecution.PROXY_ERROR),
+# on a Py4J error as long as one with a Python traceback and Java stack traces
+proxy_error = spark._jvm.java.util.regex.Pattern.compile(
+    "py4j.protocol.Py4JJavaError: An error occurred while calling((.|\\r\\n|\\r|\\n)*)"
+    "(java.lang.InterruptedException|java.io.InterruptedIOException)"
+)
+error = "py4j.protocol.Py4JJavaError: An error occurred while calling o1.x.\n"
+error += "\tat a.B.c(B.java:1)\n" * 1500
+found = proxy_error.matcher(error + "java.lang.InterruptedException").find()
+print(memory, heap, spark.conf.get("spark.sql.shuffle.partitions"), len(error), found)
 spark.stop()
 """
 
@@ -45,6 +54,8 @@ def test_view_and_environment_set_spark_memory(tmp_path, no_spark):
         [sys.executable, "-c", SCRIPT, str(view)], env=env, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr[-2000:]
-    memory, heap, partitions = out.stdout.split()
+    memory, heap, partitions, length, found = out.stdout.split()
     assert memory == "1500m" and partitions == "3"  # the view's over the environment's; the rest kept
     assert 1300 * 2**20 < int(heap) <= 1500 * 2**20  # the JVM's -Xmx (less a survivor space)
+    # a thread's default stack overflows on some 3,000 characters (a StackOverflowError on Ctrl-C)
+    assert int(length) > 30_000 and found == "True"
