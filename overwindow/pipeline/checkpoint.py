@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from overwindow.spark.adapter import partitions_count
+
 
 @dataclass(frozen=True)
 class CheckpointState:
@@ -149,11 +151,11 @@ def shuffle_partitions(spark, checkpoint: str) -> int | None:
     >>> [_recorded_partitions(t) for t in ("v1", 'v1\\n{"conf":null}', 'v1\\n{}', auto)]
     [None, None, None, None]
     """
-    state = checkpoint_state(spark, checkpoint)
-    if state.last_planned is None:
-        return None
     fs = _Fs(spark, checkpoint)
-    return _recorded_partitions(fs.read(fs.child("offsets", str(state.last_planned))) or "")
+    planned = fs.batch_ids("offsets")
+    if not planned:
+        return None
+    return _recorded_partitions(fs.read(fs.child("offsets", str(planned[-1]))) or "")
 
 
 def _recorded_partitions(offsets: str) -> int | None:
@@ -161,11 +163,7 @@ def _recorded_partitions(offsets: str) -> int | None:
     lines = offsets.split("\n")
     if len(lines) < 2 or not lines[1].strip():
         return None
-    value = (json.loads(lines[1]).get("conf") or {}).get("spark.sql.shuffle.partitions")
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+    return partitions_count((json.loads(lines[1]).get("conf") or {}).get("spark.sql.shuffle.partitions"))
 
 
 def _with_watermark(offsets: str, watermark_ms: int) -> str | None:

@@ -263,10 +263,20 @@ def _with_companions(grouped, companions: tuple[Companion, ...]):
 
 
 def shuffle_partitions(session) -> int | None:
-    """``spark.sql.shuffle.partitions`` as a number, which ``chosen_key_buckets`` takes; None where
-    it is none (``auto`` on some platforms), so the default count is chosen. O(1)."""
+    """``spark.sql.shuffle.partitions`` as ``chosen_key_buckets`` takes it (``partitions_count``).
+    O(1)."""
+    return partitions_count(session.conf.get("spark.sql.shuffle.partitions"))
+
+
+def partitions_count(value) -> int | None:
+    """A ``spark.sql.shuffle.partitions`` setting as a number; None where it is none (``auto`` on
+    some platforms, or not set), so the default count is chosen. O(1).
+
+    >>> partitions_count("2"), partitions_count("auto"), partitions_count(None)
+    (2, None, None)
+    """
     try:
-        return int(session.conf.get("spark.sql.shuffle.partitions"))
+        return int(value)
     except (TypeError, ValueError):
         return None
 
