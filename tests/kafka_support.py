@@ -2,8 +2,8 @@
 
 
 def produce(bootstrap, topic, records, partitions=1):
-    """Creates ``topic`` if needed and writes ``records`` (key, value bytes) in order; returns nothing
-    until the broker has them all."""
+    """Creates ``topic`` if needed and writes ``records`` (key, value bytes, and optionally the
+    partition: else the key's) in order; returns nothing until the broker has them all."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -11,6 +11,6 @@ def produce(bootstrap, topic, records, partitions=1):
     if topic not in admin.list_topics(timeout=10).topics:
         admin.create_topics([NewTopic(topic, partitions)])[topic].result()
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for key, value in records:
-        producer.produce(topic, key=key, value=value)
+    for key, value, *partition in records:
+        producer.produce(topic, key=key, value=value, **({"partition": partition[0]} if partition else {}))
     assert producer.flush(30) == 0

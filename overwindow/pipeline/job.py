@@ -15,7 +15,7 @@ from overwindow.pipeline.checkpoint import checkpoint_state, missing_files, shuf
 from overwindow.pipeline.failures import ViewRunError
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
-from overwindow.pipeline.sources import Source, open_source
+from overwindow.pipeline.sources import KAFKA_READERS, Source, open_source
 from overwindow.pipeline.view import View, ViewFileError, is_uri
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import WORKER_WARNINGS
@@ -252,12 +252,39 @@ def start_view(
             name=name,
             counts=getattr(out, "overwindow_counts", None),
             unit="key buckets" if (view.spec.key_buckets and view.partition_by) or view.several else "keys",
+            kafka_reader=source.reader,
         )
+        if source.reader is not None:
+            printer.say(reading(view, source.reader))
         spark.streams.addListener(printer)
     query = writer.queryName(name or view.name).start()
     if printer is not None:
         printer.query_id = str(query.id)
     return query, printer
+
+
+def reading(view: View, reader: str) -> str:
+    """What the job says first of a Kafka view: the topic, the reader, and whether it keeps the
+    partitions together in event time (README, "Kafka source").
+
+    >>> v = View("v.toml", {"topic": "ticks", "idle_timeout": "30 seconds"}, {"column": "ts"}, [], [],
+    ...          "on_update", None, None, {}, "chk")
+    >>> reading(v, "python")  # doctest: +NORMALIZE_WHITESPACE
+    "reading Kafka topic ticks with overwindow's Python Kafka reader: partitions kept together in
+    event time (ts; a partition without new records for 30 seconds stops holding the others back)"
+    """
+    text = f"reading Kafka topic {view.source['topic']} with {KAFKA_READERS[reader]}"
+    if not view.watermark:
+        return text
+    if reader == "python":
+        return (
+            f"{text}: partitions kept together in event time ({view.watermark['column']}; a partition "
+            f"without new records for {view.source['idle_timeout']} stops holding the others back)"
+        )
+    return (
+        f"{text}, which reads partitions apart in event time: one read ahead can make the others' rows "
+        "late (README, Kafka source)"
+    )
 
 
 def run_view(view: View, once: bool = False, quiet: bool = False, spark=None, **options) -> int:
@@ -363,7 +390,8 @@ def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bo
                     _quietly(started.stop)
                 if debug:
                     raise
-                raise ViewRunError(describe(e, view)) from None
+                # a view file that cannot run on this session says so itself, naming its key
+                raise ViewRunError(str(e) if isinstance(e, ViewFileError) else describe(e, view)) from None
             running.append((view, query, printer, errors))
         with _stop_on_interrupt() as asked:
             while any(q.isActive for _, q, _, _ in running):
@@ -383,6 +411,9 @@ def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bo
             if printer is not None:
                 _quietly(lambda: printer.drain(query))
                 _quietly(lambda: spark.streams.removeListener(printer))
+    for _, query, printer, _ in running:
+        if once and printer is not None and printer.last_batch < 0 and query.exception() is None:
+            printer.say("nothing new since the checkpoint")
     for view, query, _, errors in running:
         failure = query.exception()
         if failure is not None:

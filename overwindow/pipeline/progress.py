@@ -88,7 +88,9 @@ def progress_line(
 
 class ProgressPrinter(StreamingQueryListener):
     """Prints the progress of every micro-batch of the query it watches; ``json``: one JSON object
-    per line (with ``view``, the view's name); ``name``: a prefix for lines (several views in one job)."""
+    per line (with ``view``, the view's name, and ``kafka_reader``: which Kafka reader reads the
+    source, ``spark`` or ``python``, null for files); ``name``: a prefix for lines (several views in
+    one job)."""
 
     def __init__(
         self,
@@ -98,6 +100,7 @@ class ProgressPrinter(StreamingQueryListener):
         name: str | None = None,
         counts=None,
         unit: str = "keys",
+        kafka_reader: str | None = None,
     ):
         self.rows_out = rows_out  # batch id -> rows the sink wrote, filled by the sink
         self.counts = counts  # the state machines' counts (overwindow.spark.adapter.MachineCounts)
@@ -105,8 +108,14 @@ class ProgressPrinter(StreamingQueryListener):
         self.stream = stream  # None: sys.stdout at the time of printing
         self.json_lines = json_lines
         self.name = name
+        self.kafka_reader = kafka_reader
         self.query_id = None
         self.last_batch = -1  # the last batch id printed
+
+    def say(self, text: str) -> None:
+        """A line about the view that is no micro-batch's progress (none in JSON progress)."""
+        if not self.json_lines:
+            print((f"{self.name}: " if self.name else "") + text, file=self.stream or sys.stdout, flush=True)
 
     def onQueryStarted(self, event):
         pass
@@ -118,7 +127,8 @@ class ProgressPrinter(StreamingQueryListener):
         machine = self.counts.take() if self.counts is not None else (0, 0, 0)
         rows_out = self.rows_out.pop(p.batchId, None)
         if self.json_lines:
-            text = json.dumps({"view": self.name, **progress_record(p, rows_out, machine)})
+            record = progress_record(p, rows_out, machine)
+            text = json.dumps({"view": self.name, "kafka_reader": self.kafka_reader, **record})
         else:
             text = (f"{self.name}: " if self.name else "") + progress_line(p, rows_out, machine, self.unit)
         print(text, file=self.stream or sys.stdout, flush=True)
@@ -129,9 +139,10 @@ class ProgressPrinter(StreamingQueryListener):
         listener events asynchronously, after awaitTermination may have returned."""
         import time
 
-        last = query.lastProgress
+        # a trigger that found nothing to read has a progress but runs no batch and is not printed
+        ran = [p for p in query.recentProgress if "addBatch" in (p["durationMs"] or {})]
         deadline = time.time() + timeout
-        while last is not None and self.last_batch < last["batchId"] and time.time() < deadline:
+        while ran and self.last_batch < ran[-1]["batchId"] and time.time() < deadline:
             time.sleep(0.05)
 
     def onQueryIdle(self, event):

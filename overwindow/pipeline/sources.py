@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from overwindow.pipeline.spark_strings import parse_schema
+from overwindow.pipeline.spark_strings import parse_delay, parse_schema
 from overwindow.pipeline.view import View, ViewFileError
 from overwindow.spark import compat
 
@@ -61,12 +61,21 @@ _TEXT, _RAW, _ORIGIN, _OP, _PRE, _ROW, _REASON = (
 @dataclass
 class Source:
     """The view's input (``frame``: the schema's columns, plus the op column of a Debezium source,
-    with the watermark), where its bad records go (None: counted only), and the folder of a file
-    source (for the check of files deleted before they were read)."""
+    with the watermark), where its bad records go (None: counted only), the folder of a file
+    source (for the check of files deleted before they were read), and which Kafka reader reads a
+    Kafka source (``KAFKA_READERS``)."""
 
     frame: object
     dead_letter: DeadLetter | None
     files: str | None
+    reader: str | None = None
+
+
+# what the job says of each Kafka reader
+KAFKA_READERS = {
+    "spark": "Spark's Kafka connector",
+    "python": "overwindow's Python Kafka reader",
+}
 
 
 def open_source(spark, view: View) -> Source:
@@ -76,8 +85,9 @@ def open_source(spark, view: View) -> Source:
     src = view.source
     schema = parse_schema(src["schema"])  # as readStream.schema reads it (StructType.fromDDL: 4.0 on)
     envelope = src.get("envelope", "none")
+    reader = None
     if src["format"] == "kafka":
-        raw = kafka_frame(spark, view)
+        raw, reader = kafka_frame(spark, view, schema)
         origin = F.format_string("topic %s partition %d offset %d", "topic", "partition", "offset")
         text = raw.select(F.col("value").cast("string").alias(_TEXT), origin.alias(_ORIGIN))
         rows = _json_rows(text, schema, view, envelope)
@@ -94,7 +104,7 @@ def open_source(spark, view: View) -> Source:
     df = _checked(rows, schema, view, dead_letter, op=view.op_column if envelope == "debezium" else None)
     if view.watermark:
         df = df.withWatermark(view.watermark["column"], view.watermark["delay"])
-    return Source(df, dead_letter, src["path"] if src["format"] == "files" else None)
+    return Source(df, dead_letter, src["path"] if src["format"] == "files" else None, reader)
 
 
 def _file_reader(spark, view: View):
@@ -280,9 +290,11 @@ def kafka_options(view: View) -> dict:
     return options
 
 
-def kafka_frame(spark, view: View):
-    """Raw Kafka records (the connector's columns): through Spark's own connector when the session has
-    it (``reader = "spark"``, or ``"auto"``), else through overwindow's Python data source."""
+def kafka_frame(spark, view: View, schema=None):
+    """Raw Kafka records (the connector's columns) and the reader that reads them (``spark`` or
+    ``python``): Spark's own connector when the session has it (``reader = "spark"``, or
+    ``"auto"``), else overwindow's Python data source, which keeps the partitions together in the
+    event time of the view's watermark column (``schema``: the source's, for its spelling)."""
     from pyspark.errors import AnalysisException
 
     from overwindow.pipeline import kafka
@@ -291,18 +303,22 @@ def kafka_frame(spark, view: View):
     options = kafka_options(view)
     if src["reader"] in ("auto", "spark"):
         try:
-            return spark.readStream.format("kafka").options(**options).load()
+            return spark.readStream.format("kafka").options(**options).load(), "spark"
         except AnalysisException as e:
             if "KAFKA_DATA_SOURCE_NOT_ENABLED" not in str(e):
                 raise
             if src["reader"] == "spark":
+                package = compat.kafka_connector(spark.version)
                 raise ViewFileError(
-                    f'{view.path}: [source] reader = "spark" needs Spark\'s Kafka connector; set '
-                    f"OVERWINDOW_SPARK_PACKAGES={compat.kafka_connector(spark.version)} "
-                    f'(or use reader = "python")'
+                    f"{view.where('source', 'reader')}: Spark's Kafka connector is not in this Spark "
+                    f'session; set OVERWINDOW_SPARK_PACKAGES={package} (or use reader = "python")'
                 ) from None
+    if view.watermark and schema is not None:
+        options["eventTimeColumn"] = _field(schema, view.watermark["column"])
+        options["eventTimeEnvelope"] = src.get("envelope", "none")
+        options["idleTimeoutMs"] = str(parse_delay(src.get("idle_timeout") or "30 seconds") // 1000)
     spark.dataSource.register(kafka.KafkaDataSource)
-    return spark.readStream.format(kafka.FORMAT).options(**options).load()
+    return spark.readStream.format(kafka.FORMAT).options(**options).load(), "python"
 
 
 def _debezium_images(text, schema, partition_by: list[str]):

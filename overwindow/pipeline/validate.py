@@ -290,6 +290,10 @@ def _source_problems(view: View) -> list[str]:
     reason = _kafka_servers_problem(src["bootstrap_servers"])
     if reason:
         problems.append(f"{view.where('source', 'bootstrap_servers')}: {reason} (e.g. broker:9092)")
+    try:
+        parse_delay(src["idle_timeout"])
+    except SparkStringError as e:
+        problems.append(f"{view.where('source', 'idle_timeout')}: {e} (e.g. '30 seconds')")
     topic = src["topic"]
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", topic) or topic in (".", ".."):
         problems.append(

@@ -218,6 +218,15 @@ KEYS = (
     ),
     Key(
         "source",
+        "idle_timeout",
+        "text",
+        "the Python reader with a [watermark]: how long a Kafka partition without new records keeps the "
+        "others from reading past it in event time (README, Kafka source)",
+        "30 seconds",
+        when=_KAFKA,
+    ),
+    Key(
+        "source",
         "options",
         "table",
         'Kafka client settings, e.g. `{ "security.protocol" = "SSL" }`; a value `"env:NAME"` is read '

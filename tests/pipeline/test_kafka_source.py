@@ -2,33 +2,21 @@
 every record read once across restarts, admission control, starting offsets, and a whole view from
 Kafka equal to the batch evaluator over the records produced."""
 
+import datetime as dt
 import json
 import textwrap
 import uuid
 
 import pyarrow as pa
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from kafka_support import produce
 
 import overwindow
-from overwindow.pipeline.kafka import FORMAT, KafkaDataSource, share_limit
+from overwindow.__main__ import main
+from overwindow.pipeline.kafka import FORMAT, KafkaDataSource
+from overwindow.pipeline.kafka_alignment import share_limit
 from overwindow.pipeline.progress import bad_records, null_event_times
 from overwindow.pipeline.view import ViewFileError, load_view
-
-
-@given(
-    st.dictionaries(st.sampled_from("0123"), st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1),
-    st.integers(1, 120),
-)
-def test_share_limit_takes_the_limit_or_everything(ranges, limit):
-    start = {p: min(a, b) for p, (a, b) in ranges.items()}
-    ends = {p: max(a, b) for p, (a, b) in ranges.items()}
-    got = share_limit(start, ends, limit)
-    assert set(got) == set(ends)
-    assert all(start[p] <= got[p] <= ends[p] for p in ends)
-    assert sum(got[p] - start[p] for p in ends) == min(limit, sum(ends[p] - start[p] for p in ends))
 
 
 def _read_all(spark, bootstrap, topic, checkpoint, **options):
@@ -98,7 +86,13 @@ CALLS = [
 
 
 def _view_file(
-    tmp_path, bootstrap, topic, emit="on_update", reader="auto", limit="max_offsets_per_trigger = 100"
+    tmp_path,
+    bootstrap,
+    topic,
+    emit="on_update",
+    reader="auto",
+    limit="max_offsets_per_trigger = 100",
+    delay="1 hour",
 ):
     path = tmp_path / "view.toml"
     path.write_text(
@@ -115,7 +109,7 @@ def _view_file(
 
         [watermark]
         column = "ts"
-        delay = "1 hour"
+        delay = "{delay}"
 
         [view]
         partition_by = ["k"]
@@ -136,8 +130,6 @@ def _view_file(
 def test_a_view_from_kafka_equals_the_batch_result_and_counts_bad_records(spark, kafka_bootstrap, tmp_path):
     """Values that are not records of the schema (not JSON, no column of it, a wrong type, a NULL
     event time) are counted and kept in the dead-letter folder with the topic, partition and offset."""
-    import sqlite3
-
     from overwindow.pipeline.job import start_view
 
     topic = f"t-{uuid.uuid4().hex[:8]}"
@@ -165,27 +157,113 @@ def test_a_view_from_kafka_equals_the_batch_result_and_counts_bad_records(spark,
     ]
     assert sorted((r["record"].encode(), r["reason"]) for r in kept) == sorted(bad.items())
     assert all(r["origin"].startswith(f"topic {topic} partition ") for r in kept)
+    _assert_view_is_batch(tmp_path / "view.sqlite", rows)
+
+
+def _assert_view_is_batch(database, rows):
+    """The view's table (CALLS over ``rows`` by k, keyed by id) equals the batch evaluator's."""
+    import sqlite3
+
     table = pa.Table.from_pylist(rows)
     table = table.set_column(2, "ts", pa.compute.strptime(table["ts"], "%Y-%m-%dT%H:%M:%S", "us"))
     spec = overwindow.OverWindow(*CALLS, emit="on_update", rowKey="id")
     want = {
         r["id"]: (r["s"], r["a"]) for r in overwindow.evaluate(table, *spec.partitioned(("k",))).to_pylist()
     }
-    con = sqlite3.connect(tmp_path / "view.sqlite")
-    got = {i: (s, a) for i, s, a in con.execute('SELECT id, s, a FROM "v"')}
+    with sqlite3.connect(database) as con:
+        got = {i: (s, a) for i, s, a in con.execute('SELECT id, s, a FROM "v"')}
     assert set(got) == set(want)
     for i, (s, a) in want.items():
         assert got[i] == (pytest.approx(s), pytest.approx(a))
 
 
-def test_reader_spark_without_the_connector_says_how_to_get_it(spark, kafka_bootstrap, tmp_path):
-    from overwindow.pipeline.sources import open_source
+def test_reader_spark_without_the_connector_is_one_line_naming_the_reader_key(
+    spark, kafka_bootstrap, tmp_path, capsys
+):
+    path = _view_file(tmp_path, kafka_bootstrap, "t", reader="spark")
+    assert main(["run", str(path), "--once"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    line = next(
+        i for i, text in enumerate(path.read_text().splitlines(), 1) if text.strip().startswith("reader")
+    )
+    assert len(err) == 1 and err[0].startswith(f"overwindow: {path}: [source] reader (line {line}): ")
+    assert "OVERWINDOW_SPARK_PACKAGES=org.apache.spark:spark-sql-kafka-0-10" in err[0]
+    assert err[0].count(str(path)) == 1 and "bootstrap_servers" not in err[0]
 
-    view = load_view(str(_view_file(tmp_path, kafka_bootstrap, "t", reader="spark")))
-    with pytest.raises(
-        ViewFileError, match="OVERWINDOW_SPARK_PACKAGES=org.apache.spark:spark-sql-kafka-0-10"
-    ):
-        open_source(spark, view)
+
+def _ticks(partition, count, step_s, key, first_id):
+    """``count`` records of ``key`` in one partition, ``step_s`` seconds apart from 2024-05-01."""
+    return [
+        {"k": key, "id": first_id + i, "ts": (T0 + dt.timedelta(seconds=i * step_s)).isoformat(), "x": i % 7}
+        for i in range(count)
+    ], partition
+
+
+T0 = dt.datetime(2024, 5, 1)
+
+
+def _late_under_backlog_sharing(partitions, limit, delay_s):
+    """Rows a reader sharing each micro-batch's limit by backlog alone (as Spark's connector and the
+    reader before event-time alignment did) would have made late: the batches it plans over all of
+    ``partitions`` (each a list of event times in seconds) under Spark's watermark rule."""
+    start, newest, late = {p: 0 for p in partitions}, None, 0
+    ends = {p: len(t) for p, t in partitions.items()}
+    while start != ends:
+        stop = share_limit(start, ends, limit)
+        if newest is not None:
+            late += sum(t <= newest - delay_s for p, t in partitions.items() for t in t[start[p] : stop[p]])
+        newest = max([newest or 0] + [t for p, ts in partitions.items() for t in ts[start[p] : stop[p]]])
+        start = stop
+    return late
+
+
+@pytest.mark.parametrize("emit", ["on_update", "on_window_close"])
+def test_partitions_far_apart_in_event_time_lose_no_row(spark, kafka_bootstrap, tmp_path, capsys, emit):
+    """Issue 45: partition 1 spans 40 times the event time of partition 0 in a tenth of its records;
+    read by backlog, every micro-batch would take partition 1 far ahead and drop partition 0's rows
+    as late. The Python reader keeps them together: nothing is late, the view is the batch result."""
+    dense, p0 = _ticks(0, 400, 1, "a", 0)
+    sparse, p1 = _ticks(1, 40, 400, "b", 1000)
+    limit, delay = 60, 10
+    seconds = {p: [i * step for i in range(n)] for p, n, step in ((p0, 400, 1), (p1, 40, 400))}
+    assert _late_under_backlog_sharing(seconds, limit, delay) > 100
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    records = [
+        (r["k"].encode(), json.dumps(r).encode(), p) for rows, p in ((sparse, p1), (dense, p0)) for r in rows
+    ]
+    produce(kafka_bootstrap, topic, records, partitions=2)
+    path = _view_file(
+        tmp_path,
+        kafka_bootstrap,
+        topic,
+        emit,
+        limit=f"max_offsets_per_trigger = {limit}",
+        delay=f"{delay} seconds",
+    )
+    assert main(["run", str(path), "--once", "--final", "--progress", "json"]) == 0
+    progress = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert (
+        sum(r["rows_in"] for r in progress) == len(records) and max(r["rows_in"] for r in progress) <= limit
+    )
+    assert sum(r["late"] for r in progress) == 0
+    assert {r["kafka_reader"] for r in progress} == {"python"}
+    _assert_view_is_batch(tmp_path / "view.sqlite", sparse + dense)
+
+
+def test_the_job_names_its_reader_first_and_says_when_nothing_is_new(
+    spark, kafka_bootstrap, tmp_path, capsys
+):
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    rows, _ = _ticks(0, 10, 1, "a", 0)
+    produce(kafka_bootstrap, topic, [(b"a", json.dumps(r).encode()) for r in rows])
+    path = str(_view_file(tmp_path, kafka_bootstrap, topic))
+    first = f"reading Kafka topic {topic} with overwindow's Python Kafka reader: partitions kept together"
+    assert main(["run", path, "--once"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(first) and lines[1].startswith("batch 0: 10 rows in")
+    assert main(["run", path, "--once"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(first) and lines[1:] == ["nothing new since the checkpoint"]
 
 
 @pytest.mark.parametrize(
