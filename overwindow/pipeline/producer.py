@@ -17,10 +17,13 @@ the topic. Needs ``pip install overwindow[kafka]`` (confluent-kafka).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import itertools
 import json
+import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -199,23 +202,26 @@ def produce(
             failures.append(error)
 
     start, sent = time.monotonic(), 0
-    try:
-        for pass_number in itertools.count(first) if passes is None else range(first, first + passes):
-            current = replayed(chosen, records, pass_number)
-            for record in current:
-                if rate:
-                    producer.poll(max(0.0, start + sent / rate - time.monotonic()))
-                _send(producer, topic, record[chosen.key], json.dumps(record), on_delivery)
-                sent += 1
-                if failures:
-                    raise RuntimeError(f"Kafka refused a message on topic {topic!r}: {failures[0]}")
-            if report is not None:
-                report(
-                    f"pass {pass_number + 1}: {len(current)} {sample} records from "
-                    f"{current[0][chosen.time][:10]} sent to {topic} ({sent} in all)"
-                )
-    finally:
-        undelivered = producer.flush(30)
+    with _interrupts() as asked:
+        try:
+            for pass_number in itertools.count(first) if passes is None else range(first, first + passes):
+                current = replayed(chosen, records, pass_number)
+                for record in current:
+                    if rate:
+                        _wait(producer, start + sent / rate, asked)
+                    _send(producer, topic, record[chosen.key], json.dumps(record), on_delivery, asked)
+                    sent += 1
+                    if failures:
+                        raise RuntimeError(f"Kafka refused a message on topic {topic!r}: {failures[0]}")
+                    if asked:
+                        raise KeyboardInterrupt
+                if report is not None:
+                    report(
+                        f"pass {pass_number + 1}: {len(current)} {sample} records from "
+                        f"{current[0][chosen.time][:10]} sent to {topic} ({sent} in all)"
+                    )
+        finally:
+            undelivered = producer.flush(30)
     if failures or undelivered:
         raise RuntimeError(
             f"{len(failures) + undelivered} messages not delivered to topic {topic!r}"
@@ -224,12 +230,37 @@ def produce(
     return delivered
 
 
-def _send(producer, topic: str, key: str, value: str, on_delivery) -> None:
-    """Queue one message, waiting for deliveries while the local queue is full."""
-    while True:
+@contextlib.contextmanager
+def _interrupts():
+    """Ctrl-C (SIGINT) only marks the list it yields, which the sending loop checks between calls to
+    confluent-kafka: a KeyboardInterrupt raised inside ``Producer.poll`` (in a delivery callback)
+    leaves it returning NULL without an exception, a SystemError instead of a clean stop. Outside
+    the main thread (no signal handlers there) it yields a list nothing marks."""
+    asked: list = []
+    if threading.current_thread() is not threading.main_thread():
+        yield asked
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: asked.append(signum))
+    try:
+        yield asked
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _wait(producer, until: float, asked: list) -> None:
+    """Serve deliveries until the monotonic time ``until``, or until asked to stop (Ctrl-C), in
+    short polls so that a stop is seen within a fifth of a second."""
+    while not asked and (left := until - time.monotonic()) > 0:
+        producer.poll(min(left, 0.2))
+
+
+def _send(producer, topic: str, key: str, value: str, on_delivery, asked: list) -> None:
+    """Queue one message, waiting for deliveries while the local queue is full (unless asked to
+    stop: then the message is not sent)."""
+    while not asked:
         try:
             producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
             break
         except BufferError:
-            producer.poll(0.5)
+            producer.poll(0.2)
     producer.poll(0)

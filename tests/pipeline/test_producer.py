@@ -208,6 +208,30 @@ def test_the_command_line_loops_until_ctrl_c(kafka_bootstrap):
     assert days["2024-03-15"] == days["2024-03-16"] == rows  # both passes reported whole, Ctrl-C flushed
 
 
+@pytest.mark.parametrize("after", [0.3, 0.9, 1.7])
+def test_ctrl_c_at_a_low_rate_stops_cleanly(kafka_bootstrap, after):
+    """Issue 45: at --rate 50 the producer spends its time waiting in confluent-kafka's poll, where a
+    Ctrl-C used to end in "SystemError: <method 'poll' of 'cimpl.Producer' objects> returned NULL
+    without setting an exception" and exit code 1."""
+    topic = fresh_topic()
+    command = ["produce", "--bootstrap-servers", kafka_bootstrap, "--topic", topic, "--rate", "50", "--loop"]
+    loop = subprocess.Popen(
+        [sys.executable, "-m", "overwindow", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert loop.stdout.readline().startswith(f"overwindow produce: topic {topic}")
+        time.sleep(after)
+        loop.send_signal(signal.SIGINT)
+        out, err = loop.communicate(timeout=60)
+    finally:
+        loop.kill()
+    assert loop.returncode == 0 and out.strip().endswith("stopped.") and err == ""
+    assert 0 < len(consume_all(kafka_bootstrap, topic)) <= 50 * (after + 1)
+
+
 def test_without_confluent_kafka_the_error_names_the_extra(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "confluent_kafka", None)
     assert main(["produce", "--bootstrap-servers", "127.0.0.1:1", "--topic", "t"]) == 2
