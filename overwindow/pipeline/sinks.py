@@ -161,8 +161,8 @@ def _sql_type(t: pa.DataType, postgres: bool) -> str:
 
 
 def _py(v):
-    if isinstance(v, (dt.datetime, dt.date)):
-        return v.isoformat(sep=" ") if isinstance(v, dt.datetime) else v.isoformat()
+    if isinstance(v, (dt.datetime, dt.date)):  # one text format (microseconds always): pandas reads it
+        return v.isoformat(sep=" ", timespec="microseconds") if isinstance(v, dt.datetime) else v.isoformat()
     if isinstance(v, float) and v != v:
         return None  # NaN as NULL: SQLite has no NaN
     if isinstance(v, decimal.Decimal):

@@ -140,6 +140,33 @@ def test_names_are_quoted_and_values_bound(tmp_path):
     assert rows(db, "x") == []  # still there
 
 
+def test_timestamps_are_text_of_one_format_pandas_reads(tmp_path):
+    """Issue 45: whole seconds came out as '2024-03-15 18:00:36+00:00' beside
+    '...:36.100000+00:00', which pandas.to_datetime refuses without format="ISO8601"."""
+    import datetime as dt
+
+    import pandas as pd
+
+    times = [
+        dt.datetime(2024, 3, 15, 18, 0, 36),
+        dt.datetime(2024, 3, 15, 18, 0, 36, 100000),
+        dt.datetime(1901, 1, 1, 0, 0, 0, 1),
+        dt.datetime(2024, 3, 15),
+    ]
+    db = str(tmp_path / "v.sqlite")
+    sink = SqliteSink(db, "v", key=["k"], upsert=True)
+    table = pa.table(
+        {"k": [0, 1, 2, 3], "utc": pa.array(times, pa.timestamp("us", tz="UTC")), "wall": pa.array(times)}
+    )
+    sink.apply(table, 0, "q")
+    got = rows(db, "v")
+    for column, zone in ((1, "+00:00"), (2, "")):
+        texts = [r[column] for r in got]
+        assert {len(t) for t in texts} == {26 + len(zone)} and all(t.endswith(zone) for t in texts)
+        read = pd.to_datetime(pd.Series(texts))
+        assert [t.to_pydatetime().replace(tzinfo=None) for t in read] == times
+
+
 def test_decimal_columns_keep_their_digits(tmp_path):
     """DECIMAL values (sqlite3 binds no Decimal): up to 15 digits in a NUMERIC column (its REALs hold
     them), longer ones as their exact text (a REAL would round them)."""
