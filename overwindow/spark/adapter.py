@@ -443,23 +443,30 @@ class _Runner:
             watermark = END_OF_INPUT
         step = self.machine.step(prior, rows, watermark)
         if self.counts is not None:
-            self.counts.add(step, key)
-        where = "key bucket" if self.keys else "key"
+            self.counts.add(step, key, self.keys)
+        where = f"{'key bucket' if self.keys else 'key'} {key_text(key)}"
         if step.late_rows:
-            log.warning("overwindow: dropped %d late rows for %s %s", step.late_rows, where, key)
+            # a bucket's key is its number: the machine names the partition keys of its late rows
+            late = step.late_keys if self.keys else (key,)
+            named = "; ".join(key_text(k, self.keys) for k in late[:5])
+            more = f" and {len(late) - 5} more keys" if len(late) > 5 else ""
+            log.warning(
+                "overwindow: dropped %d late rows of %s",
+                step.late_rows,
+                f"key {named}{more}" if named else where,
+            )
         if step.counters.unknown_updates:
             log.warning(
-                "overwindow: %d updates of unknown rows for key %s (inserted; a stream must not move "
+                "overwindow: %d updates of unknown rows for %s (inserted; a stream must not move "
                 "rows between partitions)",
                 step.counters.unknown_updates,
-                key,
+                where,
             )
         if step.aside:
             log.warning(
-                "overwindow: set aside %d rows for %s %s (left out of the view and counted): %s",
+                "overwindow: set aside %d rows (left out of the view and counted), the first of %s: %s",
                 len(step.aside),
-                where,
-                key,
+                _aside_origin(step.aside, 0, key, self.keys).removeprefix("overWindow, "),
                 step.aside.reasons[0],
             )
         return step
@@ -503,8 +510,9 @@ class MachineCounts:
             return None
         return cls(sc.accumulator(0), sc.accumulator(0), sc.accumulator(0), keep)
 
-    def add(self, step, key) -> None:
-        """On a worker: a step's counts (and, with ``keep``, its rows set aside) for ``key``."""
+    def add(self, step, key, keys: tuple[str, ...] = ()) -> None:
+        """On a worker: a step's counts (and, with ``keep``, its rows set aside) for ``key``, a
+        bucket's number where ``keys`` names the partition key columns in its rows."""
         if step.late_rows:
             self.late.add(step.late_rows)
         if step.counters.unknown_updates:
@@ -512,7 +520,7 @@ class MachineCounts:
         if step.aside:
             self.aside.add(len(step.aside))
             if self.keep is not None:
-                self.keep.add(_records(step.aside, key))
+                self.keep.add(_records(step.aside, key, keys))
 
     def take(self) -> tuple[int, int, int]:
         """On the driver: (late rows, updates of unknown rows, rows set aside) counted since the
@@ -533,19 +541,41 @@ class MachineCounts:
         self.__init__(d["late"], d["unknown_updates"], d["aside"], d["keep"])
 
 
-def _records(aside, key) -> dict:
+def key_text(values, names: tuple[str, ...] = ()) -> str:
+    """A partition key as people write it: numpy scalars as plain values, each named by its column
+    where ``names`` are given.
+
+    >>> import numpy as np
+    >>> print(key_text((np.int64(3), "a")), "|", key_text(("NVDA", np.True_), ("symbol", "open")))
+    (3, 'a') | symbol='NVDA', open=True
+    """
+    plain = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
+    if names:
+        return ", ".join(f"{n}={v!r}" for n, v in zip(names, plain))
+    return repr(plain)
+
+
+def _aside_origin(aside, n: int, key, keys: tuple[str, ...]) -> str:
+    """Where the ``n``-th row set aside comes from: its partition key (a bucket's rows name their own)."""
+    if keys:
+        return f"overWindow, key {key_text([aside.rows.column(k)[n].as_py() for k in keys], keys)}"
+    return f"overWindow, key {key_text(key)}"
+
+
+def _records(aside, key, keys: tuple[str, ...] = ()) -> dict:
     """A step's rows set aside as dead-letter records: ``{(batch, origin, position): (origin,
-    reason, the row as JSON)}``, the batch read from the running task."""
+    reason, the row as JSON)}``, the batch read from the running task; on a bucket of keys (``keys``:
+    the key columns) each row's origin names its own partition key."""
     from pyspark import TaskContext
 
     task = TaskContext.get()
     batch = int(task.getLocalProperty("streaming.sql.batchId") or -1) if task is not None else -1
-    origin = f"overWindow, key {key!r}"
     rows = aside.rows.to_pylist()
-    return {
-        (batch, origin, n): (origin, why, json.dumps(row, default=str, ensure_ascii=False))
-        for n, (row, why) in enumerate(zip(rows, aside.reasons))
-    }
+    out = {}
+    for n, (row, why) in enumerate(zip(rows, aside.reasons)):
+        origin = _aside_origin(aside, n, key, keys)
+        out[(batch, origin, n)] = (origin, why, json.dumps(row, default=str, ensure_ascii=False))
+    return out
 
 
 def _chunked_processor(runner: _Runner):

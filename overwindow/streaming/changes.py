@@ -83,3 +83,4 @@ class Changes:
     # identities of single-image updates (a delete of the held row plus an insert): one the
     # partition does not hold is an "update of an unknown row", counted
     aside: Aside | None = None  # the bad rows, with their reasons
+    late_keys: tuple = ()  # on buckets of keys: the partition keys of the late rows (``Step.late_keys``)

@@ -310,6 +310,7 @@ class ChunkedOnUpdate:
             Counters(*(sum(getattr(s.counters, f.name) for s in steps) for f in fields(Counters))),
             largest=(held[top], tuple(firsts.column(k)[top].as_py() for k in m.keys)),
             aside=Aside.join(*(s.aside for s in steps)),
+            late_keys=tuple(dict.fromkeys(k for s in steps for k in s.late_keys)),
         )
 
     def _step(self, store: ChunkStore, rows: pa.Table | None, watermark) -> Step:
@@ -353,7 +354,9 @@ class ChunkedOnUpdate:
         counters = Counters(
             sum(c.n for c in chunks), meta.late_rows, recomputed, len(aside) if aside else 0, unknown
         )
-        return Step(None, output, None, changes.late, counters, not chunks, aside=aside)
+        return Step(
+            None, output, None, changes.late, counters, not chunks, aside=aside, late_keys=changes.late_keys
+        )
 
     def _place(
         self, store: ChunkStore, chunks: list[_Chunk], changes: Changes

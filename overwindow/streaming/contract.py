@@ -73,6 +73,22 @@ class Step:
     # the rows set aside, with their reasons (``overwindow.streaming.aside``); the host counts and
     # keeps them, and the query goes on
     aside: Aside | None = None
+    # a step over many partitions (a bucket of keys): the partition keys of the rows it dropped as
+    # late, each once, for the host to name; () for a step of one partition (the host's key)
+    late_keys: tuple = ()
+
+
+def keys_of(rows: pa.Table, keys: tuple[str, ...], mask) -> tuple[tuple, ...]:
+    """The values of the ``keys`` columns in the rows of ``rows`` that ``mask`` selects, each key
+    once, in the order first met; () without keys or rows. O(rows selected).
+
+    >>> keys_of(pa.table({"k": ["a", "b", "a"], "x": [1, 2, 3]}), ("k",), [True, False, True])
+    (('a',),)
+    """
+    picked = rows.select(list(keys)).filter(pa.array(mask, pa.bool_())) if keys else None
+    if picked is None or not picked.num_rows:
+        return ()
+    return tuple(dict.fromkeys(zip(*(picked.column(k).to_pylist() for k in keys))))
 
 
 class RowBoundError(RuntimeError):

@@ -59,7 +59,16 @@ from overwindow.spec import OverWindow
 from overwindow.streaming.arrays import in_ranges, member, scatter
 from overwindow.streaming.aside import Aside, Qualify, RowChecks
 from overwindow.streaming.changes import Changes, Op, decode_ops, last_changes
-from overwindow.streaming.contract import CHANGE, DELETE, END_OF_INPUT, ROW_ID, UPSERT, Counters, Step
+from overwindow.streaming.contract import (
+    CHANGE,
+    DELETE,
+    END_OF_INPUT,
+    ROW_ID,
+    UPSERT,
+    Counters,
+    Step,
+    keys_of,
+)
 from overwindow.streaming.eviction import Eviction
 from overwindow.streaming.identity import IDENTITY, row_ids
 from overwindow.streaming.merge import Merged, RowOrder, merge_changes
@@ -259,6 +268,7 @@ class OnUpdate:
             empty,
             self._largest(done.rows, done.parts) if self.keys else None,
             aside,
+            changes.late_keys,
         )
 
     def _largest(self, rows: pa.Table, parts: np.ndarray) -> tuple[int, tuple] | None:
@@ -323,6 +333,7 @@ class OnUpdate:
             len(reasons),
             ids[_sole_updates(ids, ops, valid, last)],
             aside,
+            keys_of(rows, self.keys, late) if late.any() else (),
         )
 
     def apply(

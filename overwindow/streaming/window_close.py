@@ -52,7 +52,7 @@ from overwindow.physical.sorting import Layout
 from overwindow.physical.values import TypeFamily, Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.aside import Aside, Qualify, RowChecks, project_failing
-from overwindow.streaming.contract import END_OF_INPUT, Counters, Step
+from overwindow.streaming.contract import END_OF_INPUT, Counters, Step, keys_of
 from overwindow.streaming.state import StateFormatError, WindowCloseMeta, buckets_changed, decode, encode
 from overwindow.streaming.stretch import evaluate_stretch, peer_groups
 
@@ -285,7 +285,7 @@ class WindowClose:
         part = np.repeat(np.arange(parts.num_rows), count["n"])
         # the ORDER BY key as numbers, computed once per step and carried beside the rows
         keys = self._keys(table)
-        late, aside = 0, None
+        late, aside, late_keys = 0, None, ()
         # the watermark after this step (late rows are judged by the one reached before it)
         upto = meta.released_upto
         if watermark is not None and (upto is None or watermark > upto):
@@ -307,6 +307,7 @@ class WindowClose:
                 ok = ok & ((new_k > meta.released_upto) | ~known[new_part] | (np.arange(len(ok)) < held_rows))
             late = len(ok) - int(np.count_nonzero(ok))
             if late:
+                late_keys = keys_of(rows, self.keys, ~ok)
                 rows, new_k, new_part = rows.filter(pa.array(ok)), new_k[ok], new_part[ok]
             count["n"] += np.bincount(new_part, minlength=held.num_rows)
             np.fmax.at(newest, new_part, new_k)
@@ -337,6 +338,7 @@ class WindowClose:
             parts.num_rows == 0,
             _largest(parts, self.keys),
             aside,
+            late_keys,
         )
         return Advanced(step, table, parts, meta, waits[b.live])
 

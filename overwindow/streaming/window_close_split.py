@@ -256,6 +256,7 @@ class SplitWindowClose:
             False,
             s.largest,
             s.aside,
+            s.late_keys,
         )
 
     def _write(self, store: HistoryStore, done, read: set[bytes], allowed, waits, waiting, stepping):
