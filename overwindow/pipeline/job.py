@@ -380,6 +380,7 @@ def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bo
 
     running = []  # (view, query, printer, sink errors)
     names = job_names(views) if len(views) > 1 else [None] * len(views)
+    stopped = False
     try:
         for view, name in zip(views, names):
             errors: list = []
@@ -403,14 +404,16 @@ def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bo
     except KeyboardInterrupt:
         for _, query, _, _ in running:
             _quietly(query.stop)
-        where = ", ".join(v.checkpoint for v in views)
-        print(f"\nstopped. Run the same command to resume from the checkpoint {where}", flush=True)
-        return True
+        stopped = True
     finally:
         for _, query, printer, _ in running:
             if printer is not None:
                 _quietly(lambda: printer.drain(query))
                 _quietly(lambda: spark.streams.removeListener(printer))
+    if stopped:  # after the last progress lines
+        where = ", ".join(v.checkpoint for v in views)
+        print(f"\nstopped. Run the same command to resume from the checkpoint {where}", flush=True)
+        return True
     for _, query, printer, _ in running:
         if once and printer is not None and printer.last_batch < 0 and query.exception() is None:
             printer.say("nothing new since the checkpoint")

@@ -81,6 +81,9 @@ def _consumer(config: dict):
         raise ImportError("the Kafka source needs confluent-kafka: pip install 'overwindow[kafka]'") from None
     return Consumer(
         {
+            # the consumer reads up to ends it knows and then stops: a broker holding an empty fetch
+            # for its default half second made every micro-batch's planning wait for it
+            "fetch.wait.max.ms": 10,
             **config,
             "group.id": config.get("group.id", "overwindow"),
             "enable.auto.commit": False,
@@ -195,7 +198,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         try:
             deadline = time.monotonic() + _READ_TIMEOUT_S
             while open_ and time.monotonic() < deadline:
-                for msg in client.consume(1000, timeout=1.0):
+                # consume waits for all it asks for or its timeout: short waits, so the ends are soon seen
+                for msg in client.consume(1000, timeout=0.05):
                     p = str(msg.partition())
                     if p not in open_:
                         continue

@@ -11,22 +11,23 @@ partition. So each micro-batch takes, from every partition, the records up to on
   the partition (read in earlier micro-batches, or waiting in the records scanned for this one),
   but never below the newest event time read so far (a partition back from idle behind it holds
   the others there, not further back);
-- every partition holds the cutoff until it is idle: no record has arrived in it for the reader's
-  idle timeout (counted from the reader's start for one that had none). An empty partition holds
-  it at the newest time read so far (nothing is read past it before its first record, or its
-  timeout); records whose event time the reader cannot read (bad records) hold nothing back;
+- a partition holds the cutoff while records wait in it and, once it has none, until it has been
+  idle (no new record) for the reader's idle timeout, so a quiet partition stops the others for
+  that long at most; a partition without a readable event time yet (never written, or only bad
+  records) holds nothing back;
 - each partition gives its records in offset order up to the first one past the cutoff; under a
   read limit, the limit's worth with the smallest such times (ties shared by backlog).
 
 What it guarantees: a record whose event time is less than the watermark delay behind the newest
 record before it in its partition (in order, within the delay) is never late, unless its partition
-was idle past the timeout before the record arrived. Why: let M be the newest event time of every
-micro-batch so far (the watermark is M less the delay) and F_p, for a partition p that holds, the
-larger of its newest event time read and the time of its first record not read yet. Each
-micro-batch keeps M <= F_p: the cutoff is at most every holder's newest known time, a partition
-that stops before the cutoff stops at a record past it, and one read to the end of what was scanned
-has its newest known time, at least the cutoff, as its newest read. A later record of p in order
-within the delay is above F_p less the delay, so above M less the delay.
+was idle past the timeout, or had no readable event time yet, before the record arrived. Why: let
+M be the newest event time of every micro-batch so far (the watermark is M less the delay) and,
+for a partition p that holds, F_p the larger of its newest event time read and the time of its
+first record not read yet. Each micro-batch keeps M <= F_p: the cutoff is at most every holder's
+newest known time, a partition that stops before the cutoff stops at a record past it, and one read
+to the end of what was scanned has its newest known time, at least the cutoff, as its newest read.
+A later record of p in order within the delay is above F_p less the delay, so above M less the
+delay.
 
 >>> import numpy as np
 >>> fast = Pending(0, np.array([0, 1, 2]), np.array([10, 20, 30]), log_end=3, newest=None, live=True)
@@ -151,13 +152,7 @@ def plan(parts: dict[str, Pending], limit: int | None) -> tuple[dict[str, int], 
     # a record is taken when every record before it in its partition is at or below the cutoff
     keys = {p: np.maximum.accumulate(q.times) if len(q.times) else q.times for p, q in parts.items()}
     known = {p: _newest(q.newest, keys[p][-1] if len(keys[p]) else NO_TIME) for p, q in parts.items()}
-    # what each partition that holds the cutoff holds it at: its newest known time; an empty one
-    # without any, the newest time read (NO_TIME: nothing before its first record)
-    holds = [
-        known[p] if known[p] is not None else NO_TIME
-        for p, q in parts.items()
-        if (q.live and not len(q.offsets)) or (known[p] is not None and len(q.offsets))
-    ]
+    holds = [known[p] for p, q in parts.items() if known[p] is not None and (len(q.offsets) or q.live)]
     read = [q.newest for q in parts.values() if q.newest is not None]
     cutoff = max(min(holds), max(read, default=NO_TIME)) if holds else None
     take = {

@@ -97,8 +97,8 @@ def streams(draw):
 def _simulate(parts, limit, live, rounds=40):
     """Micro-batches planned by ``plan`` over records arriving by round; returns the event times of
     each micro-batch by partition, where each partition ended, and the partitions that stopped
-    holding the others back (idle with nothing waiting, or waiting with no event time known in
-    it: the README's exceptions) with the number of their records that arrived before."""
+    holding the others back (idle with nothing waiting, or no event time known in it yet: the
+    README's exceptions) with the number of their records that arrived before."""
     start = [0] * len(parts)
     newest: dict[str, int] = {}
     batches, dropped = [], {}
@@ -106,7 +106,7 @@ def _simulate(parts, limit, live, rounds=40):
         arrived = [[t for at, t in p if at <= r] for p in parts]
         for i, a in enumerate(arrived):
             waiting = a[start[i] :]
-            unknown = str(i) not in newest and waiting and all(t == NO_TIME for t in waiting)
+            unknown = str(i) not in newest and all(t == NO_TIME for t in waiting)  # empty, or bad records
             if (not waiting and not live(i, r, arrived)) or unknown:
                 dropped.setdefault(i, len(a))
         pending = {
