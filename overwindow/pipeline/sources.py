@@ -36,8 +36,10 @@ import os
 import tempfile
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
+from overwindow.pipeline.late import LateRule
 from overwindow.pipeline.spark_strings import parse_delay, parse_schema
 from overwindow.pipeline.view import View, ViewFileError
 from overwindow.spark import compat
@@ -100,7 +102,7 @@ def open_source(spark, view: View) -> Source:
     else:
         typed = _file_reader(spark, view).schema(schema).format(src["file_format"]).load(src["path"])
         rows = _typed_rows(typed, schema, F.lit(None).cast("string"), F.lit(None).cast(_strings(schema)))
-    dead_letter = DeadLetter(spark, src["dead_letter"]) if src.get("dead_letter") else None
+    dead_letter = DeadLetter(spark, src["dead_letter"], LateRule.of(view)) if src.get("dead_letter") else None
     df = _checked(rows, schema, view, dead_letter, op=view.op_column if envelope == "debezium" else None)
     if view.watermark:
         df = df.withWatermark(view.watermark["column"], view.watermark["delay"])
@@ -239,10 +241,13 @@ def _checked(rows, schema, view: View, dead_letter: DeadLetter | None, op: str |
     )
     if dead_letter is None:
         good = counted.where(~bad)
-    else:
+    elif dead_letter.late is None:
         good = counted.where(
             dead_letter.keep(F.when(bad, F.col(_ORIGIN)), F.col(_REASON), F.when(bad, F.col(_RAW)))
         )
+    else:  # late rows too: every row's origin and text go along, since which are late shows there
+        time = row[_field(schema, event_time)]
+        good = counted.where(dead_letter.keep(F.col(_ORIGIN), F.col(_REASON), F.col(_RAW), time))
     return good.select(*[row[f.name].alias(f.name) for f in fields], *([F.col(_OP).alias(op)] if op else []))
 
 
@@ -373,6 +378,8 @@ class DeadLetter:
     """Bad records kept in a folder: per micro-batch that had any, one JSON Lines file
     ``batch-<id>.jsonl`` with an object per record, ``{"batch", "origin", "reason", "record"}``
     (``record``: the raw text; ``origin``: the file, or the Kafka topic, partition and offset).
+    With a ``late`` rule (``overwindow.pipeline.late``) the records the view will drop as late are
+    kept there too, with how late (they still go on to be dropped and counted).
 
     The tasks that parse the source hand bad records to the driver through an accumulator
     (``records``), keyed by (batch, partition, position), so a task that runs again replaces its
@@ -384,7 +391,7 @@ class DeadLetter:
     The folder is a local path of the machine that runs the job. O(bad records) per batch.
     """
 
-    def __init__(self, spark, folder: str):
+    def __init__(self, spark, folder: str, late: LateRule | None = None):
         from pyspark.accumulators import AccumulatorParam
 
         class Collect(AccumulatorParam):
@@ -395,9 +402,9 @@ class DeadLetter:
                 a.update(b)
                 return a
 
-        self.folder = folder
+        self.folder, self.late = folder, late
         self.records = spark.sparkContext.accumulator({}, Collect())
-        self.keep = _keep_udf(self.records)
+        self.keep = _keep_udf(self.records, late)
 
     def write(self) -> dict[int, int]:
         """Writes the bad records collected since the last call; returns their count per batch id."""
@@ -422,10 +429,19 @@ def _batch_then_origin(item) -> tuple:
     return batch, isinstance(where, str), str(where) if isinstance(where, str) else where, n
 
 
-def _keep_udf(records):
+def _keep_udf(records, late: LateRule | None = None):
     """A pandas UDF over (origin, reason, raw) that is true for good rows (reason NULL) and hands the
-    bad ones to the accumulator ``records``."""
+    bad ones to the accumulator ``records``; with a ``late`` rule, over (origin, reason, raw, event
+    time), handing over the late rows too (true: they go on)."""
     from pyspark.sql.functions import pandas_udf
+
+    if late is not None:
+
+        @pandas_udf("boolean")
+        def keep_late(origin: pd.Series, reason: pd.Series, raw: pd.Series, time: pd.Series) -> pd.Series:
+            return _collect(records, origin, reason, raw, time, late)
+
+        return keep_late
 
     @pandas_udf("boolean")
     def keep(origin: pd.Series, reason: pd.Series, raw: pd.Series) -> pd.Series:
@@ -434,28 +450,36 @@ def _keep_udf(records):
     return keep
 
 
-_task = {"attempt": None, "seen": 0}  # bad records the current task attempt has handed over so far
+_task = {"attempt": None, "seen": 0}  # records the current task attempt has handed over so far
 
 
-def _collect(records, origin, reason, raw):
-    """(in a Spark task) Adds the rows with a reason to ``records``, keyed by (batch id, partition,
-    position within the task), and says which rows are good."""
+def _collect(records, origin, reason, raw, time=None, late: LateRule | None = None):
+    """(in a Spark task) Adds the rows with a reason (and, with a ``late`` rule, the late rows among
+    the others: ``time`` their event times) to ``records``, keyed by (batch id, partition, position
+    within the task), and says which rows go on."""
     bad = reason.notna()
-    if bad.any():
-        from pyspark import TaskContext
+    if not bad.any() and late is None:
+        return ~bad
+    from pyspark import TaskContext
 
-        task = TaskContext.get()
+    task = TaskContext.get()
+    batch = int(task.getLocalProperty("streaming.sql.batchId"))
+    why = reason.where(bad, None).tolist()
+    if late is not None:
+        micros = time.to_numpy(dtype="datetime64[us]", na_value=np.datetime64("NaT")).astype(np.int64)
+        at, reasons = late.late(np.where(bad.to_numpy(), np.iinfo(np.int64).min, micros), batch)
+        for n, text in zip(at.tolist(), reasons):
+            why[n] = text
+    kept = [n for n, w in enumerate(why) if w is not None]
+    if kept:
         if _task["attempt"] != task.taskAttemptId():
             _task.update(attempt=task.taskAttemptId(), seen=0)
-        batch, part, start = (
-            int(task.getLocalProperty("streaming.sql.batchId")),
-            task.partitionId(),
-            _task["seen"],
+        start, origins, texts = _task["seen"], origin.tolist(), raw.tolist()
+        records.add(
+            {
+                (batch, task.partitionId(), start + i): (origins[n], why[n], texts[n])
+                for i, n in enumerate(kept)
+            }
         )
-        found = {
-            (batch, part, start + n): (o, r, t)
-            for n, (o, r, t) in enumerate(zip(origin[bad].tolist(), reason[bad].tolist(), raw[bad].tolist()))
-        }
-        _task["seen"] = start + len(found)
-        records.add(found)
+        _task["seen"] = start + len(kept)
     return ~bad

@@ -4,6 +4,7 @@ Kafka equal to the batch evaluator over the records produced."""
 
 import datetime as dt
 import json
+import re
 import textwrap
 import uuid
 
@@ -248,6 +249,50 @@ def test_partitions_far_apart_in_event_time_lose_no_row(spark, kafka_bootstrap, 
     assert sum(r["late"] for r in progress) == 0
     assert {r["kafka_reader"] for r in progress} == {"python"}
     _assert_view_is_batch(tmp_path / "view.sqlite", sparse + dense)
+
+
+@pytest.mark.parametrize("emit", ["on_update", "on_window_close"])
+def test_a_row_late_in_its_partition_is_counted_and_its_dead_letter_says_where_and_how_late(
+    spark, kafka_bootstrap, tmp_path, capsys, emit
+):
+    """Issue 45: a row truly late (behind its own partition by more than the delay, after the view
+    has moved on) is dropped and counted as before, and kept in the dead letter with its topic,
+    partition and offset and how far behind the watermark it was. A row behind the watermark of its
+    micro-batch but not of the one before is late on update only (window close drops what Spark's
+    watermark for late rows, the previous one, has passed): the dead letter names exactly the rows
+    counted."""
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    path = str(_view_file(tmp_path, kafka_bootstrap, topic, emit, delay="10 seconds"))
+    late = []
+    at = {5: 999, 150: 998}  # second -> id of the rows written behind the others
+    for first in (0, 100, 200):  # three runs, each a micro-batch or more later in event time
+        seconds = [*at, 200] if first == 200 else range(first, first + 100)
+        rows = [
+            {"k": "a", "id": at.get(t, t), "ts": (T0 + dt.timedelta(seconds=t)).isoformat(), "x": 1.0}
+            for t in seconds
+        ]
+        produce(kafka_bootstrap, topic, [(b"a", json.dumps(r).encode(), 1) for r in rows], partitions=2)
+        assert main(["run", path, "--once", "--progress", "json"]) == 0
+        late += [
+            json.loads(line)["late"] for line in capsys.readouterr().out.splitlines() if line.startswith("{")
+        ]
+    kept = [
+        json.loads(line) for f in sorted((tmp_path / "bad").iterdir()) for line in f.read_text().splitlines()
+    ]
+    ids = {json.loads(r["record"])["id"]: r for r in kept}
+    assert sum(late) == len(kept) == len(ids)
+    assert set(ids) == {999, 998} if emit == "on_update" else 999 in ids and set(ids) <= {999, 998}
+    for second, i in at.items():
+        if i in ids:
+            assert ids[i]["origin"] == f"topic {topic} partition 1 offset {200 + list(at).index(second)}"
+            text = (T0 + dt.timedelta(seconds=second)).isoformat(timespec="milliseconds")
+            m = re.fullmatch(
+                rf"late: {text}Z is (?:(\d+) min ?)?(?:(\d+) s)? behind the watermark (\S+)Z",
+                ids[i]["reason"],
+            )
+            assert m is not None, ids[i]["reason"]
+            behind = dt.timedelta(minutes=int(m[1] or 0), seconds=int(m[2] or 0))
+            assert dt.datetime.fromisoformat(m[3]) - (T0 + dt.timedelta(seconds=second)) == behind
 
 
 def test_the_job_names_its_reader_first_and_says_when_nothing_is_new(
