@@ -54,6 +54,7 @@ else:  # pragma: no cover
 
 
 from overwindow.errors import WindowSpecError
+from overwindow.pipeline.sandbox import resource_setting
 from overwindow.spark.boundary import utc_always
 from overwindow.spark.select import Query, key_column, parse_query, query_groups
 from overwindow.spec import (
@@ -300,6 +301,15 @@ KEYS = (
     ),
     Key(
         "view",
+        "trusted",
+        "flag",
+        "false: the view file is data (its SQL reads only its source's columns, with functions that read "
+        "nothing else, and [spark] takes only resource settings); true: it is code you trust (its SQL "
+        "runs with Spark's rules, [spark] takes any setting)",
+        False,
+    ),
+    Key(
+        "view",
         "state_ttl",
         "offset",
         "emit on window close: forget a partition once the watermark is this far past its newest row "
@@ -373,6 +383,7 @@ class View:
     groups: list = field(repr=False, default_factory=list)
     # a query's columns combining windows of several groups (overwindow.spark.select.window_groups)
     computed: tuple = field(repr=False, default=())
+    trusted: bool = False  # [view] trusted: SQL and [spark] with Spark's rules (overwindow.pipeline.sandbox)
 
     @property
     def several(self) -> bool:
@@ -459,6 +470,8 @@ def _kind_error(key: Key, value) -> str | None:
     if kind == "text" and not isinstance(value, str):
         return f"expected text, got {value!r}"
     positive = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    if kind == "flag" and not isinstance(value, bool):
+        return f"true or false, got {value!r}"
     if kind == "count" and not positive:
         return f"a positive whole number, got {value!r}"
     if kind == "buckets" and value not in (PER_KEY, CHOSEN) and not positive:
@@ -617,6 +630,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     view.row_key, view.op_column = v.get("row_key"), v.get("op_column")
     view.sink = values.get("sink", {})
     view.checkpoint = view.sink.pop("checkpoint")
+    view.trusted = v.get("trusted", False)
     _check_source(view)
     view.spark = _spark_settings(view, doc.get("spark", {}))
     view.options = dict(
@@ -633,6 +647,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         _read_query(view, v["query"], given)
     elif "calls" in v:
         view.calls = v["calls"]
+        _check_sandbox(view, view.calls)
         try:
             view.spec = OverWindow(*view.calls, **view.options)
         except WindowSpecError as e:
@@ -724,6 +739,7 @@ def use_query(view: View, text: str) -> None:
         raise ViewFileError(f"{where}: {e}") from None
     if view.query.table.lower() != "source":
         raise ViewFileError(f"{where}: FROM {view.query.table}: a view reads its [source]; write FROM source")
+    _check_sandbox(view, [text])
     for key in (k for keys, _ in groups for k in keys):
         if key_column(key) is None:
             raise ViewFileError(
@@ -752,6 +768,23 @@ def use_query(view: View, text: str) -> None:
                 f"{where}: emit on update keeps the table keyed by the PARTITION BY and row_key "
                 f"columns; add {', '.join(missing)} to the SELECT list"
             )
+
+
+def _check_sandbox(view: View, texts: list[str]) -> None:
+    """Refuses SQL of an untrusted view that reaches past its source's columns
+    (overwindow.pipeline.sandbox), naming the key that holds it."""
+    if view.trusted:
+        return
+    from overwindow.pipeline.sandbox import refuse
+    from overwindow.pipeline.spark_strings import SparkStringError, parse_schema
+
+    try:
+        columns = parse_schema(view.source["schema"]).fieldNames()
+    except SparkStringError:
+        columns = None  # validate names the schema's problem
+    problems = [p for text in texts for p in refuse(text, view.where("view", view.calls_key), columns)]
+    if problems:
+        raise ViewFileError("\n".join(dict.fromkeys(problems)))
 
 
 def _check_source(view: View) -> None:
@@ -791,6 +824,12 @@ def _spark_settings(view: View, body: dict) -> dict:
                 'e.g. "spark.driver.memory" = "4g"'
             )
         name = key if key.startswith("spark.") else f"spark.{key}"
+        if not view.trusted and not resource_setting(name):
+            raise ViewFileError(
+                f"{view.where('spark', key)}: a view file sets only resource settings (memory, cores, "
+                f"partitions, batch sizes); {name} can change what the job runs or reads: set it in "
+                "OVERWINDOW_SPARK_CONF, or [view] trusted = true for a view file you trust"
+            )
         settings[name] = str(value).lower() if isinstance(value, bool) else str(value)
         if name == "spark.sql.session.timeZone" and not utc_always(settings[name]):
             raise ViewFileError(
@@ -858,6 +897,8 @@ def key_reference() -> str:
 
 
 def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, str):
         return f'"{value}"'
     if isinstance(value, list):
