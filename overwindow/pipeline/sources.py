@@ -118,7 +118,8 @@ def _json_rows(text, schema, view: View, envelope: str):
     elements = F.when(F.ltrim(_TEXT).startswith("["), F.from_json(_TEXT, "array<string>"))
     text = text.select(F.explode(F.coalesce(elements, F.array(_TEXT))).alias(_TEXT), _ORIGIN)
     if envelope == "debezium":
-        text = _debezium_images(text, schema, view.partition_by)
+        keys = {k for group, _ in view.groups for k in group} | set(view.row_key or [])
+        text = _debezium_images(text, schema, sorted(keys))
     else:
         text = text.select(_TEXT, F.col(_TEXT).alias(_RAW), _ORIGIN, F.lit(None).cast("string").alias(_PRE))
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
@@ -305,14 +306,17 @@ def kafka_frame(spark, view: View):
     return spark.readStream.format(kafka.FORMAT).options(**options).load()
 
 
-def _debezium_images(text, schema, partition_by: list[str]):
+def _debezium_images(text, schema, keys: list[str]):
     """Debezium change events (``{"before": ..., "after": ..., "op": ...}``, bare or inside
     ``"payload"``) as row images with an op: create and read (``c``, ``r``) insert ``after``, delete
-    (``d``) deletes ``before``, update (``u``) updates ``after`` in place when the partition key is
-    unchanged (or no ``before`` image came), else deletes ``before`` and inserts ``after``, so a row
-    that moves to another partition leaves the old one. Kafka tombstones (no value) carry no row and
-    are skipped. Columns: _TEXT (the image), _OP, _PRE (why the event is bad), _RAW (the event),
-    _ORIGIN."""
+    (``d``) deletes ``before``, update (``u``) updates ``after`` in place when the ``keys`` (the
+    partition and row key columns) are unchanged (or no ``before`` image came), else deletes
+    ``before`` and inserts ``after``, so a row that moves to another partition, or whose row key
+    changed, leaves nothing behind. An event that cannot be applied exactly is bad, with its reason:
+    no op, a missing image, an ``after`` image without some of the schema's columns (Debezium writes
+    them all; one missing would become NULL), a ``before`` image without the key columns that find
+    the row. Kafka tombstones (no value) carry no row and are skipped. Columns: _TEXT (the image),
+    _OP, _PRE (why the event is bad), _RAW (the event), _ORIGIN."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -323,10 +327,12 @@ def _debezium_images(text, schema, partition_by: list[str]):
         _TEXT, _ORIGIN, F.when(env["payload"].isNotNull(), inner).otherwise(flat).alias("e")
     )
     before, after, op = F.col("e.before"), F.col("e.after"), F.lower(F.col("e.op"))
-    keys = StructType([f for f in schema.fields if f.name.lower() in {k.lower() for k in partition_by}])
-    same_partition = (
-        F.from_json(before, keys).eqNullSafe(F.from_json(after, keys)) if keys.fields else F.lit(True)
+    keyed = StructType([f for f in schema.fields if f.name.lower() in {k.lower() for k in keys}])
+    same_keys = (
+        F.from_json(before, keyed).eqNullSafe(F.from_json(after, keyed)) if keyed.fields else F.lit(True)
     )
+    after_lacks = _lacking(after, schema.fieldNames())
+    before_lacks = _lacking(before, keyed.fieldNames())
 
     def image(t, o):
         return F.struct(t.alias("t"), F.lit(o).alias("o"), F.lit(None).cast("string").alias("r"))
@@ -335,21 +341,43 @@ def _debezium_images(text, schema, partition_by: list[str]):
         none = F.lit(None).cast("string")
         return F.array(F.struct(none.alias("t"), none.alias("o"), reason.alias("r")))
 
+    writes = op.isin("c", "r", "u")
     images = (
         F.when(op.isNull(), bad(F.lit("not a Debezium change event (no op)")))
-        .when(op.isin("c", "r") & after.isNotNull(), F.array(image(after, "insert")))
-        .when((op == "d") & before.isNotNull(), F.array(image(before, "delete")))
+        .when(writes & after.isNull(), bad(F.format_string("Debezium op '%s' without an after image", op)))
+        .when((op == "d") & before.isNull(), bad(F.lit("Debezium op 'd' without a before image")))
         .when(
-            (op == "u") & after.isNotNull() & (before.isNull() | same_partition),
-            F.array(image(after, "update")),
+            writes & (after_lacks != ""),
+            bad(F.format_string("Debezium op '%s': the after image has no %s", op, after_lacks)),
         )
-        .when((op == "u") & after.isNotNull(), F.array(image(before, "delete"), image(after, "insert")))
-        .when(op.isin("c", "r", "u"), bad(F.format_string("Debezium op '%s' without an after image", op)))
-        .when(op == "d", bad(F.lit("Debezium op 'd' without a before image")))
+        .when(
+            op.isin("d", "u") & before.isNotNull() & (before_lacks != ""),
+            bad(
+                F.format_string(
+                    "Debezium op '%s': the before image has no %s, which find the row", op, before_lacks
+                )
+            ),
+        )
+        .when(op.isin("c", "r"), F.array(image(after, "insert")))
+        .when(op == "d", F.array(image(before, "delete")))
+        .when((op == "u") & (before.isNull() | same_keys), F.array(image(after, "update")))
+        .when(op == "u", F.array(image(before, "delete"), image(after, "insert")))
         .otherwise(bad(F.format_string("Debezium op '%s' is not a row change", op)))
     )
     return events.select(F.explode(images).alias("i"), F.col(_TEXT).alias(_RAW), _ORIGIN).select(
         F.col("i.t").alias(_TEXT), F.col("i.o").alias(_OP), F.col("i.r").alias(_PRE), _RAW, _ORIGIN
+    )
+
+
+def _lacking(image, names: list[str]):
+    """The ``names`` a JSON object's text ``image`` has no field for, joined by commas ("" when it has
+    them all, or is no object: its parse says so). JSON field names match as Spark's JSON reader
+    matches them, exactly."""
+    from pyspark.sql import functions as F
+
+    fields = F.json_object_keys(image)
+    return F.concat_ws(
+        ", ", *[F.when(~F.coalesce(F.array_contains(fields, n), F.lit(True)), F.lit(n)) for n in names]
     )
 
 

@@ -298,3 +298,68 @@ def test_the_readme_debezium_view_runs_through_the_command_line(spark, tmp_path,
         assert set(got) == set(want), f"after file {n}"
         for i, (account, ts, amount, balance, nth) in want.items():
             assert got[i] == (account, ts, amount, pytest.approx(balance), nth), f"after file {n}, id {i}"
+
+
+def test_debezium_events_that_cannot_be_applied_exactly_are_kept_aside(spark, tmp_path, capsys):
+    """Issue 40, item 3, through ``overwindow run`` on README's view: an update that changes the row
+    key deletes the old row and inserts the new one (it left the old row); a delete whose before image
+    lacks the partition key, and a create whose after image lacks columns (which became a row of
+    NULLs), are bad records with their reasons; a delete whose before image names another partition
+    than the row's is set aside (it deleted nothing, silently). All are counted and dead-lettered;
+    the table equals the batch evaluator over the rows the good events leave."""
+    from overwindow.__main__ import main
+    from overwindow.streaming.changes import NOT_HELD
+
+    view = tmp_path / "view.toml"
+    view.write_text(readme_view("A view of Debezium events"))
+    (tmp_path / "changes").mkdir()
+
+    def row(account, i, ts, amount):
+        return {"account": account, "id": i, "ts": ts, "amount": amount}
+
+    files = [
+        [
+            {"before": None, "after": row("a", 1, 1, 10.0), "op": "c"},
+            {"before": None, "after": row("a", 2, 2, 5.0), "op": "c"},
+            {"payload": {"before": None, "after": row("b", 3, 1, 7.0), "op": "r"}},
+        ],
+        [
+            {"before": row("a", 1, 1, 10.0), "after": row("a", 11, 1, 10.0), "op": "u"},  # a new row key
+            {"before": {"id": 2}, "after": None, "op": "d"},  # no partition key: bad
+            {"before": row("b", 2, 2, 5.0), "after": None, "op": "d"},  # row 2 is in a: set aside
+            {"before": None, "after": {"account": "a"}, "op": "c"},  # no id, ts, amount: bad
+            {"before": None, "after": row("a", 4, 3, 1.0), "op": "c"},
+        ],
+    ]
+    for n, events in enumerate(files):
+        path = tmp_path / "changes" / f"{n}.json"
+        path.write_text("".join(json.dumps(e) + "\n" for e in events))
+        os.utime(path, (1_000 + n, 1_000 + n))
+    args = [
+        "--set",
+        "source.dead_letter=bad",
+        "--set",
+        "source.max_files_per_trigger=1",
+        "--progress",
+        "json",
+    ]
+    assert main(["run", str(view), "--once", *args]) == 0, capsys.readouterr().err
+    records = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert sum(r["bad"] for r in records) == 2 and sum(r["set_aside"] for r in records) == 1
+    kept = [
+        json.loads(x) for f in sorted((tmp_path / "bad").glob("*.jsonl")) for x in f.read_text().splitlines()
+    ]
+    assert sorted(r["reason"] for r in kept) == sorted(
+        [
+            "Debezium op 'd': the before image has no account, which find the row",
+            "Debezium op 'c': the after image has no id, ts, amount",
+            NOT_HELD,
+        ]
+    )
+    live = {1: row("a", 11, 1, 10.0), 2: row("a", 2, 2, 5.0), 3: row("b", 3, 1, 7.0), 4: row("a", 4, 3, 1.0)}
+    want = _balances({r["id"]: r for r in live.values()})
+    with sqlite3.connect(tmp_path / "accounts.sqlite") as con:
+        got = {
+            r[0]: r[1:] for r in con.execute('SELECT id, account, ts, amount, balance, nth FROM "balances"')
+        }
+    assert got == want
