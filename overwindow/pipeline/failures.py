@@ -83,6 +83,8 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
             return f"{where}: the state in {view.checkpoint} cannot be read: {message}"
         if name in ("WindowRuntimeError", "WindowSpecError"):
             return f"{view.where('view', 'calls')}: {message}"
+        if name == "InputEndedError":
+            return f"{view.where('sink', 'checkpoint')}: {message}"
         if name == "RowBoundError":
             bound = message.replace("maxRowsPerKey=", "max_rows_per_key = ")
             return f"{view.where('view', 'max_rows_per_key')}: {bound}"

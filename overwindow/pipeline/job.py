@@ -11,14 +11,20 @@ import sys
 import threading
 import time
 
-from overwindow.pipeline.checkpoint import checkpoint_state, missing_files, shuffle_partitions
+from overwindow.pipeline.checkpoint import (
+    checkpoint_state,
+    ended_batch,
+    missing_files,
+    new_input_since,
+    shuffle_partitions,
+)
 from overwindow.pipeline.failures import ViewRunError
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
 from overwindow.pipeline.sources import Source, open_source
 from overwindow.pipeline.view import View, ViewFileError, is_uri
 from overwindow.spark import compat, executors
-from overwindow.spark.adapter import WORKER_WARNINGS
+from overwindow.spark.adapter import END_OF_INPUT_MS, WORKER_WARNINGS
 from overwindow.spark.select import run_query
 from overwindow.streaming.contract import ROW_ID
 
@@ -133,11 +139,24 @@ def paired_sink(spark, view: View):
     return sink
 
 
-def batch_writer(spark, view: View, source: Source, sink, rows_out: dict, sink_errors: list | None = None):
+class InputEndedError(RuntimeError):
+    """New input reached a checkpoint whose input a ``--final`` run ended: every row would be late."""
+
+
+def batch_writer(
+    spark,
+    view: View,
+    source: Source,
+    sink,
+    rows_out: dict,
+    sink_errors: list | None = None,
+    ended: int | None = None,
+):
     """The foreachBatch function: checks the batch's input files, runs the batch, keeps its bad
     records, applies it to the sink; ``rows_out[batch_id]`` gets the rows written (or SKIPPED);
     ``sink_errors`` receives the exception the sink raises, if it does (so a failure names the sink,
-    not Spark's trace)."""
+    not Spark's trace). ``ended``: the batch a ``--final`` run ended the input with, if it did; a
+    batch reading input past it stops the query before anything runs (its rows would be late)."""
     query_id = []  # the checkpoint's query id, read once the query has started
 
     def write(batch_df, batch_id):
@@ -149,6 +168,18 @@ def batch_writer(spark, view: View, source: Source, sink, rows_out: dict, sink_e
             raise
 
     def apply(batch_df, batch_id):
+        if (
+            ended is not None
+            and batch_id > ended
+            and new_input_since(spark, view.checkpoint, ended, batch_id)
+        ):
+            raise InputEndedError(
+                f"new input reached the checkpoint {view.checkpoint} after a --final run ended its input "
+                f"(batch {ended}): every row would be late, so nothing was read. Run without --final while "
+                "input goes on (rows are emitted as the watermark passes them) and with it once the input "
+                "has ended; for this view, start a new checkpoint and table ([sink] checkpoint and "
+                "table) over the whole input"
+            )
         if source.files is not None:
             gone = missing_files(spark, view.checkpoint, batch_id)
             if gone:
@@ -238,7 +269,10 @@ def start_view(
     if view.sink["kind"] == "parquet":
         writer = writer.format("parquet").option("path", view.sink["path"]).outputMode("append")
     else:
-        write = batch_writer(spark, view, source, paired_sink(spark, view), rows_out, sink_errors)
+        ended = (
+            ended_batch(spark, view.checkpoint, END_OF_INPUT_MS) if view.emit == "on_window_close" else None
+        )
+        write = batch_writer(spark, view, source, paired_sink(spark, view), rows_out, sink_errors, ended)
         writer = writer.foreachBatch(write).outputMode(
             # Spark chains stateful operators (several window groups) only in append mode
             "append" if view.emit == "on_window_close" or view.several else "update"
@@ -277,12 +311,12 @@ def run_views(
     """Check the views (overwindow.pipeline.validate) and what they connect to, record their
     fingerprints in their checkpoints, then run them in one Spark session until they end (``once``)
     or Ctrl-C. ``final`` (with ``once``): then end their input, so that emit on window close emits
-    every row it still holds (:func:`overwindow.pipeline.checkpoint.end_input`; rows arriving later
-    are late). Raises ViewFileError (nothing started) or ViewRunError (a query failed; one line)."""
+    every row it still holds (:func:`overwindow.pipeline.checkpoint.end_input`; a later run that
+    finds new input stops before reading it, ``InputEndedError``). Raises ViewFileError (nothing
+    started) or ViewRunError (a query failed; one line)."""
     from overwindow.pipeline.checkpoint import end_input
     from overwindow.pipeline.fingerprint import record
     from overwindow.pipeline.validate import check_views, preflight
-    from overwindow.spark.adapter import END_OF_INPUT_MS
 
     if final and not once:
         raise ValueError("final needs once: the input ends after what has arrived is processed")
