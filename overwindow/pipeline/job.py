@@ -139,6 +139,11 @@ def paired_sink(spark, view: View):
     return sink
 
 
+# the exit code of a run that went to its end but lost input (files deleted before Spark read them);
+# 1 is a failure after Spark started, 2 one before
+LOST_INPUT = 3
+
+
 class InputEndedError(RuntimeError):
     """New input reached a checkpoint whose input a ``--final`` run ended: every row would be late."""
 
@@ -151,12 +156,14 @@ def batch_writer(
     rows_out: dict,
     sink_errors: list | None = None,
     ended: int | None = None,
+    lost: dict | None = None,
 ):
     """The foreachBatch function: checks the batch's input files, runs the batch, keeps its bad
     records, applies it to the sink; ``rows_out[batch_id]`` gets the rows written (or SKIPPED);
     ``sink_errors`` receives the exception the sink raises, if it does (so a failure names the sink,
     not Spark's trace). ``ended``: the batch a ``--final`` run ended the input with, if it did; a
-    batch reading input past it stops the query before anything runs (its rows would be late)."""
+    batch reading input past it stops the query before anything runs (its rows would be late).
+    ``lost[batch_id]``: the files listed for the batch but deleted before Spark read them."""
     query_id = []  # the checkpoint's query id, read once the query has started
 
     def write(batch_df, batch_id):
@@ -183,6 +190,8 @@ def batch_writer(
         if source.files is not None:
             gone = missing_files(spark, view.checkpoint, batch_id)
             if gone:
+                if lost is not None:
+                    lost[batch_id] = gone
                 print(
                     f"overwindow: batch {batch_id}: {len(gone)} file(s) listed for the batch were deleted "
                     f"before Spark read them; their rows are not in the view: {', '.join(gone)}",
@@ -238,11 +247,14 @@ def start_view(
     json_lines: bool = False,
     name: str | None = None,
     sink_errors: list | None = None,
+    lost: dict | None = None,
 ):
     """Start the view's streaming query; returns it and its progress printer (None when ``quiet``).
     ``json_lines``: JSON progress; ``name``: the query's name and a prefix for progress lines (None:
     the view's name, no prefix); ``sink_errors``: receives
-    the exception the sink raises, if it does (so a failure names the sink, not Spark's trace)."""
+    the exception the sink raises, if it does (so a failure names the sink, not Spark's trace);
+    ``lost``: batch id -> the files listed for it but deleted before Spark read them."""
+    lost = {} if lost is None else lost
     import overwindow  # noqa: F401  (registers overWindow)
 
     if view.spec.state_layout == "chunked" or view.several:  # transformWithStateInPandas needs RocksDB
@@ -272,7 +284,8 @@ def start_view(
         ended = (
             ended_batch(spark, view.checkpoint, END_OF_INPUT_MS) if view.emit == "on_window_close" else None
         )
-        write = batch_writer(spark, view, source, paired_sink(spark, view), rows_out, sink_errors, ended)
+        sink = paired_sink(spark, view)
+        write = batch_writer(spark, view, source, sink, rows_out, sink_errors, ended, lost)
         writer = writer.foreachBatch(write).outputMode(
             # Spark chains stateful operators (several window groups) only in append mode
             "append" if view.emit == "on_window_close" or view.several else "update"
@@ -286,6 +299,7 @@ def start_view(
             name=name,
             counts=getattr(out, "overwindow_counts", None),
             unit="key buckets" if (view.spec.key_buckets and view.partition_by) or view.several else "keys",
+            lost=lost,
         )
         spark.streams.addListener(printer)
     query = writer.queryName(name or view.name).start()
@@ -328,17 +342,25 @@ def run_views(
     for view in views:
         settings.update(spark_settings(view))
     spark = spark or local_spark(settings=settings, debug=debug)
-    if _run_round(spark, views, once, quiet, json_lines, debug) or not final:
-        return 0
-    # Spark knows no end of input: a batch planned again with a watermark past END_OF_INPUT_MS
-    # (where every key holding rows has its timeout) times out every key; emit on update holds none
-    ended = [
-        v
-        for v in views
-        if v.emit == "on_window_close" and end_input(spark, v.checkpoint, END_OF_INPUT_MS + 1)
-    ]
-    if ended:
-        _run_round(spark, ended, once, quiet, json_lines, debug)
+    lost: dict = {}  # view path -> {batch id: files deleted before Spark read them}
+    if not _run_round(spark, views, once, quiet, json_lines, debug, lost) and final:
+        # Spark knows no end of input: a batch planned again with a watermark past END_OF_INPUT_MS
+        # (where every key holding rows has its timeout) times out every key; emit on update holds none
+        ended = [
+            v
+            for v in views
+            if v.emit == "on_window_close" and end_input(spark, v.checkpoint, END_OF_INPUT_MS + 1)
+        ]
+        if ended:
+            _run_round(spark, ended, once, quiet, json_lines, debug, lost)
+    files = sum(len(f) for batches in lost.values() for f in batches.values())
+    if files:
+        print(
+            f"overwindow: {files} file(s) were deleted before Spark read them; their rows are not in the "
+            f"view{'s' if len(views) > 1 else ''} (exit code {LOST_INPUT})",
+            file=sys.stderr,
+        )
+        return LOST_INPUT
     return 0
 
 
@@ -380,9 +402,12 @@ def _checkpoint_partitions(spark, view: View):
         spark.conf.set(key, before)
 
 
-def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bool, debug: bool) -> bool:
+def _run_round(
+    spark, views: list[View], once: bool, quiet: bool, json_lines: bool, debug: bool, lost: dict
+) -> bool:
     """Start the views' queries and wait until they end (``once``) or Ctrl-C; True if stopped by
-    Ctrl-C. Raises ViewRunError when a query fails (stopping the others)."""
+    Ctrl-C. ``lost[view.path]`` gets the files each batch lost. Raises ViewRunError when a query
+    fails (stopping the others)."""
     from overwindow.pipeline.failures import describe
 
     running = []  # (view, query, printer, sink errors)
@@ -391,7 +416,8 @@ def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bo
         for view, name in zip(views, names):
             errors: list = []
             try:
-                query, printer = start_view(spark, view, once, quiet, json_lines, name, errors)
+                batches = lost.setdefault(view.path, {})
+                query, printer = start_view(spark, view, once, quiet, json_lines, name, errors, batches)
             except Exception as e:
                 for _, started, _, _ in running:  # the views started before this one
                     _quietly(started.stop)

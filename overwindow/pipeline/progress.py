@@ -38,11 +38,14 @@ def null_event_times(p) -> int:
     return observed(p).get("null_event_times", 0)
 
 
-def progress_record(p, rows_out: int | str | None, machine: tuple[int, int, int] = (0, 0, 0)) -> dict:
+def progress_record(
+    p, rows_out: int | str | None, machine: tuple[int, int, int] = (0, 0, 0), lost: list | None = None
+) -> dict:
     """A micro-batch's progress as a flat dict (the JSON form): rows in and out, late rows (Spark's
     and the state machines', ``machine[0]``), bad records, updates of unknown rows (``machine[1]``),
-    rows the state machines set aside (``machine[2]``), keys and bytes in state, the watermark (None
-    before the first), durations in milliseconds."""
+    rows the state machines set aside (``machine[2]``), the files listed for the batch but deleted
+    before Spark read them (``lost``), keys and bytes in state, the watermark (None before the
+    first), durations in milliseconds."""
     watermark = (p.eventTime or {}).get("watermark")
     counts = observed(p)
     return {
@@ -55,6 +58,7 @@ def progress_record(p, rows_out: int | str | None, machine: tuple[int, int, int]
         "null_event_times": null_event_times(p),
         "unknown_updates": machine[1],
         "set_aside": machine[2],
+        "lost_files": list(lost or []),
         "counts": counts,
         "state_keys": sum(op.numRowsTotal for op in p.stateOperators),
         "state_bytes": sum(op.memoryUsedBytes for op in p.stateOperators),
@@ -65,7 +69,11 @@ def progress_record(p, rows_out: int | str | None, machine: tuple[int, int, int]
 
 
 def progress_line(
-    p, rows_out: int | str | None, machine: tuple[int, int, int] = (0, 0, 0), unit: str = "keys"
+    p,
+    rows_out: int | str | None,
+    machine: tuple[int, int, int] = (0, 0, 0),
+    unit: str = "keys",
+    lost: list | None = None,
 ) -> str:
     """``batch 3: 1,200 rows in, 1,180 out, watermark 2024-01-01T10:00:00Z, 4 keys (2.1 MB) in state,
     0 late, 0.84 s`` (and ``, 2 bad records (1 with a NULL event time)`` when a batch had records
@@ -73,7 +81,7 @@ def progress_line(
     aside`` when the state machines set rows aside). ``machine``: (rows late, updates of unknown
     rows, rows set aside) the state machines counted in the batch; their late rows join Spark's.
     ``unit``: what a state entry holds, ``keys`` or ``key buckets`` (``keyBuckets``)."""
-    r = progress_record(p, rows_out, machine)
+    r = progress_record(p, rows_out, machine, lost)
     out = "?" if rows_out is None else rows_out if isinstance(rows_out, str) else f"{rows_out:,}"
     return (
         f"batch {r['batch']}: {r['rows_in']:,} rows in, {out} out, watermark {r['watermark'] or 'none'}, "
@@ -83,6 +91,11 @@ def progress_line(
         + (f" ({r['null_event_times']:,} with a NULL event time)" if r["null_event_times"] else "")
         + (f", {r['unknown_updates']:,} updates of unknown rows" if r["unknown_updates"] else "")
         + (f", {r['set_aside']:,} rows set aside" if r["set_aside"] else "")
+        + (
+            f", {len(r['lost_files'])} file(s) lost (deleted before Spark read them)"
+            if r["lost_files"]
+            else ""
+        )
     )
 
 
@@ -98,8 +111,10 @@ class ProgressPrinter(StreamingQueryListener):
         name: str | None = None,
         counts=None,
         unit: str = "keys",
+        lost: dict | None = None,
     ):
         self.rows_out = rows_out  # batch id -> rows the sink wrote, filled by the sink
+        self.lost = lost if lost is not None else {}  # batch id -> files lost, filled by the job
         self.counts = counts  # the state machines' counts (overwindow.spark.adapter.MachineCounts)
         self.unit = unit  # what a state entry holds: keys, or key buckets
         self.stream = stream  # None: sys.stdout at the time of printing
@@ -117,10 +132,13 @@ class ProgressPrinter(StreamingQueryListener):
             return
         machine = self.counts.take() if self.counts is not None else (0, 0, 0)
         rows_out = self.rows_out.pop(p.batchId, None)
+        lost = self.lost.get(p.batchId)
         if self.json_lines:
-            text = json.dumps({"view": self.name, **progress_record(p, rows_out, machine)})
+            text = json.dumps({"view": self.name, **progress_record(p, rows_out, machine, lost)})
         else:
-            text = (f"{self.name}: " if self.name else "") + progress_line(p, rows_out, machine, self.unit)
+            text = (f"{self.name}: " if self.name else "") + progress_line(
+                p, rows_out, machine, self.unit, lost
+            )
         print(text, file=self.stream or sys.stdout, flush=True)
         self.last_batch = p.batchId
 

@@ -184,7 +184,9 @@ def test_a_file_deleted_before_it_was_read_is_reported(spark, tmp_path, monkeypa
     """availableNow lists every file at the start; f1, deleted while batch 0 runs, is listed for batch 1
     but gone when Spark builds it (Spark skipped it with a warning the job's log level hides).
     Admission control by default: no max_files_per_trigger, and a byte limit (made small here) splits
-    the three files into three micro-batches."""
+    the three files into three micro-batches. Issue 40, item 8: through ``overwindow run`` the loss
+    is said on stderr, in the batch's JSON progress (``lost_files``) and by exit code 3 (it was 0)."""
+    from overwindow.__main__ import main
     from overwindow.pipeline.sinks import SqliteSink
 
     monkeypatch.setattr(sources, "DEFAULT_MAX_BYTES_PER_TRIGGER", 1)
@@ -202,12 +204,18 @@ def test_a_file_deleted_before_it_was_read_is_reported(spark, tmp_path, monkeypa
         return apply(self, table, batch_id, query_id)
 
     monkeypatch.setattr(SqliteSink, "apply", apply_then_delete)
-    query = _run(spark, view)
-    assert query.exception() is None
-    assert [p.numInputRows for p in query.recentProgress if p.numInputRows] == [10, 10]
-    err = capsys.readouterr().err
+    assert main(["run", view.path, "--once", "--progress", "json"]) == 3
+    out, err = capsys.readouterr()
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [r["rows_in"] for r in records if r["rows_in"]] == [10, 10]
+    lost = {r["batch"]: r["lost_files"] for r in records}
+    assert lost[1] == [(tmp_path / "events" / "f1.json").as_uri()]
+    assert all(not files for batch, files in lost.items() if batch != 1)
     assert "batch 1: 1 file(s) listed for the batch were deleted before Spark read them" in err
     assert "f1.json" in err
+    assert (
+        "1 file(s) were deleted before Spark read them; their rows are not in the view (exit code 3)" in err
+    )
     _assert_view_is(tmp_path, rows[:10] + rows[20:])
 
 
