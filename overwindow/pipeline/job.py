@@ -129,13 +129,16 @@ def sink_for(view: View):
     raise ViewFileError(f"{view.path}: [sink] kind = {kind!r} is not available in this version")
 
 
-def paired_sink(spark, view: View):
+def paired_sink(spark, view: View, struct=None):
     """The view's sink, once its table is known to belong to the view's checkpoint
-    (``sinks.check_pairing``: refuses with SinkDriftError)."""
+    (``sinks.check_pairing``) and, given the query's Spark schema ``struct``, to take its rows as
+    they are (``check_columns``); refuses with SinkDriftError."""
     sink = sink_for(view)
     if hasattr(sink, "bookkeeping"):
         where = f" (checkpoint {view.checkpoint})"
         check_pairing(view.sink["table"], sink.bookkeeping(), checkpoint_state(spark, view.checkpoint), where)
+        if struct is not None:
+            sink.check_columns(compat.to_arrow_schema(struct))
     return sink
 
 
@@ -284,7 +287,7 @@ def start_view(
         ended = (
             ended_batch(spark, view.checkpoint, END_OF_INPUT_MS) if view.emit == "on_window_close" else None
         )
-        sink = paired_sink(spark, view)
+        sink = paired_sink(spark, view, out.schema)
         write = batch_writer(spark, view, source, sink, rows_out, sink_errors, ended, lost)
         writer = writer.foreachBatch(write).outputMode(
             # Spark chains stateful operators (several window groups) only in append mode
