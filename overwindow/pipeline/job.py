@@ -160,13 +160,15 @@ def batch_writer(
     sink_errors: list | None = None,
     ended: int | None = None,
     lost: dict | None = None,
+    taken: tuple | None = None,
 ):
     """The foreachBatch function: checks the batch's input files, runs the batch, keeps its bad
     records, applies it to the sink; ``rows_out[batch_id]`` gets the rows written (or SKIPPED);
     ``sink_errors`` receives the exception the sink raises, if it does (so a failure names the sink,
     not Spark's trace). ``ended``: the batch a ``--final`` run ended the input with, if it did; a
     batch reading input past it stops the query before anything runs (its rows would be late).
-    ``lost[batch_id]``: the files listed for the batch but deleted before Spark read them."""
+    ``lost[batch_id]``: the files listed for the batch but deleted before Spark read them;
+    ``taken``: (the state machines' counts, a dict that gets batch id -> what they counted in it)."""
     query_id = []  # the checkpoint's query id, read once the query has started
 
     def write(batch_df, batch_id):
@@ -202,6 +204,8 @@ def batch_writer(
                     flush=True,
                 )
         rows = compat.to_arrow(batch_df)  # runs the query's micro-batch: its failures are not the sink's
+        if taken is not None and taken[0] is not None:  # the batch's tasks are done: its counts are in
+            taken[1][batch_id] = taken[0].take()
         if source.dead_letter is not None:
             source.dead_letter.write()
         if not query_id:
@@ -280,6 +284,7 @@ def start_view(
         else:
             out = df.overWindow(view.spec, keep)
     rows_out: dict = {}
+    counts, taken = getattr(out, "overwindow_counts", None), None
     writer = out.writeStream.option("checkpointLocation", view.checkpoint)
     if view.sink["kind"] == "parquet":
         writer = writer.format("parquet").option("path", view.sink["path"]).outputMode("append")
@@ -288,7 +293,8 @@ def start_view(
             ended_batch(spark, view.checkpoint, END_OF_INPUT_MS) if view.emit == "on_window_close" else None
         )
         sink = paired_sink(spark, view, out.schema)
-        write = batch_writer(spark, view, source, sink, rows_out, sink_errors, ended, lost)
+        taken = {}
+        write = batch_writer(spark, view, source, sink, rows_out, sink_errors, ended, lost, (counts, taken))
         writer = writer.foreachBatch(write).outputMode(
             # Spark chains stateful operators (several window groups) only in append mode
             "append" if view.emit == "on_window_close" or view.several else "update"
@@ -300,11 +306,11 @@ def start_view(
             rows_out,
             json_lines=json_lines,
             name=name,
-            counts=getattr(out, "overwindow_counts", None),
+            counts=counts,
             unit="key buckets" if (view.spec.key_buckets and view.partition_by) or view.several else "keys",
             lost=lost,
+            taken=taken,
         )
-        spark.streams.addListener(printer)
     query = writer.queryName(name or view.name).start()
     if printer is not None:
         printer.query_id = str(query.id)
@@ -431,6 +437,9 @@ def _run_round(
         with _stop_on_interrupt() as asked:
             while any(q.isActive for _, q, _, _ in running):
                 time.sleep(0.2)
+                for _, query, printer, _ in running:
+                    if printer is not None:
+                        printer.poll_new(query)
                 if asked:
                     raise KeyboardInterrupt
                 if any(q.exception() is not None for _, q, _, _ in running):
@@ -444,8 +453,7 @@ def _run_round(
     finally:
         for _, query, printer, _ in running:
             if printer is not None:
-                _quietly(lambda: printer.drain(query))
-                _quietly(lambda: spark.streams.removeListener(printer))
+                _quietly(lambda: printer.poll(query))
     for view, query, _, errors in running:
         failure = query.exception()
         if failure is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 
 from pyspark.sql.streaming import StreamingQueryListener
 
@@ -53,7 +54,9 @@ def progress_record(
         "timestamp": p.timestamp,
         "rows_in": p.numInputRows,
         "rows_out": rows_out,
-        "late": sum(op.numRowsDroppedByWatermark for op in p.stateOperators) + machine[0],
+        "late": sum(op.numRowsDroppedByWatermark for op in p.stateOperators)
+        + machine[0]
+        + counts.get("late_rows", 0),  # late rows kept in the dead letter (late_rows = "dead_letter")
         "bad": counts.get("bad_records", 0),
         "null_event_times": null_event_times(p),
         "unknown_updates": machine[1],
@@ -100,8 +103,13 @@ def progress_line(
 
 
 class ProgressPrinter(StreamingQueryListener):
-    """Prints the progress of every micro-batch of the query it watches; ``json``: one JSON object
-    per line (with ``view``, the view's name); ``name``: a prefix for lines (several views in one job)."""
+    """Prints the progress of every micro-batch of the query it watches, once each, in batch order;
+    ``json``: one JSON object per line (with ``view``, the view's name); ``name``: a prefix for
+    lines (several views in one job). The job ``poll``s it as it waits for its queries: Spark hands
+    listeners their events late, out of step with the batches, and a listener removed when the query
+    ends never hears of the rest (with several views most lines were lost); registered as a
+    listener it prints as events come. ``taken``: batch id -> the state machines' counts, which the
+    job takes when each batch has run (else they are taken when a batch is printed)."""
 
     def __init__(
         self,
@@ -112,16 +120,19 @@ class ProgressPrinter(StreamingQueryListener):
         counts=None,
         unit: str = "keys",
         lost: dict | None = None,
+        taken: dict | None = None,
     ):
         self.rows_out = rows_out  # batch id -> rows the sink wrote, filled by the sink
         self.lost = lost if lost is not None else {}  # batch id -> files lost, filled by the job
         self.counts = counts  # the state machines' counts (overwindow.spark.adapter.MachineCounts)
+        self.taken = taken
         self.unit = unit  # what a state entry holds: keys, or key buckets
         self.stream = stream  # None: sys.stdout at the time of printing
         self.json_lines = json_lines
         self.name = name
         self.query_id = None
         self.last_batch = -1  # the last batch id printed
+        self._printing = threading.Lock()  # a listener's events and ``poll`` may print at once
 
     def onQueryStarted(self, event):
         pass
@@ -130,7 +141,30 @@ class ProgressPrinter(StreamingQueryListener):
         p = event.progress
         if self.query_id is not None and str(p.id) != self.query_id:
             return
-        machine = self.counts.take() if self.counts is not None else (0, 0, 0)
+        self._print(p)
+
+    def poll(self, query) -> None:
+        """Prints the progress of the query's batches not printed yet (Spark keeps the last 100),
+        in order. O(progresses kept)."""
+        for p in sorted(map(_progress, query.recentProgress), key=lambda p: p.batchId):
+            self._print(p)
+
+    def poll_new(self, query) -> None:
+        """``poll``, when the query's last progress is of a batch not printed yet. O(1) otherwise."""
+        last = query.lastProgress
+        if last is not None and last["batchId"] > self.last_batch:
+            self.poll(query)
+
+    def _print(self, p) -> None:
+        with self._printing:
+            if p.batchId > self.last_batch:  # else printed already (or an older batch's event, late)
+                self._print_new(p)
+
+    def _print_new(self, p) -> None:
+        if self.taken is not None:
+            machine = self.taken.pop(p.batchId, (0, 0, 0))
+        else:
+            machine = self.counts.take() if self.counts is not None else (0, 0, 0)
         rows_out = self.rows_out.pop(p.batchId, None)
         lost = self.lost.get(p.batchId)
         if self.json_lines:
@@ -143,17 +177,28 @@ class ProgressPrinter(StreamingQueryListener):
         self.last_batch = p.batchId
 
     def drain(self, query, timeout: float = 5.0) -> None:
-        """Wait (briefly) until the progress of the query's last batch is printed: Spark delivers
-        listener events asynchronously, after awaitTermination may have returned."""
+        """Print what is left of the query's progress: as a listener, wait (briefly) until Spark
+        delivered the last batch's event, then print whatever it did not."""
         import time
 
         last = query.lastProgress
         deadline = time.time() + timeout
         while last is not None and self.last_batch < last["batchId"] and time.time() < deadline:
             time.sleep(0.05)
+        self.poll(query)
 
     def onQueryIdle(self, event):
         pass
 
     def onQueryTerminated(self, event):
         pass
+
+
+def _progress(p):
+    """A query's progress as PySpark's StreamingQueryProgress (PySpark 3.5's ``recentProgress`` holds
+    plain dicts; 4's progress is a dict too, with the attributes)."""
+    if type(p) is dict:
+        from pyspark.sql.streaming.listener import StreamingQueryProgress
+
+        return StreamingQueryProgress.fromJson(p)
+    return p

@@ -36,6 +36,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from overwindow.pipeline.spark_strings import parse_schema
@@ -211,30 +212,128 @@ def _checked(rows, schema, view: View, dead_letter: DeadLetter | None, op: str |
     )
     event_time = view.watermark["column"] if view.watermark else None
     null_event_time = row[_field(schema, event_time)].isNull() if event_time else F.lit(False)
+    rule = late_rule(view)
     parse_failed = F.col(f"{_ROW}.{_CORRUPT}").isNotNull()
     malformed = "not a JSON record" if view.source.get("file_format") != "csv" else "malformed CSV line"
     no_column = ~F.greatest(*[row[f.name].isNotNull() for f in fields], F.lit(False))
+    # Spark decodes text as UTF-8 and puts U+FFFD where bytes are no UTF-8: such a value would be
+    # another value than was sent (another key, say), so the record is bad
+    text = view.source.get("format") == "kafka" or view.source.get("file_format") != "parquet"
     reason = F.coalesce(
         F.col(_PRE),
+        *([F.when(~_valid_utf8(F.col(_RAW)), F.lit(NOT_UTF8))] if text else []),
         F.when(parse_failed & (wrong != ""), F.concat(F.lit("wrong type: "), wrong)),
         F.when(parse_failed, F.lit(malformed)),
         F.when(no_column, F.lit("no column of the schema")),
         F.when(null_event_time, F.lit(f"NULL event time ({event_time})")),
+        *([_late_udf(view, rule)(row[_field(schema, event_time)])] if rule else []),
     )
     marked = rows.withColumn(_REASON, reason)
     bad = F.col(_REASON).isNotNull()
+    late = F.col(_REASON).startswith(LATE)
     counted = marked.observe(
         METRICS,
-        F.sum(F.when(bad, 1).otherwise(0)).alias("bad_records"),
+        F.sum(F.when(bad & ~late, 1).otherwise(0)).alias("bad_records"),
         F.sum(F.when(F.col(_REASON).startswith("NULL event time"), 1).otherwise(0)).alias("null_event_times"),
+        F.sum(F.when(late, 1).otherwise(0)).alias("late_rows"),
     )
     if dead_letter is None:
         good = counted.where(~bad)
     else:
         good = counted.where(
-            dead_letter.keep(F.when(bad, F.col(_ORIGIN)), F.col(_REASON), F.when(bad, F.col(_RAW)))
+            dead_letter.keep(F.when(bad, F.col(_ORIGIN)), F.col(_REASON), F.when(bad, _utf8(F.col(_RAW))))
         )
     return good.select(*[row[f.name].alias(f.name) for f in fields], *([F.col(_OP).alias(op)] if op else []))
+
+
+LATE = "late: "  # the reason of a late row kept (late_rows = "dead_letter")
+NOT_UTF8 = "not UTF-8 text (Spark would read its bytes as U+FFFD)"
+
+
+def late_rule(view: View) -> tuple[bool, bool] | None:
+    """How the view's stateful operator and machine judge a row late, when its late rows are kept
+    (``[source] late_rows = "dead_letter"``; None otherwise, or when no row can be late): (below the
+    batch's watermark, at or below the previous batch's). Spark drops a row at or below the watermark
+    it judges late events by, the previous batch's, before an operator with event-time timeouts
+    (window close; the chunked layout on Spark's event time) sees it; emit on update judges a change
+    below the batch's own watermark late in its machine. O(1)."""
+    if view.source.get("late_rows") != "dead_letter" or not view.watermark:
+        return None
+    if view.emit == "on_window_close":
+        return False, True
+    if view.watermark["column"].lower() != (view.spec.order_column or "").lower():
+        return None  # the watermark is on another column: no change is late
+    return True, view.spec.state_layout == "chunked"
+
+
+def _late_udf(view: View, rule: tuple[bool, bool]):
+    """A pandas UDF of the event time: a late row's reason (``LATE ...``), None for the others. A task
+    reads its batch's watermarks from the (local) checkpoint's ``offsets/``, written before the
+    batch runs, so a replay judges the same rows late."""
+    from pyspark.sql.functions import pandas_udf
+
+    offsets, column = os.path.join(view.checkpoint, "offsets"), view.watermark["column"]
+
+    @pandas_udf("string")
+    def late(times: pd.Series) -> pd.Series:
+        return _late_reasons(times, offsets, column, rule)
+
+    return late
+
+
+_watermarks: dict = {}  # (offsets folder, batch id) -> (its watermark, the previous batch's), in ms
+
+
+def _late_reasons(times: pd.Series, offsets: str, column: str, rule: tuple[bool, bool]) -> pd.Series:
+    """(in a Spark task) Each row's reason for being late, or None (see ``late_rule``)."""
+    from pyspark import TaskContext
+
+    batch = int(TaskContext.get().getLocalProperty("streaming.sql.batchId"))
+    if (offsets, batch) not in _watermarks:
+        _watermarks[offsets, batch] = tuple(_batch_watermark(offsets, b) for b in (batch, batch - 1))
+    now, before = _watermarks[offsets, batch]
+    valid = times.notna().to_numpy()
+    micros = np.where(valid, pd.to_datetime(times).to_numpy().astype("datetime64[us]").astype(np.int64), 0)
+    below, at_or_below = rule
+    late = np.zeros(len(times), dtype=bool)
+    if below:
+        late |= valid & (micros < now * 1000)
+    if at_or_below:
+        late |= valid & (micros <= before * 1000)
+    out = pd.Series([None] * len(times), dtype=object)
+    for i in np.flatnonzero(late):
+        strictly = below and micros[i] < now * 1000
+        mark = pd.Timestamp(now if strictly else before, unit="ms").isoformat()
+        where = "below" if strictly else "at or below"
+        out[i] = f"{LATE}{column} {times.iloc[i].isoformat()} is {where} the watermark {mark}"
+    return out
+
+
+def _batch_watermark(offsets: str, batch: int) -> int:
+    """The watermark (UTC ms) Spark planned for ``batch`` (0 before the first)."""
+    try:
+        with open(os.path.join(offsets, str(batch))) as f:
+            lines = f.read().split("\n")
+    except FileNotFoundError:
+        return 0
+    return int(json.loads(lines[1]).get("batchWatermarkMs", 0)) if len(lines) > 1 and lines[1].strip() else 0
+
+
+def _valid_utf8(text):
+    """Whether a STRING column holds valid UTF-8 (Spark keeps the bytes it read; Python would decode
+    the others to U+FFFD)."""
+    return _utf8(text) == text
+
+
+def _utf8(text):
+    """A STRING column with bytes that are no UTF-8 replaced by U+FFFD (Arrow refuses to hand such a
+    string to Python): ``make_valid_utf8`` from Spark 4 on, where ``decode`` refuses bad bytes; on
+    3.5 ``decode`` replaces them."""
+    from pyspark.sql import functions as F
+
+    if compat.version() >= compat.SPARK_4:
+        return F.call_function("make_valid_utf8", text)
+    return F.decode(text.cast("binary"), "UTF-8")
 
 
 def _field(schema, name: str) -> str:

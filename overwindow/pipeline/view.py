@@ -80,6 +80,7 @@ STARTING_OFFSETS = ("earliest", "latest")
 KAFKA_READERS = ("auto", "spark", "python")  # Spark's connector if present, else ours; only one; only ours
 SINKS = ("sqlite", "postgres", "parquet", "console")
 ENVELOPES = ("none", "debezium")  # [source] envelope: rows as they are, or Debezium change events
+LATE_ROWS = ("count", "dead_letter")  # [source] late_rows: late rows counted, or kept too
 
 
 class ViewFileError(ValueError):
@@ -166,6 +167,15 @@ KEYS = (
         "(default: counted only)",
         path=True,
         writes=True,
+    ),
+    Key(
+        "source",
+        "late_rows",
+        "text",
+        "rows that arrive late (at or below the watermark): counted only, or also kept in the dead_letter "
+        "folder with the reason",
+        "count",
+        choices=LATE_ROWS,
     ),
     Key(
         "source",
@@ -469,6 +479,10 @@ def _kind_error(key: Key, value) -> str | None:
     kind = key.kind
     if kind == "text" and not isinstance(value, str):
         return f"expected text, got {value!r}"
+    if kind == "text" and not value.strip():
+        return "empty; give a value or leave the key out" + (
+            " (a path relative to the view file)" if key.path else ""
+        )
     positive = isinstance(value, int) and not isinstance(value, bool) and value > 0
     if kind == "flag" and not isinstance(value, bool):
         return f"true or false, got {value!r}"
@@ -610,11 +624,13 @@ def load_view(path: str, overrides: dict | None = None) -> View:
             continue
         if key.kind == "names" and isinstance(value, str):
             value = [value]
-        if key.path:
+        if key.path:  # ~ is the home folder, as a shell reads it
             value = (
                 value
                 if is_uri(value)
-                else os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), value))
+                else os.path.normpath(
+                    os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(value))
+                )
             )
         values.setdefault(key.section, {})[key.name] = value
     for section in SECTIONS:
@@ -755,6 +771,11 @@ def use_query(view: View, text: str) -> None:
             f"{where}: windows over several PARTITION BY or ORDER BY on update need [view] row_key: the "
             "table joins each row's windows by its row key"
         )
+    if view.several and view.source.get("late_rows") == "dead_letter":
+        raise ViewFileError(
+            f"{view.where('source', 'late_rows')}: late rows of windows over several PARTITION BY or ORDER "
+            'BY are counted only, not kept yet; remove late_rows = "dead_letter"'
+        )
     if view.several and view.spec.state_layout == "chunked":
         raise ViewFileError(
             f"{where}: windows over several PARTITION BY or ORDER BY run on the whole state layout; "
@@ -806,6 +827,17 @@ def _check_source(view: View) -> None:
                 "[view] row_key (the columns that identify a row)"
             )
         view.op_column = view.op_column or "_op"  # the source adds the op of each row image under this name
+    if src.get("late_rows") == "dead_letter":
+        where = view.where("source", "late_rows")
+        if src.get("dead_letter") is None:
+            raise ViewFileError(f"{where}: late rows are kept in the [source] dead_letter folder: set it")
+        if view.watermark is None:
+            raise ViewFileError(f"{where}: no row is late without a [watermark]; remove late_rows")
+        if is_uri(view.checkpoint):
+            raise ViewFileError(
+                f"{where}: the job reads each batch's watermark from the checkpoint, which must be a local "
+                "folder for that"
+            )
     if src.get("dead_letter") is not None and view.sink.get("kind") == "parquet":
         raise ViewFileError(
             f"{view.where('source', 'dead_letter')}: dead letters are written by the job's own sinks "
