@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         "--final",
         action="store_true",
         help="with --once: then end the input, so that emit on window close emits every row it still holds "
-        "(as if the watermark passed them all; rows arriving later are late)",
+        "(as if the watermark passed them all; a later run that finds new input stops, saying so)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines (same as --progress none)")
     run.add_argument(

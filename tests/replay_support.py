@@ -41,16 +41,18 @@ def write_view(
     buckets=None,
     several=False,
     name="view",
+    files=6,
 ):
-    """Six batches of 40 events, as six JSON files, or (``kafka`` = bootstrap address) as records of a
-    one-partition topic read 40 per micro-batch; returns the view file and the events. ``layout``:
-    the state layout of emit on update; ``buckets``: key_buckets (a number or "per key"; None: the
+    """Six (``files``) batches of 40 events, as JSON files, or (``kafka`` = bootstrap address) as
+    records of a one-partition topic read 40 per micro-batch; returns the view file and the events.
+    ``layout``: the state layout of emit on update; ``buckets``: key_buckets (a number or "per key"; None: the
     default). ``shuffled`` (emit on update): event times in random order across the
     batches (so a batch changes rows the sink holds) and no watermark (none is late). ``several``:
     the view is the query ``SEVERAL`` (two window groups, one streaming query). ``name``: the view
     file's name (``<name>.toml``: a job of several views names each by it)."""
     rng = np.random.default_rng(21)
-    seconds = rng.permutation(240) if shuffled else np.arange(240)
+    n = 40 * files
+    seconds = rng.permutation(n) if shuffled else np.arange(n)
     batches = [
         [
             {
@@ -61,7 +63,7 @@ def write_view(
             }
             for i in range(40)
         ]
-        for f in range(6)
+        for f in range(files)
     ]
     if kafka is None:
         events = tmp_path / "events"
@@ -123,8 +125,8 @@ def _progress(line: str) -> bool:
 def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=None, kill_when=None):
     """Runs the view (a list: the views, in one job) with ``--once``; SIGKILLs the job after its n-th
     progress line (between batches),
-    after some seconds (possibly inside a batch) or once ``kill_when(lines)`` (polled with the number
-    of progress lines so far) is true; ``after_line(n)`` is called after each progress line. Returns
+    after some seconds (possibly inside a batch) or once ``kill_when(lines)`` (polled with the
+    progress lines so far) is true; ``after_line(n)`` is called after each progress line. Returns
     the exit code; the job's stderr is printed when it fails (pytest shows it with the failure)."""
     env = dict(os.environ, PYTHONWARNINGS="ignore", **(env or {}))
     stderr = tempfile.TemporaryFile("w+")
@@ -150,7 +152,7 @@ def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=
             target=lambda: lines.extend(line for line in proc.stdout if _progress(line))
         )
         reader.start()
-        while proc.poll() is None and not kill_when(len(lines)):
+        while proc.poll() is None and not kill_when(lines):
             time.sleep(0.05)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)

@@ -242,10 +242,12 @@ def test_progress_as_json_and_no_watermark_before_the_first(spark, tmp_path, cap
     assert lines[1].startswith("batch 1: 20 rows in, ") and "watermark 2024-01-01T00:00:14.000Z" in lines[1]
 
 
-def test_once_final_ends_the_input_and_later_rows_are_late(spark, tmp_path, capsys):
+def test_once_final_ends_the_input_and_later_input_is_refused(spark, tmp_path, capsys):
     """Issue 14, item 6: ``--once`` leaves the rows the watermark has not passed in state (a finished
     input never emits its last rows); ``--once --final`` emits them all, with DuckDB's values over the
-    whole input; the checkpoint keeps the ended watermark, so a later file's rows are late."""
+    whole input. Issue 40, item 6: the checkpoint keeps the ended watermark, so a later file's rows
+    would all be late (they were dropped, exit 0): the run stops before reading them, in one line
+    saying so and what to do, and stops again the next time; nothing is written."""
     rows = _events(tmp_path)
     view = _view(tmp_path)
     assert main(["run", view, "--once", "--quiet"]) == 0
@@ -265,10 +267,18 @@ def test_once_final_ends_the_input_and_later_rows_are_late(spark, tmp_path, caps
     later.write_text(json.dumps({"k": "k0", "ts": "2024-01-01T00:09:00", "id": 9000, "x": 1}) + "\n")
     os.utime(later, (2_000, 2_000))
     capsys.readouterr()
-    assert main(["run", view, "--once", "--progress", "json"]) == 0
-    records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    assert sum(r["rows_in"] for r in records) == 1 and sum(r["late"] for r in records) == 1
-    assert len(_table(tmp_path / "view.sqlite")) == rows
+    for _ in range(2):
+        assert main(["run", view, "--once", "--quiet"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"overwindow: {view}: [sink] checkpoint (line 23): "), err
+        assert (
+            "new input reached the checkpoint" in err[0] and "after a --final run ended its input" in err[0]
+        )
+        assert (
+            "Run without --final while input goes on" in err[0]
+            and "start a new checkpoint and table" in err[0]
+        )
+        assert len(_table(tmp_path / "view.sqlite")) == rows
 
 
 def test_once_final_on_update_view_equals_the_whole_input(spark, tmp_path):
@@ -371,16 +381,54 @@ def test_a_view_changed_or_moved_under_its_checkpoint_is_refused(spark, tmp_path
 def test_a_failing_sink_is_one_line_naming_the_key_and_the_trace_comes_with_debug(spark, tmp_path, capsys):
     _events(tmp_path, files=1)
     view = _view(tmp_path)
-    with sqlite3.connect(tmp_path / "view.sqlite") as con:  # the table exists with other columns
-        con.execute('CREATE TABLE "v" (k TEXT, other INTEGER)')
+    with sqlite3.connect(tmp_path / "view.sqlite") as con:  # the table refuses the view's rows
+        con.execute('CREATE TABLE "v" (k TEXT, ts TEXT, id INTEGER, x INTEGER CHECK (x < 0), s INTEGER)')
     assert main(["run", view, "--once", "--quiet"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        f"overwindow: {view}: [sink] path (line 21): writing 'v' failed: OperationalError: table v has no "
-        "column named ts"
+        f"overwindow: {view}: [sink] path (line 21): writing 'v' failed: IntegrityError: CHECK constraint "
+        "failed: x < 0"
     ]
     with pytest.raises(Exception, match="Traceback"):
         main(["run", view, "--once", "--quiet", "--debug"])
+
+
+def test_a_table_that_does_not_fit_the_view_is_refused_before_it_runs(spark, tmp_path, capsys):
+    """Issue 40, item 4: a table whose column has another type than the view writes (SQLite, as
+    PostgreSQL, converted the values to it) is refused when the run starts, in one line naming the
+    column and both types. Item 5: a second job writing the same SQLite table under another case
+    ("V" is "v" to SQLite) with its own checkpoint is refused as another query's table (both exited
+    0 and the table held every row twice)."""
+    _events(tmp_path, files=1)
+    view = _view(tmp_path)
+    with sqlite3.connect(tmp_path / "view.sqlite") as con:
+        con.execute('CREATE TABLE "v" (k TEXT, ts TEXT, id INTEGER, x REAL, s INTEGER, note TEXT)')
+    assert main(["run", view, "--once", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"overwindow: {view}: [sink] table (line 22): table v: column x is REAL there, the view writes "
+        "INTEGER (BIGINT): values would be converted to the table's type"
+    ]
+    assert _table(tmp_path / "view.sqlite") == []
+    with sqlite3.connect(tmp_path / "view.sqlite") as con:  # a column the view does not write may stay
+        con.execute('DROP TABLE "v"')
+        con.execute('CREATE TABLE "v" (k TEXT, ts TEXT, id INTEGER, x INTEGER, s INTEGER, note TEXT)')
+    assert main(["run", view, "--once", "--quiet"]) == 0
+    kept = _table(tmp_path / "view.sqlite")
+    assert kept
+    other = _view(
+        tmp_path / "other",
+        VIEW.replace('path = "events"', 'path = "../events"')
+        .replace('path = "view.sqlite"', 'path = "../view.sqlite"')
+        .replace('table = "v"', 'table = "V"'),
+    )
+    assert main(["run", other, "--once", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        f"overwindow: {other}: [sink] table (line 22): table V holds "
+    ), err
+    assert "of another query" in err[0]
+    assert _table(tmp_path / "view.sqlite") == kept
 
 
 def test_a_failing_call_is_one_line_naming_the_calls(spark, tmp_path, capsys):

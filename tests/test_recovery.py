@@ -10,10 +10,13 @@ per bucket keeping each key's index and chunks as entries of its maps: the three
 buckets), window close on split state on two key buckets (each key's history an entry, a timer
 per bucket) and a view of two window groups (one query, two chained stateful operators) in both emit
 modes; the second runs window close into PostgreSQL (the default key buckets) beside emit on update
-from Kafka with its keys in two buckets (watermark eviction). Emit on update into PostgreSQL (files,
-a state per key) is killed twice inside the sink's open transaction."""
+from Kafka with its keys in two buckets (watermark eviction). A job of four views, both emit modes
+into SQLite and into PostgreSQL, is killed five times while every view is inside its sink's
+transaction."""
 
 import signal
+import sqlite3
+import time
 
 import pytest
 from replay_support import assert_view_is_exact, run_job, write_view
@@ -67,37 +70,142 @@ def test_killed_and_restarted_job_leaves_the_exact_views(tmp_path, no_spark, vie
         assert_view_is_exact(folder, rows, emit, sink, env.get("OVERWINDOW_POSTGRES_DSN"), several)
 
 
-def test_killed_inside_the_postgres_write_twice_leaves_the_exact_view(tmp_path, no_spark, postgres_dsn):
-    """SIGKILL while the sink's transaction is open: after the job's first batch of a run the test
-    share-locks the rows the table holds, the next batch (event times out of order, so it updates held
-    rows) blocks on them inside its transaction (seen in pg_stat_activity), the job is killed there and
-    the lock let go. Twice; then a run to the end leaves the exact view."""
+SINKS_AND_MODES = [
+    (emit, sink) for emit in ("on_window_close", "on_update") for sink in ("sqlite", "postgres")
+]
+KILLS = 5
+# the test's own objects in the views' databases: what keeps a job inside its sink's transaction
+SLOW, SLEEP = "overwindow_test_slow", "overwindow_test_sleep"
+
+
+def test_a_job_killed_inside_its_sinks_transactions_leaves_the_exact_views(tmp_path, no_spark, postgres_dsn):
+    """Issue 40, "Must show": one job of four views (both emit modes, into SQLite and into
+    PostgreSQL) is killed with SIGKILL five times while every view is inside its sink's transaction,
+    then runs to the end: every table equals the batch evaluator over all input. In each run, once
+    each view has applied a batch, the test makes the commit of the next one wait: a trigger on the
+    sinks' bookkeeping (written last in the transaction, after the rows) counts a large cross join
+    (SQLite: the job holds the database's write lock meanwhile) or sleeps (PostgreSQL: its backend
+    waits in pg_sleep). When all four wait, the job is killed; then no view's bookkeeping moved
+    (the batches in flight did not commit), and the next run starts without the triggers. Emit on
+    update reads events in random time order, so its batches update rows the tables hold."""
     import psycopg
 
-    view, rows = write_view(tmp_path, "on_update", "postgres", shuffled=True)
     env = {"OVERWINDOW_POSTGRES_DSN": postgres_dsn}
     _fresh_tables(postgres_dsn)
-    for _ in range(2):
-        with psycopg.connect(postgres_dsn) as locker, psycopg.connect(postgres_dsn, autocommit=True) as watch:
-            locked = []
+    views = {}
+    for emit, sink in SINKS_AND_MODES:
+        folder = tmp_path / f"{emit}-{sink}"
+        folder.mkdir()
+        view, rows = write_view(
+            folder, emit, sink, shuffled=emit == "on_update", name=f"{emit}-{sink}", files=12
+        )
+        views[emit, sink] = (view, rows, folder)
+    files = [view for view, _, _ in views.values()]
+    for kill in range(KILLS):
+        engaged, inside, applied = [], {}, {}
 
-            def blocked_inside_the_write(lines):
-                if lines and not locked:
-                    locker.execute('SELECT 1 FROM "v_on_update" FOR SHARE')
-                    locked.append(locker.info.backend_pid)
-                return (
-                    bool(locked)
-                    and watch.execute(
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> %s",
-                        (locked[0],),
-                    ).fetchone()[0]
-                    > 0
+        def all_inside(lines):
+            if not engaged:  # every view has applied a batch in this run: make the next one wait
+                if not all(any(f"{emit}-{sink}.toml" in line for line in lines) for emit, sink in views):
+                    return False
+                _slow_commits(views, postgres_dsn)
+                engaged.append(True)
+            now = time.time()
+            for (emit, sink), (_, _, folder) in views.items():
+                if sink == "sqlite" and _write_locked(folder / "view.sqlite"):
+                    inside.setdefault(emit, now)  # held since then
+                elif sink == "sqlite":
+                    inside.pop(emit, None)
+            with psycopg.connect(postgres_dsn, autocommit=True) as watch:
+                sleeping = watch.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'"
+                ).fetchone()[0]
+            # a lock held a second is the trigger's (the sink's other writes take milliseconds)
+            waiting = sleeping == 2 and all(
+                now - inside.get(emit, now) >= 1.0 for emit in ("on_window_close", "on_update")
+            )
+            if waiting:
+                applied.update(_applied(views, postgres_dsn))
+            return waiting
+
+        assert run_job(files, kill_when=all_inside, env=env) == -signal.SIGKILL, f"kill {kill + 1}"
+        with psycopg.connect(postgres_dsn, autocommit=True) as db:  # the killed job's backends
+            db.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")
+        assert _applied(views, postgres_dsn) == applied, f"kill {kill + 1}: a batch in flight committed"
+        _fast_commits(views, postgres_dsn)
+    assert run_job(files, env=env) == 0
+    for (emit, sink), (_, rows, folder) in views.items():
+        assert_view_is_exact(folder, rows, emit, sink, postgres_dsn)
+
+
+def _write_locked(db) -> bool:
+    """Whether another connection holds the SQLite database's write lock (a transaction is open)."""
+    con = sqlite3.connect(db, timeout=0, isolation_level=None)
+    try:
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError:
+        return True
+    finally:
+        con.close()
+
+
+def _slow_commits(views, dsn) -> None:
+    """Triggers on the sinks' bookkeeping that keep each transaction open before it commits."""
+    import psycopg
+
+    for (_, sink), (_, _, folder) in views.items():
+        if sink != "sqlite":
+            continue
+        with sqlite3.connect(folder / "view.sqlite", timeout=120) as con:
+            con.execute(f"CREATE TABLE IF NOT EXISTS {SLOW} (x INTEGER)")
+            if not con.execute(f"SELECT count(*) FROM {SLOW}").fetchone()[0]:
+                con.executemany(f"INSERT INTO {SLOW} VALUES (?)", [(i,) for i in range(800)])
+            for event in ("INSERT", "UPDATE"):
+                con.execute(
+                    f'CREATE TRIGGER IF NOT EXISTS {SLOW}_{event} AFTER {event} ON "_overwindow_batches" '
+                    f"BEGIN SELECT count(*) FROM {SLOW} a, {SLOW} b, {SLOW} c; END"
                 )
+    with psycopg.connect(dsn, autocommit=True) as db:
+        db.execute(
+            f"CREATE OR REPLACE FUNCTION {SLEEP}() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN PERFORM pg_sleep(300); RETURN NEW; END $$"
+        )
+        db.execute(f'DROP TRIGGER IF EXISTS {SLEEP} ON "_overwindow_batches"')
+        db.execute(
+            f'CREATE TRIGGER {SLEEP} AFTER INSERT OR UPDATE ON "_overwindow_batches" '
+            f"FOR EACH ROW EXECUTE FUNCTION {SLEEP}()"
+        )
 
-            assert run_job(view, kill_when=blocked_inside_the_write, env=env) == -signal.SIGKILL
-            locker.rollback()
-    assert run_job(view, env=env) == 0
-    assert_view_is_exact(tmp_path, rows, "on_update", "postgres", postgres_dsn)
+
+def _fast_commits(views, dsn) -> None:
+    """The triggers of ``_slow_commits`` dropped."""
+    import psycopg
+
+    for (_, sink), (_, _, folder) in views.items():
+        if sink == "sqlite":
+            with sqlite3.connect(folder / "view.sqlite", timeout=120) as con:
+                for event in ("INSERT", "UPDATE"):
+                    con.execute(f"DROP TRIGGER IF EXISTS {SLOW}_{event}")
+    with psycopg.connect(dsn, autocommit=True) as db:
+        db.execute(f'DROP TRIGGER IF EXISTS {SLEEP} ON "_overwindow_batches"')
+
+
+def _applied(views, dsn) -> dict:
+    """(emit, sink) -> the last batch the view's bookkeeping says was applied (committed)."""
+    import psycopg
+
+    found = {}
+    for (emit, sink), (_, _, folder) in views.items():
+        query = 'SELECT batch_id FROM "_overwindow_batches" WHERE view = '
+        if sink == "sqlite":
+            with sqlite3.connect(folder / "view.sqlite", timeout=120) as con:
+                found[emit, sink] = con.execute(query + "?", (f"v_{emit}",)).fetchone()[0]
+        else:
+            with psycopg.connect(dsn, autocommit=True) as db:
+                found[emit, sink] = db.execute(query + "%s", (f"v_{emit}",)).fetchone()[0]
+    return found
 
 
 def _fresh_tables(dsn: str) -> None:

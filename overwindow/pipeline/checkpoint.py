@@ -138,6 +138,26 @@ def end_input(spark, checkpoint: str, watermark_ms: int) -> bool:
     return True
 
 
+def ended_batch(spark, checkpoint: str, at_ms: int) -> int | None:
+    """The checkpoint's last committed batch when its watermark is at or past ``at_ms`` (the input
+    was ended, ``end_input``), else None. O(batches retained)."""
+    fs = _Fs(spark, checkpoint)
+    committed = fs.batch_ids("commits")
+    if not committed:
+        return None
+    meta = (fs.read(fs.child("offsets", str(committed[-1]))) or "").split("\n")
+    watermark = json.loads(meta[1]).get("batchWatermarkMs", 0) if len(meta) > 1 and meta[1].strip() else 0
+    return committed[-1] if watermark >= at_ms else None
+
+
+def new_input_since(spark, checkpoint: str, ended: int, batch_id: int) -> bool:
+    """Whether batch ``batch_id`` reads input past where batch ``ended`` stood (its sources' offsets
+    differ). O(1)."""
+    fs = _Fs(spark, checkpoint)
+    then, now = (fs.read(fs.child("offsets", str(b))) or "" for b in (ended, batch_id))
+    return then.split("\n")[2:] != now.split("\n")[2:]
+
+
 def shuffle_partitions(spark, checkpoint: str) -> int | None:
     """The shuffle partitions Spark runs the checkpoint's stateful operators on: the
     ``spark.sql.shuffle.partitions`` its last planned batch recorded, which Spark keeps for the

@@ -11,14 +11,20 @@ import sys
 import threading
 import time
 
-from overwindow.pipeline.checkpoint import checkpoint_state, missing_files, shuffle_partitions
+from overwindow.pipeline.checkpoint import (
+    checkpoint_state,
+    ended_batch,
+    missing_files,
+    new_input_since,
+    shuffle_partitions,
+)
 from overwindow.pipeline.failures import ViewRunError
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
 from overwindow.pipeline.sources import KAFKA_READERS, Source, open_source
 from overwindow.pipeline.view import View, ViewFileError, is_uri
 from overwindow.spark import compat, executors
-from overwindow.spark.adapter import WORKER_WARNINGS
+from overwindow.spark.adapter import END_OF_INPUT_MS, WORKER_WARNINGS
 from overwindow.spark.select import run_query
 from overwindow.streaming.contract import ROW_ID
 
@@ -123,21 +129,46 @@ def sink_for(view: View):
     raise ViewFileError(f"{view.path}: [sink] kind = {kind!r} is not available in this version")
 
 
-def paired_sink(spark, view: View):
+def paired_sink(spark, view: View, struct=None):
     """The view's sink, once its table is known to belong to the view's checkpoint
-    (``sinks.check_pairing``: refuses with SinkDriftError)."""
+    (``sinks.check_pairing``) and, given the query's Spark schema ``struct``, to take its rows as
+    they are (``check_columns``); refuses with SinkDriftError."""
     sink = sink_for(view)
     if hasattr(sink, "bookkeeping"):
         where = f" (checkpoint {view.checkpoint})"
         check_pairing(view.sink["table"], sink.bookkeeping(), checkpoint_state(spark, view.checkpoint), where)
+        if struct is not None:
+            sink.check_columns(compat.to_arrow_schema(struct))
     return sink
 
 
-def batch_writer(spark, view: View, source: Source, sink, rows_out: dict, sink_errors: list | None = None):
+# the exit code of a run that went to its end but lost input (files deleted before Spark read them);
+# 1 is a failure after Spark started, 2 one before
+LOST_INPUT = 3
+
+
+class InputEndedError(RuntimeError):
+    """New input reached a checkpoint whose input a ``--final`` run ended: every row would be late."""
+
+
+def batch_writer(
+    spark,
+    view: View,
+    source: Source,
+    sink,
+    rows_out: dict,
+    sink_errors: list | None = None,
+    ended: int | None = None,
+    lost: dict | None = None,
+    taken: tuple | None = None,
+):
     """The foreachBatch function: checks the batch's input files, runs the batch, keeps its bad
     records, applies it to the sink; ``rows_out[batch_id]`` gets the rows written (or SKIPPED);
     ``sink_errors`` receives the exception the sink raises, if it does (so a failure names the sink,
-    not Spark's trace)."""
+    not Spark's trace). ``ended``: the batch a ``--final`` run ended the input with, if it did; a
+    batch reading input past it stops the query before anything runs (its rows would be late).
+    ``lost[batch_id]``: the files listed for the batch but deleted before Spark read them;
+    ``taken``: (the state machines' counts, a dict that gets batch id -> what they counted in it)."""
     query_id = []  # the checkpoint's query id, read once the query has started
 
     def write(batch_df, batch_id):
@@ -149,9 +180,23 @@ def batch_writer(spark, view: View, source: Source, sink, rows_out: dict, sink_e
             raise
 
     def apply(batch_df, batch_id):
+        if (
+            ended is not None
+            and batch_id > ended
+            and new_input_since(spark, view.checkpoint, ended, batch_id)
+        ):
+            raise InputEndedError(
+                f"new input reached the checkpoint {view.checkpoint} after a --final run ended its input "
+                f"(batch {ended}): every row would be late, so nothing was read. Run without --final while "
+                "input goes on (rows are emitted as the watermark passes them) and with it once the input "
+                "has ended; for this view, start a new checkpoint and table ([sink] checkpoint and "
+                "table) over the whole input"
+            )
         if source.files is not None:
             gone = missing_files(spark, view.checkpoint, batch_id)
             if gone:
+                if lost is not None:
+                    lost[batch_id] = gone
                 print(
                     f"overwindow: batch {batch_id}: {len(gone)} file(s) listed for the batch were deleted "
                     f"before Spark read them; their rows are not in the view: {', '.join(gone)}",
@@ -159,6 +204,8 @@ def batch_writer(spark, view: View, source: Source, sink, rows_out: dict, sink_e
                     flush=True,
                 )
         rows = compat.to_arrow(batch_df)  # runs the query's micro-batch: its failures are not the sink's
+        if taken is not None and taken[0] is not None:  # the batch's tasks are done: its counts are in
+            taken[1][batch_id] = taken[0].take()
         if source.dead_letter is not None:
             source.dead_letter.write()
         if not query_id:
@@ -207,11 +254,14 @@ def start_view(
     json_lines: bool = False,
     name: str | None = None,
     sink_errors: list | None = None,
+    lost: dict | None = None,
 ):
     """Start the view's streaming query; returns it and its progress printer (None when ``quiet``).
     ``json_lines``: JSON progress; ``name``: the query's name and a prefix for progress lines (None:
     the view's name, no prefix); ``sink_errors``: receives
-    the exception the sink raises, if it does (so a failure names the sink, not Spark's trace)."""
+    the exception the sink raises, if it does (so a failure names the sink, not Spark's trace);
+    ``lost``: batch id -> the files listed for it but deleted before Spark read them."""
+    lost = {} if lost is None else lost
     import overwindow  # noqa: F401  (registers overWindow)
 
     if view.spec.state_layout == "chunked" or view.several:  # transformWithStateInPandas needs RocksDB
@@ -234,11 +284,17 @@ def start_view(
         else:
             out = df.overWindow(view.spec, keep)
     rows_out: dict = {}
+    counts, taken = getattr(out, "overwindow_counts", None), None
     writer = out.writeStream.option("checkpointLocation", view.checkpoint)
     if view.sink["kind"] == "parquet":
         writer = writer.format("parquet").option("path", view.sink["path"]).outputMode("append")
     else:
-        write = batch_writer(spark, view, source, paired_sink(spark, view), rows_out, sink_errors)
+        ended = (
+            ended_batch(spark, view.checkpoint, END_OF_INPUT_MS) if view.emit == "on_window_close" else None
+        )
+        sink = paired_sink(spark, view, out.schema)
+        taken = {}
+        write = batch_writer(spark, view, source, sink, rows_out, sink_errors, ended, lost, (counts, taken))
         writer = writer.foreachBatch(write).outputMode(
             # Spark chains stateful operators (several window groups) only in append mode
             "append" if view.emit == "on_window_close" or view.several else "update"
@@ -250,13 +306,14 @@ def start_view(
             rows_out,
             json_lines=json_lines,
             name=name,
-            counts=getattr(out, "overwindow_counts", None),
+            counts=counts,
             unit="key buckets" if (view.spec.key_buckets and view.partition_by) or view.several else "keys",
             kafka_reader=source.reader,
+            lost=lost,
+            taken=taken,
         )
         if source.reader is not None:
             printer.say(reading(view, source.reader))
-        spark.streams.addListener(printer)
     query = writer.queryName(name or view.name).start()
     if printer is not None:
         printer.query_id = str(query.id)
@@ -304,12 +361,12 @@ def run_views(
     """Check the views (overwindow.pipeline.validate) and what they connect to, record their
     fingerprints in their checkpoints, then run them in one Spark session until they end (``once``)
     or Ctrl-C. ``final`` (with ``once``): then end their input, so that emit on window close emits
-    every row it still holds (:func:`overwindow.pipeline.checkpoint.end_input`; rows arriving later
-    are late). Raises ViewFileError (nothing started) or ViewRunError (a query failed; one line)."""
+    every row it still holds (:func:`overwindow.pipeline.checkpoint.end_input`; a later run that
+    finds new input stops before reading it, ``InputEndedError``). Raises ViewFileError (nothing
+    started) or ViewRunError (a query failed; one line)."""
     from overwindow.pipeline.checkpoint import end_input
     from overwindow.pipeline.fingerprint import record
     from overwindow.pipeline.validate import check_views, preflight
-    from overwindow.spark.adapter import END_OF_INPUT_MS
 
     if final and not once:
         raise ValueError("final needs once: the input ends after what has arrived is processed")
@@ -321,17 +378,25 @@ def run_views(
     for view in views:
         settings.update(spark_settings(view))
     spark = spark or local_spark(settings=settings, debug=debug)
-    if _run_round(spark, views, once, quiet, json_lines, debug) or not final:
-        return 0
-    # Spark knows no end of input: a batch planned again with a watermark past END_OF_INPUT_MS
-    # (where every key holding rows has its timeout) times out every key; emit on update holds none
-    ended = [
-        v
-        for v in views
-        if v.emit == "on_window_close" and end_input(spark, v.checkpoint, END_OF_INPUT_MS + 1)
-    ]
-    if ended:
-        _run_round(spark, ended, once, quiet, json_lines, debug)
+    lost: dict = {}  # view path -> {batch id: files deleted before Spark read them}
+    if not _run_round(spark, views, once, quiet, json_lines, debug, lost) and final:
+        # Spark knows no end of input: a batch planned again with a watermark past END_OF_INPUT_MS
+        # (where every key holding rows has its timeout) times out every key; emit on update holds none
+        ended = [
+            v
+            for v in views
+            if v.emit == "on_window_close" and end_input(spark, v.checkpoint, END_OF_INPUT_MS + 1)
+        ]
+        if ended:
+            _run_round(spark, ended, once, quiet, json_lines, debug, lost)
+    files = sum(len(f) for batches in lost.values() for f in batches.values())
+    if files:
+        print(
+            f"overwindow: {files} file(s) were deleted before Spark read them; their rows are not in the "
+            f"view{'s' if len(views) > 1 else ''} (exit code {LOST_INPUT})",
+            file=sys.stderr,
+        )
+        return LOST_INPUT
     return 0
 
 
@@ -373,9 +438,12 @@ def _checkpoint_partitions(spark, view: View):
         spark.conf.set(key, before)
 
 
-def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bool, debug: bool) -> bool:
+def _run_round(
+    spark, views: list[View], once: bool, quiet: bool, json_lines: bool, debug: bool, lost: dict
+) -> bool:
     """Start the views' queries and wait until they end (``once``) or Ctrl-C; True if stopped by
-    Ctrl-C. Raises ViewRunError when a query fails (stopping the others)."""
+    Ctrl-C. ``lost[view.path]`` gets the files each batch lost. Raises ViewRunError when a query
+    fails (stopping the others)."""
     from overwindow.pipeline.failures import describe
 
     running = []  # (view, query, printer, sink errors)
@@ -385,7 +453,8 @@ def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bo
         for view, name in zip(views, names):
             errors: list = []
             try:
-                query, printer = start_view(spark, view, once, quiet, json_lines, name, errors)
+                batches = lost.setdefault(view.path, {})
+                query, printer = start_view(spark, view, once, quiet, json_lines, name, errors, batches)
             except Exception as e:
                 for _, started, _, _ in running:  # the views started before this one
                     _quietly(started.stop)
@@ -397,6 +466,9 @@ def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bo
         with _stop_on_interrupt() as asked:
             while any(q.isActive for _, q, _, _ in running):
                 time.sleep(0.2)
+                for _, query, printer, _ in running:
+                    if printer is not None:
+                        printer.poll_new(query)
                 if asked:
                     raise KeyboardInterrupt
                 if any(q.exception() is not None for _, q, _, _ in running):
@@ -408,8 +480,7 @@ def _run_round(spark, views: list[View], once: bool, quiet: bool, json_lines: bo
     finally:
         for _, query, printer, _ in running:
             if printer is not None:
-                _quietly(lambda: printer.drain(query))
-                _quietly(lambda: spark.streams.removeListener(printer))
+                _quietly(lambda: printer.poll(query))
     if stopped:  # after the last progress lines
         where = ", ".join(v.checkpoint for v in views)
         print(f"\nstopped. Run the same command to resume from the checkpoint {where}", flush=True)

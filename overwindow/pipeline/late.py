@@ -44,8 +44,10 @@ class LateRule:
 
     @classmethod
     def of(cls, view: View) -> LateRule | None:
-        """The view's rule, or None where its late rows cannot be named (no watermark, several
-        windows, a remote checkpoint)."""
+        """The view's rule, or None where its late rows are not kept (no ``[source] late_rows =
+        "dead_letter"``) or cannot be named (no watermark, several windows, a remote checkpoint)."""
+        if view.source.get("late_rows") != "dead_letter":
+            return None
         if not view.watermark or view.several or is_uri(view.checkpoint):
             return None
         if view.emit == "on_window_close":

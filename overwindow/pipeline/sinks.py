@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from overwindow.physical.values import TypeFamily, kind_of
+from overwindow.physical.values import TypeFamily, kind_of, sql_type
 from overwindow.streaming.contract import CHANGE
 
 BATCHES = "_overwindow_batches"
@@ -160,6 +160,35 @@ def _sql_type(t: pa.DataType, postgres: bool) -> str:
     return _SQL_TYPES.get(kind_of(t), ("TEXT", "text"))[postgres]
 
 
+def _column_problem(table: str, column: pa.Field, found: str | None, want: str, postgres: bool) -> str | None:
+    """Why ``table``'s ``column`` (its declared type ``found``, None: no such column) cannot take what
+    the view writes there (``want``, its SQL type), or None."""
+    if found is None:
+        return f"table {table} has no column {column.name} (the view writes {want}, {sql_type(column.type)})"
+    if _same_type(found, want, postgres):
+        return None
+    return (
+        f"table {table}: column {column.name} is {found} there, the view writes {want} "
+        f"({sql_type(column.type)}): values would be converted to the table's type"
+    )
+
+
+def _same_type(found: str, want: str, postgres: bool) -> bool:
+    """Whether a table's declared column type is the one the sink creates (PostgreSQL spells some of
+    them out: ``timestamp without time zone``, ``numeric(12,2)``).
+
+    >>> _same_type("timestamp without time zone", "timestamp", True)
+    True
+    >>> _same_type("numeric(12,2)", "numeric(12, 2)", True)
+    True
+    >>> _same_type("bigint", "double precision", True), _same_type("real", "REAL", False)
+    (False, True)
+    """
+    spelt = {"timestamp": "timestamp without time zone"}
+    found, want = found.lower().replace(" ", ""), want.lower()
+    return found == spelt.get(want, want).replace(" ", "")
+
+
 def _py(v):
     if isinstance(v, (dt.datetime, dt.date)):  # one text format (microseconds always): pandas reads it
         return v.isoformat(sep=" ", timespec="microseconds") if isinstance(v, dt.datetime) else v.isoformat()
@@ -205,18 +234,49 @@ class SqliteSink:
         if not os.path.exists(self.path):
             return Bookkeeping(False, None)
         con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60)
-        try:
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        try:  # SQLite's names ignore case: "Prices" and "prices" are one table
+            tables = {
+                r[0].lower() for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
             done = None
-            if BATCHES in tables:
+            if BATCHES.lower() in tables:
                 cols = [r[1] for r in con.execute(f"PRAGMA table_info({quote(BATCHES)})")]
                 query = "query_id" if "query_id" in cols else "NULL"
                 done = con.execute(
-                    f"SELECT batch_id, {query} FROM {quote(BATCHES)} WHERE view = ?", (self.table,)
+                    f"SELECT batch_id, {query} FROM {quote(BATCHES)} WHERE view = ? COLLATE NOCASE",
+                    (self.table,),
                 ).fetchone()
-            return Bookkeeping(self.table in tables, None if done is None else Applied(done[1], done[0]))
+            exists = self.table.lower() in tables
+            return Bookkeeping(exists, None if done is None else Applied(done[1], done[0]))
         finally:
             con.close()
+
+    def check_columns(self, schema: pa.Schema) -> None:
+        """Refuses (SinkDriftError) an existing table that cannot take the view's rows as they are
+        (``schema``: the view's columns): a column missing or of another type than the sink creates
+        (SQLite would convert the values to it), or an emit-on-update table keyed otherwise (an
+        upsert would add a row instead of replacing one). Columns the view does not write may stay."""
+        if not os.path.exists(self.path):
+            return
+        con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=60)
+        try:
+            info = con.execute(f"PRAGMA table_info({quote(self.table)})").fetchall()
+        finally:
+            con.close()
+        if not info:
+            return
+        have = {name.lower(): (kind, pk) for _, name, kind, _, _, pk in info}
+        for f in (f for f in schema if f.name != CHANGE):
+            found = have.get(f.name.lower())
+            problem = _column_problem(self.table, f, found and found[0], _sql_type(f.type, False), False)
+            if problem:
+                raise SinkDriftError(problem)
+        keyed = [n for _, n, _, _, _, pk in sorted(info, key=lambda r: r[5]) if pk]
+        if self.upsert and [k.lower() for k in keyed] != [k.lower() for k in self.key]:
+            raise SinkDriftError(
+                f"table {self.table} is keyed by ({', '.join(keyed) or 'nothing'}), the view by "
+                f"({', '.join(self.key)}): an upsert would add a row instead of replacing one"
+            )
 
     def apply(self, rows: pa.Table, batch_id: int, query_id: str) -> int | None:
         """Apply one micro-batch of the query ``query_id``; returns the rows written, or None when the
@@ -226,7 +286,8 @@ class SqliteSink:
             self._create(con, rows.schema)
             con.execute("BEGIN IMMEDIATE")
             done = con.execute(
-                f"SELECT batch_id, query_id FROM {quote(BATCHES)} WHERE view = ?", (self.table,)
+                f"SELECT batch_id, query_id FROM {quote(BATCHES)} WHERE view = ? COLLATE NOCASE",
+                (self.table,),
             ).fetchone()
             if done is not None and _already_applied(
                 self.table, Applied(done[1], done[0]), batch_id, query_id
@@ -325,6 +386,26 @@ class PostgresSink:
                     (self.table,),
                 ).fetchone()
             return Bookkeeping(table is not None, None if done is None else Applied(done[1], done[0]))
+
+    def check_columns(self, schema: pa.Schema) -> None:
+        """Refuses (SinkDriftError) an existing table with a column missing or of another type than
+        the sink creates (``schema``: the view's columns); PostgreSQL would convert the values
+        (3.5 into a bigint column is 4). Columns the view does not write may stay."""
+        import psycopg
+
+        with psycopg.connect(self._dsn) as con:
+            found = con.execute(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+                "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped",
+                (quote(self.table),),
+            ).fetchall()
+        if not found:
+            return
+        have = dict(found)
+        for f in (f for f in schema if f.name != CHANGE):
+            problem = _column_problem(self.table, f, have.get(f.name), _sql_type(f.type, True), True)
+            if problem:
+                raise SinkDriftError(problem)
 
     def _create(self, con, cur, cols) -> None:
         from psycopg import sql

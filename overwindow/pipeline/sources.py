@@ -130,7 +130,8 @@ def _json_rows(text, schema, view: View, envelope: str):
     elements = F.when(F.ltrim(_TEXT).startswith("["), F.from_json(_TEXT, "array<string>"))
     text = text.select(F.explode(F.coalesce(elements, F.array(_TEXT))).alias(_TEXT), _ORIGIN)
     if envelope == "debezium":
-        text = _debezium_images(text, schema, view.partition_by)
+        keys = {k for group, _ in view.groups for k in group} | set(view.row_key or [])
+        text = _debezium_images(text, schema, sorted(keys))
     else:
         text = text.select(_TEXT, F.col(_TEXT).alias(_RAW), _ORIGIN, F.lit(None).cast("string").alias(_PRE))
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
@@ -225,8 +226,12 @@ def _checked(rows, schema, view: View, dead_letter: DeadLetter | None, op: str |
     parse_failed = F.col(f"{_ROW}.{_CORRUPT}").isNotNull()
     malformed = "not a JSON record" if view.source.get("file_format") != "csv" else "malformed CSV line"
     no_column = ~F.greatest(*[row[f.name].isNotNull() for f in fields], F.lit(False))
+    # Spark decodes text as UTF-8 and puts U+FFFD where bytes are no UTF-8: such a value would be
+    # another value than was sent (another key, say), so the record is bad
+    text = view.source.get("format") == "kafka" or view.source.get("file_format") != "parquet"
     reason = F.coalesce(
         F.col(_PRE),
+        *([F.when(~_valid_utf8(F.col(_RAW)), F.lit(NOT_UTF8))] if text else []),
         F.when(parse_failed & (wrong != ""), F.concat(F.lit("wrong type: "), wrong)),
         F.when(parse_failed, F.lit(malformed)),
         F.when(no_column, F.lit("no column of the schema")),
@@ -243,12 +248,32 @@ def _checked(rows, schema, view: View, dead_letter: DeadLetter | None, op: str |
         good = counted.where(~bad)
     elif dead_letter.late is None:
         good = counted.where(
-            dead_letter.keep(F.when(bad, F.col(_ORIGIN)), F.col(_REASON), F.when(bad, F.col(_RAW)))
+            dead_letter.keep(F.when(bad, F.col(_ORIGIN)), F.col(_REASON), F.when(bad, _utf8(F.col(_RAW))))
         )
     else:  # late rows too: every row's origin and text go along, since which are late shows there
         time = row[_field(schema, event_time)]
-        good = counted.where(dead_letter.keep(F.col(_ORIGIN), F.col(_REASON), F.col(_RAW), time))
+        good = counted.where(dead_letter.keep(F.col(_ORIGIN), F.col(_REASON), _utf8(F.col(_RAW)), time))
     return good.select(*[row[f.name].alias(f.name) for f in fields], *([F.col(_OP).alias(op)] if op else []))
+
+
+NOT_UTF8 = "not UTF-8 text (Spark would read its bytes as U+FFFD)"
+
+
+def _valid_utf8(text):
+    """Whether a STRING column holds valid UTF-8 (Spark keeps the bytes it read; Python would decode
+    the others to U+FFFD)."""
+    return _utf8(text) == text
+
+
+def _utf8(text):
+    """A STRING column with bytes that are no UTF-8 replaced by U+FFFD (Arrow refuses to hand such a
+    string to Python): ``make_valid_utf8`` from Spark 4 on, where ``decode`` refuses bad bytes; on
+    3.5 ``decode`` replaces them."""
+    from pyspark.sql import functions as F
+
+    if compat.version() >= compat.SPARK_4:
+        return F.call_function("make_valid_utf8", text)
+    return F.decode(text.cast("binary"), "UTF-8")
 
 
 def _field(schema, name: str) -> str:
@@ -326,14 +351,17 @@ def kafka_frame(spark, view: View, schema=None):
     return spark.readStream.format(kafka.FORMAT).options(**options).load(), "python"
 
 
-def _debezium_images(text, schema, partition_by: list[str]):
+def _debezium_images(text, schema, keys: list[str]):
     """Debezium change events (``{"before": ..., "after": ..., "op": ...}``, bare or inside
     ``"payload"``) as row images with an op: create and read (``c``, ``r``) insert ``after``, delete
-    (``d``) deletes ``before``, update (``u``) updates ``after`` in place when the partition key is
-    unchanged (or no ``before`` image came), else deletes ``before`` and inserts ``after``, so a row
-    that moves to another partition leaves the old one. Kafka tombstones (no value) carry no row and
-    are skipped. Columns: _TEXT (the image), _OP, _PRE (why the event is bad), _RAW (the event),
-    _ORIGIN."""
+    (``d``) deletes ``before``, update (``u``) updates ``after`` in place when the ``keys`` (the
+    partition and row key columns) are unchanged (or no ``before`` image came), else deletes
+    ``before`` and inserts ``after``, so a row that moves to another partition, or whose row key
+    changed, leaves nothing behind. An event that cannot be applied exactly is bad, with its reason:
+    no op, a missing image, an ``after`` image without some of the schema's columns (Debezium writes
+    them all; one missing would become NULL), a ``before`` image without the key columns that find
+    the row. Kafka tombstones (no value) carry no row and are skipped. Columns: _TEXT (the image),
+    _OP, _PRE (why the event is bad), _RAW (the event), _ORIGIN."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -344,10 +372,12 @@ def _debezium_images(text, schema, partition_by: list[str]):
         _TEXT, _ORIGIN, F.when(env["payload"].isNotNull(), inner).otherwise(flat).alias("e")
     )
     before, after, op = F.col("e.before"), F.col("e.after"), F.lower(F.col("e.op"))
-    keys = StructType([f for f in schema.fields if f.name.lower() in {k.lower() for k in partition_by}])
-    same_partition = (
-        F.from_json(before, keys).eqNullSafe(F.from_json(after, keys)) if keys.fields else F.lit(True)
+    keyed = StructType([f for f in schema.fields if f.name.lower() in {k.lower() for k in keys}])
+    same_keys = (
+        F.from_json(before, keyed).eqNullSafe(F.from_json(after, keyed)) if keyed.fields else F.lit(True)
     )
+    after_lacks = _lacking(after, schema.fieldNames())
+    before_lacks = _lacking(before, keyed.fieldNames())
 
     def image(t, o):
         return F.struct(t.alias("t"), F.lit(o).alias("o"), F.lit(None).cast("string").alias("r"))
@@ -356,21 +386,43 @@ def _debezium_images(text, schema, partition_by: list[str]):
         none = F.lit(None).cast("string")
         return F.array(F.struct(none.alias("t"), none.alias("o"), reason.alias("r")))
 
+    writes = op.isin("c", "r", "u")
     images = (
         F.when(op.isNull(), bad(F.lit("not a Debezium change event (no op)")))
-        .when(op.isin("c", "r") & after.isNotNull(), F.array(image(after, "insert")))
-        .when((op == "d") & before.isNotNull(), F.array(image(before, "delete")))
+        .when(writes & after.isNull(), bad(F.format_string("Debezium op '%s' without an after image", op)))
+        .when((op == "d") & before.isNull(), bad(F.lit("Debezium op 'd' without a before image")))
         .when(
-            (op == "u") & after.isNotNull() & (before.isNull() | same_partition),
-            F.array(image(after, "update")),
+            writes & (after_lacks != ""),
+            bad(F.format_string("Debezium op '%s': the after image has no %s", op, after_lacks)),
         )
-        .when((op == "u") & after.isNotNull(), F.array(image(before, "delete"), image(after, "insert")))
-        .when(op.isin("c", "r", "u"), bad(F.format_string("Debezium op '%s' without an after image", op)))
-        .when(op == "d", bad(F.lit("Debezium op 'd' without a before image")))
+        .when(
+            op.isin("d", "u") & before.isNotNull() & (before_lacks != ""),
+            bad(
+                F.format_string(
+                    "Debezium op '%s': the before image has no %s, which find the row", op, before_lacks
+                )
+            ),
+        )
+        .when(op.isin("c", "r"), F.array(image(after, "insert")))
+        .when(op == "d", F.array(image(before, "delete")))
+        .when((op == "u") & (before.isNull() | same_keys), F.array(image(after, "update")))
+        .when(op == "u", F.array(image(before, "delete"), image(after, "insert")))
         .otherwise(bad(F.format_string("Debezium op '%s' is not a row change", op)))
     )
     return events.select(F.explode(images).alias("i"), F.col(_TEXT).alias(_RAW), _ORIGIN).select(
         F.col("i.t").alias(_TEXT), F.col("i.o").alias(_OP), F.col("i.r").alias(_PRE), _RAW, _ORIGIN
+    )
+
+
+def _lacking(image, names: list[str]):
+    """The ``names`` a JSON object's text ``image`` has no field for, joined by commas ("" when it has
+    them all, or is no object: its parse says so). JSON field names match as Spark's JSON reader
+    matches them, exactly."""
+    from pyspark.sql import functions as F
+
+    fields = F.json_object_keys(image)
+    return F.concat_ws(
+        ", ", *[F.when(~F.coalesce(F.array_contains(fields, n), F.lit(True)), F.lit(n)) for n in names]
     )
 
 

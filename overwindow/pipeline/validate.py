@@ -131,6 +131,16 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
                 "only in case; Spark and SQLite do not tell them apart"
             )
         folded[name.lower()] = name
+    if view.source.get("envelope") == "debezium":  # the source adds each row image's op as a column
+        op = view.op_column
+        if op.lower() in folded:
+            problems.append(
+                f"{view.where('source', 'schema')}: `{folded[op.lower()]}` is the op column the Debezium "
+                f"source adds itself ([view] op_column, default _op): leave it out of the schema, which "
+                "describes the row images, or name another op_column"
+            )
+        struct = T.StructType([*struct.fields, T.StructField(op, T.StringType(), True)])
+        names.append(op)
     for _, spec in view.groups:
         try:
             spec.check_columns(names)

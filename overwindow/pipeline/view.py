@@ -54,6 +54,7 @@ else:  # pragma: no cover
 
 
 from overwindow.errors import WindowSpecError
+from overwindow.pipeline.sandbox import resource_setting
 from overwindow.spark.boundary import utc_always
 from overwindow.spark.select import Query, key_column, parse_query, query_groups
 from overwindow.spec import (
@@ -79,6 +80,7 @@ STARTING_OFFSETS = ("earliest", "latest")
 KAFKA_READERS = ("auto", "spark", "python")  # Spark's connector if present, else ours; only one; only ours
 SINKS = ("sqlite", "postgres", "parquet", "console")
 ENVELOPES = ("none", "debezium")  # [source] envelope: rows as they are, or Debezium change events
+LATE_ROWS = ("count", "dead_letter")  # [source] late_rows: late rows counted, or kept too
 
 
 class ViewFileError(ValueError):
@@ -165,6 +167,15 @@ KEYS = (
         "(default: counted only)",
         path=True,
         writes=True,
+    ),
+    Key(
+        "source",
+        "late_rows",
+        "text",
+        "rows that arrive late (at or below the watermark): counted only, or also kept in the dead_letter "
+        "folder with the reason",
+        "count",
+        choices=LATE_ROWS,
     ),
     Key(
         "source",
@@ -309,6 +320,15 @@ KEYS = (
     ),
     Key(
         "view",
+        "trusted",
+        "flag",
+        "false: the view file is data (its SQL reads only its source's columns, with functions that read "
+        "nothing else, and [spark] takes only resource settings); true: it is code you trust (its SQL "
+        "runs with Spark's rules, [spark] takes any setting)",
+        False,
+    ),
+    Key(
+        "view",
         "state_ttl",
         "offset",
         "emit on window close: forget a partition once the watermark is this far past its newest row "
@@ -382,6 +402,7 @@ class View:
     groups: list = field(repr=False, default_factory=list)
     # a query's columns combining windows of several groups (overwindow.spark.select.window_groups)
     computed: tuple = field(repr=False, default=())
+    trusted: bool = False  # [view] trusted: SQL and [spark] with Spark's rules (overwindow.pipeline.sandbox)
 
     @property
     def several(self) -> bool:
@@ -467,7 +488,13 @@ def _kind_error(key: Key, value) -> str | None:
     kind = key.kind
     if kind == "text" and not isinstance(value, str):
         return f"expected text, got {value!r}"
+    if kind == "text" and not value.strip():
+        return "empty; give a value or leave the key out" + (
+            " (a path relative to the view file)" if key.path else ""
+        )
     positive = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    if kind == "flag" and not isinstance(value, bool):
+        return f"true or false, got {value!r}"
     if kind == "count" and not positive:
         return f"a positive whole number, got {value!r}"
     if kind == "buckets" and value not in (PER_KEY, CHOSEN) and not positive:
@@ -606,11 +633,13 @@ def load_view(path: str, overrides: dict | None = None) -> View:
             continue
         if key.kind == "names" and isinstance(value, str):
             value = [value]
-        if key.path:
+        if key.path:  # ~ is the home folder, as a shell reads it
             value = (
                 value
                 if is_uri(value)
-                else os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), value))
+                else os.path.normpath(
+                    os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(value))
+                )
             )
         values.setdefault(key.section, {})[key.name] = value
     for section in SECTIONS:
@@ -626,6 +655,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     view.row_key, view.op_column = v.get("row_key"), v.get("op_column")
     view.sink = values.get("sink", {})
     view.checkpoint = view.sink.pop("checkpoint")
+    view.trusted = v.get("trusted", False)
     _check_source(view)
     view.spark = _spark_settings(view, doc.get("spark", {}))
     view.options = dict(
@@ -642,6 +672,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         _read_query(view, v["query"], given)
     elif "calls" in v:
         view.calls = v["calls"]
+        _check_sandbox(view, view.calls)
         try:
             view.spec = OverWindow(*view.calls, **view.options)
         except WindowSpecError as e:
@@ -733,6 +764,7 @@ def use_query(view: View, text: str) -> None:
         raise ViewFileError(f"{where}: {e}") from None
     if view.query.table.lower() != "source":
         raise ViewFileError(f"{where}: FROM {view.query.table}: a view reads its [source]; write FROM source")
+    _check_sandbox(view, [text])
     for key in (k for keys, _ in groups for k in keys):
         if key_column(key) is None:
             raise ViewFileError(
@@ -748,6 +780,11 @@ def use_query(view: View, text: str) -> None:
             f"{where}: windows over several PARTITION BY or ORDER BY on update need [view] row_key: the "
             "table joins each row's windows by its row key"
         )
+    if view.several and view.source.get("late_rows") == "dead_letter":
+        raise ViewFileError(
+            f"{view.where('source', 'late_rows')}: late rows of windows over several PARTITION BY or ORDER "
+            'BY are counted only, not kept yet; remove late_rows = "dead_letter"'
+        )
     if view.several and view.spec.state_layout == "chunked":
         raise ViewFileError(
             f"{where}: windows over several PARTITION BY or ORDER BY run on the whole state layout; "
@@ -761,6 +798,23 @@ def use_query(view: View, text: str) -> None:
                 f"{where}: emit on update keeps the table keyed by the PARTITION BY and row_key "
                 f"columns; add {', '.join(missing)} to the SELECT list"
             )
+
+
+def _check_sandbox(view: View, texts: list[str]) -> None:
+    """Refuses SQL of an untrusted view that reaches past its source's columns
+    (overwindow.pipeline.sandbox), naming the key that holds it."""
+    if view.trusted:
+        return
+    from overwindow.pipeline.sandbox import refuse
+    from overwindow.pipeline.spark_strings import SparkStringError, parse_schema
+
+    try:
+        columns = parse_schema(view.source["schema"]).fieldNames()
+    except SparkStringError:
+        columns = None  # validate names the schema's problem
+    problems = [p for text in texts for p in refuse(text, view.where("view", view.calls_key), columns)]
+    if problems:
+        raise ViewFileError("\n".join(dict.fromkeys(problems)))
 
 
 def _check_source(view: View) -> None:
@@ -782,6 +836,17 @@ def _check_source(view: View) -> None:
                 "[view] row_key (the columns that identify a row)"
             )
         view.op_column = view.op_column or "_op"  # the source adds the op of each row image under this name
+    if src.get("late_rows") == "dead_letter":
+        where = view.where("source", "late_rows")
+        if src.get("dead_letter") is None:
+            raise ViewFileError(f"{where}: late rows are kept in the [source] dead_letter folder: set it")
+        if view.watermark is None:
+            raise ViewFileError(f"{where}: no row is late without a [watermark]; remove late_rows")
+        if is_uri(view.checkpoint):
+            raise ViewFileError(
+                f"{where}: the job reads each batch's watermark from the checkpoint, which must be a local "
+                "folder for that"
+            )
     if src.get("dead_letter") is not None and view.sink.get("kind") == "parquet":
         raise ViewFileError(
             f"{view.where('source', 'dead_letter')}: dead letters are written by the job's own sinks "
@@ -800,6 +865,12 @@ def _spark_settings(view: View, body: dict) -> dict:
                 'e.g. "spark.driver.memory" = "4g"'
             )
         name = key if key.startswith("spark.") else f"spark.{key}"
+        if not view.trusted and not resource_setting(name):
+            raise ViewFileError(
+                f"{view.where('spark', key)}: a view file sets only resource settings (memory, cores, "
+                f"partitions, batch sizes); {name} can change what the job runs or reads: set it in "
+                "OVERWINDOW_SPARK_CONF, or [view] trusted = true for a view file you trust"
+            )
         settings[name] = str(value).lower() if isinstance(value, bool) else str(value)
         if name == "spark.sql.session.timeZone" and not utc_always(settings[name]):
             raise ViewFileError(
@@ -867,6 +938,8 @@ def key_reference() -> str:
 
 
 def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, str):
         return f'"{value}"'
     if isinstance(value, list):

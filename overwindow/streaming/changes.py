@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from overwindow.streaming.arrays import member
 from overwindow.streaming.aside import Aside
+
+# why a delete is set aside when its partition does not hold its row: the row was never inserted
+# there (a change stream whose before image has another partition key than the row had), or was
+# deleted already (a change delivered twice)
+NOT_HELD = "a delete of a row its partition does not hold (deleted already, or never inserted with this key)"
 
 
 class Op:
@@ -84,3 +90,16 @@ class Changes:
     # partition does not hold is an "update of an unknown row", counted
     aside: Aside | None = None  # the bad rows, with their reasons
     late_keys: tuple = ()  # on buckets of keys: the partition keys of the late rows (``Step.late_keys``)
+    lone_deletes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # identities of deletes that are their identity's only change in the batch, and their input rows
+    lone_rows: pa.Table | None = None
+
+    def deletes_not_held(self, held: np.ndarray) -> Aside | None:
+        """The lone deletes of rows whose identities are not among ``held`` (the partition's), set
+        aside: nothing was deleted, so the change could not be applied as it says. O(n log n)."""
+        if self.lone_rows is None:
+            return None
+        missing = ~member(self.lone_deletes, held)
+        if not missing.any():
+            return None
+        return Aside(self.lone_rows.filter(pa.array(missing)), [NOT_HELD] * int(missing.sum()))

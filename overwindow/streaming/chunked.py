@@ -330,7 +330,8 @@ class ChunkedOnUpdate:
                 self._new_id(meta), 0, ins.slice(0, 1), m.empty_rows(), m.results_schema.empty_table()
             )
             chunks.append(empty)
-        outputs, recomputed, forget, place, asides = [], 0, [], [], [changes.aside]
+        outputs, recomputed, forget, place = [], 0, [], []
+        asides = [changes.aside, changes.deletes_not_held(known)]
         spans = self._apply_spans(store, chunks, meta, ins, ins_at, changed_ids, held_at, watermark)
         evicted_too = len(spans) == 1 and spans[0][0] == [0, len(chunks) - 1]  # the whole partition
         # apply every stretch's result to the chunk list from the right, so positions stay valid

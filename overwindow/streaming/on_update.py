@@ -246,9 +246,10 @@ class OnUpdate:
                 raise buckets_changed(meta.buckets, written, self.buckets, self.keys)
         changes = self.changes(rows, meta.horizon, watermark)
         meta.late_rows += changes.late
-        held = int(member(old.column(IDENTITY).to_numpy(), changes.updates).sum())
+        held_ids = old.column(IDENTITY).to_numpy()
+        held = int(member(held_ids, changes.updates).sum())
         done = self.apply(old, old_res, meta, changes.inserts, changes.deletes, watermark, counts=counts)
-        aside = Aside.join(changes.aside, done.aside)
+        aside = Aside.join(changes.aside, changes.deletes_not_held(held_ids), done.aside)
         counters = Counters(
             done.rows.num_rows,
             done.meta.late_rows,
@@ -326,14 +327,17 @@ class OnUpdate:
         if reasons:
             bad = sorted(reasons)
             aside = Aside(rows.take(pa.array(bad)), [reasons[i] for i in bad])
+        lone = _alone(ids, ops, valid, last, Op.DELETE)
         return Changes(
             inserts,
             ids[dels],
             int(late.sum()),
             len(reasons),
-            ids[_sole_updates(ids, ops, valid, last)],
+            ids[_alone(ids, ops, valid, last, Op.UPDATE)],
             aside,
             keys_of(rows, self.keys, late) if late.any() else (),
+            ids[lone],
+            rows.filter(pa.array(lone)) if lone.any() else None,
         )
 
     def apply(
@@ -528,22 +532,23 @@ class OnUpdate:
         return rows if rows.schema.equals(self.output_schema) else rows.cast(self.output_schema)
 
 
-def _sole_updates(ids: np.ndarray, ops: np.ndarray, valid: np.ndarray, last: np.ndarray) -> np.ndarray:
-    """Where a single-image update is the only change of its identity in the batch (an insert then an
-    update of a new row in one batch is no update of an unknown row). O(n log n) with updates.
+def _alone(ids: np.ndarray, ops: np.ndarray, valid: np.ndarray, last: np.ndarray, op: int) -> np.ndarray:
+    """Where a change of kind ``op`` (a single-image update, a delete) is the only change of its
+    identity in the batch (an insert then an update, or a delete, of a new row in one batch needs no
+    held row). O(n log n) with such changes.
 
     >>> ops = np.array([Op.INSERT, Op.UPDATE, Op.UPDATE], dtype=np.int8)
     >>> ok = np.ones(3, dtype=bool)
-    >>> _sole_updates(np.array([1, 1, 2]), ops, ok, np.array([False, True, True])).tolist()
+    >>> _alone(np.array([1, 1, 2]), ops, ok, np.array([False, True, True]), Op.UPDATE).tolist()
     [False, False, True]
     """
-    updates = last & (ops == Op.UPDATE)
-    if not updates.any():
-        return updates
+    found = last & (ops == op)
+    if not found.any():
+        return found
     _, inverse, counts = np.unique(ids[valid], return_inverse=True, return_counts=True)
     once = np.zeros(len(ids), dtype=bool)
     once[valid] = counts[inverse] == 1
-    return updates & once
+    return found & once
 
 
 def _held_as(column: pa.ChunkedArray, type: pa.DataType) -> pa.ChunkedArray:

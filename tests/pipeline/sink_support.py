@@ -42,3 +42,41 @@ def model(changelog) -> list[tuple]:
 
 def sort_key(row):
     return tuple((v is not None, v if v is not None else 0) for v in row)
+
+
+# the column types a view writes (Arrow, as the job hands them to its sink), and for each another
+# type a table could hold instead
+VIEW_TYPES = [
+    pa.int32(),
+    pa.int64(),
+    pa.float64(),
+    pa.bool_(),
+    pa.string(),
+    pa.decimal128(12, 2),
+    pa.decimal128(30, 5),
+    pa.timestamp("us"),
+    pa.timestamp("us", tz="UTC"),
+    pa.date32(),
+    pa.duration("us"),
+    pa.binary(),
+]
+SCHEMAS = st.lists(st.sampled_from(VIEW_TYPES), min_size=1, max_size=6).map(
+    lambda types: pa.schema(
+        [("k", pa.string())] + [(f"c{i}", t) for i, t in enumerate(types)] + [("_change", pa.string())]
+    )
+)
+
+
+def one_row(schema: pa.Schema) -> pa.Table:
+    """A row of NULLs (the key "a") in ``schema``, upserted."""
+    return pa.table(
+        {
+            f.name: pa.array(["a"])
+            if f.name == "k"
+            else pa.array(["upsert"])
+            if f.name == "_change"
+            else pa.nulls(1, f.type)
+            for f in schema
+        },
+        schema=schema,
+    )

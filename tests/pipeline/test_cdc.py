@@ -217,3 +217,149 @@ def test_debezium_kafka_moves_rows_between_partitions(spark, tmp_path, monkeypat
         f'starting_offsets = "earliest"\nmax_offsets_per_trigger = {per_batch}\nenvelope = "debezium"'
     )
     _run_and_check(spark, tmp_path, monkeypatch, _view(tmp_path, source, ""), batches)
+
+
+# -- README's Debezium view through the command line (issue 40, items 2 and 3) ----------------------
+
+
+def readme_view(marker: str) -> str:
+    """The first TOML block of README.md after the line holding ``marker``."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")) as f:
+        text = f.read()
+    after = text[text.index(marker) :]
+    return after.split("```toml\n", 1)[1].split("```", 1)[0]
+
+
+def _accounts(seed, rng, changes=60):
+    """Debezium events of ``_history``'s random changes, in README's columns (account, id, ts,
+    amount): updates move rows between accounts (and to NULL) and in time."""
+    rename = {"k": "account", "x": "amount"}
+    events = []
+    for record in _debezium(_history(seed, changes), rng):
+        event = record.get("payload", record)
+        for image in ("before", "after"):
+            if event[image] is not None:
+                event[image] = {rename.get(c, c): v for c, v in event[image].items()}
+        events.append(record)
+    return events
+
+
+def _balances(table):
+    """README's view over the live rows ``table`` (id -> row), by the batch evaluator."""
+    if not table:
+        return {}
+    data = pa.Table.from_pylist(
+        sorted(table.values(), key=lambda r: (r["ts"], r["id"])),
+        pa.schema(
+            [("account", pa.string()), ("id", pa.int64()), ("ts", pa.int64()), ("amount", pa.float64())]
+        ),
+    )
+    calls = [
+        "sum(amount) OVER (ORDER BY ts ROWS UNBOUNDED PRECEDING) AS balance",
+        "row_number() OVER (ORDER BY ts) AS nth",
+    ]
+    spec = overwindow.OverWindow(*calls, emit="on_update", rowKey="id")
+    return {
+        r["id"]: (r["account"], r["ts"], r["amount"], r["balance"], r["nth"])
+        for r in overwindow.evaluate(data, *spec.partitioned(("account",))).to_pylist()
+    }
+
+
+def test_the_readme_debezium_view_runs_through_the_command_line(spark, tmp_path, capsys):
+    """README's example, as written there, validates and runs with ``overwindow run --once``, one
+    run per file of Debezium events; after each the table equals the batch evaluator over the rows
+    the events leave."""
+    from overwindow.__main__ import main
+
+    view = tmp_path / "view.toml"
+    view.write_text(readme_view("A view of Debezium events"))
+    (tmp_path / "changes").mkdir()
+    assert main(["validate", str(view)]) == 0, capsys.readouterr().err
+    rng = np.random.default_rng(41)
+    events = _accounts(41, rng)
+    live = {}
+    for n, batch in enumerate(_cut(events, rng, 2)):
+        path = tmp_path / "changes" / f"{n}.json"
+        path.write_text("".join(json.dumps(e) + "\n" for e in batch))
+        os.utime(path, (1_000 + n, 1_000 + n))
+        assert main(["run", str(view), "--once", "--quiet"]) == 0, capsys.readouterr().err
+        for event in batch:
+            e = event.get("payload", event)
+            if e["op"] == "d":
+                live.pop(e["before"]["id"], None)
+            else:
+                live[e["after"]["id"]] = e["after"]
+        with sqlite3.connect(tmp_path / "accounts.sqlite") as con:
+            got = {
+                r[0]: r[1:]
+                for r in con.execute('SELECT id, account, ts, amount, balance, nth FROM "balances"')
+            }
+        want = _balances(live)
+        assert set(got) == set(want), f"after file {n}"
+        for i, (account, ts, amount, balance, nth) in want.items():
+            assert got[i] == (account, ts, amount, pytest.approx(balance), nth), f"after file {n}, id {i}"
+
+
+def test_debezium_events_that_cannot_be_applied_exactly_are_kept_aside(spark, tmp_path, capsys):
+    """Issue 40, item 3, through ``overwindow run`` on README's view: an update that changes the row
+    key deletes the old row and inserts the new one (it left the old row); a delete whose before image
+    lacks the partition key, and a create whose after image lacks columns (which became a row of
+    NULLs), are bad records with their reasons; a delete whose before image names another partition
+    than the row's is set aside (it deleted nothing, silently). All are counted and dead-lettered;
+    the table equals the batch evaluator over the rows the good events leave."""
+    from overwindow.__main__ import main
+    from overwindow.streaming.changes import NOT_HELD
+
+    view = tmp_path / "view.toml"
+    view.write_text(readme_view("A view of Debezium events"))
+    (tmp_path / "changes").mkdir()
+
+    def row(account, i, ts, amount):
+        return {"account": account, "id": i, "ts": ts, "amount": amount}
+
+    files = [
+        [
+            {"before": None, "after": row("a", 1, 1, 10.0), "op": "c"},
+            {"before": None, "after": row("a", 2, 2, 5.0), "op": "c"},
+            {"payload": {"before": None, "after": row("b", 3, 1, 7.0), "op": "r"}},
+        ],
+        [
+            {"before": row("a", 1, 1, 10.0), "after": row("a", 11, 1, 10.0), "op": "u"},  # a new row key
+            {"before": {"id": 2}, "after": None, "op": "d"},  # no partition key: bad
+            {"before": row("b", 2, 2, 5.0), "after": None, "op": "d"},  # row 2 is in a: set aside
+            {"before": None, "after": {"account": "a"}, "op": "c"},  # no id, ts, amount: bad
+            {"before": None, "after": row("a", 4, 3, 1.0), "op": "c"},
+        ],
+    ]
+    for n, events in enumerate(files):
+        path = tmp_path / "changes" / f"{n}.json"
+        path.write_text("".join(json.dumps(e) + "\n" for e in events))
+        os.utime(path, (1_000 + n, 1_000 + n))
+    args = [
+        "--set",
+        "source.dead_letter=bad",
+        "--set",
+        "source.max_files_per_trigger=1",
+        "--progress",
+        "json",
+    ]
+    assert main(["run", str(view), "--once", *args]) == 0, capsys.readouterr().err
+    records = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert sum(r["bad"] for r in records) == 2 and sum(r["set_aside"] for r in records) == 1
+    kept = [
+        json.loads(x) for f in sorted((tmp_path / "bad").glob("*.jsonl")) for x in f.read_text().splitlines()
+    ]
+    assert sorted(r["reason"] for r in kept) == sorted(
+        [
+            "Debezium op 'd': the before image has no account, which find the row",
+            "Debezium op 'c': the after image has no id, ts, amount",
+            NOT_HELD,
+        ]
+    )
+    live = {1: row("a", 11, 1, 10.0), 2: row("a", 2, 2, 5.0), 3: row("b", 3, 1, 7.0), 4: row("a", 4, 3, 1.0)}
+    want = _balances({r["id"]: r for r in live.values()})
+    with sqlite3.connect(tmp_path / "accounts.sqlite") as con:
+        got = {
+            r[0]: r[1:] for r in con.execute('SELECT id, account, ts, amount, balance, nth FROM "balances"')
+        }
+    assert got == want

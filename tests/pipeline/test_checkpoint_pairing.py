@@ -62,8 +62,7 @@ def _run(spark, view, quiet=True):
     query, printer = start_view(spark, view, once=True, quiet=quiet)
     query.awaitTermination()
     if printer is not None:
-        printer.drain(query)
-        spark.streams.removeListener(printer)
+        printer.poll(query)
     assert query.exception() is None
     return query
 

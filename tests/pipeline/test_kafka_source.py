@@ -107,6 +107,7 @@ def _view_file(
         {limit}
         reader = "{reader}"
         dead_letter = "bad"
+        late_rows = "dead_letter"
 
         [watermark]
         column = "ts"

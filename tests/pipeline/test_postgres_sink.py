@@ -7,7 +7,7 @@ import itertools
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
-from sink_support import CHANGELOG, batches, model, sort_key
+from sink_support import CHANGELOG, SCHEMAS, batches, model, one_row, sort_key
 
 from overwindow.pipeline.sinks import Applied, Bookkeeping, PostgresSink, SinkDriftError
 
@@ -91,3 +91,30 @@ def test_decimal_columns_are_numeric_with_every_digit(postgres_dsn):
     )
     assert sink.apply(b, 0, "q") == 2
     assert _rows(postgres_dsn, "money") == [(1, Decimal("1.10"), big), (2, None, -big)]
+
+
+@settings(max_examples=15, deadline=None)
+@given(schema=SCHEMAS)
+def test_a_table_fits_the_view_that_made_it(postgres_dsn, schema):
+    """Every column type the sink creates reads back (``format_type``) as the type it writes."""
+    sink = PostgresSink(postgres_dsn, f"fit {next(_tables)}", key=["k"], upsert=True)
+    sink.apply(one_row(schema), 0, "q")
+    sink.check_columns(schema)
+
+
+def test_a_column_of_another_type_is_refused(postgres_dsn):
+    """Issue 40, item 4: with the value column changed to bigint, 3.5 and 4.5 were both stored as 4;
+    the check at start names the column and both types."""
+    import psycopg
+
+    sink = PostgresSink(postgres_dsn, "retyped", key=["k"], upsert=True)
+    batch = pa.table({"k": ["a"], "s": [3.5], "_change": ["upsert"]})
+    sink.apply(batch, 0, "q")
+    with psycopg.connect(postgres_dsn) as con:
+        con.execute('ALTER TABLE "retyped" ALTER COLUMN s TYPE bigint')
+    with pytest.raises(SinkDriftError) as e:
+        sink.check_columns(batch.schema)
+    assert str(e.value) == (
+        "table retyped: column s is bigint there, the view writes double precision (DOUBLE): values "
+        "would be converted to the table's type"
+    )

@@ -151,3 +151,11 @@ def test_a_query_view_of_several_window_groups_equals_spark_batch_sql(spark, tmp
         assert 0 < len(got) < len(want)
         want = [w for w in want if w[0] in {g[0] for g in got}]
     _same(got, want)
+
+
+def test_the_functions_a_view_may_call_are_sparks_own(spark):
+    """The sandbox's list of functions of their arguments names Spark's built-in functions (a name
+    Spark does not know would be refused by Spark anyway, but the list says what views may call)."""
+    from overwindow.pipeline.sandbox import PURE_FUNCTIONS
+
+    assert [n for n in sorted(PURE_FUNCTIONS) if not spark.catalog.functionExists(n)] == []

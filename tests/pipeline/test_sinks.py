@@ -1,12 +1,14 @@
 """The SQLite sink applies each micro-batch exactly once, keeps NULL keys as SQL does, records the
-query that wrote it, quotes identifiers, binds values."""
+query that wrote it, quotes identifiers, binds values, and refuses a table that does not fit the
+view (another column type, key or case of its name)."""
 
 import sqlite3
 
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
-from sink_support import CHANGELOG, batches, model, sort_key
+from hypothesis import strategies as st
+from sink_support import CHANGELOG, SCHEMAS, batches, model, one_row, sort_key
 
 from overwindow.pipeline.checkpoint import CheckpointState
 from overwindow.pipeline.sinks import Applied, Bookkeeping, SinkDriftError, SqliteSink, check_pairing
@@ -210,3 +212,71 @@ def test_interval_columns_are_interval_text(tmp_path):
         (1, "-2 days 00:00:00.000000", "-2 days 01:00:00.000007"),
         (2, None, "0 days 00:00:00.000000"),
     ]
+
+
+# -- the table against the view (issue 40, items 4 and 5) ---------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    schema=SCHEMAS,
+    other=st.sampled_from(["INTEGER", "REAL", "TEXT", "BLOB", "NUMERIC"]),
+    at=st.integers(0, 5),
+)
+def test_a_table_fits_the_view_that_made_it_and_no_other_column_type(tmp_path_factory, schema, other, at):
+    """The table the sink creates passes the check at start; the same table with one column of
+    another declared type is refused naming the column and both types (SQLite converted values)."""
+    db = str(tmp_path_factory.mktemp("fit") / "v.sqlite")
+    sink = SqliteSink(db, "v", key=["k"], upsert=True)
+    sink.apply(one_row(schema), 0, "q")
+    sink.check_columns(schema)
+    column = schema.field(1 + at % (len(schema) - 2))
+    with sqlite3.connect(db) as con:
+        declared = {r[1]: r[2] for r in con.execute('PRAGMA table_info("v")')}
+    if declared[column.name] == other:
+        return
+    body = ", ".join(
+        f'"{n}" {other if n == column.name else t}' + (" PRIMARY KEY" if n == "k" else "")
+        for n, t in declared.items()
+    )
+    with sqlite3.connect(db) as con:
+        con.execute('DROP TABLE "v"')
+        con.execute(f'CREATE TABLE "v" ({body})')
+    with pytest.raises(SinkDriftError) as e:
+        sink.check_columns(schema)
+    assert str(e.value).startswith(
+        f"table v: column {column.name} is {other} there, the view writes {declared[column.name]}"
+    )
+
+
+def test_a_missing_column_or_another_key_is_refused(tmp_path):
+    db = str(tmp_path / "v.sqlite")
+    schema = pa.schema(
+        [("k", pa.string()), ("id", pa.int64()), ("s", pa.float64()), ("_change", pa.string())]
+    )
+    with sqlite3.connect(db) as con:
+        con.execute('CREATE TABLE "v" (k TEXT, id INTEGER, note TEXT, PRIMARY KEY (k, id))')
+    with pytest.raises(SinkDriftError, match=r"^table v has no column s \(the view writes REAL, DOUBLE\)$"):
+        SqliteSink(db, "v", key=["k", "id"], upsert=True).check_columns(schema)
+    with sqlite3.connect(db) as con:
+        con.execute('ALTER TABLE "v" ADD COLUMN s REAL')
+    SqliteSink(db, "v", key=["k", "id"], upsert=True).check_columns(schema)  # note may stay
+    with pytest.raises(SinkDriftError, match=r"keyed by \(k, id\), the view by \(id\): an upsert would add"):
+        SqliteSink(db, "v", key=["id"], upsert=True).check_columns(schema)
+
+
+def test_tables_differing_only_in_case_are_one_table(tmp_path):
+    """Issue 40, item 5: SQLite's "Prices" and "prices" are one table; a second view's sink saw none
+    (its bookkeeping compared names with case) and added every row again. It now sees the first's
+    table and the query that writes it: the pairing check refuses it, and so does a write."""
+    db = str(tmp_path / "v.sqlite")
+    first = SqliteSink(db, "Prices", key=["k"], upsert=False)
+    first.apply(pa.table({"k": [1], "s": [0.5]}), 0, "q1")
+    second = SqliteSink(db, "prices", key=["k"], upsert=False)
+    kept = second.bookkeeping()
+    assert kept == Bookkeeping(True, Applied("q1", 0))
+    with pytest.raises(SinkDriftError, match="of another query"):
+        check_pairing("prices", kept, CheckpointState(None, None, None), "")
+    with pytest.raises(SinkDriftError, match="written by another query"):
+        second.apply(pa.table({"k": [1], "s": [0.5]}), 0, "q2")
+    assert rows(db, "Prices") == [(1, 0.5)]

@@ -118,7 +118,10 @@ def test_bad_json_records_are_counted_and_kept_aside(spark, tmp_path):
     lines = [json.dumps(r) for r in good[:40]] + list(bad) + [""]
     lines.append(json.dumps(good[40:42]))  # a JSON array counts as its records (as Spark's reader reads it)
     lines += [json.dumps(r) for r in good[42:]] + ["   "]
-    (tmp_path / "events" / "f0.json").write_text("\n".join(lines) + "\n")
+    # issue 40, item 9: bytes that are no UTF-8 in a key (Spark reads U+FFFD: another key)
+    not_utf8 = b'{"k": "a\xff", "id": 906, "ts": "2024-01-01T00:00:06", "x": 1.0}'
+    bad[not_utf8.decode("utf-8", errors="replace")] = sources.NOT_UTF8
+    (tmp_path / "events" / "f0.json").write_bytes(("\n".join(lines) + "\n").encode() + not_utf8 + b"\n")
     query = _run(spark, view)
     assert query.exception() is None
     assert sum(bad_records(p) for p in query.recentProgress) == len(bad)
@@ -142,11 +145,8 @@ def test_rows_an_expression_fails_on_are_set_aside_into_the_dead_letter(spark, t
         rows[i]["x"] = 0.0
     (tmp_path / "events" / "f0.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
     query, printer = start_view(spark, view, once=True, quiet=False, json_lines=True)
-    try:
-        query.awaitTermination()
-        printer.drain(query)
-    finally:
-        spark.streams.removeListener(printer)
+    query.awaitTermination()
+    printer.poll(query)
     assert query.exception() is None
     zero = [r for r in rows if r["x"] == 0]
     _assert_view_is(tmp_path, [r for r in rows if r["x"] != 0], calls)
@@ -184,7 +184,9 @@ def test_a_file_deleted_before_it_was_read_is_reported(spark, tmp_path, monkeypa
     """availableNow lists every file at the start; f1, deleted while batch 0 runs, is listed for batch 1
     but gone when Spark builds it (Spark skipped it with a warning the job's log level hides).
     Admission control by default: no max_files_per_trigger, and a byte limit (made small here) splits
-    the three files into three micro-batches."""
+    the three files into three micro-batches. Issue 40, item 8: through ``overwindow run`` the loss
+    is said on stderr, in the batch's JSON progress (``lost_files``) and by exit code 3 (it was 0)."""
+    from overwindow.__main__ import main
     from overwindow.pipeline.sinks import SqliteSink
 
     monkeypatch.setattr(sources, "DEFAULT_MAX_BYTES_PER_TRIGGER", 1)
@@ -202,12 +204,18 @@ def test_a_file_deleted_before_it_was_read_is_reported(spark, tmp_path, monkeypa
         return apply(self, table, batch_id, query_id)
 
     monkeypatch.setattr(SqliteSink, "apply", apply_then_delete)
-    query = _run(spark, view)
-    assert query.exception() is None
-    assert [p.numInputRows for p in query.recentProgress if p.numInputRows] == [10, 10]
-    err = capsys.readouterr().err
+    assert main(["run", view.path, "--once", "--progress", "json"]) == 3
+    out, err = capsys.readouterr()
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [r["rows_in"] for r in records if r["rows_in"]] == [10, 10]
+    lost = {r["batch"]: r["lost_files"] for r in records}
+    assert lost[1] == [(tmp_path / "events" / "f1.json").as_uri()]
+    assert all(not files for batch, files in lost.items() if batch != 1)
     assert "batch 1: 1 file(s) listed for the batch were deleted before Spark read them" in err
     assert "f1.json" in err
+    assert (
+        "1 file(s) were deleted before Spark read them; their rows are not in the view (exit code 3)" in err
+    )
     _assert_view_is(tmp_path, rows[:10] + rows[20:])
 
 
@@ -292,3 +300,91 @@ def test_a_debezium_view_gets_its_op_column_and_spark_settings_come_from_set(tmp
     view = load_view(str(path), {"spark.driver.memory": "4g"})
     assert view.op_column == "_op" and view.spec.op_column == "_op"
     assert view.spark == {"spark.executor.memory": "2g", "spark.driver.memory": "4g"}
+
+
+def test_late_rows_can_be_kept_with_their_reason(spark, tmp_path, capsys):
+    """Issue 40, item 7: ``late_rows = "dead_letter"`` keeps late rows in the dead letter with the
+    reason, as bad records are kept. Oracle: the same view without it, run beside it over the same
+    files (one job, a query each, both emit modes): its table is the same, and as many rows were late
+    there (dropped by Spark's operator or by the state machine) as are kept here; every input row is
+    in the table or kept (window close ends its input with --final). Late rows arrive both well below
+    the watermark and between the previous batch's watermark and the batch's own, where the two
+    modes differ (window close takes them, emit on update drops them). Item 18: with several views in
+    one run every committed batch of each has its progress record, with its bad records (one
+    malformed line) and late rows (most were never printed, and their counts went to other batches)."""
+    from overwindow.__main__ import main
+
+    (tmp_path / "events").mkdir()
+    rows = []
+    for f, (minute, back) in enumerate([(0, None), (1, None), (2, [5, 30, 70]), (3, [10, 100, 125])]):
+        batch = [{"k": "ab"[i % 2], "id": f * 100 + i, "ts": f"2024-01-01T00:{minute:02d}:{i:02d}", "x": 1.0}
+                 for i in range(20)]  # fmt: skip
+        for j, seconds in enumerate(back or []):  # rows from earlier: some late, some not
+            ts = f"2024-01-01T00:{seconds // 60:02d}:{seconds % 60:02d}"
+            batch.append({"k": "ab"[j % 2], "id": f * 100 + 50 + j, "ts": ts, "x": 2.0})
+        rows += batch
+        path = tmp_path / "events" / f"f{f}.json"
+        path.write_text("".join(json.dumps(r) + "\n" for r in batch) + ("{not json\n" if f == 1 else ""))
+        os.utime(path, (1_000 + f, 1_000 + f))
+    views = {}
+    for emit in ("on_window_close", "on_update"):
+        for name, extra in (("counted", ""), ("kept", 'late_rows = "dead_letter"\ndead_letter = "bad"')):
+            folder = tmp_path / f"{emit}-{name}"
+            folder.mkdir()
+            (folder / "view.toml").write_text(
+                textwrap.dedent(f"""
+                [source]
+                format = "files"
+                path = "../events"
+                schema = "k STRING, id BIGINT, ts TIMESTAMP, x DOUBLE"
+                max_files_per_trigger = 1
+                EXTRA
+
+                [watermark]
+                column = "ts"
+                delay = "5 seconds"
+
+                [view]
+                partition_by = ["k"]
+                calls = ["sum(x) OVER (ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s"]
+                emit = "{emit}"
+                row_key = ["id"]
+
+                [sink]
+                kind = "sqlite"
+                path = "view.sqlite"
+                table = "v"
+                checkpoint = "chk"
+                """).replace("EXTRA", extra)
+            )
+            views[emit, name] = folder
+    files = [str(f / "view.toml") for f in views.values()]
+    assert main(["run", *files, "--once", "--final", "--progress", "json"]) == 0, capsys.readouterr().err
+    records = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    for folder in views.values():
+        mine = [r for r in records if r["view"] == f"v ({folder / 'view.toml'})"]
+        commits = [n for n in os.listdir(folder / "chk" / "commits") if n.isdigit()]
+        assert [r["batch"] for r in mine] == list(range(len(commits))), folder
+        assert [r["bad"] for r in mine][:3] == [0, 1, 0], folder
+    for emit in ("on_window_close", "on_update"):
+        counted, kept = views[emit, "counted"], views[emit, "kept"]
+        late = [
+            sum(r["late"] for r in records if r["view"] == f"v ({f / 'view.toml'})") for f in (counted, kept)
+        ]
+        tables = [
+            sorted(sqlite3.connect(f / "view.sqlite").execute('SELECT id, s FROM "v"'))
+            for f in (counted, kept)
+        ]
+        assert tables[0] == tables[1], emit
+        bad = [
+            json.loads(x) for f in sorted((kept / "bad").glob("*.jsonl")) for x in f.read_text().splitlines()
+        ]
+        assert [r["reason"] for r in bad if not r["reason"].startswith("late: ")] == ["not a JSON record"]
+        bad = [r for r in bad if r["reason"].startswith("late: ")]
+        assert len(bad) == late[0] == late[1] > 0, emit
+        assert all(
+            r["reason"].startswith("late: 2024-01-01T00:0") and "the watermark 2024" in r["reason"]
+            for r in bad
+        )
+        ids = [json.loads(r["record"])["id"] for r in bad] + [i for i, _ in tables[1]]
+        assert sorted(ids) == sorted(r["id"] for r in rows), emit

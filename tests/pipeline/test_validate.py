@@ -376,3 +376,17 @@ def test_a_query_view_may_read_a_struct_field_where_spark_computes_it(tmp_path, 
         "WHERE x > 0", "WHERE e.x > 0"
     )
     assert check_views([load_view(view_file(tmp_path, text))])
+
+
+def test_a_debezium_view_validates_with_the_op_column_its_source_adds(tmp_path, no_jvm, capsys):
+    """Issue 40, item 2: the Debezium source adds the op column (``_op``) to the row images'
+    columns; validate took it for a missing column, and one declared in the schema made Spark's
+    columns ambiguous at run: that is refused, naming the schema."""
+    text = GOOD.replace('path = "events"', 'path = "events"\nenvelope = "debezium"').replace(
+        'emit = "on_window_close"', 'emit = "on_update"'
+    )
+    path = view_file(tmp_path, text)
+    assert main(["validate", path]) == 0, capsys.readouterr().err
+    assert "6 columns in, 7 out (k, ts, id, x, op, s, _change); emit on update" in capsys.readouterr().out
+    found = problems([path], {"source.schema": "k STRING, ts TIMESTAMP, id BIGINT, x DOUBLE, _op STRING"})
+    assert any("[source] schema (--set): `_op` is the op column the Debezium source adds" in x for x in found)

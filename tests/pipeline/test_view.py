@@ -1,5 +1,6 @@
 """View files: a good one loads; a bad one is refused before Spark starts, naming key and line."""
 
+import re
 import textwrap
 
 import pytest
@@ -431,3 +432,15 @@ def test_window_close_with_the_chunked_layout_runs_on_key_buckets(tmp_path):
         ViewFileError, match='state_layout = "chunked" on emit on window close .* key_buckets'
     ):
         load_view(write(tmp_path, per_key))
+
+
+def test_empty_values_are_refused_and_a_home_folder_is_read(tmp_path, monkeypatch):
+    """Issue 40, item 9: ``checkpoint = ""`` (the view's own folder), ``table = ""`` and the like were
+    accepted without a word, and ``~/chk`` made a folder named ``~``."""
+    for key, line in (("checkpoint", 21), ("table", 20), ("path", 19)):
+        text = re.sub(rf'^{key} = ".*"$', f'{key} = ""', GOOD.split("[sink]")[1], flags=re.M)
+        with pytest.raises(ViewFileError, match=rf"\[sink\] {key} \(line {line}\): empty; give a value"):
+            load_view(write(tmp_path, GOOD.split("[sink]")[0] + "[sink]" + text))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    view = load_view(write(tmp_path, GOOD.replace('checkpoint = "chk"', 'checkpoint = "~/chk"')))
+    assert view.checkpoint == str(tmp_path / "home" / "chk")
