@@ -4,6 +4,7 @@ view's query: source -> watermark -> ``overwindow.sql``'s ``run_query`` -> sink)
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import threading
 import time
 
+from overwindow.logical.bind import ERROR, failure
 from overwindow.pipeline.checkpoint import checkpoint_state, missing_files, shuffle_partitions
 from overwindow.pipeline.failures import ViewRunError
 from overwindow.pipeline.progress import ProgressPrinter
@@ -133,11 +135,14 @@ def paired_sink(spark, view: View):
     return sink
 
 
-def batch_writer(spark, view: View, source: Source, sink, rows_out: dict, sink_errors: list | None = None):
+def batch_writer(
+    spark, view: View, source: Source, sink, rows_out: dict, sink_errors: list | None = None, counts=None
+):
     """The foreachBatch function: checks the batch's input files, runs the batch, keeps its bad
     records, applies it to the sink; ``rows_out[batch_id]`` gets the rows written (or SKIPPED);
     ``sink_errors`` receives the exception the sink raises, if it does (so a failure names the sink,
-    not Spark's trace)."""
+    not Spark's trace); ``counts``: the query's MachineCounts, which count the rows an expression
+    after the windows failed on as set aside."""
     query_id = []  # the checkpoint's query id, read once the query has started
 
     def write(batch_df, batch_id):
@@ -159,6 +164,8 @@ def batch_writer(spark, view: View, source: Source, sink, rows_out: dict, sink_e
                     flush=True,
                 )
         rows = compat.to_arrow(batch_df)  # runs the query's micro-batch: its failures are not the sink's
+        if ERROR in rows.column_names:
+            rows = _set_aside(rows, batch_id, view, source, counts)
         if source.dead_letter is not None:
             source.dead_letter.write()
         if not query_id:
@@ -172,6 +179,31 @@ def batch_writer(spark, view: View, source: Source, sink, rows_out: dict, sink_e
         rows_out[batch_id] = SKIPPED if applied is None else applied
 
     return write
+
+
+def _set_aside(rows, batch_id: int, view: View, source: Source, counts):
+    """``rows`` without the rows an expression Spark computed after the windows failed on (its
+    ``__ow_error``; on update such a row is a delete, which stays), those kept in the dead letter
+    with the reason and counted as set aside. O(rows)."""
+    import pyarrow.compute as pc
+
+    failed = rows.column(ERROR).is_valid()
+    bad = rows.filter(failed).drop_columns([ERROR])
+    if bad.num_rows:
+        origin = "after the windows"
+        if source.dead_letter is not None:
+            reasons = [failure(e) for e in rows.column(ERROR).drop_null().to_pylist()]
+            source.dead_letter.records.add(
+                {
+                    (batch_id, origin, n): (origin, why, json.dumps(r, default=str, ensure_ascii=False))
+                    for n, (r, why) in enumerate(zip(bad.to_pylist(), reasons))
+                }
+            )
+        if counts is not None:
+            counts.aside.add(bad.num_rows)
+    if view.emit == "on_window_close":
+        rows = rows.filter(pc.invert(failed))
+    return rows.drop_columns([ERROR])
 
 
 class QueryInterrupted(RuntimeError):
@@ -236,9 +268,13 @@ def start_view(
     rows_out: dict = {}
     writer = out.writeStream.option("checkpointLocation", view.checkpoint)
     if view.sink["kind"] == "parquet":
+        if ERROR in out.columns:  # appended as they are: the rows an expression failed on stay out
+            writer = out.where(out[ERROR].isNull()).drop(ERROR).writeStream
+            writer = writer.option("checkpointLocation", view.checkpoint)
         writer = writer.format("parquet").option("path", view.sink["path"]).outputMode("append")
     else:
-        write = batch_writer(spark, view, source, paired_sink(spark, view), rows_out, sink_errors)
+        counts = getattr(out, "overwindow_counts", None)
+        write = batch_writer(spark, view, source, paired_sink(spark, view), rows_out, sink_errors, counts)
         writer = writer.foreachBatch(write).outputMode(
             # Spark chains stateful operators (several window groups) only in append mode
             "append" if view.emit == "on_window_close" or view.several else "update"

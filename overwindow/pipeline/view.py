@@ -724,15 +724,19 @@ def use_query(view: View, text: str) -> None:
         raise ViewFileError(f"{where}: {e}") from None
     if view.query.table.lower() != "source":
         raise ViewFileError(f"{where}: FROM {view.query.table}: a view reads its [source]; write FROM source")
-    for key in (k for keys, _ in groups for k in keys):
-        if key_column(key) is None:
-            raise ViewFileError(
-                f"{where}: PARTITION BY {key.sql}: a view partitions by columns of its [source]; "
-                "partition by a column (or compute it upstream)"
-            )
-    view.groups = [([key_column(k) for k in keys], spec) for keys, spec in groups]
+    # a PARTITION BY expression (date_trunc('HOUR', ts)) is Spark's to compute: the groups keep it
+    view.groups = [([key_column(k) or k for k in keys], spec) for keys, spec in groups]
     view.spec = groups[0][1]
-    view.partition_by = [] if view.several else view.groups[0][0]
+    columns = [key_column(k) for k in groups[0][0]]
+    view.partition_by = [] if view.several else [k for k in columns if k is not None]
+    computed = [k.sql for k in groups[0][0] if key_column(k) is None]
+    if computed and not view.several and view.emit == "on_update" and view.row_key:
+        raise ViewFileError(
+            f"{where}: PARTITION BY {computed[0]} on update with row_key: the table is keyed by the "
+            "PARTITION BY columns and the row key, so a row updated into another partition of the "
+            "expression would reach it as an upsert and a delete of one key; partition by columns of "
+            "the [source], or leave out row_key (rows then never move)"
+        )
     view.calls = [e.text for _, spec in view.groups for e in spec.expressions]
     if view.several and view.emit == "on_update" and not view.row_key:
         raise ViewFileError(

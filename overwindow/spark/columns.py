@@ -353,7 +353,8 @@ def _classic(n) -> Node:
         if "UDF" in inner:
             return _opaque(f"the Python UDF {n.expression().name()}")
         return _opaque(f"the Spark expression {inner}")
-    return _opaque(n.toString())
+    text = n.sql()  # any other node (arr[1], a lambda, ...): Spark's SQL of it, unless it holds a window
+    return _opaque(n.toString()) if sql_has_window(text) else Node("sql", text=text)
 
 
 def _classic_bound(b):
