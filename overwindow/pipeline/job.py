@@ -22,7 +22,6 @@ from overwindow.pipeline.view import View, ViewFileError, is_uri
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import WORKER_WARNINGS
 from overwindow.spark.select import run_query
-from overwindow.streaming.contract import ROW_ID
 
 
 def spark_settings(view: View | None = None) -> dict:
@@ -109,7 +108,7 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
 def sink_for(view: View):
     kind = view.sink["kind"]
     if kind == "sqlite":
-        key = view.partition_by + (view.row_key or [ROW_ID])
+        key = view.key
         return SqliteSink(view.sink["path"], view.sink["table"], key, upsert=view.emit == "on_update")
     if kind == "postgres":
         dsn = os.environ.get(view.sink["dsn_env"])
@@ -118,7 +117,7 @@ def sink_for(view: View):
                 f'{view.path}: [sink] kind = "postgres" reads its connection string from the '
                 f"environment variable {view.sink['dsn_env']}, which is not set"
             )
-        key = view.partition_by + (view.row_key or [ROW_ID])
+        key = view.key
         return PostgresSink(dsn, view.sink["table"], key, upsert=view.emit == "on_update")
     if kind == "console":
         return ConsoleSink()
@@ -246,7 +245,7 @@ def start_view(
     the exception the sink raises, if it does (so a failure names the sink, not Spark's trace)."""
     import overwindow  # noqa: F401  (registers overWindow)
 
-    if view.spec.state_layout == "chunked" or view.several:  # transformWithStateInPandas needs RocksDB
+    if view.spec.state_layout == "chunked" or view.several or view.group_key:  # (transformWithState...)
         from overwindow.spark.adapter import use_rocksdb
 
         use_rocksdb(spark)
@@ -277,7 +276,7 @@ def start_view(
         write = batch_writer(spark, view, source, paired_sink(spark, view), rows_out, sink_errors, counts)
         writer = writer.foreachBatch(write).outputMode(
             # Spark chains stateful operators (several window groups) only in append mode
-            "append" if view.emit == "on_window_close" or view.several else "update"
+            "append" if view.emit == "on_window_close" or view.several or view.group_key else "update"
         )
     writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime="1 second")
     printer = None

@@ -66,6 +66,7 @@ from overwindow.spec import (
     OverWindow,
     watermark_bounds_state,
 )
+from overwindow.streaming.contract import ROW_ID
 
 # [view] key_buckets = "chosen", and what a checkpoint's fingerprint records for buckets overwindow
 # chose (``OverWindow.hosted``): their count follows the shuffle partitions Spark keeps for the
@@ -373,6 +374,17 @@ class View:
     groups: list = field(repr=False, default_factory=list)
     # a query's columns combining windows of several groups (overwindow.spark.select.window_groups)
     computed: tuple = field(repr=False, default=())
+    group_key: list[str] | None = None  # a query's GROUP BY keys (their result names): the table's key
+
+    def __post_init__(self):
+        if not self.groups and self.spec is not None:  # a view built in code (the demo's): one group
+            self.groups = [(self.partition_by, self.spec)]
+
+    @property
+    def key(self) -> list[str]:
+        """The columns that key the view's table on update: a GROUP BY's keys; else the PARTITION BY
+        columns and the row key (``_row_id`` without one)."""
+        return self.group_key or self.partition_by + (self.row_key or [ROW_ID])
 
     @property
     def several(self) -> bool:
@@ -719,6 +731,11 @@ def use_query(view: View, text: str) -> None:
     where = view.where("view", "query")
     try:
         view.query = parse_query(text, "a view's query")
+        if view.query.group_by and view.emit != "on_update":
+            raise WindowSpecError(
+                "windows over a GROUP BY run on update (a group's row changes while its rows arrive): "
+                'write emit = "on_update"'
+            )
         groups, view.computed = query_groups(view.query, **view.options)
     except WindowSpecError as e:
         raise ViewFileError(f"{where}: {e}") from None
@@ -738,6 +755,9 @@ def use_query(view: View, text: str) -> None:
             "the [source], or leave out row_key (rows then never move)"
         )
     view.calls = [e.text for _, spec in view.groups for e in spec.expressions]
+    if view.query.group_by:
+        _grouped(view, where)
+        return
     if view.several and view.emit == "on_update" and not view.row_key:
         raise ViewFileError(
             f"{where}: windows over several PARTITION BY or ORDER BY on update need [view] row_key: the "
@@ -756,6 +776,26 @@ def use_query(view: View, text: str) -> None:
                 f"{where}: emit on update keeps the table keyed by the PARTITION BY and row_key "
                 f"columns; add {', '.join(missing)} to the SELECT list"
             )
+
+
+def _grouped(view: View, where: str) -> None:
+    """A query with GROUP BY: its windows run over the groups, on update, keyed by the GROUP BY keys
+    (overwindow.spark.grouped), which the SELECT list must show."""
+    from overwindow.spark.grouped import key_names
+
+    for key in ("row_key", "op_column"):
+        if getattr(view, key):
+            raise ViewFileError(
+                f"{view.where('view', key)}: a view of a GROUP BY keeps one row per group, keyed by the "
+                f"GROUP BY keys; remove {key} (a CDC source under a GROUP BY is not supported yet)"
+            )
+    names = key_names(view.query)
+    if None in names:
+        key = view.query.group_by[names.index(None)]
+        raise ViewFileError(
+            f"{where}: GROUP BY {key}: the table is keyed by the GROUP BY keys; add {key} to the SELECT list"
+        )
+    view.group_key, view.partition_by = names, []
 
 
 def _check_source(view: View) -> None:

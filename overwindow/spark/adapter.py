@@ -182,17 +182,20 @@ def check_watermark(df, spec: OverWindow) -> str:
     return col
 
 
-def over_window(grouped, spec: OverWindow, keep=None):
+def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
     """``grouped.applyInPandasWithState`` running ``spec``'s machine; returns the streaming DataFrame.
     ``keep``: where the rows the machines set aside go besides the count and the log (the main
-    job's dead letter: an accumulator of ``{(batch, origin, position): (origin, reason, record)}``)."""
+    job's dead letter: an accumulator of ``{(batch, origin, position): (origin, reason, record)}``);
+    ``append``: emit on update's changelog in Spark's ``append`` output mode (each change appended
+    once), as a stateful operator after another must run (``overwindow.spark.grouped``)."""
     from pyspark.sql.streaming.state import GroupStateTimeout
     from pyspark.sql.types import BinaryType, StructField, StructType
 
     if not isinstance(spec, OverWindow):
         raise TypeError(f"overWindow() takes an overwindow.OverWindow, got {type(spec).__name__}")
     df = grouped._df
-    spec.check_columns([n for n in source_columns(df.columns) if n != _ALL])
+    if not append:  # a GROUP BY's changelog (overwindow.spark.grouped) names its own columns
+        spec.check_columns([n for n in source_columns(df.columns) if n != _ALL])
     # Spark computes what the calls read beyond plain columns; the machine reads those columns
     bound = bind(spec.expressions, start=len(df.columns) - len(source_columns(df.columns)))
     if bound.pre:
@@ -211,7 +214,7 @@ def over_window(grouped, spec: OverWindow, keep=None):
         watermarked, mode, timeout = True, "append", GroupStateTimeout.EventTimeTimeout
     else:
         watermarked = is_watermarked(df, spec)
-        mode, timeout = "update", GroupStateTimeout.NoTimeout
+        mode, timeout = "append" if append else "update", GroupStateTimeout.NoTimeout
     input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
     input_schema = _arrow_schema(input_struct)
     keys = ()
@@ -239,7 +242,7 @@ def over_window(grouped, spec: OverWindow, keep=None):
         out = grouped.transformWithStateInPandas(
             _chunked_processor(run),
             output_struct,
-            "Append" if spec.emit == "on_window_close" else "Update",
+            "Append" if spec.emit == "on_window_close" or append else "Update",
             "EventTime" if watermarked else "None",
         )
     else:
@@ -252,7 +255,8 @@ def over_window(grouped, spec: OverWindow, keep=None):
         if condition:
             out = with_filter(out, condition, spec.emit, keep_errors=keep is not None)
         extra = [c for c in (CHANGE, ROW_ID, ERROR) if c in out.columns]
-        out = out.select(*(_column(c) for c in aliases if c != _ALL), *(_column(c) for c in extra))
+        kept = [c for c in aliases if c != _ALL and c in out.columns]  # the op column is not out
+        out = out.select(*(_column(c) for c in kept), *(_column(c) for c in extra))
     out.overwindow_counts = counts  # what the machines drop, for the job's progress line
     return out
 
@@ -582,7 +586,7 @@ def _records(aside, key) -> dict:
     task = TaskContext.get()
     batch = int(task.getLocalProperty("streaming.sql.batchId") or -1) if task is not None else -1
     origin = f"overWindow, key {key!r}"
-    rows = aside.rows.to_pylist()
+    rows = aside.rows.select(source_columns(aside.rows.column_names)).to_pylist()  # the user's columns
     return {
         (batch, origin, n): (origin, why, json.dumps(row, default=str, ensure_ascii=False))
         for n, (row, why) in enumerate(zip(rows, aside.reasons))
@@ -792,13 +796,13 @@ def register() -> None:
         df_cls.overWindow = _whole_stream
 
 
-def _whole_stream(df, spec: OverWindow, keep=None):
-    """``df.overWindow(spec)`` without groupBy: the whole stream is one partition (``keep``: as
-    ``over_window``'s)."""
+def _whole_stream(df, spec: OverWindow, keep=None, append: bool = False):
+    """``df.overWindow(spec)`` without groupBy: the whole stream is one partition (``keep``,
+    ``append``: as ``over_window``'s)."""
     from pyspark.sql import functions as F
 
     log.warning(
         "overwindow: overWindow without groupBy puts the whole stream in one partition on one "
         "executor; group by a key where you can"
     )
-    return over_window(df.withColumn(_ALL, F.lit(0)).groupBy(_ALL), spec, keep)
+    return over_window(df.withColumn(_ALL, F.lit(0)).groupBy(_ALL), spec, keep, append)

@@ -60,12 +60,14 @@ def over_windows(
     groups: list[tuple[tuple[str, ...], OverWindow]],
     qualify: str | None = None,
     keep=None,
+    own_columns: bool = False,
 ):
     """The streaming DataFrame of every group's windows over ``df``, one row per input row: the
     input columns, then each group's window columns in group order (on update ``_change``).
     ``groups``: (PARTITION BY column names, the group's OverWindow without PARTITION BY), all with
     the same emit mode and options; ``qualify``: a condition over the whole row; ``keep``: the dead
-    letter, as ``overWindow``'s. ``overwindow.select`` and ``overwindow.sql`` call it for windows
+    letter, as ``overWindow``'s; ``own_columns``: ``df`` is overwindow's own (a GROUP BY's changelog,
+    whose column names are reserved). ``overwindow.select`` and ``overwindow.sql`` call it for windows
     over several PARTITION BY or ORDER BY (and compute what combines them after it).
 
     Example (``events`` watermarked on ``ts``)::
@@ -94,7 +96,8 @@ def over_windows(
         raise WindowSpecError(f"{what} run on the whole state layout; leave out stateLayout='chunked'")
     watermarked = [emit == "on_window_close" or is_watermarked(df, spec) for _, spec in groups]
     for keys, spec in groups:
-        spec.check_columns(source_columns(input_struct.names))
+        if not own_columns:
+            spec.check_columns(source_columns(input_struct.names))
         if emit == "on_window_close":
             check_watermark(df, spec)
         missing = [k for k in keys if k not in input_struct.names]

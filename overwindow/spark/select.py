@@ -70,6 +70,7 @@ def select(
     stateTtl=None,
     qualify: str | None = None,
     _keep=None,
+    _append: bool = False,
 ):
     """``df.select(*columns)`` with window functions, on a streaming DataFrame.
 
@@ -139,15 +140,16 @@ def select(
             )
             for (_, ws), (keys, run) in zip(groups, runs)
         ]
-        specs[0][1].check_columns(df.columns)
+        if not _append:  # a GROUP BY's changelog (overwindow.spark.grouped) names its own columns
+            specs[0][1].check_columns(df.columns)
         df = with_computed(df, bound.pre)
         if several:
-            out = over_windows(df, specs, qualify=condition, keep=_keep)
+            out = over_windows(df, specs, qualify=condition, keep=_keep, own_columns=_append)
         elif not specs[0][0]:  # _keep: the view job's dead letter for rows set aside (adapter.over_window)
-            out = df.overWindow(specs[0][1], _keep)
+            out = df.overWindow(specs[0][1], _keep, append=_append)
         else:
             keys, spec = specs[0]
-            out = df.groupBy(*(F.col(quote(k)) for k in keys)).overWindow(spec, _keep)
+            out = df.groupBy(*(F.col(quote(k)) for k in keys)).overWindow(spec, _keep, append=_append)
     except WindowSpecError as e:
         raise type(e)(
             str(e).replace("before groupBy(...).overWindow(...)", "before overwindow.select(...)")
@@ -238,6 +240,7 @@ class Query:
     text: str
     filter: str | None = None
     outer: tuple | None = None
+    group_by: tuple = ()  # GROUP BY keys (Spark SQL): the windows run over the groups
 
     @property
     def names(self) -> list[str] | None:
@@ -271,22 +274,47 @@ def parse_query(query: str, what: str = "overwindow.sql") -> Query:
     source = tree.args.get("from") or tree.args.get("from_")
     if source is not None and isinstance(source.this, exp.Subquery):
         return _outer(tree, source.this, query, what)
-    allowed = {"expressions", "from", "where", "from_", "qualify"}
+    allowed = {"expressions", "from", "where", "from_", "qualify", "group"}
     extra = [k for k, v in tree.args.items() if v and k not in allowed]
     if extra or source is None or not isinstance(source.this, exp.Table):
         clauses = ", ".join(_CLAUSES.get(k, k.upper()) for k in extra) or "this FROM clause"
         raise WindowSpecError(
-            f"{what} runs SELECT <columns> FROM <view> [WHERE <condition>] [QUALIFY <condition>] over "
+            f"{what} runs SELECT <columns> FROM <view> [WHERE <condition>] [GROUP BY <keys>] "
+            "[QUALIFY <condition>] over "
             f"one view or table; {clauses} is not supported yet, in {query!r}"
         )
-    where, qualify = tree.args.get("where"), tree.args.get("qualify")
+    where, qualify, group = tree.args.get("where"), tree.args.get("qualify"), tree.args.get("group")
+    if group is not None:
+        _check_group_by(group, query, what)
     return Query(
         table=source.this.sql(dialect=DIALECT),
         where=None if where is None else where.this.sql(dialect=DIALECT),
         columns=tuple(tree.expressions),
         text=query,
         filter=None if qualify is None else _filter(qualify.this, "QUALIFY", query),
+        group_by=() if group is None else tuple(k.sql(dialect=DIALECT) for k in group.expressions),
     )
+
+
+def _check_group_by(group: exp.Group, query: str, what: str) -> None:
+    """Refuses GROUP BY forms overwindow does not run yet: ROLLUP, CUBE, GROUPING SETS, ALL.
+
+    >>> try:
+    ...     _check_group_by(read_sql("SELECT a FROM t GROUP BY ROLLUP(a)").args["group"], "q", "sql")
+    ... except WindowSpecError as e:
+    ...     print(str(e).split(";")[1])
+     GROUP BY ROLLUP (a) is not supported yet, in 'q'
+    """
+    odd = [
+        k
+        for k in group.expressions
+        if isinstance(k, (exp.Rollup, exp.Cube, exp.GroupingSets)) or k.find(exp.AggFunc, exp.Window)
+    ]
+    if odd or any(v for k, v in group.args.items() if k != "expressions") or not group.expressions:
+        shown = odd[0].sql(dialect=DIALECT) if odd else group.sql(dialect=DIALECT).removeprefix("GROUP BY ")
+        raise WindowSpecError(
+            f"{what} runs windows over GROUP BY <keys>; GROUP BY {shown} is not supported yet, in {query!r}"
+        )
 
 
 def _outer(tree: exp.Select, inner: exp.Subquery, query: str, what: str) -> Query:
@@ -381,6 +409,10 @@ def run_query(df, query: Query, _keep=None, **options):
     results are not at hand there: a row that never passed is deleted too, which a keyed table
     ignores). ``overwindow.sql`` and the view job both run
     queries through here."""
+    if query.group_by:  # windows over a GROUP BY: two operators (overwindow.spark.grouped)
+        from overwindow.spark.grouped import run_grouped
+
+        return run_grouped(df, query, _keep=_keep, **options)
     if query.where is not None:
         df = df.where(query.where)
     F = compat.functions(df)
@@ -394,13 +426,21 @@ def run_query(df, query: Query, _keep=None, **options):
             parts = [p.name for p in e.unalias().parts]
             if (
                 len(parts) > 1
-                and parts[0].lower() == sqlglot.parse_one(query.table, into=exp.Table).name.lower()
+                and parts[0].lower()
+                == sqlglot.parse_one(query.table, into=exp.Table, read=DIALECT).name.lower()
             ):
                 parts = parts[1:]  # the view's own qualifier; what is left may be a struct's field
             col = F.col(".".join(quote(p) for p in parts))
             items.append(col.alias(e.alias) if isinstance(e, exp.Alias) else col)
         else:
             items.append(F.expr(e.sql(dialect=DIALECT)))
+    return run_items(df, items, query, _keep=_keep, **options)
+
+
+def run_items(df, items: list, query: Query, _keep=None, **options):
+    """:func:`select` of ``items`` (``query``'s SELECT list as ``select`` takes it) over ``df``,
+    then ``query``'s filter on its results and its outer SELECT's columns (:func:`run_query`)."""
+    F = compat.functions(df)
     in_machine = query.filter is not None and machine_filter(query, df.columns)
     out = select(df, *items, qualify=query.filter if in_machine else None, _keep=_keep, **options)
     result = out

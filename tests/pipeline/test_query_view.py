@@ -189,3 +189,34 @@ def test_a_view_partitioned_by_an_expression_equals_spark_batch_sql(spark, tmp_p
         assert 0 < len(got) < len(want)
         want = [w for w in want if w[0] in {g[0] for g in got}]
     _same(got, want)
+
+
+# daily totals and their 7-day moving average: windows over a GROUP BY
+DAILY = (
+    "SELECT to_date(ts) AS day, sum(x) AS total, count(*) AS n, "
+    "avg(sum(x)) OVER (ORDER BY to_date(ts) ROWS 6 PRECEDING) AS avg7 FROM {} GROUP BY to_date(ts)"
+)
+
+
+@pytest.mark.skipif(compat.version() < compat.SPARK_4, reason="a GROUP BY's windows need PySpark 4")
+def test_a_view_of_windows_over_a_group_by_equals_spark_batch_sql(spark, tmp_path):
+    """A view file's GROUP BY query runs through the job (validated, then two operators), its table
+    keyed by the GROUP BY key, equal to Spark's batch SQL over every row."""
+    from overwindow.pipeline.job import run_view
+
+    view = _view(tmp_path, DAILY.format("source"), row_key=False)
+    assert view.key == ["day"]
+    rows = [dict(r, ts=f"2024-01-{1 + r['id'] % 12:02d}T{r['id'] % 24:02d}:00:00") for r in _rows(70, 7)]
+    _write(tmp_path, "0.json", rows[:40])
+    _write(tmp_path, "1.json", rows[40:])
+    for i, name in enumerate(("0.json", "1.json")):
+        os.utime(tmp_path / "events" / name, (time.time() + i, time.time() + i))
+    key = "spark.sql.streaming.stateStore.providerClass"
+    before = spark.conf.get(key, None)
+    try:
+        assert run_view(view, once=True, quiet=True, spark=spark) == 0
+    finally:
+        spark.conf.unset(key) if before is None else spark.conf.set(key, before)
+    columns = ["day", "total", "n", "avg7"]
+    want = [tuple(r[c] for c in columns) for r in _batch(spark, tmp_path, DAILY)]
+    _same([(str(r[0]), *r[1:]) for r in _table(tmp_path, columns)], [(str(w[0]), *w[1:]) for w in want])

@@ -32,13 +32,18 @@ def _functions_beyond_the_evaluator(F, Window):
             "count(*) FILTER (WHERE startswith(coalesce(k, ''), 'a')) OVER (PARTITION BY k ORDER BY ts)"
         ).alias("fa"),
         F.lag(F.sha2(F.coalesce("k", F.lit("-")), 256)).over(w).alias("digest"),
+        # a third group, by an expression; ties in ts there (a RANGE frame, which ties do not move)
+        F.expr(
+            "count(*) OVER (PARTITION BY n % 3 ORDER BY ts "
+            "RANGE BETWEEN INTERVAL 14 SECONDS PRECEDING AND CURRENT ROW)"
+        ).alias("near"),
     ]
 
 
 def test_spark_functions_in_arguments_and_keys_on_window_close_equal_spark_batch(
     spark, rocksdb, chained, tmp_path
 ):
-    """Two partitionings, one of them by an expression (several window groups in one query)."""
+    """Three window groups in one query, two of them partitioned by expressions."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -159,3 +164,14 @@ def test_the_guard_catches_what_spark_fails_on_and_nothing_else(spark, text):
             assert got[i]["__ow_error"] == bound.pre[0][1].sql
         elif got[i]["__ow_error"] is not None:  # another expression failed on it
             assert got[i]["__ow_error"] != bound.pre[0][1].sql
+
+
+def test_a_backquoted_view_and_its_qualified_columns(spark, tmp_path):
+    """``SELECT `t`.`k` ... FROM `t``` reads as ``SELECT t.k ... FROM t`` (it raised sqlglot's own
+    parse error); a qualified column in a call or key is Spark's to resolve."""
+    (tmp_path / "none").mkdir()
+    spark.readStream.schema(SCHEMA).parquet(str(tmp_path / "none")).createOrReplaceTempView("t")
+    query = "SELECT `t`.`k`, lag(`t`.`n`) OVER (PARTITION BY `t`.`k` ORDER BY ts) AS p, rid FROM `t`"
+    out = overwindow.sql(spark, query, emit="on_update", rowKey="rid")
+    assert out.columns == ["k", "p", "rid", "_change"]
+    assert out.dtypes[1] == ("p", "bigint")
