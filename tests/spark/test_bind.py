@@ -4,6 +4,8 @@ machines read plain columns. The oracle is Spark's batch ``select`` over the sam
 of those expressions fails on (an ANSI error) is set aside and counted, the rest equal Spark's batch
 over the rows without it."""
 
+import os
+
 import pyarrow as pa
 import pytest
 from test_select import SCHEMA, _assert_as_spark, _collect, _source
@@ -175,3 +177,84 @@ def test_a_backquoted_view_and_its_qualified_columns(spark, tmp_path):
     out = overwindow.sql(spark, query, emit="on_update", rowKey="rid")
     assert out.columns == ["k", "p", "rid", "_change"]
     assert out.dtypes[1] == ("p", "bigint")
+
+
+BIND_SEEDS = int(os.environ.get("OVERWINDOW_RANDOM_BINDS", "2"))
+
+
+def _random_bound_columns(rng, F, Window, closing: bool) -> list:
+    """Random window Columns whose arguments, keys and surroundings are Spark functions: a key that
+    keeps the keys apart (an expression of ``k``), ORDER BY ts on window close and a random
+    expression then rid on update, ROWS frames, and a few columns computed over windows."""
+    pick = lambda options: options[int(rng.integers(len(options)))]  # noqa: E731
+    numbers = [
+        lambda: F.col("n") + F.col("rid"),
+        lambda: F.col("n") * 2,
+        lambda: F.abs(F.col("x")),
+        lambda: F.coalesce(F.col("x"), F.lit(0.0)),
+        lambda: F.when(F.col("n") > 3, F.col("x")).otherwise(-F.col("x")),
+        lambda: F.length(F.coalesce(F.col("k"), F.lit(""))),
+        lambda: F.hour(F.col("ts")),
+        lambda: F.unix_timestamp(F.col("ts")) % 1000,
+        lambda: F.round(F.col("x"), 1),
+        lambda: F.greatest(F.col("n"), F.col("rid") % 7),
+        lambda: F.col("rid") % 5,
+    ]
+    anything = numbers + [
+        lambda: F.upper(F.col("k")),
+        lambda: F.concat_ws("-", F.col("k"), F.col("n").cast("string")),
+        lambda: F.date_trunc("minute", F.col("ts")),
+        lambda: F.sha1(F.coalesce(F.col("k"), F.lit("-"))),
+        lambda: F.array(F.col("n"), F.col("rid"))[1],
+    ]
+    key = pick([F.col("k"), F.upper(F.col("k")), F.coalesce(F.col("k"), F.lit("none"))])
+    order = [F.col("ts")] if closing else [pick(numbers)(), F.col("rid")]
+    w = Window.partitionBy(key).orderBy(*order)
+    columns = ["k", "ts", "rid"]
+    for i in range(int(rng.integers(3, 7))):
+        # on window close the two far rows of each key close at most one FOLLOWING row
+        lo, hi = sorted(int(v) for v in rng.integers(-4, 2, size=2))
+        frame = w.rowsBetween(lo, hi if closing else int(rng.integers(hi, 4)))
+        offset = 1 if closing else int(rng.integers(1, 3))
+        kind = int(rng.integers(5))
+        if kind == 0:
+            column = pick([F.sum, F.avg, F.min, F.max, F.count])(pick(numbers)()).over(frame)
+        elif kind == 1:
+            column = pick([F.lag, F.lead])(pick(anything)(), offset).over(w)
+        elif kind == 2:
+            column = pick([F.first, F.last])(pick(anything)(), bool(rng.integers(2))).over(frame)
+        elif kind == 3:
+            column = F.round(F.avg(pick(numbers)()).over(frame), 2)  # Spark computes it after the window
+        else:
+            column = F.col("n") - F.max(pick(numbers)()).over(frame)
+        columns.append(column.alias(f"c{i}"))
+    return columns
+
+
+@pytest.mark.parametrize("seed", range(BIND_SEEDS))
+def test_random_spark_expressions_around_windows_equal_spark_batch(spark, tmp_path, seed):
+    """Random window Columns over Spark functions (``OVERWINDOW_RANDOM_BINDS`` seeds, 2 by default;
+    even seeds on window close, odd on update keyed by rid): the stream's names, types and values
+    are Spark's batch ``select`` of the same columns over the same rows."""
+    import numpy as np
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    closing = seed % 2 == 0
+    rng = np.random.default_rng(1000 + seed)
+    columns = _random_bound_columns(rng, F, Window, closing)
+    src, rids = _source(tmp_path)
+    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    everything = spark.read.schema(SCHEMA).parquet(src)
+    if closing:
+        out = overwindow.select(events.withWatermark("ts", "0 seconds"), *columns, rowKey="rid")
+        rows = _collect(out, str(tmp_path / "chk"), "append")
+    else:
+        out = overwindow.select(events, *columns, emit="on_update", rowKey="rid")
+        table = {}
+        for r in _collect(out, str(tmp_path / "chk"), "update"):
+            table.pop(r["rid"]) if r["_change"] == "delete" else table.__setitem__(r["rid"], r)
+        rows, rids = list(table.values()), {r.rid for r in everything.select("rid").collect()}
+    batch = everything.select(*columns)
+    assert out.columns[: len(batch.columns)] == batch.columns
+    _assert_as_spark(out, rows, batch, rids)
