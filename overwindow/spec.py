@@ -214,6 +214,7 @@ class OverWindow:
                 "emit on update needs every call to share one ORDER BY; put calls with another "
                 "ORDER BY in a second overWindow"
             )
+        self.written: dict[str, str] = {}  # columns Spark computes ahead of the windows: their SQL
         # Python aggregates travel with the spec to Spark's workers, where the registry is empty
         self.user_aggregates = {
             c.function: user_aggregate_class(c.function)
@@ -249,6 +250,32 @@ class OverWindow:
         out = copy.copy(self)
         out.key_buckets = buckets
         return out
+
+    def over(self, expressions, written=(), **qualify) -> OverWindow:
+        """The spec with its window expressions replaced by ``expressions``, the same calls over
+        other columns (``overwindow.logical.bind``: over the columns Spark computes ahead of the
+        windows, ``written``: each such column's (name, expression), for messages), or its calls
+        alone (``overwindow.spark.bind.results_in_spark``: Spark computes what they go into, and
+        with ``qualify=None`` the condition too). O(1)."""
+        out = copy.copy(self)
+        out.expressions = tuple(expressions)
+        out.written = {**self.written, **{name: e.sql for name, e in written}}
+        if qualify:
+            out.qualify = _qualify(qualify["qualify"])
+        return out
+
+    def as_written(self, text: str) -> str:
+        """``text`` (SQL over the spec's columns) with each column Spark computes ahead of the
+        windows written as the expression the user wrote (``over``'s ``written``). O(len(text)).
+
+        >>> from overwindow.logical.expr import Expr
+        >>> spec = OverWindow("lag(x) OVER (ORDER BY t) AS p")
+        >>> spec.over((), written=[("__ow_e0", Expr.of("x % 2"))]).as_written("lag(`__ow_e0`)")
+        'lag(x % 2)'
+        """
+        for name, sql in self.written.items():
+            text = re.sub(rf"`{name}`|\b{name}\b", lambda _: sql, text)
+        return text
 
     @property
     def buckets_chosen(self) -> bool:
@@ -289,9 +316,10 @@ class OverWindow:
     def aliases(self) -> tuple[str, ...]:
         return tuple(e.alias for e in self.expressions)
 
-    def partitioned(self, keys: tuple[str, ...]) -> list[WindowExpression]:
-        """The same calls with ``PARTITION BY keys``: the batch query this view maintains."""
-        part = tuple(Expr.of(f"`{k}`") for k in keys)
+    def partitioned(self, keys: tuple) -> list[WindowExpression]:
+        """The same calls with ``PARTITION BY keys`` (column names, or expressions as ``Expr``): the
+        batch query this view maintains."""
+        part = tuple(k if isinstance(k, Expr) else Expr.of(exp.column(k, quoted=True)) for k in keys)
         out = []
         for e in self.expressions:
             calls = tuple(replace(c, partition_by=part) for c in e.calls)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 from overwindow.pipeline.view import CHOSEN, View, is_uri
 
@@ -51,9 +52,13 @@ def fingerprint(checked) -> dict:
         "schema": [f"{f.name} {f.dataType.simpleString()}" for f in checked.struct.fields],
         "source": src["path"] if src["format"] == "files" else f"kafka topic {src['topic']}",
         "partition_by": list(view.partition_by),
-        "calls": [_sql(e) for e in view.spec.expressions]
+        "calls": [_sql(e) for e in _written(view.spec.expressions, view.computed)]
         if not view.several  # several window groups: each call with its PARTITION BY
-        else [_sql(e) for keys, spec in view.groups for e in spec.partitioned(tuple(keys))],
+        else [
+            _sql(e)
+            for keys, spec in view.groups
+            for e in spec.over(_written(spec.expressions, view.computed)).partitioned(tuple(keys))
+        ],
         "query": _query_sql(view),
         "row_key": list(view.row_key) if view.row_key else None,
         "op_column": view.op_column,
@@ -64,6 +69,30 @@ def fingerprint(checked) -> dict:
         "watermark_column": view.watermark["column"] if view.watermark else None,
         "sink": {k: sink[k] for k in ("kind", "path", "table") if k in sink},
     }
+
+
+def _written(expressions, computed) -> list:
+    """A window group's expressions as the query wrote them: where Spark computes a column over
+    calls of this group alone (``x - lag(x) OVER w AS d``: the machine runs each call as a column of
+    its own, ``computed``), the column in place of its calls. O(expressions).
+
+    >>> from overwindow.spec import OverWindow
+    >>> from overwindow.spark.bind import results_in_spark
+    >>> d = OverWindow("x - lag(x) OVER (ORDER BY t) AS d").expressions[0]
+    >>> machine, _, _ = results_in_spark(OverWindow(str(d)))
+    >>> [e.alias for e in _written(machine.expressions, (d,))]
+    ['d']
+    """
+    owner = {c.alias: w for w in computed for c in w.calls}
+    aliases = {e.alias for e in expressions}
+    out = []
+    for e in expressions:
+        w = owner.get(e.alias)
+        if w is None or not all(c.alias in aliases for c in w.calls):
+            out.append(e)  # a call of its own, or of a column over several groups: kept as a call
+        elif w.alias not in {x.alias for x in out}:  # its calls' PARTITION BY is the group's
+            out.append(replace(w, calls=tuple(replace(c, partition_by=()) for c in w.calls)))
+    return out
 
 
 def _sql(expression) -> str:

@@ -4,6 +4,7 @@ view's query: source -> watermark -> ``overwindow.sql``'s ``run_query`` -> sink)
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import threading
 import time
 
+from overwindow.logical.bind import ERROR, failure
 from overwindow.pipeline.checkpoint import (
     checkpoint_state,
     ended_batch,
@@ -26,7 +28,6 @@ from overwindow.pipeline.view import View, ViewFileError, is_uri
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import END_OF_INPUT_MS, WORKER_WARNINGS
 from overwindow.spark.select import run_query
-from overwindow.streaming.contract import ROW_ID
 
 
 def spark_settings(view: View | None = None) -> dict:
@@ -113,7 +114,7 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
 def sink_for(view: View):
     kind = view.sink["kind"]
     if kind == "sqlite":
-        key = view.partition_by + (view.row_key or [ROW_ID])
+        key = view.key
         return SqliteSink(view.sink["path"], view.sink["table"], key, upsert=view.emit == "on_update")
     if kind == "postgres":
         dsn = os.environ.get(view.sink["dsn_env"])
@@ -122,7 +123,7 @@ def sink_for(view: View):
                 f'{view.path}: [sink] kind = "postgres" reads its connection string from the '
                 f"environment variable {view.sink['dsn_env']}, which is not set"
             )
-        key = view.partition_by + (view.row_key or [ROW_ID])
+        key = view.key
         return PostgresSink(dsn, view.sink["table"], key, upsert=view.emit == "on_update")
     if kind == "console":
         return ConsoleSink()
@@ -168,7 +169,8 @@ def batch_writer(
     not Spark's trace). ``ended``: the batch a ``--final`` run ended the input with, if it did; a
     batch reading input past it stops the query before anything runs (its rows would be late).
     ``lost[batch_id]``: the files listed for the batch but deleted before Spark read them;
-    ``taken``: (the state machines' counts, a dict that gets batch id -> what they counted in it)."""
+    ``taken``: (the state machines' counts, a dict that gets batch id -> what they counted in it);
+    the rows an expression after the windows failed on count as set aside."""
     query_id = []  # the checkpoint's query id, read once the query has started
 
     def write(batch_df, batch_id):
@@ -204,6 +206,8 @@ def batch_writer(
                     flush=True,
                 )
         rows = compat.to_arrow(batch_df)  # runs the query's micro-batch: its failures are not the sink's
+        if ERROR in rows.column_names:
+            rows = _set_aside(rows, batch_id, view, source, taken[0] if taken is not None else None)
         if taken is not None and taken[0] is not None:  # the batch's tasks are done: its counts are in
             taken[1][batch_id] = taken[0].take()
         if source.dead_letter is not None:
@@ -219,6 +223,31 @@ def batch_writer(
         rows_out[batch_id] = SKIPPED if applied is None else applied
 
     return write
+
+
+def _set_aside(rows, batch_id: int, view: View, source: Source, counts):
+    """``rows`` without the rows an expression Spark computed after the windows failed on (its
+    ``__ow_error``; on update such a row is a delete, which stays), those kept in the dead letter
+    with the reason and counted as set aside. O(rows)."""
+    import pyarrow.compute as pc
+
+    failed = rows.column(ERROR).is_valid()
+    bad = rows.filter(failed).drop_columns([ERROR])
+    if bad.num_rows:
+        origin = "after the windows"
+        if source.dead_letter is not None:
+            reasons = [failure(e) for e in rows.column(ERROR).drop_null().to_pylist()]
+            source.dead_letter.records.add(
+                {
+                    (batch_id, origin, n): (origin, why, json.dumps(r, default=str, ensure_ascii=False))
+                    for n, (r, why) in enumerate(zip(bad.to_pylist(), reasons))
+                }
+            )
+        if counts is not None:
+            counts.aside.add(bad.num_rows)
+    if view.emit == "on_window_close":
+        rows = rows.filter(pc.invert(failed))
+    return rows.drop_columns([ERROR])
 
 
 class QueryInterrupted(RuntimeError):
@@ -264,7 +293,7 @@ def start_view(
     lost = {} if lost is None else lost
     import overwindow  # noqa: F401  (registers overWindow)
 
-    if view.spec.state_layout == "chunked" or view.several:  # transformWithStateInPandas needs RocksDB
+    if view.spec.state_layout == "chunked" or view.several or view.group_key:  # (transformWithState...)
         from overwindow.spark.adapter import use_rocksdb
 
         use_rocksdb(spark)
@@ -287,17 +316,20 @@ def start_view(
     counts, taken = getattr(out, "overwindow_counts", None), None
     writer = out.writeStream.option("checkpointLocation", view.checkpoint)
     if view.sink["kind"] == "parquet":
+        if ERROR in out.columns:  # appended as they are: the rows an expression failed on stay out
+            writer = out.where(out[ERROR].isNull()).drop(ERROR).writeStream
+            writer = writer.option("checkpointLocation", view.checkpoint)
         writer = writer.format("parquet").option("path", view.sink["path"]).outputMode("append")
     else:
         ended = (
             ended_batch(spark, view.checkpoint, END_OF_INPUT_MS) if view.emit == "on_window_close" else None
         )
-        sink = paired_sink(spark, view, out.schema)
+        sink = paired_sink(spark, view, (out.drop(ERROR) if ERROR in out.columns else out).schema)
         taken = {}
         write = batch_writer(spark, view, source, sink, rows_out, sink_errors, ended, lost, (counts, taken))
         writer = writer.foreachBatch(write).outputMode(
             # Spark chains stateful operators (several window groups) only in append mode
-            "append" if view.emit == "on_window_close" or view.several else "update"
+            "append" if view.emit == "on_window_close" or view.several or view.group_key else "update"
         )
     writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime="1 second")
     printer = None

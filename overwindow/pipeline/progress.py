@@ -54,8 +54,7 @@ def progress_record(
         "timestamp": p.timestamp,
         "rows_in": p.numInputRows,
         "rows_out": rows_out,
-        "late": sum(op.numRowsDroppedByWatermark for op in p.stateOperators)
-        + machine[0],
+        "late": sum(op.numRowsDroppedByWatermark for op in p.stateOperators) + machine[0],
         "bad": counts.get("bad_records", 0),
         "null_event_times": null_event_times(p),
         "unknown_updates": machine[1],
@@ -178,7 +177,11 @@ class ProgressPrinter(StreamingQueryListener):
         lost = self.lost.get(p.batchId)
         if self.json_lines:
             text = json.dumps(
-                {"view": self.name, "kafka_reader": self.kafka_reader, **progress_record(p, rows_out, machine, lost)}
+                {
+                    "view": self.name,
+                    "kafka_reader": self.kafka_reader,
+                    **progress_record(p, rows_out, machine, lost),
+                }
             )
         else:
             text = (f"{self.name}: " if self.name else "") + progress_line(

@@ -30,11 +30,13 @@ import pyarrow as pa
 from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
+from overwindow.logical.bind import bind_groups
 from overwindow.logical.expr import DIALECT
 from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
 from overwindow.pipeline.view import View, ViewFileError, is_uri, spec_problem
 from overwindow.spark import compat
+from overwindow.spark.bind import results_in_spark
 from overwindow.spark.select import filter_problem, query_columns, result_names
 from overwindow.streaming.contract import CHANGE, ROW_ID
 
@@ -188,6 +190,8 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
         if problem:
             problems.append(f"{view.where('view', 'query')}: {problem}")
     for name in dict.fromkeys(k for keys, _ in view.groups for k in keys):
+        if not isinstance(name, str):  # an expression: Spark computes it, over [source] columns
+            continue  # (query_columns above checked them)
         found = column("view", partition_key, name)
         if found is not None and not _groupable(struct[found].dataType):
             problems.append(
@@ -237,16 +241,30 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
                     )
     if problems:
         return None
+    # the machines as the job builds them: over what Spark computes ahead of them (bind), typed
+    # here by the batch evaluator's expressions; an expression they lack (regexp_replace(...)) is
+    # typed by Spark when the job starts, which builds the machines again before any row is read
+    pre, groups = bind_groups([(keys, spec.expressions) for keys, spec in view.groups])
+    typed = _typed(pre, schema)
+    # each machine computes its calls; Spark what they go into (x - lag(x) OVER w), after them
+    runs = [
+        (keys, results_in_spark(spec.over(run))[0]) for (keys, run), (_, spec) in zip(groups, view.groups)
+    ]
     try:
-        if view.several:
-            keyed = [(tuple(keys), spec) for keys, spec in view.groups]
-            output = Assembler.of(keyed, schema, watermarked, computed=view.computed).output_schema
+        if typed is None:
+            machines = pa.schema([])
+        elif view.several:
+            machines = Assembler.of(runs, typed, watermarked).output_schema
         else:
-            keys = tuple(view.partition_by) if view.spec.key_buckets else ()  # as the adapter groups
-            output = machine_for(view.spec, schema, watermarked, keys=keys).output_schema
+            keys, machine = runs[0]
+            keys = keys if view.spec.key_buckets else ()  # as the adapter groups
+            machines = machine_for(machine, typed, watermarked, keys=keys).output_schema
     except WindowSpecError as e:
         problems.append(spec_problem(view, e))
         return None
+    # the input's columns, the windows' and what Spark computes from them (typed where known)
+    types = dict(zip(machines.names, machines.types))
+    output = pa.schema([pa.field(n, types.get(n, pa.null())) for n in _output_names(view, schema)])
     seen: dict[str, str] = {}
     for name in output.names:
         if name.lower() in seen:
@@ -260,6 +278,31 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
         listed = list(view.query.outer or result_names(view.query, names))
         columns = listed + [c for c in (CHANGE, ROW_ID) if c in output.names]
     return Checked(view, struct, schema, output, watermarked, columns)
+
+
+def _typed(pre, schema: pa.Schema) -> pa.Schema | None:
+    """``schema`` with the columns Spark computes ahead of the windows (``pre``), typed by the batch
+    evaluator's expressions; None when one is beyond them (Spark types it). O(expressions)."""
+    from overwindow.physical.expressions import evaluate_expr
+
+    empty = schema.empty_table()
+    fields = list(schema)
+    for name, e in pre:
+        try:
+            fields.append(pa.field(name, evaluate_expr(e, empty).type))
+        except WindowSpecError:
+            return None
+    return pa.schema(fields)
+
+
+def _output_names(view: View, schema: pa.Schema) -> list[str]:
+    """The output's columns: the input's, each window column's (a column of a query that combines
+    windows after its calls'), and on update the changelog's."""
+    names = list(schema.names) + [e.alias for _, spec in view.groups for e in spec.expressions]
+    names += [e.alias for e in view.computed]
+    if view.emit == "on_update":
+        names += [CHANGE] + ([] if view.row_key else [ROW_ID])
+    return names
 
 
 def _groupable(t) -> bool:

@@ -67,6 +67,7 @@ from overwindow.spec import (
     OverWindow,
     watermark_bounds_state,
 )
+from overwindow.streaming.contract import ROW_ID
 
 # [view] key_buckets = "chosen", and what a checkpoint's fingerprint records for buckets overwindow
 # chose (``OverWindow.hosted``): their count follows the shuffle partitions Spark keeps for the
@@ -403,6 +404,17 @@ class View:
     # a query's columns combining windows of several groups (overwindow.spark.select.window_groups)
     computed: tuple = field(repr=False, default=())
     trusted: bool = False  # [view] trusted: SQL and [spark] with Spark's rules (overwindow.pipeline.sandbox)
+    group_key: list[str] | None = None  # a query's GROUP BY keys (their result names): the table's key
+
+    def __post_init__(self):
+        if not self.groups and self.spec is not None:  # a view built in code (the demo's): one group
+            self.groups = [(self.partition_by, self.spec)]
+
+    @property
+    def key(self) -> list[str]:
+        """The columns that key the view's table on update: a GROUP BY's keys; else the PARTITION BY
+        columns and the row key (``_row_id`` without one)."""
+        return self.group_key or self.partition_by + (self.row_key or [ROW_ID])
 
     @property
     def several(self) -> bool:
@@ -759,22 +771,34 @@ def use_query(view: View, text: str) -> None:
     where = view.where("view", "query")
     try:
         view.query = parse_query(text, "a view's query")
+        if view.query.group_by and view.emit != "on_update":
+            raise WindowSpecError(
+                "windows over a GROUP BY run on update (a group's row changes while its rows arrive): "
+                'write emit = "on_update"'
+            )
         groups, view.computed = query_groups(view.query, **view.options)
     except WindowSpecError as e:
         raise ViewFileError(f"{where}: {e}") from None
     if view.query.table.lower() != "source":
         raise ViewFileError(f"{where}: FROM {view.query.table}: a view reads its [source]; write FROM source")
     _check_sandbox(view, [text])
-    for key in (k for keys, _ in groups for k in keys):
-        if key_column(key) is None:
-            raise ViewFileError(
-                f"{where}: PARTITION BY {key.sql}: a view partitions by columns of its [source]; "
-                "partition by a column (or compute it upstream)"
-            )
-    view.groups = [([key_column(k) for k in keys], spec) for keys, spec in groups]
+    # a PARTITION BY expression (date_trunc('HOUR', ts)) is Spark's to compute: the groups keep it
+    view.groups = [([key_column(k) or k for k in keys], spec) for keys, spec in groups]
     view.spec = groups[0][1]
-    view.partition_by = [] if view.several else view.groups[0][0]
+    columns = [key_column(k) for k in groups[0][0]]
+    view.partition_by = [] if view.several else [k for k in columns if k is not None]
+    computed = [k.sql for k in groups[0][0] if key_column(k) is None]
+    if computed and not view.several and view.emit == "on_update" and view.row_key:
+        raise ViewFileError(
+            f"{where}: PARTITION BY {computed[0]} on update with row_key: the table is keyed by the "
+            "PARTITION BY columns and the row key, so a row updated into another partition of the "
+            "expression would reach it as an upsert and a delete of one key; partition by columns of "
+            "the [source], or leave out row_key (rows then never move)"
+        )
     view.calls = [e.text for _, spec in view.groups for e in spec.expressions]
+    if view.query.group_by:
+        _grouped(view, where)
+        return
     if view.several and view.emit == "on_update" and not view.row_key:
         raise ViewFileError(
             f"{where}: windows over several PARTITION BY or ORDER BY on update need [view] row_key: the "
@@ -815,6 +839,26 @@ def _check_sandbox(view: View, texts: list[str]) -> None:
     problems = [p for text in texts for p in refuse(text, view.where("view", view.calls_key), columns)]
     if problems:
         raise ViewFileError("\n".join(dict.fromkeys(problems)))
+
+
+def _grouped(view: View, where: str) -> None:
+    """A query with GROUP BY: its windows run over the groups, on update, keyed by the GROUP BY keys
+    (overwindow.spark.grouped), which the SELECT list must show."""
+    from overwindow.spark.grouped import key_names
+
+    for key in ("row_key", "op_column"):
+        if getattr(view, key):
+            raise ViewFileError(
+                f"{view.where('view', key)}: a view of a GROUP BY keeps one row per group, keyed by the "
+                f"GROUP BY keys; remove {key} (a CDC source under a GROUP BY is not supported yet)"
+            )
+    names = key_names(view.query)
+    if None in names:
+        key = view.query.group_by[names.index(None)]
+        raise ViewFileError(
+            f"{where}: GROUP BY {key}: the table is keyed by the GROUP BY keys; add {key} to the SELECT list"
+        )
+    view.group_key, view.partition_by = names, []
 
 
 def _check_source(view: View) -> None:

@@ -38,9 +38,11 @@ import pyarrow as pa
 from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
+from overwindow.logical.bind import ERROR, bind, source_columns
 from overwindow.physical.expressions import check_fields, evaluate_expr, resolve_column
-from overwindow.physical.values import kind_of
+from overwindow.physical.values import INTERVAL_DAY, kind_of
 from overwindow.spark import compat, executors
+from overwindow.spark.bind import results_in_spark, with_computed, with_filter, with_results
 from overwindow.spark.boundary import (
     Companion,
     check_session_time_zone,
@@ -51,7 +53,7 @@ from overwindow.spark.boundary import (
 )
 from overwindow.spark.transport import from_spark, to_spark
 from overwindow.spec import DEFAULT_KEY_BUCKETS, FEW_KEY_BUCKETS, OverWindow
-from overwindow.streaming.contract import END_OF_INPUT, check_row_bound
+from overwindow.streaming.contract import CHANGE, END_OF_INPUT, ROW_ID, check_row_bound
 from overwindow.streaming.machines import machine_for
 
 # PySpark's applyInPandasWithState pads its output with empty rows through pd.concat, which warns on
@@ -74,12 +76,27 @@ _FEW = "__overwindow_few_buckets"  # marks FEW_KEY_BUCKETS chosen in the groupin
 
 
 def _arrow_schema(struct) -> pa.Schema:
-    """Arrow schema of the pandas frames a UDF receives: timestamps are session wall-clock, tz-naive."""
+    """Arrow schema of the pandas frames a UDF receives: timestamps are session wall-clock, tz-naive;
+    an INTERVAL DAY is ``INTERVAL_DAY`` (Spark's Arrow type of it says DAY TO SECOND), so that what
+    the machines compute of it is Spark's INTERVAL DAY too (``lag`` of it)."""
+    from pyspark.sql.types import DayTimeIntervalType
+
     schema = compat.to_arrow_schema(struct)
+    days = {
+        f.name
+        for f in struct.fields
+        if isinstance(f.dataType, DayTimeIntervalType) and f.dataType.endField == DayTimeIntervalType.DAY
+    }
     return pa.schema(
         [
             pa.field(
-                f.name, pa.timestamp(f.type.unit) if pa.types.is_timestamp(f.type) else f.type, f.nullable
+                f.name,
+                INTERVAL_DAY
+                if f.name in days
+                else pa.timestamp(f.type.unit)
+                if pa.types.is_timestamp(f.type)
+                else f.type,
+                f.nullable,
             )
             for f in schema
         ]
@@ -88,7 +105,8 @@ def _arrow_schema(struct) -> pa.Schema:
 
 def _output_struct(input_struct, output: pa.Schema):
     """Spark schema of the output: input fields as they are, then each other column's type (a naive
-    timestamp is Spark's TIMESTAMP, as in the input)."""
+    timestamp is Spark's TIMESTAMP, as in the input); an INTERVAL DAY (``INTERVAL_DAY``) as Spark
+    reads a Python UDF's durations, DAY TO SECOND (``with_interval_days`` casts it back)."""
     from pyspark.sql.pandas.types import from_arrow_type
     from pyspark.sql.types import StructField, StructType
 
@@ -96,7 +114,7 @@ def _output_struct(input_struct, output: pa.Schema):
     return StructType(
         [
             given[f.name]
-            if f.name in given
+            if f.name in given and f.type != INTERVAL_DAY
             else StructField(f.name, from_arrow_type(f.type, prefer_timestamp_ntz=False), True)
             for f in output
         ]
@@ -119,8 +137,9 @@ def _input_columns(df, spec: OverWindow) -> pa.Table:
             ntz = [n for n, t in types.items() if isinstance(t, TimestampNTZType)]
             casts = any(c.to.this == exp.DataType.Type.TIMESTAMPNTZ for c in arg.node.find_all(exp.Cast))
             if (ntz or casts) and _timestamp_value(arg, empty):
+                column = f" (`{ntz[0]}`)" if ntz and ntz[0] not in spec.written else ""
                 raise WindowSpecError(
-                    f"{call.function}({arg}) reads a TIMESTAMP_NTZ value{f' (`{ntz[0]}`)' if ntz else ''}: "
+                    f"{call.function}({spec.as_written(str(arg))}) reads a TIMESTAMP_NTZ value{column}: "
                     "on a stream overwindow's timestamps are Spark's TIMESTAMP, so it would come back "
                     "as TIMESTAMP; TIMESTAMP_NTZ is not supported on streams yet: CAST it AS TIMESTAMP"
                 )
@@ -163,16 +182,28 @@ def check_watermark(df, spec: OverWindow) -> str:
     return col
 
 
-def over_window(grouped, spec: OverWindow, keep=None):
+def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
     """``grouped.applyInPandasWithState`` running ``spec``'s machine; returns the streaming DataFrame.
     ``keep``: where the rows the machines set aside go besides the count and the log (the main
-    job's dead letter: an accumulator of ``{(batch, origin, position): (origin, reason, record)}``)."""
+    job's dead letter: an accumulator of ``{(batch, origin, position): (origin, reason, record)}``);
+    ``append``: emit on update's changelog in Spark's ``append`` output mode (each change appended
+    once), as a stateful operator after another must run (``overwindow.spark.grouped``)."""
     from pyspark.sql.streaming.state import GroupStateTimeout
     from pyspark.sql.types import BinaryType, StructField, StructType
 
     if not isinstance(spec, OverWindow):
         raise TypeError(f"overWindow() takes an overwindow.OverWindow, got {type(spec).__name__}")
     df = grouped._df
+    if not append:  # a GROUP BY's changelog (overwindow.spark.grouped) names its own columns
+        spec.check_columns([n for n in source_columns(df.columns) if n != _ALL])
+    # Spark computes what the calls read beyond plain columns; the machine reads those columns
+    bound = bind(spec.expressions, start=len(df.columns) - len(source_columns(df.columns)))
+    if bound.pre:
+        df = with_computed(df, bound.pre)
+        grouped, spec = regrouped(grouped, df), spec.over(bound.expressions, bound.pre)
+    # ... and what the windows' results go into: the machine computes the calls alone
+    aliases = [*source_columns(df.columns), *spec.aliases]
+    spec, post, condition = results_in_spark(spec)
     if compat.is_connect(df):
         compat.require("overWindow on Spark Connect")
     if spec.state_layout == "chunked":
@@ -183,9 +214,8 @@ def over_window(grouped, spec: OverWindow, keep=None):
         watermarked, mode, timeout = True, "append", GroupStateTimeout.EventTimeTimeout
     else:
         watermarked = is_watermarked(df, spec)
-        mode, timeout = "update", GroupStateTimeout.NoTimeout
+        mode, timeout = "append" if append else "update", GroupStateTimeout.NoTimeout
     input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
-    spec.check_columns(input_struct.names)
     input_schema = _arrow_schema(input_struct)
     keys = ()
     if _ALL not in df.columns:  # groupBy(...): keyBuckets as given, or chosen (OverWindow.hosted)
@@ -201,7 +231,7 @@ def over_window(grouped, spec: OverWindow, keep=None):
             grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, spec.buckets_chosen)
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
-    output_struct = _output_struct(input_struct, machine.output_schema)
+    output_struct = _output_struct(input_struct, visible(machine.output_schema))
     check_session_time_zone(df)
     companions = companions_of(input_schema)
     grouped = _with_companions(grouped, companions)
@@ -212,14 +242,22 @@ def over_window(grouped, spec: OverWindow, keep=None):
         out = grouped.transformWithStateInPandas(
             _chunked_processor(run),
             output_struct,
-            "Append" if spec.emit == "on_window_close" else "Update",
+            "Append" if spec.emit == "on_window_close" or append else "Update",
             "EventTime" if watermarked else "None",
         )
     else:
         state_struct = StructType([StructField("state", BinaryType(), False)])
         out = grouped.applyInPandasWithState(run, output_struct, state_struct, mode, timeout)
-    out = with_interval_days(out, machine.output_schema)
-    out.overwindow_counts = run.counts  # what the machines drop, for the job's progress line
+    out = with_interval_days(out, visible(machine.output_schema))
+    counts = run.counts
+    if post or condition:
+        out = with_results(out, post, spec.emit, keep_errors=keep is not None)
+        if condition:
+            out = with_filter(out, condition, spec.emit, keep_errors=keep is not None)
+        extra = [c for c in (CHANGE, ROW_ID, ERROR) if c in out.columns]
+        kept = [c for c in aliases if c != _ALL and c in out.columns]  # the op column is not out
+        out = out.select(*(_column(c) for c in kept), *(_column(c) for c in extra))
+    out.overwindow_counts = counts  # what the machines drop, for the job's progress line
     return out
 
 
@@ -237,10 +275,8 @@ def use_rocksdb(session) -> None:
 def _with_companions(grouped, companions: tuple[Companion, ...]):
     """``grouped`` with each companion column added to its rows (``isnan`` of a DOUBLE column,
     ``coalesce(x, 0)`` of a BIGINT one: what Spark's pandas conversion loses of them), grouped by the
-    same expressions. Classic Spark keeps a grouping's expressions in the JVM only: the new grouping
-    is built there from them (the added columns leave every other column's identity as it was)."""
+    same expressions."""
     from pyspark.sql import functions as F
-    from pyspark.sql.group import GroupedData
 
     if not companions:
         return grouped
@@ -252,6 +288,15 @@ def _with_companions(grouped, companions: tuple[Companion, ...]):
             for c in companions
         }
     )
+    return regrouped(grouped, df)
+
+
+def regrouped(grouped, df):
+    """``df`` (``grouped``'s rows with columns added) grouped by ``grouped``'s expressions. Classic
+    Spark keeps a grouping's expressions in the JVM only: the new grouping is built there from
+    them (the added columns leave every other column's identity as it was). O(1)."""
+    from pyspark.sql.group import GroupedData
+
     if compat.is_connect(df):
         return df.groupBy(*grouped._grouping_cols)
     jgd = grouped._jgd
@@ -570,7 +615,7 @@ def _records(aside, key, keys: tuple[str, ...] = ()) -> dict:
 
     task = TaskContext.get()
     batch = int(task.getLocalProperty("streaming.sql.batchId") or -1) if task is not None else -1
-    rows = aside.rows.to_pylist()
+    rows = aside.rows.select(source_columns(aside.rows.column_names)).to_pylist()  # the user's columns
     out = {}
     for n, (row, why) in enumerate(zip(rows, aside.reasons)):
         origin = _aside_origin(aside, n, key, keys)
@@ -751,10 +796,17 @@ class _HistoryVariables:
 
 
 def _emitted(step) -> Iterator[pd.DataFrame]:
-    """A step's output as Spark takes it: no frame at all when nothing is emitted (both operators
-    skip empty frames, so building one would be wasted)."""
+    """A step's output as Spark takes it (``visible``: without the columns Spark computed ahead of
+    the windows for them): no frame at all when nothing is emitted (both operators skip empty
+    frames, so building one would be wasted)."""
     if step.output.num_rows:
-        yield to_pandas(step.output)
+        yield to_pandas(step.output.select(visible(step.output.schema).names))
+
+
+def visible(schema: pa.Schema) -> pa.Schema:
+    """``schema`` without the columns a bind adds ahead of the windows (``source_columns``): what
+    an operator hands back to Spark. O(columns)."""
+    return pa.schema([schema.field(n) for n in source_columns(schema.names)])
 
 
 def register() -> None:
@@ -774,13 +826,13 @@ def register() -> None:
         df_cls.overWindow = _whole_stream
 
 
-def _whole_stream(df, spec: OverWindow, keep=None):
-    """``df.overWindow(spec)`` without groupBy: the whole stream is one partition (``keep``: as
-    ``over_window``'s)."""
+def _whole_stream(df, spec: OverWindow, keep=None, append: bool = False):
+    """``df.overWindow(spec)`` without groupBy: the whole stream is one partition (``keep``,
+    ``append``: as ``over_window``'s)."""
     from pyspark.sql import functions as F
 
     log.warning(
         "overwindow: overWindow without groupBy puts the whole stream in one partition on one "
         "executor; group by a key where you can"
     )
-    return over_window(df.withColumn(_ALL, F.lit(0)).groupBy(_ALL), spec, keep)
+    return over_window(df.withColumn(_ALL, F.lit(0)).groupBy(_ALL), spec, keep, append)

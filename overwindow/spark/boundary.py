@@ -197,11 +197,18 @@ def _column(values, field: pa.Field, whole: tuple[str, np.ndarray] | None) -> pa
 
 @functools.lru_cache(maxsize=64)
 def _positions(columns: tuple, names: tuple) -> tuple[int, ...] | None:
-    """Where each of ``names`` is among a frame's ``columns`` (None if some name repeats)."""
+    """Where each of ``names`` is among a frame's ``columns`` (None if some name repeats). A column
+    Spark renamed by its position (transformWithStateInPandas hands a column named ``__x`` as
+    ``_<position>``) is found at its position.
+
+    >>> _positions(("k", "_1"), ("k", "__ow_e0"))
+    (0, 1)
+    """
     index = pd.Index(columns)
     if not index.is_unique:
         return None
     found = index.get_indexer(names).tolist()
+    found = [j if i < 0 and j < len(columns) and columns[j] == f"_{j}" else i for j, i in enumerate(found)]
     if -1 in found:
         raise KeyError(f"columns {[n for n, i in zip(names, found) if i < 0]} missing from {list(columns)}")
     return tuple(found)

@@ -44,7 +44,8 @@ class Node:
     ``type``), ``sql`` (``text``: SQL written by the user, ``F.expr``), ``case`` (``args``: when,
     then, ..., else or None), ``window`` (``args[0]`` the function, ``partition``, ``order``: nodes
     of kind ``sort``, ``frame``), ``sort`` (``args[0]``, ``descending``, ``nulls_first``), ``alias``
-    (``args[0]``, ``name``), ``opaque`` (``text``: what overwindow cannot read, e.g. a Python UDF)."""
+    (``args[0]``, ``name``), ``extract`` (``args``: the value and what it reads of it, ``arr[1]``),
+    ``opaque`` (``text``: what overwindow cannot read, e.g. a Python UDF)."""
 
     kind: str
     name: tuple | str = ()
@@ -256,6 +257,8 @@ def _connect(e) -> Node:
         )
     if kind == "CommonInlineUserDefinedFunction":
         return _opaque(f"the Python UDF {e._function_name}")
+    if kind == "UnresolvedExtractValue":  # arr[1], s['a'], m['k']
+        return Node("extract", args=(_connect(e._child), _connect(e._extraction)))
     return _opaque(repr(e))
 
 
@@ -353,7 +356,8 @@ def _classic(n) -> Node:
         if "UDF" in inner:
             return _opaque(f"the Python UDF {n.expression().name()}")
         return _opaque(f"the Spark expression {inner}")
-    return _opaque(n.toString())
+    text = n.sql()  # any other node (arr[1], a lambda, ...): Spark's SQL of it, unless it holds a window
+    return _opaque(n.toString()) if sql_has_window(text) else Node("sql", text=text)
 
 
 def _classic_bound(b):
@@ -434,6 +438,8 @@ def _sql(n: Node, operand: bool = False) -> str:
         return _function(n, operand)
     if k == "window":
         return _window(n)
+    if k == "extract":
+        return f"{_sql(n.args[0], operand=True)}[{_sql(n.args[1])}]"
     raise Untranslatable(n.text)
 
 

@@ -84,6 +84,16 @@ def is_connect(df) -> bool:
     return type(df).__module__.startswith("pyspark.sql.connect")
 
 
+def functions(df):
+    """The ``pyspark.sql.functions`` module that builds Columns for ``df`` (Spark Connect's own
+    for a Connect DataFrame)."""
+    if is_connect(df):
+        from pyspark.sql.connect import functions as F
+    else:
+        from pyspark.sql import functions as F
+    return F
+
+
 def to_arrow(df) -> pa.Table:
     """``df.toArrow()`` (PySpark 4.0+), else :func:`collect_as_arrow`. O(rows)."""
     return df.toArrow() if hasattr(df, "toArrow") else collect_as_arrow(df)

@@ -27,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
-from overwindow.logical.call import WindowExpression
+from overwindow.logical.bind import source_columns
 from overwindow.logical.expr import Expr
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import (
@@ -43,6 +43,7 @@ from overwindow.spark.adapter import (
     check_watermark,
     is_watermarked,
     shuffle_partitions,
+    visible,
 )
 from overwindow.spark.boundary import check_session_time_zone, companions_of, with_interval_days
 from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow, chosen_key_buckets
@@ -59,16 +60,15 @@ def over_windows(
     groups: list[tuple[tuple[str, ...], OverWindow]],
     qualify: str | None = None,
     keep=None,
-    computed: tuple[WindowExpression, ...] = (),
+    own_columns: bool = False,
 ):
     """The streaming DataFrame of every group's windows over ``df``, one row per input row: the
     input columns, then each group's window columns in group order (on update ``_change``).
     ``groups``: (PARTITION BY column names, the group's OverWindow without PARTITION BY), all with
     the same emit mode and options; ``qualify``: a condition over the whole row; ``keep``: the dead
-    letter, as ``overWindow``'s; ``computed``: columns combining windows of several groups (their
-    calls among the groups' windows by alias), after the groups' columns. ``overwindow.select`` and
-    ``overwindow.sql`` call it for windows
-    over several PARTITION BY or ORDER BY.
+    letter, as ``overWindow``'s; ``own_columns``: ``df`` is overwindow's own (a GROUP BY's changelog,
+    whose column names are reserved). ``overwindow.select`` and ``overwindow.sql`` call it for windows
+    over several PARTITION BY or ORDER BY (and compute what combines them after it).
 
     Example (``events`` watermarked on ``ts``)::
 
@@ -96,7 +96,8 @@ def over_windows(
         raise WindowSpecError(f"{what} run on the whole state layout; leave out stateLayout='chunked'")
     watermarked = [emit == "on_window_close" or is_watermarked(df, spec) for _, spec in groups]
     for keys, spec in groups:
-        spec.check_columns(input_struct.names)
+        if not own_columns:
+            spec.check_columns(source_columns(input_struct.names))
         if emit == "on_window_close":
             check_watermark(df, spec)
         missing = [k for k in keys if k not in input_struct.names]
@@ -111,7 +112,7 @@ def over_windows(
         buckets = chosen_key_buckets(shuffle_partitions(df.sparkSession))
         groups = [(keys, spec.on_chosen_buckets(buckets)) for keys, spec in groups]
     condition = None if qualify is None else Expr.of(qualify)
-    assembler = Assembler.of(groups, input_schema, watermarked, condition, computed)
+    assembler = Assembler.of(groups, input_schema, watermarked, condition)
     check_session_time_zone(df)
     companions = companions_of(input_schema)
     counts = MachineCounts.of(df.sparkSession, keep)
@@ -142,9 +143,9 @@ def over_windows(
     processor = _assemble_processor(_Assembly(assembler, counts))
     plain = StructType([StructField(f.name, f.dataType, f.nullable) for f in input_struct.fields])
     out = parts.groupBy(_ROWS).transformWithStateInPandas(
-        processor, _output_struct(plain, assembler.output_schema), "Append", "None"
+        processor, _output_struct(plain, visible(assembler.output_schema)), "Append", "None"
     )
-    out = with_interval_days(out, assembler.output_schema)
+    out = with_interval_days(out, visible(assembler.output_schema))
     out.overwindow_counts = counts
     return out
 

@@ -32,14 +32,16 @@ import sqlglot
 from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
+from overwindow.logical.bind import ERROR, bind
 from overwindow.logical.call import WindowExpression, quote
 from overwindow.logical.expr import DIALECT, read_sql
 from overwindow.logical.parse import parse_window
 from overwindow.spark import columns as C
 from overwindow.spark import compat
+from overwindow.spark.bind import with_computed, with_filter, with_results
 from overwindow.spark.fanout import over_windows
 from overwindow.spec import OverWindow
-from overwindow.streaming.contract import CHANGE, DELETE, ROW_ID, UPSERT
+from overwindow.streaming.contract import CHANGE, ROW_ID
 
 
 @dataclass
@@ -68,6 +70,7 @@ def select(
     stateTtl=None,
     qualify: str | None = None,
     _keep=None,
+    _append: bool = False,
 ):
     """``df.select(*columns)`` with window functions, on a streaming DataFrame.
 
@@ -92,7 +95,7 @@ def select(
         w = Window.partitionBy("k").orderBy("ts")
         overwindow.select(events.withWatermark("ts", "1 minute"), "k", F.lag("x").over(w))
     """
-    F = _functions(df)
+    F = compat.functions(df)
     items = [item for c in columns for item in _items(df, c, F)]
     if not items:
         raise WindowSpecError("overwindow.select needs at least one column")
@@ -120,22 +123,43 @@ def select(
         stateTtl=stateTtl,
     )
     condition = None if qualify is None else _in_machine_names(qualify, items)
-    groups, computed = window_groups(windows)
+    groups, _ = window_groups(windows)
+    # Spark computes the expressions the windows read, PARTITION BY keys included (bind); each
+    # spec is built over what the user wrote, so its checks speak of that, and runs over Spark's
+    # columns
+    bound = bind([i.window for i in windows])
+    for item, window in zip(windows, bound.expressions):
+        item.window = window
+    runs, computed = window_groups(windows)
+    several = len(groups) > 1  # one query, one operator per kind of work (overwindow.spark.fanout)
     try:
-        if len(groups) > 1:  # one query, one operator per kind of work (overwindow.spark.fanout)
-            specs = [(_key_names(keys), OverWindow(*ws, **options)) for keys, ws in groups]
-            out = over_windows(df, specs, qualify=condition, keep=_keep, computed=computed)
-        elif not groups[0][0]:  # _keep: the view job's dead letter for rows set aside (adapter.over_window)
-            out = df.overWindow(OverWindow(*groups[0][1], qualify=condition, **options), _keep)
+        specs = [
+            (
+                _key_names(keys),
+                OverWindow(*ws, qualify=None if several else condition, **options).over(run, bound.pre),
+            )
+            for (_, ws), (keys, run) in zip(groups, runs)
+        ]
+        if not _append:  # a GROUP BY's changelog (overwindow.spark.grouped) names its own columns
+            specs[0][1].check_columns(df.columns)
+        df = with_computed(df, bound.pre)
+        if several:
+            out = over_windows(df, specs, qualify=condition, keep=_keep, own_columns=_append)
+        elif not specs[0][0]:  # _keep: the view job's dead letter for rows set aside (adapter.over_window)
+            out = df.overWindow(specs[0][1], _keep, append=_append)
         else:
-            keys, ws = groups[0]
-            spec = OverWindow(*ws, qualify=condition, **options)
-            out = df.groupBy(*(_key(k, F) for k in keys)).overWindow(spec, _keep)
+            keys, spec = specs[0]
+            out = df.groupBy(*(F.col(quote(k)) for k in keys)).overWindow(spec, _keep, append=_append)
     except WindowSpecError as e:
         raise type(e)(
             str(e).replace("before groupBy(...).overWindow(...)", "before overwindow.select(...)")
         ) from None
+    # what the windows' results go into (price - lag(price) OVER w, a column combining windows of
+    # several groups): Spark computes it over each call's own column, after the windows
+    out = with_results(out, tuple((w.alias, w.expr) for w in computed), emit, keep_errors=_keep is not None)
     final = [F.col(quote(i.window.alias)).alias(i.name) if i.window is not None else i.carry for i in items]
+    if ERROR in out.columns:  # the job keeps the rows an expression failed on aside (job.batch_writer)
+        final.append(ERROR)
     if emit == "on_update":
         final.append(CHANGE)
         if not rowKey:
@@ -146,7 +170,10 @@ def select(
 def _in_machine_names(condition: str, items: list[_Item]) -> str:
     """``condition`` over the result's names, written over the names the machine's rows carry (a
     window column's alias, an input column's own name). O(condition size)."""
-    names = {i.name.lower(): i.window.alias if i.window is not None else i.source for i in items}
+    names = {
+        i.name.lower(): i.source if i.window is None else i.window.alias if i.window.expr is None else None
+        for i in items
+    }
     try:
         tree = read_sql(condition)
     except sqlglot.errors.ParseError as e:
@@ -169,7 +196,7 @@ def machine_filter(query: Query, inputs: list[str]) -> bool:
     for e in query.columns:
         if isinstance(e, exp.Star):
             plain |= {n.lower() for n in inputs}
-        elif e.find(exp.Window) is not None or isinstance(e.unalias(), exp.Column):
+        elif isinstance(e.unalias(), (exp.Window, exp.Column)):  # a window call, or carried
             plain.add(e.alias_or_name.lower())
     used = sqlglot.parse_one(query.filter, read=DIALECT).find_all(exp.Column)
     return all(c.name.lower() in plain for c in used)
@@ -213,6 +240,7 @@ class Query:
     text: str
     filter: str | None = None
     outer: tuple | None = None
+    group_by: tuple = ()  # GROUP BY keys (Spark SQL): the windows run over the groups
 
     @property
     def names(self) -> list[str] | None:
@@ -246,22 +274,47 @@ def parse_query(query: str, what: str = "overwindow.sql") -> Query:
     source = tree.args.get("from") or tree.args.get("from_")
     if source is not None and isinstance(source.this, exp.Subquery):
         return _outer(tree, source.this, query, what)
-    allowed = {"expressions", "from", "where", "from_", "qualify"}
+    allowed = {"expressions", "from", "where", "from_", "qualify", "group"}
     extra = [k for k, v in tree.args.items() if v and k not in allowed]
     if extra or source is None or not isinstance(source.this, exp.Table):
         clauses = ", ".join(_CLAUSES.get(k, k.upper()) for k in extra) or "this FROM clause"
         raise WindowSpecError(
-            f"{what} runs SELECT <columns> FROM <view> [WHERE <condition>] [QUALIFY <condition>] over "
+            f"{what} runs SELECT <columns> FROM <view> [WHERE <condition>] [GROUP BY <keys>] "
+            "[QUALIFY <condition>] over "
             f"one view or table; {clauses} is not supported yet, in {query!r}"
         )
-    where, qualify = tree.args.get("where"), tree.args.get("qualify")
+    where, qualify, group = tree.args.get("where"), tree.args.get("qualify"), tree.args.get("group")
+    if group is not None:
+        _check_group_by(group, query, what)
     return Query(
         table=source.this.sql(dialect=DIALECT),
         where=None if where is None else where.this.sql(dialect=DIALECT),
         columns=tuple(tree.expressions),
         text=query,
         filter=None if qualify is None else _filter(qualify.this, "QUALIFY", query),
+        group_by=() if group is None else tuple(k.sql(dialect=DIALECT) for k in group.expressions),
     )
+
+
+def _check_group_by(group: exp.Group, query: str, what: str) -> None:
+    """Refuses GROUP BY forms overwindow does not run yet: ROLLUP, CUBE, GROUPING SETS, ALL.
+
+    >>> try:
+    ...     _check_group_by(read_sql("SELECT a FROM t GROUP BY ROLLUP(a)").args["group"], "q", "sql")
+    ... except WindowSpecError as e:
+    ...     print(str(e).split(";")[1])
+     GROUP BY ROLLUP (a) is not supported yet, in 'q'
+    """
+    odd = [
+        k
+        for k in group.expressions
+        if isinstance(k, (exp.Rollup, exp.Cube, exp.GroupingSets)) or k.find(exp.AggFunc, exp.Window)
+    ]
+    if odd or any(v for k, v in group.args.items() if k != "expressions") or not group.expressions:
+        shown = odd[0].sql(dialect=DIALECT) if odd else group.sql(dialect=DIALECT).removeprefix("GROUP BY ")
+        raise WindowSpecError(
+            f"{what} runs windows over GROUP BY <keys>; GROUP BY {shown} is not supported yet, in {query!r}"
+        )
 
 
 def _outer(tree: exp.Select, inner: exp.Subquery, query: str, what: str) -> Query:
@@ -356,9 +409,13 @@ def run_query(df, query: Query, _keep=None, **options):
     results are not at hand there: a row that never passed is deleted too, which a keyed table
     ignores). ``overwindow.sql`` and the view job both run
     queries through here."""
+    if query.group_by:  # windows over a GROUP BY: two operators (overwindow.spark.grouped)
+        from overwindow.spark.grouped import run_grouped
+
+        return run_grouped(df, query, _keep=_keep, **options)
     if query.where is not None:
         df = df.where(query.where)
-    F = _functions(df)
+    F = compat.functions(df)
     items = []
     for e in query.columns:
         if isinstance(e, exp.Star):
@@ -369,13 +426,21 @@ def run_query(df, query: Query, _keep=None, **options):
             parts = [p.name for p in e.unalias().parts]
             if (
                 len(parts) > 1
-                and parts[0].lower() == sqlglot.parse_one(query.table, into=exp.Table).name.lower()
+                and parts[0].lower()
+                == sqlglot.parse_one(query.table, into=exp.Table, read=DIALECT).name.lower()
             ):
                 parts = parts[1:]  # the view's own qualifier; what is left may be a struct's field
             col = F.col(".".join(quote(p) for p in parts))
             items.append(col.alias(e.alias) if isinstance(e, exp.Alias) else col)
         else:
             items.append(F.expr(e.sql(dialect=DIALECT)))
+    return run_items(df, items, query, _keep=_keep, **options)
+
+
+def run_items(df, items: list, query: Query, _keep=None, **options):
+    """:func:`select` of ``items`` (``query``'s SELECT list as ``select`` takes it) over ``df``,
+    then ``query``'s filter on its results and its outer SELECT's columns (:func:`run_query`)."""
+    F = compat.functions(df)
     in_machine = query.filter is not None and machine_filter(query, df.columns)
     out = select(df, *items, qualify=query.filter if in_machine else None, _keep=_keep, **options)
     result = out
@@ -384,14 +449,10 @@ def run_query(df, query: Query, _keep=None, **options):
         if problem:
             raise WindowSpecError(f"{problem}, in {query.text!r}")
     if query.filter is not None and not in_machine:
-        kept = F.coalesce(F.expr(query.filter), F.lit(False))  # NULL fails, as in WHERE
-        if options.get("emit") == "on_update":  # a recomputed row failing the filter leaves the table
-            change = F.when((F.col(CHANGE) == UPSERT) & ~kept, F.lit(DELETE)).otherwise(F.col(CHANGE))
-            result = result.withColumn(CHANGE, change)
-        else:
-            result = result.where(kept)
+        emit = options.get("emit", "on_window_close")
+        result = with_filter(result, query.filter, emit, keep_errors=_keep is not None)
     if query.outer is not None:
-        extra = [c for c in (CHANGE, ROW_ID) if c in out.columns]
+        extra = [c for c in (ERROR, CHANGE, ROW_ID) if c in result.columns]
         result = result.select(*(F.col(quote(n)) for n in query.outer), *extra)
     return _counted(result, out)
 
@@ -435,14 +496,6 @@ _CLAUSES = {
     "distinct": "DISTINCT",
     "laterals": "LATERAL VIEW",
 }
-
-
-def _functions(df):
-    if compat.is_connect(df):
-        from pyspark.sql.connect import functions
-    else:
-        from pyspark.sql import functions
-    return functions
 
 
 def _items(df, column, F) -> list[_Item]:
@@ -536,7 +589,7 @@ def window_groups(windows: list[_Item]) -> tuple[list[tuple[tuple, list[WindowEx
 
     for item in windows:
         keys = [_group_key(c) for c in item.window.calls]
-        if len(set(keys)) == 1:
+        if item.window.expr is None:
             add(keys[0], item.window.calls[0].partition_by, item.window)
             continue
         computed.append(item.window)
@@ -567,9 +620,3 @@ def _key_names(keys) -> tuple[str, ...]:
 
 def _unpartitioned(w: WindowExpression) -> WindowExpression:
     return WindowExpression(w.alias, tuple(replace(c, partition_by=()) for c in w.calls), w.expr, w.text)
-
-
-def _key(e, F):
-    """A PARTITION BY key for groupBy: the column by name, or the expression as SQL."""
-    name = key_column(e)
-    return F.col(quote(name)) if name is not None else F.expr(e.sql)

@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.evaluate import project
+from overwindow.logical.bind import ERROR, failure
 from overwindow.logical.call import WindowCall, WindowExpression, quote
 from overwindow.logical.expr import Expr
 from overwindow.physical.expressions import evaluate_expr
@@ -131,26 +132,46 @@ def _split(table: pa.Table, at: np.ndarray, reasons: list[str]) -> tuple[pa.Tabl
 class RowChecks:
     """The row expressions of window calls that can fail on a row's values: arguments, FILTER
     conditions, lag/lead defaults, PARTITION BY and ORDER BY keys, except bare columns and
-    constants (which cannot). Built once per machine."""
+    constants (which cannot); and, where the input has the column ``ERROR``, the expressions Spark
+    computed ahead of the machine (``overwindow.spark.bind``), which name themselves there on the
+    rows they failed on. Built once per machine.
 
-    def __init__(self, calls: tuple[WindowCall, ...]):
+    >>> rows = pa.table({"x": [1, 2], ERROR: [None, "x / y"]})
+    >>> checks = RowChecks((), rows.column_names)
+    >>> checks.split(rows)[1].reasons
+    ['Spark failed to compute x / y on this row']
+    """
+
+    def __init__(self, calls: tuple[WindowCall, ...], names=()):
         found: dict[Expr, None] = {}
         for c in calls:
             exprs = [*c.args, *c.partition_by, *(k.expr for k in c.order_by)]
             exprs += [e for e in (c.default, c.filter) if e is not None]
             found.update((e, None) for e in exprs if not isinstance(e.node, (exp.Column, exp.Literal)))
         self.exprs = tuple(found)
+        self.error = ERROR if ERROR in names else None
+
+    @property
+    def active(self) -> bool:
+        """Whether any row can fail a check."""
+        return bool(self.exprs) or self.error is not None
 
     def _compute(self, table: pa.Table) -> None:
         for e in self.exprs:
             evaluate_expr(e, table)
 
     def failing(self, rows: pa.Table) -> tuple[np.ndarray, list[str]]:
-        """(the positions of the rows some expression fails on, the reasons): ``failing_rows``.
-        O(rows x expressions) when none fails (nothing at all without expressions to check)."""
-        if not self.exprs or rows.num_rows == 0:
+        """(the positions of the rows some expression fails on, the reasons): those Spark named in
+        ``ERROR`` (its projection leaves the machine's calls nothing else to compute), else
+        ``failing_rows``. O(rows x expressions) when none fails (nothing at all without expressions
+        to check)."""
+        if not self.active or rows.num_rows == 0:
             return np.zeros(0, dtype=np.int64), []
-        return failing_rows(rows, self._compute)
+        if self.error is None:
+            return failing_rows(rows, self._compute)
+        failed = rows.column(self.error)
+        at = np.flatnonzero(failed.is_valid().to_numpy(zero_copy_only=False))
+        return at, [failure(text) for text in failed.take(pa.array(at)).to_pylist()]
 
     def split(self, rows: pa.Table) -> tuple[pa.Table, Aside | None]:
         """(the rows every expression can be computed on, the rows set aside)."""

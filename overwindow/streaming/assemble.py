@@ -18,9 +18,8 @@ columns), joins a row's parts into the whole row the query returns:
   whatever order the groups' parts came in.
 
 A column whose expression combines windows of several groups (``lag(x) OVER (PARTITION BY k ...) -
-lag(x) OVER (PARTITION BY j ...)``, ``computed``) reaches this machine as its calls, each a window
-column of its group, and is computed here over the whole row; a row it fails on (Spark's ANSI
-errors) is set aside, as the groups' machines set aside a row their own expressions fail on.
+lag(x) OVER (PARTITION BY j ...)``) reaches this machine as its calls, each a window column of its
+group; Spark computes it over the whole rows this machine returns (``overwindow.spark.bind``).
 
 State: one table of rows with their parts so far (Arrow IPC, kind ``assemble``), in arrival order.
 A step costs O((state rows + parts) x columns) plus a sort of the parts.
@@ -46,12 +45,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from overwindow.errors import WindowSpecError
-from overwindow.logical.call import WindowExpression
+from overwindow.logical.bind import source_columns
 from overwindow.logical.expr import Expr
-from overwindow.physical.expressions import evaluate_expr
 from overwindow.streaming import state as S
-from overwindow.streaming.aside import Aside, Qualify, in_sql, on_fine_rows, placed
+from overwindow.streaming.aside import Aside, Qualify
 from overwindow.streaming.contract import CHANGE, DELETE, UPSERT, Counters, Step
 from overwindow.streaming.identity import IDENTITY, ordinals, row_hash
 from overwindow.streaming.machines import machine_for
@@ -80,9 +77,7 @@ class AssembleMeta(S.StateMeta):
 class Assembler:
     """Joins the window groups' parts of each row (see the module). ``schema``: the input columns;
     ``results``: each group's window columns; ``emit``: the groups' emit mode; ``row_key``: the
-    identity columns (None: all input columns); ``qualify``: a condition over the whole row;
-    ``computed``: columns over windows of several groups (their calls, by alias, among ``results``),
-    after the groups' columns in the output."""
+    identity columns (None: all input columns); ``qualify``: a condition over the whole row."""
 
     def __init__(
         self,
@@ -91,41 +86,34 @@ class Assembler:
         emit: str,
         row_key: tuple[str, ...] | None = None,
         qualify: Expr | None = None,
-        computed: tuple[WindowExpression, ...] = (),
     ):
         if emit == "on_update" and not row_key:
             raise ValueError("emit on update joins a row's parts by its row key")
         self.schema, self.results, self.emit = schema, list(results), emit
-        self.identity = tuple(row_key or schema.names)
+        self.identity = tuple(row_key or source_columns(schema.names))
         self.columns = list(schema) + [f for r in results for f in r]
         flags = [pa.field(_has(g), pa.bool_()) for g in range(len(results))]
         last = pa.field(_SHOWN if emit == "on_update" else _DEAD, pa.bool_())
         self.state_schema = pa.schema(
             [pa.field(IDENTITY, pa.int64()), pa.field(_SEQ, pa.int64()), *self.columns, *flags, last]
         )
-        self.computed = tuple(computed)
-        empty = pa.schema(self.columns).empty_table()
-        extra = [pa.field(e.alias, _typed(e, empty)) for e in self.computed]
         tail = [pa.field(CHANGE, pa.string())] if emit == "on_update" else []
-        self.output_schema = pa.schema(self.columns + extra + tail)
+        self.output_schema = pa.schema(self.columns + tail)
         names = [f.name for f in self.columns]
-        self.qualify = qualify and Qualify(qualify, pa.schema(self.columns + extra).empty_table(), names)
+        self.qualify = qualify and Qualify(qualify, pa.schema(self.columns).empty_table(), names)
 
     @classmethod
-    def of(
-        cls, groups, schema: pa.Schema, watermarked, qualify: Expr | None = None, computed=()
-    ) -> Assembler:
+    def of(cls, groups, schema: pa.Schema, watermarked, qualify: Expr | None = None) -> Assembler:
         """The assembler of window ``groups`` ((PARTITION BY columns, OverWindow) each, one emit mode
         and row key) over input ``schema``, each group's machine built as its host builds it
-        (``watermarked``: one flag, or one per group), with ``computed`` columns; refuses what a
-        group's machine refuses."""
+        (``watermarked``: one flag, or one per group); refuses what a group's machine refuses."""
         flags = watermarked if isinstance(watermarked, (list, tuple)) else [watermarked] * len(groups)
         results = []
         for (keys, spec), flag in zip(groups, flags):
             output = machine_for(spec, schema, flag, keys=tuple(keys)).output_schema
             results.append(pa.schema([f for f in output if f.name not in schema.names and f.name != CHANGE]))
         first = groups[0][1]
-        return cls(schema, results, first.emit, first.row_key, qualify, computed)
+        return cls(schema, results, first.emit, first.row_key, qualify)
 
     def step(self, state: bytes | None, parts: pa.Table | None) -> Step:
         """Join one micro-batch's ``parts`` (the input and window columns, ``PART``; on update
@@ -218,14 +206,15 @@ class Assembler:
 
     def _emit(self, rows: pa.Table, touched: np.ndarray):
         """(the rows emitted, the rows kept, the rows set aside or None): a row is in the result when
-        every group holds its part, its computed columns can be computed and ``qualify`` holds;
+        every group holds its part and ``qualify`` holds;
         only rows touched by this step's parts change."""
         flags = [rows.column(_has(g)).to_numpy(zero_copy_only=False) for g in range(len(self.results))]
         whole = np.logical_and.reduce(flags) if flags else np.zeros(rows.num_rows, dtype=bool)
         names = [f.name for f in self.columns]
         dead = None if self.emit == "on_update" else rows.column(_DEAD).to_numpy(zero_copy_only=False)
         at = np.flatnonzero(whole & touched if dead is None else whole & touched & ~dead)
-        complete, ok, aside = self._complete(rows.take(pa.array(at, pa.int64())).select(names))
+        complete = rows.take(pa.array(at, pa.int64())).select(names)
+        ok, aside = self._passes(complete)
         if self.emit == "on_window_close":
             return complete.filter(pa.array(ok)), rows.filter(pa.array(~whole)), aside
         passes = np.zeros(rows.num_rows, dtype=bool)
@@ -234,45 +223,15 @@ class Assembler:
         upsert, delete = touched & passes, touched & shown & ~passes
         emitted = np.flatnonzero(upsert | delete)
         out = rows.take(pa.array(emitted, pa.int64())).select(names)
-        if self.computed:  # from the whole rows; NULL in a row a group has deleted
-            place = np.full(rows.num_rows, -1)
-            place[at] = np.arange(len(at))
-            taken = pa.array(place[emitted], mask=place[emitted] < 0)
-            for e in self.computed:
-                out = out.append_column(e.alias, complete.column(e.alias).take(taken))
         out = out.append_column(CHANGE, pa.array(np.where(upsert[emitted], UPSERT, DELETE), pa.string()))
         rows = rows.set_column(
             rows.schema.get_field_index(_SHOWN), _SHOWN, pa.array(np.where(touched, passes, shown))
         )
         return out, rows.filter(pa.array(np.logical_or.reduce(flags))), aside
 
-    def _complete(self, rows: pa.Table) -> tuple[pa.Table, np.ndarray, Aside | None]:
-        """(whole ``rows`` with the computed columns, NULL where they fail; per row whether it is in
-        the result: they do not fail and ``qualify`` holds; the rows set aside, with the reasons).
-        O(rows x expressions)."""
-        ok, aside = np.ones(rows.num_rows, dtype=bool), None
-        if self.computed:
-            values, fine, at, reasons = on_fine_rows(rows, self._compute)
-            names = rows.column_names
-            if fine is not None:
-                values = placed(values, fine)
-                ok = fine
-                why = [in_sql(r, self.computed) for r in reasons]
-                aside = Aside(rows.take(pa.array(at)).select(names), why)
-            for e, v in zip(self.computed, values):
-                rows = rows.append_column(e.alias, v)
-        if self.qualify is not None:
-            holds, failed = self.qualify.holds(rows)
-            ok, aside = ok & holds, Aside.join(aside, failed)
-        return rows, ok, aside
-
-    def _compute(self, rows: pa.Table) -> list:
-        return [evaluate_expr(e.expr, rows) for e in self.computed]
-
-
-def _typed(column: WindowExpression, empty: pa.Table) -> pa.DataType:
-    """The type of a computed column over the whole row's columns (``empty``); its errors name it."""
-    try:
-        return evaluate_expr(column.expr, empty).type
-    except WindowSpecError as e:
-        raise WindowSpecError(f"column {column.alias!r}: {in_sql(str(e), (column,))}") from None
+    def _passes(self, rows: pa.Table) -> tuple[np.ndarray, Aside | None]:
+        """(per whole row of ``rows`` whether it is in the result: ``qualify`` holds; the rows set
+        aside, with the reasons). O(rows)."""
+        if self.qualify is None:
+            return np.ones(rows.num_rows, dtype=bool), None
+        return self.qualify.holds(rows)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from overwindow.logical.bind import source_columns
+
 IDENTITY = "__ow_id"  # the state's column of row identities (int64)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _NULL = np.uint64(0x6A09E667F3BCC908)  # the bits a NULL hashes from
@@ -31,7 +33,7 @@ def row_ids(rows: pa.Table, row_key: tuple[str, ...] | None) -> np.ndarray:
     >>> len(set(row_ids(t, None).tolist()))
     3
     """
-    h = row_hash(rows, row_key or tuple(rows.column_names))
+    h = row_hash(rows, row_key or source_columns(rows.column_names))
     if not row_key:
         h = h ^ (ordinals(h).astype(np.uint64) * _GOLDEN)
     return h.view(np.int64)

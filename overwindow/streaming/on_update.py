@@ -51,6 +51,7 @@ import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
+from overwindow.logical.bind import source_columns
 from overwindow.logical.functions import Reach
 from overwindow.physical.bounds import key_numbers
 from overwindow.physical.expressions import resolve_column
@@ -135,7 +136,7 @@ class OnUpdate:
                 "ORDER BY into separate overWindow views"
             )
         (self.order_by,) = orders
-        self.order = RowOrder(self.order_by, self.row_key or tuple(self.schema.names), self.keys)
+        self.order = RowOrder(self.order_by, self.row_key or source_columns(self.schema.names), self.keys)
         self.finder = ReachFinder(spec.calls, self.order_by)
         self.expressions = list(spec.expressions)
         data = self.schema.empty_table()
@@ -163,7 +164,7 @@ class OnUpdate:
         )
         self.eviction = Eviction(self.finder) if evicts else None
         self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
-        self.checks = RowChecks(spec.calls)
+        self.checks = RowChecks(spec.calls, schema.names)
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -311,7 +312,7 @@ class OnUpdate:
             below = [w for w in (watermark, horizon) if w is not None]
             if below:
                 late = times.valid & (key_numbers(times) < max(below)) & (ops != Op.BAD)
-        if self.checks.exprs:  # the new images' expressions: a row they fail on is bad
+        if self.checks.active:  # the new images' expressions: a row they fail on is bad
             entering = np.flatnonzero((ops != Op.BAD) & (ops != Op.DELETE) & ~late)
             at, why = self.checks.failing(data.take(pa.array(entering)) if len(entering) < len(ops) else data)
             reasons.update(zip(entering[at].tolist(), why))

@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
+from overwindow.logical.bind import source_columns
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit, Interval
 from overwindow.physical.bounds import key_numbers, shift_key
@@ -85,7 +86,7 @@ class WindowClose:
         self.key_type = schema.field(self.order).type
         self.keys = [resolve_column(empty, k) for k in keys]
         self.buckets = spec.key_buckets if self.keys else None
-        identity = spec.row_key or tuple(schema.names)
+        identity = spec.row_key or source_columns(schema.names)
         self.sort_keys = [(self.order, "ascending")] + [
             (resolve_column(empty, c), "ascending") for c in identity if c != self.order
         ]
@@ -98,7 +99,7 @@ class WindowClose:
         self.output_schema = project(empty, self.expressions, evaluate_calls(empty, self.expressions)).schema
         self.qualify = spec.qualify and Qualify(spec.qualify, self.output_schema.empty_table(), schema.names)
         self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
-        self.checks = RowChecks(spec.calls)
+        self.checks = RowChecks(spec.calls, schema.names)
         self.ttl = spec.state_ttl
         if self.ttl is not None and not _measures(self.ttl, kind):
             raise WindowSpecError(

@@ -175,3 +175,21 @@ def test_a_query_views_string_literals_compare_as_spark_reads_them(tmp_path, bef
         return
     with pytest.raises(ViewFileError, match=r"\[view\] query was "):
         check_views([load_view(path, {"view.query": query.format(after)})])
+
+
+def test_a_query_view_records_its_calls_as_the_previous_release_did(tmp_path):
+    """Spark computes ``x - sum(x) OVER w`` over the call's own column now; the checkpoint still
+    records the column as written, so a checkpoint the previous release started (whose record is the
+    list below, as it wrote it) goes on."""
+    query = (
+        "SELECT k, id, x - sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 3 PRECEDING) AS d, "
+        "lag(x) OVER (PARTITION BY k ORDER BY ts) AS p FROM source"
+    )
+    text = VIEW.replace('partition_by = ["k"]\n', "").replace(f'calls = ["{CALL}"]', f'query = "{query}"')
+    path = started(tmp_path, text)
+    with open(tmp_path / "chk" / FILE) as f:
+        assert json.load(f)["calls"] == [
+            "x - sum(x) OVER (ORDER BY ts ASC NULLS FIRST ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) AS d",
+            "lag(x, 1) OVER (ORDER BY ts ASC NULLS FIRST) AS p",
+        ]
+    check_views([load_view(path)])

@@ -54,6 +54,12 @@ CASES = [
         "lag(x) OVER (PARTITION BY k ORDER BY ts) AS a",
     ),
     (lambda F, W, w: F.expr("lag(x)").over(w), "lag(x) OVER (PARTITION BY k ORDER BY ts)"),
+    # what the reader has no node of its own for: an element of an array, a struct's field
+    (
+        lambda F, W, w: F.lag(F.array("x", "n")[1]).over(w),
+        "lag(array(x, n)[1]) OVER (PARTITION BY k ORDER BY ts)",
+    ),
+    (lambda F, W, w: F.lag(F.col("s")["a"]).over(w), "lag(s['a']) OVER (PARTITION BY k ORDER BY ts)"),
 ]
 
 

@@ -234,32 +234,41 @@ def test_refusals_name_what_the_user_wrote(events):
         )
 
 
-def test_a_struct_field_is_refused_not_read_as_the_top_level_column_of_its_name(spark, tmp_path):
-    """Spark reads ``s.a`` as the field ``a`` of the struct column ``s``; overwindow reads whole
-    columns, so it refuses ``s.a`` rather than read the top-level column ``a`` beside it; a
-    qualifier naming the view (``v.x``) still reads the column."""
+def test_a_struct_field_is_read_as_spark_reads_it_not_as_the_top_level_column_of_its_name(spark, tmp_path):
+    """Spark reads ``s.a`` as the field ``a`` of the struct column ``s``, not the top-level column
+    ``a`` beside it; on a stream Spark computes it (the bind step), so the stream reads the field
+    too, in arguments and in ORDER BY, and a qualifier naming the view (``v.a``) reads the column."""
+    import pyarrow.parquet as pq
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     schema = "k STRING, ts TIMESTAMP, s STRUCT<a: BIGINT, t: TIMESTAMP>, a BIGINT"
     t0 = dt.datetime(2024, 3, 1)
-    rows = [("k", t0 + dt.timedelta(seconds=i), (10 * i, t0), i) for i in range(3)]
-    w = Window.partitionBy("k").orderBy("ts")
-    batch = spark.createDataFrame(rows, schema).select(
-        F.lag("s.a").over(w).alias("p"), F.lag("a").over(w).alias("q")
+    rows = [("k", t0 + dt.timedelta(seconds=i), (10 * i, t0 + dt.timedelta(seconds=-i)), i) for i in range(6)]
+    src = tmp_path / "src"
+    src.mkdir()
+    arrow = pa.Table.from_pylist(
+        [{"k": k, "ts": ts, "s": {"a": sa, "t": st}, "a": a} for k, ts, (sa, st), a in rows]
     )
-    got = compat.to_arrow(batch).to_pydict()
-    assert got["p"] == [None, 0, 10] and got["q"] == [None, 0, 1]  # Spark: the field, not `a`
-    (tmp_path / "none").mkdir()
-    stream = spark.readStream.schema(schema).parquet(str(tmp_path / "none")).withWatermark("ts", "1 second")
-    refused = r"s\.a reads the field `a` of the struct column `s`.*withColumn\(\"s_a\""
-    with pytest.raises(WindowSpecError, match=refused):
-        overwindow.select(stream, "k", F.lag("s.a").over(w).alias("p"))
-    with pytest.raises(WindowSpecError, match=refused):
-        stream.groupBy("k").overWindow(overwindow.OverWindow("lag(s.a) OVER (ORDER BY ts) AS p"))
-    with pytest.raises(WindowSpecError, match=r"s\.t reads the field `t`"):
-        overwindow.select(stream, F.lag("a").over(Window.partitionBy("k").orderBy("s.t")))
-    stream.createOrReplaceTempView("v")
+    pq.write_table(arrow, str(src / "part-0.parquet"))
+    w = Window.partitionBy("k").orderBy("ts")
+    by_field = Window.partitionBy("k").orderBy("s.t")
+    batch = spark.read.schema(schema).parquet(str(src))
+    got = compat.to_arrow(batch.select("ts", F.lag("s.a").over(w), F.lag("a").over(w))).sort_by("ts")
+    assert [c.to_pylist() for c in got.columns[1:]] == [[None, 0, 10, 20, 30, 40], [None, 0, 1, 2, 3, 4]]
+    stream = spark.readStream.schema(schema).parquet(str(src))
+    for n, columns in enumerate(
+        [
+            ["k", "ts", F.lag("s.a").over(w).alias("p"), F.lag("a").over(w).alias("q")],
+            ["k", "ts", F.lag("a").over(by_field).alias("p"), F.sum("s.a").over(by_field).alias("q")],
+        ]
+    ):
+        out = overwindow.select(stream, *columns, emit="on_update", rowKey="ts")
+        changes = _collect(out, str(tmp_path / f"chk{n}"), "update")
+        table = {r["ts"]: (r["p"], r["q"]) for r in changes if r["_change"] == "upsert"}
+        want = {r["ts"]: (r["p"], r["q"]) for r in compat.to_arrow(batch.select(*columns)).to_pylist()}
+        assert table == want
+    stream.withWatermark("ts", "1 second").createOrReplaceTempView("v")
     kept = overwindow.sql(spark, "SELECT k, lag(v.a) OVER (PARTITION BY k ORDER BY ts) AS p FROM v")
     assert kept.columns == ["k", "p"]
     # a carried struct field is Spark's to compute: the field (a TIMESTAMP), not the BIGINT `a`
@@ -301,17 +310,21 @@ def test_a_timestamp_ntz_value_of_a_call_is_refused_on_a_stream(spark, tmp_path)
     stream = spark.readStream.schema(schema).parquet(str(tmp_path / "none")).withWatermark("ts", "1 second")
     with pytest.raises(WindowSpecError, match=r"lag\(n\) reads a TIMESTAMP_NTZ value \(`n`\)"):
         overwindow.select(stream, "k", F.lag("n").over(w).alias("p"))
-    with pytest.raises(WindowSpecError, match="TIMESTAMP_NTZ is not supported on streams yet"):
+    with pytest.raises(
+        WindowSpecError, match=r"lag\(CAST\(ts AS TIMESTAMP_NTZ\)\) reads.*not supported on streams yet"
+    ):
         stream.groupBy("k").overWindow(
             overwindow.OverWindow("lag(CAST(ts AS TIMESTAMP_NTZ)) OVER (ORDER BY ts) AS p", emit="on_update")
         )
-    with pytest.raises(WindowSpecError, match=r"(?i)coalesce\(n, ts\)\) reads a TIMESTAMP_NTZ value"):
-        overwindow.select(stream, F.last_value(F.coalesce("n", "ts")).over(w))
+    # Spark types coalesce(n, ts) TIMESTAMP, and so does the stream (Spark computes it)
+    widened = F.last_value(F.coalesce("n", "ts")).over(w).alias("lv")
+    assert spark.createDataFrame([], schema).select(widened).dtypes == [("lv", "timestamp")]
     kept = overwindow.select(
         stream,
         "k",
         F.count("n").over(w).alias("c"),
         F.lag(F.col("n").cast("timestamp")).over(w).alias("lt"),
         F.lag(F.col("n").isNull()).over(w).alias("ln"),
+        widened,
     )
-    assert kept.columns == ["k", "c", "lt", "ln"]
+    assert kept.columns == ["k", "c", "lt", "ln", "lv"] and kept.dtypes[-1] == ("lv", "timestamp")

@@ -3,8 +3,6 @@ one machine per group through the in-memory driver, their parts into the Assembl
 hosting runs them. The oracle is the batch evaluator over all the windows at once (each with its
 own PARTITION BY), which knows nothing of groups or parts."""
 
-from dataclasses import replace
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -14,7 +12,6 @@ from hypothesis import strategies as st
 
 import overwindow
 from overwindow.logical.expr import Expr
-from overwindow.logical.parse import parse_window
 from overwindow.physical.expressions import evaluate_expr
 from overwindow.spec import OverWindow
 from overwindow.streaming.assemble import ASIDE, PART, Assembler
@@ -40,33 +37,6 @@ UPDATE_GROUPS = [
     *CLOSE_GROUPS,
     (("k1",), ("rank() OVER (ORDER BY x DESC) AS r", "max(t) OVER (ORDER BY x DESC) AS mt")),
 ]
-# a column combining windows of two groups: its calls join those groups as columns named by the
-# calls' aliases (as overwindow.spark.select.window_groups places them), the column is the Assembler's
-CLOSE_MIXED = (
-    "x / (count(*) OVER (ORDER BY t RANGE BETWEEN 2 PRECEDING AND CURRENT ROW)"
-    " - row_number() OVER (PARTITION BY k2 ORDER BY t)) AS d"
-)
-UPDATE_MIXED = (
-    "rank() OVER (PARTITION BY k1 ORDER BY x DESC) + row_number() OVER (PARTITION BY k2 ORDER BY t) AS d"
-)
-
-
-def _with_mixed(groups, mixed):
-    """``groups`` with the calls of the ``mixed`` column in the groups of their PARTITION BY and
-    ORDER BY; and the column."""
-    column = parse_window(mixed)
-    out = [(keys, list(calls)) for keys, calls in groups]
-    for call in column.calls:
-        bare = replace(call, partition_by=())
-        text = f"{bare.function_sql()} OVER ({bare.over_sql()}) AS {call.alias}"
-        keys = tuple(k.sql for k in call.partition_by)
-        for have, calls in out:
-            if have == keys and parse_window(calls[0]).calls[0].order_by == call.order_by:
-                calls.append(text)
-                break
-        else:
-            raise AssertionError(f"no group for {call}")
-    return [(keys, tuple(calls)) for keys, calls in out], column
 
 
 def _over(groups):
@@ -137,18 +107,16 @@ def _same(got: dict, want: dict, names):
     seed=st.integers(0, 2**32 - 1),
     n_batches=st.integers(1, 6),
     size=st.integers(1, 12),
-    mixed=st.booleans(),
 )
-def test_window_close_emits_each_row_once_whole_as_the_batch_query(seed, n_batches, size, mixed):
+def test_window_close_emits_each_row_once_whole_as_the_batch_query(seed, n_batches, size):
     """Every row is emitted once, when every group has closed it, with the batch query's values; at
-    the end of input every row has been emitted, but those a column combining two groups' windows
-    (``x / (c - rn)``) fails on (a zero divisor, Spark's DIVIDE_BY_ZERO): those are set aside."""
+    the end of input every row has been emitted. (A column combining two groups' windows is Spark's
+    to compute over the whole rows: tests/spark/test_multi_window.py.)"""
     rng = np.random.default_rng(seed)
-    groups, computed = _with_mixed(CLOSE_GROUPS, CLOSE_MIXED) if mixed else (CLOSE_GROUPS, None)
-    drivers = _drivers(groups, "on_window_close")
+    drivers = _drivers(CLOSE_GROUPS, "on_window_close")
     results = [_results(d) for d in drivers]
-    assembler = Assembler(SCHEMA, results, "on_window_close", computed=(computed,) if mixed else ())
-    state, emitted, rows, t, aside = None, {}, [], 0, {}
+    assembler = Assembler(SCHEMA, results, "on_window_close")
+    state, emitted, rows, t = None, {}, [], 0
     for n in range(n_batches + 1):
         last = n == n_batches
         batch = [] if last else _rows(rng, len(rows), t, size)
@@ -161,21 +129,10 @@ def test_window_close_emits_each_row_once_whole_as_the_batch_query(seed, n_batch
         for r in step.output.to_pylist():
             assert r["id"] not in emitted  # once
             emitted[r["id"]] = r
-        if step.aside is not None:
-            assert all("Division by zero" in why for why in step.aside.reasons)
-            aside.update({r["id"]: r for r in step.aside.rows.to_pylist()})
     assert state is None  # nothing waits after the end of input
     everything = pa.Table.from_pylist(rows, schema=SCHEMA)
     want = {r["id"]: r for r in overwindow.evaluate(everything, *_over(CLOSE_GROUPS)).to_pylist()}
-    names = [f.name for r in results for f in r if not f.name.startswith("__")]
-    if mixed:  # Spark's x / y: NULL when x is, DIVIDE_BY_ZERO when y is 0, else the quotient
-        for r in want.values():
-            y = r["c"] - r["rn"]
-            r["d"] = None if r["x"] is None else "aside" if y == 0 else r["x"] / y
-        assert set(aside) == {i for i, r in want.items() if r["d"] == "aside"}
-        want = {i: r for i, r in want.items() if r["d"] != "aside"}
-        names.append("d")
-    _same(emitted, want, names)
+    _same(emitted, want, [f.name for r in results for f in r])
 
 
 def test_window_close_drops_a_row_a_group_set_aside_and_pairs_equal_rows_in_order():
@@ -235,20 +192,19 @@ def _cdc_batch(rng, live, next_id, size):
     seed=st.integers(0, 2**32 - 1),
     n_batches=st.integers(1, 6),
     size=st.integers(1, 12),
-    qualify=st.sampled_from([None, "rn <= 2 OR r = 1", "d <= 3"]),
+    qualify=st.sampled_from([None, "rn <= 2 OR r = 1", "rn + r <= 3"]),
 )
 def test_on_update_changelog_keeps_the_batch_query_after_every_batch(seed, n_batches, size, qualify):
     """After every micro-batch the table kept from the changelog (keyed by the row key) equals the
-    batch query over the live rows (with the filter, which may name a column combining two groups'
-    windows); a replay of the live rows emits nothing."""
+    batch query over the live rows (with the filter, which may combine two groups' windows); a
+    replay of the live rows emits nothing."""
     rng = np.random.default_rng(seed)
-    groups, mixed = _with_mixed(UPDATE_GROUPS, UPDATE_MIXED)
-    drivers = _drivers(groups, "on_update", rowKey="id", opColumn="op")
+    drivers = _drivers(UPDATE_GROUPS, "on_update", rowKey="id", opColumn="op")
     results = [_results(d) for d in drivers]
     condition = None if qualify is None else Expr.of(qualify)
-    assembler = Assembler(SCHEMA, results, "on_update", ("id",), condition, (mixed,))
+    assembler = Assembler(SCHEMA, results, "on_update", ("id",), condition)
     state, view, live, next_id = None, {}, {}, 0
-    names = [f.name for r in results for f in r if not f.name.startswith("__")] + ["d"]
+    names = [f.name for r in results for f in r]
     with_op = SCHEMA.append(pa.field("op", pa.string()))
     for _ in range(n_batches):
         batch, next_id = _cdc_batch(rng, live, next_id, size)
@@ -266,7 +222,7 @@ def test_on_update_changelog_keeps_the_batch_query_after_every_batch(seed, n_bat
         want = {}
         if live:
             everything = pa.Table.from_pylist(list(live.values()), schema=with_op).drop_columns(["op"])
-            result = overwindow.evaluate(everything, *_over(UPDATE_GROUPS), UPDATE_MIXED)
+            result = overwindow.evaluate(everything, *_over(UPDATE_GROUPS))
             if qualify is not None:
                 result = result.filter(pc.fill_null(evaluate_expr(Expr.of(qualify), result), False))
             want = {r["id"]: r for r in result.to_pylist()}

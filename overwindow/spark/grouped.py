@@ -1,0 +1,265 @@
+"""Windows over a GROUP BY on a stream, in one query: ``SELECT day, sum(amount) AS total,
+avg(sum(amount)) OVER (ORDER BY day ROWS 6 PRECEDING) AS avg7 FROM source GROUP BY day``.
+
+Two stateful operators, chained in Spark's ``append`` output mode:
+
+1. the GROUP BY (``overwindow.streaming.group_by``): Spark computes the keys and the aggregates'
+   arguments (the bind step), one ``applyInPandasWithState`` per bucket of group keys keeps the
+   live rows and returns a changelog of the groups (insert, update, delete of a group's row: its
+   keys and aggregates);
+2. the windows, run by ``overwindow.select`` on update over that changelog, keyed by the group keys
+   (``rowKey``) with the changelog's op column, over the SELECT list rewritten onto the groups'
+   columns (each aggregate by its column, each key expression by its key's).
+
+The result is the batch query's on update: a changelog keyed by the group keys, one change per
+group whose row or window values changed. Names and types are Spark's: the query is analysed by
+Spark over an empty batch table of the stream's columns first (which also refuses what Spark
+refuses, in its words). Emit on window close is refused (a group's row changes as long as rows
+arrive). O(query size) to build.
+
+Example (``events`` a stream)::
+
+    run_grouped(events, parse_query("SELECT k, sum(x) AS s, lag(sum(x)) OVER (ORDER BY k) AS p "
+                                    "FROM events GROUP BY k"), emit="on_update")
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from overwindow.errors import WindowSpecError
+from overwindow.logical.bind import bind_groups
+from overwindow.logical.call import quote
+from overwindow.logical.expr import DIALECT, Expr
+from overwindow.logical.functions import Kind, lookup
+from overwindow.logical.parse import parse_window
+from overwindow.spark import compat, executors
+from overwindow.spark.adapter import (
+    MachineCounts,
+    _arrow_schema,
+    _output_struct,
+    _with_companions,
+    bucket_grouping,
+    bucket_of,
+    log,
+    shuffle_partitions,
+)
+from overwindow.spark.bind import with_computed
+from overwindow.spark.boundary import (
+    check_session_time_zone,
+    companions_of,
+    to_arrow,
+    to_pandas,
+    with_interval_days,
+)
+from overwindow.spec import chosen_key_buckets
+from overwindow.streaming.group_by import OP, GroupBy
+
+_views = itertools.count()  # names of the empty tables a query is analysed over, unique per process
+_AGGREGATE = "__ow_g"  # a group's aggregate in the changelog: __ow_g0, ...
+_GROUP_KEY = "__ow_k"  # a GROUP BY key Spark computed (an expression), in the changelog
+
+
+def run_grouped(df, query, _keep=None, **options):
+    """The streaming DataFrame of ``query`` (a ``Query`` with ``group_by``) over ``df``, the table
+    after FROM: the changelog of the batch query's rows (see the module)."""
+    if options.get("emit", "on_window_close") != "on_update":
+        raise WindowSpecError(
+            "windows over a GROUP BY run on update (a group's row changes while its rows arrive); "
+            f"write emit='on_update', in {query.text!r}"
+        )
+    for given in ("rowKey", "opColumn"):
+        if options.pop(given, None) is not None:
+            raise WindowSpecError(
+                f"windows over a GROUP BY keep one row per group, keyed by the GROUP BY keys: leave out "
+                f"{given} (a CDC stream under a GROUP BY is not supported yet), in {query.text!r}"
+            )
+    if query.where is not None:
+        df = df.where(query.where)
+    names = _spark_names(df, query)
+    tree = sqlglot.parse_one(query.text, read=DIALECT)
+    keys = [_key(k, tree) for k in tree.args["group"].expressions]
+    aggregates = _aggregates(tree)
+    pre, [(bound_keys, bound)] = bind_groups([(_keyed(keys), [parse_window(s) for _, s in aggregates])])
+    grouped = group_by(with_computed(df, pre), bound_keys, list(bound), keep=_keep)
+    # a key Spark computed (__ow_e<n>) is a column of the changelog of its own name, kept in the result
+    columns = [k if k in df.columns else f"{_GROUP_KEY}{n}" for n, k in enumerate(bound_keys)]
+    grouped = grouped.withColumnsRenamed({k: c for k, c in zip(bound_keys, columns) if k != c})
+    F = compat.functions(grouped)
+    items = [
+        text if window else F.expr(text)
+        for text, window in _rewritten(tree.expressions, keys, columns, aggregates, bound, names)
+    ]
+    from overwindow.spark.select import run_items
+
+    return run_items(grouped, items, query, _keep=_keep, rowKey=columns, opColumn=OP, _append=True, **options)
+
+
+def key_names(query) -> list[str | None]:
+    """The result's name of each GROUP BY key of ``query`` (the SELECT item that is the key), None
+    for a key the SELECT list does not show; what keys the changelog of a view's table. O(query
+    size).
+
+    >>> from overwindow.spark.select import parse_query
+    >>> key_names(parse_query("SELECT to_date(ts) AS day, k, sum(x) AS s FROM v GROUP BY k, 1, j"))
+    ['k', 'day', None]
+    """
+    tree = sqlglot.parse_one(query.text, read=DIALECT)
+    shown = {e.unalias().sql(dialect=DIALECT): e.alias_or_name for e in tree.expressions}
+    return [shown.get(_key(k, tree).sql(dialect=DIALECT)) for k in tree.args["group"].expressions]
+
+
+def _spark_names(df, query) -> list[str]:
+    """The batch query's column names, as Spark's analysis of it over an empty table of ``df``'s
+    columns gives them; Spark's own error where it refuses the query (a column neither grouped nor
+    aggregated, ...)."""
+    spark = df.sparkSession
+    view = f"__overwindow_grouped_{next(_views)}"
+    spark.createDataFrame([], df.schema).createOrReplaceTempView(view)
+    tree = sqlglot.parse_one(query.text, read=DIALECT)
+    (tree.args.get("from") or tree.args.get("from_")).this.replace(exp.to_table(view))
+    tree.set("where", None)
+    tree.set("qualify", None)
+    try:
+        return spark.sql(tree.sql(dialect=DIALECT)).columns
+    finally:
+        spark.catalog.dropTempView(view)
+
+
+def _is_column(node) -> bool:
+    return isinstance(node, exp.Column) and not node.table
+
+
+def _key(node, tree):
+    """A GROUP BY key as an expression: ``GROUP BY 1`` is the first SELECT item's expression."""
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return tree.expressions[int(node.this) - 1].unalias()
+    return node
+
+
+def _keyed(keys) -> tuple:
+    """The keys as ``bind_groups`` takes them: a column's name, else the expression."""
+    return tuple(k.name if _is_column(k) else Expr.of(k) for k in keys)
+
+
+def _aggregates(tree) -> list[tuple[str, str]]:
+    """Each aggregate the query computes per group (not a window's own function, but an argument of
+    one: ``sum(amount)`` in ``avg(sum(amount)) OVER w``), once: (its SQL, the window call computing
+    it over the whole group, named ``__ow_g<n>``)."""
+    found: dict[str, str] = {}
+    for item in tree.expressions:
+        for node in item.find_all(exp.AggFunc, exp.Anonymous):
+            if isinstance(node, exp.Anonymous) and not _aggregate_name(node.name):
+                continue
+            target = node.parent if isinstance(node.parent, exp.Filter) else node
+            if isinstance(target.parent, exp.Window):
+                continue  # a window's own function
+            text = target.sql(dialect=DIALECT)
+            found.setdefault(text, f"{text} OVER () AS {_AGGREGATE}{len(found)}")
+    return list(found.items())
+
+
+def _aggregate_name(name: str) -> bool:
+    try:
+        return lookup(name).kind is Kind.AGGREGATE
+    except WindowSpecError:
+        return False
+
+
+def _rewritten(items, keys, columns, aggregates, bound, names) -> list[tuple[str, bool]]:
+    """The SELECT list over the changelog's columns (each aggregate by its column, each key
+    expression by its key's), each item named as Spark names it: (its SQL, whether it holds a
+    window)."""
+    by_text = {text: e.alias for (text, _), e in zip(aggregates, bound)}
+    by_key = {k.sql(dialect=DIALECT): c for k, c in zip(keys, columns)}
+    out = []
+    for item, name in zip(items, names):
+
+        def swap(node):
+            text = node.sql(dialect=DIALECT)
+            if text in by_text and not isinstance(node.parent, exp.Window):
+                return exp.column(by_text[text], quoted=True)
+            if text in by_key:
+                return exp.column(by_key[text], quoted=True)
+            return node
+
+        body = item.unalias().copy().transform(swap)
+        out.append((f"{body.sql(dialect=DIALECT)} AS {quote(name)}", body.find(exp.Window) is not None))
+    return out
+
+
+def group_by(df, keys: tuple[str, ...], aggregates: list, keep=None):
+    """The changelog of ``df`` grouped by the columns ``keys``, with each aggregate of
+    ``aggregates`` (window expressions over the whole group) per group: the keys, the aggregates and
+    ``OP`` (insert, update, delete). One ``transformWithStateInPandas`` in the ``append`` output mode
+    over buckets of the keys (chosen as ``overWindow`` chooses them), one state value per bucket:
+    Spark chains it before the windows' ``applyInPandasWithState``, where it refuses two of those.
+    PySpark 4 with the RocksDB state store. O(1) to build."""
+    from overwindow.spark.adapter import _check_rocksdb
+
+    what = "windows over a GROUP BY"
+    compat.require_transform_with_state(df, what)
+    _check_rocksdb(df.sparkSession, what)
+    executors.use_running_python(df.sparkSession)
+    check_session_time_zone(df)
+    schema = _arrow_schema(df.schema)
+    machine = GroupBy(schema, keys, aggregates)
+    buckets = chosen_key_buckets(shuffle_partitions(df.sparkSession))
+    grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, True)
+    companions = companions_of(schema)
+    grouped = _with_companions(grouped, companions)
+    step = _GroupStep(machine, schema, companions, MachineCounts.of(df.sparkSession, keep))
+    output = _output_struct(df.schema, machine.output_schema)
+    out = grouped.transformWithStateInPandas(_processor(step), output, "Append", "None")
+    out = with_interval_days(out, machine.output_schema)
+    out.overwindow_counts = step.counts
+    return out
+
+
+class _GroupStep:
+    """A bucket's step: its rows (pandas, from Spark) through the machine (pickled with it)."""
+
+    def __init__(self, machine: GroupBy, schema: pa.Schema, companions, counts):
+        self.machine, self.schema, self.companions, self.counts = machine, schema, tuple(companions), counts
+
+    def __call__(self, key, prior: bytes | None, pdfs):
+        tables = [to_arrow(p, self.schema, self.companions) for p in pdfs if len(p)]
+        step = self.machine.step(prior, pa.concat_tables(tables) if tables else None)
+        if self.counts is not None:
+            self.counts.add(step, key)
+        if step.aside:
+            log.warning(
+                "overwindow: set aside %d rows of a GROUP BY: %s", len(step.aside), step.aside.reasons[0]
+            )
+        return step
+
+
+def _processor(step: _GroupStep):
+    """A StatefulProcessor running ``step`` with one state value per bucket (defined here so that
+    importing overwindow does not import pyspark)."""
+    from pyspark.sql.streaming import StatefulProcessor
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    binary = StructType([StructField("value", BinaryType())])
+
+    class GroupProcessor(StatefulProcessor):
+        def init(self, handle):
+            self.rows = handle.getValueState("groups", binary)
+
+        def handleInputRows(self, key, rows, timerValues):
+            done = step(key, self.rows.get()[0] if self.rows.exists() else None, rows)
+            if done.empty:
+                self.rows.clear()
+            else:
+                self.rows.update((done.state,))
+            if done.output.num_rows:
+                yield to_pandas(done.output)
+
+        def close(self):
+            pass
+
+    return GroupProcessor()

@@ -1,0 +1,107 @@
+"""Windows over a GROUP BY on a stream (``overwindow.spark.grouped``): the changelog, applied by
+group key after every micro-batch, equals Spark's batch SQL of the same query over the rows so far:
+daily totals and their 7-day moving average, a key Spark computes (``date_trunc``), an aggregate
+under a window and beside it, several aggregates, NULL keys."""
+
+import datetime as dt
+import os
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import overwindow
+from overwindow.errors import WindowSpecError
+from overwindow.spark import compat
+
+pytestmark = pytest.mark.skipif(compat.version() < compat.SPARK_4, reason="needs PySpark 4 (refused on 3.5)")
+
+SCHEMA = "k STRING, ts TIMESTAMP, amount BIGINT, x DOUBLE"
+ARROW = pa.schema(
+    [("k", pa.string()), ("ts", pa.timestamp("us")), ("amount", pa.int64()), ("x", pa.float64())]
+)
+QUERIES = [
+    # the issue's daily totals and their 7-day moving average
+    "SELECT day, sum(amount) AS total, avg(sum(amount)) OVER (ORDER BY day ROWS 6 PRECEDING) AS avg7 "
+    "FROM {} GROUP BY day",
+    # a key Spark computes, NULL keys, several aggregates, a window over keys and aggregates
+    "SELECT k, date_trunc('DAY', ts) AS d, count(*) AS n, max(x) AS hi, "
+    "sum(count(*)) OVER (PARTITION BY k ORDER BY date_trunc('DAY', ts)) AS running, "
+    "rank() OVER (PARTITION BY date_trunc('DAY', ts) ORDER BY sum(amount) DESC) AS r "
+    "FROM {} WHERE amount > 0 GROUP BY k, date_trunc('DAY', ts)",
+]
+
+
+def _files(tmp_path) -> str:
+    """Three files of rows over ten days: the later files add to the earlier days' groups."""
+    src = tmp_path / "src"
+    src.mkdir()
+    start = dt.datetime(2024, 3, 1)
+    for f in range(3):
+        rows = [
+            {
+                "k": [None, "a", "b"][(i + f) % 3],
+                "ts": start + dt.timedelta(hours=7 * i + f),
+                "amount": (i * 7 + f) % 11 - 2,
+                "x": float((i * 3 + f) % 5),
+            }
+            for i in range(34)
+        ]
+        path = str(src / f"part-{f}.parquet")
+        pq.write_table(pa.Table.from_pylist(rows, schema=ARROW), path)
+        os.utime(path, (time.time() + f, time.time() + f))
+    return str(src)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_windows_over_a_group_by_equal_spark_batch_after_every_micro_batch(spark, rocksdb, tmp_path, query):
+    from pyspark.sql import functions as F
+
+    src = _files(tmp_path)
+    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    stream.withColumn("day", F.to_date("ts")).createOrReplaceTempView("ow_grouped_s")
+    out = overwindow.sql(spark, query.format("ow_grouped_s"), emit="on_update")
+    names = [c for c in out.columns if c != "_change"]
+    batch_names = None
+    table: dict = {}
+    seen: list[str] = []
+
+    def check(df, batch_id):
+        nonlocal batch_names
+        for r in compat.to_arrow(df).to_pylist():
+            key = tuple(r[c] for c in keys)
+            if r["_change"] == "delete":
+                table.pop(key, None)
+            else:
+                table[key] = tuple(r[c] for c in names)
+        seen.append(sorted(os.listdir(src))[batch_id])
+        done = spark.read.schema(SCHEMA).parquet(*[os.path.join(src, f) for f in seen])
+        done.withColumn("day", F.to_date("ts")).createOrReplaceTempView("ow_grouped_b")
+        want = spark.sql(query.format("ow_grouped_b"))
+        batch_names = want.columns
+        rows = {
+            tuple(r[c] for c in keys): tuple(r[c] for c in names) for r in compat.to_arrow(want).to_pylist()
+        }
+        assert table.keys() == rows.keys()
+        for key, got in table.items():
+            assert [pytest.approx(w) if isinstance(w, float) else w for w in rows[key]] == list(got), key
+
+    keys = names[:2] if "k," in query else names[:1]
+    q = (
+        out.writeStream.foreachBatch(check)
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+    assert len(seen) == 3 and batch_names == names
+    assert out.dtypes[: len(names)] == spark.sql(query.format("ow_grouped_b")).dtypes
+
+
+def test_a_group_by_on_window_close_is_refused(spark, tmp_path):
+    (tmp_path / "none").mkdir()
+    spark.readStream.schema(SCHEMA).parquet(str(tmp_path / "none")).createOrReplaceTempView("ow_grouped_e")
+    with pytest.raises(WindowSpecError, match="run on update"):
+        overwindow.sql(spark, "SELECT k, lag(sum(x)) OVER (ORDER BY k) AS p FROM ow_grouped_e GROUP BY k")
