@@ -194,6 +194,8 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
     if not isinstance(spec, OverWindow):
         raise TypeError(f"overWindow() takes an overwindow.OverWindow, got {type(spec).__name__}")
     df = grouped._df
+    if compat.is_connect(df):  # before anything is asked of the DataFrame
+        compat.require("overWindow on Spark Connect")
     if not append:  # a GROUP BY's changelog (overwindow.spark.grouped) names its own columns
         spec.check_columns([n for n in source_columns(df.columns) if n != _ALL])
     # Spark computes what the calls read beyond plain columns; the machine reads those columns
@@ -204,8 +206,6 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
     # ... and what the windows' results go into: the machine computes the calls alone
     aliases = [*source_columns(df.columns), *spec.aliases]
     spec, post, condition = results_in_spark(spec)
-    if compat.is_connect(df):
-        compat.require("overWindow on Spark Connect")
     if spec.state_layout == "chunked":
         compat.require_transform_with_state(df, "stateLayout='chunked'")
     executors.use_running_python(df.sparkSession)
