@@ -449,6 +449,107 @@ def test_empty_frames():
     _assert_same(t, pairs)
 
 
+# frames whose start lies past their end on one side of the row: Spark refuses them, SQL (PostgreSQL
+# and DuckDB) reads them as empty frames; across the row (FOLLOWING ... PRECEDING) all three refuse
+ONE_SIDED = [
+    "ROWS BETWEEN 1 PRECEDING AND 5 PRECEDING",
+    "ROWS BETWEEN 4 FOLLOWING AND 2 FOLLOWING",
+    "GROUPS BETWEEN 1 PRECEDING AND 3 PRECEDING",
+    "RANGE BETWEEN 1 PRECEDING AND 3 PRECEDING",
+    "RANGE BETWEEN 3.5 FOLLOWING AND 0.5 FOLLOWING",
+]
+EMPTY_FRAME_CALLS = {"sum": "sum(x)", "avg": "avg(x)", "min": "min(s)", "cnt": "count(x)", "cs": "count(*)"}
+
+
+def _one_sided_table() -> pa.Table:
+    return pa.table(
+        {
+            "id": [1, 2, 3, 4, 5, 6, 7],
+            "g": [1, 1, 1, 1, 2, 2, None],
+            "v": [1.0, 2.0, 2.0, 4.0, -1.0, 6.0, 0.0],
+            "x": [1.5, 2.0, None, 4.0, -0.0, 3.0, 1.0],
+            "s": ["a", "b", "a", None, "c", "c", "d"],
+        }
+    )
+
+
+def _one_sided_pairs() -> dict[str, tuple[str, str]]:
+    return {
+        f"{name}{i}": _same(f"{f} OVER (PARTITION BY g ORDER BY v ASC NULLS FIRST, id {frame})")
+        if frame.startswith(("ROWS", "GROUPS"))
+        else _same(f"{f} OVER (PARTITION BY g ORDER BY v ASC NULLS FIRST {frame})")
+        for i, frame in enumerate(ONE_SIDED)
+        for name, f in EMPTY_FRAME_CALLS.items()
+    }
+
+
+def test_a_frame_starting_past_its_end_on_one_side_is_empty():
+    """More of SQL: NULL for every aggregate but the counts, which are 0 (the SQL standard's empty
+    frame), as DuckDB computes it (tests/test_postgres_oracle.py: PostgreSQL too)."""
+    t = _one_sided_table()
+    pairs = _one_sided_pairs()
+    ours = _ours(t, [f"{o} AS w_{a}" for a, (o, _) in pairs.items()])
+    for a in pairs:
+        assert ours["w_" + a] == ([0] * 7 if a.startswith(("cnt", "cs")) else [None] * 7), a
+    _assert_same(t, pairs)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    ["ROWS BETWEEN 1 FOLLOWING AND 1 PRECEDING", "RANGE BETWEEN 2 FOLLOWING AND 1 PRECEDING",
+     "GROUPS BETWEEN 3 FOLLOWING AND 2 PRECEDING", "ROWS BETWEEN -1 PRECEDING AND 1 PRECEDING"],
+)  # fmt: skip
+def test_a_frame_starting_past_its_end_across_the_row_is_refused(frame):
+    """Two offsets across the current row, the start past the end: every engine refuses (DuckDB
+    here; Spark: the lower bound must not pass the upper; PostgreSQL: a frame starting from a
+    following row cannot have preceding rows). ``-1 PRECEDING`` is Spark's 1 FOLLOWING."""
+    from overwindow.errors import WindowSpecError
+
+    t = _one_sided_table()
+    call = f"sum(x) OVER (PARTITION BY g ORDER BY v {frame})"
+    with pytest.raises(WindowSpecError, match="lower bound of a window frame must be less than or equal"):
+        _ours(t, [f"{call} AS w"])
+    if "-1" not in frame:  # DuckDB reads -1 PRECEDING as an error of its own
+        with pytest.raises(duckdb.Error):
+            _duck(t, [f"{call} AS w"])
+
+
+TWO_UNITS = [
+    "RANGE BETWEEN INTERVAL '1' MINUTE PRECEDING AND INTERVAL '20' SECOND FOLLOWING",
+    "RANGE BETWEEN INTERVAL '2' HOUR PRECEDING AND INTERVAL '1' MINUTE PRECEDING",
+    "RANGE BETWEEN INTERVAL '1' DAY PRECEDING AND INTERVAL '90' MINUTE FOLLOWING",
+    "RANGE BETWEEN INTERVAL '1' MONTH PRECEDING AND INTERVAL '30' SECOND FOLLOWING",
+    "RANGE BETWEEN INTERVAL '1' YEAR PRECEDING AND INTERVAL '2' DAY PRECEDING",
+]
+
+
+def _two_units_table() -> pa.Table:
+    base = dt.datetime(1969, 12, 30, 23, 0, 0)
+    steps = [0, 20, 50, 75, 3_600, 3_660, 90_000, 2_700_000, 2_700_010, 40_000_000, 40_000_000]
+    return pa.table(
+        {
+            "id": list(range(len(steps))),
+            "ts": [base + dt.timedelta(seconds=s) for s in steps],
+            "d": [(base + dt.timedelta(seconds=s)).date() for s in steps],
+            "x": [float(i % 4) for i in range(len(steps))],
+        }
+    )
+
+
+def test_range_bounds_of_two_interval_units():
+    """More of SQL: RANGE bounds of two interval units over a TIMESTAMP and a DATE key (Spark wants
+    one interval type; SQL's intervals are one), before and after 1970, with ties, as DuckDB
+    (and PostgreSQL: tests/test_postgres_oracle.py)."""
+    t = _two_units_table()
+    pairs = {}
+    for i, frame in enumerate(TWO_UNITS):
+        pairs[f"c{i}"] = _same(f"count(*) OVER (ORDER BY ts {frame})")
+        pairs[f"s{i}"] = _same(f"sum(x) OVER (ORDER BY ts {frame})")
+        if "SECOND" not in frame and "MINUTE" not in frame and "HOUR" not in frame:
+            pairs[f"d{i}"] = _same(f"count(*) OVER (ORDER BY d {frame})")
+    _assert_same(t, pairs)
+
+
 def test_frame_of_one_following_row():
     t = pa.table({"id": list(range(5)), "x": [1, 2, 3, 4, 5]})
     _assert_same(

@@ -367,7 +367,13 @@ def _validate_frame(call: WindowCall, where: str) -> None:
                 f"constant {where}"
             )
     lower, upper = f.start.signed_offset(), f.end.signed_offset()
-    if f.unit is not FrameUnit.RANGE and _is_number(lower) and _is_number(upper) and lower > upper:
+    if (
+        f.unit is not FrameUnit.RANGE
+        and _is_number(lower)
+        and _is_number(upper)
+        and lower > upper
+        and not f.one_side
+    ):
         raise WindowSpecError(
             f"the lower bound of a window frame must be less than or equal to the upper bound: {f} {where}"
         )

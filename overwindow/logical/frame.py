@@ -176,6 +176,18 @@ class Frame:
         return Frame(FrameUnit.RANGE, Bound.unbounded_preceding(), Bound.current_row())
 
     @property
+    def one_side(self) -> bool:
+        """Whether both bounds are offsets on one side of the current row (``1 PRECEDING AND 5
+        PRECEDING``, ``5 FOLLOWING AND 1 FOLLOWING``): with the start past the end, such a frame is
+        SQL's empty frame (PostgreSQL and DuckDB: NULL sums, count 0), where Spark refuses it; a
+        start past the end across the current row (``1 FOLLOWING AND 1 PRECEDING``) all refuse.
+
+        >>> Frame(FrameUnit.ROWS, Bound.preceding(1), Bound.preceding(5)).one_side
+        True
+        """
+        return self.start.kind is self.end.kind and self.start.has_offset
+
+    @property
     def is_whole_partition(self) -> bool:
         return (
             self.start.kind is BoundKind.UNBOUNDED_PRECEDING

@@ -453,7 +453,7 @@ def check_range_frame(frame: Frame, key_type: pa.DataType) -> None:
             f"over a {sql_type(key_type)} ORDER BY column"
         )
     lower, upper = cast.start.signed_offset(), cast.end.signed_offset()
-    if lower is not None and upper is not None and _sorts_after(lower, upper):
+    if lower is not None and upper is not None and _sorts_after(lower, upper) and not frame.one_side:
         raise WindowSpecError(
             f"the lower bound of a window frame must be less than or equal to the upper bound: {frame}"
             f" (over {sql_type(key_type)}: {cast.start} AND {cast.end})"
@@ -462,9 +462,12 @@ def check_range_frame(frame: Frame, key_type: pa.DataType) -> None:
 
 def _same_type(a, b) -> bool:
     """Whether two offsets (cast to the key's type) have one SQL type: two numbers, or two INTERVALs
-    of one kind (year-month or day-time) and of the same fields where both name theirs."""
+    of any fields (Spark wants one type, ``INTERVAL MINUTE`` is not ``INTERVAL SECOND``; SQL's
+    intervals, PostgreSQL's and DuckDB's, are one type: ``INTERVAL '1' MINUTE PRECEDING AND
+    INTERVAL '20' SECOND FOLLOWING`` and ``INTERVAL '1' MONTH PRECEDING AND ... SECOND FOLLOWING``
+    bound one frame, more of SQL)."""
     if isinstance(a, Interval) and isinstance(b, Interval):
-        return a.year_month == b.year_month and (a.fields == b.fields or not a.fields or not b.fields)
+        return True
     return not isinstance(a, Interval) and not isinstance(b, Interval)
 
 

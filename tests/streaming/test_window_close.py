@@ -275,6 +275,27 @@ def test_negative_offsets_read_the_other_way(call):
     _check(table, out, watermark, [call])
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        ("sum(x) OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND 4 PRECEDING) AS e", 0, 0, None),
+        ("count(x) OVER (ORDER BY t ROWS BETWEEN 3 FOLLOWING AND 1 FOLLOWING) AS e", 1, 0, None),
+        ("avg(x) OVER (ORDER BY t RANGE BETWEEN 2 PRECEDING AND 5 PRECEDING) AS e", 0, 0, None),
+        ("count(*) OVER (ORDER BY t GROUPS BETWEEN 2 FOLLOWING AND 1 FOLLOWING) AS e", 0, 1, None),
+    ],
+)
+def test_a_frame_starting_past_its_end_is_empty_on_a_stream(call):
+    """More of SQL: a frame whose start lies past its end on one side of the row is empty (NULL
+    sums, count 0; PostgreSQL and DuckDB, tests/test_differential.py), on a stream as in batch."""
+    rng = np.random.default_rng(11)
+    table = _data(rng, 150, 2, 3)
+    out, driver, watermark = _run(table, np.arange(0, 150, 7), delay=4, calls=[call])
+    assert driver.late_rows == 0 and out.num_rows > 0
+    _check(table, out, watermark, [call])
+    values = out["e"].to_pylist()
+    assert values == ([0] * len(values) if call[0].startswith("count") else [None] * len(values))
+
+
 def test_state_holds_only_what_future_frames_need():
     # distinct times, one key: after the stream the state holds the rows still waiting for 2 rows
     # after them, plus the history the frames of those rows reach (10 rows for the ROWS frame)
