@@ -101,11 +101,14 @@ class Bound:
 
     kind: BoundKind
     offset: int | float | decimal.Decimal | Interval | None = None
+    # written with a negative offset (-1 PRECEDING), which SQL refuses and Spark reads the other way
+    flipped: bool = field(default=False, compare=False, repr=False)
 
     def __post_init__(self):
         # Spark reads -1 PRECEDING as 1 FOLLOWING (the bound is value - offset): keep one spelling
         if self.has_offset and _negative(self.offset):
             flipped = BoundKind.FOLLOWING if self.kind is BoundKind.PRECEDING else BoundKind.PRECEDING
+            object.__setattr__(self, "flipped", True)
             object.__setattr__(self, "kind", flipped)
             object.__setattr__(
                 self, "offset", self.offset.negated() if isinstance(self.offset, Interval) else -self.offset
@@ -180,12 +183,14 @@ class Frame:
         """Whether both bounds are offsets on one side of the current row (``1 PRECEDING AND 5
         PRECEDING``, ``5 FOLLOWING AND 1 FOLLOWING``): with the start past the end, such a frame is
         SQL's empty frame (PostgreSQL and DuckDB: NULL sums, count 0), where Spark refuses it; a
-        start past the end across the current row (``1 FOLLOWING AND 1 PRECEDING``) all refuse.
+        start past the end across the current row (``1 FOLLOWING AND 1 PRECEDING``), or written
+        with a negative offset (``-2 PRECEDING AND 1 FOLLOWING``, which SQL refuses), all refuse.
 
         >>> Frame(FrameUnit.ROWS, Bound.preceding(1), Bound.preceding(5)).one_side
         True
         """
-        return self.start.kind is self.end.kind and self.start.has_offset
+        ends = (self.start, self.end)
+        return self.start.kind is self.end.kind and self.start.has_offset and not any(b.flipped for b in ends)
 
     @property
     def is_whole_partition(self) -> bool:

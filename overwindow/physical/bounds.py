@@ -435,12 +435,15 @@ def check_range_frame(frame: Frame, key_type: pa.DataType) -> None:
     BIGINT key are accepted and ``INTERVAL 1 DAY PRECEDING AND INTERVAL 2 HOURS PRECEDING`` is
     not (-1 is past -2). WindowSpecError for bounds of two types once cast (an INTERVAL beside a
     number over a DATE or TIMESTAMP key; Spark: SPECIFIED_WINDOW_FRAME_DIFF_TYPES) or a lower
-    bound past the upper one, NaN above every number (SPECIFIED_WINDOW_FRAME_WRONG_COMPARISON).
-    The frame kernels themselves take any frame (a start past the end is an empty frame). O(1).
+    bound past the upper one, NaN above every number (SPECIFIED_WINDOW_FRAME_WRONG_COMPARISON),
+    but on one side of the row (``Frame.one_side``: SQL's empty frame, more of SQL). Two intervals
+    of other fields bound one frame (SQL's intervals are one type). The frame kernels themselves
+    take any frame (a start past the end is an empty frame). O(1).
 
     >>> frame = Frame(FrameUnit.RANGE, Bound.following(1.5), Bound.following(1))
     >>> check_range_frame(frame, pa.int64())  # 1 FOLLOWING AND 1 FOLLOWING
-    >>> check_range_frame(frame, pa.float64())
+    >>> check_range_frame(frame, pa.float64())  # empty
+    >>> check_range_frame(Frame(FrameUnit.RANGE, Bound.following(1), Bound.preceding(1)), pa.float64())
     Traceback (most recent call last):
     ...
     overwindow.errors.WindowSpecError: the lower bound of a window frame must be less than or equal ...
@@ -453,7 +456,14 @@ def check_range_frame(frame: Frame, key_type: pa.DataType) -> None:
             f"over a {sql_type(key_type)} ORDER BY column"
         )
     lower, upper = cast.start.signed_offset(), cast.end.signed_offset()
-    if lower is not None and upper is not None and _sorts_after(lower, upper) and not frame.one_side:
+    # the start past the end on one side is SQL's empty frame, unless an INTERVAL became a number of
+    # a numeric key or an offset is NaN (SQL refuses both: Spark's refusal stands)
+    empty = frame.one_side and all(
+        isinstance(b.offset, Interval) == isinstance(c.offset, Interval)
+        and not (isinstance(c.offset, float) and math.isnan(c.offset))
+        for b, c in ((frame.start, cast.start), (frame.end, cast.end))
+    )
+    if lower is not None and upper is not None and _sorts_after(lower, upper) and not empty:
         raise WindowSpecError(
             f"the lower bound of a window frame must be less than or equal to the upper bound: {frame}"
             f" (over {sql_type(key_type)}: {cast.start} AND {cast.end})"
