@@ -456,10 +456,13 @@ def check_range_frame(frame: Frame, key_type: pa.DataType) -> None:
             f"over a {sql_type(key_type)} ORDER BY column"
         )
     lower, upper = cast.start.signed_offset(), cast.end.signed_offset()
-    # the start past the end on one side is SQL's empty frame, unless an INTERVAL became a number of
-    # a numeric key or an offset is NaN (SQL refuses both: Spark's refusal stands)
+    # the start past the end on one side is SQL's empty frame, unless an offset is no number or
+    # INTERVAL (a string, a TIMESTAMP), an INTERVAL became a number of a numeric key, or an offset
+    # is NaN (SQL refuses these: Spark's refusal stands)
     empty = frame.one_side and all(
-        isinstance(b.offset, Interval) == isinstance(c.offset, Interval)
+        isinstance(b.offset, (Interval, int, float, decimal.Decimal))
+        and not isinstance(b.offset, bool)
+        and isinstance(b.offset, Interval) == isinstance(c.offset, Interval)
         and not (isinstance(c.offset, float) and math.isnan(c.offset))
         for b, c in ((frame.start, cast.start), (frame.end, cast.end))
     )

@@ -297,8 +297,10 @@ def _typed(pre, schema: pa.Schema) -> pa.Schema | None:
 
 def _output_names(view: View, schema: pa.Schema) -> list[str]:
     """The output's columns: the input's, each window column's (a column of a query that combines
-    windows after its calls'), and on update the changelog's."""
-    names = list(schema.names) + [e.alias for _, spec in view.groups for e in spec.expressions]
+    windows after its calls'), and on update the changelog's (whose op the op column said)."""
+    op = (view.op_column or "").lower() if view.emit == "on_update" else ""
+    names = [n for n in schema.names if n.lower() != op]
+    names += [e.alias for _, spec in view.groups for e in spec.expressions]
     names += [e.alias for e in view.computed]
     if view.emit == "on_update":
         names += [CHANGE] + ([] if view.row_key else [ROW_ID])
