@@ -176,6 +176,10 @@ def _default(
         raise WindowRuntimeError(f"{e} {where}") from None
 
 
+# Spark reads a TIMESTAMP argument of these as its DOUBLE seconds since 1970
+_TIMESTAMP_SECONDS = ("sum", "avg", "try_sum", "try_avg")
+
+
 def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: dict) -> pa.Array:
     layout, inverse = _layout(table, call, layouts)
     n = table.num_rows
@@ -183,11 +187,14 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
     values = mask = default = None
     for ignored in call.ignored:  # rank(x): x is not read, but must name columns, as in Spark
         evaluate_expr(ignored, table.slice(0, 0))
-    if call.args:
-        values = _sorted_column(table, call.args[0], call, layout, columns)
-        if call.function in ("sum", "avg") and values.kind is TypeFamily.TIMESTAMP:
-            values = Values(cast(values.array, pa.float64()))  # Spark's implicit cast: DOUBLE seconds
-        mask = values.valid
+    args = tuple(_sorted_column(table, a, call, layout, columns) for a in call.args)
+    if args and call.function in _TIMESTAMP_SECONDS and args[0].kind is TypeFamily.TIMESTAMP:
+        args = (Values(cast(args[0].array, pa.float64())),)  # Spark's implicit cast: DOUBLE seconds
+    if args:
+        values = args[0]
+        mask = np.ones(n, dtype=bool)
+        for i in () if call.respect_nulls else info.skipped()[: len(args)]:
+            mask = mask & args[i].valid
     elif info.kind is Kind.AGGREGATE:  # count(*): every row takes part
         values = Values(pa.array(np.ones(n, dtype=bool)))
         mask = np.ones(n, dtype=bool)
@@ -201,7 +208,8 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
         mask = mask & cond.valid & cond.numbers.astype(bool)
     if call.default is not None:
         default = _default(table, call, layout, columns, values.type)
-    choice = plan(call, values.kind if call.args else None)
+    types = tuple(a.type for a in args)
+    choice = plan(call, *types)
     frames = None
     if info.uses_frame:
         key = None
@@ -212,10 +220,10 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
             frames = frame_bounds(layout, call.frame, key, k.descending, k.nulls_first)
         else:
             frames = frame_bounds(layout, call.frame)
-    result = choice.run(CallInput(layout, frames, values, mask, default))
+    result = choice.run(CallInput(layout, frames, values, mask, default, args))
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
-    want = result_type(call, values.type if call.args else None)
+    want = result_type(call, *types)
     if want is not None and result.type != want:  # e.g. a Python aggregate's inferred types
         result = result.cast(want, safe=not pa.types.is_floating(want))
     return result if layout.identity else result.take(pa.array(inverse))

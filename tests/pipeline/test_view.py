@@ -288,7 +288,7 @@ def test_a_query_view_over_several_partitionings_keeps_each_group(tmp_path):
             "PARTITION BY lower(k)",
             r"\[view\] query \(line 13\): PARTITION BY LOWER\(k\): a view partitions by columns",
         ),
-        ("sum(x)", "collect_list(x)", r"\[view\] query \(line 13\): column 's': (?i:collect_list)"),
+        ("sum(x)", "hll_sketch_agg(x)", r"\[view\] query \(line 13\): column 's': (?i:hll_sketch_agg)"),
         (
             'emit = "on_window_close"',
             'emit = "on_update"\nrow_key = ["id"]',
