@@ -40,6 +40,7 @@ import pyarrow as pa
 from overwindow.physical.bounds import Frames
 from overwindow.physical.exact import MAX_LIMBS, LimbPrefix, dd_mul, dd_sub, two_prod
 from overwindow.physical.kernels.aggregates import prefix_count, sparse_table_reduce
+from overwindow.physical.kernels.collections import frame_rows
 from overwindow.physical.values import Values
 
 _SAFE = (2.0**-180, 2.0**240)  # x^4 and its rounding errors stay normal doubles
@@ -54,6 +55,7 @@ class _Column:
     def __init__(self, values: Values, mask: np.ndarray, frames: Frames):
         x = values.numbers.astype(np.float64)
         finite = np.isfinite(x)
+        self.raw = x  # as Spark reads them: its updates over frames holding NaN or inf (_replay)
         self.x = np.where(mask & finite, x, 0.0)
         self.frames = frames
         self.bad = frames.count(prefix_count(mask & ~finite)) > 0
@@ -259,8 +261,110 @@ def _resolve(sums: _Sums, name: str, some: np.ndarray):
     return value, np.flatnonzero(shaky & some)
 
 
-def _finish(out: np.ndarray, null: np.ndarray, nan: np.ndarray) -> pa.Array:
-    return pa.array(np.where(nan, np.nan, out), mask=null & ~nan)
+def _finish(name: str, out, null, cols: list[_Column], mask, frames, reads=None) -> pa.Array:
+    """The results, where a frame holds NaN or an infinity among the values ``name`` reads
+    (``reads``, else every argument's) replaced by Spark's own DOUBLE updates over the arguments
+    (``cols``) in frame order (``_replay``): their NaN, infinity or NULL is Spark's answer there.
+    O(frame size) per such frame."""
+    bad = np.zeros(len(out), dtype=bool)
+    for c in reads or cols:
+        bad |= c.bad
+    rows = np.flatnonzero(bad)
+    if len(rows):
+        offsets, taken = frame_rows(frames.take(rows), mask)
+        for i, r in enumerate(rows.tolist()):
+            at = taken[offsets[i] : offsets[i + 1]]
+            got = _replay(name, *(c.raw[at] for c in cols))
+            null[r] = got is None
+            out[r] = np.nan if got is None else got
+    return pa.array(out, mask=null)
+
+
+def _div(a: float, b: float) -> float | None:
+    """Spark's DOUBLE division inside these aggregates: NULL for a zero divisor."""
+    return None if b == 0 else float(np.float64(a) / np.float64(b))
+
+
+def _sqrt(v: float) -> float:
+    return float(np.sqrt(np.float64(v)))
+
+
+def _moments_of(xs, order: int):
+    """Spark's CentralMomentAgg updates: (n, mean, m2, m3, m4)."""
+    n = avg = m2 = m3 = m4 = np.float64(0.0)
+    for x in xs:
+        new_n = n + 1.0
+        delta = x - avg
+        delta_n = delta / new_n
+        avg = avg + delta_n
+        new_m2 = m2 + delta * (delta - delta_n)
+        delta2, delta_n2 = delta * delta, delta_n * delta_n
+        new_m3 = m3 - 3.0 * delta_n * new_m2 + delta * (delta2 - delta_n2) if order >= 3 else m3
+        if order >= 4:
+            m4 = (
+                m4
+                - 4.0 * delta_n * new_m3
+                - 6.0 * delta_n2 * new_m2
+                + delta * (delta * delta2 - delta_n * delta_n2)
+            )
+        n, m2, m3 = new_n, new_m2, new_m3
+    return n, avg, m2, m3, m4
+
+
+def _co_moments_of(xs, ys):
+    """Spark's Corr updates (Covariance's are their first four): (n, xAvg, yAvg, ck, xMk, yMk)."""
+    n = x_avg = y_avg = ck = x_mk = y_mk = np.float64(0.0)
+    for x, y in zip(xs, ys):
+        new_n = n + 1.0
+        dx, dy = x - x_avg, y - y_avg
+        x_avg, y_avg = x_avg + dx / new_n, y_avg + dy / new_n
+        ck = ck + dx * (y - y_avg)
+        x_mk = x_mk + dx * (x - x_avg)
+        y_mk = y_mk + dy * (y - y_avg)
+        n = new_n
+    return n, x_avg, y_avg, ck, x_mk, y_mk
+
+
+def _replay(name: str, first, second=None) -> float | None:
+    """Spark's answer for one frame from its one-pass DOUBLE updates and final expressions (its
+    NULLs where a divisor is 0). ``first``, ``second``: the frame's values of the call's arguments
+    in frame order (as DOUBLE)."""
+    with np.errstate(all="ignore"):
+        if name in ("skewness", "kurtosis"):
+            n, _, m2, m3, m4 = _moments_of(first.astype(np.float64), 3 if name == "skewness" else 4)
+            if n == 0 or m2 == 0:
+                return None
+            if name == "skewness":
+                return _div(_sqrt(n) * m3, _sqrt(m2 * m2 * m2))
+            q = _div(n * m4, m2 * m2)
+            return None if q is None else q - 3.0
+        y, x = first.astype(np.float64), second.astype(np.float64)  # (y, x) as Spark's regr_ take them
+        if name in ("regr_sxx", "regr_syy"):
+            n, _, m2, _, _ = _moments_of(x if name == "regr_sxx" else y, 2)
+            return None if n == 0 else float(m2)
+        if name in ("covar_pop", "covar_samp", "corr"):
+            n, _, _, ck, x_mk, y_mk = _co_moments_of(y, x)  # covar_pop(a, b): a in x's role
+            if n == 0 or (n == 1 and name != "covar_pop"):
+                return None
+            if name == "corr":  # NULL where either variable does not vary (measured against Spark)
+                return None if x_mk == 0 or y_mk == 0 else _div(ck, _sqrt(x_mk * y_mk))
+            return _div(ck, n if name == "covar_pop" else n - 1.0)
+        if name == "regr_sxy":
+            n, _, _, ck, _, _ = _co_moments_of(y, x)
+            return None if n == 0 else float(ck)
+        n, x_avg, y_avg, ck, x_mk, y_mk = _co_moments_of(x, y)
+        if name == "regr_r2":
+            if x_mk == 0:
+                return None
+            if y_mk == 0:
+                return 1.0
+            r = _div(ck, _sqrt(x_mk * y_mk))
+            return None if r is None else r * r
+        m2 = _moments_of(x, 2)[2]
+        if m2 == 0:
+            return None
+        slope = ck / m2
+        return float(slope) if name == "regr_slope" else float(y_avg - slope * x_avg)
 
 
 def skewness(args, mask, frames) -> pa.Array:
@@ -292,7 +396,7 @@ def _shape(args, mask, frames, degree: int) -> pa.Array:
                 out[i] = (1 if t >= 0 else -1) * _sqrt_ratio(t * t, r**3)
             else:
                 out[i] = to_double(t / (r * r))
-    return _finish(out, ~some | zero, col.bad & some)
+    return _finish("skewness" if degree == 3 else "kurtosis", out, ~some | zero, [col], mask, frames)
 
 
 def _moments2(args, mask, frames, names: set[str]):
@@ -320,7 +424,7 @@ def _covariance(args, mask, frames, sample: bool) -> pa.Array:
     for i, v in zip(redo.tolist(), exact_central(sums, "C", redo)):
         out[i] = to_double(v / int(denom[i])) if denom[i] else 0.0
     null = (sums.n < 2) if sample else ~some
-    return _finish(out, null, (x.bad | y.bad) & ~null)
+    return _finish("covar_samp" if sample else "covar_pop", out, null, [y, x], mask, frames)
 
 
 def regr_sxy(args, mask, frames) -> pa.Array:
@@ -331,7 +435,7 @@ def regr_sxy(args, mask, frames) -> pa.Array:
         out = np.ldexp(c[0] / np.maximum(sums.n, 1), x.k + y.k)
     for i, v in zip(redo.tolist(), exact_central(sums, "C", redo)):
         out[i] = to_double(v / int(sums.n[i]))
-    return _finish(out, ~some, (x.bad | y.bad) & some)
+    return _finish("regr_sxy", out, ~some, [y, x], mask, frames)
 
 
 def regr_sxx(args, mask, frames) -> pa.Array:
@@ -353,7 +457,7 @@ def _sum_of_squares(args, mask, frames, which: str) -> pa.Array:
         out = np.ldexp(a[0] / np.maximum(sums.n, 1), 2 * col.k)
     for i, v in zip(redo.tolist(), exact_central(sums, name, redo)):
         out[i] = to_double(v / int(sums.n[i]))
-    return _finish(out, ~some, col.bad & some)
+    return _finish(f"regr_s{which * 2}", out, ~some, [y, x], mask, frames, reads=[col])
 
 
 def corr(args, mask, frames) -> pa.Array:
@@ -383,16 +487,10 @@ def _correlation(args, mask, frames, squared: bool) -> pa.Array:
             if xv and yv:
                 r2 = cv * cv / (xv * yv)
                 out[i] = to_double(r2) if squared else (1 if cv >= 0 else -1) * _sqrt_ratio(cv * cv, xv * yv)
-    bad_x, bad_y = x.bad & some, y.bad & some
-    flat_x, flat_y = zx & ~bad_x, zy & ~bad_y  # the variable does not vary (a NaN one is not flat)
-    if squared:
-        # Spark: NULL where var_pop(x) = 0, else 1 where var_pop(y) = 0, else corr^2
-        null = ~some | flat_x
-        one = flat_y & ~null
-        return _finish(np.where(one, 1.0, out), null, (bad_x | bad_y) & ~null & ~one)
-    # Spark: NULL below two rows; a NaN or infinity makes the ratio NaN, else a flat one NULL
-    null = (sums.n < 2) | ((flat_x | flat_y) & ~(bad_x | bad_y))
-    return _finish(out, null, (bad_x | bad_y) & ~(sums.n < 2))
+    if squared:  # Spark: NULL where x does not vary, else 1 where y does not, else corr^2
+        null = ~some | zx
+        return _finish("regr_r2", np.where(zy & ~null, 1.0, out), null, [y, x], mask, frames)
+    return _finish("corr", out, (sums.n < 2) | zx | zy, [y, x], mask, frames)
 
 
 def regr_slope(args, mask, frames) -> pa.Array:
@@ -421,6 +519,5 @@ def _regression(args, mask, frames, intercept: bool) -> pa.Array:
             zx[i] = xv == 0
             if xv:
                 out[i] = to_double(tv / xv)
-    bad_x = x.bad & some
-    null = ~some | (zx & ~bad_x)
-    return _finish(out, null, (bad_x | y.bad) & ~null)
+    name = "regr_intercept" if intercept else "regr_slope"
+    return _finish(name, out, ~some | zx, [y, x], mask, frames)
