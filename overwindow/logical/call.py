@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -343,7 +344,57 @@ def validate(call: WindowCall) -> None:
             raise WindowSpecError(
                 f"{call.function} needs a fraction between 0 and 1, got {sql_literal(p)} {where}"
             )
+    if info.kind is Kind.AGGREGATE and len(call.params) < len(info.params) - info.optional:
+        raise WindowSpecError(f"{call.function}() needs its {', '.join(info.params)} argument {where}")
+    _validate_parameters(call, where)
     _validate_frame(call, where)
+
+
+def hll_register_bits(relative_sd: float) -> int:
+    """HyperLogLog++'s register bits p for approx_count_distinct's relativeSD, as Spark computes them
+    (Spark refuses p below 4): ceil(2 log2(1.106 / relativeSD)).
+
+    >>> hll_register_bits(0.05), hll_register_bits(0.39)
+    (9, 4)
+    """
+    return math.ceil(2.0 * math.log(1.106 / relative_sd) / math.log(2.0))
+
+
+def _validate_parameters(call: WindowCall, where: str) -> None:
+    """The constant parameters of the approximate aggregates and max_by / min_by, as Spark checks
+    them: a fraction (or ARRAY of them) between 0 and 1 and a positive INT accuracy for
+    percentile_approx, nb of at least 2 for histogram_numeric, a relativeSD giving HLL++ at least 4
+    register bits (below about 0.391) for approx_count_distinct, k from 1 to 100000 for max_by."""
+    name, params = call.function, call.params
+    if name == "percentile_approx":
+        p = params[0]
+        ps = p if isinstance(p, tuple) else (p,)
+        if not ps or any(not _is_number(x) or not 0 <= x <= 1 for x in ps):
+            raise WindowSpecError(
+                f"percentile_approx needs a percentage between 0 and 1, got {sql_literal(p)} {where}"
+            )
+        if len(params) > 1:
+            _positive_int(params[1], "percentile_approx's accuracy must be", where)
+    if name == "histogram_numeric" and (not _is_int(params[0]) or not 2 <= params[0] <= INT_MAX):
+        raise WindowSpecError(
+            f"histogram_numeric needs nb, an INT constant of at least 2, got {sql_literal(params[0])} {where}"
+        )
+    if name == "approx_count_distinct" and params:
+        sd = params[0]
+        # Spark's register bits: ceil(2 log2(1.106 / relativeSD)), at least 4
+        if (
+            not _is_number(sd)
+            or not 0 < sd
+            or math.ceil(2.0 * math.log(1.106 / float(sd)) / math.log(2.0)) < 4
+        ):
+            raise WindowSpecError(
+                f"approx_count_distinct needs a relativeSD above 0 and below 0.391 (HyperLogLog++ needs at "
+                f"least 4 register bits), got {sql_literal(sd)} {where}"
+            )
+    if name in ("max_by", "min_by") and params and (not _is_int(params[0]) or not 1 <= params[0] <= 100_000):
+        raise WindowSpecError(
+            f"{name}(x, y, k) needs k, an INT constant from 1 to 100000, got {sql_literal(params[0])} {where}"
+        )
 
 
 def _validate_frame(call: WindowCall, where: str) -> None:

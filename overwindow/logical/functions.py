@@ -67,9 +67,9 @@ class Accepts(Enum):
     ORDERED = "a numeric, DATE, TIMESTAMP or INTERVAL"  # median, percentile_cont, percentile_approx
     TEXT = "a STRING or BINARY (or a value Spark casts to STRING)"  # listagg
     ORDERABLE = "an orderable"  # max_by's ordering: any type but MAP
-    SETTABLE = (
-        "a non-nested"  # collect_set: Spark takes any type but MAP; its set order is reproduced for these
-    )
+    # collect_set, approx_count_distinct: Spark takes nested types too; its hashes (the set's order,
+    # HyperLogLog++'s registers) are reproduced for these
+    SETTABLE = "a non-nested"
     ARRAY = "an ARRAY"  # collect_union
     TIMESTAMP = "a TIMESTAMP"  # counter_diff's start time
 
@@ -228,6 +228,10 @@ BUILTINS: dict[str, FunctionInfo] = {
         # max_by(x, y [, k]): over the rows whose y is not NULL (x may be)
         _f("max_by", _AGG, (_A, Accepts.ORDERABLE), ["k"], Result.ARG_OR_ARRAY, skips=(1,), optional=1),
         _f("min_by", _AGG, (_A, Accepts.ORDERABLE), ["k"], Result.ARG_OR_ARRAY, skips=(1,), optional=1),
+        # Spark's approximate aggregates, by its own algorithms (physical/kernels/approximate.py)
+        _f("percentile_approx", _AGG, (_O,), ["percentage", "accuracy"], Result.ARG_OR_ARRAYS, optional=1),
+        _f("approx_count_distinct", _AGG, (Accepts.SETTABLE,), ["relativeSD"], Result.BIGINT, optional=1),
+        _f("histogram_numeric", _AGG, (_O,), ["nb"], Result.HISTOGRAM),
     ]
 }
 
@@ -245,6 +249,7 @@ ALIASES = {
     "mean": "avg",
     "array_agg": "collect_list",
     "string_agg": "listagg",
+    "approx_percentile": "percentile_approx",
 }
 
 _USER_AGGREGATES: dict[str, FunctionInfo] = {}
@@ -270,15 +275,20 @@ def lookup(name: str) -> FunctionInfo:
     key = ALIASES.get(key, key)
     info = BUILTINS.get(key) or _USER_AGGREGATES.get(key)
     if info is None:
-        refused = REFUSED.get(key)
-        if refused is not None:
-            raise WindowSpecError(f"{name}() is not computed over a window by overwindow: {refused}")
+        lookup_refused(key)
         known = ", ".join(sorted(set(BUILTINS) - {"count_star", "count_distinct"} | set(_USER_AGGREGATES)))
         raise WindowSpecError(
             f"unknown window function {name}(); known functions: {known} "
             f"(register a Python aggregate with overwindow.register_aggregate)"
         )
     return info
+
+
+def lookup_refused(name: str) -> None:
+    """Raise the refusal of a function overwindow refuses by name (``REFUSED``); nothing for others."""
+    refused = REFUSED.get(name.lower())
+    if refused is not None:
+        raise WindowSpecError(f"{name.lower()}() is not computed over a window by overwindow: {refused}")
 
 
 # Spark's aggregate and window functions that overwindow refuses by name, and why (the registry

@@ -30,7 +30,7 @@ from overwindow.logical.expr import (
     syntax_error,
 )
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
-from overwindow.logical.functions import lookup
+from overwindow.logical.functions import lookup, lookup_refused
 
 _REGRESSIONS = ("Avgx", "Avgy", "Count", "Intercept", "R2", "Slope", "Sxx", "Sxy", "Syy")
 # sqlglot node class -> catalog name, for the functions sqlglot knows by class.
@@ -492,6 +492,7 @@ def _function(f: exp.Expression, alias: str):
                 f"only without ORDER BY and frame in the window {ctx}"
             )
     else:
+        lookup_refused(f.sql_name() if isinstance(f, exp.Func) else f.key)  # grouping(x), ...: by name
         raise WindowSpecError(f"{f.sql(dialect=DIALECT)} is not a window function {ctx}")
     if name == "count":
         if items and isinstance(items[0], exp.Star):

@@ -5,7 +5,7 @@ planner reports it; tests and benchmarks pin it) and builds, for one call, the f
 it over a ``CallInput``.
 
 >>> sorted(KERNELS)[:4]
-['avg', 'bit_and', 'bit_or', 'bit_xor']
+['approx_count_distinct', 'avg', 'bit_and', 'bit_or']
 >>> KERNELS["corr"].name
 'exact-co-moments'
 """
@@ -20,7 +20,16 @@ import pyarrow as pa
 
 from overwindow.logical.call import WindowCall
 from overwindow.physical.bounds import Frames
-from overwindow.physical.kernels import aggregates, collections, holistic, moments, positional, ranking
+from overwindow.physical.kernels import (
+    aggregates,
+    approximate,
+    collections,
+    holistic,
+    hyperloglog,
+    moments,
+    positional,
+    ranking,
+)
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
 
@@ -162,5 +171,8 @@ KERNELS: dict[str, Kernel] = {
                 )
             ),
         ),
+        ("percentile_approx", "quantile-summaries", approximate.percentile_approx),
+        ("approx_count_distinct", "hyperloglog++", hyperloglog.approx_count_distinct),
+        ("histogram_numeric", "numeric-histogram", approximate.histogram_numeric),
     ]
 }

@@ -64,7 +64,7 @@ def _accepted(accepts: Accepts, t: pa.DataType | None) -> bool:
         return pa.types.is_list(t) or pa.types.is_large_list(t)
     if accepts is Accepts.TIMESTAMP:
         return family is TypeFamily.TIMESTAMP
-    if accepts is Accepts.SETTABLE:  # Spark's order of a set is reproduced for these only
+    if accepts is Accepts.SETTABLE:  # Spark's hashes are reproduced for these only
         return not is_nested(t)
     return not pa.types.is_map(t)  # ORDERABLE
 

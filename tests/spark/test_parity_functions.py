@@ -285,3 +285,32 @@ def test_random_calls_reach_every_function():
         "histogram_numeric",
     ]:
         assert f"{fn}(" in text, fn
+
+
+def disagreements(
+    spark, table: pa.Table, calls: list[Call], view: str, equal=same, spark_may_refuse: bool = False
+) -> list[str]:
+    """Each call whose values (``equal`` row by row) or result type over ``table`` differ from
+    Spark's, or that one side refuses, in words. With ``spark_may_refuse`` the calls Spark refuses
+    are left out (overwindow may compute more of SQL there)."""
+    spark.createDataFrame(table).createOrReplaceTempView(view)
+    values, types, errors = run_spark_view(spark, view, calls)
+    ours, our_types, our_errors = run_overwindow(table, calls)
+    msgs = []
+    for c in calls:
+        if c.alias in errors and spark_may_refuse:
+            continue
+        if c.alias in errors or c.alias in our_errors:
+            theirs, mine = errors.get(c.alias, "ok"), our_errors.get(c.alias, "ok")
+            msgs.append(f"{c.sql}: overwindow: {mine}; Spark: {theirs}")
+            continue
+        mine, theirs = _spark_type(our_types[c.alias]), types[c.alias].simpleString()
+        if mine != theirs:
+            msgs.append(f"{c.sql}: type {mine}, Spark's {theirs}")
+            continue
+        want, got = values[c.alias], ours[c.alias]
+        bad = [j for j in range(len(want)) if not equal(got[j], want[j])]
+        if bad:
+            rows = "; ".join(f"rid {values['rid'][j]}: {got[j]!r} vs Spark {want[j]!r}" for j in bad[:2])
+            msgs.append(f"{c.sql}: {len(bad)} of {len(want)} rows differ: {rows}")
+    return msgs

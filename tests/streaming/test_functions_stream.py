@@ -1,5 +1,6 @@
 """The aggregates added beside the first ones (collections, max_by / min_by, the moments and
-regressions, try_sum / try_avg, the bitwise ones, counter_diff) through both emit modes, against the
+regressions, try_sum / try_avg, the bitwise ones, counter_diff, the approximate ones) through both
+emit modes, against the
 batch evaluator: on update, after every micro-batch the table kept from the changelog equals the
 batch result over the live rows; on window close, every row is emitted once, with the batch
 result over all rows. Values are NULL, NaN, +-inf, ties and a row key breaking them."""
@@ -53,6 +54,12 @@ CALLS = (
     f"bit_and(c) OVER (ORDER BY t {AHEAD}) AS ba",
     "bit_or(c) OVER (ORDER BY t GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW) AS bo",
     "counter_diff(c) OVER (ORDER BY t) AS cd",
+    f"approx_count_distinct(s) OVER (ORDER BY t {AHEAD}) AS ad",
+    "approx_count_distinct(i, 0.39) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS ar",
+    f"percentile_approx(x, array(0.5, 0.1), 2) OVER (ORDER BY t {AHEAD}) AS pa",
+    "percentile_approx(i, 0.5, 3) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS pr",
+    f"histogram_numeric(i, 2) OVER (ORDER BY t {AHEAD}) AS hn",
+    "histogram_numeric(x, 3) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND 1 FOLLOWING) AS hr",
 )
 NAMES = [c.rsplit(" AS ", 1)[1] for c in CALLS]
 X = [None, math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5, -2.25, 1e3, 7.0, 3.125]
@@ -81,6 +88,13 @@ def _rows(rng, n: int, next_id: int, t0: int) -> list[dict]:
 def _same(a, b) -> bool:
     if isinstance(a, list) or isinstance(b, list):
         return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict) or isinstance(b, dict):  # histogram_numeric's bins
+        return (
+            isinstance(a, dict)
+            and isinstance(b, dict)
+            and a.keys() == b.keys()
+            and _same(list(a.values()), list(b.values()))
+        )
     if a is None or b is None:
         return a is None and b is None
     if isinstance(a, float) and isinstance(b, float):
