@@ -314,3 +314,25 @@ def disagreements(
             rows = "; ".join(f"rid {values['rid'][j]}: {got[j]!r} vs Spark {want[j]!r}" for j in bad[:2])
             msgs.append(f"{c.sql}: {len(bad)} of {len(want)} rows differ: {rows}")
     return msgs
+
+
+def test_lag_and_lead_defaults_are_cast_to_the_column_type_as_spark_casts_them(spark):
+    table = pa.table(
+        {
+            "rid": pa.array([1, 2, 3, 4], pa.int64()),
+            "c": pa.array([5, None, 7, 8], pa.int32()),
+            "b": pa.array([1, 2, None, 4], pa.int8()),
+            "g": pa.array([10, 20, 30, None], pa.int64()),
+        }
+    )
+    defaults = ["0.5", "-0.5", "0.99", "-1.99", "CAST(0.5 AS DECIMAL(38, 38))", "2.5e0", "1e0", "7"]
+    texts = [
+        f"{fn}({col}, {k}, {d}) OVER (ORDER BY rid)"
+        for fn in ("lag", "lead")
+        for col in ("c", "b", "g")
+        for k in (1, 2)
+        for d in defaults
+    ]
+    calls = [Call(f"c{j}", text) for j, text in enumerate(texts)]
+    msgs = disagreements(spark, table, calls, "defaults", spark_may_refuse=True)
+    assert not msgs, "\n".join(msgs)
