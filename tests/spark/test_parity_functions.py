@@ -336,3 +336,34 @@ def test_lag_and_lead_defaults_are_cast_to_the_column_type_as_spark_casts_them(s
     calls = [Call(f"c{j}", text) for j, text in enumerate(texts)]
     msgs = disagreements(spark, table, calls, "defaults", spark_may_refuse=True)
     assert not msgs, "\n".join(msgs)
+
+
+INF = "CAST('Infinity' AS DOUBLE)"
+
+
+def test_range_frames_with_infinite_offsets_over_infinite_and_nan_keys_are_sparks(spark):
+    """A DOUBLE key holding -inf, finite values, +inf and NaN (and a NULL), RANGE bounds of
+    infinite offsets: an infinite key's bound is then NaN (inf - inf), and Spark's frames move their
+    edges forward only, row by row."""
+    keys = [-math.inf, -math.inf, -3.0, 0.0, 0.0, 1.5, math.inf, math.inf, math.nan, math.nan, None]
+    order = [3, 9, 0, 7, 5, 10, 1, 8, 4, 2, 6]  # the rows arrive out of key order
+    table = pa.table(
+        {
+            "rid": pa.array([j + 1 for j in order], pa.int64()),
+            "f": pa.array([keys[j] for j in order], pa.float64()),
+            "p": pa.array([j % 2 for j in order], pa.int32()),
+        }
+    )
+    bounds = [f"{INF} PRECEDING", "1 PRECEDING", "CURRENT ROW", "1 FOLLOWING", f"{INF} FOLLOWING"]
+    starts, ends = ["UNBOUNDED PRECEDING", *bounds], [*bounds, "UNBOUNDED FOLLOWING"]
+    frames = [f"{a} AND {b}" for a in starts for b in ends if INF in a + b]
+    texts = [
+        f"{fn}(rid) OVER ({part}ORDER BY f{desc} RANGE BETWEEN {frame})"
+        for frame in frames
+        for desc in ("", " DESC")
+        for part in ("", "PARTITION BY p ")
+        for fn in ("first_value", "last_value", "count")
+    ]
+    calls = [Call(f"c{j}", text) for j, text in enumerate(texts)]
+    msgs = disagreements(spark, table, calls, "infinite_keys", spark_may_refuse=True)
+    assert not msgs, f"{len(msgs)} of {len(calls)} calls differ:\n" + "\n".join(msgs)
