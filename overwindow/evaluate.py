@@ -129,11 +129,29 @@ def project(table: pa.Table, exprs: list[WindowExpression], results: dict[str, p
     return out
 
 
+def _key(expr, table: pa.Table, clause: str, call: WindowCall) -> Values:
+    """A PARTITION BY or ORDER BY key's values; refused, in SQL words, where they cannot be
+    compared: MAP and calendar INTERVAL (months, days and nanoseconds) values, as Spark refuses them
+    (EXPRESSION_TYPE_IS_NOT_ORDERABLE), and STRUCT and ARRAY values, which overwindow does not
+    compare."""
+    values = evaluate_expr(expr, table)
+    t = values.type
+    if pa.types.is_map(t) or t == pa.month_day_nano_interval():
+        why = "its values cannot be compared (Spark: EXPRESSION_TYPE_IS_NOT_ORDERABLE)"
+    elif pa.types.is_nested(t):
+        why = "overwindow does not partition or order by nested values; use their fields"
+    else:
+        return Values(values)
+    calendar = t == pa.month_day_nano_interval()
+    kind = "a calendar INTERVAL (months, days, nanoseconds)" if calendar else sql_type(t)
+    raise WindowSpecError(f"{clause} {expr} is of type {kind}: {why}, in {call.alias}")
+
+
 def _layout(table: pa.Table, call: WindowCall, layouts: dict) -> tuple[Layout, np.ndarray]:
     key = (call.partition_by, call.order_by)
     if key not in layouts:
-        part = [Values(evaluate_expr(p, table)) for p in call.partition_by]
-        order = [(Values(evaluate_expr(k.expr, table)), k.descending, k.nulls_first) for k in call.order_by]
+        part = [_key(p, table, "PARTITION BY", call) for p in call.partition_by]
+        order = [(_key(k.expr, table, "ORDER BY", call), k.descending, k.nulls_first) for k in call.order_by]
         layouts[key] = _with_inverse(Layout.build(part, order, table.num_rows))
     return layouts[key]
 

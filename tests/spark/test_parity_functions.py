@@ -27,6 +27,9 @@ import pyarrow as pa
 import pytest
 from test_parity import make_table, run_overwindow, run_spark_view
 
+import overwindow
+from overwindow.errors import WindowSpecError
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "physical"))
 from reference_kernels import Pairs, Shape  # noqa: E402 - exact moments of a frame's values
 
@@ -367,3 +370,19 @@ def test_range_frames_with_infinite_offsets_over_infinite_and_nan_keys_are_spark
     calls = [Call(f"c{j}", text) for j, text in enumerate(texts)]
     msgs = disagreements(spark, table, calls, "infinite_keys", spark_may_refuse=True)
     assert not msgs, f"{len(msgs)} of {len(calls)} calls differ:\n" + "\n".join(msgs)
+
+
+def test_calendar_interval_and_map_keys_are_refused_as_spark_refuses_them(spark):
+    table = pa.table(
+        {
+            "rid": pa.array([1, 2], pa.int64()),
+            "j": pa.array([(12, 0, 0), (24, 0, 0)], pa.month_day_nano_interval()),
+            "i": pa.array([1, 2], pa.int64()),
+        }
+    )
+    spark.createDataFrame(table).createOrReplaceTempView("interval_keys")
+    for over in ["PARTITION BY j", "ORDER BY j", "PARTITION BY i ORDER BY j"]:
+        with pytest.raises(Exception, match="ORDERABLE"):
+            spark.sql(f"SELECT sum(i) OVER ({over}) FROM interval_keys").collect()
+        with pytest.raises(WindowSpecError, match="cannot be compared"):
+            overwindow.evaluate(table, f"sum(i) OVER ({over}) AS r")
