@@ -280,10 +280,22 @@ class Shape(_Collect):
         return _to_double(n * _central(xs, 4) / (m2 * m2) - 3)
 
 
+def _double_m2(values) -> float:
+    """The sum of squared deviations as Spark's one-pass DOUBLE updates reach it (Welford's)."""
+    n = mean = m2 = 0.0
+    for v in values:
+        n += 1.0
+        delta = float(v) - mean
+        mean += delta / n
+        m2 += delta * (float(v) - mean)
+    return m2
+
+
 class Pairs(_Collect):
     """The two-argument statistics over (y, x) pairs, exactly: covariances, correlation and the
-    regressions, with Spark's NULLs (no rows; covar_samp and corr of one row; x that does not vary)
-    and NaN for a NaN or infinity among the values each one reads."""
+    regressions, with Spark's NULLs (no rows; covar_samp and corr of one row; x that does not vary,
+    for corr either finite variable that does not vary) and NaN for a NaN or infinity among the
+    values each one reads."""
 
     def final(self, v):
         f = self.call.function
@@ -303,13 +315,20 @@ class Pairs(_Collect):
             return math.nan if bad_x else _to_double(sxx)
         if f == "regr_syy":
             return math.nan if bad_y else _to_double(syy)
+        if bad_x or bad_y:  # Spark tests its DOUBLE moments there, which underflow: 1e-300 is flat
+            flat_x = not bad_x and _double_m2([p[1] for p in pairs]) == 0
+            flat_y = not bad_y and _double_m2([p[0] for p in pairs]) == 0
+        else:
+            flat_x, flat_y = sxx == 0, syy == 0
         if f == "regr_r2":
-            if not bad_x and sxx == 0:
+            if flat_x:
                 return None
-            if not bad_y and syy == 0:
+            if flat_y:
                 return 1.0
-        if f in ("regr_slope", "regr_intercept") and not bad_x and sxx == 0:
+        if f in ("regr_slope", "regr_intercept") and flat_x:
             return None
+        if f == "corr" and (flat_x or flat_y):
+            return None  # Spark: NULL where either variable does not vary, before any NaN
         if bad_x or bad_y:
             return math.nan
         mx, my = sum(xs) / n, sum(ys) / n
