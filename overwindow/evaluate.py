@@ -129,11 +129,29 @@ def project(table: pa.Table, exprs: list[WindowExpression], results: dict[str, p
     return out
 
 
+def _key(expr, table: pa.Table, clause: str, call: WindowCall) -> Values:
+    """A PARTITION BY or ORDER BY key's values; refused, in SQL words, where they cannot be
+    compared: MAP and calendar INTERVAL (months, days and nanoseconds) values, as Spark refuses them
+    (EXPRESSION_TYPE_IS_NOT_ORDERABLE), and STRUCT and ARRAY values, which overwindow does not
+    compare."""
+    values = evaluate_expr(expr, table)
+    t = values.type
+    if pa.types.is_map(t) or t == pa.month_day_nano_interval():
+        why = "its values cannot be compared (Spark: EXPRESSION_TYPE_IS_NOT_ORDERABLE)"
+    elif pa.types.is_nested(t):
+        why = "overwindow does not partition or order by nested values; use their fields"
+    else:
+        return Values(values)
+    calendar = t == pa.month_day_nano_interval()
+    kind = "a calendar INTERVAL (months, days, nanoseconds)" if calendar else sql_type(t)
+    raise WindowSpecError(f"{clause} {expr} is of type {kind}: {why}, in {call.alias}")
+
+
 def _layout(table: pa.Table, call: WindowCall, layouts: dict) -> tuple[Layout, np.ndarray]:
     key = (call.partition_by, call.order_by)
     if key not in layouts:
-        part = [Values(evaluate_expr(p, table)) for p in call.partition_by]
-        order = [(Values(evaluate_expr(k.expr, table)), k.descending, k.nulls_first) for k in call.order_by]
+        part = [_key(p, table, "PARTITION BY", call) for p in call.partition_by]
+        order = [(_key(k.expr, table, "ORDER BY", call), k.descending, k.nulls_first) for k in call.order_by]
         layouts[key] = _with_inverse(Layout.build(part, order, table.num_rows))
     return layouts[key]
 
@@ -176,6 +194,10 @@ def _default(
         raise WindowRuntimeError(f"{e} {where}") from None
 
 
+# Spark reads a TIMESTAMP argument of these as its DOUBLE seconds since 1970
+_TIMESTAMP_SECONDS = ("sum", "avg", "try_sum", "try_avg")
+
+
 def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: dict) -> pa.Array:
     layout, inverse = _layout(table, call, layouts)
     n = table.num_rows
@@ -183,11 +205,14 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
     values = mask = default = None
     for ignored in call.ignored:  # rank(x): x is not read, but must name columns, as in Spark
         evaluate_expr(ignored, table.slice(0, 0))
-    if call.args:
-        values = _sorted_column(table, call.args[0], call, layout, columns)
-        if call.function in ("sum", "avg") and values.kind is TypeFamily.TIMESTAMP:
-            values = Values(cast(values.array, pa.float64()))  # Spark's implicit cast: DOUBLE seconds
-        mask = values.valid
+    args = tuple(_sorted_column(table, a, call, layout, columns) for a in call.args)
+    if args and call.function in _TIMESTAMP_SECONDS and args[0].kind is TypeFamily.TIMESTAMP:
+        args = (Values(cast(args[0].array, pa.float64())),)  # Spark's implicit cast: DOUBLE seconds
+    if args:
+        values = args[0]
+        mask = np.ones(n, dtype=bool)
+        for i in () if call.respect_nulls else info.skipped()[: len(args)]:
+            mask = mask & args[i].valid
     elif info.kind is Kind.AGGREGATE:  # count(*): every row takes part
         values = Values(pa.array(np.ones(n, dtype=bool)))
         mask = np.ones(n, dtype=bool)
@@ -201,7 +226,8 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
         mask = mask & cond.valid & cond.numbers.astype(bool)
     if call.default is not None:
         default = _default(table, call, layout, columns, values.type)
-    choice = plan(call, values.kind if call.args else None)
+    types = tuple(a.type for a in args)
+    choice = plan(call, *types)
     frames = None
     if info.uses_frame:
         key = None
@@ -212,10 +238,10 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
             frames = frame_bounds(layout, call.frame, key, k.descending, k.nulls_first)
         else:
             frames = frame_bounds(layout, call.frame)
-    result = choice.run(CallInput(layout, frames, values, mask, default))
+    result = choice.run(CallInput(layout, frames, values, mask, default, args))
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
-    want = result_type(call, values.type if call.args else None)
+    want = result_type(call, *types)
     if want is not None and result.type != want:  # e.g. a Python aggregate's inferred types
         result = result.cast(want, safe=not pa.types.is_floating(want))
     return result if layout.identity else result.take(pa.array(inverse))

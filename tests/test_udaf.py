@@ -21,7 +21,6 @@ from physical.reference_kernels import evaluate_naive, naive_path
 
 from overwindow import Aggregate, WindowSpecError, evaluate, parse_window, register_aggregate
 from overwindow.physical.planner import plan
-from overwindow.physical.values import TypeFamily
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -263,7 +262,7 @@ def test_udaf_equals_numpy_over_brute_force_frames(name, case):
 
 
 def kernel(sql: str) -> str:
-    return plan(parse_window(sql).calls[0], TypeFamily.INT).name
+    return plan(parse_window(sql).calls[0], pa.int64()).name
 
 
 @pytest.mark.parametrize(
@@ -304,8 +303,8 @@ def test_planner_picks_kernel_by_methods(name, frame, expected):
 def test_the_naive_path_forces_the_naive_kernel():
     call = parse_window("ow_test_sumsq_sliding(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS r").calls[0]
     with naive_path():
-        assert plan(call, TypeFamily.INT).name == "naive"
-    assert plan(call, TypeFamily.INT).name == "sliding"
+        assert plan(call, pa.int64()).name == "naive"
+    assert plan(call, pa.int64()).name == "sliding"
 
 
 # --- registration ------------------------------------------------------------------------------

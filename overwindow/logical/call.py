@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -55,6 +56,7 @@ class WindowCall:
     default: Expr | None = None  # lag/lead default value
     filter: Expr | None = None
     ignore_nulls: bool = False
+    respect_nulls: bool = False  # collect_list(x) RESPECT NULLS: NULLs kept (the catalog allows it)
     partition_by: tuple[Expr, ...] = ()
     order_by: tuple[SortKey, ...] = ()
     frame: Frame | None = None  # None: the SQL default for this ORDER BY
@@ -74,10 +76,17 @@ class WindowCall:
     def info(self):
         return lookup(self.function)
 
+    @property
+    def skips_nulls(self) -> bool:
+        """Whether the row an offset function reads is counted in rows whose argument is not NULL:
+        lag/lead IGNORE NULLS, and counter_diff (the catalog's ``previous_value``), which always
+        reads the previous non-NULL value. O(1)."""
+        return self.ignore_nulls or self.info.previous_value
+
     @cached_property
     def rows_back(self) -> int | None:
-        """lag/lead: how many rows before the current row the row they read lies (negative: after
-        it); None for functions of a frame or of positions. O(1).
+        """lag/lead (counter_diff: 1): how many rows before the current row the row they read lies
+        (negative: after it); None for functions of a frame or of positions. O(1).
 
         >>> from overwindow.logical.parse import parse_window
         >>> calls = ["lag(x, 2) OVER (ORDER BY t) AS a", "lead(x) OVER (ORDER BY t) AS b"]
@@ -85,9 +94,10 @@ class WindowCall:
         [2, -1]
         """
         reach = self.info.reach
+        offset = self.params[0] if self.params else 1
         if reach is Reach.ROWS_BEFORE:
-            return self.params[0]
-        return -self.params[0] if reach is Reach.ROWS_AFTER else None
+            return offset
+        return -offset if reach is Reach.ROWS_AFTER else None
 
     @cached_property
     def reach(self) -> Frame:
@@ -111,10 +121,11 @@ class WindowCall:
         if reach is Reach.WHOLE:
             return _WHOLE_PARTITION
         back = self.rows_back
-        if back > 0 or (back == 0 and not self.ignore_nulls):
-            start = Bound.unbounded_preceding() if self.ignore_nulls else Bound.preceding(back)
+        skips = self.skips_nulls
+        if back > 0 or (back == 0 and not skips):
+            start = Bound.unbounded_preceding() if skips else Bound.preceding(back)
             return Frame(FrameUnit.ROWS, start, Bound.current_row())
-        end = Bound.unbounded_following() if self.ignore_nulls else Bound.following(-back)
+        end = Bound.unbounded_following() if skips else Bound.following(-back)
         return Frame(FrameUnit.ROWS, Bound.current_row(), end)
 
     @cached_property
@@ -154,6 +165,8 @@ class WindowCall:
             return f"{self.function}() numbers rows from the start of the partition"
         if reach is Reach.WHOLE:
             return f"{self.function}() depends on the partition's size, so on every row of it"
+        if reach is not Reach.FRAME and self.info.previous_value:
+            return f"{self.function}(...) looks any distance back for the previous non-NULL value"
         if reach is not Reach.FRAME:
             return f"{self.function}(...) IGNORE NULLS looks any distance for a non-NULL value"
         if not self.order_by:
@@ -204,10 +217,12 @@ class WindowCall:
             if self.default is not None:
                 items.append(str(self.default))
             text = f"{name}({', '.join(items)})"
+        if self.filter is not None:  # Spark's grammar: FILTER, then IGNORE | RESPECT NULLS
+            text += f" FILTER (WHERE {self.filter})"
         if self.ignore_nulls:
             text += " IGNORE NULLS"
-        if self.filter is not None:
-            text += f" FILTER (WHERE {self.filter})"
+        if self.respect_nulls:
+            text += " RESPECT NULLS"
         return text
 
     def over_sql(self) -> str:
@@ -275,6 +290,7 @@ _REQUIRED_FRAMES = {
     "percent_rank": _ROWS_TO_CURRENT,
     "ntile": _ROWS_TO_CURRENT,
     "cume_dist": Frame(FrameUnit.RANGE, Bound.unbounded_preceding(), Bound.current_row()),
+    "counter_diff": _ROWS_TO_CURRENT,
 }
 
 
@@ -282,12 +298,17 @@ def validate(call: WindowCall) -> None:
     """Check a call against SQL's rules; raise WindowSpecError worded in SQL."""
     info = lookup(call.function)
     where = f"in {call.function}(...) AS {call.alias}"
-    if len(call.args) != info.n_args:
+    if not info.least_args <= len(call.args) <= info.n_args:
+        wanted = f"{info.least_args} to {info.n_args}" if info.least_args < info.n_args else info.n_args
         raise WindowSpecError(
-            f"{call.function}() takes {info.n_args} argument column(s), got {len(call.args)} {where}"
+            f"{call.function}() takes {wanted} argument column(s), got {len(call.args)} {where}"
         )
     if call.ignore_nulls and not info.ignore_nulls:
         raise WindowSpecError(f"IGNORE NULLS is not allowed with {call.function}() {where}")
+    if call.respect_nulls and not info.respect_nulls:
+        raise WindowSpecError(f"RESPECT NULLS is not allowed with {call.function}() {where}")
+    if call.ignore_nulls and call.respect_nulls:
+        raise WindowSpecError(f"IGNORE NULLS and RESPECT NULLS together {where}")
     if call.filter is not None and info.kind is not Kind.AGGREGATE:
         raise WindowSpecError(
             f"FILTER (WHERE ...) is only allowed with aggregate functions, not {call.function}() {where}"
@@ -323,7 +344,57 @@ def validate(call: WindowCall) -> None:
             raise WindowSpecError(
                 f"{call.function} needs a fraction between 0 and 1, got {sql_literal(p)} {where}"
             )
+    if info.kind is Kind.AGGREGATE and len(call.params) < len(info.params) - info.optional:
+        raise WindowSpecError(f"{call.function}() needs its {', '.join(info.params)} argument {where}")
+    _validate_parameters(call, where)
     _validate_frame(call, where)
+
+
+def hll_register_bits(relative_sd: float) -> int:
+    """HyperLogLog++'s register bits p for approx_count_distinct's relativeSD, as Spark computes them
+    (Spark refuses p below 4): ceil(2 log2(1.106 / relativeSD)).
+
+    >>> hll_register_bits(0.05), hll_register_bits(0.39)
+    (9, 4)
+    """
+    return math.ceil(2.0 * math.log(1.106 / relative_sd) / math.log(2.0))
+
+
+def _validate_parameters(call: WindowCall, where: str) -> None:
+    """The constant parameters of the approximate aggregates and max_by / min_by, as Spark checks
+    them: a fraction (or ARRAY of them) between 0 and 1 and a positive INT accuracy for
+    percentile_approx, nb of at least 2 for histogram_numeric, a relativeSD giving HLL++ at least 4
+    register bits (below about 0.391) for approx_count_distinct, k from 1 to 100000 for max_by."""
+    name, params = call.function, call.params
+    if name == "percentile_approx":
+        p = params[0]
+        ps = p if isinstance(p, tuple) else (p,)
+        if not ps or any(not _is_number(x) or not 0 <= x <= 1 for x in ps):
+            raise WindowSpecError(
+                f"percentile_approx needs a percentage between 0 and 1, got {sql_literal(p)} {where}"
+            )
+        if len(params) > 1:
+            _positive_int(params[1], "percentile_approx's accuracy must be", where)
+    if name == "histogram_numeric" and (not _is_int(params[0]) or not 2 <= params[0] <= INT_MAX):
+        raise WindowSpecError(
+            f"histogram_numeric needs nb, an INT constant of at least 2, got {sql_literal(params[0])} {where}"
+        )
+    if name == "approx_count_distinct" and params:
+        sd = params[0]
+        # Spark's register bits: ceil(2 log2(1.106 / relativeSD)), at least 4
+        if (
+            not _is_number(sd)
+            or not 0 < sd
+            or math.ceil(2.0 * math.log(1.106 / float(sd)) / math.log(2.0)) < 4
+        ):
+            raise WindowSpecError(
+                f"approx_count_distinct needs a relativeSD above 0 and below 0.391 (HyperLogLog++ needs at "
+                f"least 4 register bits), got {sql_literal(sd)} {where}"
+            )
+    if name in ("max_by", "min_by") and params and (not _is_int(params[0]) or not 1 <= params[0] <= 100_000):
+        raise WindowSpecError(
+            f"{name}(x, y, k) needs k, an INT constant from 1 to 100000, got {sql_literal(params[0])} {where}"
+        )
 
 
 def _validate_frame(call: WindowCall, where: str) -> None:

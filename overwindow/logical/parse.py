@@ -30,8 +30,9 @@ from overwindow.logical.expr import (
     syntax_error,
 )
 from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
-from overwindow.logical.functions import lookup
+from overwindow.logical.functions import lookup, lookup_refused
 
+_REGRESSIONS = ("Avgx", "Avgy", "Count", "Intercept", "R2", "Slope", "Sxx", "Sxy", "Syy")
 # sqlglot node class -> catalog name, for the functions sqlglot knows by class.
 _NODE_NAMES = {
     exp.RowNumber: "row_number",
@@ -67,6 +68,22 @@ _NODE_NAMES = {
     exp.First: "first_value",
     exp.Last: "last_value",
     exp.AnyValue: "first_value",
+    exp.ArrayAgg: "collect_list",
+    exp.ArrayUniqueAgg: "collect_set",
+    exp.GroupConcat: "listagg",
+    exp.ArgMax: "max_by",
+    exp.ArgMin: "min_by",
+    exp.Corr: "corr",
+    exp.CovarPop: "covar_pop",
+    exp.CovarSamp: "covar_samp",
+    exp.Skewness: "skewness",
+    exp.Kurtosis: "kurtosis",
+    exp.BitwiseAndAgg: "bit_and",
+    exp.BitwiseOrAgg: "bit_or",
+    exp.BitwiseXorAgg: "bit_xor",
+    exp.ApproxQuantile: "percentile_approx",
+    exp.ApproxDistinct: "approx_count_distinct",
+    **{getattr(exp, f"Regr{part}"): f"regr_{part.lower()}" for part in _REGRESSIONS},
 }
 
 _UNITS_MICROS = {
@@ -381,12 +398,14 @@ def _call(w: exp.Window, alias: str) -> WindowCall:
         )
     f = w.this
     filt = ignore_nulls = None
+    respect = False
     while True:
         if isinstance(f, exp.Filter):
             filt = Expr.of(f.expression.this)
             f = f.this
         elif isinstance(f, (exp.IgnoreNulls, exp.RespectNulls)):
             ignore_nulls = isinstance(f, exp.IgnoreNulls)
+            respect = not ignore_nulls
             f = f.this
         else:
             break
@@ -409,6 +428,8 @@ def _call(w: exp.Window, alias: str) -> WindowCall:
         default=default,
         filter=filt,
         ignore_nulls=bool(ignore_nulls),
+        # RESPECT NULLS is every function's default but collect_list's and collect_set's
+        respect_nulls=respect and lookup(function).respect_nulls,
         partition_by=tuple(Expr.of(e) for e in w.args.get("partition_by") or ()),
         order_by=order,
         frame=frame,
@@ -464,8 +485,14 @@ def _function(f: exp.Expression, alias: str):
         flat = []
         for v in items:
             flat.extend(v if isinstance(v, list) else [v])
-        items = flat
+        items = [v for v in flat if isinstance(v, exp.Expression)]  # not flags (ArrayAgg's nulls_excluded)
+        if isinstance(f, exp.GroupConcat) and isinstance(f.this, exp.Order):
+            raise WindowSpecError(
+                f"listagg(...) WITHIN GROUP (ORDER BY ...) is not supported over a window; Spark allows it "
+                f"only without ORDER BY and frame in the window {ctx}"
+            )
     else:
+        lookup_refused(f.sql_name() if isinstance(f, exp.Func) else f.key)  # grouping(x), ...: by name
         raise WindowSpecError(f"{f.sql(dialect=DIALECT)} is not a window function {ctx}")
     if name == "count":
         if items and isinstance(items[0], exp.Star):
@@ -496,7 +523,7 @@ def _function(f: exp.Expression, alias: str):
     name = info.name
     if name in ("lag", "lead") and not items:
         items = [exp.Null()]  # Spark's lag() is lag(NULL): NULL of type VOID in every row
-    if len(items) < info.n_args:
+    if len(items) < info.least_args:
         raise WindowSpecError(f"{name}() takes {info.n_args} argument column(s), got {len(items)} {ctx}")
     args = tuple(Expr.of(i) for i in items[: info.n_args])
     rest = items[info.n_args :]
@@ -522,7 +549,7 @@ def _function(f: exp.Expression, alias: str):
         default = Expr.of(rest[1]) if len(rest) > 1 else None
         return name, args, params, default
     params = tuple(literal_value(r, f"{name} parameter {ctx}") for r in rest)
-    if info.params and len(params) < len(info.params):
+    if info.params and len(params) < len(info.params) - info.optional:
         raise WindowSpecError(f"{name}() needs its {', '.join(info.params)} argument {ctx}")
     if name in ("percentile_cont", "percentile_disc"):
         params += (False,)  # ascending

@@ -94,6 +94,8 @@ def frame_bounds(
     start = _bound(layout, frame, frame.start, True, i, key, descending, nulls_first)
     end = _bound(layout, frame, frame.end, False, i, key, descending, nulls_first)
     start = np.clip(start, ps, pe)
+    if key is not None and frame.unit is FrameUnit.RANGE and _infinite_offset_on_floats(frame, key):
+        start, end = _swept(layout, frame, start, np.clip(end, ps, pe))
     end = np.clip(end, start, pe)
     ex = frame.exclude
     if ex is Exclude.NO_OTHERS:
@@ -114,6 +116,37 @@ def frame_bounds(
         parts.append((s_mid, prev))
     parts.append((np.clip(hi, prev, end), end))
     return Frames(parts)
+
+
+def _infinite_offset_on_floats(frame: Frame, key: Values) -> bool:
+    """Whether a RANGE frame over a floating-point key has an infinite offset: its bound of an
+    infinite key is then NaN (inf - inf), and the frames no longer move forward row by row."""
+    offsets = [b.offset for b in (frame.start, frame.end) if b.offset is not None]
+    return key.kind is TypeFamily.FLOAT and any(
+        isinstance(o, (int, float)) and math.isinf(float(o)) for o in offsets
+    )
+
+
+def _swept(layout, frame: Frame, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The frames Spark computes from each row's own edges ``start`` and ``end`` (within its
+    partition): Spark moves a frame's edges forward only, row after row through a partition, so an
+    edge behind the previous row's stays where that one was, and a start past the end stays at the
+    end (its sliding frame drops rows from the front while they lie before the start, and adds rows
+    at the back while they lie within the end). Where edges move forward anyway this changes
+    nothing; they move back where an infinite key meets an infinite offset (a NaN bound). O(n) (a
+    Python step per row for frames bounded at both ends)."""
+    end = np.maximum.accumulate(end) if len(end) else end  # partitions lie in order: one running max
+    if frame.start.kind is BoundKind.UNBOUNDED_PRECEDING:
+        return start, end
+    if frame.end.kind is BoundKind.UNBOUNDED_FOLLOWING:
+        return (np.maximum.accumulate(start) if len(start) else start), end
+    out = start.copy()
+    first = layout.part_start
+    low = 0
+    for i, (s, e) in enumerate(zip(start.tolist(), end.tolist())):
+        low = min(s if i == first[i] else max(low, s), e)
+        out[i] = low
+    return out, end
 
 
 def _bound(layout, frame, bound: Bound, is_start, i, key, descending, nulls_first) -> np.ndarray:

@@ -102,6 +102,11 @@ def cast(array: pa.Array, target: pa.DataType, source_fields: str = "", fields: 
         if want is TypeFamily.INT and have in (TypeFamily.FLOAT, TypeFamily.DECIMAL):
             if have is TypeFamily.FLOAT and pc.any(pc.invert(pc.is_finite(array))).as_py():
                 raise CastError(f"a NaN or infinite value cannot be cast to {sql_type(target)}")
+            if have is TypeFamily.DECIMAL:  # an integer digit to round into: 0.5 is a DECIMAL(1, 1)
+                wider = source.precision + 1
+                array = array.cast(
+                    pa.decimal128(wider, source.scale) if wider <= 38 else pa.decimal256(wider, source.scale)
+                )
             array = pc.round(array, 0, round_mode="towards_zero")
             return array.cast(pa.int64() if have is TypeFamily.FLOAT else target).cast(target)
         if want is TypeFamily.FLOAT and have is TypeFamily.INT:  # rounded to the nearest, as Java casts

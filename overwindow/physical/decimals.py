@@ -168,34 +168,41 @@ def overflow(name: str, t: pa.DataType) -> WindowRuntimeError:
     )
 
 
-def frame_sums(hi, lo, mask, frames, n, t: pa.Decimal128Type, name: str) -> pa.Array:
+def _fits(
+    over: np.ndarray, some: np.ndarray, name: str, t: pa.DataType, null_on_overflow: bool
+) -> np.ndarray:
+    """The frames whose result is kept: all of them (an overflow raises, as Spark's ANSI mode fails),
+    or with ``null_on_overflow`` (try_sum, try_avg) those that fit, the others NULL."""
+    if null_on_overflow:
+        return some & ~over
+    if (over & some).any():
+        raise overflow(name, t)
+    return some
+
+
+def frame_sums(hi, lo, mask, frames, n, t: pa.Decimal128Type, name: str, null_on_overflow=False) -> pa.Array:
     """Spark's ``sum`` of DECIMAL values over every frame (``n``: the rows taking part in each):
-    exact, NULL for frames without rows."""
+    exact, NULL for frames without rows; a sum past ``sum_type`` fails, or with ``null_on_overflow``
+    is NULL (Spark checks the final sum only: DECIMAL partial sums do not overflow)."""
     p = prefix(np.where(mask, hi, 0), np.where(mask, lo, np.uint64(0)))
     out_t = sum_type(t)
     mags, neg = magnitudes(frame_limbs(p, frames.parts))
     rhi, rlo, over = to_words(mags, neg, out_t.precision)
-    if (over & (n > 0)).any():
-        raise overflow(name, out_t)
-    return from_words(rhi, rlo, n > 0, out_t)
+    return from_words(rhi, rlo, _fits(over, n > 0, name, out_t, null_on_overflow), out_t)
 
 
-def frame_means(hi, lo, mask, frames, n, t: pa.Decimal128Type, name: str) -> pa.Array:
+def frame_means(hi, lo, mask, frames, n, t: pa.Decimal128Type, name: str, null_on_overflow=False) -> pa.Array:
     """Spark's ``avg`` of DECIMAL values over every frame (``n``: the rows taking part in each):
     the exact sum (which must fit ``sum``'s type) times 10**(new scale - scale), divided by the
-    count, rounded half up."""
+    count, rounded half up; an overflow fails, or is NULL with ``null_on_overflow``."""
     p = prefix(np.where(mask, hi, 0), np.where(mask, lo, np.uint64(0)))
-    some = n > 0
     mags, neg = magnitudes(frame_limbs(p, frames.parts))
-    if (to_words(mags, neg, sum_type(t).precision)[2] & some).any():
-        raise overflow(name, sum_type(t))
+    some = _fits(to_words(mags, neg, sum_type(t).precision)[2], n > 0, name, sum_type(t), null_on_overflow)
     out_t = avg_type(t)
     mags = scale_up(mags, 10 ** (out_t.scale - t.scale))
     mags = divide_half_up(mags, np.maximum(n, 1))
     rhi, rlo, over = to_words(mags, neg, out_t.precision)
-    if (over & some).any():
-        raise overflow(name, out_t)
-    return from_words(rhi, rlo, some, out_t)
+    return from_words(rhi, rlo, _fits(over, some, name, out_t, null_on_overflow), out_t)
 
 
 # --- 128-bit comparisons and offsets, for RANGE frames over DECIMAL keys --------------------------

@@ -40,9 +40,12 @@ class LimbPrefix:
         self.base = base
 
     @staticmethod
-    def of_floats(x: np.ndarray, exp_shift: np.ndarray | None = None) -> LimbPrefix:
+    def of_floats(
+        x: np.ndarray, exp_shift: np.ndarray | None = None, max_limbs: int = MAX_LIMBS
+    ) -> LimbPrefix:
         """Of the values ``x * 2**exp_shift`` (exp_shift: per-row integers; lets a caller sum
-        values a double cannot hold, such as squares of 1e200)."""
+        values a double cannot hold, such as squares of 1e200). ``max_limbs``: the widest table
+        (sums of cubes and fourth powers span up to four times the doubles' range)."""
         x = np.asarray(x, dtype=np.float64)
         if exp_shift is None:
             # the column's bits lie in [2**base, 2**top): from its largest and smallest magnitude
@@ -65,7 +68,7 @@ class LimbPrefix:
         if not nz.any():
             return LimbPrefix(np.zeros((1, len(x) + 1), dtype=np.int64), 0)
         top = int(lsb[nz].max()) + 53
-        base = max(int(lsb[nz].min()), top - W * (MAX_LIMBS - 3))
+        base = max(int(lsb[nz].min()), top - W * (max_limbs - 3))
         shift = lsb - base
         low = shift < 0  # beyond the limb range: truncate the lowest bits
         if low.any():

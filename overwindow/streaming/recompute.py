@@ -146,11 +146,38 @@ def changed(
 
 
 def equal(a, b) -> np.ndarray:
-    """Per-row equality of two arrays where NULL equals NULL and NaN equals NaN. O(n)."""
+    """Per-row equality of two arrays where NULL equals NULL and NaN equals NaN, elementwise in lists
+    and fieldwise in structs (collect_list, histogram_numeric). O(n + nested values)."""
     a = a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
     b = b.combine_chunks() if isinstance(b, pa.ChunkedArray) else b
+    if pa.types.is_list(a.type) or pa.types.is_large_list(a.type):
+        return _equal_lists(a, b)
+    if pa.types.is_struct(a.type):
+        same = np.ones(len(a), dtype=bool)
+        for i in range(a.type.num_fields):
+            same &= equal(a.field(i), b.field(i))
+        valid_a, valid_b = (x.is_valid().to_numpy(zero_copy_only=False) for x in (a, b))
+        return (valid_a == valid_b) & (same | ~valid_a)
     both_null = pc.and_(pc.is_null(a), pc.is_null(b))
     eq = pc.fill_null(pc.equal(a, b), False)
     if pa.types.is_floating(a.type):
         eq = pc.or_(eq, pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False))
     return pc.or_(eq, both_null).to_numpy(zero_copy_only=False)
+
+
+def _equal_lists(a: pa.Array, b: pa.Array) -> np.ndarray:
+    """Rows of two list arrays that are both NULL, or both not NULL with equal lengths and equal
+    elements."""
+    valid_a, valid_b = (x.is_valid().to_numpy(zero_copy_only=False) for x in (a, b))
+    lengths = [pc.list_value_length(x).fill_null(0).to_numpy(zero_copy_only=False) for x in (a, b)]
+    comparable = valid_a & valid_b & (lengths[0] == lengths[1])
+    same = valid_a == valid_b
+    same &= ~(valid_a & ~comparable)
+    keep = pa.array(comparable)
+    items = equal(pc.list_flatten(a.filter(keep)), pc.list_flatten(b.filter(keep)))
+    n = lengths[0][comparable]
+    bad = np.concatenate(([0], np.cumsum(~items)))  # elements that differ, per row of ``comparable``
+    ends = np.cumsum(n)
+    rows_ok = (bad[ends] - bad[ends - n]) == 0
+    same[comparable] &= rows_ok
+    return same

@@ -456,7 +456,7 @@ class WindowClose:
         key ahead."""
         n = b.n_released
         back = call.rows_back
-        if call.ignore_nulls and back is not None:  # lag/lead IGNORE NULLS: counted in non-NULL rows
+        if call.skips_nulls and back is not None:  # lag/lead IGNORE NULLS, counter_diff: non-NULL rows
             if back >= 0:
                 return n
             valid = self._valid(call, b)
@@ -502,7 +502,7 @@ class WindowClose:
         n = b.n_released
         inside = u < n
         back = call.rows_back
-        if call.ignore_nulls and back is not None:  # lag/lead IGNORE NULLS: counted in non-NULL rows
+        if call.skips_nulls and back is not None:  # lag/lead IGNORE NULLS, counter_diff: non-NULL rows
             if back <= 0:
                 return u
             valid = self._valid(call, b)

@@ -18,6 +18,7 @@ from collections import Counter
 from fractions import Fraction
 
 import numpy as np
+import pyarrow as pa
 
 from overwindow import evaluate
 from overwindow.physical import planner
@@ -222,6 +223,193 @@ class CountDistinct(_Collect):
         return len({_one_nan(x) for x in v})
 
 
+class TrySum(_Collect):
+    """Spark's try_sum: the exact sum, NULL where a BIGINT running sum, added in frame order, leaves
+    its range at any row (DOUBLE sums as ``sum``)."""
+
+    def final(self, v):
+        if v and isinstance(v[0], int):
+            running = 0
+            for x in v:
+                running += x
+                if not -(2**63) <= running < 2**63:
+                    return None
+            return running
+        return Sum(self.call).final(v)
+
+
+class Bits(_Collect):
+    def final(self, v):
+        if not v:
+            return None
+        out = v[0]
+        for x in v[1:]:
+            out = {"bit_and": out & x, "bit_or": out | x, "bit_xor": out ^ x}[self.call.function]
+        return out
+
+
+def _fractions(v) -> list[Fraction] | float:
+    """The values as exact rationals, or NaN where one is NaN or infinite (Spark's moments)."""
+    xs = [float(x) for x in v]
+    if not all(math.isfinite(x) for x in xs):
+        return math.nan
+    return [Fraction(x) for x in xs]
+
+
+def _central(xs: list[Fraction], k: int) -> Fraction:
+    mean = sum(xs) / len(xs)
+    return sum((x - mean) ** k for x in xs)
+
+
+class Shape(_Collect):
+    """skewness and kurtosis from exact central moments; NULL without rows or where x does not vary."""
+
+    def final(self, v):
+        if not v:
+            return None
+        xs = _fractions(v)
+        if isinstance(xs, float):
+            return xs
+        n = len(xs)
+        m2 = _central(xs, 2)
+        if m2 == 0:
+            return None
+        if self.call.function == "skewness":
+            m3 = _central(xs, 3)
+            return (1 if m3 >= 0 else -1) * math.sqrt(_to_double(n * m3 * m3 / m2**3))
+        return _to_double(n * _central(xs, 4) / (m2 * m2) - 3)
+
+
+def _double_m2(values) -> float:
+    """The sum of squared deviations as Spark's one-pass DOUBLE updates reach it (Welford's)."""
+    n = mean = m2 = 0.0
+    for v in values:
+        n += 1.0
+        delta = float(v) - mean
+        mean += delta / n
+        m2 += delta * (float(v) - mean)
+    return m2
+
+
+class Pairs(_Collect):
+    """The two-argument statistics over (y, x) pairs, exactly: covariances, correlation and the
+    regressions, with Spark's NULLs (no rows; covar_samp and corr of one row; x that does not vary,
+    for corr either finite variable that does not vary) and NaN for a NaN or infinity among the
+    values each one reads."""
+
+    def final(self, v):
+        f = self.call.function
+        pairs = [(p["0"], p["1"]) for p in v]
+        n = len(pairs)
+        if f == "regr_count":
+            return n
+        if f in ("regr_avgx", "regr_avgy"):
+            return Avg(self.call).final([p[1] if f == "regr_avgx" else p[0] for p in pairs])
+        if n == 0 or (n < 2 and f in ("covar_samp", "corr")):
+            return None
+        ys, xs = _fractions([p[0] for p in pairs]), _fractions([p[1] for p in pairs])
+        bad_x, bad_y = isinstance(xs, float), isinstance(ys, float)
+        sxx = None if bad_x else _central(xs, 2)
+        syy = None if bad_y else _central(ys, 2)
+        if f == "regr_sxx":
+            return math.nan if bad_x else _to_double(sxx)
+        if f == "regr_syy":
+            return math.nan if bad_y else _to_double(syy)
+        if bad_x or bad_y:  # Spark tests its DOUBLE moments there, which underflow: 1e-300 is flat
+            flat_x = not bad_x and _double_m2([p[1] for p in pairs]) == 0
+            flat_y = not bad_y and _double_m2([p[0] for p in pairs]) == 0
+        else:
+            flat_x, flat_y = sxx == 0, syy == 0
+        if f == "regr_r2":
+            if flat_x:
+                return None
+            if flat_y:
+                return 1.0
+        if f in ("regr_slope", "regr_intercept") and flat_x:
+            return None
+        if f == "corr" and (flat_x or flat_y):
+            return None  # Spark: NULL where either variable does not vary, before any NaN
+        if bad_x or bad_y:
+            return math.nan
+        mx, my = sum(xs) / n, sum(ys) / n
+        sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+        if f == "covar_pop":
+            return _to_double(sxy / n)
+        if f == "covar_samp":
+            return _to_double(sxy / (n - 1))
+        if f == "regr_sxy":
+            return _to_double(sxy)
+        if f == "regr_slope":
+            return _to_double(sxy / sxx)
+        if f == "regr_intercept":
+            return _to_double(my - sxy / sxx * mx)
+        if sxx == 0 or syy == 0:  # corr
+            return None
+        r2 = sxy * sxy / (sxx * syy)
+        return _to_double(r2) if f == "regr_r2" else (1 if sxy >= 0 else -1) * math.sqrt(_to_double(r2))
+
+
+class CollectList(_Collect):
+    def final(self, v):
+        return list(v)
+
+
+class CollectSet(_Collect):
+    """The distinct values in the order of Scala's mutable.HashSet, replayed add by add: a table of
+    16 buckets doubled before an add that finds 12 (24, 48, ...) elements; each bucket sorted by
+    the improved hash, equal hashes in insertion order. The element hashes are Spark's (the parity
+    tests check them against Spark)."""
+
+    def final(self, v):
+        from overwindow.physical.spark_hash import element_hashes
+
+        size, table, count = 16, {}, 0
+        for x in v:
+            if count + 1 >= size * 3 // 4:
+                size *= 2
+                old = [e for b in sorted(table) for e in table[b]]
+                table = {}
+                for h, e in old:
+                    table.setdefault(h & (size - 1), []).append((h, e))
+            key = _one_nan(0.0 if isinstance(x, float) and x == 0 else x)
+            h = int(element_hashes(pa.array([key]))[0]) & 0xFFFFFFFF
+            h = h ^ (h >> 16)
+            h = h - (1 << 32) if h >= 1 << 31 else h
+            bucket = table.setdefault(h & (size - 1), [])
+            if any(_same(e, key) for _, e in bucket):
+                continue
+            at = next((i for i, (hh, _) in enumerate(bucket) if hh > h), len(bucket))
+            bucket.insert(at, (h, key))
+            count += 1
+        return [e for b in sorted(table) for _, e in table[b]]
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b and type(a) is type(b)
+
+
+class ListAgg(_Collect):
+    def final(self, v):
+        if not v:
+            return None
+        sep = self.call.params[0] if self.call.params and self.call.params[0] is not None else ""
+        return sep.join(str(x) for x in v)
+
+
+class ExtremeBy(_Collect):
+    """max_by / min_by: x at the largest (smallest) y, the last such pair on a tie."""
+
+    def final(self, v):
+        best = None
+        for p in v:
+            key = _sort_key(p["1"])
+            if best is None or (key >= best[0] if self.call.function == "max_by" else key <= best[0]):
+                best = (key, p["0"])
+        return None if best is None else best[1]
+
+
 REFERENCE = {
     "count": Count,
     "count_star": Count,
@@ -240,6 +428,35 @@ REFERENCE = {
     "percentile_disc": Percentile,
     "mode": Mode,
     "count_distinct": CountDistinct,
+    "try_sum": TrySum,
+    "try_avg": Avg,  # Spark averages integers through DOUBLE sums: no overflow
+    "bit_and": Bits,
+    "bit_or": Bits,
+    "bit_xor": Bits,
+    "skewness": Shape,
+    "kurtosis": Shape,
+    **dict.fromkeys(
+        [
+            "covar_pop",
+            "covar_samp",
+            "corr",
+            "regr_count",
+            "regr_avgx",
+            "regr_avgy",
+            "regr_sxx",
+            "regr_syy",
+            "regr_sxy",
+            "regr_slope",
+            "regr_intercept",
+            "regr_r2",
+        ],
+        Pairs,
+    ),
+    "collect_list": CollectList,
+    "collect_set": CollectSet,
+    "listagg": ListAgg,
+    "max_by": ExtremeBy,
+    "min_by": ExtremeBy,
 }
 
 

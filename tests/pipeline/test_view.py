@@ -284,7 +284,7 @@ def test_a_query_view_over_several_partitionings_keeps_each_group(tmp_path):
         ("FROM source", "FROM events", r"\[view\] query \(line 13\): FROM events: .*write FROM source"),
         ("WHERE x > 0", "HAVING x > 0", r"\[view\] query \(line 13\): .*HAVING is not supported yet"),
         (" AS s\n", "\n", r"\[view\] query \(line 13\): the window column .* needs a name: add AS <name>"),
-        ("sum(x)", "collect_list(x)", r"\[view\] query \(line 13\): column 's': (?i:collect_list)"),
+        ("sum(x)", "hll_sketch_agg(x)", r"\[view\] query \(line 13\): column 's': (?i:hll_sketch_agg)"),
         (
             'emit = "on_window_close"',
             'emit = "on_update"\nrow_key = ["id"]',

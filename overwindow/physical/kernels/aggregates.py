@@ -109,7 +109,9 @@ def _within_interval(total: np.ndarray, n: np.ndarray, t: pa.DurationType, name:
     return total
 
 
-def _interval_mean(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
+def _interval_mean(
+    values: Values, mask: np.ndarray, frames: Frames, null_on_overflow: bool = False
+) -> pa.Array:
     """avg of a day-time interval as Spark computes it: the exact sum in microseconds over the count,
     rounded half up (away from zero), an INTERVAL DAY TO SECOND. O(n).
 
@@ -118,11 +120,18 @@ def _interval_mean(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array
     >>> avg(v, np.ones(7, bool), f).to_pylist()[0]  # 12342857142.857 microseconds, rounded
     datetime.timedelta(seconds=12342, microseconds=857143)
     """
-    total, n = _int_sums(values, mask, frames, "avg")
-    micros = _within_interval(total, n, values.type, "avg") * MICROS_PER_TICK[values.type.unit]
+    if null_on_overflow:  # try_avg: a frame whose running sum overflows is NULL
+        total, keep = _running_sums(values, mask, frames)
+        n = frames.count(prefix_count(mask))
+    else:
+        total, n = _int_sums(values, mask, frames, "avg")
+        keep = n > 0
+    micros = (
+        _within_interval(np.where(keep, total, 0), n, values.type, "avg") * MICROS_PER_TICK[values.type.unit]
+    )
     whole, rest = np.divmod(np.abs(micros), np.maximum(n, 1))
     mean = np.sign(micros) * (whole + (2 * rest >= np.maximum(n, 1)))
-    return pa.array(mean, mask=n == 0).cast(INTERVAL_DAY_TO_SECOND)
+    return pa.array(mean, mask=~keep).cast(INTERVAL_DAY_TO_SECOND)
 
 
 def avg(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
@@ -142,6 +151,83 @@ def avg(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
     if values.kind is TypeFamily.INTERVAL:
         return _interval_mean(values, mask, frames)
     raise TypeError(values.type)
+
+
+def try_sum(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
+    """``sum``, NULL where Spark's sum overflows instead of failing: a DECIMAL frame whose sum is past
+    sum's type (Spark checks the final sum), a BIGINT or INTERVAL frame whose running sum, added
+    row by row in frame order from its first row, leaves the type's range at any row (Spark's TRY
+    addition turns the sum NULL there for the rest of the frame). DOUBLE sums never overflow. O(n);
+    O(n log w) over Python integers when a column's values could reach the range's ends."""
+    if values.kind is TypeFamily.DECIMAL:
+        n = frame_counts(mask, frames)
+        return decimals.frame_sums(*values.words, mask, frames, n, values.type, "try_sum", True)
+    if values.kind is TypeFamily.FLOAT:
+        return sum_(values, mask, frames)
+    total, ok = _running_sums(values, mask, frames)
+    return pa.array(total, mask=~ok).cast(values.type if values.kind is TypeFamily.INTERVAL else pa.int64())
+
+
+def try_avg(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
+    """``avg``, NULL where Spark's average overflows instead of failing: a DECIMAL frame whose sum is
+    past sum's type, an INTERVAL frame whose running sum leaves its range (as ``try_sum``). Spark
+    averages integers through DOUBLE sums, which do not overflow. O(n)."""
+    if values.kind is TypeFamily.DECIMAL:
+        n = frame_counts(mask, frames)
+        return decimals.frame_means(*values.words, mask, frames, n, values.type, "try_avg", True)
+    if values.kind is not TypeFamily.INTERVAL:
+        return avg(values, mask, frames)
+    return _interval_mean(values, mask, frames, null_on_overflow=True)
+
+
+def _running_sums(values: Values, mask: np.ndarray, frames: Frames) -> tuple[np.ndarray, np.ndarray]:
+    """(frame sums as int64, whether the frame's running sum stayed in range at every row) of an
+    integer or interval column (the range: int64, or the microseconds Spark's interval holds)."""
+    x = np.where(mask, values.numbers, 0)
+    n = frames.count(prefix_count(mask))
+    limit = INTERVAL_LIMIT[values.type.unit] if values.kind is TypeFamily.INTERVAL else 2**63 - 1
+    lowest = -limit - (values.kind is not TypeFamily.INTERVAL)
+    if float(np.abs(x.astype(np.float64)).sum()) < 2.0**62 and limit == 2**63 - 1:
+        return frames.count(np.concatenate(([0], np.cumsum(x)))), n > 0  # no sum can leave int64
+    # exact running sums in Python integers: the frame overflows where, within one of its parts,
+    # the largest (smallest) prefix past the part's start leaves the range
+    prefix = np.concatenate(([0], np.cumsum(x.astype(object))))
+    after = prefix[1:]
+    base = np.zeros(len(n), dtype=object)
+    over = np.zeros(len(n), dtype=bool)
+    for s, e in frames.parts:
+        start = prefix[s]
+        some = e > s
+        high = sparse_table_reduce(after, Frames([(s, e)]), np.maximum, -(2**200))
+        low = sparse_table_reduce(after, Frames([(s, e)]), np.minimum, 2**200)
+        over |= some & ((base + high - start > limit) | (base + low - start < lowest))
+        base = base + prefix[e] - start
+    ok = (n > 0) & ~over
+    return np.array([int(v) if keep else 0 for v, keep in zip(base, ok)], dtype=np.int64), ok
+
+
+def _bits(values: Values, mask: np.ndarray, frames: Frames, op) -> pa.Array:
+    """bit_and / bit_or over every frame (idempotent, so a sparse table serves): O(n log w)."""
+    identity = -1 if op is np.bitwise_and else 0
+    out = sparse_table_reduce(np.where(mask, values.numbers, identity), frames, op, identity)
+    return values.from_numbers(out, frame_counts(mask, frames) > 0)
+
+
+def bit_and(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
+    return _bits(values, mask, frames, np.bitwise_and)
+
+
+def bit_or(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
+    return _bits(values, mask, frames, np.bitwise_or)
+
+
+def bit_xor(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
+    """XOR over every frame from prefix XORs (XOR undoes itself, so frames slide): O(n)."""
+    p = np.concatenate(([0], np.bitwise_xor.accumulate(np.where(mask, values.numbers, 0))))
+    out = np.zeros(len(frames.start), dtype=np.int64)
+    for s, e in frames.parts:
+        out ^= p[e] ^ p[s]
+    return values.from_numbers(out, frame_counts(mask, frames) > 0)
 
 
 def _moments(values: Values, mask: np.ndarray, frames: Frames):
@@ -327,4 +413,9 @@ KERNELS = {
     "bool_or": bool_or,
     "min": min_,
     "max": max_,
+    "try_sum": try_sum,
+    "try_avg": try_avg,
+    "bit_and": bit_and,
+    "bit_or": bit_or,
+    "bit_xor": bit_xor,
 }

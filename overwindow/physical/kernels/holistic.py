@@ -25,6 +25,7 @@ from overwindow.physical.bounds import Frames
 from overwindow.physical.kernels.aggregates import prefix_count
 from overwindow.physical.kernels.sliding import slide
 from overwindow.physical.kernels.wavelet import WaveletMatrix
+from overwindow.physical.types import is_nested
 from overwindow.physical.values import INTERVAL_DAY_TO_SECOND, MICROS_PER_TICK, TypeFamily, Values
 
 
@@ -298,8 +299,32 @@ def median(values, mask, frames):
     return percentile(values, mask, frames, 0.5, True)
 
 
+def _nested_key(v):
+    """A hashable key of a nested value (STRUCT, ARRAY, MAP) equal for equal values, as SQL's
+    DISTINCT compares them: NULL fields equal, every NaN one value, -0.0 equal to 0.0."""
+    if isinstance(v, dict):
+        return tuple((k, _nested_key(x)) for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return tuple(_nested_key(x) for x in v)
+    if isinstance(v, float):
+        return ("NaN",) if v != v else v + 0.0
+    return v
+
+
+def distinct_codes(values: Values) -> np.ndarray:
+    """Each row's code among the column's distinct values (-1 for NULL); nested values by their
+    Python key (a Python step per row), others by ``Values.codes``. O(n log n)."""
+    if not is_nested(values.type):
+        return values.codes
+    seen: dict = {}
+    return np.array(
+        [-1 if v is None else seen.setdefault(_nested_key(v), len(seen)) for v in values.array.to_pylist()],
+        dtype=np.int64,
+    )
+
+
 def count_distinct(values: Values, mask: np.ndarray, frames: Frames) -> pa.Array:
-    codes = values.codes[mask]
+    codes = distinct_codes(values)[mask]
     if len(frames.parts) > 1:
         return pa.array(_slide_counts(codes, mask, frames, lambda counts, _: len(counts)), type=pa.int64())
     parts, size = _compact(mask, frames)

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from overwindow.errors import WindowRuntimeError
 from overwindow.physical.bounds import Frames
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
@@ -48,6 +49,54 @@ def lag_lead(values: Values, layout: Layout, call, default: pa.Array | None) -> 
     if default is not None:  # already of the column's type (overwindow.physical.casts)
         out = pc.if_else(pa.array(idx < 0), default, out)
     return out
+
+
+def counter_diff(args: tuple[Values, ...], layout: Layout) -> pa.Array:
+    """Spark's counter_diff(value [, start_time]): the value minus the partition's previous non-NULL
+    value, in the value's type; NULL for a NULL value, for the first non-NULL value, and at a reset:
+    a value below the previous one, or a start time after the previous row's (when both start times
+    are not NULL). A negative value, or a start time before the previous row's, fails as Spark's
+    query does (COUNTER_DIFF_NEGATIVE_COUNTER_VALUE). O(n log n) (the previous non-NULL row by index
+    arithmetic; values compared by their dense ranks, so DECIMALs and NaN compare as in SQL)."""
+    value = args[0]
+    valid = value.valid
+    rank = value.codes
+    if (valid & _negative(value)).any():
+        raise WindowRuntimeError(
+            "counter_diff: a negative counter value was provided; negative counter values are not "
+            "allowed (Spark: COUNTER_DIFF_NEGATIVE_COUNTER_VALUE)"
+        )
+    prev = offset_index(layout, valid, -1, ignore_nulls=True)
+    has_prev = valid & (prev >= 0)
+    at = np.where(has_prev, prev, 0)
+    keep = has_prev & (rank >= rank[at])
+    if len(args) > 1:
+        start = args[1]
+        both = has_prev & start.valid & start.valid[at]
+        later, earlier = start.numbers > start.numbers[at], start.numbers < start.numbers[at]
+        if (both & earlier).any():
+            raise WindowRuntimeError(
+                "counter_diff: a start time earlier than the previous row's was provided; start times "
+                "must not decrease (Spark fails the query)"
+            )
+        keep &= ~(both & later)
+    return _difference(value, np.where(keep, at, -1))
+
+
+def _negative(value: Values) -> np.ndarray:
+    if value.kind.is_numeric and value.exact_numbers:
+        return value.numbers < 0
+    return pc.less(value.array, pa.scalar(0, value.type)).fill_null(False).to_numpy(zero_copy_only=False)
+
+
+def _difference(value: Values, prev: np.ndarray) -> pa.Array:
+    """value - value[prev] where prev >= 0, NULL elsewhere, in the value's type."""
+    keep = prev >= 0
+    before = value.take(np.where(keep, prev, -1))
+    diff = pc.subtract_checked(value.array, before) if value.kind.is_numeric else None
+    if pa.types.is_decimal(value.type):
+        diff = diff.cast(value.type)  # value - previous lies between 0 and value: it fits
+    return pc.if_else(pa.array(keep), diff.cast(value.type), pa.scalar(None, value.type))
 
 
 def nth_index(

@@ -25,7 +25,12 @@ def has(agg, method: str) -> bool:
 
 
 def _inputs(values: Values, mask: np.ndarray, frames: Frames):
-    vals = np.asarray(values.array.filter(pa.array(mask)).to_numpy(zero_copy_only=False))
+    taken = values.array.filter(pa.array(mask))
+    if taken.null_count or pa.types.is_struct(taken.type):
+        # NULLs taking part (RESPECT NULLS, a pair's x) stay None, integers exact, not NaN floats
+        vals = np.array(taken.to_pylist() + [None], dtype=object)[:-1]
+    else:
+        vals = np.asarray(taken.to_numpy(zero_copy_only=False))
     parts, _ = _compact(mask, frames)
     return vals, Frames(parts)
 
