@@ -21,6 +21,7 @@ from overwindow.pipeline.checkpoint import (
     shuffle_partitions,
 )
 from overwindow.pipeline.failures import ViewRunError
+from overwindow.pipeline.job_lock import hold
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
 from overwindow.pipeline.sources import KAFKA_READERS, Source, open_source
@@ -395,17 +396,25 @@ def run_views(
     or Ctrl-C. ``final`` (with ``once``): then end their input, so that emit on window close emits
     every row it still holds (:func:`overwindow.pipeline.checkpoint.end_input`; a later run that
     finds new input stops before reading it, ``InputEndedError``). Raises ViewFileError (nothing
-    started) or ViewRunError (a query failed; one line)."""
-    from overwindow.pipeline.checkpoint import end_input
+    started; CheckpointInUseError when another job runs on a view's checkpoint) or ViewRunError (a
+    query failed; one line)."""
     from overwindow.pipeline.fingerprint import record
     from overwindow.pipeline.validate import check_views, preflight
 
     if final and not once:
         raise ValueError("final needs once: the input ends after what has arrived is processed")
     checked = check_views(views, create=True)
-    preflight(views)
-    for c in checked:
-        record(c)
+    with hold(views):  # before the fingerprints are recorded: they are the running job's
+        preflight(views)
+        for c in checked:
+            record(c)
+        return _run_job(views, spark, once, quiet, json_lines, debug, final)
+
+
+def _run_job(views: list[View], spark, once: bool, quiet: bool, json_lines: bool, debug: bool, final: bool):
+    """run_views once the views are checked and their checkpoints held: Spark and the queries."""
+    from overwindow.pipeline.checkpoint import end_input
+
     settings: dict = {}
     for view in views:
         settings.update(spark_settings(view))
