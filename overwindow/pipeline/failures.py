@@ -78,7 +78,12 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
     if isinstance(error, SinkDriftError):  # the table does not fit the view or its checkpoint
         return f"{view.where('sink', 'table')}: {error}"
     text = str(error)
+    header = _csv_header(text)
+    if header is not None:
+        return f"{view.where('source', 'schema')}: {header}"
     python = _python_error(text)
+    if python is not None and python[0] == "Py4JJavaError":  # a Spark call failed: its cause is Java's
+        python = None
     if python is not None:
         name, message = python
         if name == "StateFormatError":
@@ -123,6 +128,35 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
     ):
         return f"{view.where('source', 'path')}: {_java_cause(text)}"
     return f"{view.path}: the view's query failed: {_java_cause(text)}"
+
+
+# Spark's CSV reader with enforceSchema = false (overwindow.pipeline.sources): a header that does not
+# name the schema's columns in its order
+_CSV_HEADER = re.compile(
+    r"CSV header does not conform to the schema\.\s*Header: (?P<header>.*?)\s*Schema: (?P<schema>.*?)\s*"
+    r"Expected: (?P<expected>.*?) but found: (?P<found>.*?)\s*CSV file: (?P<file>[^\r\n]+)",
+    re.DOTALL,
+)
+
+
+def _csv_header(text: str) -> str | None:
+    """What a CSV file's header that does not fit the schema says, naming the file; None for another
+    failure. O(len(text)).
+
+    >>> text = ("IllegalArgumentException: CSV header does not conform to the schema.\\n Header: ts, k\\n "
+    ...         "Schema: k, ts\\nExpected: k but found: ts\\nCSV file: file:///in/a.csv")
+    >>> print(_csv_header(text))  # doctest: +ELLIPSIS
+    the CSV file /in/a.csv has the header ts, k where the schema reads k, ts (first difference: ts ...
+    """
+    m = _CSV_HEADER.search(text)
+    if m is None:
+        return None
+    path = re.sub(r"^file:(//)?", "", m["file"])
+    return (
+        f"the CSV file {path} has the header {m['header']} where the schema reads {m['schema']} (first "
+        f"difference: {m['found']} where the schema has {m['expected']}); Spark reads CSV columns by their "
+        "place: write the schema in the header's order, or fix the file"
+    )
 
 
 def _java_cause(text: str) -> str:
