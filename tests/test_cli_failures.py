@@ -5,7 +5,10 @@ starting it fail the test."""
 import os
 import textwrap
 
+import pytest
+
 from overwindow.__main__ import main
+from overwindow.pipeline import job
 
 CSV_VIEW = """
 [source]
@@ -49,3 +52,38 @@ def test_a_csv_header_in_another_order_is_one_line_naming_the_file_and_both_orde
         "ts, k, x where the schema reads k, ts, x (first difference: ts where the schema has k); Spark "
         "reads CSV columns by their place: write the schema in the header's order, or fix the file"
     ]
+
+
+def _csv_events(folder, files: int) -> None:
+    for f in range(files):
+        path = folder / "events" / f"f{f}.csv"
+        path.write_text("k,ts,x\n" + "".join(f"a,2024-01-01 00:{f:02d}:{i:02d},{i}\n" for i in range(5)))
+        os.utime(path, (1_000 + f, 1_000 + f))
+
+
+def test_garbled_checkpoint_offsets_are_one_line_naming_the_file_before_spark(
+    spark, tmp_path, capsys, monkeypatch
+):
+    view = _view(tmp_path, CSV_VIEW.replace('schema = "', 'max_files_per_trigger = 1\nschema = "'))
+    _csv_events(tmp_path, 2)
+    assert main(["run", view, "--once", "--quiet"]) == 0
+    offsets = tmp_path / "chk" / "offsets"
+    last = offsets / max((n for n in os.listdir(offsets) if n.isdigit()), key=int)
+    kept = last.read_bytes()
+    monkeypatch.setattr(job, "local_spark", lambda *a, **k: pytest.fail("Spark was started"))
+    lead = f"overwindow: {view}: [sink] checkpoint (line 19): the checkpoint file {last} is not as Spark"
+    way = "it was changed or cut short. Put back the file from a copy of the checkpoint, or start from a new"
+    for garbled, why in [
+        (
+            kept[:20] + b"\x00\xff garbled" + kept[30:],
+            f"(its checksum in {offsets / ('.' + last.name + '.crc')}",
+        ),
+        (kept[: len(kept) // 2], "(not JSON: "),  # cut short, and Hadoop's checksum gone with it
+    ]:
+        last.write_bytes(garbled)
+        if why.startswith("(not JSON"):
+            (offsets / f".{last.name}.crc").unlink()
+        for command in (["run", view, "--once"], ["validate", view]):
+            assert main(command) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and err[0].startswith(f"{lead} writes it {why}") and way in err[0], err

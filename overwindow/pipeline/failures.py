@@ -64,6 +64,7 @@ def describe(error: BaseException, view: View, sink_error: BaseException | None 
 
 def _classify(error: BaseException, view: View, sink_error: BaseException | None) -> str:
     from overwindow.errors import WindowRuntimeError, WindowSpecError
+    from overwindow.pipeline.checkpoint import CheckpointFileError
     from overwindow.pipeline.sinks import SinkDriftError
 
     if sink_error is not None:
@@ -75,6 +76,8 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
         )
     if isinstance(error, (WindowSpecError, WindowRuntimeError)):
         return f"{view.where('view', 'calls')}: {error}"
+    if isinstance(error, CheckpointFileError):
+        return f"{view.where('sink', 'checkpoint')}: {error}"
     if isinstance(error, SinkDriftError):  # the table does not fit the view or its checkpoint
         return f"{view.where('sink', 'table')}: {error}"
     text = str(error)
@@ -91,7 +94,7 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
             return f"{where}: the state in {view.checkpoint} cannot be read: {message}"
         if name in ("WindowRuntimeError", "WindowSpecError"):
             return f"{view.where('view', 'calls')}: {message}"
-        if name == "InputEndedError":
+        if name in ("InputEndedError", "CheckpointFileError"):
             return f"{view.where('sink', 'checkpoint')}: {message}"
         if name == "RowBoundError":
             bound = message.replace("maxRowsPerKey=", "max_rows_per_key = ")

@@ -87,6 +87,7 @@ def check_views(views: list[View], create: bool = False) -> list[Checked]:
 
 def check_view(view: View, create: bool = False) -> Checked:
     """Everything checkable about one view without data or a JVM (see the module docstring)."""
+    from overwindow.pipeline.checkpoint import damaged_files
     from overwindow.pipeline.fingerprint import check_checkpoint
 
     problems: list[str] = []
@@ -94,6 +95,9 @@ def check_view(view: View, create: bool = False) -> Checked:
     problems += _source_problems(view)
     problems += _sink_problems(view, out, create)
     problems += _path_problems(view)
+    if not problems and not is_uri(view.checkpoint):  # Spark's account names neither file nor cause
+        where = view.where("sink", "checkpoint")
+        problems += [f"{where}: {damage}" for damage in damaged_files(view.checkpoint)]
     if not problems:
         problems += check_checkpoint(view, out)
     if problems:
