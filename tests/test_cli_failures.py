@@ -3,6 +3,8 @@ it, with no Spark internals (issue 40, items 10 to 17). Tests that end before Sp
 starting it fail the test."""
 
 import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -87,3 +89,30 @@ def test_garbled_checkpoint_offsets_are_one_line_naming_the_file_before_spark(
             assert main(command) == 2
             err = capsys.readouterr().err.strip().splitlines()
             assert len(err) == 1 and err[0].startswith(f"{lead} writes it {why}") and way in err[0], err
+
+
+def test_a_pyspark_python_without_the_libraries_is_refused_before_spark(
+    no_spark, tmp_path, capsys, monkeypatch
+):
+    """Issue 40, item 13: the run failed on ModuleNotFoundError after minutes in Spark."""
+    from pyspark.sql import SparkSession
+
+    bare = tmp_path / "bare"  # a Python of this version with none of the libraries
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    monkeypatch.setenv("PYSPARK_PYTHON", str(bare / "bin" / "python"))
+    monkeypatch.chdir(tmp_path)  # (a source tree's overwindow would be found from there)
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", lambda self: pytest.fail("Spark was started"))
+    view = _view(tmp_path)
+    _csv_events(tmp_path, 1)
+    assert main(["run", view, "--once"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"overwindow: PYSPARK_PYTHON={bare / 'bin' / 'python'} cannot run overwindow's Python workers: it "
+        f"lacks numpy, pandas, pyarrow, overwindow. Point PYSPARK_PYTHON at a Python with overwindow "
+        f"installed (this command runs {sys.executable}), or unset it to use that one"
+    ]
+    monkeypatch.setenv("PYSPARK_PYTHON", str(tmp_path / "no-python"))
+    assert main(["run", view, "--once"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"overwindow: PYSPARK_PYTHON={tmp_path / 'no-python'} cannot run overwindow's")
+    assert "FileNotFoundError" in err and len(err.splitlines()) == 1

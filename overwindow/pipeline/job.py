@@ -60,7 +60,9 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
     executors get the package shipped (``executors.ship``, and ``executors.on_driver_path`` for the
     Python Spark starts beside the driver); no UI, no console progress bars (they
     would cut into the progress lines), and Spark's own log off unless ``debug`` (a failure is
-    reported by the job in one line; ``--debug`` shows Spark's account). Settings that only a new
+    reported by the job in one line; ``--debug`` shows Spark's account); a ``PYSPARK_PYTHON`` that
+    cannot run the workers is refused before Spark starts (``executors.check_worker_python``,
+    WorkerPythonError). Settings that only a new
     session takes (memory, master) are ignored, with a warning, when a session is active."""
     from pyspark.sql import SparkSession
 
@@ -75,6 +77,7 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
         return active
     master = os.environ.get("OVERWINDOW_MASTER", "local[2]")
     if executors.is_local(master):
+        executors.check_worker_python(master)  # said now, not after the first micro-batch
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     if os.environ.get(

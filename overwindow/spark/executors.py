@@ -58,6 +58,63 @@ def use_running_python(session) -> None:
         sc.pythonExec = sys.executable  # read by every Python function created from now on
 
 
+# what a local master's Python workers import: overwindow and the libraries of a pandas UDF
+WORKER_MODULES = ("numpy", "pandas", "pyarrow", "overwindow")
+_PROBE = (
+    "import importlib.util, sys\n"
+    "print('%d.%d' % sys.version_info[:2])\n"
+    "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))\n"
+)
+
+
+class WorkerPythonError(ValueError):
+    """``PYSPARK_PYTHON`` names a Python that cannot run overwindow's workers."""
+
+
+def check_worker_python(master: str) -> None:
+    """On a local master, before the session starts: the ``PYSPARK_PYTHON`` the user set runs, is
+    this Python's version (Spark refuses a worker of another) and finds WORKER_MODULES; else
+    WorkerPythonError in one line naming ``PYSPARK_PYTHON``. Without the check the first micro-batch
+    fails minutes later with ``ModuleNotFoundError`` deep in Spark's trace. One process start
+    (some 50 ms); nothing when ``PYSPARK_PYTHON`` is unset or is this interpreter.
+
+    >>> saved = os.environ.pop("PYSPARK_PYTHON", None)
+    >>> check_worker_python("local[2]")  # unset: the job runs this Python
+    >>> os.environ["PYSPARK_PYTHON"] = "/nowhere/python"
+    >>> try:
+    ...     check_worker_python("local[2]")
+    ... except WorkerPythonError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    PYSPARK_PYTHON=/nowhere/python cannot run overwindow's Python workers: ...
+    >>> check_worker_python("spark://h:7077")  # a cluster's workers: not this machine's
+    >>> _ = os.environ.pop("PYSPARK_PYTHON") if saved is None else os.environ.update(PYSPARK_PYTHON=saved)
+    """
+    import subprocess
+
+    python = os.environ.get("PYSPARK_PYTHON")
+    if not is_local(master) or not python or python == sys.executable:
+        return
+    try:
+        probe = subprocess.run(
+            [python, "-c", _PROBE, *WORKER_MODULES], capture_output=True, text=True, timeout=120
+        )
+        out = probe.stdout.splitlines() if probe.returncode == 0 else []
+        why = None if len(out) == 2 else (probe.stderr.strip().splitlines() or ["it failed"])[-1]
+    except (OSError, subprocess.SubprocessError) as e:
+        why, out = f"{type(e).__name__}: {e}", []
+    ours = "{}.{}".format(*sys.version_info[:2])
+    if why is None and out[0] != ours:
+        why = f"it is Python {out[0]}, this command runs {ours}, and Spark refuses workers of another version"
+    elif why is None and out[1]:
+        why = f"it lacks {', '.join(out[1].split())}"
+    if why is not None:
+        raise WorkerPythonError(
+            f"PYSPARK_PYTHON={python} cannot run overwindow's Python workers: {why}. Point "
+            f"PYSPARK_PYTHON at a Python with overwindow installed (this command runs {sys.executable}), "
+            "or unset it to use that one"
+        )
+
+
 def ship(session) -> str:
     """Add overwindow (with sqlglot and sortedcontainers) to ``session``'s executors, so that workers
     whose Python lacks it can run ``overWindow``; returns the zip's path. Call it once per session,
