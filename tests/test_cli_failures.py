@@ -116,3 +116,38 @@ def test_a_pyspark_python_without_the_libraries_is_refused_before_spark(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"overwindow: PYSPARK_PYTHON={tmp_path / 'no-python'} cannot run overwindow's")
     assert "FileNotFoundError" in err and len(err.splitlines()) == 1
+
+
+def test_a_view_past_max_rows_per_key_is_told_of_the_first_batch_and_the_others_go_on(
+    spark, tmp_path, capsys
+):
+    """Issue 40, item 14: on the first micro-batch (no watermark yet) the bound's message advised
+    adding the watermark the view has; and the failing view stopped the other view of the run."""
+    import sqlite3
+
+    import pyarrow as pa
+
+    import overwindow
+
+    watermarked = CSV_VIEW.replace("[view]", '[watermark]\ncolumn = "ts"\ndelay = "1 minute"\n\n[view]')
+    bounded = _view(tmp_path / "a", watermarked.replace("[sink]", "max_rows_per_key = 3\n\n[sink]"))
+    free = _view(tmp_path / "b", watermarked.replace('path = "events"', 'path = "../a/events"'))
+    _csv_events(tmp_path / "a", 2)  # 5 rows of key a per file
+    assert main(["run", bounded, free, "--once", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"overwindow: {bounded}: [view] max_rows_per_key (line "), err
+    assert (
+        "holds 10 rows in state, more than max_rows_per_key = 3; rows leave the state as the watermark "
+        in err[0]
+    )
+    assert (
+        "but Spark sets none before the first micro-batch ends" in err[0] and "add a watermark" not in err[0]
+    )
+    # the other view ran to its end: its table is the batch evaluator's over every row
+    rows = [{"k": "a", "ts": f"2024-01-01 00:{f:02d}:{i:02d}", "x": i} for f in range(2) for i in range(5)]
+    table = pa.Table.from_pylist(rows)
+    table = table.set_column(1, "ts", table["ts"].cast(pa.timestamp("us")))
+    want = overwindow.evaluate(table, "sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 2 PRECEDING) AS s")
+    with sqlite3.connect(tmp_path / "b" / "view.sqlite") as con:
+        got = sorted(con.execute('SELECT x, s FROM "v" ORDER BY ts').fetchall())
+    assert got == sorted(zip(want["x"].to_pylist(), want["s"].to_pylist()))

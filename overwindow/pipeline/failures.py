@@ -97,8 +97,7 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
         if name in ("InputEndedError", "CheckpointFileError"):
             return f"{view.where('sink', 'checkpoint')}: {message}"
         if name == "RowBoundError":
-            bound = message.replace("maxRowsPerKey=", "max_rows_per_key = ")
-            return f"{view.where('view', 'max_rows_per_key')}: {bound}"
+            return f"{view.where('view', 'max_rows_per_key')}: {_row_bound(message, view)}"
         if view.source["format"] == "kafka" and "kafka" in (name + message).lower():
             key = (
                 "topic"
@@ -131,6 +130,33 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
     ):
         return f"{view.where('source', 'path')}: {_java_cause(text)}"
     return f"{view.path}: the view's query failed: {_java_cause(text)}"
+
+
+def _row_bound(message: str, view: View) -> str:
+    """A RowBoundError's message in view-file words; a view with a watermark is not told to add one
+    (Spark has none during the first micro-batch, whose rows all stay in state).
+
+    >>> v = View("v.toml", {"format": "files"}, {"column": "ts", "delay": "1 minute"}, [], [],
+    ...          "on_update", None, None, {}, "chk")
+    >>> print(_row_bound("the partition ('a',) holds 9 rows in state, more than maxRowsPerKey=5; add a "
+    ...                  "watermark", v))  # doctest: +NORMALIZE_WHITESPACE
+    the partition ('a',) holds 9 rows in state, more than max_rows_per_key = 5; rows leave the state
+    as the watermark ([watermark] column ts, delay 1 minute) passes them, but Spark sets none before
+    the first micro-batch ends, and a micro-batch's rows stay at least until the next: read the input
+    in smaller micro-batches ([source] max_files_per_trigger), shorten the delay, or raise
+    max_rows_per_key
+    """
+    bound = message.replace("maxRowsPerKey=", "max_rows_per_key = ")
+    if not view.watermark:
+        return bound
+    smaller = "max_offsets_per_trigger" if view.source.get("format") == "kafka" else "max_files_per_trigger"
+    return (
+        f"{bound.split('; ')[0]}; rows leave the state as the watermark ([watermark] column "
+        f"{view.watermark['column']}, delay {view.watermark['delay']}) passes them, but Spark sets none "
+        "before the first micro-batch ends, and a micro-batch's rows stay at least until the next: read "
+        f"the input in smaller micro-batches ([source] {smaller}), shorten the delay, or raise "
+        "max_rows_per_key"
+    )
 
 
 # Spark's CSV reader with enforceSchema = false (overwindow.pipeline.sources): a header that does not

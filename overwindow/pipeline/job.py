@@ -423,16 +423,21 @@ def _run_job(views: list[View], spark, once: bool, quiet: bool, json_lines: bool
         settings.update(spark_settings(view))
     spark = spark or local_spark(settings=settings, debug=debug)
     lost: dict = {}  # view path -> {batch id: files deleted before Spark read them}
-    if not _run_round(spark, views, once, quiet, json_lines, debug, lost) and final:
+    failed: dict = {}  # view path -> its failure's line: the other views go on
+    if not _run_round(spark, views, once, quiet, json_lines, debug, lost, failed) and final:
         # Spark knows no end of input: a batch planned again with a watermark past END_OF_INPUT_MS
         # (where every key holding rows has its timeout) times out every key; emit on update holds none
         ended = [
             v
             for v in views
-            if v.emit == "on_window_close" and end_input(spark, v.checkpoint, END_OF_INPUT_MS + 1)
+            if v.path not in failed
+            and v.emit == "on_window_close"
+            and end_input(spark, v.checkpoint, END_OF_INPUT_MS + 1)
         ]
         if ended:
-            _run_round(spark, ended, once, quiet, json_lines, debug, lost)
+            _run_round(spark, ended, once, quiet, json_lines, debug, lost, failed)
+    if failed:
+        raise ViewRunError("\n".join(failed.values()))
     files = sum(len(f) for batches in lost.values() for f in batches.values())
     if files:
         print(
@@ -483,11 +488,20 @@ def _checkpoint_partitions(spark, view: View):
 
 
 def _run_round(
-    spark, views: list[View], once: bool, quiet: bool, json_lines: bool, debug: bool, lost: dict
+    spark,
+    views: list[View],
+    once: bool,
+    quiet: bool,
+    json_lines: bool,
+    debug: bool,
+    lost: dict,
+    failed: dict,
 ) -> bool:
     """Start the views' queries and wait until they end (``once``) or Ctrl-C; True if stopped by
-    Ctrl-C. ``lost[view.path]`` gets the files each batch lost. Raises ViewRunError when a query
-    fails (stopping the others)."""
+    Ctrl-C. ``lost[view.path]`` gets the files each batch lost, ``failed[view.path]`` the line of a
+    query that failed: the others go on (a failure while they run without --once is said at once,
+    and again when the job ends). Raises ViewRunError when a view cannot start (stopping those
+    started)."""
     from overwindow.pipeline.failures import describe
 
     running = []  # (view, query, printer, sink errors)
@@ -515,8 +529,11 @@ def _run_round(
                         printer.poll_new(query)
                 if asked:
                     raise KeyboardInterrupt
-                if any(q.exception() is not None for _, q, _, _ in running):
-                    break  # one failed: stop the others, report it
+                for view, query, _, errors in running:
+                    if view.path not in failed and query.exception() is not None:
+                        failed[view.path] = _failure(query.exception(), view, errors, debug)
+                        if not once and any(q.isActive for _, q, _, _ in running):
+                            print(f"overwindow: {failed[view.path]} (the other views go on)", file=sys.stderr)
     except KeyboardInterrupt:
         for _, query, _, _ in running:
             _quietly(query.stop)
@@ -533,14 +550,16 @@ def _run_round(
         if once and printer is not None and printer.last_batch < 0 and query.exception() is None:
             printer.say("nothing new since the checkpoint")
     for view, query, _, errors in running:
-        failure = query.exception()
-        if failure is not None:
-            for _, other, _, _ in running:
-                _quietly(other.stop)
-            if debug:
-                raise ViewRunError(str(failure))
-            raise ViewRunError(describe(failure, view, errors[0] if errors else None))
+        if view.path not in failed and query.exception() is not None:
+            failed[view.path] = _failure(query.exception(), view, errors, debug)
     return False
+
+
+def _failure(failure, view: View, errors: list, debug: bool) -> str:
+    """A failed query's line (``failures.describe``), or with ``debug`` Spark's whole text."""
+    from overwindow.pipeline.failures import describe
+
+    return str(failure) if debug else describe(failure, view, errors[0] if errors else None)
 
 
 def _quietly(action) -> None:
