@@ -40,6 +40,16 @@ def _view(folder, text=CSV_VIEW) -> str:
     return str(path)
 
 
+@pytest.fixture
+def without_spark(monkeypatch):
+    """Starting Spark fails the test: what it checks is refused before."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(job, "local_spark", refuse)
+
+
 def test_a_csv_header_in_another_order_is_one_line_naming_the_file_and_both_orders(spark, tmp_path, capsys):
     view = _view(tmp_path)
     events = tmp_path / "events"
@@ -116,6 +126,27 @@ def test_a_pyspark_python_without_the_libraries_is_refused_before_spark(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"overwindow: PYSPARK_PYTHON={tmp_path / 'no-python'} cannot run overwindow's")
     assert "FileNotFoundError" in err and len(err.splitlines()) == 1
+
+
+def test_run_says_the_warnings_validate_says_once_before_spark(tmp_path, capsys, without_spark):
+    """Issue 40, item 17: validate warned that the watermark is not on the ORDER BY column (the state
+    keeps every row); run said nothing. Each warning comes once (validate said its file's twice)."""
+    text = CSV_VIEW.replace("ts TIMESTAMP,", "ts TIMESTAMP, seen TIMESTAMP,").replace(
+        "[view]", '[watermark]\ncolumn = "seen"\ndelay = "1 minute"\n\n[view]'
+    )
+    view = _view(tmp_path, text.replace("[sink]", '[sink]\ndsn_env = "X"'))
+    warning = (
+        f"overwindow: warning: {view}: [watermark] column (line 9): the watermark is on `seen`, not on "
+        "the ORDER BY column `ts`: no row is ever late and the state keeps every row"
+    )
+    unused = "[sink] dsn_env (line 19): not used when [sink] kind = 'sqlite'"
+    assert main(["validate", view]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err.count(warning) == 1 and sum(unused in line for line in err) == 1, err
+    assert main(["run", view, "--once"]) == 1  # Spark would start here
+    err = capsys.readouterr().err.splitlines()
+    assert err.count(warning) == 1 and sum(unused in line for line in err) == 1, err
+    assert err[-2:] == ["overwindow: Spark was started", "overwindow: (run with --debug for the trace)"]
 
 
 def test_a_view_past_max_rows_per_key_is_told_of_the_first_batch_and_the_others_go_on(

@@ -402,11 +402,11 @@ def run_views(
     started; CheckpointInUseError when another job runs on a view's checkpoint) or ViewRunError (a
     query failed; one line)."""
     from overwindow.pipeline.fingerprint import record
-    from overwindow.pipeline.validate import check_views, preflight
+    from overwindow.pipeline.validate import check_views, preflight, warn
 
     if final and not once:
         raise ValueError("final needs once: the input ends after what has arrived is processed")
-    checked = check_views(views, create=True)
+    checked = check_views(views, create=True, warn=warn)
     with hold(views):  # before the fingerprints are recorded: they are the running job's
         preflight(views)
         for c in checked:
