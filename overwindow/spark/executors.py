@@ -46,16 +46,42 @@ def is_local(master: str | None) -> bool:
 
 def use_running_python(session) -> None:
     """On a local master, run Python workers with ``sys.executable`` when the user has set neither
-    ``PYSPARK_PYTHON`` nor ``spark.pyspark.python`` (PySpark's default is ``python3`` from PATH).
-    Classic sessions only: a Spark Connect server chose its workers' Python when it started."""
+    ``PYSPARK_PYTHON`` nor ``spark.pyspark.python`` (PySpark's default is ``python3`` from PATH),
+    and warn of Spark's default shuffle partitions (:func:`warn_default_partitions`). Classic
+    sessions only: a Spark Connect server chose its workers' Python when it started."""
     sc = getattr(session, "_sc", None)
-    if sc is None or not is_local(sc.master) or "PYSPARK_PYTHON" in os.environ:
+    if sc is None or not is_local(sc.master):
+        return
+    warn_default_partitions(session)
+    if "PYSPARK_PYTHON" in os.environ:
         return
     if sc.getConf().get("spark.pyspark.python") is not None:
         return
     if sc.pythonExec != sys.executable:
         log.info("overwindow: Python workers run %s (PYSPARK_PYTHON was not set)", sys.executable)
         sc.pythonExec = sys.executable  # read by every Python function created from now on
+
+
+SPARK_DEFAULT_PARTITIONS = "200"
+
+
+def warn_default_partitions(session) -> None:
+    """A warning (``UserWarning``, once per place as Python shows them) when a local session runs
+    stateful streaming queries on Spark's default 200 shuffle partitions: each micro-batch then runs
+    200 tasks of a Python worker on the machine's few cores, minutes for a few hundred rows, and a
+    checkpoint keeps the partitions it started with for its life. ``overwindow run`` sets 2. O(1)."""
+    import warnings
+
+    if session.conf.get("spark.sql.shuffle.partitions", None) != SPARK_DEFAULT_PARTITIONS:
+        return
+    warnings.warn(
+        "spark.sql.shuffle.partitions is Spark's default 200 on a local master: every micro-batch of "
+        "a window query runs 200 tasks (minutes for a few hundred rows), and a checkpoint keeps its "
+        "partitions for life. Set it to the cores before a query first runs, e.g. "
+        'SparkSession.builder.config("spark.sql.shuffle.partitions", "2") (overwindow run sets 2)',
+        UserWarning,
+        stacklevel=2,  # the overwindow call that builds the query: said once
+    )
 
 
 # what a local master's Python workers import: overwindow and the libraries of a pandas UDF
