@@ -197,15 +197,13 @@ def _command(args, parser) -> int:
             problems.append(str(e))
     if problems:
         raise ViewFileError("\n".join(problems))
+    from overwindow.pipeline.validate import check_views, warn
+
     for view in views:
         for warning in view.warnings:
-            print(f"overwindow: warning: {warning}", file=sys.stderr)
+            warn(warning)
     if args.command == "validate":
-        from overwindow.pipeline.validate import check_views
-
-        for c in check_views(views):
-            for warning in c.view.warnings:
-                print(f"overwindow: warning: {warning}", file=sys.stderr)
+        for c in check_views(views, warn=warn):
             print(f"{c.view.path}: ok: {describe_checked(c)}")
         return 0
     from overwindow.pipeline import job

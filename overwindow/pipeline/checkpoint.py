@@ -18,6 +18,10 @@ batches up to M) starts with a version line, then one JSON object per file with 
 from __future__ import annotations
 
 import json
+import os
+import re
+import struct
+import zlib
 from dataclasses import dataclass
 
 from overwindow.spark.adapter import partitions_count
@@ -31,6 +35,94 @@ class CheckpointState:
     query_id: str | None
     last_committed: int | None
     last_planned: int | None
+
+
+class CheckpointFileError(RuntimeError):
+    """A file of the checkpoint is not as Spark writes it (garbled, cut, or edited): the message names
+    the file."""
+
+
+def _damaged(path: str, why) -> CheckpointFileError:
+    return CheckpointFileError(
+        f"the checkpoint file {path} is not as Spark writes it ({why}): it was changed or cut short. "
+        "Put back the file from a copy of the checkpoint, or start from a new checkpoint and table"
+    )
+
+
+def _json(text: str, path) -> dict:
+    """One JSON object of a checkpoint file's line; CheckpointFileError naming ``path`` if it is none."""
+    try:
+        found = json.loads(text)
+    except ValueError as e:
+        raise _damaged(str(path), f"not JSON: {e}") from None
+    if not isinstance(found, dict):
+        raise _damaged(str(path), "not a JSON object")
+    return found
+
+
+def damaged_files(checkpoint: str) -> list[str]:
+    """Why each of a local checkpoint's log files that Spark reads when the query starts (``metadata``,
+    ``offsets/N``, ``commits/N``) is not as Spark writes it: a checksum Hadoop kept beside it
+    (``.N.crc``, CRC32 of each 512-byte chunk) that does not match, a first line that is no version
+    (``v1``), a line that is no JSON object (``-`` stands for a source without offsets). Read in
+    Python, before Spark starts; Spark's own account names neither file nor cause. O(bytes in those
+    files).
+
+    >>> import tempfile, pathlib
+    >>> chk = pathlib.Path(tempfile.mkdtemp())
+    >>> (chk / "offsets").mkdir()
+    >>> _ = (chk / "offsets" / "0").write_text('v1\\n{"batchWatermarkMs":0}\\n{"logOffset":0}')
+    >>> damaged_files(str(chk))
+    []
+    >>> _ = (chk / "offsets" / "1").write_text('v1\\n{"batchWatermarkMs":0\\n{"logOffset":0}')
+    >>> [m.split(" (")[0].replace(str(chk), "chk") for m in damaged_files(str(chk))]
+    ['the checkpoint file chk/offsets/1 is not as Spark writes it']
+    """
+    found = []
+    paths = [os.path.join(checkpoint, "metadata")]
+    for folder in ("offsets", "commits"):
+        where = os.path.join(checkpoint, folder)
+        names = os.listdir(where) if os.path.isdir(where) else []
+        paths += [os.path.join(where, n) for n in sorted(names, key=lambda n: (len(n), n)) if n.isdigit()]
+    for path in paths:
+        try:
+            _check_file(path, metadata=path.endswith("metadata"))
+        except CheckpointFileError as e:
+            found.append(str(e))
+        except OSError as e:
+            found.append(str(_damaged(path, f"cannot be read: {e.strerror or e}")))
+    return found
+
+
+def _check_file(path: str, metadata: bool) -> None:
+    if not os.path.isfile(path):
+        if os.path.exists(path):
+            raise _damaged(path, "not a file")
+        return
+    with open(path, "rb") as f:
+        data = f.read()
+    crc = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.crc")
+    if os.path.isfile(crc):
+        with open(crc, "rb") as f:
+            sums = f.read()
+        if sums[:4] == b"crc\0" and len(sums) >= 8:
+            size = struct.unpack(">i", sums[4:8])[0]
+            kept = [struct.unpack(">I", sums[i : i + 4])[0] for i in range(8, len(sums) - 3, 4)]
+            if size > 0 and kept != [zlib.crc32(data[i : i + size]) for i in range(0, len(data), size)]:
+                raise _damaged(path, f"its checksum in {crc} does not match")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _damaged(path, "not UTF-8 text") from None
+    lines = text.split("\n")
+    if metadata:
+        _json(lines[0], path)
+        return
+    if not re.fullmatch(r"v[1-9][0-9]*", lines[0].strip()):
+        raise _damaged(path, f"its first line is {lines[0][:40]!r}, not a version such as v1")
+    for line in lines[1:]:
+        if line.strip() and line.strip() != "-":
+            _json(line, path)
 
 
 class _Fs:
@@ -51,13 +143,21 @@ class _Fs:
         return bool(path.getFileSystem(self._conf).exists(path))
 
     def read(self, path) -> str | None:
+        """The file's text (None: there is none); CheckpointFileError naming it if it cannot be read
+        (Hadoop checks the checksum it keeps beside a file)."""
         if not self.exists(path):
             return None
-        stream = path.getFileSystem(self._conf).open(path)
         try:
-            return self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-        finally:
-            stream.close()
+            stream = path.getFileSystem(self._conf).open(path)
+            try:
+                return self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+            finally:
+                stream.close()
+        except Exception as e:
+            cause = getattr(e, "java_exception", None)
+            raise _damaged(
+                str(path), f"cannot be read: {cause.toString() if cause is not None else e}"
+            ) from None
 
     def write(self, path, text: str) -> None:
         """A new file holding ``text`` (refused if it exists)."""
@@ -81,7 +181,7 @@ def checkpoint_state(spark, checkpoint: str) -> CheckpointState:
     retained)."""
     fs = _Fs(spark, checkpoint)
     meta = fs.read(fs.child("metadata"))
-    query_id = json.loads(meta.splitlines()[0]).get("id") if meta and meta.strip() else None
+    query_id = _json(meta.splitlines()[0], fs.child("metadata")).get("id") if meta and meta.strip() else None
     commits, offsets = fs.batch_ids("commits"), fs.batch_ids("offsets")
     return CheckpointState(query_id, commits[-1] if commits else None, offsets[-1] if offsets else None)
 
@@ -145,8 +245,9 @@ def ended_batch(spark, checkpoint: str, at_ms: int) -> int | None:
     committed = fs.batch_ids("commits")
     if not committed:
         return None
-    meta = (fs.read(fs.child("offsets", str(committed[-1]))) or "").split("\n")
-    watermark = json.loads(meta[1]).get("batchWatermarkMs", 0) if len(meta) > 1 and meta[1].strip() else 0
+    path = fs.child("offsets", str(committed[-1]))
+    meta = (fs.read(path) or "").split("\n")
+    watermark = _json(meta[1], path).get("batchWatermarkMs", 0) if len(meta) > 1 and meta[1].strip() else 0
     return committed[-1] if watermark >= at_ms else None
 
 
@@ -175,15 +276,16 @@ def shuffle_partitions(spark, checkpoint: str) -> int | None:
     planned = fs.batch_ids("offsets")
     if not planned:
         return None
-    return _recorded_partitions(fs.read(fs.child("offsets", str(planned[-1]))) or "")
+    path = fs.child("offsets", str(planned[-1]))
+    return _recorded_partitions(fs.read(path) or "", path)
 
 
-def _recorded_partitions(offsets: str) -> int | None:
+def _recorded_partitions(offsets: str, path="offsets") -> int | None:
     """``spark.sql.shuffle.partitions`` in an ``offsets/N`` text's metadata (None: not there)."""
     lines = offsets.split("\n")
     if len(lines) < 2 or not lines[1].strip():
         return None
-    return partitions_count((json.loads(lines[1]).get("conf") or {}).get("spark.sql.shuffle.partitions"))
+    return partitions_count((_json(lines[1], path).get("conf") or {}).get("spark.sql.shuffle.partitions"))
 
 
 def _with_watermark(offsets: str, watermark_ms: int) -> str | None:

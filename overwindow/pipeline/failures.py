@@ -64,6 +64,7 @@ def describe(error: BaseException, view: View, sink_error: BaseException | None 
 
 def _classify(error: BaseException, view: View, sink_error: BaseException | None) -> str:
     from overwindow.errors import WindowRuntimeError, WindowSpecError
+    from overwindow.pipeline.checkpoint import CheckpointFileError
     from overwindow.pipeline.sinks import SinkDriftError
 
     if sink_error is not None:
@@ -75,10 +76,17 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
         )
     if isinstance(error, (WindowSpecError, WindowRuntimeError)):
         return f"{view.where('view', 'calls')}: {error}"
+    if isinstance(error, CheckpointFileError):
+        return f"{view.where('sink', 'checkpoint')}: {error}"
     if isinstance(error, SinkDriftError):  # the table does not fit the view or its checkpoint
         return f"{view.where('sink', 'table')}: {error}"
     text = str(error)
+    header = _csv_header(text)
+    if header is not None:
+        return f"{view.where('source', 'schema')}: {header}"
     python = _python_error(text)
+    if python is not None and python[0] == "Py4JJavaError":  # a Spark call failed: its cause is Java's
+        python = None
     if python is not None:
         name, message = python
         if name == "StateFormatError":
@@ -86,11 +94,10 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
             return f"{where}: the state in {view.checkpoint} cannot be read: {message}"
         if name in ("WindowRuntimeError", "WindowSpecError"):
             return f"{view.where('view', 'calls')}: {message}"
-        if name == "InputEndedError":
+        if name in ("InputEndedError", "CheckpointFileError"):
             return f"{view.where('sink', 'checkpoint')}: {message}"
         if name == "RowBoundError":
-            bound = message.replace("maxRowsPerKey=", "max_rows_per_key = ")
-            return f"{view.where('view', 'max_rows_per_key')}: {bound}"
+            return f"{view.where('view', 'max_rows_per_key')}: {_row_bound(message, view)}"
         if view.source["format"] == "kafka" and "kafka" in (name + message).lower():
             key = (
                 "topic"
@@ -123,6 +130,62 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
     ):
         return f"{view.where('source', 'path')}: {_java_cause(text)}"
     return f"{view.path}: the view's query failed: {_java_cause(text)}"
+
+
+def _row_bound(message: str, view: View) -> str:
+    """A RowBoundError's message in view-file words; a view with a watermark is not told to add one
+    (Spark has none during the first micro-batch, whose rows all stay in state).
+
+    >>> v = View("v.toml", {"format": "files"}, {"column": "ts", "delay": "1 minute"}, [], [],
+    ...          "on_update", None, None, {}, "chk")
+    >>> print(_row_bound("the partition ('a',) holds 9 rows in state, more than maxRowsPerKey=5; add a "
+    ...                  "watermark", v))  # doctest: +NORMALIZE_WHITESPACE
+    the partition ('a',) holds 9 rows in state, more than max_rows_per_key = 5; rows leave the state
+    as the watermark ([watermark] column ts, delay 1 minute) passes them, but Spark sets none before
+    the first micro-batch ends, and a micro-batch's rows stay at least until the next: read the input
+    in smaller micro-batches ([source] max_files_per_trigger), shorten the delay, or raise
+    max_rows_per_key
+    """
+    bound = message.replace("maxRowsPerKey=", "max_rows_per_key = ")
+    if not view.watermark:
+        return bound
+    smaller = "max_offsets_per_trigger" if view.source.get("format") == "kafka" else "max_files_per_trigger"
+    return (
+        f"{bound.split('; ')[0]}; rows leave the state as the watermark ([watermark] column "
+        f"{view.watermark['column']}, delay {view.watermark['delay']}) passes them, but Spark sets none "
+        "before the first micro-batch ends, and a micro-batch's rows stay at least until the next: read "
+        f"the input in smaller micro-batches ([source] {smaller}), shorten the delay, or raise "
+        "max_rows_per_key"
+    )
+
+
+# Spark's CSV reader with enforceSchema = false (overwindow.pipeline.sources): a header that does not
+# name the schema's columns in its order
+_CSV_HEADER = re.compile(
+    r"CSV header does not conform to the schema\.\s*Header: (?P<header>.*?)\s*Schema: (?P<schema>.*?)\s*"
+    r"Expected: (?P<expected>.*?) but found: (?P<found>.*?)\s*CSV file: (?P<file>[^\r\n]+)",
+    re.DOTALL,
+)
+
+
+def _csv_header(text: str) -> str | None:
+    """What a CSV file's header that does not fit the schema says, naming the file; None for another
+    failure. O(len(text)).
+
+    >>> text = ("IllegalArgumentException: CSV header does not conform to the schema.\\n Header: ts, k\\n "
+    ...         "Schema: k, ts\\nExpected: k but found: ts\\nCSV file: file:///in/a.csv")
+    >>> print(_csv_header(text))  # doctest: +ELLIPSIS
+    the CSV file /in/a.csv has the header ts, k where the schema reads k, ts (first difference: ts ...
+    """
+    m = _CSV_HEADER.search(text)
+    if m is None:
+        return None
+    path = re.sub(r"^file:(//)?", "", m["file"])
+    return (
+        f"the CSV file {path} has the header {m['header']} where the schema reads {m['schema']} (first "
+        f"difference: {m['found']} where the schema has {m['expected']}); Spark reads CSV columns by their "
+        "place: write the schema in the header's order, or fix the file"
+    )
 
 
 def _java_cause(text: str) -> str:

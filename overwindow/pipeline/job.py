@@ -21,6 +21,7 @@ from overwindow.pipeline.checkpoint import (
     shuffle_partitions,
 )
 from overwindow.pipeline.failures import ViewRunError
+from overwindow.pipeline.job_lock import hold
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
 from overwindow.pipeline.sources import KAFKA_READERS, Source, open_source
@@ -59,7 +60,9 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
     executors get the package shipped (``executors.ship``, and ``executors.on_driver_path`` for the
     Python Spark starts beside the driver); no UI, no console progress bars (they
     would cut into the progress lines), and Spark's own log off unless ``debug`` (a failure is
-    reported by the job in one line; ``--debug`` shows Spark's account). Settings that only a new
+    reported by the job in one line; ``--debug`` shows Spark's account); a ``PYSPARK_PYTHON`` that
+    cannot run the workers is refused before Spark starts (``executors.check_worker_python``,
+    WorkerPythonError). Settings that only a new
     session takes (memory, master) are ignored, with a warning, when a session is active."""
     from pyspark.sql import SparkSession
 
@@ -74,6 +77,7 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
         return active
     master = os.environ.get("OVERWINDOW_MASTER", "local[2]")
     if executors.is_local(master):
+        executors.check_worker_python(master)  # said now, not after the first micro-batch
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     if os.environ.get(
@@ -395,32 +399,45 @@ def run_views(
     or Ctrl-C. ``final`` (with ``once``): then end their input, so that emit on window close emits
     every row it still holds (:func:`overwindow.pipeline.checkpoint.end_input`; a later run that
     finds new input stops before reading it, ``InputEndedError``). Raises ViewFileError (nothing
-    started) or ViewRunError (a query failed; one line)."""
-    from overwindow.pipeline.checkpoint import end_input
+    started; CheckpointInUseError when another job runs on a view's checkpoint) or ViewRunError (a
+    query failed; one line)."""
     from overwindow.pipeline.fingerprint import record
-    from overwindow.pipeline.validate import check_views, preflight
+    from overwindow.pipeline.validate import check_views, preflight, warn
 
     if final and not once:
         raise ValueError("final needs once: the input ends after what has arrived is processed")
-    checked = check_views(views, create=True)
-    preflight(views)
-    for c in checked:
-        record(c)
+    checked = check_views(views, create=True, warn=warn)
+    with hold(views):  # before the fingerprints are recorded: they are the running job's
+        preflight(views)
+        for c in checked:
+            record(c)
+        return _run_job(views, spark, once, quiet, json_lines, debug, final)
+
+
+def _run_job(views: list[View], spark, once: bool, quiet: bool, json_lines: bool, debug: bool, final: bool):
+    """run_views once the views are checked and their checkpoints held: Spark and the queries."""
+    from overwindow.pipeline.checkpoint import end_input
+
     settings: dict = {}
     for view in views:
         settings.update(spark_settings(view))
     spark = spark or local_spark(settings=settings, debug=debug)
     lost: dict = {}  # view path -> {batch id: files deleted before Spark read them}
-    if not _run_round(spark, views, once, quiet, json_lines, debug, lost) and final:
+    failed: dict = {}  # view path -> its failure's line: the other views go on
+    if not _run_round(spark, views, once, quiet, json_lines, debug, lost, failed) and final:
         # Spark knows no end of input: a batch planned again with a watermark past END_OF_INPUT_MS
         # (where every key holding rows has its timeout) times out every key; emit on update holds none
         ended = [
             v
             for v in views
-            if v.emit == "on_window_close" and end_input(spark, v.checkpoint, END_OF_INPUT_MS + 1)
+            if v.path not in failed
+            and v.emit == "on_window_close"
+            and end_input(spark, v.checkpoint, END_OF_INPUT_MS + 1)
         ]
         if ended:
-            _run_round(spark, ended, once, quiet, json_lines, debug, lost)
+            _run_round(spark, ended, once, quiet, json_lines, debug, lost, failed)
+    if failed:
+        raise ViewRunError("\n".join(failed.values()))
     files = sum(len(f) for batches in lost.values() for f in batches.values())
     if files:
         print(
@@ -471,11 +488,20 @@ def _checkpoint_partitions(spark, view: View):
 
 
 def _run_round(
-    spark, views: list[View], once: bool, quiet: bool, json_lines: bool, debug: bool, lost: dict
+    spark,
+    views: list[View],
+    once: bool,
+    quiet: bool,
+    json_lines: bool,
+    debug: bool,
+    lost: dict,
+    failed: dict,
 ) -> bool:
     """Start the views' queries and wait until they end (``once``) or Ctrl-C; True if stopped by
-    Ctrl-C. ``lost[view.path]`` gets the files each batch lost. Raises ViewRunError when a query
-    fails (stopping the others)."""
+    Ctrl-C. ``lost[view.path]`` gets the files each batch lost, ``failed[view.path]`` the line of a
+    query that failed: the others go on (a failure while they run without --once is said at once,
+    and again when the job ends). Raises ViewRunError when a view cannot start (stopping those
+    started)."""
     from overwindow.pipeline.failures import describe
 
     running = []  # (view, query, printer, sink errors)
@@ -503,8 +529,11 @@ def _run_round(
                         printer.poll_new(query)
                 if asked:
                     raise KeyboardInterrupt
-                if any(q.exception() is not None for _, q, _, _ in running):
-                    break  # one failed: stop the others, report it
+                for view, query, _, errors in running:
+                    if view.path not in failed and query.exception() is not None:
+                        failed[view.path] = _failure(query.exception(), view, errors, debug)
+                        if not once and any(q.isActive for _, q, _, _ in running):
+                            print(f"overwindow: {failed[view.path]} (the other views go on)", file=sys.stderr)
     except KeyboardInterrupt:
         for _, query, _, _ in running:
             _quietly(query.stop)
@@ -521,14 +550,16 @@ def _run_round(
         if once and printer is not None and printer.last_batch < 0 and query.exception() is None:
             printer.say("nothing new since the checkpoint")
     for view, query, _, errors in running:
-        failure = query.exception()
-        if failure is not None:
-            for _, other, _, _ in running:
-                _quietly(other.stop)
-            if debug:
-                raise ViewRunError(str(failure))
-            raise ViewRunError(describe(failure, view, errors[0] if errors else None))
+        if view.path not in failed and query.exception() is not None:
+            failed[view.path] = _failure(query.exception(), view, errors, debug)
     return False
+
+
+def _failure(failure, view: View, errors: list, debug: bool) -> str:
+    """A failed query's line (``failures.describe``), or with ``debug`` Spark's whole text."""
+    from overwindow.pipeline.failures import describe
+
+    return str(failure) if debug else describe(failure, view, errors[0] if errors else None)
 
 
 def _quietly(action) -> None:

@@ -23,6 +23,7 @@ import importlib.util
 import os
 import re
 import socket
+import sys
 import tempfile
 from dataclasses import dataclass
 
@@ -70,15 +71,25 @@ class Checked:
             self.columns = list(self.output.names)
 
 
-def check_views(views: list[View], create: bool = False) -> list[Checked]:
+def warn(warning: str) -> None:
+    """A view's warning, on stderr: ``validate`` and ``run`` (before Spark starts) say the same."""
+    print(f"overwindow: warning: {warning}", file=sys.stderr)
+
+
+def check_views(views: list[View], create: bool = False, warn=None) -> list[Checked]:
     """Check each view, then the views together; ``create``: make the sink's and checkpoint's
-    folders (run does, validate does not). Raises ViewFileError with one line per problem."""
+    folders (run does, validate does not); ``warn``: called with each warning the check adds to a
+    view's ``warnings`` (validate and run say the same). Raises ViewFileError with one line per
+    problem."""
     checked, problems = [], []
     for view in views:
+        known = len(view.warnings)
         try:
             checked.append(check_view(view, create))
         except ViewFileError as e:
             problems.append(str(e))
+        for warning in view.warnings[known:] if warn is not None else ():
+            warn(warning)
     problems += _shared_places(views)
     if problems:
         raise ViewFileError("\n".join(problems))
@@ -87,6 +98,7 @@ def check_views(views: list[View], create: bool = False) -> list[Checked]:
 
 def check_view(view: View, create: bool = False) -> Checked:
     """Everything checkable about one view without data or a JVM (see the module docstring)."""
+    from overwindow.pipeline.checkpoint import damaged_files
     from overwindow.pipeline.fingerprint import check_checkpoint
 
     problems: list[str] = []
@@ -94,6 +106,9 @@ def check_view(view: View, create: bool = False) -> Checked:
     problems += _source_problems(view)
     problems += _sink_problems(view, out, create)
     problems += _path_problems(view)
+    if not problems and not is_uri(view.checkpoint):  # Spark's account names neither file nor cause
+        where = view.where("sink", "checkpoint")
+        problems += [f"{where}: {damage}" for damage in damaged_files(view.checkpoint)]
     if not problems:
         problems += check_checkpoint(view, out)
     if problems:

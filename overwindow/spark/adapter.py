@@ -174,7 +174,14 @@ def is_watermarked(df, spec: OverWindow) -> bool:
 def check_watermark(df, spec: OverWindow) -> str:
     """The ORDER BY column's name in ``df``; refuses a missing column or missing watermark."""
     col = resolve_column(_input_columns(df, spec), spec.order_column)
-    if "spark.watermarkDelayMs" not in df.schema[col].metadata:
+    field = df.schema[col]
+    if "spark.watermarkDelayMs" not in field.metadata and "timestamp" not in field.dataType.simpleString():
+        raise WindowSpecError(  # withWatermark would refuse it: the way on is the other emit mode
+            f"emit on window close needs a watermark on the ORDER BY column `{col}`, and Spark puts "
+            f"one only on a TIMESTAMP column (`{col}` is {field.dataType.simpleString().upper()}): use "
+            'emit="on_update", which needs none'
+        )
+    if "spark.watermarkDelayMs" not in field.metadata:
         raise WindowSpecError(
             f"emit on window close needs a watermark on the ORDER BY column `{col}`: "
             f"call df.withWatermark('{col}', '<delay>') before groupBy(...).overWindow(...)"

@@ -46,16 +46,99 @@ def is_local(master: str | None) -> bool:
 
 def use_running_python(session) -> None:
     """On a local master, run Python workers with ``sys.executable`` when the user has set neither
-    ``PYSPARK_PYTHON`` nor ``spark.pyspark.python`` (PySpark's default is ``python3`` from PATH).
-    Classic sessions only: a Spark Connect server chose its workers' Python when it started."""
+    ``PYSPARK_PYTHON`` nor ``spark.pyspark.python`` (PySpark's default is ``python3`` from PATH),
+    and warn of Spark's default shuffle partitions (:func:`warn_default_partitions`). Classic
+    sessions only: a Spark Connect server chose its workers' Python when it started."""
     sc = getattr(session, "_sc", None)
-    if sc is None or not is_local(sc.master) or "PYSPARK_PYTHON" in os.environ:
+    if sc is None or not is_local(sc.master):
+        return
+    warn_default_partitions(session)
+    if "PYSPARK_PYTHON" in os.environ:
         return
     if sc.getConf().get("spark.pyspark.python") is not None:
         return
     if sc.pythonExec != sys.executable:
         log.info("overwindow: Python workers run %s (PYSPARK_PYTHON was not set)", sys.executable)
         sc.pythonExec = sys.executable  # read by every Python function created from now on
+
+
+SPARK_DEFAULT_PARTITIONS = "200"
+
+
+def warn_default_partitions(session) -> None:
+    """A warning (``UserWarning``, once per place as Python shows them) when a local session runs
+    stateful streaming queries on Spark's default 200 shuffle partitions: each micro-batch then runs
+    200 tasks of a Python worker on the machine's few cores, minutes for a few hundred rows, and a
+    checkpoint keeps the partitions it started with for its life. ``overwindow run`` sets 2. O(1)."""
+    import warnings
+
+    if session.conf.get("spark.sql.shuffle.partitions", None) != SPARK_DEFAULT_PARTITIONS:
+        return
+    warnings.warn(
+        "spark.sql.shuffle.partitions is Spark's default 200 on a local master: every micro-batch of "
+        "a window query runs 200 tasks (minutes for a few hundred rows), and a checkpoint keeps its "
+        "partitions for life. Set it to the cores before a query first runs, e.g. "
+        'SparkSession.builder.config("spark.sql.shuffle.partitions", "2") (overwindow run sets 2)',
+        UserWarning,
+        stacklevel=2,  # the overwindow call that builds the query: said once
+    )
+
+
+# what a local master's Python workers import: overwindow and the libraries of a pandas UDF
+WORKER_MODULES = ("numpy", "pandas", "pyarrow", "overwindow")
+_PROBE = (
+    "import importlib.util, sys\n"
+    "print('%d.%d' % sys.version_info[:2])\n"
+    "print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))\n"
+)
+
+
+class WorkerPythonError(ValueError):
+    """``PYSPARK_PYTHON`` names a Python that cannot run overwindow's workers."""
+
+
+def check_worker_python(master: str) -> None:
+    """On a local master, before the session starts: the ``PYSPARK_PYTHON`` the user set runs, is
+    this Python's version (Spark refuses a worker of another) and finds WORKER_MODULES; else
+    WorkerPythonError in one line naming ``PYSPARK_PYTHON``. Without the check the first micro-batch
+    fails minutes later with ``ModuleNotFoundError`` deep in Spark's trace. One process start
+    (some 50 ms); nothing when ``PYSPARK_PYTHON`` is unset or is this interpreter.
+
+    >>> saved = os.environ.pop("PYSPARK_PYTHON", None)
+    >>> check_worker_python("local[2]")  # unset: the job runs this Python
+    >>> os.environ["PYSPARK_PYTHON"] = "/nowhere/python"
+    >>> try:
+    ...     check_worker_python("local[2]")
+    ... except WorkerPythonError as e:
+    ...     print(e)  # doctest: +ELLIPSIS
+    PYSPARK_PYTHON=/nowhere/python cannot run overwindow's Python workers: ...
+    >>> check_worker_python("spark://h:7077")  # a cluster's workers: not this machine's
+    >>> _ = os.environ.pop("PYSPARK_PYTHON") if saved is None else os.environ.update(PYSPARK_PYTHON=saved)
+    """
+    import subprocess
+
+    python = os.environ.get("PYSPARK_PYTHON")
+    if not is_local(master) or not python or python == sys.executable:
+        return
+    try:
+        probe = subprocess.run(
+            [python, "-c", _PROBE, *WORKER_MODULES], capture_output=True, text=True, timeout=120
+        )
+        out = probe.stdout.splitlines() if probe.returncode == 0 else []
+        why = None if len(out) == 2 else (probe.stderr.strip().splitlines() or ["it failed"])[-1]
+    except (OSError, subprocess.SubprocessError) as e:
+        why, out = f"{type(e).__name__}: {e}", []
+    ours = "{}.{}".format(*sys.version_info[:2])
+    if why is None and out[0] != ours:
+        why = f"it is Python {out[0]}, this command runs {ours}, and Spark refuses workers of another version"
+    elif why is None and out[1]:
+        why = f"it lacks {', '.join(out[1].split())}"
+    if why is not None:
+        raise WorkerPythonError(
+            f"PYSPARK_PYTHON={python} cannot run overwindow's Python workers: {why}. Point "
+            f"PYSPARK_PYTHON at a Python with overwindow installed (this command runs {sys.executable}), "
+            "or unset it to use that one"
+        )
 
 
 def ship(session) -> str:

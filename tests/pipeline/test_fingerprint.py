@@ -71,7 +71,9 @@ def test_what_shapes_state_or_table_is_compared(tmp_path, override, label):
     path = started(tmp_path)
     with pytest.raises(ViewFileError) as e:
         check_views([load_view(path, override)])
-    assert f"{label} was " in str(e.value)
+    # the calls and the schema say which of them changed (issue 40, item 16)
+    listed = label in ("[view] calls", "[source] schema")
+    assert (f"{label}: " if listed else f"{label} was ") in str(e.value)
     assert "a new checkpoint and a new table" in str(e.value)
 
 
@@ -152,7 +154,7 @@ def test_a_query_views_where_filter_and_columns_are_compared(tmp_path, query, la
     if label is None:
         check_views([load_view(path, {"view.query": query})])
         return
-    with pytest.raises(ViewFileError, match=rf"{re.escape(label)} was "):
+    with pytest.raises(ViewFileError, match=rf"{re.escape(label)}(:| was) "):
         check_views([load_view(path, {"view.query": query})])
 
 
@@ -193,3 +195,35 @@ def test_a_query_view_records_its_calls_as_the_previous_release_did(tmp_path):
             "lag(x, 1) OVER (ORDER BY ts ASC NULLS FIRST) AS p",
         ]
     check_views([load_view(path)])
+
+
+def test_a_changed_call_among_many_names_only_that_call(tmp_path, capsys, monkeypatch):
+    """Issue 40, item 16: the refusal listed every old and new call (some 900 characters)."""
+    from overwindow.__main__ import main
+    from overwindow.pipeline import job
+
+    calls = [f"{f}(x) OVER (ORDER BY ts ROWS 3 PRECEDING) AS {f}3" for f in ("sum", "avg", "min", "max")]
+    path = started(tmp_path, VIEW.replace(f'["{CALL}"]', json.dumps(calls)))
+    monkeypatch.setattr(job, "local_spark", lambda *a, **k: pytest.fail("Spark was started"))
+    changed = [c.replace("min(x) OVER (ORDER BY ts ROWS 3", "min(x) OVER (ORDER BY ts ROWS 5") for c in calls]
+    more = [*calls[:3], "count(x) OVER (ORDER BY ts) AS n"]  # max3 out, n in
+    for new, said in [
+        (
+            changed,
+            '[view] calls: `min3` was "min(x) OVER (ORDER BY ts ASC NULLS FIRST ROWS BETWEEN 3 PRECEDING '
+            'AND CURRENT ROW) AS min3", is now "min(x) OVER (ORDER BY ts ASC NULLS FIRST ROWS BETWEEN 5 '
+            'PRECEDING AND CURRENT ROW) AS min3". ',
+        ),
+        (
+            more,
+            '[view] calls: added "count(x) OVER (ORDER BY ts ASC NULLS FIRST RANGE BETWEEN UNBOUNDED '
+            'PRECEDING AND CURRENT ROW) AS n"; removed "max(x) OVER (ORDER BY ts ASC NULLS FIRST ROWS '
+            'BETWEEN 3 PRECEDING AND CURRENT ROW) AS max3". ',
+        ),
+    ]:
+        for command in ("validate", "run"):
+            assert main([command, path, "--set", f"view.calls={json.dumps(new)}"]) == 2
+            (line,) = capsys.readouterr().err.strip().splitlines()
+            assert said in line, line
+            for kept in ("sum3", "avg3"):  # unchanged calls go unnamed
+                assert kept not in line

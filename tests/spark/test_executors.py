@@ -98,3 +98,26 @@ def test_ship_refuses_spark_connect():
 
     with pytest.raises(NotImplementedError, match="install overwindow in the Python"):
         executors.ship(ConnectSession.__new__(ConnectSession))
+
+
+def test_a_local_session_on_sparks_200_shuffle_partitions_is_warned(spark, tmp_path):
+    """Issue 40, item 19: the README's Python example left Spark's 200 partitions (a query on 400
+    rows was at stage 155/200 after 8 minutes); building a window query on them warns."""
+    import warnings
+
+    import overwindow
+
+    events = spark.readStream.schema("k INT, ts TIMESTAMP, x DOUBLE").json(str(tmp_path))
+    spec = overwindow.OverWindow("lag(x) OVER (ORDER BY ts) AS p", emit="on_update")
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        spark.conf.set("spark.sql.shuffle.partitions", "200")
+        with pytest.warns(UserWarning, match="shuffle.partitions is Spark's default 200 on a local"):
+            events.groupBy("k").overWindow(spec)
+        spark.conf.set("spark.sql.shuffle.partitions", "2")
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            events.groupBy("k").overWindow(spec)
+        assert not [w for w in said if "shuffle.partitions" in str(w.message)]
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)

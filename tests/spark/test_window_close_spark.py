@@ -4,11 +4,13 @@ evaluator over all rows, restricted to rows whose windows closed by the final wa
 
 import json
 import os
+import re
 import time
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from pyspark.errors import AnalysisException
 
 import overwindow
 from overwindow.errors import WindowSpecError
@@ -516,6 +518,22 @@ def test_missing_watermark_is_refused_when_the_query_is_built(spark, tmp_path):
     events = spark.readStream.schema(SCHEMA).json(src)
     with pytest.raises(WindowSpecError, match="watermark on the ORDER BY column `ts`"):
         events.groupBy("k").overWindow(overwindow.OverWindow("lag(x) OVER (ORDER BY ts) AS p"))
+
+
+def test_a_numeric_order_by_on_window_close_is_pointed_to_emit_on_update(spark, tmp_path):
+    """Issue 40, item 15: the refusal advised withWatermark on a DOUBLE column, which Spark refuses."""
+    events = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    events.createOrReplaceTempView("ow_numeric_order")
+    query = "SELECT k, x, sum(x) OVER (PARTITION BY k ORDER BY x ROWS 2 PRECEDING) AS s FROM ow_numeric_order"
+    said = (
+        "emit on window close needs a watermark on the ORDER BY column `x`, and Spark puts one only on a "
+        'TIMESTAMP column (`x` is DOUBLE): use emit="on_update", which needs none'
+    )
+    with pytest.raises(WindowSpecError, match=re.escape(said)):
+        overwindow.sql(spark, query)
+    with pytest.raises(AnalysisException):  # what the advice was before: Spark refuses it
+        events.withWatermark("x", "1 minute")
+    assert overwindow.sql(spark, query, emit="on_update").isStreaming  # the way on
 
 
 def test_without_group_by_the_stream_is_one_partition(spark, tmp_path):
