@@ -402,7 +402,7 @@ def _sink_problems(view: View, out: Checked | None, create: bool) -> list[str]:
         if os.path.isdir(sink["path"]):
             problems.append(f"{view.where('sink', 'path')}: {sink['path']} is a folder, not a database file")
         folders.append(("sink", "path", os.path.dirname(sink["path"])))
-    if sink["kind"] == "parquet":
+    if sink["kind"] in ("parquet", "delta"):
         folders.append(("sink", "path", sink["path"]))
     for section, key, folder in folders:
         if is_uri(folder):
@@ -505,11 +505,11 @@ def _shared_places(views: list[View]) -> list[str]:
 def _same_table(a: View, b: View) -> str | None:
     """Why ``a`` and ``b`` write one table (None when they do not)."""
     kind = a.sink["kind"]
-    if kind != b.sink["kind"] or kind not in ("sqlite", "postgres", "parquet"):
+    if kind != b.sink["kind"] or kind not in ("sqlite", "postgres", "parquet", "delta"):
         return None
-    if kind == "parquet":
+    if kind in ("parquet", "delta"):
         if _inside(a.sink["path"], b.sink["path"]) or _inside(b.sink["path"], a.sink["path"]):
-            return f"the Parquet folder of {a.path} too"
+            return f"the {kind.capitalize()} folder of {a.path} too"
         return None
     ta, tb = a.sink["table"], b.sink["table"]
     if kind == "sqlite":
