@@ -417,6 +417,13 @@ def _sink_problems(view: View, out: Checked | None, create: bool) -> list[str]:
         problems.append(f"{view.where('sink', 'table')}: {table} is the sinks' own table of applied batches")
     if sink["kind"] == "sqlite" and table is not None and table.lower().startswith("sqlite_"):
         problems.append(f"{view.where('sink', 'table')}: SQLite keeps names starting with sqlite_ for itself")
+    if sink["kind"] == "delta" and out is not None:
+        unknown = [c for c in sink.get("partition_by") or [] if c not in out.columns]
+        if unknown:
+            problems.append(
+                f"{view.where('sink', 'partition_by')}: the view writes no column {unknown[0]} "
+                f"(it writes {', '.join(c for c in out.columns if c != CHANGE)})"
+            )
     if sink["kind"] == "postgres":
         long = [n for n in [table] + (out.columns if out else []) if len(n.encode()) > POSTGRES_NAME_BYTES]
         if long:
