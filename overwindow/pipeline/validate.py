@@ -497,8 +497,9 @@ def _shared_places(views: list[View]) -> list[str]:
                     f"{b.where('sink', 'checkpoint')}: the checkpoint of {a.path} too; one per view"
                 )
             same = _same_table(a, b)
-            if same:
-                problems.append(f"{b.where('sink', 'table')}: {same}")
+            if same:  # a folder's views name it by path
+                key = "path" if b.sink["kind"] in ("parquet", "delta") else "table"
+                problems.append(f"{b.where('sink', key)}: {same}")
             for x, y in ((a, b), (b, a)):
                 if y.source["format"] == "files" and not is_uri(y.source["path"]):
                     for section, key, path in x.written_paths():

@@ -400,8 +400,18 @@ def test_a_delta_sink_partitioned_by_a_column_the_view_does_not_write_is_refused
     good = view_file(tmp_path / "good", GOOD.replace(sink, delta.format("k")))
     assert main(["validate", good]) == 0, capsys.readouterr().err
     assert "delta" in capsys.readouterr().out
-    found = problems([view_file(tmp_path / "bad", GOOD.replace(sink, delta.format("day")))])
+    bad = view_file(tmp_path / "bad", GOOD.replace(sink, delta.format("day")))
+    found = problems([bad])
     assert found == [
         f"{tmp_path / 'bad' / 'view.toml'}: [sink] partition_by (line 20): the view writes no column day "
         "(it writes k, ts, id, x, op, s)"
     ]
+
+
+def test_two_views_of_one_job_may_not_write_one_delta_table(tmp_path, no_jvm):
+    delta = 'kind = "delta"\npath = "{}"\ncheckpoint = "{}"'
+    sink = 'kind = "sqlite"\npath = "out/view.sqlite"\ntable = "v"\ncheckpoint = "chk"'
+    table = str(tmp_path / "view.delta")
+    a = view_file(tmp_path / "a", GOOD.replace(sink, delta.format(table, "chk")))
+    b = view_file(tmp_path / "b", GOOD.replace(sink, delta.format(table, "chk")))
+    assert problems([a, b]) == [f"{b}: [sink] path (line 19): the Delta folder of {a} too"]
