@@ -24,6 +24,7 @@ from overwindow.logical import (
 from overwindow.spark.executors import ship
 from overwindow.spark.select import select, sql
 from overwindow.spec import OverWindow
+from overwindow.streaming.changelog import net_changes
 from overwindow.udaf import Aggregate, register_aggregate
 
 try:  # adds GroupedData.overWindow / DataFrame.overWindow when PySpark is importable
@@ -50,6 +51,7 @@ __all__ = [
     "WindowRuntimeError",
     "WindowSpecError",
     "evaluate",
+    "net_changes",
     "parse_window",
     "register_aggregate",
     "select",

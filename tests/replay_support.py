@@ -99,8 +99,7 @@ def write_view(
 
         [sink]
         kind = "{sink}"
-        path = "view.sqlite"
-        table = "v_{emit}"
+        {where}
         checkpoint = "chk"
     """).format(
             source=source,
@@ -109,6 +108,9 @@ def write_view(
             else f'partition_by = ["k"]\n        calls = {json.dumps(CALLS)}',
             emit=emit,
             sink=sink,
+            where='path = "view.delta"'
+            if sink == "delta"
+            else f'path = "view.sqlite"\n        table = "v_{emit}"',
             layout=layout,
             buckets=f"key_buckets = {json.dumps(buckets)}" if buckets else "",
             watermark="" if shuffled else '[watermark]\ncolumn = "ts"\ndelay = "5 seconds"',
@@ -201,6 +203,12 @@ def assert_view_is_exact(tmp_path, rows, emit, sink, dsn=None, several=False):
     if sink == "sqlite":
         con = sqlite3.connect(tmp_path / "view.sqlite")
         got = {i: (s, p) for i, s, p in con.execute(f'SELECT id, s, p FROM "v_{emit}"')}
+    elif sink == "delta":  # read by deltalake's own reader
+        import deltalake
+
+        table = deltalake.DeltaTable(str(tmp_path / "view.delta")).to_pyarrow_table()
+        assert table.num_rows == len(set(table.column("id").to_pylist())), "a row twice"
+        got = {i: (s, p) for i, s, p in zip(*(table.column(c).to_pylist() for c in ("id", "s", "p")))}
     else:
         import psycopg
 

@@ -29,6 +29,7 @@ from overwindow.pipeline.view import View, ViewFileError, is_uri
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import END_OF_INPUT_MS, WORKER_WARNINGS
 from overwindow.spark.select import run_query
+from overwindow.streaming.contract import ROW_ID
 
 
 def spark_settings(view: View | None = None) -> dict:
@@ -129,6 +130,17 @@ def sink_for(view: View):
             )
         key = view.key
         return PostgresSink(dsn, view.sink["table"], key, upsert=view.emit == "on_update")
+    if kind == "delta":
+        try:
+            from overwindow.pipeline.delta import DeltaSink
+        except ImportError:
+            raise ViewFileError(
+                f'{view.where("sink", "kind")}: kind = "delta" writes with the deltalake package: '
+                "pip install overwindow[delta]"
+            ) from None
+        # keyed by the row key alone: the changelog contract (overwindow.streaming.changelog)
+        key = view.group_key or view.row_key or [ROW_ID]
+        return DeltaSink(view.sink["path"], key, view.emit == "on_update", view.sink.get("partition_by"))
     if kind == "console":
         return ConsoleSink()
     raise ViewFileError(f"{view.path}: [sink] kind = {kind!r} is not available in this version")
@@ -141,7 +153,8 @@ def paired_sink(spark, view: View, struct=None):
     sink = sink_for(view)
     if hasattr(sink, "bookkeeping"):
         where = f" (checkpoint {view.checkpoint})"
-        check_pairing(view.sink["table"], sink.bookkeeping(), checkpoint_state(spark, view.checkpoint), where)
+        table = view.sink.get("table") or view.sink["path"]
+        check_pairing(table, sink.bookkeeping(), checkpoint_state(spark, view.checkpoint), where)
         if struct is not None:
             sink.check_columns(compat.to_arrow_schema(struct))
     return sink

@@ -1,14 +1,15 @@
 """Sinks that apply each micro-batch exactly once, paired with one checkpoint.
 
 Emit-on-update views are applied as upserts and deletes keyed by (partition key, row key), a NULL
-key being a value like any other (SQL puts NULL keys in one partition); emit-on-window-close views
-append. A micro-batch's rows, its batch id and the id of the query that wrote it (Spark's
-``query.id``, kept in the checkpoint and stable across restarts) commit in one transaction, and a
-batch id already applied is skipped ("skipped: already applied"), so a replayed batch changes
-nothing. A table is written by one checkpoint only: ``check_pairing`` refuses to start a view whose
-table belongs to another query, whose checkpoint has committed batches the table does not hold, or
-whose table has applied batches the checkpoint does not know, and ``apply`` refuses another query's
-table. Table and column names are always quoted identifiers and values always bound parameters.
+key being a value like any other (SQL puts NULL keys in one partition), each batch first netted to
+one change per key (``overwindow.streaming.changelog``); emit-on-window-close views append. A
+micro-batch's rows, its batch id and the id of the query that wrote it (Spark's ``query.id``, kept
+in the checkpoint and stable across restarts) commit in one transaction, and a batch id already
+applied is skipped ("skipped: already applied"), so a replayed batch changes nothing. A table is
+written by one checkpoint only: ``check_pairing`` refuses to start a view whose table belongs to
+another query, whose checkpoint has committed batches the table does not hold, or whose table has
+applied batches the checkpoint does not know, and ``apply`` refuses another query's table. Table
+and column names are always quoted identifiers and values always bound parameters.
 
 >>> import pyarrow as pa, tempfile, os
 >>> db = os.path.join(tempfile.mkdtemp(), "v.sqlite")
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from overwindow.physical.values import TypeFamily, kind_of, sql_type
+from overwindow.streaming.changelog import net_changes
 from overwindow.streaming.contract import CHANGE
 
 BATCHES = "_overwindow_batches"
@@ -294,7 +296,7 @@ class SqliteSink:
             ):
                 con.execute("ROLLBACK")
                 return None
-            records = rows.to_pylist()
+            records = (net_changes(rows, self.key) if self.upsert else rows).to_pylist()
             cols = self.columns
             names = ", ".join(quote(c) for c in cols)
             marks = ", ".join("?" for _ in cols)
@@ -464,7 +466,7 @@ class PostgresSink:
             ):
                 con.rollback()
                 return None
-            records = rows.to_pylist()
+            records = (net_changes(rows, self.key) if self.upsert else rows).to_pylist()
             columns = sql.SQL(", ").join(map(sql.Identifier, names))
             marks = sql.SQL(", ").join(sql.Placeholder() * len(names))
             if self.upsert:

@@ -419,7 +419,7 @@ def _sink_problems(view: View, out: Checked | None, create: bool) -> list[str]:
         if os.path.isdir(sink["path"]):
             problems.append(f"{view.where('sink', 'path')}: {sink['path']} is a folder, not a database file")
         folders.append(("sink", "path", os.path.dirname(sink["path"])))
-    if sink["kind"] == "parquet":
+    if sink["kind"] in ("parquet", "delta"):
         folders.append(("sink", "path", sink["path"]))
     for section, key, folder in folders:
         if is_uri(folder):
@@ -434,6 +434,13 @@ def _sink_problems(view: View, out: Checked | None, create: bool) -> list[str]:
         problems.append(f"{view.where('sink', 'table')}: {table} is the sinks' own table of applied batches")
     if sink["kind"] == "sqlite" and table is not None and table.lower().startswith("sqlite_"):
         problems.append(f"{view.where('sink', 'table')}: SQLite keeps names starting with sqlite_ for itself")
+    if sink["kind"] == "delta" and out is not None:
+        unknown = [c for c in sink.get("partition_by") or [] if c not in out.columns]
+        if unknown:
+            problems.append(
+                f"{view.where('sink', 'partition_by')}: the view writes no column {unknown[0]} "
+                f"(it writes {', '.join(c for c in out.columns if c != CHANGE)})"
+            )
     if sink["kind"] == "postgres":
         long = [n for n in [table] + (out.columns if out else []) if len(n.encode()) > POSTGRES_NAME_BYTES]
         if long:
@@ -507,8 +514,9 @@ def _shared_places(views: list[View]) -> list[str]:
                     f"{b.where('sink', 'checkpoint')}: the checkpoint of {a.path} too; one per view"
                 )
             same = _same_table(a, b)
-            if same:
-                problems.append(f"{b.where('sink', 'table')}: {same}")
+            if same:  # a folder's views name it by path
+                key = "path" if b.sink["kind"] in ("parquet", "delta") else "table"
+                problems.append(f"{b.where('sink', key)}: {same}")
             for x, y in ((a, b), (b, a)):
                 if y.source["format"] == "files" and not is_uri(y.source["path"]):
                     for section, key, path in x.written_paths():
@@ -522,11 +530,11 @@ def _shared_places(views: list[View]) -> list[str]:
 def _same_table(a: View, b: View) -> str | None:
     """Why ``a`` and ``b`` write one table (None when they do not)."""
     kind = a.sink["kind"]
-    if kind != b.sink["kind"] or kind not in ("sqlite", "postgres", "parquet"):
+    if kind != b.sink["kind"] or kind not in ("sqlite", "postgres", "parquet", "delta"):
         return None
-    if kind == "parquet":
+    if kind in ("parquet", "delta"):
         if _inside(a.sink["path"], b.sink["path"]) or _inside(b.sink["path"], a.sink["path"]):
-            return f"the Parquet folder of {a.path} too"
+            return f"the {kind.capitalize()} folder of {a.path} too"
         return None
     ta, tb = a.sink["table"], b.sink["table"]
     if kind == "sqlite":

@@ -20,7 +20,7 @@ emit = "on_window_close"         # on_window_close | on_update
 row_key = ["plant", "date"]
 
 [sink]
-kind = "sqlite"                  # sqlite | postgres | parquet | console
+kind = "sqlite"                  # sqlite | postgres | parquet | delta | console
 path = "view.sqlite"             # sqlite: the database file; parquet: the folder
 table = "plant_view"
 checkpoint = "checkpoint/"
@@ -79,7 +79,7 @@ SOURCES = ("files", "kafka")
 FILE_FORMATS = ("json", "parquet", "csv")
 STARTING_OFFSETS = ("earliest", "latest")
 KAFKA_READERS = ("auto", "spark", "python")  # Spark's connector if present, else ours; only one; only ours
-SINKS = ("sqlite", "postgres", "parquet", "console")
+SINKS = ("sqlite", "postgres", "parquet", "delta", "console")
 ENVELOPES = ("none", "debezium")  # [source] envelope: rows as they are, or Debezium change events
 LATE_ROWS = ("count", "dead_letter")  # [source] late_rows: late rows counted, or kept too
 
@@ -341,13 +341,21 @@ KEYS = (
         "sink",
         "path",
         "text",
-        "sqlite: the database file; parquet: the folder",
+        "sqlite: the database file; parquet and delta: the folder",
         required=True,
-        when=("sink", "kind", ("sqlite", "parquet")),
+        when=("sink", "kind", ("sqlite", "parquet", "delta")),
         path=True,
         writes=True,
     ),
     Key("sink", "table", "text", "the table", required=True, when=("sink", "kind", ("sqlite", "postgres"))),
+    Key(
+        "sink",
+        "partition_by",
+        "names",
+        "the Delta table's partition columns, when the sink creates it",
+        [],
+        when=("sink", "kind", ("delta",)),
+    ),
     Key(
         "sink",
         "dsn_env",

@@ -390,3 +390,28 @@ def test_a_debezium_view_validates_with_the_op_column_its_source_adds(tmp_path, 
     assert "6 columns in, 7 out (k, ts, id, x, op, s, _change); emit on update" in capsys.readouterr().out
     found = problems([path], {"source.schema": "k STRING, ts TIMESTAMP, id BIGINT, x DOUBLE, _op STRING"})
     assert any("[source] schema (--set): `_op` is the op column the Debezium source adds" in x for x in found)
+
+
+def test_a_delta_sink_partitioned_by_a_column_the_view_does_not_write_is_refused(tmp_path, no_jvm, capsys):
+    """Issue 41: [sink] partition_by of a Delta sink names the view's columns, checked before Spark
+    starts, with its line; the view's own columns pass."""
+    delta = 'kind = "delta"\npath = "out/view.delta"\npartition_by = ["{}"]\ncheckpoint = "chk"'
+    sink = 'kind = "sqlite"\npath = "out/view.sqlite"\ntable = "v"\ncheckpoint = "chk"'
+    good = view_file(tmp_path / "good", GOOD.replace(sink, delta.format("k")))
+    assert main(["validate", good]) == 0, capsys.readouterr().err
+    assert "delta" in capsys.readouterr().out
+    bad = view_file(tmp_path / "bad", GOOD.replace(sink, delta.format("day")))
+    found = problems([bad])
+    assert found == [
+        f"{tmp_path / 'bad' / 'view.toml'}: [sink] partition_by (line 20): the view writes no column day "
+        "(it writes k, ts, id, x, op, s)"
+    ]
+
+
+def test_two_views_of_one_job_may_not_write_one_delta_table(tmp_path, no_jvm):
+    delta = 'kind = "delta"\npath = "{}"\ncheckpoint = "{}"'
+    sink = 'kind = "sqlite"\npath = "out/view.sqlite"\ntable = "v"\ncheckpoint = "chk"'
+    table = str(tmp_path / "view.delta")
+    a = view_file(tmp_path / "a", GOOD.replace(sink, delta.format(table, "chk")))
+    b = view_file(tmp_path / "b", GOOD.replace(sink, delta.format(table, "chk")))
+    assert problems([a, b]) == [f"{b}: [sink] path (line 19): the Delta folder of {a} too"]

@@ -2,7 +2,10 @@
 may move a row in time) over a dict of the live rows the test keeps as its oracle's input, and calls
 whose frames reach far (many rows, wide RANGE and GROUPS frames) for large partitions."""
 
+import numpy as np
 import pyarrow as pa
+
+from overwindow.streaming.assemble import PART
 
 
 def random_cdc_batch(
@@ -70,3 +73,21 @@ WIDE_CALLS = [
 WIDE = pa.schema(
     [("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("u", pa.int64()), ("op", pa.string())]
 )
+
+
+def parts_of(outputs, results, names, extra=()):
+    """Several window groups' outputs (one table per group, from its machine) as the Assembler's
+    parts, as the Spark hosting sends them: the input columns ``names``, every group's window columns
+    (``results``, one schema per group; NULL but the part's own group's), the ``extra`` columns of
+    the outputs (``_change``), and ``PART``."""
+    tables = []
+    for g, out in enumerate(outputs):
+        columns = {n: out.column(n) for n in names}
+        for h, r in enumerate(results):
+            for f in r:
+                columns[f.name] = out.column(f.name) if h == g else pa.nulls(out.num_rows, f.type)
+        for name in extra:
+            columns[name] = out.column(name)
+        columns[PART] = pa.array(np.full(out.num_rows, g, dtype=np.int32))
+        tables.append(pa.table(columns))
+    return pa.concat_tables(tables)

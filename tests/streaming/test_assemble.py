@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from cdc_support import parts_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,18 +64,7 @@ def _results(driver):
 
 
 def _parts(outputs, results, extra=()):
-    """The groups' outputs as parts: every group's window columns (NULL but its own), PART."""
-    tables = []
-    for g, out in enumerate(outputs):
-        columns = {n: out.column(n) for n in SCHEMA.names}
-        for h, r in enumerate(results):
-            for f in r:
-                columns[f.name] = out.column(f.name) if h == g else pa.nulls(out.num_rows, f.type)
-        for name in extra:
-            columns[name] = out.column(name)
-        columns[PART] = pa.array(np.full(out.num_rows, g, dtype=np.int32))
-        tables.append(pa.table(columns))
-    return pa.concat_tables(tables)
+    return parts_of(outputs, results, SCHEMA.names, extra)
 
 
 def _rows(rng, ids, t_lo, n, null_keys=True):

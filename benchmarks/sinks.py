@@ -1,0 +1,142 @@
+"""Sink benchmark: rows per second into each sink of the main job, same view, same input, no Spark.
+
+    python benchmarks/sinks.py                         # SQLite and Delta Lake
+    OVERWINDOW_POSTGRES_DSN=... python benchmarks/sinks.py --write   # and PostgreSQL; into BENCHMARKS.md
+
+The view: ``sum(x) OVER (ORDER BY ts ROWS BETWEEN 9 PRECEDING AND CURRENT ROW)`` and ``lag(x) OVER
+(ORDER BY ts)`` per key ``k`` (100 keys), row key ``rid``, over ``--rows`` rows in ``--batches``
+micro-batches, driven by the in-memory driver (``overwindow.streaming.driver``) as Spark hosts the
+machines. Emit on update: event times in random order, so a batch upserts rows the table holds
+(each batch's changelog is what the sink gets); emit on window close: event times in order, a
+watermark 10 s behind the newest, every row appended once. Each sink applies the same batches, in
+order, each in its own transaction or commit with its batch id (the job's exactly-once protocol),
+into a new table; the time is the sum of the sinks' ``apply`` calls (wall time), best of ``--repeat``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+from common import publish, section_head
+
+from overwindow.pipeline.delta import DeltaSink
+from overwindow.pipeline.sinks import PostgresSink, SqliteSink
+from overwindow.spec import OverWindow
+from overwindow.streaming.driver import Driver
+
+BEGIN, END = "<!-- sinks: begin -->", "<!-- sinks: end -->"
+CALLS = (
+    "sum(x) OVER (ORDER BY ts ROWS BETWEEN 9 PRECEDING AND CURRENT ROW) AS s",
+    "lag(x) OVER (ORDER BY ts) AS p",
+)
+SCHEMA = pa.schema([("k", pa.int64()), ("rid", pa.int64()), ("ts", pa.int64()), ("x", pa.float64())])
+
+
+def changelogs(rows: int, batches: int, emit: str) -> list[pa.Table]:
+    """What the view emits per micro-batch over ``rows`` rows of 100 keys."""
+    rng = np.random.default_rng(41)
+    ts = np.arange(rows) * 10 if emit == "on_window_close" else rng.permutation(rows) * 10
+    data = pa.table(
+        {"k": rng.integers(0, 100, rows), "rid": np.arange(rows), "ts": ts, "x": rng.normal(size=rows)},
+        schema=SCHEMA,
+    )
+    watermarked = emit == "on_window_close"
+    driver = Driver(OverWindow(*CALLS, emit=emit, rowKey="rid"), SCHEMA, ["k"], watermarked)
+    out, size = [], rows // batches
+    for b in range(batches):
+        part = data.slice(b * size, size)
+        out.append(driver.feed(part, int(part["ts"][-1].as_py()) - 10_000 if watermarked else None))
+    return out
+
+
+def timed(make, logs: list[pa.Table], repeat: int) -> float:
+    """Best of ``repeat``: seconds in ``apply`` over every batch, into a new table each time."""
+    best = float("inf")
+    for _ in range(repeat):
+        sink, spent = make(), 0.0
+        for b, log in enumerate(logs):
+            start = time.perf_counter()
+            sink.apply(log, b, "bench")
+            spent += time.perf_counter() - start
+        best = min(best, spent)
+    return best
+
+
+def sinks(emit: str, folder: str, dsn: str | None) -> dict:
+    upsert, key = emit == "on_update", ["k", "rid"]
+    n = iter(range(10**6))
+    made = {
+        "SQLite": lambda: SqliteSink(os.path.join(folder, f"v{next(n)}.sqlite"), "v", key, upsert),
+        "Delta Lake": lambda: DeltaSink(os.path.join(folder, f"v{next(n)}.delta"), ["rid"], upsert),
+    }
+    if dsn:
+
+        def postgres():
+            import psycopg
+
+            table = f"bench_{emit}_{next(n)}"
+            with psycopg.connect(dsn, autocommit=True) as con:
+                con.execute(f'DROP TABLE IF EXISTS "{table}"')
+                con.execute('DROP TABLE IF EXISTS "_overwindow_batches"')
+            return PostgresSink(dsn, table, key, upsert)
+
+        made["PostgreSQL"] = postgres
+    return made
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--write", action="store_true", help="put the section into BENCHMARKS.md")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    dsn = os.environ.get("OVERWINDOW_POSTGRES_DSN")
+    table = [
+        "| emit | sink | changes applied | seconds in apply | changes per second |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for emit in ("on_window_close", "on_update"):
+        logs = changelogs(args.rows, args.batches, emit)
+        changes = sum(t.num_rows for t in logs)
+        with tempfile.TemporaryDirectory() as folder:
+            for name, make in sinks(emit, folder, dsn).items():
+                seconds = timed(make, logs, args.repeat)
+                table.append(f"| {emit} | {name} | {changes:,} | {seconds:.2f} | {changes / seconds:,.0f} |")
+                print(table[-1], flush=True)
+    command = "python benchmarks/sinks.py" + (" --write" if args.write else "")
+    if dsn:
+        command = "OVERWINDOW_POSTGRES_DSN=... " + command
+    section = "\n".join(
+        [
+            *section_head(
+                BEGIN,
+                "Sinks: rows per second into SQLite, PostgreSQL and Delta Lake",
+                "benchmarks/sinks.py",
+                command,
+                time.perf_counter() - started,
+                "pyarrow",
+                "deltalake",
+                *(["psycopg"] if dsn else []),
+            ),
+            f"- Input: {args.rows:,} rows, 100 keys, {args.batches} micro-batches; the view and protocol: "
+            "the script's docstring. Best of "
+            f"{args.repeat}. On update a change is an upsert or a delete (the changelog, netted per batch "
+            "by each sink); on window close every row once.",
+            *([] if dsn else ["- PostgreSQL: not measured (no OVERWINDOW_POSTGRES_DSN)."]),
+            "",
+            *table,
+            END,
+        ]
+    )
+    publish(section, BEGIN, END, args.write)
+
+
+if __name__ == "__main__":
+    main()
