@@ -124,19 +124,21 @@ def _progress(line: str) -> bool:
     return re.match(r"(.+: )?batch \d+:", line) is not None
 
 
-def run_job(view, kill_after_line=None, kill_after_s=None, after_line=None, env=None, kill_when=None):
+def run_job(
+    view, kill_after_line=None, kill_after_s=None, after_line=None, env=None, kill_when=None, launcher=None
+):
     """Runs the view (a list: the views, in one job) with ``--once``; SIGKILLs the job after its n-th
     progress line (between batches),
     after some seconds (possibly inside a batch) or once ``kill_when(lines)`` (polled with the
     progress lines so far) is true; ``after_line(n)`` is called after each progress line. Returns
-    the exit code; the job's stderr is printed when it fails (pytest shows it with the failure)."""
+    the exit code; the job's stderr is printed when it fails (pytest shows it with the failure).
+    ``launcher``: a Python script that runs the command line as ``python -m overwindow`` would."""
     env = dict(os.environ, PYTHONWARNINGS="ignore", **(env or {}))
     stderr = tempfile.TemporaryFile("w+")
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "overwindow",
+            *([str(launcher)] if launcher else ["-m", "overwindow"]),
             "run",
             *map(str, view if isinstance(view, list) else [view]),
             "--once",

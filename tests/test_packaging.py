@@ -13,7 +13,7 @@ import zipfile
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OPTIONAL = ("pyspark", "matplotlib", "psycopg", "confluent_kafka", "grpc")
+OPTIONAL = ("pyspark", "matplotlib", "psycopg", "confluent_kafka", "grpc", "deltalake")
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def test_pyspark_and_matplotlib_are_extras_only(dist):
     unconditional = [r for r in requires if "extra ==" not in r]
     assert not [r for r in unconditional if r.split()[0].lower().startswith(("pyspark", "matplotlib"))]
     assert any(r.startswith("pyspark") and 'extra == "spark"' in r for r in requires)
-    assert {"spark", "chart", "postgres", "kafka", "connect", "demo", "test"} <= set(
+    assert {"spark", "chart", "postgres", "kafka", "delta", "connect", "demo", "test"} <= set(
         meta.get_all("Provides-Extra")
     )
     names = wheel.namelist()

@@ -14,9 +14,11 @@ from Kafka with its keys in two buckets (watermark eviction). A job of four view
 into SQLite and into PostgreSQL, is killed five times while every view is inside its sink's
 transaction."""
 
+import os
 import signal
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 from replay_support import assert_view_is_exact, run_job, write_view
@@ -216,3 +218,55 @@ def _fresh_tables(dsn: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as db:
         for table in ("v_on_update", "v_on_window_close", "_overwindow_batches"):
             db.execute(f'DROP TABLE IF EXISTS "{table}"')
+
+
+# where each run of the Delta test stops a view's second batch (tests/delta_pauses.py)
+DELTA_STAGES = ["before", "after", "inside"] * 2
+
+
+def test_a_job_killed_around_and_inside_its_delta_commits_leaves_the_exact_tables(tmp_path, no_spark):
+    """Issue 41, "Must show", for the Delta Lake sink: one job of two views into Delta tables (window
+    close, and emit on update over events in random time order, so batches update rows the table
+    holds) is killed with SIGKILL six times, then runs to the end; both tables, read back with
+    deltalake's reader, equal the batch evaluator (no row lost, none twice). In each run each view
+    applies one batch (or skips one it had applied), and its next one is stopped: before it writes
+    (then its batch is not in the table), once its commit is in the table's log (the batch is in
+    the table, not in Spark's checkpoint: the next run replays it and must skip it), or the job
+    kills itself 0 to 60 ms into the write, inside delta-rs's write and commit (either)."""
+    from overwindow.pipeline.delta import DeltaSink
+
+    views = {}
+    for emit in ("on_window_close", "on_update"):
+        folder = tmp_path / emit
+        folder.mkdir()
+        view, rows = write_view(
+            folder, emit, "delta", shuffled=emit == "on_update", name=f"delta-{emit}", files=14
+        )
+        views[emit] = (view, rows, folder)
+    files = [view for view, _, _ in views.values()]
+    launcher = Path(__file__).with_name("delta_pauses.py")
+    outcomes = []
+    for kill, stage in enumerate(DELTA_STAGES):
+        paused = tmp_path / f"paused-{kill}"
+        paused.mkdir()
+        env = {"DELTA_PAUSE": stage, "DELTA_PAUSED": str(paused)}
+        done = (lambda lines: False) if stage == "inside" else (lambda lines: len(os.listdir(paused)) == 2)
+        assert run_job(files, kill_when=done, env=env, launcher=launcher) == -signal.SIGKILL, (
+            f"kill {kill + 1}"
+        )
+        for marker in os.listdir(paused):
+            emit, batch = marker.rsplit("-", 1)
+            kept = (
+                DeltaSink(str(tmp_path / emit / "view.delta"), ["id"], False).bookkeeping().applied.batch_id
+            )
+            allowed = {
+                "before": {int(batch) - 1},
+                "after": {int(batch)},
+                "inside": {int(batch) - 1, int(batch)},
+            }
+            assert kept in allowed[stage], (kill + 1, stage, emit, batch, kept)
+            outcomes.append((stage, kept == int(batch)))
+    assert sum(stage == "inside" for stage, _ in outcomes) >= 2  # the job killed itself in a write
+    assert run_job(files) == 0
+    for emit, (_, rows, folder) in views.items():
+        assert_view_is_exact(folder, rows, emit, "delta")
