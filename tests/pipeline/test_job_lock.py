@@ -70,7 +70,8 @@ def test_a_second_job_on_a_running_jobs_checkpoint_is_refused_before_spark(
         for line in first.stdout:  # the first job has run a batch: Spark holds the checkpoint
             if line.startswith("batch 0:"):
                 break
-        assert first.poll() is None
+        else:  # it ended without one
+            pytest.fail(f"the first job ended with {first.wait()}: {first.stderr.read()[-3000:]}")
         assert main(["run", view, "--once"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         checkpoint = os.path.join(tmp_path, "chk")
