@@ -132,12 +132,13 @@ def project(table: pa.Table, exprs: list[WindowExpression], results: dict[str, p
 def _key(expr, table: pa.Table, clause: str, call: WindowCall) -> Values:
     """A PARTITION BY or ORDER BY key's values; refused, in SQL words, where they cannot be
     compared: MAP and calendar INTERVAL (months, days and nanoseconds) values, as Spark refuses them
-    (EXPRESSION_TYPE_IS_NOT_ORDERABLE), and STRUCT and ARRAY values, which overwindow does not
-    compare."""
+    (EXPRESSION_TYPE_IS_NOT_ORDERABLE, INVALID_ORDERING_TYPE), and STRUCT and ARRAY values, which
+    overwindow does not compare."""
     values = evaluate_expr(expr, table)
     t = values.type
     if pa.types.is_map(t) or t == pa.month_day_nano_interval():
-        why = "its values cannot be compared (Spark: EXPRESSION_TYPE_IS_NOT_ORDERABLE)"
+        spark = "EXPRESSION_TYPE_IS_NOT_ORDERABLE" if clause == "PARTITION BY" else "INVALID_ORDERING_TYPE"
+        why = f"its values cannot be compared (Spark: {spark})"
     elif pa.types.is_nested(t):
         why = "overwindow does not partition or order by nested values; use their fields"
     else:

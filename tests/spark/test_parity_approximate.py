@@ -16,7 +16,7 @@ from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from test_parity_functions import Call, disagreements
 
@@ -97,17 +97,28 @@ def approx_calls(seed: int) -> list[Call]:
     return calls
 
 
-def identical(a, b) -> bool:
-    """Equal values of equal Python types (NaN equals NaN, -0.0 is not 0.0), lists and dicts deeply."""
+def identical(a, b, java17: bool = False) -> bool:
+    """Equal values of equal Python types (NaN equals NaN, -0.0 is not 0.0), lists and dicts deeply.
+    With ``java17``, also a DECIMAL Spark reads from a DOUBLE's text with more digits than the
+    shortest, which reads back as the same DOUBLE: Java 17's Double.toString does so for a few
+    values (README, "Differences from Spark"; histogram_numeric's DECIMAL bins)."""
     if isinstance(a, list) or isinstance(b, list):
-        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(map(identical, a, b))
+        return (
+            isinstance(a, list)
+            and isinstance(b, list)
+            and len(a) == len(b)
+            and all(identical(x, y, java17) for x, y in zip(a, b))
+        )
     if isinstance(a, dict) or isinstance(b, dict):
         return (
             isinstance(a, dict)
             and isinstance(b, dict)
             and a.keys() == b.keys()
-            and all(identical(a[k], b[k]) for k in a)
+            and all(identical(a[k], b[k], java17) for k in a)
         )
+    if java17 and isinstance(a, Decimal) and isinstance(b, Decimal) and a != b:
+        digits = [len(v.normalize().as_tuple().digits) for v in (a, b)]
+        return float(a) == float(b) and digits[1] > digits[0]
     if isinstance(a, float) and isinstance(b, float):
         return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
     return type(a) is type(b) and a == b
@@ -123,12 +134,20 @@ def test_the_bias_tables_are_the_running_sparks(spark):
         assert list(ours[p][1]) == list(bias[j]), p
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+# no shrinking: each example is a Spark query over a table the seed builds (the message names it)
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_approximate_functions_agree_with_spark(spark, seed):
     table = approx_table(seed)
     calls = approx_calls(seed)
-    msgs = disagreements(spark, table, calls, "approximate", equal=identical)
+    java17 = spark._jvm.java.lang.System.getProperty("java.version").startswith("17")
+    msgs = disagreements(spark, table, calls, "approximate", equal=lambda a, b: identical(a, b, java17))
     assert not msgs, (
         f"[seed {seed}, {table.num_rows} rows] {len(msgs)} disagreement(s) with Spark:\n" + "\n".join(msgs)
     )
