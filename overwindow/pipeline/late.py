@@ -12,8 +12,9 @@ N (``batchWatermarkMs`` in the checkpoint's ``offsets/N``, written before N runs
 - emit on update: the machine drops every change below the watermark of N; on the chunked layout
   (``transformWithStateInPandas`` in event time) Spark also drops rows at or below that of N - 1.
 
-A view of several windows chains stateful steps, each with a watermark of its own: its late rows
-are counted, not named. A remote checkpoint (a URI) is not read by the workers: the same.
+A view of several windows chains stateful steps, each with a watermark of its own, and a remote
+checkpoint (a URI) is not read by the workers: the view file's checks (``overwindow.pipeline.view``)
+refuse ``late_rows = "dead_letter"`` there, and without a watermark, before a rule is made.
 
 >>> reason(1_000_000, 61_500)  # a row at 1 s, the watermark at 61.5 s
 'late: 1970-01-01T00:00:01.000Z is 1 min 0.5 s behind the watermark 1970-01-01T00:01:01.500Z'
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from overwindow.pipeline.view import View, is_uri
+from overwindow.pipeline.view import View
 from overwindow.spark.adapter import END_OF_INPUT_MS
 
 
@@ -45,10 +46,8 @@ class LateRule:
     @classmethod
     def of(cls, view: View) -> LateRule | None:
         """The view's rule, or None where its late rows are not kept (no ``[source] late_rows =
-        "dead_letter"``) or cannot be named (no watermark, several windows, a remote checkpoint)."""
+        "dead_letter"``; the view's checks refused it where they cannot be named)."""
         if view.source.get("late_rows") != "dead_letter":
-            return None
-        if not view.watermark or view.several or is_uri(view.checkpoint):
             return None
         if view.emit == "on_window_close":
             return cls(os.path.abspath(view.checkpoint), previous=True, current=False)
