@@ -162,8 +162,8 @@ class ProgressPrinter(StreamingQueryListener):
             self.poll(query)
 
     def _print(self, p) -> None:
-        if "addBatch" not in (p.durationMs or {}):
-            return  # a trigger that found nothing to read: no batch ran (its id is the next batch's)
+        if not ran_a_batch(p.durationMs):
+            return
         with self._printing:
             if p.batchId > self.last_batch:  # else printed already (or an older batch's event, late)
                 self._print_new(p)
@@ -195,8 +195,7 @@ class ProgressPrinter(StreamingQueryListener):
         delivered the last batch's event, then print whatever it did not."""
         import time
 
-        # a trigger that found nothing to read has a progress but runs no batch and is not printed
-        ran = [p for p in query.recentProgress if "addBatch" in (p["durationMs"] or {})]
+        ran = [p for p in query.recentProgress if ran_a_batch(p["durationMs"])]
         deadline = time.time() + timeout
         while ran and self.last_batch < ran[-1]["batchId"] and time.time() < deadline:
             time.sleep(0.05)
@@ -207,6 +206,12 @@ class ProgressPrinter(StreamingQueryListener):
 
     def onQueryTerminated(self, event):
         pass
+
+
+def ran_a_batch(durations: dict | None) -> bool:
+    """Whether a progress (its ``durationMs``) is of a micro-batch that ran: a trigger that found
+    nothing to read has a progress too, with no batch (its id is the next batch's), never printed."""
+    return "addBatch" in (durations or {})
 
 
 def _progress(p):
