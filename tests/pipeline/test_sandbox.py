@@ -8,7 +8,7 @@ import re
 import textwrap
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from sqlglot.dialects.dialect import Dialect
 
@@ -226,11 +226,14 @@ _SPARK_FUNCTIONS = sorted(
     | set(Dialect.get_or_raise(DIALECT).parser_class.FUNCTION_PARSERS)
 )
 _NAME = st.one_of(st.sampled_from(_SPARK_FUNCTIONS), st.from_regex(r"[a-z][a-z_0-9]{0,12}", fullmatch=True))
-# what sqlglot writes for CAST, CASE, EXTRACT, ... and the operators it writes as functions
+# what sqlglot writes for CAST, CASE, EXTRACT, ... and the operators it writes as functions; and
+# the clause words a parenthesised expression can follow (`OR(x)` reads as the expression `(x)`)
 _KEYWORDS = {"cast", "try_cast", "case", "extract", "trim", "if", "struct", "array", "map", "interval"}
+_KEYWORDS |= {"select", "and", "or", "not", "in", "over", "from", "where", "on", "by", "as"}
 
 
 @given(name=_NAME, arguments=st.sampled_from(["x", "x, y", "x, y, z", ""]))
+@example(name="OR", arguments="x")
 def test_an_allowed_query_hands_spark_only_allowed_functions(name, arguments):
     """Whatever function name is written (sqlglot's and made-up ones), a query the check lets
     through reaches Spark (as sqlglot writes it for Spark, which is what the job hands Spark) calling
