@@ -490,6 +490,31 @@ def test_ctrl_c_stops_with_one_line(no_spark, tmp_path):
         assert word not in err, err
 
 
+GROUPED = VIEW.replace(
+    'partition_by = ["k"]\ncalls = ["sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s"]\nemit = "on_window_close"\n'
+    'row_key = ["id"]',
+    'query = "SELECT k, sum(x) AS total, avg(sum(x)) OVER (ORDER BY k ROWS 1 PRECEDING) AS a '
+    'FROM source GROUP BY k"\nemit = "on_update"',
+)
+
+
+@pytest.mark.skipif(compat.version() < compat.SPARK_4, reason="a GROUP BY's windows need PySpark 4")
+def test_the_job_s_stderr_holds_only_what_overwindow_says(no_spark, tmp_path):
+    """Issue 40, item 20: a job whose query runs on transformWithStateInPandas (a GROUP BY) prints
+    on stderr only overwindow's own lines: not the JVM's start-up banner, not PySpark's worker
+    announcing each call with whole function reprs, not pandas' warnings."""
+    assert GROUPED != VIEW
+    _events(tmp_path, files=2, rows=5)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    run = [sys.executable, "-m", "overwindow", "run", _view(tmp_path, GROUPED), "--once"]
+    done = subprocess.run(run, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "batch 0:" in done.stdout
+    assert [line for line in done.stderr.splitlines() if not line.startswith("overwindow: ")] == []
+    # x = 0..4 then 100..104, k0 holding the even i: by hand, 312 and 208, then (312 + 208) / 2
+    assert _table(tmp_path / "view.sqlite") == [("k0", 312, 312.0), ("k1", 208, 260.0)]
+
+
 def _batch_sums(rows: list[dict]) -> dict:
     """id -> the VIEW's ``s`` over ``rows`` (JSON events), by the batch evaluator."""
     table = pa.Table.from_pylist(rows)

@@ -13,6 +13,7 @@ import threading
 import time
 
 from overwindow.logical.bind import ERROR, failure
+from overwindow.pipeline import jvm_stderr
 from overwindow.pipeline.checkpoint import (
     checkpoint_state,
     ended_batch,
@@ -61,7 +62,8 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
     executors get the package shipped (``executors.ship``, and ``executors.on_driver_path`` for the
     Python Spark starts beside the driver); no UI, no console progress bars (they
     would cut into the progress lines), and Spark's own log off unless ``debug`` (a failure is
-    reported by the job in one line; ``--debug`` shows Spark's account); a ``PYSPARK_PYTHON`` that
+    reported by the job in one line; ``--debug`` shows Spark's account) and the JVM's chatter on
+    stderr left out unless ``debug`` (``jvm_stderr``); a ``PYSPARK_PYTHON`` that
     cannot run the workers is refused before Spark starts (``executors.check_worker_python``,
     WorkerPythonError). Settings that only a new
     session takes (memory, master) are ignored, with a warning, when a session is active."""
@@ -107,7 +109,8 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
         builder = builder.config(key, value)
     if not executors.is_local(master):
         executors.on_driver_path()  # before the JVM starts: it passes PYTHONPATH on
-    spark = builder.getOrCreate()
+    with contextlib.nullcontext() if debug else jvm_stderr.filtered_for_children():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN" if debug else "OFF")
     if not debug:  # py4j logs each broken call (a stopped query's callbacks) with its traceback
         logging.getLogger("py4j").setLevel(logging.CRITICAL)

@@ -839,7 +839,7 @@ def _whole_stream(df, spec: OverWindow, keep=None, append: bool = False):
     from pyspark.sql import functions as F
 
     log.warning(
-        "overwindow: overWindow without groupBy puts the whole stream in one partition on one "
-        "executor; group by a key where you can"
+        "overwindow: a window without PARTITION BY (overWindow without groupBy) puts the whole "
+        "stream in one partition on one executor; partition by a key where you can"
     )
     return over_window(df.withColumn(_ALL, F.lit(0)).groupBy(_ALL), spec, keep, append)
