@@ -491,8 +491,8 @@ def test_ctrl_c_stops_with_one_line(no_spark, tmp_path):
 
 
 GROUPED = VIEW.replace(
-    'partition_by = ["k"]\ncalls = ["sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s"]\nemit = "on_window_close"\n'
-    'row_key = ["id"]',
+    'partition_by = ["k"]\ncalls = ["sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s"]\n'
+    'emit = "on_window_close"\nrow_key = ["id"]',
     'query = "SELECT k, sum(x) AS total, avg(sum(x)) OVER (ORDER BY k ROWS 1 PRECEDING) AS a '
     'FROM source GROUP BY k"\nemit = "on_update"',
 )

@@ -16,7 +16,7 @@ CHATTER = [
     "WARNING: Using incubator modules: jdk.incubator.vector",
     "Using Spark's default log4j profile: org/apache/spark/log4j2-defaults.properties",
     "26/11/29 13:23:24 WARN Utils: Your hostname, vm, resolves to a loopback address: 127.0.0.1",
-    "Setting default log level to \"WARN\".",
+    'Setting default log level to "WARN".',
     "To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(newLevel).",
     "26/11/29 13:23:26 WARN NativeCodeLoader: Unable to load native-hadoop library for your platform",
     "Starting Streaming TransformWithStateInPandas Python worker.",
