@@ -206,8 +206,6 @@ def test_a_live_view_with_a_partition_behind_loses_nothing_across_a_restart(
         if producer.is_alive():
             producer.join()
     progress = [r for job in jobs for r in job.progress]
-    for job in jobs:  # TEMP
-        print("".join(line[:60] + "\n" for line in job.lines))
     final = subprocess.run(
         [sys.executable, "-m", "overwindow", "run", *views, "--once", "--final", "--progress", "json"],
         capture_output=True,
