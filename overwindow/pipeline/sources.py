@@ -130,8 +130,7 @@ def _json_rows(text, schema, view: View, envelope: str):
     elements = F.when(F.ltrim(_TEXT).startswith("["), F.from_json(_TEXT, "array<string>"))
     text = text.select(F.explode(F.coalesce(elements, F.array(_TEXT))).alias(_TEXT), _ORIGIN)
     if envelope == "debezium":
-        keys = {k for group, _ in view.groups for k in group} | set(view.row_key or [])
-        text = _debezium_images(text, schema, sorted(keys))
+        text = _debezium_images(text, schema, _placing_columns(view))
     else:
         text = text.select(_TEXT, F.col(_TEXT).alias(_RAW), _ORIGIN, F.lit(None).cast("string").alias(_PRE))
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
@@ -349,6 +348,26 @@ def kafka_frame(spark, view: View, schema=None):
         options["idleTimeoutMs"] = str(parse_delay(src.get("idle_timeout") or "30 seconds") // 1000)
     spark.dataSource.register(kafka.KafkaDataSource)
     return spark.readStream.format(kafka.FORMAT).options(**options).load(), "python"
+
+
+def _placing_columns(view: View) -> list[str]:
+    """The columns that place a row (its partition, or its group under a GROUP BY: every column the
+    GROUP BY keys read) and identify it (the row key): an update that changes one of them is a
+    delete of the before image and an insert of the after image.
+
+    >>> from overwindow.spark.select import parse_query
+    >>> v = View("v.toml", {}, None, [], [], "on_update", ["id"], "_op", {}, "chk")
+    >>> v.query = parse_query("SELECT to_date(ts) AS d, count(*) AS n FROM source GROUP BY 1, k")
+    >>> _placing_columns(v)
+    ['id', 'k', 'ts']
+    """
+    if view.query is not None and view.query.group_by:
+        from overwindow.spark.grouped import key_columns
+
+        keys = set(key_columns(view.query))
+    else:
+        keys = {k for group, _ in view.groups for k in group}
+    return sorted(keys | set(view.row_key or []))
 
 
 def _debezium_images(text, schema, keys: list[str]):

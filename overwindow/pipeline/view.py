@@ -851,15 +851,15 @@ def _check_sandbox(view: View, texts: list[str]) -> None:
 
 def _grouped(view: View, where: str) -> None:
     """A query with GROUP BY: its windows run over the groups, on update, keyed by the GROUP BY keys
-    (overwindow.spark.grouped), which the SELECT list must show."""
+    (overwindow.spark.grouped), which the SELECT list must show; a CDC source's row_key and
+    op_column find the source rows a change applies to."""
     from overwindow.spark.grouped import key_names
 
-    for key in ("row_key", "op_column"):
-        if getattr(view, key):
-            raise ViewFileError(
-                f"{view.where('view', key)}: a view of a GROUP BY keeps one row per group, keyed by the "
-                f"GROUP BY keys; remove {key} (a CDC source under a GROUP BY is not supported yet)"
-            )
+    if view.op_column and not view.row_key:
+        raise ViewFileError(
+            f"{view.where('view', 'op_column')}: changes find their row by [view] row_key (the columns "
+            "that identify a source row): set it"
+        )
     names = key_names(view.query)
     if None in names:
         key = view.query.group_by[names.index(None)]

@@ -72,12 +72,9 @@ def run_grouped(df, query, _keep=None, **options):
             "windows over a GROUP BY run on update (a group's row changes while its rows arrive); "
             f"write emit='on_update', in {query.text!r}"
         )
-    for given in ("rowKey", "opColumn"):
-        if options.pop(given, None) is not None:
-            raise WindowSpecError(
-                f"windows over a GROUP BY keep one row per group, keyed by the GROUP BY keys: leave out "
-                f"{given} (a CDC stream under a GROUP BY is not supported yet), in {query.text!r}"
-            )
+    # a CDC stream: the input rows' identity and op; the result stays keyed by the GROUP BY keys
+    row_key, op_column = options.pop("rowKey", None), options.pop("opColumn", None)
+    row_key = [row_key] if isinstance(row_key, str) else row_key
     if query.where is not None:
         df = df.where(query.where)
     names = _spark_names(df, query)
@@ -85,7 +82,7 @@ def run_grouped(df, query, _keep=None, **options):
     keys = [_key(k, tree) for k in tree.args["group"].expressions]
     aggregates = _aggregates(tree)
     pre, [(bound_keys, bound)] = bind_groups([(_keyed(keys), [parse_window(s) for _, s in aggregates])])
-    grouped = group_by(with_computed(df, pre), bound_keys, list(bound), keep=_keep)
+    grouped = group_by(with_computed(df, pre), bound_keys, list(bound), _keep, row_key, op_column)
     # a key Spark computed (__ow_e<n>) is a column of the changelog of its own name, kept in the result
     columns = [k if k in df.columns else f"{_GROUP_KEY}{n}" for n, k in enumerate(bound_keys)]
     grouped = grouped.withColumnsRenamed({k: c for k, c in zip(bound_keys, columns) if k != c})
@@ -111,6 +108,19 @@ def key_names(query) -> list[str | None]:
     tree = sqlglot.parse_one(query.text, read=DIALECT)
     shown = {e.unalias().sql(dialect=DIALECT): e.alias_or_name for e in tree.expressions}
     return [shown.get(_key(k, tree).sql(dialect=DIALECT)) for k in tree.args["group"].expressions]
+
+
+def key_columns(query) -> list[str]:
+    """The columns the GROUP BY keys of ``query`` read (a positional key: its SELECT item's), in
+    order of first use: what places a row in its group. O(query size).
+
+    >>> from overwindow.spark.select import parse_query
+    >>> key_columns(parse_query("SELECT to_date(ts) AS day, count(*) AS n FROM v GROUP BY 1, k"))
+    ['ts', 'k']
+    """
+    tree = sqlglot.parse_one(query.text, read=DIALECT)
+    keys = [_key(k, tree) for k in tree.args["group"].expressions]
+    return list(dict.fromkeys(c.name for k in keys for c in k.find_all(exp.Column)))
 
 
 def _spark_names(df, query) -> list[str]:
@@ -192,13 +202,16 @@ def _rewritten(items, keys, columns, aggregates, bound, names) -> list[tuple[str
     return out
 
 
-def group_by(df, keys: tuple[str, ...], aggregates: list, keep=None):
+def group_by(df, keys: tuple[str, ...], aggregates: list, keep=None, row_key=None, op_column=None):
     """The changelog of ``df`` grouped by the columns ``keys``, with each aggregate of
     ``aggregates`` (window expressions over the whole group) per group: the keys, the aggregates and
-    ``OP`` (insert, update, delete). One ``transformWithStateInPandas`` in the ``append`` output mode
-    over buckets of the keys (chosen as ``overWindow`` chooses them), one state value per bucket:
-    Spark chains it before the windows' ``applyInPandasWithState``, where it refuses two of those.
-    PySpark 4 with the RocksDB state store. O(1) to build."""
+    ``OP`` (insert, update, delete); ``row_key``, ``op_column``: a CDC stream's, as ``GroupBy``
+    takes them (a row updated into another group reaches its old group as a delete of its before
+    image, as a Debezium source gives it, and its new one as an insert). One
+    ``transformWithStateInPandas`` in the ``append`` output mode over buckets of the keys (chosen as
+    ``overWindow`` chooses them), one state value per bucket: Spark chains it before the windows'
+    ``applyInPandasWithState``, where it refuses two of those. PySpark 4 with the RocksDB state
+    store. O(1) to build."""
     from overwindow.spark.adapter import _check_rocksdb
 
     what = "windows over a GROUP BY"
@@ -207,7 +220,7 @@ def group_by(df, keys: tuple[str, ...], aggregates: list, keep=None):
     executors.use_running_python(df.sparkSession)
     check_session_time_zone(df)
     schema = _arrow_schema(df.schema)
-    machine = GroupBy(schema, keys, aggregates)
+    machine = GroupBy(schema, keys, aggregates, row_key, op_column)
     buckets = chosen_key_buckets(shuffle_partitions(df.sparkSession))
     grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, True)
     companions = companions_of(schema)

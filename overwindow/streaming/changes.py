@@ -58,6 +58,21 @@ def decode_ops(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     )
 
 
+def ops_of(rows: pa.Table, op: str | None) -> tuple[np.ndarray, dict[int, str]]:
+    """(the ``Op`` of each row of ``rows``: INSERT for every row without an op column, the reason
+    each BAD one is set aside, by position). O(n).
+
+    >>> ops_of(pa.table({"op": ["c", "x"]}), "op")
+    (array([0, 4], dtype=int8), {1: "no known operation 'x' in op"})
+    """
+    if op is None:
+        return np.full(rows.num_rows, Op.INSERT, dtype=np.int8), {}
+    column = rows.column(op)
+    ops = decode_ops(column)
+    bad = np.flatnonzero(ops == Op.BAD)
+    return ops, {int(i): f"no known operation {column[int(i)].as_py()!r} in {op}" for i in bad}
+
+
 def last_changes(ids: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """Of the rows where ``keep`` holds, those carrying the last change of their identity in the
     batch (an identity changed twice in one batch ends as its last change says). O(n log n).

@@ -40,8 +40,8 @@ from overwindow.evaluate import evaluate_calls
 from overwindow.logical.call import WindowExpression
 from overwindow.logical.expr import Expr
 from overwindow.streaming import state as S
-from overwindow.streaming.aside import RowChecks
-from overwindow.streaming.changes import Op, decode_ops, last_changes
+from overwindow.streaming.aside import Aside, RowChecks
+from overwindow.streaming.changes import NOT_HELD, Op, last_changes, ops_of
 from overwindow.streaming.contract import Counters, Step
 from overwindow.streaming.identity import IDENTITY, row_hash, row_ids
 
@@ -103,7 +103,8 @@ class GroupBy:
         aside, touched = None, np.zeros(0, dtype=np.uint64)
         if rows is not None and rows.num_rows:
             rows, aside = self.checks.split(rows)
-            held, touched = self._apply(held, rows)
+            held, touched, not_applied = self._apply(held, rows)
+            aside = Aside.join(aside, not_applied)
         output, shown = self._recompute(held, shown, np.unique(touched))
         counters = Counters(state_rows=held.num_rows, bad_rows=len(aside) if aside else 0)
         if not held.num_rows and not shown.num_rows:
@@ -124,23 +125,30 @@ class GroupBy:
         tables, _ = S.decode(state, "group_by", GroupByMeta)
         return tables["rows"], tables["shown"]
 
-    def _apply(self, held: pa.Table, rows: pa.Table) -> tuple[pa.Table, np.ndarray]:
-        """(the live rows after the batch, the groups it touched)."""
-        ops = decode_ops(rows.column(self.op)) if self.op else np.full(rows.num_rows, Op.INSERT, np.int8)
+    def _apply(self, held: pa.Table, rows: pa.Table) -> tuple[pa.Table, np.ndarray, Aside | None]:
+        """(the live rows after the batch, the groups it touched, the rows set aside: an unknown op,
+        or a delete of a row no group of the bucket holds, as ``NOT_HELD`` says)."""
+        ops, reasons = ops_of(rows, self.op)
         data = rows.select(self.held_schema.names)
         if not data.schema.equals(self.held_schema):
             data = data.cast(self.held_schema)
         data = data.append_column(_GROUP, pa.array(row_hash(data, self.keys)))
         valid = ops != Op.BAD
-        if self.row_key is None:
-            return pa.concat_tables([held, data.filter(pa.array(valid))]), data.column(_GROUP).to_numpy()
+        if self.row_key is None:  # no op column either: every row an insert
+            return pa.concat_tables([held, data]), data.column(_GROUP).to_numpy(), None
         ids = row_ids(data, self.row_key)
         last = last_changes(ids, valid)
-        gone = np.isin(held.column(IDENTITY).to_numpy(), ids[last])  # an insert of a held row replaces it
+        held_ids = held.column(IDENTITY).to_numpy()
+        changed, count = np.unique(ids[valid], return_counts=True)
+        lone = last & (ops == Op.DELETE) & np.isin(ids, changed[count == 1])
+        reasons.update((int(i), NOT_HELD) for i in np.flatnonzero(lone & ~np.isin(ids, held_ids)))
+        gone = np.isin(held_ids, ids[last])  # an insert or update of a held row replaces it
         inserts = last & (ops != Op.DELETE)
         entering = data.filter(pa.array(inserts)).append_column(IDENTITY, pa.array(ids[inserts]))
         touched = np.concatenate([held.column(_GROUP).to_numpy()[gone], entering.column(_GROUP).to_numpy()])
-        return pa.concat_tables([held.filter(pa.array(~gone)), entering]), touched
+        bad = sorted(reasons)
+        aside = Aside(rows.take(pa.array(bad, pa.int64())), [reasons[i] for i in bad]) if bad else None
+        return pa.concat_tables([held.filter(pa.array(~gone)), entering]), touched, aside
 
     def _recompute(self, held: pa.Table, shown: pa.Table, touched: np.ndarray) -> tuple[pa.Table, pa.Table]:
         """(the changes of the ``touched`` groups, the groups as now shown)."""

@@ -59,7 +59,7 @@ from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.arrays import in_ranges, member, scatter
 from overwindow.streaming.aside import Aside, Qualify, RowChecks
-from overwindow.streaming.changes import Changes, Op, decode_ops, last_changes
+from overwindow.streaming.changes import Changes, Op, last_changes, ops_of
 from overwindow.streaming.contract import (
     CHANGE,
     DELETE,
@@ -290,12 +290,7 @@ class OnUpdate:
         begun); of the rest, the last change of an identity wins."""
         if rows is None or rows.num_rows == 0:
             return Changes(self.empty_rows(), np.zeros(0, dtype=np.int64))
-        ops = np.full(rows.num_rows, Op.INSERT, dtype=np.int8)
-        reasons: dict[int, str] = {}
-        if self.op is not None:
-            ops = decode_ops(rows.column(self.op))
-            for i in np.flatnonzero(ops == Op.BAD):
-                reasons[int(i)] = f"no known operation {rows.column(self.op)[int(i)].as_py()!r} in {self.op}"
+        ops, reasons = ops_of(rows, self.op)
         data = rows.select(self.schema.names)
         if not data.schema.equals(self.schema):
             data = data.cast(self.schema)

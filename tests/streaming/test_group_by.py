@@ -132,3 +132,22 @@ def test_insert_only_input_keeps_no_identity():
     got = {r["k"]: r["s"] for r in step.output.to_pylist()}
     assert math.isnan(got[1]) and got[None] == 2.0
     assert np.array_equal(m.step(step.state, None).output.num_rows, 0)
+
+
+def test_an_unknown_op_and_a_delete_of_a_row_not_held_are_set_aside_and_counted():
+    """Neither changes a group; both are kept aside with their reason and counted (never dropped
+    silently); an insert and a delete of one id in one batch is no such delete."""
+    m = GroupBy(SCHEMA, ("k",), [parse_window("sum(x) OVER () AS s")], row_key=("id",), op_column="op")
+    first = m.step(None, pa.Table.from_pylist([{"id": 1, "k": "a", "x": 5, "op": "c"}], schema=SCHEMA))
+    rows = [
+        {"id": 1, "k": "a", "x": 7, "op": "upsert"},  # no known operation
+        {"id": 9, "k": "a", "x": 3, "op": "d"},  # never inserted
+        {"id": 4, "k": "a", "x": 2, "op": "c"},
+        {"id": 4, "k": "a", "x": 2, "op": "d"},  # inserted in this batch: deleted as it says
+    ]
+    step = m.step(first.state, pa.Table.from_pylist(rows, schema=SCHEMA))
+    assert step.output.num_rows == 0  # the group's sum is still 5
+    assert step.counters.bad_rows == 2
+    assert step.aside.rows.column("id").to_pylist() == [1, 9]
+    assert step.aside.reasons[0] == "no known operation 'upsert' in op"
+    assert "does not hold" in step.aside.reasons[1]
