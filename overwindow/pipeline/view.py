@@ -785,8 +785,10 @@ def use_query(view: View, text: str) -> None:
                 'write emit = "on_update"'
             )
         groups, view.computed = query_groups(view.query, **view.options)
-    except WindowSpecError as e:
-        raise ViewFileError(f"{where}: {e}") from None
+    except WindowSpecError as e:  # at the key it is about (row_key, ...) in view-file words, else the query
+        raise ViewFileError(
+            spec_problem(view, e) if _spec_key(str(e)) != "calls" else f"{where}: {e}"
+        ) from None
     if view.query.table.lower() != "source":
         raise ViewFileError(f"{where}: FROM {view.query.table}: a view reads its [source]; write FROM source")
     _check_sandbox(view, [text])
@@ -855,11 +857,6 @@ def _grouped(view: View, where: str) -> None:
     op_column find the source rows a change applies to."""
     from overwindow.spark.grouped import key_names
 
-    if view.op_column and not view.row_key:
-        raise ViewFileError(
-            f"{view.where('view', 'op_column')}: changes find their row by [view] row_key (the columns "
-            "that identify a source row): set it"
-        )
     names = key_names(view.query)
     if None in names:
         key = view.query.group_by[names.index(None)]

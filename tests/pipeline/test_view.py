@@ -471,7 +471,11 @@ def test_a_group_by_query_keys_the_table_by_its_keys_and_runs_on_update(tmp_path
         ViewFileError, match=r"GROUP BY TO_DATE\(ts\): .*add TO_DATE\(ts\) to the SELECT list"
     ):
         load_view(write(tmp_path, hidden))
-    with pytest.raises(ViewFileError, match=r"\[view\] row_key .*remove row_key"):
-        load_view(
-            write(tmp_path, on_update.replace('emit = "on_update"', 'emit = "on_update"\nrow_key = ["k"]'))
-        )
+    # a CDC source under a GROUP BY: its row key finds the source rows; the table stays keyed by the
+    # GROUP BY keys
+    cdc = on_update.replace('emit = "on_update"', 'emit = "on_update"\nrow_key = ["x"]\nop_column = "op"')
+    assert load_view(write(tmp_path, cdc.replace("x DOUBLE", "x DOUBLE, op STRING"))).key == ["k", "day"]
+    with pytest.raises(
+        ViewFileError, match=r"\[view\] op_column \(line \d+\): op_column = \"op\" needs row_key"
+    ):
+        load_view(write(tmp_path, cdc.replace('row_key = ["x"]\n', "")))
