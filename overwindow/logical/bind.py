@@ -64,6 +64,18 @@ def failure(text: str) -> str:
     return f"Spark failed to compute {text} on this row"
 
 
+def failed_expression(reason: str) -> str | None:
+    """The expression a ``failure`` reason names (None for another reason).
+
+    >>> failed_expression("Spark failed to compute x / y on this row"), failed_expression("late")
+    ('x / y', None)
+    """
+    head, tail = failure(""), " on this row"
+    if reason.startswith(head.removesuffix(tail)) and reason.endswith(tail):
+        return reason[len(head) - len(tail) : -len(tail)]
+    return None
+
+
 def source_columns(names) -> tuple[str, ...]:
     """``names`` without the columns a bind adds (they follow from the others): what a row is,
     for its identity where no row key says. O(names).

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from overwindow.logical.bind import failed_expression
 from overwindow.pipeline.late import LateRule
 from overwindow.pipeline.spark_strings import parse_delay, parse_schema
 from overwindow.pipeline.view import View, ViewFileError
@@ -102,7 +103,9 @@ def open_source(spark, view: View) -> Source:
     else:
         typed = _file_reader(spark, view).schema(schema).format(src["file_format"]).load(src["path"])
         rows = _typed_rows(typed, schema, F.lit(None).cast("string"), F.lit(None).cast(_strings(schema)))
-    dead_letter = DeadLetter(spark, src["dead_letter"], LateRule.of(view)) if src.get("dead_letter") else None
+    dead_letter = (
+        DeadLetter(spark, src["dead_letter"], LateRule.of(view), schema) if src.get("dead_letter") else None
+    )
     df = _checked(rows, schema, view, dead_letter, op=view.op_column if envelope == "debezium" else None)
     if view.watermark:
         df = df.withWatermark(view.watermark["column"], view.watermark["delay"])
@@ -456,13 +459,15 @@ class DeadLetter:
     (``records``), keyed by (batch, partition, position), so a task that runs again replaces its
     records instead of adding them; the state machines hand over the rows they set aside (a row
     expression fails on their values) through the same accumulator, keyed by (batch, key,
-    position), their origin ``overWindow, key ...``. ``write`` (called by the job in each
+    position), their origin ``overWindow, key ...``; where Spark failed to compute an expression
+    on such a row, its reason goes on with Spark's own error for it (``_in_spark_words``). ``write``
+    (called by the job in each
     micro-batch, after the batch ran) writes each batch's file whole under a temporary name and
     renames it, so a replayed batch rewrites the same file.
     The folder is a local path of the machine that runs the job. O(bad records) per batch.
     """
 
-    def __init__(self, spark, folder: str, late: LateRule | None = None):
+    def __init__(self, spark, folder: str, late: LateRule | None = None, schema=None):
         from pyspark.accumulators import AccumulatorParam
 
         class Collect(AccumulatorParam):
@@ -473,7 +478,7 @@ class DeadLetter:
                 a.update(b)
                 return a
 
-        self.folder, self.late = folder, late
+        self.folder, self.late, self.spark, self.schema = folder, late, spark, schema
         self.records = spark.sparkContext.accumulator({}, Collect())
         self.keep = _keep_udf(self.records, late)
 
@@ -481,8 +486,10 @@ class DeadLetter:
         """Writes the bad records collected since the last call; returns their count per batch id."""
         got, self.records.value = self.records.value, {}
         by_batch: dict[int, list] = {}
+        asked: dict[tuple[str, str], str | None] = {}
         # the source's records (partition numbers) before the machines' (keys), each in order
         for (batch, _, _), (origin, reason, record) in sorted(got.items(), key=_batch_then_origin):
+            reason = self._in_spark_words(reason, record, asked)
             by_batch.setdefault(batch, []).append(
                 {"batch": batch, "origin": origin, "reason": reason, "record": record}
             )
@@ -493,6 +500,26 @@ class DeadLetter:
                 f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
             os.replace(tmp, os.path.join(self.folder, f"batch-{batch:08d}.jsonl"))
         return {batch: len(records) for batch, records in by_batch.items()}
+
+    def _in_spark_words(self, reason: str, record: str, asked: dict) -> str:
+        """``reason``, where it names an expression Spark failed to compute on the row, followed by
+        Spark's own error for that row (``spark_error``): for the first ``SPARK_ERRORS_PER_WRITE``
+        distinct rows of a write, one small Spark job each (bad rows are few; a flood of them is
+        not asked about row by row)."""
+        text = failed_expression(reason)
+        if text is None or self.schema is None:
+            return reason
+        if (text, record) not in asked:
+            if len(asked) >= SPARK_ERRORS_PER_WRITE:
+                return reason
+            from overwindow.spark.bind import spark_error
+
+            asked[text, record] = spark_error(self.spark, text, record, self.schema)
+        error = asked[text, record]
+        return reason if error is None else f"{reason}: {error}"
+
+
+SPARK_ERRORS_PER_WRITE = 20
 
 
 def _batch_then_origin(item) -> tuple:

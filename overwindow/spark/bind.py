@@ -157,3 +157,25 @@ def count_aside(out, failed):
     ``{"set_aside": count}``. O(1) to build."""
     F = compat.functions(out)
     return out.observe(f"overwindow_aside_{next(_observed)}", F.count(F.when(failed, 1)).alias("set_aside"))
+
+
+def spark_error(spark, text: str, record: str, schema) -> str | None:
+    """Spark's own error computing the expression ``text`` over one row, ``record`` (the row as JSON,
+    read with ``schema``, a StructType holding its columns): the first line of Spark's message, its
+    error class first (``[DIVIDE_BY_ZERO] Division by zero. ...``); None where Spark computes it, or
+    cannot read it over those columns (an expression over window results). One small Spark job.
+
+    What the guard (``failure_sql``) tells is only that the expression failed on the row; this is
+    what tells the user why, in Spark's words, for the rows kept in a dead letter.
+    """
+    from pyspark.errors import AnalysisException, PySparkException
+
+    raw = spark.createDataFrame([(record,)], "r STRING")
+    row = raw.select(compat.functions(raw).from_json("r", schema).alias("r"))
+    try:
+        row.select("r.*").selectExpr(text).collect()
+    except AnalysisException:
+        return None
+    except PySparkException as e:
+        return str(e).strip().splitlines()[0]
+    return None
