@@ -108,9 +108,10 @@ def write_view(
             else f'partition_by = ["k"]\n        calls = {json.dumps(CALLS)}',
             emit=emit,
             sink=sink,
-            where='path = "view.delta"'
-            if sink == "delta"
-            else f'path = "view.sqlite"\n        table = "v_{emit}"',
+            where={
+                "delta": 'path = "view.delta"',
+                "iceberg": 'catalog = "catalog.db"\n        warehouse = "warehouse"\n        table = "db.v"',
+            }.get(sink, f'path = "view.sqlite"\n        table = "v_{emit}"'),
             layout=layout,
             buckets=f"key_buckets = {json.dumps(buckets)}" if buckets else "",
             watermark="" if shuffled else '[watermark]\ncolumn = "ts"\ndelay = "5 seconds"',
@@ -209,6 +210,13 @@ def assert_view_is_exact(tmp_path, rows, emit, sink, dsn=None, several=False):
         import deltalake
 
         table = deltalake.DeltaTable(str(tmp_path / "view.delta")).to_pyarrow_table()
+        assert table.num_rows == len(set(table.column("id").to_pylist())), "a row twice"
+        got = {i: (s, p) for i, s, p in zip(*(table.column(c).to_pylist() for c in ("id", "s", "p")))}
+    elif sink == "iceberg":  # read by a catalog of its own
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        catalog = SqlCatalog("overwindow", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse="file:///")
+        table = catalog.load_table("db.v").scan().to_arrow()
         assert table.num_rows == len(set(table.column("id").to_pylist())), "a row twice"
         got = {i: (s, p) for i, s, p in zip(*(table.column(c).to_pylist() for c in ("id", "s", "p")))}
     else:

@@ -27,20 +27,19 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from overwindow.physical.values import sql_type
-from overwindow.pipeline.sinks import Applied, Bookkeeping, SinkDriftError, _already_applied
-from overwindow.streaming.changelog import net_changes
+from overwindow.pipeline.sinks import Applied, Bookkeeping, SinkDriftError
+from overwindow.pipeline.table_formats import BATCH_ID, QUERY_ID, TableFormatSink, upserts
 from overwindow.streaming.contract import CHANGE, UPSERT
 
-QUERY_ID, BATCH_ID = "overwindow.queryId", "overwindow.batchId"  # keys of the commit info
 
-
-class DeltaSink:
+class DeltaSink(TableFormatSink):
     """A view's table in the Delta table at ``path`` (a folder, or a URI deltalake reads, with
     ``storage_options``). ``key``: the columns an emit-on-update view is keyed by (its row key);
     ``upsert``: emit on update (else append); ``partition_by``: the table's partition columns when
     the sink creates it. Costs per batch: an append writes the batch's files; a MERGE joins the
     batch with the table (delta-rs reads the files its keys may be in)."""
+
+    format = "Delta"
 
     def __init__(
         self,
@@ -53,6 +52,7 @@ class DeltaSink:
         self.path, self.key, self.upsert = path, list(key), upsert
         self.partition_by = list(partition_by or [])
         self.storage_options = storage_options
+        self.name = f"Delta table {path}"
         self._owner_checked = False  # whether apply has read which query the table belongs to
 
     def __repr__(self) -> str:
@@ -80,77 +80,52 @@ class DeltaSink:
                 return Bookkeeping(True, Applied(query, done if done is not None else int(commit[BATCH_ID])))
         return Bookkeeping(True, None)
 
-    def check_columns(self, schema: pa.Schema) -> None:
-        """Refuses (SinkDriftError), before anything is written, a view the table cannot keep as it
-        is (``schema``: the view's columns): a column Delta has no type for, a partition column the
-        view does not write, and in an existing table a column missing, of another type, or other
-        partition columns than ``partition_by``. Columns the view does not write may stay."""
+    def _arrow_type(self, field: pa.Field) -> pa.DataType:
         from deltalake import Schema
 
-        fields = [f for f in schema if f.name != CHANGE]
-        for f in fields:
-            try:
-                Schema.from_arrow(pa.schema([f]))
-            except Exception as e:  # deltalake's errors differ by release: say what the view writes
-                raise SinkDriftError(
-                    f"Delta table {self.path}: Delta has no type for column {f.name} "
-                    f"({sql_type(f.type)}): {e}"
-                ) from None
-        names = {f.name for f in fields}
-        missing = [c for c in self.partition_by + self.key if c not in names]
-        if missing:
-            raise SinkDriftError(
-                f"Delta table {self.path}: the view writes no column {missing[0]} to partition or key the "
-                f"table by (it writes {', '.join(sorted(names))})"
-            )
+        return pa.schema(Schema.from_arrow(pa.schema([field])).to_arrow()).field(0).type
+
+    def _table_columns(self) -> dict[str, pa.DataType] | None:
         table = self._table()
-        if table is None:
-            return
-        have = {f.name: f for f in pa.schema(table.schema().to_arrow())}
-        want = pa.schema(Schema.from_arrow(pa.schema(fields)).to_arrow())
-        for f in want:
-            found = have.get(f.name)
-            if found is None:
-                raise SinkDriftError(
-                    f"Delta table {self.path} has no column {f.name} (the view writes {sql_type(f.type)})"
-                )
-            if not _same_type(found.type, f.type):
-                raise SinkDriftError(
-                    f"Delta table {self.path}: column {f.name} is {sql_type(found.type)} there, the view "
-                    f"writes {sql_type(f.type)}"
-                )
-        parts = list(table.metadata().partition_columns)
-        if self.partition_by and parts != self.partition_by:
+        return None if table is None else {f.name: f.type for f in pa.schema(table.schema().to_arrow())}
+
+    def check_columns(self, schema: pa.Schema) -> None:
+        """As ``TableFormatSink.check_columns``, and an existing table partitioned by other columns
+        than ``partition_by`` refused."""
+        super().check_columns(schema)
+        table = self._table()
+        parts = [] if table is None else list(table.metadata().partition_columns)
+        if table is not None and self.partition_by and parts != self.partition_by:
             raise SinkDriftError(
                 f"Delta table {self.path} is partitioned by ({', '.join(parts) or 'nothing'}), the view file "
                 f"by ({', '.join(self.partition_by)}) ([sink] partition_by)"
             )
 
-    def apply(self, rows: pa.Table, batch_id: int, query_id: str) -> int | None:
-        """Apply one micro-batch of the query ``query_id`` in one Delta commit; returns the rows
-        written (on update: the changes after netting), or None when the table's log holds the
-        batch already. Raises SinkDriftError when another query wrote the table."""
+    def _holds(self, batch_id: int, query_id: str) -> bool:
+        """The table's owner read once from its history, then its app transaction of the query: O(1)
+        a batch."""
+        if not self._owner_checked:
+            if super()._holds(batch_id, query_id):
+                return True
+            self._owner_checked = True
+        table = self._table()
+        done = None if table is None else table.transaction_version(query_id)
+        return done is not None and batch_id <= done
+
+    def _commit(self, changes: pa.Table, batch_id: int, query_id: str) -> None:
+        """One Delta commit of a netted batch and its app transaction: an append (a new table: an
+        on-update batch's upserts), or a MERGE; an empty MERGE commits the record alone."""
         from deltalake import CommitProperties, Transaction, write_deltalake
 
         table = self._table()
-        if table is not None:
-            if not self._owner_checked:
-                kept = self.bookkeeping().applied
-                if kept is not None and _already_applied(self.path, kept, batch_id, query_id):
-                    return None
-                self._owner_checked = True
-            done = table.transaction_version(query_id)
-            if done is not None and batch_id <= done:
-                return None
         commit = CommitProperties(
             app_transactions=[Transaction(query_id, batch_id)],
             custom_metadata={QUERY_ID: query_id, BATCH_ID: str(batch_id)},
         )
-        changes = net_changes(rows, self.key) if self.upsert else rows
         data = changes.drop_columns([CHANGE]) if CHANGE in changes.column_names else changes
-        if table is None or not self.upsert:  # appends (a new table: an on-update batch's upserts)
+        if table is None or not self.upsert:
             if self.upsert:
-                data = data.filter(_upserts(changes))
+                data = data.filter(upserts(changes))
             write_deltalake(
                 self.path,
                 data,
@@ -159,17 +134,13 @@ class DeltaSink:
                 storage_options=self.storage_options,
                 commit_properties=commit,
             )
-        else:
-            if changes.num_rows:
-                self._merge(table, changes, commit)
-                table.update_incremental()
-            if table.transaction_version(query_id) != batch_id:  # a MERGE that changed nothing
-                # commits nothing: the batch's record alone
-                table.create_write_transaction(
-                    [], mode="append", schema=table.schema(), commit_properties=commit
-                )
-        self._owner_checked = True
-        return changes.num_rows
+            return
+        if changes.num_rows:
+            self._merge(table, changes, commit)
+            table.update_incremental()
+        if table.transaction_version(query_id) != batch_id:  # a MERGE that changed nothing
+            # commits nothing: the batch's record alone
+            table.create_write_transaction([], mode="append", schema=table.schema(), commit_properties=commit)
 
     def _merge(self, table, changes: pa.Table, commit) -> None:
         """One MERGE of a netted changelog by ``key``: NULL keys match NULL keys (``IS NOT DISTINCT
@@ -197,19 +168,6 @@ class DeltaSink:
         )
 
 
-def _upserts(changes: pa.Table) -> pa.Array:
-    import pyarrow.compute as pc
-
-    return pc.fill_null(pc.equal(changes.column(CHANGE), UPSERT), False)
-
-
 def _name(column: str) -> str:
     """A column name as delta-rs's SQL reads it: in backticks, a backtick doubled."""
     return "`" + column.replace("`", "``") + "`"
-
-
-def _same_type(found: pa.DataType, want: pa.DataType) -> bool:
-    """Whether a table's column type is the one the sink writes (Delta keeps strings and binaries as
-    one type each, which Arrow spells small or large)."""
-    loose = {pa.large_string(): pa.string(), pa.string_view(): pa.string(), pa.large_binary(): pa.binary()}
-    return loose.get(found, found) == loose.get(want, want)

@@ -26,11 +26,11 @@ from overwindow.pipeline.job_lock import hold
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
 from overwindow.pipeline.sources import KAFKA_READERS, Source, open_source
+from overwindow.pipeline.table_formats import table_format_sink
 from overwindow.pipeline.view import View, ViewFileError, is_uri
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import END_OF_INPUT_MS, WORKER_WARNINGS
 from overwindow.spark.select import run_query
-from overwindow.streaming.contract import ROW_ID
 
 
 def spark_settings(view: View | None = None) -> dict:
@@ -133,17 +133,8 @@ def sink_for(view: View):
             )
         key = view.key
         return PostgresSink(dsn, view.sink["table"], key, upsert=view.emit == "on_update")
-    if kind == "delta":
-        try:
-            from overwindow.pipeline.delta import DeltaSink
-        except ImportError:
-            raise ViewFileError(
-                f'{view.where("sink", "kind")}: kind = "delta" writes with the deltalake package: '
-                "pip install overwindow[delta]"
-            ) from None
-        # keyed by the row key alone: the changelog contract (overwindow.streaming.changelog)
-        key = view.group_key or view.row_key or [ROW_ID]
-        return DeltaSink(view.sink["path"], key, view.emit == "on_update", view.sink.get("partition_by"))
+    if kind in ("delta", "iceberg"):
+        return table_format_sink(view)
     if kind == "console":
         return ConsoleSink()
     raise ViewFileError(f"{view.path}: [sink] kind = {kind!r} is not available in this version")

@@ -421,6 +421,13 @@ def _sink_problems(view: View, out: Checked | None, create: bool) -> list[str]:
         folders.append(("sink", "path", os.path.dirname(sink["path"])))
     if sink["kind"] in ("parquet", "delta"):
         folders.append(("sink", "path", sink["path"]))
+    if sink["kind"] == "iceberg":
+        folders += [
+            ("sink", "catalog", os.path.dirname(sink["catalog"])),
+            ("sink", "warehouse", sink["warehouse"]),
+        ]
+        if not re.fullmatch(r"[^.]+(\.[^.]+)+", sink["table"]):
+            problems.append(f"{view.where('sink', 'table')}: an Iceberg table is named namespace.table")
     for section, key, folder in folders:
         if is_uri(folder):
             continue
@@ -530,8 +537,11 @@ def _shared_places(views: list[View]) -> list[str]:
 def _same_table(a: View, b: View) -> str | None:
     """Why ``a`` and ``b`` write one table (None when they do not)."""
     kind = a.sink["kind"]
-    if kind != b.sink["kind"] or kind not in ("sqlite", "postgres", "parquet", "delta"):
+    if kind != b.sink["kind"] or kind not in ("sqlite", "postgres", "parquet", "delta", "iceberg"):
         return None
+    if kind == "iceberg":
+        same = (a.sink["catalog"], a.sink["table"]) == (b.sink["catalog"], b.sink["table"])
+        return f"the Iceberg table {a.sink['table']} of {a.path} too" if same else None
     if kind in ("parquet", "delta"):
         if _inside(a.sink["path"], b.sink["path"]) or _inside(b.sink["path"], a.sink["path"]):
             return f"the {kind.capitalize()} folder of {a.path} too"

@@ -20,7 +20,7 @@ emit = "on_window_close"         # on_window_close | on_update
 row_key = ["plant", "date"]
 
 [sink]
-kind = "sqlite"                  # sqlite | postgres | parquet | delta | console
+kind = "sqlite"                  # sqlite | postgres | parquet | delta | iceberg | console
 path = "view.sqlite"             # sqlite: the database file; parquet: the folder
 table = "plant_view"
 checkpoint = "checkpoint/"
@@ -79,7 +79,7 @@ SOURCES = ("files", "kafka")
 FILE_FORMATS = ("json", "parquet", "csv")
 STARTING_OFFSETS = ("earliest", "latest")
 KAFKA_READERS = ("auto", "spark", "python")  # Spark's connector if present, else ours; only one; only ours
-SINKS = ("sqlite", "postgres", "parquet", "delta", "console")
+SINKS = ("sqlite", "postgres", "parquet", "delta", "iceberg", "console")
 ENVELOPES = ("none", "debezium")  # [source] envelope: rows as they are, or Debezium change events
 LATE_ROWS = ("count", "dead_letter")  # [source] late_rows: late rows counted, or kept too
 
@@ -347,7 +347,35 @@ KEYS = (
         path=True,
         writes=True,
     ),
-    Key("sink", "table", "text", "the table", required=True, when=("sink", "kind", ("sqlite", "postgres"))),
+    Key(
+        "sink",
+        "table",
+        "text",
+        "the table (iceberg: `namespace.table`)",
+        required=True,
+        when=("sink", "kind", ("sqlite", "postgres", "iceberg")),
+    ),
+    Key(
+        "sink",
+        "catalog",
+        "text",
+        "the Iceberg catalog: an SQLite file of pyiceberg's SQL catalog (made where missing), or a catalog "
+        "URI (`sqlite:///...`, `postgresql+psycopg://...`, `https://...` for a REST catalog)",
+        required=True,
+        when=("sink", "kind", ("iceberg",)),
+        path=True,
+        writes=True,
+    ),
+    Key(
+        "sink",
+        "warehouse",
+        "text",
+        "where the Iceberg table's files go: a folder or a URI (`s3://...`)",
+        required=True,
+        when=("sink", "kind", ("iceberg",)),
+        path=True,
+        writes=True,
+    ),
     Key(
         "sink",
         "partition_by",

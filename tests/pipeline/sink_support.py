@@ -2,6 +2,9 @@
 columns, and the table they leave (a dict in which None is a key value like any other, as SQL's
 PARTITION BY puts NULL keys in one partition)."""
 
+import datetime as dt
+import decimal
+
 import pyarrow as pa
 from hypothesis import strategies as st
 
@@ -80,3 +83,42 @@ def one_row(schema: pa.Schema) -> pa.Table:
         },
         schema=schema,
     )
+
+
+# a row of the types a view writes that formats keep in their own ways: DECIMAL with 30 digits, a
+# date before 1970, UTC and naive timestamps, binary, a boolean
+TYPED_SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("d", pa.decimal128(30, 4)),
+        ("day", pa.date32()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("ntz", pa.timestamp("us")),
+        ("b", pa.binary()),
+        ("f", pa.bool_()),
+        ("_change", pa.string()),
+    ]
+)
+TYPED_ROW = {
+    "id": 1,
+    "d": decimal.Decimal("12345678901234567890123456.7891"),
+    "day": dt.date(1901, 12, 31),
+    "ts": dt.datetime(1969, 7, 20, 20, 17, 40, 5, tzinfo=dt.timezone.utc),
+    "ntz": dt.datetime(2024, 3, 15, 18, 0, 36),
+    "b": b"\x00\xff",
+    "f": True,
+    "_change": "upsert",
+}
+
+
+# a view's columns, and tables drifted from them, each with the words of its refusal after the
+# table's name
+SCHEMA = pa.schema([("k", pa.string()), ("id", pa.int64()), ("s", pa.float64()), ("_change", pa.string())])
+DRIFTED = [
+    (pa.table({"k": ["a"], "id": [1]}), " has no column s (the view writes DOUBLE)"),
+    (pa.table({"k": ["a"], "id": [1], "s": [1]}), ": column s is BIGINT there, the view writes DOUBLE"),
+    (
+        pa.table({"k": ["a"], "id": pa.array([1], pa.int32()), "s": [1.0]}),
+        ": column id is INT there, the view writes BIGINT",
+    ),
+]

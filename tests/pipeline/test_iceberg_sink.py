@@ -1,0 +1,171 @@
+"""The Iceberg sink (issue 41), without Spark: random changelogs applied batch by batch (every batch
+applied twice, the second time a replay) leave the table a model keeps, read back with pyiceberg's
+own scan; appends; a batch's record in the snapshots' summaries; a table of another query and a
+table drifted from the view refused before anything is written."""
+
+import decimal
+import itertools
+import re
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from sink_support import CHANGELOG, DRIFTED, SCHEMA, TYPED_ROW, TYPED_SCHEMA, batches, model, sort_key
+
+pytest.importorskip("pyiceberg")
+
+from overwindow.pipeline.checkpoint import CheckpointState  # noqa: E402
+from overwindow.pipeline.iceberg import IcebergSink  # noqa: E402
+from overwindow.pipeline.sinks import Bookkeeping, SinkDriftError, check_pairing  # noqa: E402
+
+
+def sink_in(folder, key=("k", "id"), upsert=True, table="db.v") -> IcebergSink:
+    return IcebergSink(str(folder / "catalog.db"), str(folder / "warehouse"), table, list(key), upsert)
+
+
+def scan(folder, table="db.v") -> pa.Table:
+    """The table as a catalog of its own reads it (pyiceberg's scan)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("overwindow", uri=f"sqlite:///{folder / 'catalog.db'}", warehouse=f"file://{folder}")
+    return catalog.load_table(table).scan().to_arrow()
+
+
+def read(folder, table="db.v") -> list[tuple]:
+    t = scan(folder, table)
+    return sorted(zip(*(t.column(c).to_pylist() for c in ("k", "id", "s"))), key=sort_key)
+
+
+def snapshots(sink) -> int:
+    return len(sink.table().metadata.snapshots)
+
+
+@pytest.fixture(scope="module")
+def catalog_folder(tmp_path_factory):
+    """One catalog for the examples of a property (a table each): making a catalog takes a second."""
+    return tmp_path_factory.mktemp("iceberg")
+
+
+TABLES = itertools.count()
+
+
+@settings(max_examples=20, deadline=None)
+@given(changelog=CHANGELOG)
+def test_upserts_and_deletes_by_key_with_nulls_replays_skipped(catalog_folder, changelog):
+    """Keyed by (k, id) with NULLs in both: a NULL key matches a NULL key. Each batch applied twice:
+    the replay is skipped and commits nothing."""
+    table = f"db.v{next(TABLES)}"
+    sink = sink_in(catalog_folder, table=table)
+    for b, batch in enumerate(batches(changelog)):
+        assert sink.apply(batch, b, "q") == batch.num_rows
+        before = snapshots(sink)
+        assert sink.apply(batch, b, "q") is None
+        assert snapshots(sink) == before
+    assert read(catalog_folder, table) == model(changelog)
+    assert sink.bookkeeping().applied.batch_id == len(changelog) - 1
+
+
+def test_a_batch_with_two_changes_of_one_key_is_applied_as_its_net_effect(tmp_path):
+    """A row moved between partitions: its new partition's upsert and its old one's delete, in that
+    order, in one batch of a table keyed by the row key alone: the row is kept."""
+    sink = sink_in(tmp_path, key=["id"])
+    sink.apply(pa.table({"k": ["a"], "id": [1], "s": [1.0], "_change": ["upsert"]}), 0, "q")
+    moved = pa.table({"k": ["b", "a"], "id": [1, 1], "s": [2.0, None], "_change": ["upsert", "delete"]})
+    assert sink.apply(moved, 1, "q") == 1
+    assert read(tmp_path) == [("b", 1, 2.0)]
+
+
+def test_many_keys_of_two_columns_nan_keys_too(tmp_path):
+    """Thousands of keys in one batch (the filter's ORs stay shallow), a NaN in a key column
+    matching NaN."""
+    sink = sink_in(tmp_path, key=["k", "x"])
+    n = 3000
+    first = pa.table(
+        {
+            "k": [str(i % 7) for i in range(n)],
+            "x": [float(i) for i in range(n - 1)] + [float("nan")],
+            "_change": ["upsert"] * n,
+        }
+    )
+    sink.apply(first, 0, "q")
+    sink.apply(first.set_column(2, "_change", pa.array(["delete"] * n)).slice(1), 1, "q")
+    t = scan(tmp_path)
+    assert t.to_pylist() == [{"k": "0", "x": 0.0}]
+
+
+def test_appends_and_empty_batches_record_their_batch(tmp_path):
+    sink = sink_in(tmp_path, key=["id"], upsert=False)
+    sink.apply(pa.table({"k": ["a", None], "id": [1, 2], "s": [1.5, float("nan")]}), 0, "q")
+    empty = pa.table(
+        {"k": pa.array([], pa.string()), "id": pa.array([], pa.int64()), "s": pa.array([], pa.float64())}
+    )
+    assert sink.apply(empty, 1, "q") == 0
+    assert sink.apply(empty, 1, "q") is None
+    sink.apply(pa.table({"k": ["b"], "id": [3], "s": [None]}, schema=empty.schema), 2, "q")
+    summaries = [s.summary.additional_properties for s in sink.table().metadata.snapshots]
+    assert [s["overwindow.batchId"] for s in summaries] == ["0", "1", "2"]
+    got = read(tmp_path)
+    assert [r[:2] for r in got] == [(None, 2), ("a", 1), ("b", 3)]
+    assert got[0][2] != got[0][2]  # NaN kept as NaN
+
+
+def test_types_a_view_writes_read_back_as_written(tmp_path):
+    """DECIMAL with 30 digits, dates before 1970, UTC and naive timestamps, binary, booleans, on
+    update; a key of timestamps."""
+    schema, row = TYPED_SCHEMA, TYPED_ROW
+    sink = sink_in(tmp_path, key=["ts", "id"])
+    sink.apply(pa.Table.from_pylist([row], schema=schema), 0, "q")
+    sink.check_columns(schema)  # the table it made fits the view
+    changed = dict(row, d=decimal.Decimal("-0.0001"), f=None)
+    sink.apply(pa.Table.from_pylist([changed, dict(row, id=2)], schema=schema), 1, "q")
+    got = sorted(scan(tmp_path).to_pylist(), key=lambda r: r["id"])
+    want = [{k: v for k, v in r.items() if k != "_change"} for r in (changed, dict(row, id=2))]
+    assert got == want
+
+
+def test_another_querys_table_is_refused_at_start_and_at_apply(tmp_path):
+    sink_in(tmp_path, key=["id"], upsert=False).apply(pa.table({"id": [1]}), 0, "q1")
+    kept = sink_in(tmp_path, key=["id"], upsert=False).bookkeeping()
+    assert (kept.table_exists, kept.applied.query_id, kept.applied.batch_id) == (True, "q1", 0)
+    with pytest.raises(SinkDriftError, match="another query"):
+        check_pairing("db.v", kept, CheckpointState("q2", 0, 0), "")
+    check_pairing("db.v", kept, CheckpointState("q1", 0, 1), "")
+    sink = sink_in(tmp_path, key=["id"], upsert=False)
+    with pytest.raises(SinkDriftError, match=r"written by another query \(q1\) than this one \(q2\)"):
+        sink.apply(pa.table({"id": [2]}), 1, "q2")
+    assert snapshots(sink) == 1
+
+
+def test_a_table_of_other_writers_snapshots_keeps_its_record(tmp_path):
+    """A snapshot without overwindow's record (another writer) after the last batch: the record is
+    the newest snapshot that has one; a new table has none."""
+    sink = sink_in(tmp_path, key=["id"], upsert=False)
+    assert sink.bookkeeping() == Bookkeeping(False, None)
+    sink.apply(pa.table({"id": [1]}), 4, "q")
+    sink.table().append(pa.table({"id": [9]}))
+    assert sink.bookkeeping().applied.batch_id == 4
+
+
+@pytest.mark.parametrize("table, refusal", DRIFTED)
+def test_a_column_dropped_or_retyped_is_refused_in_one_line_before_any_write(tmp_path, table, refusal):
+    other = sink_in(tmp_path, key=["id"], upsert=False)
+    other._create(table.schema).append(table)
+    with pytest.raises(SinkDriftError, match=rf"^Iceberg table db\.v{re.escape(refusal)}$"):
+        sink_in(tmp_path, key=["id"]).check_columns(SCHEMA)
+    assert snapshots(other) == 1
+
+
+def test_columns_the_view_does_not_write_may_stay_and_the_key_must_be_written(tmp_path):
+    other = sink_in(tmp_path, key=["id"], upsert=False)
+    other._create(
+        pa.schema([("k", pa.string()), ("id", pa.int64()), ("s", pa.float64()), ("note", pa.string())])
+    )
+    sink_in(tmp_path, key=["id"]).check_columns(SCHEMA)
+    with pytest.raises(SinkDriftError, match="writes no column day to partition or key"):
+        sink_in(tmp_path / "new", key=["day"]).check_columns(SCHEMA)
+
+
+def test_a_column_iceberg_has_no_type_for_is_refused(tmp_path):
+    schema = pa.schema([("id", pa.int64()), ("gap", pa.duration("us"))])
+    with pytest.raises(SinkDriftError, match=r"Iceberg has no type for column gap \(INTERVAL"):
+        sink_in(tmp_path, key=["id"], upsert=False).check_columns(schema)
