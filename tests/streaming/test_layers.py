@@ -80,3 +80,47 @@ def test_machines_over_plain_columns_run_without_the_interpreter():
         """
     )
     assert out.splitlines() == ["False", "True True"], out
+
+
+def test_a_bound_spec_runs_without_the_interpreter_as_spark_hosts_it():
+    # the adapter's split: the bind step names what Spark computes before the windows (here the
+    # test computes it with pyarrow, in Spark's place) and what it computes after them; the machine
+    # runs the rest over plain columns. The batch evaluator of the spec as written is the oracle.
+    out = _run(
+        f"""
+        import sys
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from overwindow.logical.bind import bind
+        from overwindow.spark.bind import results_in_spark
+        from overwindow.spec import OverWindow
+        from overwindow.streaming.driver import Driver
+
+        written = [
+            "sum(x * 2) FILTER (WHERE x > 0) OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s",
+            "x - lag(x, 1, CAST(0 AS BIGINT)) OVER (ORDER BY t) AS d",
+        ]
+        spec = OverWindow(*written, emit="on_window_close")
+        bound = bind(spec.expressions)
+        spec, post, _ = results_in_spark(spec.over(bound.expressions, bound.pre))
+        computed = {{"x * 2": lambda t: pc.multiply(t["x"], 2), "x > 0": lambda t: pc.greater(t["x"], 0),
+                    "CAST(0 AS BIGINT)": lambda t: pa.array([0] * t.num_rows, pa.int64())}}
+        rows = pa.table({{"k": [1, 1, 1, 2], "t": [1, 2, 3, 1], "x": [4, -1, 6, 7]}})
+        pre = rows
+        for name, e in bound.pre:
+            pre = pre.append_column(name, computed[e.sql](rows))
+        driver = Driver(spec, pre.schema, ["k"], watermarked=True)
+        got = pa.concat_tables([driver.feed(pre, watermark=0), driver.feed(None, watermark=100)])
+        print({INTERPRETER!r} in sys.modules, [name for name, _ in post])
+
+        from overwindow.evaluate import evaluate
+        from overwindow.physical.expressions import evaluate_expr
+        for name, e in post:  # what Spark computes after the windows
+            got = got.append_column(name, evaluate_expr(e, got))
+        want = [evaluate(rows.filter(pc.equal(rows["k"], k)), *written) for k in (1, 2)]
+        want = pa.concat_tables(want).to_pylist()
+        key = lambda r: (r["k"], r["t"])
+        print(sorted(want, key=key) == sorted(got.select(list(want[0])).to_pylist(), key=key))
+        """
+    )
+    assert out.splitlines() == ["False ['d']", "True"], out
