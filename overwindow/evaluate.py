@@ -16,13 +16,14 @@ import pandas as pd
 import pyarrow as pa
 
 from overwindow.errors import WindowRuntimeError, WindowSpecError
+from overwindow.logical.bind import is_plain
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.frame import FrameUnit
 from overwindow.logical.functions import Kind
 from overwindow.logical.parse import parse_window
 from overwindow.physical.bounds import check_range_frame, frame_bounds
 from overwindow.physical.casts import CastError, cast, implicit_default
-from overwindow.physical.expressions import evaluate_expr
+from overwindow.physical.columns import NotPlainColumn, read_column
 from overwindow.physical.planner import CallInput, plan, result_type
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import TypeFamily, Values, sql_type
@@ -88,6 +89,27 @@ def pandas_column(column: pa.ChunkedArray | pa.Array, arrow_backed: bool) -> pd.
     return column.to_pandas()
 
 
+def values_of(expr, table: pa.Table) -> pa.Array:
+    """``expr``'s value on every row of ``table``: a plain column or constant read as it is
+    (``overwindow.physical.columns``), any other expression computed by the batch interpreter
+    (``overwindow.physical.expressions``), loaded on first use. A stream's bind step has Spark
+    compute every expression but plain columns and constants before the windows, so a Spark stream
+    never loads the interpreter for its calls. O(rows) per expression.
+
+    >>> from overwindow.logical.expr import Expr
+    >>> values_of(Expr.of("x * 2"), pa.table({"x": [1, 2]})).to_pylist()
+    [2, 4]
+    """
+    if is_plain(expr):
+        try:
+            return read_column(expr, table)
+        except NotPlainColumn:  # a constant the interpreter types (``1e400``): not folded
+            pass
+    from overwindow.physical.expressions import evaluate_expr
+
+    return evaluate_expr(expr, table)
+
+
 def evaluate_table(table: pa.Table, exprs: list[WindowExpression]) -> pa.Table:
     """``table`` plus one column per window expression."""
     return project(table, exprs, evaluate_calls(table, exprs))
@@ -124,7 +146,7 @@ def project(table: pa.Table, exprs: list[WindowExpression], results: dict[str, p
             scope = table
             for call in e.calls:
                 scope = scope.append_column(call.alias, results[call.alias])
-            col = evaluate_expr(e.expr, scope)
+            col = values_of(e.expr, scope)
         out = out.append_column(e.alias, col)
     return out
 
@@ -134,7 +156,7 @@ def _key(expr, table: pa.Table, clause: str, call: WindowCall) -> Values:
     compared: MAP and calendar INTERVAL (months, days and nanoseconds) values, as Spark refuses them
     (EXPRESSION_TYPE_IS_NOT_ORDERABLE, INVALID_ORDERING_TYPE), and STRUCT and ARRAY values, which
     overwindow does not compare."""
-    values = evaluate_expr(expr, table)
+    values = values_of(expr, table)
     t = values.type
     if pa.types.is_map(t) or t == pa.month_day_nano_interval():
         spark = "EXPRESSION_TYPE_IS_NOT_ORDERABLE" if clause == "PARTITION BY" else "INVALID_ORDERING_TYPE"
@@ -170,7 +192,7 @@ def _sorted_column(table: pa.Table, expr, call: WindowCall, layout: Layout, colu
     """``expr`` over ``table`` in the layout's order, once per (layout, expression)."""
     key = (call.partition_by, call.order_by, expr)
     if key not in columns:
-        columns[key] = layout.sorted(evaluate_expr(expr, table))
+        columns[key] = layout.sorted(values_of(expr, table))
     return columns[key]
 
 
@@ -182,7 +204,7 @@ def _default(
     rows there are (none, when a streaming spec is checked against its schema)."""
     where = f"in {call.function_sql()} AS {call.alias}"
     if not call.default.columns():
-        one = evaluate_expr(call.default, pa.table({"_": [0]}))
+        one = values_of(call.default, pa.table({"_": [0]}))
         try:
             value = implicit_default(one, target, where)[0]
         except CastError as e:
@@ -205,7 +227,7 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
     info = call.info
     values = mask = default = None
     for ignored in call.ignored:  # rank(x): x is not read, but must name columns, as in Spark
-        evaluate_expr(ignored, table.slice(0, 0))
+        values_of(ignored, table.slice(0, 0))
     args = tuple(_sorted_column(table, a, call, layout, columns) for a in call.args)
     if args and call.function in _TIMESTAMP_SECONDS and args[0].kind is TypeFamily.TIMESTAMP:
         args = (Values(cast(args[0].array, pa.float64())),)  # Spark's implicit cast: DOUBLE seconds

@@ -8,7 +8,6 @@ pyarrow.compute, following SQL NULL rules. Column names resolve case-insensitive
 
 from __future__ import annotations
 
-import datetime as dt
 import decimal
 import functools
 import math
@@ -24,6 +23,7 @@ from overwindow.logical.expr import DIALECT, Expr, literal_value
 from overwindow.logical.frame import Interval
 from overwindow.logical.parse import interval_literal, span_fields
 from overwindow.physical import casts, decimals
+from overwindow.physical.columns import column_of, constant, literal_type
 from overwindow.physical.values import (
     FIELD_MICROS,
     INTERVAL_DAY,
@@ -143,98 +143,15 @@ def interval_fields(node: exp.Expression, t: pa.Table) -> str:
     return span_fields(*fields) if fields else "DAY TO SECOND"
 
 
-def resolve_column(table: pa.Table, name: str) -> str:
-    """The table's column called ``name`` (exact, else the one case-insensitive match)."""
-    if name in table.column_names:
-        return name
-    matches = [c for c in table.column_names if c.lower() == name.lower()]
-    if len(matches) == 1:
-        return matches[0]
-    available = ", ".join(table.column_names)
-    if matches:
-        raise WindowSpecError(f"column `{name}` is ambiguous: {', '.join(matches)}")
-    raise WindowSpecError(f"column `{name}` does not exist; available columns: {available}")
-
-
-def column_of(node: exp.Column, table: pa.Table) -> str:
-    """The column of ``table`` a column reference reads: its last name part (``resolve_column``),
-    the parts before it qualifiers (``v.x`` in a query over the view ``v``). A part before the last
-    that names a column of struct, map or array type makes the rest a field of that column (Spark
-    reads ``s.a`` as the field ``a`` of the struct column ``s``), which overwindow does not read:
-    refused, where reading a top-level column ``a`` would be a silent wrong answer (and a part
-    naming a column of another type, which Spark refuses); so is ``a.b``
-    beside a column named ``a.b`` (Spark resolves neither; the column needs backquotes). O(parts).
-
-    >>> t = pa.table({"x": [1], "s": [{"a": 2}], "a": [3]})
-    >>> column_of(exp.column("x", table="v"), t)
-    'x'
-    >>> try:
-    ...     column_of(exp.column("a", table="s"), t)
-    ... except WindowSpecError as e:
-    ...     print(str(e).split(":")[0])
-    s.a reads the field `a` of the struct column `s`
-    """
-    parts = [p.name for p in node.parts]
-    names = {c.lower(): c for c in table.column_names}
-    for i in range(len(parts) - 1):  # `a.b` beside a column named "a.b": Spark resolves neither
-        dotted = names.get(".".join(parts[i:]).lower())
-        if dotted is not None:
-            raise WindowSpecError(
-                f"{node.sql(dialect=DIALECT)} names no column: the column `{dotted}` is written with "
-                f"backquotes (`{dotted}`), as Spark reads it"
-            )
-    for i, part in enumerate(parts[:-1]):
-        nested = names.get(part.lower())
-        if nested is None:
-            continue
-        kind = table.schema.field(nested).type
-        field, named = ".".join(parts[i + 1 :]), "_".join([nested, *parts[i + 1 :]])
-        if not pa.types.is_nested(kind):  # Spark: no field of a plain value
-            raise WindowSpecError(
-                f"{node.sql(dialect=DIALECT)} names no column: `{nested}` is a column of type "
-                f"{sql_type(kind)}, not a table or a struct"
-            )
-        what = "struct" if pa.types.is_struct(kind) else "map" if pa.types.is_map(kind) else "array"
-        raise WindowSpecError(
-            f"{node.sql(dialect=DIALECT)} reads the field `{field}` of the {what} column `{nested}`: "
-            "overwindow reads whole columns; add the field as a column of the stream first "
-            f'(withColumn("{named}", F.col("{nested}.{field}"))) and name that column'
-        )
-    return resolve_column(table, parts[-1])
-
-
-def check_fields(exprs, table: pa.Table) -> None:
-    """Refuses, before any row is read, a reference in ``exprs`` to a field of a struct, map or
-    array column of ``table`` (``column_of``), where name-based checks would see only its last
-    part. O(size of the expressions).
-
-    >>> check_fields([Expr.of("lag(v.x)")], pa.table({"x": [1]}))  # a qualifier: fine
-    """
-    for e in exprs:
-        for node in e.node.find_all(exp.Column):
-            if len(node.parts) > 1:
-                column_of(node, table)
-
-
 def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
     """The expression's value for every row of ``table``, as one Arrow array. A plain constant is
     folded once, with Spark's literal types (``1.5`` DECIMAL, ``2147483648`` BIGINT); one with
     arithmetic or a CAST (``TIMESTAMP '...'`` and ``10L`` are CASTs) is computed as Spark computes
     it (``1.5 * 2`` is DECIMAL(4, 1), ``2147483647 + 1`` overflows INT), not folded in Python,
     whose numbers carry no SQL type."""
-    # arithmetic, intervals (``CAST(NULL AS INTERVAL DAY)``), CASTs and typed literals (``10L``,
-    # ``CAST(1 AS BIGINT)``: Spark's type, its text of a value) and the negation of a parenthesised
-    # literal (``-(2147483648)`` is BIGINT, where ``-2147483648`` is one INT literal; ``- -2147483648``
-    # negates that INT and overflows) are typed by _eval, not folded
-    typed = (*_ARITHMETIC, exp.Interval, exp.Cast)
-    negated = any(isinstance(n.this, (exp.Paren, exp.Neg)) for n in expr.node.find_all(exp.Neg))
-    if not expr.columns() and not negated and not any(expr.node.find_all(*typed)):
-        try:
-            value = expr.literal_value()
-        except WindowSpecError:
-            value = _NOT_CONSTANT
-        if value is not _NOT_CONSTANT and not isinstance(value, tuple):
-            return pa.array([value] * table.num_rows, type=_literal_type(value))
+    folded = constant(expr, table.num_rows)
+    if folded is not None:
+        return folded
     out = _eval(expr.node, table)
     if out.type == INTERVAL_DAY_TO_SECOND and not isinstance(expr.node, exp.Column):
         fields = interval_fields(expr.node, table)
@@ -248,38 +165,6 @@ def evaluate_expr(expr: Expr, table: pa.Table) -> pa.Array:
     if isinstance(out, pa.ChunkedArray):
         out = out.combine_chunks()
     return out
-
-
-_NOT_CONSTANT = object()
-
-
-def _literal_type(value) -> pa.DataType | None:
-    """Spark's type of a folded constant: INT for integers that fit, then BIGINT, then DECIMAL of
-    their digits; a DECIMAL of the literal's own digits (at least its scale: ``0.5`` is DECIMAL(1,
-    1), ``0.05`` DECIMAL(2, 2), ``1.5`` DECIMAL(2, 1), as Java's BigDecimal counts them),
-    TIMESTAMP in microseconds; None (pyarrow's inference) otherwise.
-
-    >>> [str(_literal_type(decimal.Decimal(t))) for t in ("0.5", "0.05", "1.5", "100")]
-    ['decimal128(1, 1)', 'decimal128(2, 2)', 'decimal128(2, 1)', 'decimal128(3, 0)']
-    """
-    if isinstance(value, bool) or value is None:
-        return pa.null() if value is None else pa.bool_()
-    if isinstance(value, int):  # past BIGINT, Spark's integer literal is a DECIMAL of its digits
-        if -(2**63) <= value < 2**63:
-            return pa.int32() if -(2**31) <= value < 2**31 else pa.int64()
-        if len(str(abs(value))) > 38:
-            raise WindowSpecError(f"the integer {value} has more than a DECIMAL's 38 digits")
-        return pa.decimal128(len(str(abs(value))), 0)
-    if isinstance(value, decimal.Decimal):
-        digits, exponent = len(value.as_tuple().digits), value.as_tuple().exponent
-        scale = max(-exponent, 0)
-        precision = max(digits, scale, 1) + max(exponent, 0)
-        if precision > 38:  # Spark's parser: DECIMAL_PRECISION_EXCEEDS_MAX_PRECISION
-            raise WindowSpecError(f"the decimal {value} has more than a DECIMAL's 38 digits")
-        return pa.decimal128(precision, scale)
-    if isinstance(value, dt.datetime):
-        return pa.timestamp("us")
-    return None
 
 
 def _eval(node: exp.Expression, t: pa.Table):
@@ -311,7 +196,7 @@ def _eval_node(node: exp.Expression, t: pa.Table):
         return _eval(node.this, t)
     if isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):
         value = literal_value(node, node.sql(dialect=DIALECT))
-        return pa.scalar(value, type=_literal_type(value))  # Spark's: `3` is INT, so `i * 3` is INT
+        return pa.scalar(value, type=literal_type(value))  # Spark's: `3` is INT, so `i * 3` is INT
     if isinstance(node, exp.Interval):
         return _interval_scalar(interval_literal(node), node.sql(dialect=DIALECT))
     if isinstance(node, exp.Neg):
@@ -319,7 +204,7 @@ def _eval_node(node: exp.Expression, t: pa.Table):
             # Spark's parser reads ``-2147483648`` as one literal (an INT), not as the negation of
             # the BIGINT 2147483648; ``-(2147483648)`` is that negation (a Paren, below)
             value = literal_value(node, node.sql(dialect=DIALECT))
-            return pa.scalar(value, type=_literal_type(value))
+            return pa.scalar(value, type=literal_type(value))
         return _unary("negate_checked", _eval(node.this, t), node.sql(dialect=DIALECT))
     if isinstance(node, exp.Not):
         return pc.invert(_eval(node.this, t))
@@ -576,6 +461,8 @@ def _date_arithmetic(op: str, a, b, name: str):
     one. A bare NULL added to a DATE: ``d + NULL`` is a TIMESTAMP (Spark reads it as a timestamp plus
     an interval), NULL in every row. Every other operation on a DATE is refused.
 
+    >>> import datetime as dt
+
     >>> d = pa.table({"d": pa.array([dt.date(2024, 1, 31), None], pa.date32())})
     >>> evaluate_expr(Expr.of("d + 1"), d).to_pylist()
     [datetime.date(2024, 2, 1), None]
@@ -629,6 +516,8 @@ def _interval_arithmetic(op: str, a, b, name: str):
     (``_scaled``). Every other pairing (an interval beside a number in ``+``, ``interval - DATE``,
     ``n / interval``) is refused. O(n).
 
+    >>> import datetime as dt
+
     >>> t = pa.table({"d": pa.array([dt.date(2024, 3, 1), None], pa.date32())})
     >>> evaluate_expr(Expr.of("d + (d - DATE '2024-02-28')"), t).to_pylist()
     [datetime.date(2024, 3, 3), None]
@@ -672,6 +561,8 @@ def _scaled(op: str, interval, number, name: str):
     a string is read as a DOUBLE, a bare NULL gives NULL. A WindowRuntimeError where Spark's query
     fails: a zero divisor (INTERVAL_DIVIDED_BY_ZERO), a NaN or infinite result, one past Spark's
     long of microseconds. O(n).
+
+    >>> import datetime as dt
 
     >>> t = pa.table({"d": pa.array([dt.date(2024, 1, 8), None], pa.date32())})
     >>> evaluate_expr(Expr.of("(d - DATE '2024-01-01') / 3"), t).to_pylist()
@@ -909,6 +800,8 @@ def _date_function(node: exp.Expression, t: pa.Table):
     parts YEAR, QUARTER, MONTH, DAY, DAYOFWEEK (Sunday 1), DAYOFYEAR, WEEKOFYEAR (ISO), HOUR, MINUTE,
     SECOND (INTs) of a DATE or TIMESTAMP, in the session's time (a stream's timestamps are its
     wall-clock times; ``overwindow.evaluate`` reads zoned timestamps in UTC). O(n).
+
+    >>> import datetime as dt
 
     >>> t = pa.table({"d": pa.array([dt.date(2024, 3, 10), None], pa.date32())})
     >>> [evaluate_expr(Expr.of(e), t).to_pylist() for e in ("dayofweek(d)", "datediff(d, DATE '2024-01-01')")]

@@ -129,7 +129,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
     """The schema, the key columns and the calls against it; None when the schema cannot be read."""
     from pyspark.sql import types as T
 
-    from overwindow.physical.expressions import column_of, resolve_column
+    from overwindow.physical.columns import column_of, resolve_column
     from overwindow.spark.adapter import _arrow_schema
     from overwindow.streaming.assemble import Assembler
     from overwindow.streaming.machines import machine_for

@@ -39,7 +39,7 @@ from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.bind import ERROR, bind, source_columns
-from overwindow.physical.expressions import check_fields, evaluate_expr, resolve_column
+from overwindow.physical.columns import check_fields, resolve_column
 from overwindow.physical.values import INTERVAL_DAY, kind_of
 from overwindow.spark import compat, executors
 from overwindow.spark.bind import results_in_spark, with_computed, with_filter, with_results
@@ -136,7 +136,7 @@ def _input_columns(df, spec: OverWindow) -> pa.Table:
             types = {n: df.schema[resolve_column(empty, n)].dataType for n in arg.columns()}
             ntz = [n for n, t in types.items() if isinstance(t, TimestampNTZType)]
             casts = any(c.to.this == exp.DataType.Type.TIMESTAMPNTZ for c in arg.node.find_all(exp.Cast))
-            if (ntz or casts) and _timestamp_value(arg, empty):
+            if (ntz or casts) and _timestamp_value(df, arg):
                 column = f" (`{ntz[0]}`)" if ntz and ntz[0] not in spec.written else ""
                 raise WindowSpecError(
                     f"{call.function}({spec.as_written(str(arg))}) reads a TIMESTAMP_NTZ value{column}: "
@@ -146,16 +146,21 @@ def _input_columns(df, spec: OverWindow) -> pa.Table:
     return empty
 
 
-def _timestamp_value(arg, empty: pa.Table) -> bool:
-    """Whether the call argument ``arg`` has a TIMESTAMP value that is not cast AS TIMESTAMP last
-    (``n``, ``coalesce(n, ...)``; not ``CAST(n AS TIMESTAMP)``, ``n IS NULL``)."""
+def _timestamp_value(df, arg) -> bool:
+    """Whether the call argument ``arg`` has a TIMESTAMP value, by Spark's analysis of it over
+    ``df`` (no job runs), that is not cast AS TIMESTAMP last (``n``, ``coalesce(n, ...)``; not
+    ``CAST(n AS TIMESTAMP)``, ``n IS NULL``)."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql.types import TimestampNTZType, TimestampType
+
     node = arg.node.unnest()
     if isinstance(node, exp.Cast) and node.to.this in _TIMESTAMP_TYPES:
         return False
     try:
-        return pa.types.is_timestamp(evaluate_expr(arg, empty).type)
-    except WindowSpecError:
-        return False  # the machine's check names what is wrong with it
+        kind = df.select(compat.functions(df).expr(arg.sql)).schema.fields[0].dataType
+    except AnalysisException:  # Spark's analysis refuses it: the machine's check names what is wrong
+        return False
+    return isinstance(kind, (TimestampType, TimestampNTZType))
 
 
 _TIMESTAMP_TYPES = (

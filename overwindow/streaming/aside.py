@@ -26,11 +26,10 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from overwindow.errors import WindowRuntimeError, WindowSpecError
-from overwindow.evaluate import project
+from overwindow.evaluate import project, values_of
 from overwindow.logical.bind import ERROR, failure
 from overwindow.logical.call import WindowCall, WindowExpression, quote
 from overwindow.logical.expr import Expr
-from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.values import sql_type
 
 
@@ -62,7 +61,7 @@ def failing_rows(table: pa.Table, compute: Callable[[pa.Table], object]) -> tupl
     k failing rows. A failure that no single row explains (not a row's own values) is raised.
 
     >>> t = pa.table({"y": [1, 0, 2, 0]})
-    >>> failing_rows(t, lambda part: evaluate_expr(Expr.of("1 / y"), part))[0].tolist()
+    >>> failing_rows(t, lambda part: values_of(Expr.of("1 / y"), part))[0].tolist()
     [1, 3]
     """
     try:
@@ -158,7 +157,7 @@ class RowChecks:
 
     def _compute(self, table: pa.Table) -> None:
         for e in self.exprs:
-            evaluate_expr(e, table)
+            values_of(e, table)
 
     def failing(self, rows: pa.Table) -> tuple[np.ndarray, list[str]]:
         """(the positions of the rows some expression fails on, the reasons): those Spark named in
@@ -238,7 +237,7 @@ class Qualify:
     def __init__(self, condition: Expr, results: pa.Table, inputs: list[str]):
         self.condition, self.inputs = condition, list(inputs)
         try:
-            kind = evaluate_expr(condition, results).type
+            kind = values_of(condition, results).type
         except WindowSpecError as e:
             raise WindowSpecError(f"qualify={condition.sql!r}: {e}") from None
         if not (pa.types.is_boolean(kind) or pa.types.is_null(kind)):
@@ -247,7 +246,7 @@ class Qualify:
             )
 
     def _compute(self, table: pa.Table) -> pa.Array:
-        return evaluate_expr(self.condition, table)
+        return values_of(self.condition, table)
 
     def holds(self, table: pa.Table) -> tuple[np.ndarray, Aside | None]:
         """(per row of ``table`` (the result columns, and others), whether the condition is true:

@@ -72,7 +72,7 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from overwindow.evaluate import evaluate_expr
+from overwindow.evaluate import values_of
 from overwindow.physical.bounds import key_numbers
 from overwindow.physical.values import Values
 from overwindow.streaming.arrays import member
@@ -520,7 +520,7 @@ class ChunkedOnUpdate:
         evicted when they are tracked (the dropped chunks are read for them)."""
         m = self.machine
         firsts = self._firsts(chunks)
-        keys = key_numbers(Values(evaluate_expr(m.order_by[0].expr, firsts)))
+        keys = key_numbers(Values(values_of(m.order_by[0].expr, firsts)))
         j = int(np.searchsorted(keys, watermark, "left"))  # chunks starting below the watermark
         if j == 0:
             return np.zeros(0, dtype=np.int64)  # the partition's first row is live: nothing goes

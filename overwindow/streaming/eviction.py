@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
+from overwindow.evaluate import values_of
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.physical.bounds import key_numbers, shift_key
-from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.values import TypeFamily, Values, kind_of
 from overwindow.streaming.arrays import in_ranges
 from overwindow.streaming.partitions import starts as partition_starts
@@ -98,7 +98,7 @@ class Eviction:
         starts = np.zeros(min(n, 1), dtype=np.int64) if parts is None else partition_starts(parts)
         if n == 0:
             return Evicted(starts, starts, starts, None)
-        keys = Values(evaluate_expr(self.key, rows))
+        keys = Values(values_of(self.key, rows))
         knum = key_numbers(keys)
         ends = np.append(starts[1:], n)
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
+from overwindow.evaluate import values_of
 from overwindow.logical.frame import FrameUnit
 from overwindow.physical.bounds import range_frame_in_key_type
-from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.values import sql_type
 from overwindow.spec import OverWindow
 from overwindow.streaming.chunked import ROWS_PER_CHUNK, ChunkedOnUpdate
@@ -67,7 +67,7 @@ def _check_range_offsets(spec: OverWindow, schema: pa.Schema) -> None:
         if not (f.start.has_offset or f.end.has_offset):
             continue
         key = call.order_by[0].expr
-        key_type = evaluate_expr(key, empty).type
+        key_type = values_of(key, empty).type
         cast = range_frame_in_key_type(f, key_type)
         if any(b.has_offset and b.offset is None for b in (cast.start, cast.end)):
             raise WindowSpecError(

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from overwindow.evaluate import values_of
 from overwindow.logical.call import SortKey
-from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.sorting import sort_codes
 from overwindow.physical.values import Values
 from overwindow.streaming.arrays import in_ranges, interleave, member, run_numbers
@@ -45,7 +45,7 @@ class RowOrder:
         tables compare. O(rows) for integer and time keys, a sort of the distinct values otherwise."""
         keys = [self._key_codes(tables)] if self.keys else []
         for k in self.order_by:
-            keys.append(_codes([evaluate_expr(k.expr, t) for t in tables], k.descending, k.nulls_first))
+            keys.append(_codes([values_of(k.expr, t) for t in tables], k.descending, k.nulls_first))
         return _split(fold(keys, sum(t.num_rows for t in tables)), tables)
 
     def partitions(self, *tables: pa.Table) -> list[np.ndarray] | None:

@@ -54,7 +54,7 @@ from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.bind import source_columns
 from overwindow.logical.functions import Reach
 from overwindow.physical.bounds import key_numbers
-from overwindow.physical.expressions import resolve_column
+from overwindow.physical.columns import resolve_column
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.arrays import in_ranges, member, scatter

@@ -25,10 +25,10 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
+from overwindow.evaluate import values_of
 from overwindow.logical.call import SortKey, WindowCall
 from overwindow.logical.frame import Bound, BoundKind, Frame, FrameUnit
 from overwindow.physical.bounds import frame_bounds
-from overwindow.physical.expressions import evaluate_expr
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
 from overwindow.streaming.arrays import in_ranges, run_numbers
@@ -244,7 +244,7 @@ class FrameReach:
         """[start, end) of every row's ``frame`` over the windows' ``rows``."""
         if frame.unit is FrameUnit.RANGE and (frame.start.has_offset or frame.end.has_offset):
             k = order_by[0]
-            key = Values(evaluate_expr(k.expr, rows))
+            key = Values(values_of(k.expr, rows))
             frames = frame_bounds(layout, frame, key, k.descending, k.nulls_first)
         else:
             frames = frame_bounds(layout, frame)

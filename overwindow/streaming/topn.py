@@ -49,7 +49,7 @@ from overwindow.errors import WindowSpecError
 from overwindow.logical.expr import Expr, literal_value
 from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.logical.functions import Reach
-from overwindow.physical.expressions import resolve_column
+from overwindow.physical.columns import resolve_column
 from overwindow.spec import OverWindow
 from overwindow.streaming.arrays import in_ranges
 from overwindow.streaming.partitions import starts as partition_starts

@@ -43,12 +43,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
-from overwindow.evaluate import evaluate_calls, project
+from overwindow.evaluate import evaluate_calls, project, values_of
 from overwindow.logical.bind import source_columns
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit, Interval
 from overwindow.physical.bounds import key_numbers, shift_key
-from overwindow.physical.expressions import evaluate_expr, resolve_column
+from overwindow.physical.columns import resolve_column
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import TypeFamily, Values
 from overwindow.spec import OverWindow
@@ -477,7 +477,7 @@ class WindowClose:
         completeness and pruning both read it)."""
         if call.alias not in b.valid:
             b.valid[call.alias] = (
-                evaluate_expr(call.args[0], b.released).is_valid().to_numpy(zero_copy_only=False)
+                values_of(call.args[0], b.released).is_valid().to_numpy(zero_copy_only=False)
             )
         return b.valid[call.alias]
 
