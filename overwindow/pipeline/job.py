@@ -4,7 +4,6 @@ view's query: source -> watermark -> ``overwindow.sql``'s ``run_query`` -> sink)
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -31,6 +30,7 @@ from overwindow.pipeline.view import View, ViewFileError, is_uri
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import END_OF_INPUT_MS, WORKER_WARNINGS
 from overwindow.spark.select import run_query
+from overwindow.streaming.aside import dead_letter_records
 
 
 def spark_settings(view: View | None = None) -> dict:
@@ -248,12 +248,8 @@ def _set_aside(rows, batch_id: int, view: View, source: Source, counts):
         origin = "after the windows"
         if source.dead_letter is not None:
             reasons = [failure(e) for e in rows.column(ERROR).drop_null().to_pylist()]
-            source.dead_letter.records.add(
-                {
-                    (batch_id, origin, n): (origin, why, json.dumps(r, default=str, ensure_ascii=False))
-                    for n, (r, why) in enumerate(zip(bad.to_pylist(), reasons))
-                }
-            )
+            records = dead_letter_records(batch_id, bad.to_pylist(), reasons, [origin] * bad.num_rows)
+            source.dead_letter.records.add(records)
         if counts is not None:
             counts.aside.add(bad.num_rows)
     if view.emit == "on_window_close":

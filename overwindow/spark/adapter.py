@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 import logging
 from collections.abc import Iterator
 
@@ -53,6 +52,7 @@ from overwindow.spark.boundary import (
 )
 from overwindow.spark.transport import from_spark, to_spark
 from overwindow.spec import DEFAULT_KEY_BUCKETS, FEW_KEY_BUCKETS, OverWindow
+from overwindow.streaming.aside import dead_letter_records
 from overwindow.streaming.contract import CHANGE, END_OF_INPUT, ROW_ID, check_row_bound
 from overwindow.streaming.machines import machine_for
 
@@ -628,11 +628,8 @@ def _records(aside, key, keys: tuple[str, ...] = ()) -> dict:
     task = TaskContext.get()
     batch = int(task.getLocalProperty("streaming.sql.batchId") or -1) if task is not None else -1
     rows = aside.rows.select(source_columns(aside.rows.column_names)).to_pylist()  # the user's columns
-    out = {}
-    for n, (row, why) in enumerate(zip(rows, aside.reasons)):
-        origin = _aside_origin(aside, n, key, keys)
-        out[(batch, origin, n)] = (origin, why, json.dumps(row, default=str, ensure_ascii=False))
-    return out
+    origins = [_aside_origin(aside, n, key, keys) for n in range(len(rows))]
+    return dead_letter_records(batch, rows, aside.reasons, origins)
 
 
 def _chunked_processor(runner: _Runner):

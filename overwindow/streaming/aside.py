@@ -17,6 +17,7 @@ window-close machine checks the expressions over window results (``x / lag(x) OV
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -52,6 +53,19 @@ class Aside:
         if len(found) == 1:
             return found[0]
         return Aside(pa.concat_tables([p.rows for p in found]), [r for p in found for r in p.reasons])
+
+
+def dead_letter_records(batch: int, rows: list[dict], reasons: list[str], origins: list[str]) -> dict:
+    """Rows set aside in the form a dead letter collects them (``overwindow.pipeline.sources.
+    DeadLetter``): ``{(batch, origin, position): (origin, reason, the row as JSON)}``. O(rows).
+
+    >>> dead_letter_records(3, [{"x": 0}], ["x / 0"], ["after the windows"])
+    {(3, 'after the windows', 0): ('after the windows', 'x / 0', '{"x": 0}')}
+    """
+    return {
+        (batch, origin, n): (origin, why, json.dumps(row, default=str, ensure_ascii=False))
+        for n, (row, why, origin) in enumerate(zip(rows, reasons, origins))
+    }
 
 
 def failing_rows(table: pa.Table, compute: Callable[[pa.Table], object]) -> tuple[np.ndarray, list[str]]:
