@@ -1,0 +1,106 @@
+"""The Nexmark event generator of the benchmarks (benchmarks/nexmark_events.py): Nexmark's
+proportions, ids, hot keys and event times, checked against the rules Nexmark states (not against
+values the generator printed), and the same events from the same seed. No Spark."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_path = Path(__file__).resolve().parents[1] / "benchmarks" / "nexmark_events.py"
+_spec = importlib.util.spec_from_file_location("nexmark_events", _path)
+ne = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ne)
+
+N = 50_000
+
+
+@pytest.fixture(scope="module")
+def ev():
+    return ne.events(N, seed=11)
+
+
+def test_proportions_are_1_3_46_in_every_block_of_50(ev):
+    counts = np.bincount(ev.kind, minlength=3)
+    assert counts.tolist() == [N // 50, 3 * N // 50, 46 * N // 50]
+    blocks = ev.kind.reshape(-1, 50)
+    assert (blocks == blocks[0]).all()
+    assert blocks[0].tolist() == [0, 1, 1, 1] + [2] * 46
+
+
+def test_same_seed_same_events_other_seed_other_bids(ev):
+    again = ne.events(N, seed=11)
+    assert ne.bids(again).equals(ne.bids(ev))
+    assert ne.auctions(again).equals(ne.auctions(ev)) and ne.persons(again).equals(ne.persons(ev))
+    other = ne.bids(ne.events(N, seed=12))
+    assert not other.column("price").equals(ne.bids(ev).column("price"))
+    # the ids and times do not depend on the seed: only what is drawn does
+    assert other.column("dateTime").equals(ne.bids(ev).column("dateTime"))
+
+
+def test_person_and_auction_ids_count_up_from_1000(ev):
+    persons, auctions = ne.persons(ev), ne.auctions(ev)
+    assert persons.column("id").to_pylist() == list(range(1000, 1000 + N // 50))
+    assert auctions.column("id").to_pylist() == list(range(1000, 1000 + 3 * N // 50))
+
+
+def test_event_times_are_rate_spaced_and_in_order(ev):
+    # 10,000 events a second: event n at n / 10 ms (truncated to the millisecond)
+    assert (ev.time_ms - ne.BASE_MS == np.arange(N) // 10).all()
+    slow = ne.events(1000, seed=11, rate=100)
+    assert (np.diff(slow.time_ms) == 10).all()
+
+
+def test_bids_refer_to_auctions_and_persons_that_exist_or_are_just_ahead(ev):
+    """Nexmark lets a bid name an auction up to 10 ids past the latest and a person up to 10 past
+    the latest (the lead); never one more than 100 auctions or 1,000 persons back, unless hot."""
+    b = ev.kind == ne.BID
+    n = np.arange(N)[b]
+    auction = ev.auction[b] - 1000
+    latest = ne.last_auction(n)
+    hot = auction == latest // 100 * 100
+    assert (auction <= latest + 10).all()
+    assert (auction[~hot] >= latest[~hot] - 100).all()
+    bidder = ev.bidder[b] - 1000
+    people = ne.last_person(n)
+    assert (bidder <= people + 10).all()
+    hot_bidder = bidder == people // 100 * 100 + 1
+    assert (bidder[~hot_bidder] >= people[~hot_bidder] + 1 - 1000).all()
+
+
+def test_hot_auctions_and_bidders_take_their_nexmark_shares(ev):
+    """Half of the bids go to the hot auction and three in four to the hot bidder (plus the share
+    of the others that land on them by chance): within 3 standard deviations."""
+    b = ev.kind == ne.BID
+    n = np.arange(N)[b]
+    bids = b.sum()
+    hot_auction = (ev.auction[b] - 1000 == ne.last_auction(n) // 100 * 100).mean()
+    hot_bidder = (ev.bidder[b] - 1000 == ne.last_person(n) // 100 * 100 + 1).mean()
+    for share, expected in ((hot_auction, 0.5), (hot_bidder, 0.75)):
+        sigma = np.sqrt(expected * (1 - expected) / bids)
+        assert expected - 3 * sigma <= share <= expected + 0.03 + 3 * sigma
+
+
+def test_prices_span_100_to_100_million_log_uniformly(ev):
+    price = ne.bids(ev).column("price").to_numpy()
+    assert price.min() >= 100 and price.max() <= 100_000_000
+    decades = np.bincount(np.floor(np.log10(price) - 2).clip(0, 5).astype(int), minlength=6) / len(price)
+    assert np.allclose(decades, 1 / 6, atol=0.02)
+
+
+def test_bid_files_hold_every_bid_once_in_order_as_json_lines(ev, tmp_path):
+    table = ne.bids(ne.events(2_000, seed=3))
+    assert table.schema == ne.BID_SCHEMA
+    assert [f.name for f in table.schema] == [c.split()[0] for c in ne.BID_DDL.split(", ")]
+    paths = ne.write_json_files(table, tmp_path, files=3)
+    assert [p.name for p in sorted(paths, key=lambda p: p.stat().st_mtime)] == [p.name for p in paths]
+    rows = [json.loads(line) for p in paths for line in p.read_text().splitlines()]
+    assert len(rows) == table.num_rows
+    expected = table.to_pylist()
+    for got, want in zip(rows, expected):
+        assert got["dateTime"] == want["dateTime"].strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+        assert {k: v for k, v in got.items() if k != "dateTime"} == {
+            k: v for k, v in want.items() if k != "dateTime"
+        }
