@@ -141,6 +141,15 @@ def sink_for(view: View):
         # keyed by the row key alone: the changelog contract (overwindow.streaming.changelog)
         key = view.group_key or view.row_key or [ROW_ID]
         return DeltaSink(view.sink["path"], key, view.emit == "on_update", view.sink.get("partition_by"))
+    if kind == "kafka":
+        from overwindow.pipeline.kafka_sink import KafkaSink
+        from overwindow.pipeline.sources import client_settings
+
+        config = {**client_settings(view, "sink"), "bootstrap.servers": view.sink["bootstrap_servers"]}
+        key = view.group_key or view.row_key or [ROW_ID]  # the row key alone, as Delta's
+        return KafkaSink(
+            config, view.sink["topic"], key, view.emit == "on_update", view.name, view.sink["format"]
+        )
     if kind == "console":
         return ConsoleSink()
     raise ViewFileError(f"{view.path}: [sink] kind = {kind!r} is not available in this version")
@@ -153,7 +162,7 @@ def paired_sink(spark, view: View, struct=None):
     sink = sink_for(view)
     if hasattr(sink, "bookkeeping"):
         where = f" (checkpoint {view.checkpoint})"
-        table = view.sink.get("table") or view.sink["path"]
+        table = view.sink.get("table") or view.sink.get("path") or view.sink["topic"]
         check_pairing(table, sink.bookkeeping(), checkpoint_state(spark, view.checkpoint), where)
         if struct is not None:
             sink.check_columns(compat.to_arrow_schema(struct))
