@@ -119,7 +119,7 @@ def envelope(before: bytes | None, after: bytes | None, op: str, source: bytes) 
     """A Debezium change event (its payload, as with ``schemas.enable=false``): ``before``, ``after``
     (row JSON or None), ``op`` (c, u, d), ``source`` (JSON) and ``ts_ms``, the time it was written.
 
-    >>> envelope(None, b'{"id":1}', "c", b'{"name":"v"}')[:49]
+    >>> envelope(None, b'{"id":1}', "c", b'{"name":"v"}')[:48]
     b'{"before":null,"after":{"id":1},"op":"c","source'
     """
     now = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)

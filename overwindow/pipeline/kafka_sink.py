@@ -11,7 +11,7 @@ per output row; on update each micro-batch, netted to one change per key
   tombstone, as Debezium writes): ``before`` is the row as the sink last wrote it, kept in memory
   (O(rows of the view)) and read back from the topic when the sink starts.
 
-Each batch is one Kafka transaction (``transactional.id``: ``overwindow-<view>``): the batch's
+Each batch is one Kafka transaction (``transactional.id``: ``overwindow-<view>-<topic>``): the batch's
 records, then, once the broker has them all, a record of the batch (the query's id, the batch id,
 the format) in the topic ``<topic>.overwindow-batches``. A batch whose id that topic holds is
 skipped, so a replay (a job killed anywhere and started again) writes nothing twice for
@@ -55,7 +55,7 @@ class KafkaSink:
     """A view's changelog in the Kafka topic ``topic``. ``config``: confluent-kafka settings
     (``bootstrap.servers``, security settings: secrets are never printed); ``key``: the columns a
     record is keyed by; ``upsert``: emit on update (else append); ``format``: upsert | debezium;
-    ``name``: the view's name (its transactional id and the events' ``source``);
+    ``name``: the view's name (in its transactional id and the events' ``source``);
     ``transactions``: False writes with an idempotent producer only (at least once)."""
 
     def __init__(
@@ -158,7 +158,7 @@ class KafkaSink:
                 admin.create_topics([NewTopic(topic, 1, config=config)])[topic].result()
         settings = {**self._config, "enable.idempotence": True, "linger.ms": 5}
         if self.transactions:
-            producer = Producer({**settings, "transactional.id": f"overwindow-{self.name}"})
+            producer = Producer({**settings, "transactional.id": f"overwindow-{self.name}-{self.topic}"})
             try:  # fences a producer of an earlier run, and aborts its open transaction
                 producer.init_transactions(_TIMEOUT_S)
             except KafkaException as e:

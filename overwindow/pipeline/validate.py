@@ -371,7 +371,7 @@ def _source_problems(view: View) -> list[str]:
     if src["reader"] == "python" and importlib.util.find_spec("confluent_kafka") is None:
         need = "overwindow's Kafka reader needs confluent-kafka: pip install 'overwindow[kafka]'"
         problems.append(f"{view.where('source', 'reader')}: {need}")
-    for key, value in src.get("options", {}).items():
+    for key in src.get("options", {}):
         if key in SPARK_MANAGED_KAFKA_OPTIONS:
             instead = SPARK_MANAGED_KAFKA_OPTIONS[key]
             problems.append(
@@ -529,7 +529,7 @@ def _shared_places(views: list[View]) -> list[str]:
                 )
             same = _same_table(a, b)
             if same:  # a folder's views name it by path
-                key = "path" if b.sink["kind"] in ("parquet", "delta") else "table"
+                key = {"parquet": "path", "delta": "path", "kafka": "topic"}.get(b.sink["kind"], "table")
                 problems.append(f"{b.where('sink', key)}: {same}")
             for x, y in ((a, b), (b, a)):
                 if y.source["format"] == "files" and not is_uri(y.source["path"]):
@@ -544,6 +544,9 @@ def _shared_places(views: list[View]) -> list[str]:
 def _same_table(a: View, b: View) -> str | None:
     """Why ``a`` and ``b`` write one table (None when they do not)."""
     kind = a.sink["kind"]
+    if kind == b.sink["kind"] == "kafka":
+        where = [(v.sink["bootstrap_servers"], v.sink["topic"]) for v in (a, b)]
+        return f"the Kafka topic {a.sink['topic']} of {a.path} too" if where[0] == where[1] else None
     if kind != b.sink["kind"] or kind not in ("sqlite", "postgres", "parquet", "delta"):
         return None
     if kind in ("parquet", "delta"):

@@ -157,11 +157,14 @@ def test_record_json_is_sparks_to_json(spark):
         (1L, CAST(NULL AS DOUBLE), CAST(NULL AS DECIMAL(38, 6)), DATE'1901-12-31',
          TIMESTAMP'1969-07-20 20:17:40.123', TIMESTAMP_NTZ'2024-03-15 18:00:36.5', 'a"é\\n', X'00FF',
          true, FLOAT(0.1), INTERVAL '1 02:03:04.5' DAY TO SECOND),
-        (-9223372036854775808L, double('NaN'), CAST('12345678901234567890123456789012.345678' AS DECIMAL(38, 6)),
-         DATE'0001-01-01', TIMESTAMP'1900-01-01 00:00:00', TIMESTAMP_NTZ'1969-12-31 23:59:59.999', '',
+        (-9223372036854775808L, double('NaN'),
+         CAST('12345678901234567890123456789012.345678' AS DECIMAL(38, 6)), DATE'0001-01-01',
+         TIMESTAMP'1900-01-01 00:00:00',
+         TIMESTAMP_NTZ'1969-12-31 23:59:59.999', '',
          X'', false, FLOAT('-Infinity'), INTERVAL '-0 00:00:00.000001' DAY TO SECOND),
         (0L, -0.0D, CAST('-0.000001' AS DECIMAL(38, 6)), DATE'9999-12-31', TIMESTAMP'2024-01-01 00:00:00',
-         TIMESTAMP_NTZ'2024-01-01 00:00:00', NULL, NULL, NULL, FLOAT(3.4e38), INTERVAL '99 23:59:59' DAY TO SECOND),
+         TIMESTAMP_NTZ'2024-01-01 00:00:00', NULL, NULL, NULL, FLOAT(3.4e38),
+         INTERVAL '99 23:59:59' DAY TO SECOND),
         (7L, 1.5e300D, CAST(0 AS DECIMAL(38, 6)), NULL, NULL, NULL, '\\u0001', X'01', true, FLOAT(1e-7),
          NULL)
         AS t(i, f, d, day, ts, ntz, s, b, bo, fl, iv)"""
@@ -188,7 +191,9 @@ def kafka_view(tmp_path, bootstrap, emit, format, files):
         sink="kafka",
         shuffled=emit == "on_update",
         files=files,
-        sink_where=f'bootstrap_servers = "{bootstrap}"\n        topic = "{topic}"\n        format = "{format}"',
+        sink_where="\n        ".join(
+            [f'bootstrap_servers = "{bootstrap}"', f'topic = "{topic}"', f'format = "{format}"']
+        ),
     )
     return view, rows, topic
 
