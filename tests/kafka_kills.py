@@ -1,6 +1,7 @@
-"""Runs the command line as ``python -m overwindow`` does, the Kafka sink's n-th commit
-(environment: ``KAFKA_KILL_AT_COMMIT``) stopped by SIGKILL once the batch's records are on the broker
-and before its transaction commits."""
+"""Runs the command line as ``python -m overwindow`` does, stopped by SIGKILL right after the Kafka
+sink's n-th flush (environment: ``KAFKA_KILL_AT_FLUSH``; a batch flushes twice: its records, then
+its record of the batch), so an odd n stops a batch whose records are on the broker and whose
+transaction holds no record of it yet."""
 
 import os
 import signal
@@ -10,13 +11,13 @@ if __name__ == "__main__":
     from overwindow.__main__ import main
     from overwindow.pipeline.kafka_sink import KafkaSink
 
-    real, calls = KafkaSink._commit, []
+    real, calls = KafkaSink._flush, []
 
-    def commit(self):
-        calls.append(1)
-        if len(calls) == int(os.environ["KAFKA_KILL_AT_COMMIT"]):
+    def flush(self, batch_id):
+        real(self, batch_id)
+        calls.append(batch_id)
+        if len(calls) == int(os.environ["KAFKA_KILL_AT_FLUSH"]):
             os.kill(os.getpid(), signal.SIGKILL)
-        real(self)
 
-    KafkaSink._commit = commit
+    KafkaSink._flush = flush
     sys.exit(main(sys.argv[1:]))

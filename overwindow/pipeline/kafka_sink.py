@@ -30,6 +30,7 @@ KafkaSink(topic='t', format='upsert')
 from __future__ import annotations
 
 import json
+import sys
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -144,7 +145,7 @@ class KafkaSink:
 
     def _start(self) -> None:
         """The producer (transactional, else idempotent), the topic, and what the topic holds."""
-        from confluent_kafka import KafkaException, Producer
+        from confluent_kafka import KafkaError, KafkaException, Producer
         from confluent_kafka.admin import NewTopic
 
         admin = self._admin()
@@ -162,8 +163,13 @@ class KafkaSink:
             try:  # fences a producer of an earlier run, and aborts its open transaction
                 producer.init_transactions(_TIMEOUT_S)
             except KafkaException as e:
-                if "TRANSACTION" not in str(e).upper() and "UNSUPPORTED" not in str(e).upper():
+                if e.args[0].code() not in (KafkaError._UNSUPPORTED_FEATURE, KafkaError.UNSUPPORTED_VERSION):
                     raise
+                print(
+                    f"overwindow: the Kafka broker of topic {self.topic} has no transactions "
+                    f"({e.args[0].str()}): writing at least once (README, Kafka changelog)",
+                    file=sys.stderr,
+                )
                 self.transactions, producer = False, Producer(settings)
         else:
             producer = Producer(settings)
@@ -257,7 +263,7 @@ class KafkaSink:
             producer.produce(self.batches_topic, key=self.topic.encode(), value=done)
             self._flush(batch_id)
             if self.transactions:
-                self._commit()
+                producer.commit_transaction(_TIMEOUT_S)
         except BaseException:
             if self.transactions:
                 try:
@@ -267,9 +273,6 @@ class KafkaSink:
             raise
 
     def _flush(self, batch_id: int) -> None:
+        """Waits until the broker has every record produced (the kill test stops after one)."""
         if self._producer.flush(_TIMEOUT_S):
             raise TimeoutError(f"Kafka topic {self.topic}: the broker did not take batch {batch_id}")
-
-    def _commit(self) -> None:
-        """Commits the open transaction (a method of its own: the kill test stops here)."""
-        self._producer.commit_transaction(_TIMEOUT_S)
