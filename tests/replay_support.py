@@ -42,6 +42,7 @@ def write_view(
     several=False,
     name="view",
     files=6,
+    sink_where=None,
 ):
     """Six (``files``) batches of 40 events, as JSON files, or (``kafka`` = bootstrap address) as
     records of a one-partition topic read 40 per micro-batch; returns the view file and the events.
@@ -49,7 +50,8 @@ def write_view(
     default). ``shuffled`` (emit on update): event times in random order across the
     batches (so a batch changes rows the sink holds) and no watermark (none is late). ``several``:
     the view is the query ``SEVERAL`` (two window groups, one streaming query). ``name``: the view
-    file's name (``<name>.toml``: a job of several views names each by it)."""
+    file's name (``<name>.toml``: a job of several views names each by it). ``sink_where``: the
+    [sink] keys besides kind and checkpoint (default: the SQLite file and table, or the Delta folder)."""
     rng = np.random.default_rng(21)
     n = 40 * files
     seconds = rng.permutation(n) if shuffled else np.arange(n)
@@ -108,7 +110,9 @@ def write_view(
             else f'partition_by = ["k"]\n        calls = {json.dumps(CALLS)}',
             emit=emit,
             sink=sink,
-            where={
+            where=sink_where
+            if sink_where is not None
+            else {
                 "delta": 'path = "view.delta"',
                 "iceberg": 'catalog = "catalog.db"\n        warehouse = "warehouse"\n        table = "db.v"',
             }.get(sink, f'path = "view.sqlite"\n        table = "v_{emit}"'),

@@ -135,6 +135,13 @@ def sink_for(view: View):
         return PostgresSink(dsn, view.sink["table"], key, upsert=view.emit == "on_update")
     if kind in ("delta", "iceberg"):
         return table_format_sink(view)
+    if kind == "kafka":
+        from overwindow.pipeline.kafka_sink import KafkaSink
+        from overwindow.pipeline.sources import client_settings
+
+        config = {**client_settings(view, "sink"), "bootstrap.servers": view.sink["bootstrap_servers"]}
+        topic, upsert = view.sink["topic"], view.emit == "on_update"
+        return KafkaSink(config, topic, view.row_key_alone, upsert, view.name, view.sink["format"])
     if kind == "console":
         return ConsoleSink()
     raise ViewFileError(f"{view.path}: [sink] kind = {kind!r} is not available in this version")
@@ -147,7 +154,7 @@ def paired_sink(spark, view: View, struct=None):
     sink = sink_for(view)
     if hasattr(sink, "bookkeeping"):
         where = f" (checkpoint {view.checkpoint})"
-        table = view.sink.get("table") or view.sink["path"]
+        table = view.sink.get("table") or view.sink.get("path") or view.sink["topic"]
         check_pairing(table, sink.bookkeeping(), checkpoint_state(spark, view.checkpoint), where)
         if struct is not None:
             sink.check_columns(compat.to_arrow_schema(struct))

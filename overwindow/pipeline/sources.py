@@ -290,6 +290,28 @@ def _sql(field) -> str:
     return field.dataType.simpleString().upper()
 
 
+def client_settings(view: View, section: str) -> dict[str, str]:
+    """The Kafka client settings of ``[section] options``, a value written ``"env:NAME"`` read from
+    the environment variable NAME (so secrets stay out of view files, logs and checkpoints).
+
+    >>> v = View("v.toml", {"options": {"sasl.password": "env:HOME", "acks": 1}}, None, [], [],
+    ...          "on_update", None, None, {}, "chk")
+    >>> client_settings(v, "source") == {"sasl.password": os.environ["HOME"], "acks": "1"}
+    True
+    """
+    settings = {}
+    for key, value in view.section(section).get("options", {}).items():
+        if isinstance(value, str) and value.startswith("env:"):
+            if value[4:] not in os.environ:
+                raise ViewFileError(
+                    f"{view.path}: [{section}] options.{key} reads the environment variable "
+                    f"{value[4:]}, which is not set"
+                )
+            value = os.environ[value[4:]]
+        settings[key] = str(value)
+    return settings
+
+
 def kafka_options(view: View) -> dict:
     """The Kafka reader's options (Spark connector names) from the view's [source]. A client setting
     written ``"env:NAME"`` is read from the environment variable NAME, so secrets stay out of view
@@ -307,15 +329,8 @@ def kafka_options(view: View) -> dict:
         "subscribe": src["topic"],
         "startingOffsets": src["starting_offsets"],
     }
-    for key, value in src.get("options", {}).items():
-        if isinstance(value, str) and value.startswith("env:"):
-            if value[4:] not in os.environ:
-                raise ViewFileError(
-                    f"{view.path}: [source] options.{key} reads the environment variable "
-                    f"{value[4:]}, which is not set"
-                )
-            value = os.environ[value[4:]]
-        options[f"kafka.{key}"] = str(value)
+    for key, value in client_settings(view, "source").items():
+        options[f"kafka.{key}"] = value
     options["maxOffsetsPerTrigger"] = str(
         src.get("max_offsets_per_trigger") or DEFAULT_MAX_OFFSETS_PER_TRIGGER
     )

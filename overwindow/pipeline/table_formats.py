@@ -20,7 +20,7 @@ import pyarrow as pa
 from overwindow.physical.values import sql_type
 from overwindow.pipeline.sinks import Bookkeeping, SinkDriftError, _already_applied
 from overwindow.streaming.changelog import net_changes
-from overwindow.streaming.contract import CHANGE, ROW_ID, UPSERT
+from overwindow.streaming.contract import CHANGE, UPSERT
 
 QUERY_ID, BATCH_ID = "overwindow.queryId", "overwindow.batchId"  # keys of a commit's metadata
 
@@ -112,7 +112,7 @@ def table_format_sink(view):
     from overwindow.pipeline.view import ViewFileError
 
     kind, sink = view.sink["kind"], view.sink
-    key, upsert = view.group_key or view.row_key or [ROW_ID], view.emit == "on_update"
+    key, upsert = view.row_key_alone, view.emit == "on_update"
     package = {"delta": "deltalake", "iceberg": "pyiceberg"}[kind]
     try:
         importlib.import_module(package)

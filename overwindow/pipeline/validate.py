@@ -357,19 +357,11 @@ def _source_problems(view: View) -> list[str]:
                 what = "is a file, not a folder" if os.path.exists(base) else "does not exist"
                 problems.append(f"{view.where('source', 'path')}: {base} {what}")
         return problems
-    reason = _kafka_servers_problem(src["bootstrap_servers"])
-    if reason:
-        problems.append(f"{view.where('source', 'bootstrap_servers')}: {reason} (e.g. broker:9092)")
+    problems += _kafka_problems(view, "source")
     try:
         parse_delay(src["idle_timeout"])
     except SparkStringError as e:
         problems.append(f"{view.where('source', 'idle_timeout')}: {e} (e.g. '30 seconds')")
-    topic = src["topic"]
-    if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", topic) or topic in (".", ".."):
-        problems.append(
-            f"{view.where('source', 'topic')}: {topic!r} is not a Kafka topic name (one topic; letters, "
-            "digits, '.', '_', '-', up to 249)"
-        )
     connector = "spark-sql-kafka" in os.environ.get("OVERWINDOW_SPARK_PACKAGES", "")
     if src["reader"] == "python" or (src["reader"] == "auto" and not connector):
         try:  # the Python reader is what runs: refused before a broker is asked, on PySpark 3.5
@@ -379,16 +371,33 @@ def _source_problems(view: View) -> list[str]:
     if src["reader"] == "python" and importlib.util.find_spec("confluent_kafka") is None:
         need = "overwindow's Kafka reader needs confluent-kafka: pip install 'overwindow[kafka]'"
         problems.append(f"{view.where('source', 'reader')}: {need}")
-    for key, value in src.get("options", {}).items():
+    for key in src.get("options", {}):
         if key in SPARK_MANAGED_KAFKA_OPTIONS:
             instead = SPARK_MANAGED_KAFKA_OPTIONS[key]
             problems.append(
                 f"{view.where('source', 'options')}: {key} is managed by the job"
                 + (f"; set [source] {instead} instead" if instead else "; remove it")
             )
+    return problems
+
+
+def _kafka_problems(view: View, section: str) -> list[str]:
+    """What is wrong with a Kafka source's or sink's brokers, topic and ``env:`` options."""
+    place = view.section(section)
+    problems = []
+    reason = _kafka_servers_problem(place["bootstrap_servers"])
+    if reason:
+        problems.append(f"{view.where(section, 'bootstrap_servers')}: {reason} (e.g. broker:9092)")
+    topic = place["topic"]
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", topic) or topic in (".", ".."):
+        problems.append(
+            f"{view.where(section, 'topic')}: {topic!r} is not a Kafka topic name (one topic; letters, "
+            "digits, '.', '_', '-', up to 249)"
+        )
+    for key, value in place.get("options", {}).items():
         if isinstance(value, str) and value.startswith("env:") and value[4:] not in os.environ:
             problems.append(
-                f"{view.where('source', 'options')}: options.{key} reads the environment variable "
+                f"{view.where(section, 'options')}: options.{key} reads the environment variable "
                 f"{value[4:]}, which is not set"
             )
     return problems
@@ -448,6 +457,11 @@ def _sink_problems(view: View, out: Checked | None, create: bool) -> list[str]:
                 f"{view.where('sink', 'partition_by')}: the view writes no column {unknown[0]} "
                 f"(it writes {', '.join(c for c in out.columns if c != CHANGE)})"
             )
+    if sink["kind"] == "kafka":
+        problems += _kafka_problems(view, "sink")
+        if importlib.util.find_spec("confluent_kafka") is None:
+            need = "the Kafka sink writes with confluent-kafka: pip install 'overwindow[kafka]'"
+            problems.append(f"{view.where('sink', 'kind')}: {need}")
     if sink["kind"] == "postgres":
         long = [n for n in [table] + (out.columns if out else []) if len(n.encode()) > POSTGRES_NAME_BYTES]
         if long:
@@ -522,7 +536,7 @@ def _shared_places(views: list[View]) -> list[str]:
                 )
             same = _same_table(a, b)
             if same:  # a folder's views name it by path
-                key = "path" if b.sink["kind"] in ("parquet", "delta") else "table"
+                key = {"parquet": "path", "delta": "path", "kafka": "topic"}.get(b.sink["kind"], "table")
                 problems.append(f"{b.where('sink', key)}: {same}")
             for x, y in ((a, b), (b, a)):
                 if y.source["format"] == "files" and not is_uri(y.source["path"]):
@@ -537,6 +551,9 @@ def _shared_places(views: list[View]) -> list[str]:
 def _same_table(a: View, b: View) -> str | None:
     """Why ``a`` and ``b`` write one table (None when they do not)."""
     kind = a.sink["kind"]
+    if kind == b.sink["kind"] == "kafka":
+        where = [(v.sink["bootstrap_servers"], v.sink["topic"]) for v in (a, b)]
+        return f"the Kafka topic {a.sink['topic']} of {a.path} too" if where[0] == where[1] else None
     if kind != b.sink["kind"] or kind not in ("sqlite", "postgres", "parquet", "delta", "iceberg"):
         return None
     if kind == "iceberg":
@@ -561,7 +578,7 @@ def _same_table(a: View, b: View) -> str | None:
 
 def preflight(views: list[View], timeout: float = 10.0) -> None:
     """What ``run`` checks outside the machine before Spark starts: each PostgreSQL sink accepts a
-    connection, and some Kafka broker of each Kafka source answers on its port."""
+    connection, and some Kafka broker of each Kafka source and sink answers on its port."""
     problems = []
     for view in views:
         if view.sink["kind"] == "postgres":
@@ -571,9 +588,9 @@ def preflight(views: list[View], timeout: float = 10.0) -> None:
                 problems.append(
                     f"{view.where('sink', 'dsn_env')}: PostgreSQL from {view.sink['dsn_env']}: {e}"
                 )
-        if view.source["format"] == "kafka":
+        for section in [s for s in ("source", "sink") if view.section(s).get("bootstrap_servers")]:
             reasons = []
-            for server in view.source["bootstrap_servers"].split(","):
+            for server in view.section(section)["bootstrap_servers"].split(","):
                 host, _, port = server.strip().rpartition(":")
                 try:
                     socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
@@ -581,7 +598,7 @@ def preflight(views: list[View], timeout: float = 10.0) -> None:
                 except OSError as e:
                     reasons.append(f"{server.strip()}: {e.strerror or e}")
             else:
-                where = view.where("source", "bootstrap_servers")
+                where = view.where(section, "bootstrap_servers")
                 problems.append(f"{where}: no Kafka broker answers ({'; '.join(reasons)})")
     if problems:
         raise ViewFileError("\n".join(problems))

@@ -20,7 +20,7 @@ emit = "on_window_close"         # on_window_close | on_update
 row_key = ["plant", "date"]
 
 [sink]
-kind = "sqlite"                  # sqlite | postgres | parquet | delta | iceberg | console
+kind = "sqlite"                  # sqlite | postgres | parquet | delta | iceberg | kafka | console
 path = "view.sqlite"             # sqlite: the database file; parquet: the folder
 table = "plant_view"
 checkpoint = "checkpoint/"
@@ -79,7 +79,7 @@ SOURCES = ("files", "kafka")
 FILE_FORMATS = ("json", "parquet", "csv")
 STARTING_OFFSETS = ("earliest", "latest")
 KAFKA_READERS = ("auto", "spark", "python")  # Spark's connector if present, else ours; only one; only ours
-SINKS = ("sqlite", "postgres", "parquet", "delta", "iceberg", "console")
+SINKS = ("sqlite", "postgres", "parquet", "delta", "iceberg", "kafka", "console")
 ENVELOPES = ("none", "debezium")  # [source] envelope: rows as they are, or Debezium change events
 LATE_ROWS = ("count", "dead_letter")  # [source] late_rows: late rows counted, or kept too
 
@@ -132,6 +132,7 @@ SECTIONS = (
 
 _FILES = ("source", "format", ("files",))
 _KAFKA = ("source", "format", ("kafka",))
+_KAFKA_SINK = ("sink", "kind", ("kafka",))
 KEYS = (
     Key("source", "format", "text", "where rows come from", required=True, choices=SOURCES),
     Key(
@@ -386,6 +387,33 @@ KEYS = (
     ),
     Key(
         "sink",
+        "bootstrap_servers",
+        "text",
+        "the Kafka brokers the changelog is written to, `host:port[,host:port]`",
+        required=True,
+        when=_KAFKA_SINK,
+    ),
+    Key("sink", "topic", "text", "the Kafka topic of the changelog", required=True, when=_KAFKA_SINK),
+    Key(
+        "sink",
+        "format",
+        "text",
+        "the changelog's records: the row or a tombstone (upsert-kafka), or Debezium change events",
+        "upsert",
+        choices=("upsert", "debezium"),
+        when=_KAFKA_SINK,
+    ),
+    Key(
+        "sink",
+        "options",
+        "table",
+        'Kafka producer settings, e.g. `{ "security.protocol" = "SASL_SSL" }`; a value `"env:NAME"` is '
+        "read from the environment variable NAME",
+        {},
+        when=_KAFKA_SINK,
+    ),
+    Key(
+        "sink",
         "dsn_env",
         "text",
         "the environment variable holding the PostgreSQL connection string",
@@ -451,6 +479,12 @@ class View:
         """The columns that key the view's table on update: a GROUP BY's keys; else the PARTITION BY
         columns and the row key (``_row_id`` without one)."""
         return self.group_key or self.partition_by + (self.row_key or [ROW_ID])
+
+    @property
+    def row_key_alone(self) -> list[str]:
+        """The columns that key a table applying the changelog contract (Delta, Iceberg, Kafka):
+        a GROUP BY's keys; else the row key alone (``_row_id`` without one)."""
+        return self.group_key or self.row_key or [ROW_ID]
 
     @property
     def several(self) -> bool:

@@ -415,3 +415,29 @@ def test_two_views_of_one_job_may_not_write_one_delta_table(tmp_path, no_jvm):
     a = view_file(tmp_path / "a", GOOD.replace(sink, delta.format(table, "chk")))
     b = view_file(tmp_path / "b", GOOD.replace(sink, delta.format(table, "chk")))
     assert problems([a, b]) == [f"{b}: [sink] path (line 19): the Delta folder of {a} too"]
+
+
+def test_a_kafka_sink_is_checked_in_its_keys_words(tmp_path, no_jvm, capsys, monkeypatch):
+    """Issue 41: a Kafka sink's brokers, topic, format and env: options are checked before Spark
+    starts, each with its key and line; two views may not write one topic."""
+    monkeypatch.delenv("OW_TEST_UNSET", raising=False)
+    sink = 'kind = "sqlite"\npath = "out/view.sqlite"\ntable = "v"\ncheckpoint = "chk"'
+    kafka = (
+        'kind = "kafka"\nbootstrap_servers = "{}"\ntopic = "{}"\nformat = "{}"\n'
+        'options = {{ "sasl.password" = "{}" }}\ncheckpoint = "chk"'
+    )
+    good = view_file(tmp_path / "good", GOOD.replace(sink, kafka.format("b:9092", "v", "debezium", "x")))
+    assert main(["validate", good]) == 0, capsys.readouterr().err
+    bad = view_file(
+        tmp_path / "bad", GOOD.replace(sink, kafka.format("b", "a b", "upsert", "env:OW_TEST_UNSET"))
+    )
+    found = problems([bad])
+    assert any("[sink] bootstrap_servers (line 19): 'b' is not host:port" in x for x in found), found
+    assert any("[sink] topic (line 20): 'a b' is not a Kafka topic name" in x for x in found), found
+    assert any(
+        "[sink] options (line 22): options.sasl.password reads the environment variable" in x for x in found
+    )
+    with pytest.raises(ViewFileError, match=r"\[sink\] format .*debezium"):
+        load_view(good, {"sink.format": "json"})
+    other = view_file(tmp_path / "other", GOOD.replace(sink, kafka.format("b:9092", "v", "upsert", "x")))
+    assert any("[sink] topic (line 20): the Kafka topic v of" in x for x in problems([good, other]))
