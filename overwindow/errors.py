@@ -12,3 +12,14 @@ class WindowSpecError(ValueError):
 
 class WindowRuntimeError(ArithmeticError):
     """A window call that failed on the data, e.g. ``sum(x) overflows BIGINT``."""
+
+
+class FrameErrors(WindowRuntimeError):
+    """A user's function failed on some rows' frames (a pandas_udf raised): ``result`` holds every
+    row's value (NULL where it failed), ``reasons`` per row why it failed (None where it did not).
+    The batch evaluator raises the first reason; a stream sets those rows aside
+    (``overwindow.streaming.aside``)."""
+
+    def __init__(self, result, reasons):
+        super().__init__(next(r for r in reasons if r is not None))
+        self.result, self.reasons = result, reasons

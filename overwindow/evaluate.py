@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from overwindow.errors import WindowRuntimeError, WindowSpecError
+from overwindow.errors import FrameErrors, WindowRuntimeError, WindowSpecError
 from overwindow.logical.bind import is_plain
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.frame import FrameUnit
@@ -133,11 +133,33 @@ def evaluate_calls(
         known = _with_inverse(layout)
         layouts.update(((call.partition_by, call.order_by), known) for e in exprs for call in e.calls)
     columns: dict[tuple, Values] = {}  # calls over the same argument share its numpy views
-    return {call.alias: _evaluate_call(table, call, layouts, columns) for e in exprs for call in e.calls}
+    results = {}
+    for e in exprs:
+        for call in e.calls:
+            try:
+                results[call.alias] = _evaluate_call(table, call, layouts, columns)
+            except FrameErrors as failed:  # a pandas_udf raised on some frames: project raises
+                results[call.alias] = failed.result
+                results[frames_failed(call.alias)] = pa.array(failed.reasons, pa.string())
+    return results
+
+
+def frames_failed(alias: str) -> str:
+    """The key, among ``evaluate_calls``' results, of why the call ``alias`` failed on each row's
+    frame (NULL where it did not), present only where it did (a pandas_udf raised); ``project``
+    raises the reason of a row holding one, so ``overwindow.streaming.aside`` finds such rows as it
+    finds those an expression fails on, and sets them aside."""
+    return f"__ow_frame_failed_{alias}"
 
 
 def project(table: pa.Table, exprs: list[WindowExpression], results: dict[str, pa.Array]) -> pa.Table:
-    """``table`` plus each window expression's column, computed from the calls' results."""
+    """``table`` plus each window expression's column, computed from the calls' results. Raises
+    WindowRuntimeError where a call failed on a row's frame (``frames_failed``)."""
+    for e in exprs:
+        for call in e.calls:
+            why = results.get(frames_failed(call.alias))
+            if why is not None and why.null_count < len(why):
+                raise WindowRuntimeError(why.drop_null()[0].as_py())
     out = table
     for e in exprs:
         if e.expr is None:
@@ -261,10 +283,19 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
             frames = frame_bounds(layout, call.frame, key, k.descending, k.nulls_first)
         else:
             frames = frame_bounds(layout, call.frame)
-    result = choice.run(CallInput(layout, frames, values, mask, default, args))
+    reasons = None
+    try:
+        result = choice.run(CallInput(layout, frames, values, mask, default, args))
+    except FrameErrors as e:
+        result, reasons = e.result, e.reasons
     if isinstance(result, pa.ChunkedArray):
         result = result.combine_chunks()
     want = result_type(call, *types)
     if want is not None and result.type != want:  # e.g. a Python aggregate's inferred types
         result = result.cast(want, safe=not pa.types.is_floating(want))
-    return result if layout.identity else result.take(pa.array(inverse))
+    result = result if layout.identity else result.take(pa.array(inverse))
+    if reasons is not None:
+        where = f"{call.function_sql()} OVER ({call.over_sql()})"
+        said = [None if r is None else f"{where} failed on this row's frame: {r}" for r in reasons]
+        raise FrameErrors(result, said if layout.identity else [said[i] for i in inverse])
+    return result

@@ -504,3 +504,105 @@ def test_three_kernels_agree_on_a_larger_table(frame):
         results.append(evaluate(t, sql).column("r").to_pylist())
     assert results[0] == results[1] == results[2]
     assert any(v is not None for v in results[0])
+
+
+# --- grouped-aggregate pandas_udfs (overwindow.spark.pandas_udf) --------------------------------
+
+
+def _pandas_udf(name: str, function, arity: int, spark_type=None, **conversions) -> str:
+    """``function`` registered as a pandas_udf of ``arity`` arguments (no Spark needed)."""
+    from pyspark.sql.types import DoubleType
+
+    from overwindow.spark.pandas_udf import Conversions, register
+
+    settings = Conversions(**conversions)
+    return register(name, function, spark_type or DoubleType(), arity, name.encode(), settings)
+
+
+def _nulls_and_sum(v, w):
+    """Reads NULLs (NaN in pandas), the values and the empty frame (max of nothing: NaN)."""
+    return float(v.isna().sum() * 1000 + v.sum() + 3 * w.max())
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(case=cases())
+def test_a_pandas_udf_is_called_on_each_rows_frame_with_its_nulls(case):
+    """Each row's value is the function of its frame's rows (the brute-force frames above), NULLs
+    passed as NaN and empty frames called too, as Spark calls a pandas_udf; NaN results are NULL."""
+    import pandas as pd
+
+    p, o, x, _, unit, start, end, _, _ = case
+    unit = "RANGE" if unit == "GROUPS" else unit  # Spark runs a pandas_udf over ROWS and RANGE only
+    name = _pandas_udf("nulls_and_sum", _nulls_and_sum, 2)
+    table = pa.table(
+        {"p": pa.array(p, pa.int64()), "o": pa.array(o, pa.int64()), "x": pa.array(x, pa.int64())}
+    )
+    sql = (
+        f"{name}(x, o) OVER (PARTITION BY p ORDER BY o {unit} BETWEEN {bound_sql(start)} AND "
+        f"{bound_sql(end)}) AS r"
+    )
+    note(sql)
+    frames = brute_frames(p, o, unit, start, end, "NO OTHERS")
+    want = []
+    for r in range(len(p)):
+        v, w = (pd.Series([col[q] for q in frames[r]], dtype="float64") for col in (x, o))
+        value = _nulls_and_sum(v, w)
+        want.append(None if np.isnan(value) else value)
+    got = evaluate(table, sql)
+    assert got.column("r").to_pylist() == want
+    assert got.schema.field("r").type == pa.float64()
+
+
+def test_a_pandas_udf_result_takes_its_declared_type():
+    from pyspark.sql.types import IntegerType
+
+    name = _pandas_udf("frame_length", lambda v: len(v), 1, IntegerType())
+    got = evaluate(pa.table({"t": [1, 2, 3], "x": [None, 1.0, 2.0]}), f"{name}(x) OVER (ORDER BY t) AS n")
+    assert got.column("n").to_pylist() == [1, 2, 3]
+    assert got.schema.field("n").type == pa.int32()
+
+
+@pytest.mark.parametrize(
+    "over, words",
+    [
+        ("ORDER BY t GROUPS 1 PRECEDING", "runs over ROWS or RANGE frames without EXCLUDE"),
+        ("ORDER BY t ROWS 1 PRECEDING EXCLUDE CURRENT ROW", "runs over ROWS or RANGE frames without EXCLUDE"),
+    ],
+)
+def test_frames_spark_refuses_for_a_pandas_udf_are_refused_in_sql_words(over, words):
+    name = _pandas_udf("mean_of", lambda v: v.mean(), 1)
+    with pytest.raises(WindowSpecError, match=words):
+        parse_window(f"{name}(x) OVER ({over}) AS m")
+    with pytest.raises(WindowSpecError, match="does not take FILTER"):
+        parse_window(f"{name}(x) FILTER (WHERE x > 0) OVER (ORDER BY t) AS m")
+
+
+def test_a_frame_the_function_raises_on_fails_the_batch_naming_the_call():
+    from overwindow.errors import WindowRuntimeError
+
+    def picky(v):
+        if (v == 7.0).any():
+            raise ValueError("seven")
+        return float(v.sum())
+
+    name = _pandas_udf("picky", picky, 1)
+    table = pa.table({"t": [1, 2, 3], "x": [1.0, 7.0, 2.0]})
+    with pytest.raises(
+        WindowRuntimeError, match=r"picky\(x\) OVER .* failed on this row's frame: ValueError: seven"
+    ):
+        evaluate(table, f"{name}(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s")
+    assert evaluate(table.slice(2), f"{name}(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s")[
+        "s"
+    ].to_pylist() == [2.0]
+
+
+def test_a_value_the_declared_type_cannot_hold_fails_its_row():
+    """Spark's conversion under its safe check refuses 1.5 as an INT (its Arrow cast truncates):
+    the row's failure."""
+    from pyspark.sql.types import IntegerType
+
+    from overwindow.errors import WindowRuntimeError
+
+    name = _pandas_udf("halves", lambda v: len(v) / 2, 1, IntegerType(), safecheck=True)
+    with pytest.raises(WindowRuntimeError, match="Failed to convert the value .* to Arrow type .int32."):
+        evaluate(pa.table({"t": [1, 2, 3], "x": [1.0, 2.0, 3.0]}), f"{name}(x) OVER (ORDER BY t) AS h")

@@ -15,7 +15,7 @@ from functools import cached_property
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.expr import Expr, sql_literal
-from overwindow.logical.frame import Bound, BoundKind, Frame, FrameUnit, Interval
+from overwindow.logical.frame import Bound, BoundKind, Exclude, Frame, FrameUnit, Interval
 from overwindow.logical.functions import Kind, Reach, lookup
 
 _UNBOUNDED = (BoundKind.UNBOUNDED_PRECEDING, BoundKind.UNBOUNDED_FOLLOWING)
@@ -309,6 +309,7 @@ def validate(call: WindowCall) -> None:
         raise WindowSpecError(f"RESPECT NULLS is not allowed with {call.function}() {where}")
     if call.ignore_nulls and call.respect_nulls:
         raise WindowSpecError(f"IGNORE NULLS and RESPECT NULLS together {where}")
+    _validate_user_function(call, info, where)
     if call.filter is not None and info.kind is not Kind.AGGREGATE:
         raise WindowSpecError(
             f"FILTER (WHERE ...) is only allowed with aggregate functions, not {call.function}() {where}"
@@ -348,6 +349,22 @@ def validate(call: WindowCall) -> None:
         raise WindowSpecError(f"{call.function}() needs its {', '.join(info.params)} argument {where}")
     _validate_parameters(call, where)
     _validate_frame(call, where)
+
+
+def _validate_user_function(call: WindowCall, info, where: str) -> None:
+    """What a function runs over where it says so (``FunctionInfo.frame_units``, ``filters``): a
+    pandas_udf over ROWS and RANGE frames without EXCLUDE or FILTER, as Spark runs one (Spark's
+    parser has no EXCLUDE; FILTER: INVALID_SQL_SYNTAX.FUNCTION_WITH_UNSUPPORTED_SYNTAX)."""
+    what = f"{info.kind_words} {call.function}()".strip()
+    if call.filter is not None and not info.filters:
+        raise WindowSpecError(f"{what} does not take FILTER (WHERE ...), as in Spark {where}")
+    if not info.frame_units:
+        return
+    units = " or ".join(info.frame_units)
+    if call.frame.unit.value not in info.frame_units or call.frame.exclude is not Exclude.NO_OTHERS:
+        raise WindowSpecError(
+            f"{what} runs over {units} frames without EXCLUDE, as Spark runs it; got {call.frame} {where}"
+        )
 
 
 def hll_register_bits(relative_sd: float) -> int:

@@ -115,6 +115,11 @@ class FunctionInfo:
     previous_value: bool = False  # reads the previous row whose first argument is not NULL
     reach: Reach = Reach.FRAME  # how far its value reaches (streaming: what to keep and recompute)
     counts: Counts | None = None  # TO_END only: what it counts from the partition's first row
+    # the frame units it takes, by name ("ROWS", "RANGE"; empty: every unit) and whether it takes
+    # FILTER (WHERE ...): a pandas_udf runs where Spark runs one (overwindow.spark.pandas_udf)
+    frame_units: tuple[str, ...] = ()
+    filters: bool = True
+    kind_words: str = ""  # what the function is, for messages ("the pandas_udf"): empty for built-ins
 
     @property
     def n_args(self) -> int:
@@ -257,11 +262,15 @@ _USER_CLASSES: dict[str, type] = {}
 
 
 def register_user_aggregate(name: str, cls: type) -> None:
-    """Make ``name(x) OVER (...)`` call the Python aggregate class ``cls`` (see overwindow.udaf)."""
+    """Make ``name(x) OVER (...)`` call the Python aggregate class ``cls`` (see overwindow.udaf): one
+    argument whose NULLs leave a row out, or what ``cls.function_info(name)`` says where it says it
+    (a pandas_udf: its arguments, NULLs kept, its frames; overwindow.spark.pandas_udf)."""
     key = name.lower()
     if key in BUILTINS or key in ALIASES:
         raise WindowSpecError(f"cannot register aggregate {name!r}: it is a built-in function name")
-    _USER_AGGREGATES[key] = FunctionInfo(key, Kind.AGGREGATE, (Accepts.ANY,), result=Result.USER)
+    describe = getattr(cls, "function_info", None)
+    info = describe(key) if callable(describe) else None
+    _USER_AGGREGATES[key] = info or FunctionInfo(key, Kind.AGGREGATE, (Accepts.ANY,), result=Result.USER)
     _USER_CLASSES[key] = cls
 
 

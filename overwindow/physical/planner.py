@@ -8,7 +8,7 @@ logical call decides, the kernel only executes.
 The kernels live in physical/registry.py (one per catalog name); argument and result types in
 physical/types.py; this module adds what depends on the call's shape: a whole-partition frame is
 computed once per partition and broadcast, and Python aggregates (overwindow.Aggregate) pick the
-sliding, segment-tree or naive path from the methods they define.
+sliding, segment-tree or naive path from the methods they define (a pandas_udf: per frame).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from overwindow.errors import FrameErrors
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, Exclude
 from overwindow.logical.functions import Kind, user_aggregate_class
@@ -67,6 +68,8 @@ def _python_kernel(call: WindowCall, agg, force_naive: bool) -> KernelChoice:
     running = (
         call.frame.start.kind is BoundKind.UNBOUNDED_PRECEDING and call.frame.exclude is Exclude.NO_OTHERS
     )
+    if python_aggregate.has(agg, "frame"):  # a function of whole frames (a pandas_udf)
+        return KernelChoice("per-frame", lambda inp: python_aggregate.per_frame(agg, inp.args, inp.frames))
     if force_naive:
         kernel, name = python_aggregate.naive, "naive"
     elif python_aggregate.has(agg, "retract") or running:
@@ -95,6 +98,10 @@ def _framed(call: WindowCall, choice: KernelChoice) -> KernelChoice:
     def run(inp: CallInput) -> pa.Array:
         firsts = inp.layout.part_bounds[:-1]
         once = CallInput(inp.layout, inp.frames.take(firsts), inp.values, inp.mask, inp.default, inp.args)
-        return choice.run(once).take(pa.array(inp.layout.part_id))
+        spread = pa.array(inp.layout.part_id)
+        try:
+            return choice.run(once).take(spread)
+        except FrameErrors as e:  # each partition's failure is every one of its rows'
+            raise FrameErrors(e.result.take(spread), [e.reasons[p] for p in inp.layout.part_id]) from None
 
     return KernelChoice("broadcast+" + choice.name, run)

@@ -32,6 +32,7 @@ from sqlglot import exp
 from overwindow.errors import WindowSpecError
 from overwindow.logical.call import quote
 from overwindow.logical.expr import DIALECT, sql_literal
+from overwindow.spark import pandas_udf
 
 # ---------------------------------------------------------------------------------------------
 # the neutral tree
@@ -116,6 +117,9 @@ def _catalyst(e) -> Node:
     if kind == "Alias":
         return Node("alias", args=(_catalyst(e.child()),), name=e.name())
     if kind == "PythonUDF" or kind.endswith("UDF"):
+        name = pandas_udf.from_classic(e)
+        if name is not None:
+            return Node("function", name=name, args=tuple(_catalyst(c) for c in children))
         return _opaque(f"the Python UDF {e.name()}")
     if kind == "Literal":
         value = e.value()
@@ -352,12 +356,36 @@ def _classic(n) -> Node:
             frame=frame,
         )
     if kind == "ExpressionColumnNode":
+        pandas = _classic_pandas_udf(n.expression())
+        if pandas is not None:
+            return pandas
         inner = n.expression().getClass().getSimpleName()
         if "UDF" in inner:
             return _opaque(f"the Python UDF {n.expression().name()}")
         return _opaque(f"the Spark expression {inner}")
     text = n.sql()  # any other node (arr[1], a lambda, ...): Spark's SQL of it, unless it holds a window
     return _opaque(n.toString()) if sql_has_window(text) else Node("sql", text=text)
+
+
+def _classic_pandas_udf(e) -> Node | None:
+    """A grouped-aggregate pandas_udf's call (an ``AggregateExpression`` of a ``PythonUDAF`` whose
+    arguments are Column nodes) as a call of the name it is registered under in overwindow's
+    catalog (``overwindow.spark.pandas_udf``); None for any other expression."""
+    if e.getClass().getSimpleName() != "AggregateExpression":
+        return None
+    f = e.aggregateFunction()
+    if f.getClass().getSimpleName() != "PythonUDAF":
+        return None
+    name = pandas_udf.from_classic(f)
+    if name is None:
+        return None
+    args = []
+    for child in _seq(f.children()):
+        try:
+            args.append(_classic(child.node()))
+        except Exception:  # not a Column's node: Spark's own expression
+            args.append(_opaque(f"the argument {child.toString()} of the pandas_udf {f.name()}"))
+    return Node("function", name=name, args=tuple(args))
 
 
 def _classic_bound(b):

@@ -521,7 +521,8 @@ def _items(df, column, F) -> list[_Item]:
     if opaque:
         raise C.Untranslatable(
             f"cannot translate {column} for overwindow: {opaque[0]} is not a window function or "
-            "expression overwindow computes (write aggregates in Python as overwindow.Aggregate)"
+            "expression overwindow computes (write aggregates in Python as overwindow.Aggregate or a "
+            "grouped-aggregate pandas_udf)"
         )
     if body.kind == "sql":
         item = _sql_item(body.text, column)

@@ -8,7 +8,7 @@ import os
 
 import pyarrow as pa
 import pytest
-from test_select import SCHEMA, _assert_as_spark, _collect, _source
+from test_select import SCHEMA, _assert_as_spark, _collect, _source, _stream_as_spark
 
 import overwindow
 from overwindow.logical.bind import bind
@@ -71,18 +71,7 @@ def test_spark_functions_and_an_order_by_expression_on_update_equal_spark_batch(
         F.rank().over(by_minus).alias("r"),
         F.lead(F.format_string("%s/%d", "k", "n")).over(by_minus).alias("nxt"),
     ]
-    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
-    out = overwindow.select(events, *columns, emit="on_update", rowKey="rid")
-    table = {}
-    for r in _collect(out, str(tmp_path / "chk"), "update"):
-        if r["_change"] == "delete":
-            table.pop(r["rid"], None)
-        else:
-            table[r["rid"]] = r
-    batch = spark.read.schema(SCHEMA).parquet(src).select(*columns)
-    assert out.columns == [*batch.columns, "_change"]
-    _assert_as_spark(out, list(table.values()), batch, set(table))
-    assert rids <= set(table)
+    _stream_as_spark(spark, src, columns, str(tmp_path / "chk"), rids, emit="on_update")
 
 
 def test_a_row_an_argument_fails_on_is_set_aside_and_the_rest_equal_spark_batch(spark, tmp_path):

@@ -110,6 +110,33 @@ def _assert_as_spark(out, rows, batch, rids):
     assert seen == rids
 
 
+def _stream_as_spark(spark, src, columns, chk, rids, emit="on_window_close"):
+    """``overwindow.select(events, *columns, rowKey="rid")`` over a stream of ``src``'s files (a
+    micro-batch each; watermarked on ts on window close) equals Spark's batch ``df.select(*columns)``
+    over the same rows: its names, types and values, on window close of the rows emitted (every row
+    of ``rids``), on update of the table its changelog leaves (holding every row of ``rids``).
+    Returns the stream's DataFrame."""
+    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    batch = spark.read.schema(SCHEMA).parquet(src).select(*columns)
+    if emit == "on_window_close":
+        out = overwindow.select(events.withWatermark("ts", "0 seconds"), *columns, rowKey="rid")
+        rows = _collect(out, chk, "append")
+        assert out.columns == batch.columns
+        _assert_as_spark(out, rows, batch, rids)
+        return out
+    out = overwindow.select(events, *columns, emit="on_update", rowKey="rid")
+    table = {}
+    for r in _collect(out, chk, "update"):
+        if r["_change"] == "delete":
+            table.pop(r["rid"], None)
+        else:
+            table[r["rid"]] = r
+    assert out.columns == [*batch.columns, "_change"]
+    _assert_as_spark(out, list(table.values()), batch, set(table))
+    assert rids <= set(table)
+    return out
+
+
 def test_pyspark_columns_on_window_close_equal_spark_batch(spark, tmp_path):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -168,19 +195,7 @@ def test_pyspark_range_frame_on_update_equals_spark_batch(spark, tmp_path):
         F.count("x").over(w.rangeBetween(-5, 5)).alias("c5"),
         F.dense_rank().over(w).alias("dr"),
     ]
-    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
-    out = overwindow.select(events, *columns, emit="on_update", rowKey="rid")
-    assert out.columns[-1] == "_change"
-    table = {}
-    for r in _collect(out, str(tmp_path / "chk"), "update"):
-        if r["_change"] == "delete":
-            table.pop(r["rid"], None)
-        else:
-            table[r["rid"]] = r
-    batch = spark.read.schema(SCHEMA).parquet(src).select(*columns)
-    assert out.columns == [*batch.columns, "_change"]
-    _assert_as_spark(out, list(table.values()), batch, set(table))
-    assert rids <= set(table)
+    _stream_as_spark(spark, src, columns, str(tmp_path / "chk"), rids, emit="on_update")
 
 
 def test_sql_over_a_streaming_view_with_where_equals_spark_sql(spark, tmp_path):

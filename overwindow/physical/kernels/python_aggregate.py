@@ -5,6 +5,9 @@
 * sliding: one state slid over the frames with update/retract; O(n) calls.
 * segment tree (fanout 16) of partial states, combined with merge: O(n) merges to build, O(16 log16 n)
   per frame.
+* per frame: an aggregate of whole frames (``inputs``, ``frame``, ``results``: a pandas_udf, see
+  overwindow.spark.pandas_udf) called once per row on its frame's slice of every argument, as Spark
+  calls a pandas_udf over a window; O(sum of frame sizes) plus one call per row.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from overwindow.errors import FrameErrors
 from overwindow.physical.bounds import Frames
 from overwindow.physical.kernels.holistic import _compact
 from overwindow.physical.kernels.sliding import frame_values, slide
@@ -101,3 +105,59 @@ def segment_tree(agg, values: Values, mask: np.ndarray, frames: Frames) -> pa.Ar
                 state = agg.merge(state, query(int(s[r]), int(e[r])))
         out.append(agg.evaluate(state))
     return _result(agg, out)
+
+
+def per_frame(agg, args: tuple[Values, ...], frames: Frames) -> pa.Array:
+    """``agg.frame(inputs, lo, hi)`` for each row's frame ``[lo, hi)`` of the sorted arguments, an
+    empty frame too (``inputs``: ``agg.inputs`` of the argument arrays, made once), the values made
+    an array by ``agg.results``. A row whose call raises gets NULL and its reason, and the kernel
+    raises ``FrameErrors`` with every row's value and reason once all are done; so does a row whose
+    value ``agg.results`` cannot make (each value is then tried on its own). O(n) calls.
+
+    >>> class Length:
+    ...     def inputs(self, arrays): return [a.to_pylist() for a in arrays]
+    ...     def frame(self, inputs, lo, hi): return len(inputs[0][lo:hi]) // (hi - lo - 1)
+    ...     def results(self, values): return pa.array(values, pa.int64())
+    >>> f = Frames([(np.array([0, 0, 1]), np.array([1, 2, 3]))])
+    >>> try:
+    ...     per_frame(Length(), (Values(pa.array([5, 6, 7])),), f)
+    ... except FrameErrors as e:
+    ...     print(e.result.to_pylist(), e.reasons)
+    [None, 2, 2] ['ZeroDivisionError: integer division or modulo by zero', None, None]
+    """
+    if len(frames.parts) != 1:
+        raise AssertionError("a function of whole frames takes frames of one part (no EXCLUDE)")
+    inputs = agg.inputs([a.array for a in args])
+    values, reasons = [], []
+    for lo, hi in zip(frames.start.tolist(), frames.end.tolist()):
+        try:
+            values.append(agg.frame(inputs, lo, max(lo, hi)))
+            reasons.append(None)
+        except Exception as e:  # the user's code: any exception is this row's failure
+            values.append(None)
+            reasons.append(_reason(e))
+    try:
+        result = agg.results(values)
+    except Exception:  # a value the declared type cannot hold: find which, one by one
+        result = _one_by_one(agg, values, reasons)
+    if any(r is not None for r in reasons):
+        raise FrameErrors(result, reasons)
+    return result
+
+
+def _reason(e: Exception) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+def _one_by_one(agg, values: list, reasons: list) -> pa.Array:
+    """``agg.results`` of ``values``, each value made on its own: NULL and a reason in ``reasons``
+    where it cannot be. O(n) calls."""
+    kept = []
+    for i, v in enumerate(values):
+        try:
+            agg.results([v])
+            kept.append(v)
+        except Exception as e:
+            kept.append(None)
+            reasons[i] = reasons[i] or _reason(e)
+    return agg.results(kept)
