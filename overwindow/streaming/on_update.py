@@ -52,7 +52,7 @@ import pyarrow as pa
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.bind import source_columns
-from overwindow.logical.functions import Reach
+from overwindow.logical.functions import Reach, user_aggregate_class
 from overwindow.physical.bounds import key_numbers
 from overwindow.physical.columns import resolve_column
 from overwindow.physical.values import Values
@@ -144,7 +144,11 @@ class OnUpdate:
         extra = [] if self.row_key else [pa.field(ROW_ID, pa.int64())]
         self.output_schema = pa.schema(list(results.schema) + extra + [pa.field(CHANGE, pa.string())])
         # each held row's results as last emitted, so a step compares without recomputing the old rows
-        self.flags = any(e.expr is not None for e in self.expressions)
+        # (whether a row can be set aside when computed: an expression over results, or a Python
+        # aggregate such as a pandas_udf, which may raise on a frame)
+        self.flags = any(e.expr is not None for e in self.expressions) or any(
+            user_aggregate_class(c.function) is not None for c in spec.calls
+        )
         self.qualify = spec.qualify and Qualify(spec.qualify, results, self.schema.names)
         self.top_n = TopN.of(spec, results)  # None: every live row stays (no pruning is sound)
         self.results_schema = pa.schema(

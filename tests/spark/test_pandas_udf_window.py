@@ -51,8 +51,9 @@ def _udfs():
 
 def _source(tmp_path, seed: int) -> tuple[str, set]:
     """Random rows for keys a, b and NULL in three parquet files (a micro-batch each: the second's
-    rows fall among the first's), then two files of a row per key a day and two days later, closing
-    every window (a frame reaching 2 FOLLOWING waits for two rows after the key's last). Per key ``ts``
+    rows fall among the first's), then three files of a row per key one, two and three days later,
+    closing every window (a frame reaching 2 FOLLOWING waits for two rows after the key's last, and
+    the watermark past the second of them: the third moves it there). Per key ``ts``
     rises (ROWS frames need a total order), ``n`` has ties. Returns the folder and the rows' ids."""
     rng = np.random.default_rng(seed)
     rows, rid = [], 0
@@ -79,7 +80,7 @@ def _source(tmp_path, seed: int) -> tuple[str, set]:
             dict(r, ts=r["ts"] + dt.timedelta(days=d), rid=10_000 * d + r["rid"], n=r["n"] + 100 * d)
             for r in last.values()
         ]
-        for d in (1, 2)
+        for d in (1, 2, 3)
     ]
     src = str(tmp_path / "src")
     os.makedirs(src)
