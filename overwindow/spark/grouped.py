@@ -14,8 +14,15 @@ Two stateful operators, chained in Spark's ``append`` output mode:
 The result is the batch query's on update: a changelog keyed by the group keys, one change per
 group whose row or window values changed. Names and types are Spark's: the query is analysed by
 Spark over an empty batch table of the stream's columns first (which also refuses what Spark
-refuses, in its words). Emit on window close is refused (a group's row changes as long as rows
-arrive). O(query size) to build.
+refuses, in its words). O(query size) to build.
+
+On window close each group comes out once, when the watermark passes the end of its time bucket
+(``closing``: a GROUP BY key that is a bucket of the watermarked column, ``to_date(ts)``, ...):
+Spark computes each row's closing time, the GROUP BY machine runs in closing mode in event time
+(a timer per bucket of groups at its earliest closing time) and emits each closed group once as an
+insert, and the windows run on update over those inserts. ``closing`` refuses queries where a
+group closed later could change the window values of rows emitted before, so every change of the
+windows is the upsert of a new group's row, and the upserts are the result, append-only.
 
 Example (``events`` a stream)::
 
@@ -33,7 +40,7 @@ import sqlglot
 from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
-from overwindow.logical.bind import bind_groups
+from overwindow.logical.bind import ERROR, bind_groups
 from overwindow.logical.call import quote
 from overwindow.logical.expr import DIALECT, Expr
 from overwindow.logical.frame import BoundKind
@@ -106,12 +113,16 @@ def run_grouped(df, query, _keep=None, **options):
     from overwindow.spark.select import run_items
 
     # on window close the windows run on update over the closed groups, each an insert: the rules
-    # of ``closing`` make every change an upsert of a new group's row, the append-only result
+    # of ``closing`` make every upsert one of a new group's row (a closed group never changes rows
+    # emitted before), so the upserts are the append-only result
     stage = dict(options, emit="on_update")
     out = run_items(grouped, items, query, _keep=_keep, rowKey=columns, opColumn=OP, _append=True, **stage)
     if not closing_mode:
         return out
-    result = out.where(F.col(CHANGE) == UPSERT).drop(CHANGE)
+    # a delete is a row the result leaves out (QUALIFY false, or an expression after the windows
+    # failed on it: counted, or kept with its error for the job's dead letter)
+    kept = F.col(CHANGE) == UPSERT
+    result = out.where(kept | F.col(ERROR).isNotNull() if ERROR in out.columns else kept).drop(CHANGE)
     counts = getattr(out, "overwindow_counts", None)
     if counts is not None:
         result.overwindow_counts = counts
@@ -406,24 +417,23 @@ def _processor(step: _GroupStep, closes: bool = False):
     watermark, and one event-time timer per bucket at its wakeup (defined here so that importing
     overwindow does not import pyspark)."""
     from pyspark.sql.streaming import StatefulProcessor
-    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    from overwindow.spark.timers import BucketTimer
 
     binary = StructType([StructField("value", BinaryType())])
 
     class GroupProcessor(StatefulProcessor):
         def init(self, handle):
-            self.handle = handle
             self.rows = handle.getValueState("groups", binary)
             if closes:
-                self.timer = handle.getValueState("timer", StructType([StructField("ms", LongType())]))
+                self.timer = BucketTimer(handle)
 
         def handleInputRows(self, key, rows, timerValues):
             yield from self._step(key, rows, timerValues)
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-            # Spark has deleted the timer that fired
-            if (self.timer.get() or (None,))[0] == expiredTimerInfo.getExpiryTimeInMs():
-                self.timer.clear()
+            self.timer.fired(expiredTimerInfo)
             yield from self._step(key, iter(()), timerValues)
 
         def _step(self, key, rows, timerValues):
@@ -435,21 +445,9 @@ def _processor(step: _GroupStep, closes: bool = False):
                 self.rows.update((done.state,))
             if closes:  # the bucket's timer at its least closing time, in UTC ms rounded up
                 wake = None if done.wakeup is None else max(-(-done.wakeup // 1000), (wm_ms or 0) + 1)
-                self._wake(wake)
+                self.timer.move(wake)
             if done.output.num_rows:
                 yield to_pandas(done.output)
-
-        def _wake(self, ms: int | None) -> None:
-            old = (self.timer.get() or (None,))[0]
-            if ms == old:
-                return
-            if old is not None:
-                self.handle.deleteTimer(old)
-            if ms is None:
-                self.timer.clear()
-            else:
-                self.handle.registerTimer(ms)
-                self.timer.update((ms,))
 
         def close(self):
             pass
