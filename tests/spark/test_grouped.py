@@ -7,6 +7,7 @@ import datetime as dt
 import os
 import time
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -163,3 +164,37 @@ def test_a_group_by_on_window_close_without_a_time_key_is_refused(spark, tmp_pat
         WindowSpecError, match=r"GROUP BY k on window close: .*time bucket of `ts`.*on_update"
     ):
         overwindow.sql(spark, "SELECT k, lag(sum(x)) OVER (ORDER BY k) AS p FROM ow_grouped_e GROUP BY k")
+
+
+TIME_KEYS = [
+    "ts",
+    "to_date(ts)",
+    "CAST(ts AS DATE)",
+    *(f"date_trunc('{u}', ts)" for u in ("MICROSECOND", "MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY")),
+    *(f"date_trunc('{u}', ts)" for u in ("WEEK", "MONTH", "MM", "QUARTER", "YEAR", "yyyy")),
+]
+
+
+@pytest.mark.parametrize("key", TIME_KEYS)
+def test_a_group_closes_where_the_next_bucket_of_its_time_key_starts(spark, key):
+    """Spark's value of a time key's closing time C (``grouped.closing``) over timestamps spread over
+    centuries (before 1970, leap days, month and year ends): C - 1 microsecond has the row's key and C
+    has another (C is the first instant of the next bucket), so once the watermark reaches C no row
+    of the group can come: every later row has a time at or past the watermark."""
+    from overwindow.spark.grouped import closing
+    from overwindow.spark.select import parse_query
+
+    query = parse_query(f"SELECT {key} AS k, count(*) OVER (ORDER BY {key}) AS n FROM v GROUP BY {key}")
+    at = closing(query, "ts")
+    rng = np.random.default_rng(len(key))
+    micros = rng.integers(-12_000_000_000_000_000, 13_000_000_000_000_000, 300)
+    edges = [dt.datetime(2024, 2, 29, 23, 59, 59, 999_999), dt.datetime(1969, 12, 31, 23, 59, 59, 999_999)]
+    stamps = [dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=int(m)) for m in micros] + edges
+    base = spark.createDataFrame([(t,) for t in stamps], "ts TIMESTAMP").selectExpr("ts", f"{at.sql} AS c")
+
+    def keys(times: str) -> list:
+        return [r[0] for r in base.selectExpr(f"{times} AS ts").selectExpr(key).collect()]
+
+    own, before, after = keys("ts"), keys("timestampadd(MICROSECOND, -1, c)"), keys("c")
+    assert own == before
+    assert all(a != o for a, o in zip(after, own))
