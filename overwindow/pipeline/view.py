@@ -841,12 +841,11 @@ def use_query(view: View, text: str) -> None:
     where = view.where("view", "query")
     try:
         view.query = parse_query(text, "a view's query")
-        if view.query.group_by and view.emit != "on_update":
-            raise WindowSpecError(
-                "windows over a GROUP BY run on update (a group's row changes while its rows arrive): "
-                'write emit = "on_update"'
-            )
-        groups, view.computed = query_groups(view.query, **view.options)
+        options = view.options
+        if view.query.group_by and view.emit == "on_window_close":  # the windows run on update over
+            options = dict(options, emit="on_update")  # the closed groups (overwindow.spark.grouped)
+            _closing_groups(view)
+        groups, view.computed = query_groups(view.query, **options)
     except WindowSpecError as e:  # at the key it is about (row_key, ...) in view-file words, else the query
         raise ViewFileError(
             spec_problem(view, e) if _spec_key(str(e)) != "calls" else f"{where}: {e}"
@@ -894,6 +893,28 @@ def use_query(view: View, text: str) -> None:
                 f"{where}: emit on update keeps the table keyed by the PARTITION BY and row_key "
                 f"columns; add {', '.join(missing)} to the SELECT list"
             )
+
+
+def _closing_groups(view: View) -> None:
+    """Refuses a GROUP BY whose groups cannot close on window close (``grouped.closing``), or a
+    row_key with one (a group is emitted once: no changes of its rows)."""
+    from overwindow.spark.grouped import closing
+
+    if view.row_key:
+        raise ViewFileError(
+            f"{view.where('view', 'row_key')}: windows over a GROUP BY on window close emit each group "
+            "once, when the watermark closes it, so they take no changes of rows already grouped: "
+            'leave out row_key, or write emit = "on_update"'
+        )
+    if view.watermark is None:
+        raise ViewFileError(
+            f'{view.path}: emit = "on_window_close" closes the groups of the GROUP BY as the watermark '
+            "passes them: add a [watermark] section on the event-time column its time key buckets"
+        )
+    try:
+        closing(view.query, view.watermark.get("column"))
+    except WindowSpecError as e:
+        raise ViewFileError(f"{view.where('view', 'query')}: {_view_words(str(e))}") from None
 
 
 def _check_sandbox(view: View, texts: list[str]) -> None:

@@ -639,6 +639,8 @@ def _chunked_processor(runner: _Runner):
     from pyspark.sql.streaming import StatefulProcessor
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
+    from overwindow.spark.timers import BucketTimer
+
     binary = StructType([StructField("value", BinaryType())])
     key, chunk = StructField("key", BinaryType()), StructField("chunk", LongType())
 
@@ -651,7 +653,7 @@ def _chunked_processor(runner: _Runner):
             self.index = handle.getValueState("index", binary)
             if runner.spec.emit == "on_window_close":  # each key's history is an entry; one timer
                 self.histories = handle.getMapState("histories", StructType([key]), binary)
-                self.timer = handle.getValueState("timer", StructType([StructField("ms", LongType())]))
+                self.timer = BucketTimer(handle)
                 return
             if runner.keys:  # each key's index and chunks are entries of the bucket's maps
                 self.indexes = handle.getMapState("indexes", StructType([key]), binary)
@@ -668,9 +670,7 @@ def _chunked_processor(runner: _Runner):
             yield from self._step(key, rows, timerValues)
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-            # window close: a bucket's wakeup; Spark has deleted the timer that fired
-            if (self.timer.get() or (None,))[0] == expiredTimerInfo.getExpiryTimeInMs():
-                self.timer.clear()
+            self.timer.fired(expiredTimerInfo)  # window close: a bucket's wakeup
             yield from self._step(key, iter(()), timerValues)
 
         def _step(self, key, rows, timerValues):
@@ -682,21 +682,8 @@ def _chunked_processor(runner: _Runner):
             step = runner.step(key, store, rows, wm_ms)
             check_row_bound(step, runner.spec.max_rows_per_key, key)
             if runner.spec.emit == "on_window_close":
-                self._wake(runner.timeout_ms(step.wakeup, wm_ms))
+                self.timer.move(runner.timeout_ms(step.wakeup, wm_ms))
             yield from _emitted(step)
-
-        def _wake(self, ms: int | None) -> None:
-            """The bucket's one event-time timer at ``ms`` (None: none), moved only when it changes."""
-            old = (self.timer.get() or (None,))[0]
-            if ms == old:
-                return
-            if old is not None:
-                self.handle.deleteTimer(old)
-            if ms is None:
-                self.timer.clear()
-            else:
-                self.handle.registerTimer(ms)
-                self.timer.update((ms,))
 
         def close(self):
             pass

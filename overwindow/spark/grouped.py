@@ -14,8 +14,15 @@ Two stateful operators, chained in Spark's ``append`` output mode:
 The result is the batch query's on update: a changelog keyed by the group keys, one change per
 group whose row or window values changed. Names and types are Spark's: the query is analysed by
 Spark over an empty batch table of the stream's columns first (which also refuses what Spark
-refuses, in its words). Emit on window close is refused (a group's row changes as long as rows
-arrive). O(query size) to build.
+refuses, in its words). O(query size) to build.
+
+On window close each group comes out once, when the watermark passes the end of its time bucket
+(``closing``: a GROUP BY key that is a bucket of the watermarked column, ``to_date(ts)``, ...):
+Spark computes each row's closing time, the GROUP BY machine runs in closing mode in event time
+(a timer per bucket of groups at its earliest closing time) and emits each closed group once as an
+insert, and the windows run on update over those inserts. ``closing`` refuses queries where a
+group closed later could change the window values of rows emitted before, so every change of the
+windows is the upsert of a new group's row, and the upserts are the result, append-only.
 
 Example (``events`` a stream)::
 
@@ -26,19 +33,22 @@ Example (``events`` a stream)::
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
-from overwindow.logical.bind import bind_groups
+from overwindow.logical.bind import ERROR, bind_groups
 from overwindow.logical.call import quote
 from overwindow.logical.expr import DIALECT, Expr
+from overwindow.logical.frame import BoundKind
 from overwindow.logical.functions import Kind, lookup
 from overwindow.logical.parse import parse_window
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import (
+    END_OF_INPUT_MS,
     MachineCounts,
     _arrow_schema,
     _output_struct,
@@ -57,24 +67,29 @@ from overwindow.spark.boundary import (
     with_interval_days,
 )
 from overwindow.spec import chosen_key_buckets
+from overwindow.streaming.contract import CHANGE, END_OF_INPUT, UPSERT
 from overwindow.streaming.group_by import OP, GroupBy
 
 _views = itertools.count()  # names of the empty tables a query is analysed over, unique per process
 _AGGREGATE = "__ow_g"  # a group's aggregate in the changelog: __ow_g0, ...
 _GROUP_KEY = "__ow_k"  # a GROUP BY key Spark computed (an expression), in the changelog
+CLOSE = "__ow_close"  # on window close: a row's closing time, which Spark computes (``closing``)
 
 
 def run_grouped(df, query, _keep=None, **options):
     """The streaming DataFrame of ``query`` (a ``Query`` with ``group_by``) over ``df``, the table
-    after FROM: the changelog of the batch query's rows (see the module)."""
-    if options.get("emit", "on_window_close") != "on_update":
-        raise WindowSpecError(
-            "windows over a GROUP BY run on update (a group's row changes while its rows arrive); "
-            f"write emit='on_update', in {query.text!r}"
-        )
+    after FROM: on update the changelog of the batch query's rows, on window close each group's row
+    once, when the watermark closes it (see the module)."""
+    closing_mode = options.get("emit", "on_window_close") == "on_window_close"
     # a CDC stream: the input rows' identity and op; the result stays keyed by the GROUP BY keys
     row_key, op_column = options.pop("rowKey", None), options.pop("opColumn", None)
     row_key = [row_key] if isinstance(row_key, str) else row_key
+    if closing_mode and (row_key or op_column):
+        raise WindowSpecError(
+            "windows over a GROUP BY on window close emit each group once, when the watermark closes "
+            "it, so they take no changes of rows already grouped: leave out rowKey and opColumn (a "
+            f"CDC source), or write emit='on_update', in {query.text!r}"
+        )
     if query.where is not None:
         df = df.where(query.where)
     names = _spark_names(df, query)
@@ -82,7 +97,11 @@ def run_grouped(df, query, _keep=None, **options):
     keys = [_key(k, tree) for k in tree.args["group"].expressions]
     aggregates = _aggregates(tree)
     pre, [(bound_keys, bound)] = bind_groups([(_keyed(keys), [parse_window(s) for _, s in aggregates])])
-    grouped = group_by(with_computed(df, pre), bound_keys, list(bound), _keep, row_key, op_column)
+    computed = with_computed(df, pre)
+    if closing_mode:  # Spark computes each row's closing time beside the keys
+        at = closing(query, watermarked_column(df))
+        computed = computed.withColumn(CLOSE, compat.functions(df).expr(at.sql))
+    grouped = group_by(computed, bound_keys, list(bound), _keep, row_key, op_column, closing_mode)
     # a key Spark computed (__ow_e<n>) is a column of the changelog of its own name, kept in the result
     columns = [k if k in df.columns else f"{_GROUP_KEY}{n}" for n, k in enumerate(bound_keys)]
     grouped = grouped.withColumnsRenamed({k: c for k, c in zip(bound_keys, columns) if k != c})
@@ -93,7 +112,27 @@ def run_grouped(df, query, _keep=None, **options):
     ]
     from overwindow.spark.select import run_items
 
-    return run_items(grouped, items, query, _keep=_keep, rowKey=columns, opColumn=OP, _append=True, **options)
+    # on window close the windows run on update over the closed groups, each an insert: the rules
+    # of ``closing`` make every upsert one of a new group's row (a closed group never changes rows
+    # emitted before), so the upserts are the append-only result
+    stage = dict(options, emit="on_update")
+    out = run_items(grouped, items, query, _keep=_keep, rowKey=columns, opColumn=OP, _append=True, **stage)
+    if not closing_mode:
+        return out
+    # a delete is a row the result leaves out (QUALIFY false, or an expression after the windows
+    # failed on it: counted, or kept with its error for the job's dead letter)
+    kept = F.col(CHANGE) == UPSERT
+    result = out.where(kept | F.col(ERROR).isNotNull() if ERROR in out.columns else kept).drop(CHANGE)
+    counts = getattr(out, "overwindow_counts", None)
+    if counts is not None:
+        result.overwindow_counts = counts
+    return result
+
+
+def watermarked_column(df) -> str | None:
+    """The column of ``df`` carrying Spark's event-time watermark (``withWatermark``), if any."""
+    found = [f.name for f in df.schema.fields if "spark.watermarkDelayMs" in f.metadata]
+    return found[0] if found else None
 
 
 def key_names(query) -> list[str | None]:
@@ -121,6 +160,114 @@ def key_columns(query) -> list[str]:
     tree = sqlglot.parse_one(query.text, read=DIALECT)
     keys = [_key(k, tree) for k in tree.args["group"].expressions]
     return list(dict.fromkeys(c.name for k in keys for c in k.find_all(exp.Column)))
+
+
+# date_trunc's units as Spark spells them, to the unit of timestampadd that steps one bucket on
+_UNITS = {
+    **{u: u for u in ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND")},
+    **{u: u for u in ("MILLISECOND", "MICROSECOND")},
+    **{"YYYY": "YEAR", "YY": "YEAR", "MON": "MONTH", "MM": "MONTH", "DD": "DAY"},
+}
+_CLOSING_KEYS = "the column itself, to_date({0}), CAST({0} AS DATE) or date_trunc('<unit>', {0})"
+
+
+@dataclass(frozen=True)
+class Closing:
+    """When a group of a GROUP BY closes on window close: ``key``, the GROUP BY key (its SQL) that
+    every window's ORDER BY starts with, a time bucket of the watermarked column; ``sql``, Spark SQL
+    of the TIMESTAMP at which its bucket ends (rows of the bucket are late once the watermark
+    reaches it, as Spark's rows are late below the watermark)."""
+
+    key: str
+    sql: str
+
+
+def closing(query, watermarked: str | None) -> Closing:
+    """How the groups of ``query`` (a ``Query`` with ``group_by``) close on window close, the stream's
+    watermark being on the column ``watermarked`` (None: none); WindowSpecError, in SQL words,
+    where they cannot, or where a group closed later could change rows emitted before: every
+    window's ORDER BY must start with one GROUP BY time key ascending, and reach no row after the
+    current one (no FOLLOWING, no lead, no function of the whole partition: the catalog's reach).
+    O(query size).
+
+    >>> from overwindow.spark.select import parse_query
+    >>> closing(parse_query("SELECT to_date(ts) AS day, k, lag(sum(x)) OVER (PARTITION BY k ORDER BY "
+    ...                     "to_date(ts)) AS p FROM v GROUP BY 1, k"), "ts")
+    Closing(key='TO_DATE(ts)', sql='CAST(DATE_ADD(TO_DATE(ts), 1) AS TIMESTAMP)')
+    """
+    tree = sqlglot.parse_one(query.text, read=DIALECT)
+    keys = [_key(k, tree) for k in tree.args["group"].expressions]
+    times = {k.sql(dialect=DIALECT): c for k in keys if (c := _closes_at(k, watermarked)) is not None}
+    if not times:
+        keys_text = ", ".join(k.sql(dialect=DIALECT) for k in keys)
+        if watermarked is None:
+            why = "the stream has no watermark (withWatermark on its event-time column)"
+        else:
+            why = f"a GROUP BY key must be a time bucket of `{watermarked}`: " + _CLOSING_KEYS.format(
+                watermarked
+            )
+        raise WindowSpecError(
+            f"GROUP BY {keys_text} on window close: a group closes when the watermark passes its "
+            f"time, and {why}; or write emit='on_update'"
+        )
+    leading = {_leading_key(w, times, query.text) for w in tree.find_all(exp.Window)}
+    if len(leading) > 1:
+        raise WindowSpecError(
+            f"windows over a GROUP BY on window close order by one time key first, to emit each group "
+            f"once; these start with {', '.join(sorted(leading))}, in {query.text!r}"
+        )
+    key = leading.pop() if leading else next(iter(times))  # no window: select refuses the query
+    return Closing(key, times[key])
+
+
+def _closes_at(key, watermarked: str | None) -> str | None:
+    """The SQL of the end of ``key``'s time bucket, if ``key`` is one of the column ``watermarked``."""
+
+    def watermarked_column(node) -> bool:
+        return _is_column(node) and watermarked is not None and node.name.lower() == watermarked.lower()
+
+    text = key.sql(dialect=DIALECT)
+    if watermarked_column(key):  # late iff ts < watermark: its group closes past ts itself
+        return f"timestampadd(MICROSECOND, 1, {text})"
+    date = isinstance(key, exp.TsOrDsToDate) and key.args.get("format") is None
+    date |= isinstance(key, (exp.Cast, exp.TryCast)) and key.to.this is exp.DataType.Type.DATE
+    if date and watermarked_column(key.this):
+        return f"CAST(DATE_ADD({text}, 1) AS TIMESTAMP)"
+    if isinstance(key, exp.TimestampTrunc) and watermarked_column(key.this):
+        unit = _UNITS.get(key.unit.name.upper()) if key.unit is not None else None
+        return None if unit is None else f"timestampadd({unit}, 1, {text})"
+    return None
+
+
+def _leading_key(window, times: dict, text: str) -> str:
+    """The time key ``window``'s ORDER BY starts with (ascending), once its reach is checked."""
+    order = window.args.get("order")
+    first = order.expressions[0] if order is not None and order.expressions else None
+    lead = first.this.sql(dialect=DIALECT) if first is not None else None
+    call = window.sql(dialect=DIALECT)
+    if lead not in times or first.args.get("desc"):
+        raise WindowSpecError(
+            f"{call} on window close: windows over a GROUP BY emit each group once, when the watermark "
+            "closes it, so a group closed later must sort after those emitted before: start the ORDER BY "
+            f"with a GROUP BY time key ascending ({', '.join(times)}); or write emit='on_update'"
+        )
+    body = window.copy()
+    for node in list(body.find_all(exp.AggFunc, exp.Anonymous)):  # a group's aggregate: a column
+        if node is not body.this and not isinstance(node.parent, exp.Window) and _is_aggregate(node):
+            node.replace(exp.column("__ow_g"))
+    (parsed,) = parse_window(f"{body.sql(dialect=DIALECT)} AS w").calls
+    end = parsed.reach.end.kind
+    if end not in (BoundKind.PRECEDING, BoundKind.CURRENT_ROW):
+        reach = parsed.never_closes or f"its value reads rows after the current one ({parsed.reach})"
+        raise WindowSpecError(
+            f"{call} on window close: {reach}; windows over a GROUP BY emit each group once, so a row's "
+            f"value may read only the rows up to it; or write emit='on_update', in {text!r}"
+        )
+    return lead
+
+
+def _is_aggregate(node) -> bool:
+    return not isinstance(node, exp.Anonymous) or _aggregate_name(node.name)
 
 
 def _spark_names(df, query) -> list[str]:
@@ -202,7 +349,9 @@ def _rewritten(items, keys, columns, aggregates, bound, names) -> list[tuple[str
     return out
 
 
-def group_by(df, keys: tuple[str, ...], aggregates: list, keep=None, row_key=None, op_column=None):
+def group_by(
+    df, keys: tuple[str, ...], aggregates: list, keep=None, row_key=None, op_column=None, closes=False
+):
     """The changelog of ``df`` grouped by the columns ``keys``, with each aggregate of
     ``aggregates`` (window expressions over the whole group) per group: the keys, the aggregates and
     ``OP`` (insert, update, delete); ``row_key``, ``op_column``: a CDC stream's, as ``GroupBy``
@@ -210,8 +359,10 @@ def group_by(df, keys: tuple[str, ...], aggregates: list, keep=None, row_key=Non
     image, as a Debezium source gives it, and its new one as an insert). One
     ``transformWithStateInPandas`` in the ``append`` output mode over buckets of the keys (chosen as
     ``overWindow`` chooses them), one state value per bucket: Spark chains it before the windows'
-    ``applyInPandasWithState``, where it refuses two of those. PySpark 4 with the RocksDB state
-    store. O(1) to build."""
+    ``applyInPandasWithState``, where it refuses two of those. ``closes``: the machine's closing mode
+    over the column ``CLOSE``, in Spark's event time, with one timer per bucket at its least closing
+    time (its wakeup); every group an insert. PySpark 4 with the RocksDB state store. O(1) to
+    build."""
     from overwindow.spark.adapter import _check_rocksdb
 
     what = "windows over a GROUP BY"
@@ -220,14 +371,15 @@ def group_by(df, keys: tuple[str, ...], aggregates: list, keep=None, row_key=Non
     executors.use_running_python(df.sparkSession)
     check_session_time_zone(df)
     schema = _arrow_schema(df.schema)
-    machine = GroupBy(schema, keys, aggregates, row_key, op_column)
+    machine = GroupBy(schema, keys, aggregates, row_key, op_column, CLOSE if closes else None)
     buckets = chosen_key_buckets(shuffle_partitions(df.sparkSession))
     grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, True)
     companions = companions_of(schema)
     grouped = _with_companions(grouped, companions)
     step = _GroupStep(machine, schema, companions, MachineCounts.of(df.sparkSession, keep))
     output = _output_struct(df.schema, machine.output_schema)
-    out = grouped.transformWithStateInPandas(_processor(step), output, "Append", "None")
+    time_mode = "EventTime" if closes else "None"
+    out = grouped.transformWithStateInPandas(_processor(step, closes), output, "Append", time_mode)
     out = with_interval_days(out, machine.output_schema)
     out.overwindow_counts = step.counts
     return out
@@ -239,11 +391,20 @@ class _GroupStep:
     def __init__(self, machine: GroupBy, schema: pa.Schema, companions, counts):
         self.machine, self.schema, self.companions, self.counts = machine, schema, tuple(companions), counts
 
-    def __call__(self, key, prior: bytes | None, pdfs):
+    def __call__(self, key, prior: bytes | None, pdfs, wm_ms=None):
+        """The machine's step; ``wm_ms``: Spark's watermark (UTC ms; closing mode), as microseconds
+        of the closing times (UTC wall-clock: ``check_session_time_zone``)."""
         tables = [to_arrow(p, self.schema, self.companions) for p in pdfs if len(p)]
-        step = self.machine.step(prior, pa.concat_tables(tables) if tables else None)
+        watermark = (
+            None if not wm_ms or wm_ms <= 0 else END_OF_INPUT if wm_ms >= END_OF_INPUT_MS else wm_ms * 1000
+        )
+        step = self.machine.step(prior, pa.concat_tables(tables) if tables else None, watermark)
         if self.counts is not None:
             self.counts.add(step, key)
+        if step.late_rows:
+            log.warning(
+                "overwindow: dropped %d late rows of a GROUP BY (their groups had closed)", step.late_rows
+            )
         if step.aside:
             log.warning(
                 "overwindow: set aside %d rows of a GROUP BY: %s", len(step.aside), step.aside.reasons[0]
@@ -251,24 +412,40 @@ class _GroupStep:
         return step
 
 
-def _processor(step: _GroupStep):
-    """A StatefulProcessor running ``step`` with one state value per bucket (defined here so that
-    importing overwindow does not import pyspark)."""
+def _processor(step: _GroupStep, closes: bool = False):
+    """A StatefulProcessor running ``step`` with one state value per bucket; ``closes``: with the
+    watermark, and one event-time timer per bucket at its wakeup (defined here so that importing
+    overwindow does not import pyspark)."""
     from pyspark.sql.streaming import StatefulProcessor
     from pyspark.sql.types import BinaryType, StructField, StructType
+
+    from overwindow.spark.timers import BucketTimer
 
     binary = StructType([StructField("value", BinaryType())])
 
     class GroupProcessor(StatefulProcessor):
         def init(self, handle):
             self.rows = handle.getValueState("groups", binary)
+            if closes:
+                self.timer = BucketTimer(handle)
 
         def handleInputRows(self, key, rows, timerValues):
-            done = step(key, self.rows.get()[0] if self.rows.exists() else None, rows)
+            yield from self._step(key, rows, timerValues)
+
+        def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+            self.timer.fired(expiredTimerInfo)
+            yield from self._step(key, iter(()), timerValues)
+
+        def _step(self, key, rows, timerValues):
+            wm_ms = timerValues.getCurrentWatermarkInMs() if closes else None
+            done = step(key, self.rows.get()[0] if self.rows.exists() else None, rows, wm_ms)
             if done.empty:
                 self.rows.clear()
             else:
                 self.rows.update((done.state,))
+            if closes:  # the bucket's timer at its least closing time, in UTC ms rounded up
+                wake = None if done.wakeup is None else max(-(-done.wakeup // 1000), (wm_ms or 0) + 1)
+                self.timer.move(wake)
             if done.output.num_rows:
                 yield to_pandas(done.output)
 

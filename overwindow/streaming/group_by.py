@@ -24,6 +24,28 @@ it, as emit on update without a watermark does).
 [{'day': 1, 'total': 11, '__ow_op': 'insert'}, {'day': 2, 'total': 7, '__ow_op': 'insert'}]
 >>> m.step(step.state, pa.table({"day": [2], "amount": [1]})).output.to_pylist()
 [{'day': 2, 'total': 8, '__ow_op': 'update'}]
+
+Closing mode (``closing``: the input column holding each row's closing time C, microseconds, which
+Spark computes from a GROUP BY time key: ``to_date(ts)`` closes at the next day, see
+``overwindow.spark.closing``): the machine holds the rows of the open groups only, and a step with
+the watermark emits each group whose C is at or below it once, as an ``insert`` with its final
+aggregates, and forgets its rows, so the state is bounded by the watermark. A row whose group closed
+at an earlier step (C at or below the watermark it closed at) is late: counted
+(``Step.late_rows``) and left out, as window close counts late rows; a row whose C is NULL (a NULL
+event time: its group would never close) is set aside with its reason. ``Step.wakeup`` is the least
+C held: the watermark at which the next group closes. Insert-only input (no row key or op column).
+O(rows of the closing groups) for the kernels per step, plus O(held rows) for the state.
+
+>>> schema = pa.schema([("day", pa.int64()), ("close", pa.int64()), ("amount", pa.int64())])
+>>> m = GroupBy(schema, ("day",), [parse_window("sum(amount) OVER () AS total")], closing="close")
+>>> step = m.step(None, pa.table({"day": [1, 2, 1], "close": [2, 3, 2], "amount": [5, 7, 6]}), 1)
+>>> step.output.num_rows, step.wakeup
+(0, 2)
+>>> step = m.step(step.state, pa.table({"day": [2], "close": [3], "amount": [1]}), 2)
+>>> step.output.to_pylist(), step.wakeup
+([{'day': 1, 'total': 11, '__ow_op': 'insert'}], 3)
+>>> m.step(step.state, pa.table({"day": [1], "close": [2], "amount": [9]}), 2).late_rows
+1
 """
 
 from __future__ import annotations
@@ -42,11 +64,13 @@ from overwindow.logical.expr import Expr
 from overwindow.streaming import state as S
 from overwindow.streaming.aside import Aside, RowChecks
 from overwindow.streaming.changes import NOT_HELD, Op, last_changes, ops_of
-from overwindow.streaming.contract import Counters, Step
+from overwindow.streaming.contract import Counters, Step, keys_of
 from overwindow.streaming.identity import IDENTITY, row_hash, row_ids
 
 OP = "__ow_op"  # a group's change: insert, update or delete (the second operator's op column)
 _GROUP = "__ow_group"  # a held row's group: the hash of its key values
+# closing mode: a row whose closing time is NULL, set aside with this reason
+NO_CLOSE = "its GROUP BY time key is NULL (a NULL event time), so its group would never close"
 
 
 @dataclass
@@ -57,12 +81,24 @@ class GroupByMeta(S.StateMeta):
     NEWEST: ClassVar[int] = 1
 
 
+@dataclass
+class GroupCloseMeta(S.StateMeta):
+    """Closing mode: the watermark the groups closed so far are at or below, and the late rows."""
+
+    OLDEST: ClassVar[int] = 1
+    NEWEST: ClassVar[int] = 1
+
+    released_upto: int | float | None = None  # the watermark of the last step that had one
+    late_rows: int = 0  # rows dropped as late so far
+
+
 class GroupBy:
     """The GROUP BY machine (see the module). ``schema``: the input columns (keys and aggregate
     arguments are columns of it: Spark computes expressions ahead, ``overwindow.logical.bind``);
     ``keys``: the GROUP BY columns; ``aggregates``: one aggregate call each, over the whole group
     (no PARTITION BY, ORDER BY or frame of its own), named by its alias; ``row_key`` and
-    ``op_column``: as OverWindow's (deletes and updates find their row by the row key)."""
+    ``op_column``: as OverWindow's (deletes and updates find their row by the row key);
+    ``closing``: the closing-time column of closing mode (see the module)."""
 
     def __init__(
         self,
@@ -71,14 +107,21 @@ class GroupBy:
         aggregates: list[WindowExpression],
         row_key: tuple[str, ...] | None = None,
         op_column: str | None = None,
+        closing: str | None = None,
     ):
+        if closing is not None and (row_key or op_column is not None):
+            raise WindowSpecError(
+                "a GROUP BY on window close emits each group once, when the watermark closes it, so it "
+                "takes no changes of rows already in a group: leave out rowKey and opColumn (a CDC "
+                "source), or write emit='on_update'"
+            )
         if op_column is not None and not row_key:
             raise WindowSpecError(f"opColumn={op_column!r} needs rowKey: deletes find their row by it")
         for e in aggregates:
             (call,) = e.calls
             if call.partition_by or call.order_by or e.expr is not None:
                 raise WindowSpecError(f"{e}: a GROUP BY aggregate runs over its whole group")
-        self.schema, self.keys, self.op = schema, tuple(keys), op_column
+        self.schema, self.keys, self.op, self.closing = schema, tuple(keys), op_column, closing
         self.row_key = tuple(row_key) if row_key else None
         part = tuple(Expr.of(f"`{k}`") for k in self.keys)
         self.aggregates = [
@@ -86,6 +129,7 @@ class GroupBy:
         ]
         read = dict.fromkeys(
             [*self.keys, *(self.row_key or ()), *(c for e in aggregates for c in _columns(e))]
+            + ([closing] if closing else [])
         )
         self.held_schema = pa.schema([schema.field(n) for n in read])
         empty = self.held_schema.empty_table()
@@ -98,7 +142,10 @@ class GroupBy:
         self.checks = RowChecks((), schema.names)
 
     def step(self, state: bytes | None, rows: pa.Table | None, watermark=None) -> Step:
-        """Apply one batch of a bucket's rows (None: none) to its ``state``; emit the changed groups."""
+        """Apply one batch of a bucket's rows (None: none) to its ``state``; emit the changed groups
+        (closing mode: the groups the ``watermark``, in the closing column's numbers, closes)."""
+        if self.closing is not None:
+            return self._close(state, rows, watermark)
         held, shown = self._load(state)
         aside, touched = None, np.zeros(0, dtype=np.uint64)
         if rows is not None and rows.num_rows:
@@ -150,18 +197,69 @@ class GroupBy:
         aside = Aside(rows.take(pa.array(bad, pa.int64())), [reasons[i] for i in bad]) if bad else None
         return pa.concat_tables([held.filter(pa.array(~gone)), entering]), touched, aside
 
-    def _recompute(self, held: pa.Table, shown: pa.Table, touched: np.ndarray) -> tuple[pa.Table, pa.Table]:
-        """(the changes of the ``touched`` groups, the groups as now shown)."""
-        if not len(touched):
-            return self.output_schema.empty_table(), shown
-        rows = held.filter(pa.array(np.isin(held.column(_GROUP).to_numpy(), touched)))
+    def _close(self, state: bytes | None, rows: pa.Table | None, watermark) -> Step:
+        """Closing mode's step (see the module)."""
+        if state is None:
+            held = pa.schema([*self.held_schema, pa.field(_GROUP, pa.uint64())]).empty_table()
+            meta = GroupCloseMeta()
+        else:
+            tables, meta = S.decode(state, "group_close", GroupCloseMeta)
+            held = tables["rows"]
+        aside, late = None, 0
+        late_keys: tuple = ()
+        if rows is not None and rows.num_rows:
+            rows, aside = self.checks.split(rows)
+            data = rows.select(self.held_schema.names)
+            if not data.schema.equals(self.held_schema):
+                data = data.cast(self.held_schema)
+            closes = data.column(self.closing)
+            unknown = closes.is_null().to_numpy(zero_copy_only=False)
+            if unknown.any():
+                where = pa.array(np.flatnonzero(unknown))
+                aside = Aside.join(aside, Aside(rows.take(where), [NO_CLOSE] * len(where)))
+            closed = np.zeros(data.num_rows, dtype=bool)
+            if meta.released_upto is not None:  # its group closed at an earlier step
+                closed = ~unknown & (_numbers(closes) <= meta.released_upto)
+            late = int(closed.sum())
+            late_keys = keys_of(data, self.keys, closed)
+            data = data.filter(pa.array(~unknown & ~closed))
+            data = data.append_column(_GROUP, pa.array(row_hash(data, self.keys), pa.uint64()))
+            held = pa.concat_tables([held, data])
+        meta.late_rows += late
+        output = self.output_schema.empty_table()
+        if watermark is not None:
+            meta.released_upto = max(watermark, meta.released_upto or watermark)
+            ending = _numbers(held.column(self.closing)) <= watermark
+            if ending.any():
+                output = self._groups(held.filter(pa.array(ending))).drop_columns([_GROUP])
+                output = output.append_column(OP, pa.array(["insert"] * output.num_rows, pa.string()))
+                held = held.filter(pa.array(~ending))
+        counters = Counters(held.num_rows, meta.late_rows, bad_rows=len(aside) if aside else 0)
+        done = dict(late_rows=late, counters=counters, aside=aside, late_keys=late_keys)
+        if not held.num_rows and meta.released_upto is None and not meta.late_rows:
+            return Step(None, output, empty=True, **done)
+        # kept with no rows too: the watermark it closed at tells late rows (a state per bucket)
+        wakeup = int(_numbers(held.column(self.closing)).min()) if held.num_rows else None
+        state = S.encode({"rows": held}, "group_close", meta)
+        return Step(state, output, wakeup=wakeup, **done)
+
+    def _groups(self, rows: pa.Table) -> pa.Table:
+        """Each group of ``rows`` (held rows with their group) once: its keys, its aggregates over
+        its rows, its group hash. O(rows) for the kernels."""
         results = evaluate_calls(rows.drop_columns([_GROUP]), self.aggregates)
         groups = rows.column(_GROUP).to_numpy()
         _, first = np.unique(groups, return_index=True)
         now = rows.select(list(self.keys)).take(pa.array(first))
         for e in self.aggregates:
             now = now.append_column(e.alias, results[e.alias].take(pa.array(first)))
-        now = now.append_column(_GROUP, pa.array(groups[first]))
+        return now.append_column(_GROUP, pa.array(groups[first]))
+
+    def _recompute(self, held: pa.Table, shown: pa.Table, touched: np.ndarray) -> tuple[pa.Table, pa.Table]:
+        """(the changes of the ``touched`` groups, the groups as now shown)."""
+        if not len(touched):
+            return self.output_schema.empty_table(), shown
+        now = self._groups(held.filter(pa.array(np.isin(held.column(_GROUP).to_numpy(), touched))))
+        groups = now.column(_GROUP).to_numpy()
         was = np.isin(shown.column(_GROUP).to_numpy(), touched)
         before = shown.filter(pa.array(was))
         values = [e.alias for e in self.aggregates]
@@ -175,12 +273,19 @@ class GroupBy:
         changed = changed.drop_columns([_GROUP]).append_column(
             OP, pa.array([o for o in ops if o], pa.string())
         )
-        ended = before.filter(pa.array(~np.isin(before.column(_GROUP).to_numpy(), groups[first])))
+        ended = before.filter(pa.array(~np.isin(before.column(_GROUP).to_numpy(), groups)))
         deletes = ended.drop_columns([_GROUP]).append_column(
             OP, pa.array(["delete"] * ended.num_rows, pa.string())
         )
         output = pa.concat_tables([changed, deletes]).cast(self.output_schema)
         return output, pa.concat_tables([shown.filter(pc.invert(pa.array(was))), now.cast(shown.schema)])
+
+
+def _numbers(times: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Closing times as int64 numbers (a TIMESTAMP's microseconds; NULL as 0, which the caller
+    masks). O(rows)."""
+    times = pc.fill_null(times.cast(pa.int64()), 0)
+    return np.asarray(times.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _columns(e: WindowExpression) -> tuple[str, ...]:

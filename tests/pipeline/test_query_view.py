@@ -207,24 +207,38 @@ DAILY = (
 
 
 @pytest.mark.skipif(compat.version() < compat.SPARK_4, reason="a GROUP BY's windows need PySpark 4")
-def test_a_view_of_windows_over_a_group_by_equals_spark_batch_sql(spark, tmp_path):
+@pytest.mark.parametrize("emit", ["on_update", "on_window_close"])
+def test_a_view_of_windows_over_a_group_by_equals_spark_batch_sql(spark, tmp_path, emit):
     """A view file's GROUP BY query runs through the job (validated, then two operators), its table
-    keyed by the GROUP BY key, equal to Spark's batch SQL over every row."""
+    keyed by the GROUP BY key, equal to Spark's batch SQL over every row. On window close each day is
+    appended once as the watermark closes it (the last day, within the delay of the newest row, not
+    yet); the job's --final ends the input, and the last day comes out too."""
     from overwindow.pipeline.job import run_view
 
-    view = _view(tmp_path, DAILY.format("source"), row_key=False)
+    closing = emit == "on_window_close"
+    view = _view(tmp_path, DAILY.format("source"), emit=emit, delay="3 hours", row_key=False)
     assert view.key == ["day"]
-    rows = [dict(r, ts=f"2024-01-{1 + r['id'] % 12:02d}T{r['id'] % 24:02d}:00:00") for r in _rows(70, 7)]
+    if closing:  # in time order, 4 hours apart over twelve days: no row is late
+        rows = [
+            dict(r, ts=f"2024-01-{1 + r['id'] // 6:02d}T{r['id'] % 6 * 4:02d}:00:00") for r in _rows(70, 8)
+        ]
+    else:  # the second file's rows among the first's days
+        rows = [dict(r, ts=f"2024-01-{1 + r['id'] % 12:02d}T{r['id'] % 24:02d}:00:00") for r in _rows(70, 7)]
     _write(tmp_path, "0.json", rows[:40])
     _write(tmp_path, "1.json", rows[40:])
     for i, name in enumerate(("0.json", "1.json")):
         os.utime(tmp_path / "events" / name, (time.time() + i, time.time() + i))
+    columns = ["day", "total", "n", "avg7"]
+    want = [(str(r["day"]), *(r[c] for c in columns[1:])) for r in _batch(spark, tmp_path, DAILY)]
     key = "spark.sql.streaming.stateStore.providerClass"
     before = spark.conf.get(key, None)
     try:
         assert run_view(view, once=True, quiet=True, spark=spark) == 0
+        if closing:
+            got = [(str(r[0]), *r[1:]) for r in _table(tmp_path, columns)]
+            assert 0 < len(got) < len(want)
+            _same(got, [w for w in want if w[0] in {g[0] for g in got}])
+            assert run_view(view, once=True, quiet=True, spark=spark, final=True) == 0
     finally:
         spark.conf.unset(key) if before is None else spark.conf.set(key, before)
-    columns = ["day", "total", "n", "avg7"]
-    want = [tuple(r[c] for c in columns) for r in _batch(spark, tmp_path, DAILY)]
-    _same([(str(r[0]), *r[1:]) for r in _table(tmp_path, columns)], [(str(w[0]), *w[1:]) for w in want])
+    _same([(str(r[0]), *r[1:]) for r in _table(tmp_path, columns)], want)

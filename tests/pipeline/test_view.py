@@ -454,16 +454,13 @@ def test_an_expression_partition_with_a_row_key_on_update_is_refused(tmp_path):
     assert load_view(write(tmp_path, text.replace('row_key = ["x"]', ""))).partition_by == ["k"]
 
 
-def test_a_group_by_query_keys_the_table_by_its_keys_and_runs_on_update(tmp_path):
+def test_a_group_by_query_keys_the_table_by_its_keys_on_update_and_on_window_close(tmp_path):
     daily = QUERY_VIEW.replace(
         "SELECT k, ts, x * 2 AS x2, sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 3 PRECEDING) AS s",
         "SELECT k, to_date(ts) AS day, sum(x) AS total, "
         "lag(sum(x)) OVER (PARTITION BY k ORDER BY to_date(ts)) AS p",
     ).replace("WHERE x > 0", "WHERE x > 0 GROUP BY k, to_date(ts)")
-    with pytest.raises(
-        ViewFileError, match=r"\[view\] query \(line \d+\): windows over a GROUP BY run on update"
-    ):
-        load_view(write(tmp_path, daily))
+    assert load_view(write(tmp_path, daily)).key == ["k", "day"]  # on window close: its days close
     on_update = daily.replace('emit = "on_window_close"', 'emit = "on_update"')
     assert load_view(write(tmp_path, on_update)).key == ["k", "day"]
     hidden = on_update.replace("to_date(ts) AS day, ", "")
@@ -479,3 +476,45 @@ def test_a_group_by_query_keys_the_table_by_its_keys_and_runs_on_update(tmp_path
         ViewFileError, match=r"\[view\] op_column \(line \d+\): op_column = \"op\" needs row_key"
     ):
         load_view(write(tmp_path, cdc.replace('row_key = ["x"]\n', "")))
+
+
+def test_a_group_by_on_window_close_is_refused_where_a_closed_group_could_change_rows_emitted_before(
+    tmp_path,
+):
+    """On window close each group is emitted once: refused before Spark starts, at [view] query and
+    its line, where no GROUP BY key is a time bucket of the watermarked column, where a window's
+    ORDER BY does not start with it ascending or reads past the current row, and with a row_key."""
+    daily = QUERY_VIEW.replace(
+        "SELECT k, ts, x * 2 AS x2, sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 3 PRECEDING) AS s",
+        "SELECT k, date_trunc('HOUR', ts) AS hour, count(*) AS n, "
+        "sum(count(*)) OVER (PARTITION BY k ORDER BY date_trunc('HOUR', ts) ROWS 2 PRECEDING) AS n3",
+    ).replace("WHERE x > 0", "WHERE x > 0 GROUP BY k, date_trunc('HOUR', ts)")
+    assert load_view(write(tmp_path, daily)).key == ["k", "hour"]
+    no_time_key = daily.replace("k, date_trunc('HOUR', ts) AS hour", "k, x").replace(
+        "GROUP BY k, date_trunc('HOUR', ts)", "GROUP BY k, x"
+    )
+    refused = [
+        (no_time_key, r"GROUP BY k, x on window close: .*a time bucket of `ts`: the column itself, to_date"),
+        (
+            daily.replace("ROWS 2 PRECEDING", "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING"),
+            r"SUM\(COUNT\(\*\)\) OVER .* reads rows after the current one .*emit = \"on_update\"",
+        ),
+        (
+            daily.replace("ORDER BY date_trunc('HOUR', ts)", "ORDER BY count(*)"),
+            r".*start the ORDER BY with a GROUP BY time key ascending \(DATE_TRUNC",
+        ),
+        (
+            daily.replace("sum(count(*)) OVER", "percent_rank() OVER").replace(" ROWS 2 PRECEDING", ""),
+            r"PERCENT_RANK\(\) OVER .* percent_rank\(\) needs the partition's final size",
+        ),
+    ]
+    for text, message in refused:
+        with pytest.raises(ViewFileError, match=r"\[view\] query \(line \d+\): " + message):
+            load_view(write(tmp_path, text))
+    with pytest.raises(ViewFileError, match=r"\[view\] row_key \(line \d+\): .*leave out row_key"):
+        load_view(
+            write(
+                tmp_path,
+                daily.replace('emit = "on_window_close"', 'emit = "on_window_close"\nrow_key = ["x"]'),
+            )
+        )

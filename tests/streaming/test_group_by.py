@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from overwindow.errors import WindowSpecError
 from overwindow.logical.parse import parse_window
 from overwindow.streaming.group_by import OP, GroupBy
 
@@ -151,3 +152,82 @@ def test_an_unknown_op_and_a_delete_of_a_row_not_held_are_set_aside_and_counted(
     assert step.aside.rows.column("id").to_pylist() == [1, 9]
     assert step.aside.reasons[0] == "no known operation 'upsert' in op"
     assert "does not hold" in step.aside.reasons[1]
+
+
+CLOSING = pa.schema(
+    [("k", pa.string()), ("day", pa.int64()), ("close", pa.timestamp("us")), ("x", pa.int64())]
+)
+
+
+@st.composite
+def closing_batches(draw):
+    """Micro-batches of rows, each with the watermark of its step (non-decreasing, None before the
+    first): times 0-59 microseconds in days of 10 (closing at the next day's start), some NULL (a
+    NULL event time), rows for days the watermark passed (late), the end of input last."""
+    out, watermark = [], None
+    for _ in range(draw(st.integers(1, 6))):
+        rows = []
+        for _ in range(draw(st.integers(0, 6))):
+            ts = draw(st.one_of(st.none(), st.integers(0, 59)))
+            day = None if ts is None else ts // 10
+            rows.append(
+                {
+                    "k": draw(st.sampled_from(["a", "b", None])),
+                    "day": day,
+                    "close": None if ts is None else (day + 1) * 10,
+                    "x": draw(st.one_of(st.none(), st.integers(-5, 5))),
+                }
+            )
+        if draw(st.booleans()):
+            watermark = draw(st.integers(watermark or 0, 70))
+        out.append((rows, watermark))
+    return [*out, ([], math.inf)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(closing_batches())
+def test_closing_mode_emits_each_group_once_when_the_watermark_closes_it_with_duckdbs_aggregates(batches):
+    """Every group comes out exactly once, at the first step whose watermark reaches its closing
+    time, with DuckDB's GROUP BY over the rows it took; rows for a group already closed are counted
+    late, rows of a NULL time set aside; the state holds only the open groups."""
+    m = GroupBy(CLOSING, ("k", "day"), [parse_window(sql) for sql, _ in AGGREGATES.values()], closing="close")
+    state, released, emitted = None, None, set()
+    taken: dict = {}  # group -> the rows it took
+    for rows, watermark in batches:
+        step = m.step(state, pa.Table.from_pylist(rows, schema=CLOSING) if rows else None, watermark)
+        state = step.state
+        late = [r for r in rows if r["close"] is not None and released is not None and r["close"] <= released]
+        assert step.late_rows == len(late)
+        assert (len(step.aside) if step.aside else 0) == sum(r["close"] is None for r in rows)
+        for r in rows:
+            if r["close"] is not None and r not in late:
+                taken.setdefault((r["k"], r["day"]), []).append(r)
+        if watermark is not None:
+            released = max(watermark, released if released is not None else watermark)
+        reached = -math.inf if released is None else released
+        closing = {g for g in taken if g not in emitted and (g[1] + 1) * 10 <= reached}
+        out = step.output.to_pylist()
+        assert sorted(((r["k"], r["day"]) for r in out), key=repr) == sorted(closing, key=repr)
+        assert {r[OP] for r in out} <= {"insert"}
+        emitted |= closing
+        con = duckdb.connect()
+        for r in out:
+            group = pa.Table.from_pylist(taken[(r["k"], r["day"])], schema=CLOSING)
+            con.register("group_rows", group)
+            select = ", ".join(f"{agg} AS {name}" for name, (_, agg) in AGGREGATES.items())
+            (want,) = con.sql(f"SELECT {select} FROM group_rows").fetchall()
+            for name, v in zip(AGGREGATES, want):
+                assert r[name] == pytest.approx(v) if isinstance(v, float) else r[name] == v, name
+        open_groups = [g for g in taken if g not in emitted]
+        # a state stays once a watermark came: the watermark it closed at tells late rows
+        assert (state is None) == (not open_groups and released is None)
+        assert step.wakeup == min(((g[1] + 1) * 10 for g in open_groups), default=None)
+        if open_groups:
+            assert step.counters.state_rows == sum(len(taken[g]) for g in open_groups)
+    assert emitted == set(taken)
+
+
+def test_closing_mode_takes_no_cdc_changes():
+    with pytest.raises(WindowSpecError, match="leave out rowKey and opColumn"):
+        GroupBy(SCHEMA, ("k",), [parse_window("sum(x) OVER () AS s")], row_key=("id",), op_column="op",
+                closing="j")  # fmt: skip
