@@ -27,10 +27,10 @@ checkpoint = "checkpoint/"
 ```
 
 Every key the file may hold is one row of ``KEYS`` (section, name, kind, default, meaning, where it
-applies); the README's key reference is ``key_reference()`` of that table. A key or section the table
-does not know is refused with the line it is on and the nearest known name; a known key that does
-not apply to the view (``topic`` of a file source) is a warning. Relative paths are relative to the
-view file.
+applies); the docs' key reference (docs/reference/view-keys.md) is ``key_reference()`` of that
+table. A key or section the table does not know is refused with the line it is on and the nearest
+known name; a known key that does not apply to the view (``topic`` of a file source) is a warning.
+Relative paths are relative to the view file.
 
 >>> KEYS_BY_NAME["view", "partition_by"].default
 []
@@ -234,7 +234,7 @@ KEYS = (
         "idle_timeout",
         "text",
         "the Python reader with a [watermark]: how long a Kafka partition without new records keeps the "
-        "others from reading past it in event time (README, Kafka source)",
+        "others from reading past it in event time (docs/deployment.md, Kafka source)",
         "30 seconds",
         when=_KAFKA,
     ),
@@ -799,7 +799,7 @@ def _key_buckets(view: View, given, layout: str) -> int | str | None:
     per key, on buckets given or on the other chosen count, so a remote checkpoint, which is not
     read here, is refused loudly where a count given would read a state started per key on BIGINT
     keys as empty buckets. Elsewhere ``PER_KEY``, as ``hosted`` chooses. The chunked layout on
-    update stays per key: on buckets it measured no faster (docs/many-keys.md, section 8, fourth
+    update stays per key: on buckets it measured no faster (docs/design/many-keys.md, section 8, fourth
     increment: its machine's step per key, not Spark's per-group cost, dominates)."""
     if given == CHOSEN:  # as overWindow chooses, whatever the checkpoint recorded
         return None
@@ -1054,7 +1054,8 @@ def _view_words(message: str) -> str:
 
 
 def key_reference() -> str:
-    """The view-file key reference as a Markdown table (the README's "View-file keys")."""
+    """The view-file key reference as a Markdown table (docs/reference/view-keys.md, which
+    scripts/gen_docs.py writes; `overwindow keys` prints it)."""
     rows = ["| key | default | meaning |", "| --- | --- | --- |"]
     for section in SECTIONS:
         needed = "required" if section.required else "optional"
