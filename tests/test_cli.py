@@ -461,7 +461,7 @@ def test_version_help_and_keys(capsys):
         main(["--help"])
     assert "run the two bundled demo views" in " ".join(capsys.readouterr().out.split())
     assert main(["keys"]) == 0
-    assert "| `partition_by` | `[]` |" in capsys.readouterr().out
+    assert "| `partition_by` | column name or list of them | `[]` |" in capsys.readouterr().out
 
 
 def test_ctrl_c_stops_with_one_line(no_spark, tmp_path):

@@ -1053,20 +1053,33 @@ def _view_words(message: str) -> str:
     return re.sub(r"\b(op_column|row_key|state_layout|emit)='([^']*)'", r'\1 = "\2"', message)
 
 
+# a key's kind (``Key.kind``, which ``_kind_error`` checks) as the key reference shows its type
+KIND_WORDS = {
+    "text": "text",
+    "flag": "true or false",
+    "count": "whole number above 0",
+    "buckets": 'whole number above 0, "per key" or "chosen"',
+    "offset": "interval text or number",
+    "names": "column name or list of them",
+    "texts": "list of text",
+    "table": "TOML table",
+}
+
+
 def key_reference() -> str:
     """The view-file key reference as a Markdown table (docs/reference/view-keys.md, which
     scripts/gen_docs.py writes; `overwindow keys` prints it)."""
-    rows = ["| key | default | meaning |", "| --- | --- | --- |"]
+    rows = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
     for section in SECTIONS:
         needed = "required" if section.required else "optional"
-        rows.append(f"| **`[{section.name}]`** | {needed} | {section.meaning} |")
+        rows.append(f"| **`[{section.name}]`** | section | {needed} | {section.meaning} |")
         for k in (k for k in KEYS if k.section == section.name):
             default = "required" if k.required else "-" if k.default is None else f"`{_toml(k.default)}`"
             bar = " \\| "  # a literal | inside a Markdown table cell
             meaning = k.meaning + (f" ({bar.join(k.choices)})" if k.choices else "")
             if k.when is not None:
                 meaning += f"; only with `{k.when[1]} = " + bar.join(f'"{v}"' for v in k.when[2]) + "`"
-            rows.append(f"| `{k.name}` | {default} | {meaning} |")
+            rows.append(f"| `{k.name}` | {KIND_WORDS[k.kind]} | {default} | {meaning} |")
     return "\n".join(rows)
 
 
@@ -1078,5 +1091,10 @@ def _toml(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{}" if not value else "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+        keys = [k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else f'"{k}"' for k in value]  # a.b: quoted
+        return (
+            "{}"
+            if not value
+            else "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in zip(keys, value.values())) + " }"
+        )
     return str(value)

@@ -285,7 +285,7 @@ def _balances(table):
     }
 
 
-def test_the_readme_debezium_view_runs_through_the_command_line(spark, tmp_path, capsys):
+def test_the_docs_debezium_view_runs_through_the_command_line(spark, tmp_path, capsys):
     """the CDC page's example, as written there, validates and runs with ``overwindow run --once``, one
     run per file of Debezium events; after each the table equals the batch evaluator over the rows
     the events leave."""
