@@ -55,6 +55,12 @@ def test_the_generated_reference_pages_are_current():
     assert not stale, f"stale: {', '.join(stale)}; regenerate them with `{gen.COMMAND}`"
 
 
+def test_the_generator_says_what_a_stream_keeps_as_its_docstring_shows():
+    import doctest
+
+    assert doctest.testmod(_gen_docs(), raise_on_error=True).attempted
+
+
 def test_every_code_block_says_what_it_is():
     unknown = [f"{b.where}: ```{b.kind}" for b in BLOCKS if b.kind not in KINDS]
     assert not unknown, f"code blocks need one of {sorted(KINDS)} as info string: {unknown}"
