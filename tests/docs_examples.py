@@ -4,8 +4,8 @@ Spark) and tests/spark/test_docs_spark.py (the ``python spark`` blocks).
 Info strings: ``python`` runs without Spark; ``python spark`` runs in the one Spark test, the blocks
 of a page in order, sharing one namespace; ``python fragment`` and ``toml fragment`` are parts of
 something larger, parsed only; ``toml`` is a view file (checked as ``overwindow validate`` checks
-one) or a part of one (each section and key checked against the view-file keys); ``sql`` is parsed
-as Spark SQL; ``bash`` and ``text`` are shown, not run.
+one) or a part of one (each section and key checked against the view-file keys); ``sql`` is read as
+overwindow.sql reads a query; ``bash`` and ``text`` are shown, not run.
 """
 
 from __future__ import annotations
