@@ -4,7 +4,7 @@
     python benchmarks/bucketed.py bench                 # 1k / 100k dense, 100k / 1M sparse
     python benchmarks/bucketed.py harness               # the Python side alone (no Spark)
 
-Not product code: it shows the mechanism the design note (docs/many-keys.md) proposes, for one emit
+Not product code: it shows the mechanism the design note (docs/design/many-keys.md) proposes, for one emit
 mode and two calls, ``lag(x) OVER (PARTITION BY k ORDER BY ts, rid)`` and
 ``sum(x) OVER (PARTITION BY k ORDER BY ts, rid ROWS BETWEEN 9 PRECEDING AND CURRENT ROW)``:
 

@@ -1,9 +1,10 @@
 """Command line: ``overwindow demo``, ``overwindow run VIEW...``, ``overwindow validate VIEW...``,
 ``overwindow keys``, ``overwindow produce`` (also ``python -m overwindow``).
 
-``demo`` runs the main job on embedded defaults: the bundled plant output replayed as a stream of
-files, a 7-day moving average and interquartile band per plant kept in an SQLite file, a table
-printed and a PNG chart written. ``run`` runs the views TOML files define (see overwindow.pipeline.view),
+``demo`` runs the main job on embedded defaults: two views over bundled samples replayed as
+streams of files into one SQLite file (each plant's 7-day moving average and interquartile band,
+with a PNG chart; each stock tick's change and 5-minute averages), a table of each printed, and the
+time it took. ``run`` runs the views TOML files define (see overwindow.pipeline.view),
 after checking them as ``validate`` does without starting Spark (overwindow.pipeline.validate);
 ``keys`` lists the view file's keys.
 ``produce`` replays a bundled sample as JSON messages on a Kafka topic (see overwindow.pipeline.producer):
@@ -46,8 +47,8 @@ def _version() -> str:
 
 
 KEYS_HELP = (
-    "The view file's keys, their defaults and meanings: `overwindow keys`, or the README's "
-    '"View-file keys" section.'
+    "The view file's keys, their defaults and meanings: `overwindow keys`, or the docs' "
+    "reference/view-keys.md."
 )
 
 
@@ -60,7 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser(
-        "demo", parents=[common], help="run the bundled demo view (plant output, 7-day average and IQR)"
+        "demo",
+        parents=[common],
+        help="run the two bundled demo views (plant output: 7-day average and IQR; stock ticks: "
+        "change and 5-minute averages) and print the time they took",
     )
     demo.add_argument(
         "--out", default="overwindow-demo", help="folder for the replayed files, the view and the chart"

@@ -30,10 +30,10 @@ from overwindow.logical.parse import parse_window
 EMIT_MODES = ("on_window_close", "on_update")
 STATE_LAYOUTS = ("whole", "chunked")
 # keyBuckets not given: this many buckets where the state is bounded by the watermark (``hosted``;
-# docs/many-keys.md: from 1,000 keys on faster than any per-key hosting); PER_KEY: a state per key
+# docs/design/many-keys.md: from 1,000 keys on faster than any per-key hosting); PER_KEY: a state per key
 DEFAULT_KEY_BUCKETS = 64  # at most 127: chosen buckets are a TINYINT grouping key (adapter.bucket_grouping)
 # ... and FEW_KEY_BUCKETS on a shuffle of at most FEW_PARTITIONS partitions (one machine), where a
-# Python call's fixed cost outweighs the parallelism more buckets would give (docs/many-keys.md)
+# Python call's fixed cost outweighs the parallelism more buckets would give (docs/design/many-keys.md)
 FEW_KEY_BUCKETS = 16
 FEW_PARTITIONS = 4
 PER_KEY = "per key"
@@ -54,7 +54,7 @@ def watermark_bounds_state(emit: str, layout: str, watermarked: bool) -> bool:
     """Whether the watermark bounds a view's state, where buckets are chosen when not given: emit
     on window close, or emit on update with a watermark on the whole layout (without one it holds
     every live row, which a bucket would move whole every micro-batch; the chunked layout on update
-    steps key by key on buckets, docs/many-keys.md). O(1).
+    steps key by key on buckets, docs/design/many-keys.md). O(1).
 
     >>> [watermark_bounds_state("on_update", layout, True) for layout in ("whole", "chunked")]
     [True, False]

@@ -4,6 +4,7 @@ Values come from the batch evaluator and DuckDB over the same sample."""
 import contextlib
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -28,6 +29,7 @@ def test_demo_keeps_the_plant_and_tick_views_and_draws_the_chart(spark, tmp_path
     assert main(["demo", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "batch 0:" in printed and "rows in" in printed  # progress lines
+    assert re.search(r"\ndemo took \d+ s\n", printed)  # the demo says how long it took
     assert (out / "plant_7day.png").stat().st_size > 10_000
     con = sqlite3.connect(out / DATABASE)
     got = {
@@ -453,11 +455,13 @@ def test_version_help_and_keys(capsys):
     assert capsys.readouterr().out == f"overwindow {version}\n"
     with pytest.raises(SystemExit):
         main(["run", "--help"])
-    assert '`overwindow keys`, or the README\'s "View-file keys" section' in capsys.readouterr().out.replace(
-        "\n", " "
-    )
+    said = capsys.readouterr().out.replace("\n", " ")
+    assert "`overwindow keys`, or the docs' reference/view-keys.md" in said
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "run the two bundled demo views" in " ".join(capsys.readouterr().out.split())
     assert main(["keys"]) == 0
-    assert "| `partition_by` | `[]` |" in capsys.readouterr().out
+    assert "| `partition_by` | column name or list of them | `[]` |" in capsys.readouterr().out
 
 
 def test_ctrl_c_stops_with_one_line(no_spark, tmp_path):

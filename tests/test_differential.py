@@ -1,5 +1,5 @@
 """Differential tests: overwindow against DuckDB 2.0 and SQLite on random data and random calls,
-plus hand-picked regressions for the edge cases of docs/design.md, Semantics.
+plus hand-picked regressions for the edge cases of docs/design/design.md, Semantics.
 
 The random part: every seed builds one table full of edge cases (1-row partitions, tied and NULL
 ORDER BY keys, NaN/+-inf/-0.0 keys, DATE and TIMESTAMP keys, NULL/NaN/inf values, 1e20 next to 1,

@@ -1,4 +1,4 @@
-"""Published worked examples, reproduced exactly (docs/design.md, "Worked examples").
+"""Published worked examples, reproduced exactly (docs/design/design.md, "Worked examples").
 
 * DuckDB's blog post "Windowing in DuckDB" (Richard Wesley, 2021): the 7-day moving average of
   each plant's generation, the printed table verbatim, and the moving IQR checked against DuckDB.

@@ -183,7 +183,7 @@ def java_text(v: float, single: bool = False) -> str:
     STRING writes: the shortest digits that read back as ``v`` (at least two when one would do,
     the two nearest ``v``: ``4.9E-324``), plain from 0.001 up to 10**7 (``0.001``, ``100.0``),
     else ``d.dddE<n>``; ``NaN``, ``Infinity``, ``-0.0``. Java 19 and later; Java 17 writes more
-    digits than needed for a few values (README, "Differences from Spark"). O(1).
+    digits than needed for a few values (docs/semantics.md, "Differences from Spark"). O(1).
 
     >>> [java_text(v) for v in (1.0, 0.001, 1e7, -2.5e-5, 5e-324, float("-inf"))]
     ['1.0', '0.001', '1.0E7', '-2.5E-5', '4.9E-324', '-Infinity']

@@ -10,7 +10,7 @@ window close):
   price and volume per symbol, and (PySpark 4) the trades of all symbols in the minute up to it: a
   view whose windows differ in PARTITION BY, run as one query (table ``ticks_5min``).
 
-At the end a short table of each view is printed.
+At the end a short table of each view is printed, and the time the demo took (Spark's start included).
 """
 
 from __future__ import annotations
@@ -165,6 +165,7 @@ def ticks_view(out: str) -> View:
 
 
 def run_demo(out: str, quiet: bool = False, debug: bool = False) -> int:
+    started = time.monotonic()
     out = os.path.abspath(out)
     for name in ("incoming", "checkpoint", DATABASE, DATABASE + "-wal", DATABASE + "-shm"):
         path = os.path.join(out, name)
@@ -218,6 +219,7 @@ def run_demo(out: str, quiet: bool = False, debug: bool = False) -> int:
         f"\nchart: {chart}\nviews: {plants.sink['path']} (SQLite, tables {TABLE} and {TICK_TABLE}; "
         "query it while a job runs)"
     )
+    print(f"demo took {time.monotonic() - started:.0f} s")
     return 0
 
 

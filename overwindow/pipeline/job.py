@@ -368,7 +368,7 @@ def start_view(
 
 def reading(view: View, reader: str) -> str:
     """What the job says first of a Kafka view: the topic, the reader, and whether it keeps the
-    partitions together in event time (README, "Kafka source").
+    partitions together in event time (docs/deployment.md, "Kafka source").
 
     >>> v = View("v.toml", {"topic": "ticks", "idle_timeout": "30 seconds"}, {"column": "ts"}, [], [],
     ...          "on_update", None, None, {}, "chk")
@@ -386,7 +386,7 @@ def reading(view: View, reader: str) -> str:
         )
     return (
         f"{text}, which reads partitions apart in event time: one read ahead can make the others' rows "
-        "late (README, Kafka source)"
+        "late (docs/deployment.md, Kafka source)"
     )
 
 

@@ -167,7 +167,7 @@ class KafkaSink:
                     raise
                 print(
                     f"overwindow: the Kafka broker of topic {self.topic} has no transactions "
-                    f"({e.args[0].str()}): writing at least once (README, Kafka changelog)",
+                    f"({e.args[0].str()}): writing at least once (docs/sinks.md, Kafka changelog)",
                     file=sys.stderr,
                 )
                 self.transactions, producer = False, Producer(settings)

@@ -27,10 +27,10 @@ checkpoint = "checkpoint/"
 ```
 
 Every key the file may hold is one row of ``KEYS`` (section, name, kind, default, meaning, where it
-applies); the README's key reference is ``key_reference()`` of that table. A key or section the table
-does not know is refused with the line it is on and the nearest known name; a known key that does
-not apply to the view (``topic`` of a file source) is a warning. Relative paths are relative to the
-view file.
+applies); the docs' key reference (docs/reference/view-keys.md) is ``key_reference()`` of that
+table. A key or section the table does not know is refused with the line it is on and the nearest
+known name; a known key that does not apply to the view (``topic`` of a file source) is a warning.
+Relative paths are relative to the view file.
 
 >>> KEYS_BY_NAME["view", "partition_by"].default
 []
@@ -234,7 +234,7 @@ KEYS = (
         "idle_timeout",
         "text",
         "the Python reader with a [watermark]: how long a Kafka partition without new records keeps the "
-        "others from reading past it in event time (README, Kafka source)",
+        "others from reading past it in event time (docs/deployment.md, Kafka source)",
         "30 seconds",
         when=_KAFKA,
     ),
@@ -799,7 +799,7 @@ def _key_buckets(view: View, given, layout: str) -> int | str | None:
     per key, on buckets given or on the other chosen count, so a remote checkpoint, which is not
     read here, is refused loudly where a count given would read a state started per key on BIGINT
     keys as empty buckets. Elsewhere ``PER_KEY``, as ``hosted`` chooses. The chunked layout on
-    update stays per key: on buckets it measured no faster (docs/many-keys.md, section 8, fourth
+    update stays per key: on buckets it measured no faster (docs/design/many-keys.md, section 8, fourth
     increment: its machine's step per key, not Spark's per-group cost, dominates)."""
     if given == CHOSEN:  # as overWindow chooses, whatever the checkpoint recorded
         return None
@@ -1053,19 +1053,33 @@ def _view_words(message: str) -> str:
     return re.sub(r"\b(op_column|row_key|state_layout|emit)='([^']*)'", r'\1 = "\2"', message)
 
 
+# a key's kind (``Key.kind``, which ``_kind_error`` checks) as the key reference shows its type
+KIND_WORDS = {
+    "text": "text",
+    "flag": "true or false",
+    "count": "whole number above 0",
+    "buckets": 'whole number above 0, "per key" or "chosen"',
+    "offset": "interval text or number",
+    "names": "column name or list of them",
+    "texts": "list of text",
+    "table": "TOML table",
+}
+
+
 def key_reference() -> str:
-    """The view-file key reference as a Markdown table (the README's "View-file keys")."""
-    rows = ["| key | default | meaning |", "| --- | --- | --- |"]
+    """The view-file key reference as a Markdown table (docs/reference/view-keys.md, which
+    scripts/gen_docs.py writes; `overwindow keys` prints it)."""
+    rows = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
     for section in SECTIONS:
         needed = "required" if section.required else "optional"
-        rows.append(f"| **`[{section.name}]`** | {needed} | {section.meaning} |")
+        rows.append(f"| **`[{section.name}]`** | section | {needed} | {section.meaning} |")
         for k in (k for k in KEYS if k.section == section.name):
             default = "required" if k.required else "-" if k.default is None else f"`{_toml(k.default)}`"
             bar = " \\| "  # a literal | inside a Markdown table cell
             meaning = k.meaning + (f" ({bar.join(k.choices)})" if k.choices else "")
             if k.when is not None:
                 meaning += f"; only with `{k.when[1]} = " + bar.join(f'"{v}"' for v in k.when[2]) + "`"
-            rows.append(f"| `{k.name}` | {default} | {meaning} |")
+            rows.append(f"| `{k.name}` | {KIND_WORDS[k.kind]} | {default} | {meaning} |")
     return "\n".join(rows)
 
 
@@ -1077,5 +1091,10 @@ def _toml(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{}" if not value else "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+        keys = [k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else f'"{k}"' for k in value]  # a.b: quoted
+        return (
+            "{}"
+            if not value
+            else "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in zip(keys, value.values())) + " }"
+        )
     return str(value)

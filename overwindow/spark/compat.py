@@ -7,7 +7,7 @@ On PySpark 3.5 ``overWindow`` runs both emit modes with the whole state layout o
 ``overWindow`` on Spark Connect; on Spark Connect, what runs on ``transformWithStateInPandas``
 needs 4.1 (:func:`require_transform_with_state`). Where 3.5 has the same thing under another name,
 the shim lives here (:func:`to_arrow`, :func:`collect_as_arrow`, :func:`to_arrow_schema`). The
-README's "Supported versions" lists what each version was tested with (``scripts/compat``).
+docs/deployment.md, "Supported versions", lists what each version was tested with (``scripts/compat``).
 
 >>> kafka_connector("3.5.9", scala="2.12")
 'org.apache.spark:spark-sql-kafka-0-10_2.12:3.5.9'

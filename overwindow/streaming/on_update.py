@@ -290,7 +290,7 @@ class OnUpdate:
         """One batch of input (None: no rows) as changes to apply: rows with an unknown op, (with a
         watermark on the event time) a NULL event time, or values a row expression fails on
         (``RowChecks``) are bad and set aside; changes whose event time is below the ``watermark``
-        or the eviction ``horizon`` are late (the README's rule, whether or not eviction has
+        or the eviction ``horizon`` are late (the docs' rule, docs/concepts.md, whether or not eviction has
         begun); of the rest, the last change of an identity wins."""
         if rows is None or rows.num_rows == 0:
             return Changes(self.empty_rows(), np.zeros(0, dtype=np.int64))

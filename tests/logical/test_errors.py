@@ -1,4 +1,4 @@
-"""Validation errors are worded in SQL and name the problem (docs/design.md, Validation).
+"""Validation errors are worded in SQL and name the problem (docs/design/design.md, Validation).
 
 Spec errors are ``WindowSpecError`` (raised while parsing/building a call, or at evaluate time when
 they depend on the data's types: an INTERVAL offset over a numeric key, an unknown column);

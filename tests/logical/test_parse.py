@@ -1,6 +1,6 @@
 """Parsing SQL text into window calls (logical/parse.py) and printing them back (logical/call.py).
 
-* every function of docs/design.md, Semantics, and every frame form parses, to the call we expect;
+* every function of docs/design/design.md, Semantics, and every frame form parses, to the call we expect;
 * round trips: ``str(call)`` parses back to an equal call, for hand-written texts and for random
   calls built from the logical objects (hypothesis).
 """

@@ -375,7 +375,7 @@ def test_exclude_ties_parts_before_current_row():
     assert parts_well_formed(frames, 4)
 
 
-# --- pinned cases from docs/design.md, Semantics ---------------------------------------------------
+# --- pinned cases from docs/design/design.md, Semantics ---------------------------------------------------
 
 
 def frames_of(keys, frame, part=None):

@@ -4,7 +4,7 @@
 tables, wavelet matrix, sliding counts, broadcast); ``evaluate_naive(t, call)`` runs the same call
 through the reference aggregates of ``reference_kernels.py`` with the naive per-frame Python kernel,
 which recomputes every frame from scratch (exact rational sums, sorting). Random tables hit the
-edge cases of docs/design.md, Semantics: NULL/NaN/inf values and order keys, huge and tiny magnitudes,
+edge cases of docs/design/design.md, Semantics: NULL/NaN/inf values and order keys, huge and tiny magnitudes,
 int64 extremes, ties, empty frames, frames whose start passes their end, EXCLUDE holes, FILTER
 and partitions. Hypothesis runs derandomized (same examples every run), bounded to stay fast.
 """
@@ -476,7 +476,7 @@ def test_pinned_calls_on_floats(sql, data):
 
 
 def test_exact_sums_cancel():
-    """1e20 + 1 - 1e20 is 1 in every frame, in both paths (docs/design.md, Semantics: float drift)."""
+    """1e20 + 1 - 1e20 is 1 in every frame, in both paths (docs/design/design.md, Semantics: float drift)."""
     t = pa.table({"o": list(range(7)), "x": [1e20, 1.0, -1e20, 1e20, 1.0, -1e20, 3.0]})
     sql = "sum(x) OVER (ORDER BY o ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS r"
     want = [1e20, 1e20 + 1, 1.0, 1.0, 1.0, 1.0, -1e20 + 4]

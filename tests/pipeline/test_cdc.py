@@ -239,19 +239,19 @@ def test_debezium_kafka_moves_rows_between_partitions(spark, tmp_path, monkeypat
     _run_and_check(spark, tmp_path, monkeypatch, _view(tmp_path, source, ""), batches)
 
 
-# -- README's Debezium view through the command line (issue 40, items 2 and 3) ----------------------
+# -- the CDC page's Debezium view through the command line (issue 40, items 2 and 3) -----------------
 
 
-def readme_view(marker: str) -> str:
-    """The first TOML block of README.md after the line holding ``marker``."""
-    with open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")) as f:
+def docs_view(marker: str) -> str:
+    """The first TOML block of docs/cdc.md after the line holding ``marker``."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "cdc.md")) as f:
         text = f.read()
     after = text[text.index(marker) :]
     return after.split("```toml\n", 1)[1].split("```", 1)[0]
 
 
 def _accounts(seed, rng, changes=60):
-    """Debezium events of ``_history``'s random changes, in README's columns (account, id, ts,
+    """Debezium events of ``_history``'s random changes, in the CDC page's columns (account, id, ts,
     amount): updates move rows between accounts (and to NULL) and in time."""
     rename = {"k": "account", "x": "amount"}
     events = []
@@ -265,7 +265,7 @@ def _accounts(seed, rng, changes=60):
 
 
 def _balances(table):
-    """README's view over the live rows ``table`` (id -> row), by the batch evaluator."""
+    """the CDC page's view over the live rows ``table`` (id -> row), by the batch evaluator."""
     if not table:
         return {}
     data = pa.Table.from_pylist(
@@ -285,14 +285,14 @@ def _balances(table):
     }
 
 
-def test_the_readme_debezium_view_runs_through_the_command_line(spark, tmp_path, capsys):
-    """README's example, as written there, validates and runs with ``overwindow run --once``, one
+def test_the_docs_debezium_view_runs_through_the_command_line(spark, tmp_path, capsys):
+    """the CDC page's example, as written there, validates and runs with ``overwindow run --once``, one
     run per file of Debezium events; after each the table equals the batch evaluator over the rows
     the events leave."""
     from overwindow.__main__ import main
 
     view = tmp_path / "view.toml"
-    view.write_text(readme_view("A view of Debezium events"))
+    view.write_text(docs_view("A view of Debezium events"))
     (tmp_path / "changes").mkdir()
     assert main(["validate", str(view)]) == 0, capsys.readouterr().err
     rng = np.random.default_rng(41)
@@ -321,7 +321,7 @@ def test_the_readme_debezium_view_runs_through_the_command_line(spark, tmp_path,
 
 
 def test_debezium_events_that_cannot_be_applied_exactly_are_kept_aside(spark, tmp_path, capsys):
-    """Issue 40, item 3, through ``overwindow run`` on README's view: an update that changes the row
+    """Issue 40, item 3, through ``overwindow run`` on the CDC page's view: an update that changes the row
     key deletes the old row and inserts the new one (it left the old row); a delete whose before image
     lacks the partition key, and a create whose after image lacks columns (which became a row of
     NULLs), are bad records with their reasons; a delete whose before image names another partition
@@ -331,7 +331,7 @@ def test_debezium_events_that_cannot_be_applied_exactly_are_kept_aside(spark, tm
     from overwindow.streaming.changes import NOT_HELD
 
     view = tmp_path / "view.toml"
-    view.write_text(readme_view("A view of Debezium events"))
+    view.write_text(docs_view("A view of Debezium events"))
     (tmp_path / "changes").mkdir()
 
     def row(account, i, ts, amount):

@@ -94,7 +94,7 @@ def test_checkpoint_and_table_drifting_apart_are_refused(spark, tmp_path, monkey
         monkeypatch.setenv("OVERWINDOW_POSTGRES_DSN", dsn)
     assert _sql(view, f'SELECT count(*) FROM "{table}"', dsn) == [(30,)]
 
-    # the README's "start from a new checkpoint", keeping the table: batches 0..2 would be skipped
+    # docs/sinks.md's "start from a new checkpoint", keeping the table: batches 0..2 would be skipped
     with pytest.raises(SinkDriftError, match=f"table {table} holds batches 0..2 of another query"):
         start_view(spark, _view(tmp_path, kind, table, checkpoint="chk-new"), once=True, quiet=True)
     # an older copy of the checkpoint: the table has applied batches it does not know

@@ -98,7 +98,7 @@ def _simulate(parts, limit, live, rounds=40):
     """Micro-batches planned by ``plan`` over records arriving by round; returns the event times of
     each micro-batch by partition, where each partition ended, and the partitions that stopped
     holding the others back (idle with nothing waiting, or no event time known in it yet: the
-    README's exceptions) with the number of their records that arrived before."""
+    docs/deployment.md's exceptions) with the number of their records that arrived before."""
     start = [0] * len(parts)
     newest: dict[str, int] = {}
     batches, dropped = [], {}

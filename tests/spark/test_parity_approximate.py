@@ -101,7 +101,7 @@ def identical(a, b, java17: bool = False) -> bool:
     """Equal values of equal Python types (NaN equals NaN, -0.0 is not 0.0), lists and dicts deeply.
     With ``java17``, also a DECIMAL Spark reads from a DOUBLE's text with more digits than the
     shortest, which reads back as the same DOUBLE: Java 17's Double.toString does so for a few
-    values (README, "Differences from Spark"; histogram_numeric's DECIMAL bins)."""
+    values (docs/semantics.md, "Differences from Spark"; histogram_numeric's DECIMAL bins)."""
     if isinstance(a, list) or isinstance(b, list):
         return (
             isinstance(a, list)

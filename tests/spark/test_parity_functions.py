@@ -9,7 +9,7 @@ a few Spark SELECTs and one ``overwindow.evaluate``; every row must agree in val
 Where the order of the rows inside a frame decides the answer (collections, max_by, try_sum's
 overflow, the approximate states), the calls order by a unique key so Spark's order is known.
 The oracles: Spark's own answer, except for the moments, where Spark's one-pass DOUBLE updates are
-less exact than overwindow's (README, "Differences from Spark"): there the oracle is the frame's
+less exact than overwindow's (docs/semantics.md, "Differences from Spark"): there the oracle is the frame's
 values as Spark collects them (``collect_list`` of the pairs over the same window) and exact
 rational arithmetic, and Spark's NULLs and NaNs must be met exactly.
 
@@ -144,7 +144,7 @@ def random_call(rng, alias: str) -> Call:
         return Call(alias, f"{fn}({y}, {x}) {over}", "pairs", {f"{alias}__v": pairs}, fn)
     if kind == "try":
         # g: BIGINTs near 2**62, whose running sums overflow (try_sum's NULLs); Spark averages
-        # BIGINTs through DOUBLE sums, which lose them (overwindow's are exact: README)
+        # BIGINTs through DOUBLE sums, which lose them (overwindow's are exact: docs/semantics.md)
         fn = _pick(rng, ["try_sum", "try_avg"])
         arg = _pick(
             rng, ["i", "l", "g", "m", "w", "d - d"] if fn == "try_sum" else ["i", "l", "m", "w", "d - d"]

@@ -75,7 +75,7 @@ EXTENSIONS = [
         "median(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)",
     ),
     # median and percentile_cont of a DATE or TIMESTAMP interpolate in the type's own integers
-    # (README, "Semantics worth knowing"), percentile_disc picks one of its values; Spark refuses
+    # (docs/semantics.md, "Semantics worth knowing"), percentile_disc picks one of its values; Spark refuses
     # them all (UNSUPPORTED_TIME_TYPE)
     (
         "median / percentile of DATE or TIMESTAMP",
@@ -110,7 +110,7 @@ KNOWN_DIFFERENCES = [
     ),
     # Spark's day-time intervals of other fields than DAY and DAY TO SECOND (INTERVAL HOUR, DAY TO
     # MINUTE, ...) have no Arrow type of their own: computed inside an expression, refused as a
-    # call's argument or result (README, "Differences from Spark")
+    # call's argument or result (docs/semantics.md, "Differences from Spark")
     (
         "an INTERVAL HOUR as a call's argument",
         r"^lag\(INTERVAL '36' HOUR\)",

@@ -1,4 +1,4 @@
-"""CDC input: every documented spelling of an operation decodes to it in any case (README: insert,
+"""CDC input: every documented spelling of an operation decodes to it in any case (docs/cdc.md: insert,
 delete, update; Debezium's c/r/u/d; Flink's +I/+U/-U/-D), anything else is counted as bad, the
 last change of an identity in a batch wins, and a delete that finds no row is set aside."""
 

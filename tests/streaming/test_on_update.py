@@ -439,7 +439,7 @@ def _random_changes(rng, n: int, next_id: int, ids_seen: list, t_lo: int, t_hi: 
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(LATE_CALLS))
 def test_changes_below_the_watermark_are_late_without_eviction(seed, calls):
-    """Every change whose event time is below the watermark is dropped and counted (the README's
+    """Every change whose event time is below the watermark is dropped and counted (docs/concepts.md's
     rule), also for calls that never evict (UNBOUNDED PRECEDING, functions of the whole partition),
     which applied them before; a single-image update of a row its partition does not hold is
     counted. After every micro-batch the view equals the batch evaluator over the changes taken."""
