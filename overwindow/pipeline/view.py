@@ -381,9 +381,10 @@ KEYS = (
         "sink",
         "partition_by",
         "names",
-        "the Delta table's partition columns, when the sink creates it",
+        "the Delta or Iceberg table's partition columns (Iceberg: identity partitions), when the sink "
+        "creates it",
         [],
-        when=("sink", "kind", ("delta",)),
+        when=("sink", "kind", ("delta", "iceberg")),
     ),
     Key(
         "sink",
