@@ -45,9 +45,10 @@ class IcebergSink(TableFormatSink):
     file, made where missing, or a catalog URI), its data files under ``warehouse``. ``key``: the
     columns an emit-on-update view is keyed by (its row key); ``upsert``: emit on update (else
     append); ``partition_by``: the table's partition columns (identity partitions) when the sink
-    creates it. Costs per batch: an append writes the batch's files; an update also rewrites the data
-    files holding a key the batch changes (copy on write) and reads the table's newest snapshot's
-    summary."""
+    creates it; ``properties``: the catalog's properties besides its URI and warehouse (a REST
+    catalog's ``credential``, ``token``, ...: never printed). Costs per batch: an append writes the
+    batch's files; an update also rewrites the data files holding a key the batch changes (copy on
+    write) and reads the table's newest snapshot's summary."""
 
     format = "Iceberg"
 
@@ -59,8 +60,10 @@ class IcebergSink(TableFormatSink):
         key: list[str],
         upsert: bool,
         partition_by: list[str] | None = None,
+        properties: dict[str, str] | None = None,
     ):
         self.catalog_location, self.warehouse, self.identifier = catalog, warehouse, table
+        self._properties = dict(properties or {})
         self.key, self.upsert, self.partition_by = list(key), upsert, list(partition_by or [])
         self.name = f"Iceberg table {table}"
         self._catalog = None
@@ -78,7 +81,9 @@ class IcebergSink(TableFormatSink):
             warehouse = (
                 self.warehouse if is_uri(self.warehouse) else f"file://{os.path.abspath(self.warehouse)}"
             )
-            self._catalog = load_catalog("overwindow", uri=uri, warehouse=warehouse)
+            self._catalog = load_catalog(
+                "overwindow", **{**self._properties, "uri": uri, "warehouse": warehouse}
+            )
         return self._catalog
 
     def table(self):

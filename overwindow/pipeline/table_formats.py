@@ -132,10 +132,10 @@ def table_format_sink(view):
 
             return DeltaSink(sink["path"], key, upsert, sink.get("partition_by"))
         from overwindow.pipeline.iceberg import IcebergSink
+        from overwindow.pipeline.sources import client_settings
 
-        return IcebergSink(
-            sink["catalog"], sink["warehouse"], sink["table"], key, upsert, sink.get("partition_by")
-        )
+        where = sink["catalog"], sink["warehouse"], sink["table"]
+        return IcebergSink(*where, key, upsert, sink.get("partition_by"), client_settings(view, "sink"))
     except ImportError:
         raise ViewFileError(
             f'{view.where("sink", "kind")}: kind = "{kind}" writes with the {package} package: '

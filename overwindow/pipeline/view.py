@@ -408,10 +408,11 @@ KEYS = (
         "sink",
         "options",
         "table",
-        'Kafka producer settings, e.g. `{ "security.protocol" = "SASL_SSL" }`; a value `"env:NAME"` is '
-        "read from the environment variable NAME",
+        'Kafka producer settings, e.g. `{ "security.protocol" = "SASL_SSL" }`, or the Iceberg catalog\'s '
+        'properties, e.g. a REST catalog\'s `{ credential = "env:ICEBERG_CREDENTIAL" }`; a value '
+        '`"env:NAME"` is read from the environment variable NAME',
         {},
-        when=_KAFKA_SINK,
+        when=("sink", "kind", ("kafka", "iceberg")),
     ),
     Key(
         "sink",

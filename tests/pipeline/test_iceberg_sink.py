@@ -222,3 +222,73 @@ def test_an_existing_table_partitioned_otherwise_is_refused(tmp_path):
         IcebergSink(
             str(tmp_path / "catalog.db"), str(tmp_path / "warehouse"), "db.w", ["id"], True, ["day"]
         ).check_columns(SCHEMA)
+
+
+def test_a_rest_catalogs_credentials_come_from_the_environment_and_are_never_printed(
+    tmp_path, monkeypatch, capsys
+):
+    """A view file's ``[sink] options = { token = "env:NAME" }``: the token, read from the
+    environment, reaches a REST catalog (a local HTTP server standing in for one, which sees the
+    request's Authorization header); the view file, the sink's repr and anything printed hold the
+    variable's name only; an unset variable is refused naming it."""
+    import http.server
+    import json
+    import textwrap
+    import threading
+
+    from overwindow.pipeline.table_formats import table_format_sink
+    from overwindow.pipeline.view import ViewFileError, load_view
+
+    seen = []
+
+    class Catalog(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # the REST catalog's first call: GET /v1/config
+            seen.append((self.path, self.headers.get("Authorization")))
+            body = json.dumps({"defaults": {}, "overrides": {}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Catalog)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        view_file = tmp_path / "v.toml"
+        view_file.write_text(
+            textwrap.dedent(f"""
+            [source]
+            format = "files"
+            path = "in"
+            schema = "k STRING, id BIGINT, ts TIMESTAMP, x DOUBLE"
+            [view]
+            partition_by = ["k"]
+            calls = ["sum(x) OVER (ORDER BY ts) AS s"]
+            emit = "on_update"
+            row_key = ["id"]
+            [sink]
+            kind = "iceberg"
+            catalog = "http://127.0.0.1:{server.server_address[1]}"
+            warehouse = "warehouse"
+            table = "db.v"
+            options = {{ token = "env:OW_TEST_ICEBERG_TOKEN" }}
+            checkpoint = "chk"
+            """)
+        )
+        secret = "s3cr3t-token-value"
+        monkeypatch.setenv("OW_TEST_ICEBERG_TOKEN", secret)
+        sink = table_format_sink(load_view(str(view_file)))
+        sink.catalog()
+        assert seen and seen[0][0].startswith("/v1/config") and seen[0][1] == f"Bearer {secret}"
+        assert secret not in repr(sink) and secret not in view_file.read_text()
+        assert secret not in "".join(capsys.readouterr())
+        monkeypatch.delenv("OW_TEST_ICEBERG_TOKEN")
+        with pytest.raises(
+            ViewFileError, match=r"options.token reads the environment variable OW_TEST_ICEBERG_TOKEN"
+        ):
+            table_format_sink(load_view(str(view_file)))
+    finally:
+        server.shutdown()
