@@ -1,7 +1,8 @@
 """Sink benchmark: rows per second into each sink of the main job, same view, same input, no Spark.
 
-    python benchmarks/sinks.py                         # SQLite and Delta Lake
-    OVERWINDOW_POSTGRES_DSN=... python benchmarks/sinks.py --write   # and PostgreSQL; into BENCHMARKS.md
+    python benchmarks/sinks.py            # SQLite, Delta Lake, Iceberg (a SQLite catalog)
+    OVERWINDOW_POSTGRES_DSN=... OVERWINDOW_KAFKA_BOOTSTRAP=host:port python benchmarks/sinks.py --write
+                                          # and PostgreSQL and Kafka (upsert format); into BENCHMARKS.md
 
 The view: ``sum(x) OVER (ORDER BY ts ROWS BETWEEN 9 PRECEDING AND CURRENT ROW)`` and ``lag(x) OVER
 (ORDER BY ts)`` per key ``k`` (100 keys), row key ``rid``, over ``--rows`` rows in ``--batches``
@@ -10,7 +11,9 @@ machines. Emit on update: event times in random order, so a batch upserts rows t
 (each batch's changelog is what the sink gets); emit on window close: event times in order, a
 watermark 10 s behind the newest, every row appended once. Each sink applies the same batches, in
 order, each in its own transaction or commit with its batch id (the job's exactly-once protocol),
-into a new table; the time is the sum of the sinks' ``apply`` calls (wall time), best of ``--repeat``.
+into a new table (Kafka: a new topic, one transaction a batch); the time is the sum of the sinks'
+``apply`` calls (wall time), best of ``--repeat``. The machine's load average is printed with the
+figures: others may share it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import pyarrow as pa
 from common import publish, section_head
 
 from overwindow.pipeline.delta import DeltaSink
+from overwindow.pipeline.iceberg import IcebergSink
 from overwindow.pipeline.sinks import PostgresSink, SqliteSink
 from overwindow.spec import OverWindow
 from overwindow.streaming.driver import Driver
@@ -67,13 +71,22 @@ def timed(make, logs: list[pa.Table], repeat: int) -> float:
     return best
 
 
-def sinks(emit: str, folder: str, dsn: str | None) -> dict:
+def sinks(emit: str, folder: str, dsn: str | None, kafka: str | None) -> dict:
     upsert, key = emit == "on_update", ["k", "rid"]
     n = iter(range(10**6))
+    catalog, warehouse = os.path.join(folder, "catalog.db"), os.path.join(folder, "warehouse")
     made = {
         "SQLite": lambda: SqliteSink(os.path.join(folder, f"v{next(n)}.sqlite"), "v", key, upsert),
         "Delta Lake": lambda: DeltaSink(os.path.join(folder, f"v{next(n)}.delta"), ["rid"], upsert),
+        "Iceberg": lambda: IcebergSink(catalog, warehouse, f"bench.v{next(n)}", ["rid"], upsert),
     }
+    if kafka:
+        from overwindow.pipeline.kafka_sink import KafkaSink
+
+        stamp = int(time.time())
+        made["Kafka"] = lambda: KafkaSink(
+            {"bootstrap.servers": kafka}, f"bench-{emit}-{stamp}-{next(n)}", ["rid"], upsert, "bench"
+        )
     if dsn:
 
         def postgres():
@@ -95,9 +108,11 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--write", action="store_true", help="put the section into BENCHMARKS.md")
+    parser.add_argument("--kafka-broker", default="", help="what the Kafka broker is, for the text")
     args = parser.parse_args()
     started = time.perf_counter()
-    dsn = os.environ.get("OVERWINDOW_POSTGRES_DSN")
+    dsn, kafka = os.environ.get("OVERWINDOW_POSTGRES_DSN"), os.environ.get("OVERWINDOW_KAFKA_BOOTSTRAP")
+    load = os.getloadavg()
     table = [
         "| emit | sink | changes applied | seconds in apply | changes per second |",
         "| --- | --- | ---: | ---: | ---: |",
@@ -106,30 +121,46 @@ def main() -> None:
         logs = changelogs(args.rows, args.batches, emit)
         changes = sum(t.num_rows for t in logs)
         with tempfile.TemporaryDirectory() as folder:
-            for name, make in sinks(emit, folder, dsn).items():
+            for name, make in sinks(emit, folder, dsn, kafka).items():
                 seconds = timed(make, logs, args.repeat)
                 table.append(f"| {emit} | {name} | {changes:,} | {seconds:.2f} | {changes / seconds:,.0f} |")
                 print(table[-1], flush=True)
     command = "python benchmarks/sinks.py" + (" --write" if args.write else "")
+    if args.kafka_broker:
+        command += f" --kafka-broker '{args.kafka_broker}'"
+    if kafka:
+        command = "OVERWINDOW_KAFKA_BOOTSTRAP=... " + command
     if dsn:
         command = "OVERWINDOW_POSTGRES_DSN=... " + command
+    load = [max(a, b) for a, b in zip(load, os.getloadavg())]
     section = "\n".join(
         [
             *section_head(
                 BEGIN,
-                "Sinks: rows per second into SQLite, PostgreSQL and Delta Lake",
+                "Sinks: rows per second into SQLite, PostgreSQL, Delta Lake, Iceberg and Kafka",
                 "benchmarks/sinks.py",
                 command,
                 time.perf_counter() - started,
                 "pyarrow",
                 "deltalake",
+                "pyiceberg",
                 *(["psycopg"] if dsn else []),
+                *(["confluent-kafka"] if kafka else []),
             ),
+            f"- Machine load (load average over 1, 5, 15 minutes, the higher of start and end): "
+            f"{load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f} on 2 cores: others' jobs shared the machine.",
             f"- Input: {args.rows:,} rows, 100 keys, {args.batches} micro-batches; the view and protocol: "
             "the script's docstring. Best of "
             f"{args.repeat}. On update a change is an upsert or a delete (the changelog, netted per batch "
             "by each sink); on window close every row once.",
+            "- Iceberg: pyiceberg's SQL catalog over an SQLite file, the warehouse a local folder; on "
+            "update each batch deletes its keys' rows (rewriting the data files holding them) and "
+            "appends its upserts. Kafka: the upsert format, one transaction a batch (its records, then "
+            "the record of the batch), to a broker on the same machine"
+            + (f" ({args.kafka_broker})" if args.kafka_broker else "")
+            + ".",
             *([] if dsn else ["- PostgreSQL: not measured (no OVERWINDOW_POSTGRES_DSN)."]),
+            *([] if kafka else ["- Kafka: not measured (no OVERWINDOW_KAFKA_BOOTSTRAP)."]),
             "",
             *table,
             END,

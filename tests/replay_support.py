@@ -17,6 +17,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pytest
+from cdc_support import debezium, history, live_rows
 from kafka_support import produce
 
 import overwindow
@@ -43,6 +44,7 @@ def write_view(
     name="view",
     files=6,
     sink_where=None,
+    changes=False,
 ):
     """Six (``files``) batches of 40 events, as JSON files, or (``kafka`` = bootstrap address) as
     records of a one-partition topic read 40 per micro-batch; returns the view file and the events.
@@ -51,22 +53,31 @@ def write_view(
     batches (so a batch changes rows the sink holds) and no watermark (none is late). ``several``:
     the view is the query ``SEVERAL`` (two window groups, one streaming query). ``name``: the view
     file's name (``<name>.toml``: a job of several views names each by it). ``sink_where``: the
-    [sink] keys besides kind and checkpoint (default: the SQLite file and table, or the Delta folder)."""
+    [sink] keys besides kind and checkpoint (default: the SQLite file and table, or the Delta folder).
+    ``changes`` (emit on update): the files hold Debezium change events instead (15 a file, over a
+    few ids: cdc_support.history, whose updates move rows between partitions, NULL included, and in
+    time; an id changes once a file at most; no watermark); returns the rows they leave instead of
+    the events."""
     rng = np.random.default_rng(21)
     n = 40 * files
-    seconds = rng.permutation(n) if shuffled else np.arange(n)
-    batches = [
-        [
-            {
-                "k": int(rng.integers(0, 3)),
-                "id": f * 100 + i,
-                "ts": f"2024-01-01T00:{seconds[f * 40 + i] // 40:02d}:{seconds[f * 40 + i] % 40:02d}",
-                "x": float(rng.integers(0, 50)),
-            }
-            for i in range(40)
+    if changes:
+        moves = history(21, 15 * files, (None, 0, 1, 2), "2024-01-01T00:00:{:02d}".format, once_in=15)
+        events = debezium(moves, rng)
+        batches = [events[f * 15 : (f + 1) * 15] for f in range(files)]
+    else:
+        seconds = rng.permutation(n) if shuffled else np.arange(n)
+        batches = [
+            [
+                {
+                    "k": int(rng.integers(0, 3)),
+                    "id": f * 100 + i,
+                    "ts": f"2024-01-01T00:{seconds[f * 40 + i] // 40:02d}:{seconds[f * 40 + i] % 40:02d}",
+                    "x": float(rng.integers(0, 50)),
+                }
+                for i in range(40)
+            ]
+            for f in range(files)
         ]
-        for f in range(files)
-    ]
     if kafka is None:
         events = tmp_path / "events"
         events.mkdir()
@@ -74,6 +85,7 @@ def write_view(
             (events / f"f{f}.json").write_text("".join(json.dumps(r) + "\n" for r in batch))
             os.utime(events / f"f{f}.json", (1_000 + f, 1_000 + f))
         source = 'format = "files"\npath = "events"\nmax_files_per_trigger = 1'
+        source += '\nenvelope = "debezium"' if changes else ""
     else:
         topic = f"recovery-{emit}-{sink}"
         produce(
@@ -118,9 +130,11 @@ def write_view(
             }.get(sink, f'path = "view.sqlite"\n        table = "v_{emit}"'),
             layout=layout,
             buckets=f"key_buckets = {json.dumps(buckets)}" if buckets else "",
-            watermark="" if shuffled else '[watermark]\ncolumn = "ts"\ndelay = "5 seconds"',
+            watermark="" if shuffled or changes else '[watermark]\ncolumn = "ts"\ndelay = "5 seconds"',
         )
     )
+    if changes:
+        return view, [{c: r[c] for c in ("k", "id", "ts", "x")} for r in live_rows(moves).values()]
     return view, [r for batch in batches for r in batch]
 
 

@@ -4,9 +4,11 @@ Kafka, no Spark), the view file loads, and names agree across the stack: files t
 environment variables the code reads, the Kafka address, the topic, the key, the Spark version."""
 
 import inspect
+import json
 import os
 import re
 import sys
+import time
 from urllib.parse import urlsplit
 
 import pytest
@@ -63,15 +65,23 @@ def recorder(calls, name, real):
     return record
 
 
+READER = "changes-reader"  # the second consumer: a Python script, run for real below
+REAL = {"produce": producer.produce, "run_view": job.run_view}
+
+
 @pytest.fixture
 def calls(monkeypatch):
     """Runs the built services' commands through overwindow's command line with the producer and
-    the view job replaced; returns what they were called with, as {function: arguments by name}."""
+    the view job replaced; returns what they were called with, as {service: {function: arguments
+    by name}}."""
     calls = {}
-    for module, name in ((producer, "produce"), (job, "run_view")):
-        monkeypatch.setattr(module, name, recorder(calls, name, getattr(module, name)))
     monkeypatch.chdir(ROOT)  # the image's WORKDIR holds the repository's layout (checked below)
-    for service in BUILT.values():
+    for service_name, service in BUILT.items():
+        if service_name == READER:
+            continue
+        calls[service_name] = {}
+        for module, name in ((producer, "produce"), (job, "run_view")):
+            monkeypatch.setattr(module, name, recorder(calls[service_name], name, REAL[name]))
         program, *args = service["command"]
         assert program == "overwindow"
         assert main(args) == 0
@@ -80,17 +90,22 @@ def calls(monkeypatch):
 
 @pytest.fixture
 def produced(calls):
-    return calls["produce"]
+    return calls["producer"]["produce"]
 
 
 @pytest.fixture
 def view(calls):
-    return calls["run_view"]["view"]
+    return calls["view"]["run_view"]["view"]
 
 
-def test_the_stack_has_its_four_services_on_pinned_images():
-    assert set(SERVICES) == {"kafka", "postgres", "producer", "view"}
-    assert set(BUILT) == {"producer", "view"}
+@pytest.fixture
+def changes_view(calls):
+    return calls["changes-view"]["run_view"]["view"]
+
+
+def test_the_stack_has_its_six_services_on_pinned_images():
+    assert set(SERVICES) == {"kafka", "postgres", "producer", "view", "changes-view", READER}
+    assert set(BUILT) == {"producer", "view", "changes-view", READER}
     for name, service in SERVICES.items():
         _, _, tag = service["image"].partition(":")
         assert tag and tag != "latest", f"{name}: pin the image {service['image']!r}"
@@ -119,7 +134,7 @@ def test_the_image_is_pinned_copies_what_exists_and_has_java():
     assert "overwindow" in pyproject["project"]["scripts"]
 
 
-def test_both_built_services_share_one_image():
+def test_the_built_services_share_one_image():
     assert len({(s["image"], dockerfile(name)) for name, s in BUILT.items()}) == 1
 
 
@@ -205,3 +220,60 @@ def test_services_wait_for_healthy_dependencies_and_keep_state_in_volumes(view):
         view.checkpoint.startswith(target.rstrip("/") + "/") and source in COMPOSE["volumes"]
         for source, target in mounts
     ), "the checkpoint must live in a volume"
+
+
+def test_the_changes_view_writes_the_topic_its_reader_reads(changes_view, view):
+    """The second view reads the producer's topic and writes an upsert changelog (the format the
+    reader applies), keyed by its row key; the reader runs from the image, whose deploy/ it copies."""
+    assert changes_view.source == view.source
+    assert changes_view.emit == "on_update" and changes_view.sink["kind"] == "kafka"
+    assert changes_view.sink.get("format", "upsert") == "upsert"
+    program, script, *args = SERVICES[READER]["command"]
+    options = dict(zip(args[::2], args[1::2]))
+    assert program == "python" and os.path.exists(os.path.join(ROOT, script))
+    assert options == {
+        "--bootstrap-servers": changes_view.sink["bootstrap_servers"],
+        "--topic": changes_view.sink["topic"],
+    }
+    assert view.checkpoint != changes_view.checkpoint
+
+
+def test_the_changes_reader_replays_a_changelog_by_key(kafka_bootstrap):
+    """The reader's command, as the compose file gives it but pointed at the tests' broker, over a
+    changelog the Kafka sink wrote (three batches: upserts, updates, deletes): its last line's table
+    is the sink's view, each change printed once."""
+    import subprocess
+
+    import pyarrow as pa
+
+    from overwindow.pipeline.kafka_sink import KafkaSink
+
+    topic = f"changes-{os.getpid()}-{int(time.time())}"
+    sink = KafkaSink({"bootstrap.servers": kafka_bootstrap}, topic, ["id"], True, "v")
+    batches = [
+        {"id": [1, 2, 3], "s": [1.0, 2.0, 3.0], "_change": ["upsert"] * 3},
+        {"id": [2, 3], "s": [2.5, None], "_change": ["upsert", "delete"]},
+        {"id": [4, 1], "s": [4.0, None], "_change": ["upsert", "delete"]},
+    ]
+    for b, batch in enumerate(batches):
+        sink.apply(pa.table(batch), b, "q")
+    program, script, *args = SERVICES[READER]["command"]
+    args[args.index("--bootstrap-servers") + 1] = kafka_bootstrap
+    args[args.index("--topic") + 1] = topic
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, script), *args, "--idle", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    changes = [json.loads(line) for line in done.stdout.splitlines()]
+    table = {}
+    for change in changes:
+        if change["op"] == "delete":
+            table.pop(change["key"]["id"])
+        else:
+            table[change["key"]["id"]] = change["row"]
+        assert change["rows"] == len(table)
+    assert sorted(c["op"] for c in changes) == ["delete"] * 2 + ["upsert"] * 5
+    assert table == {2: {"id": 2, "s": 2.5}, 4: {"id": 4, "s": 4.0}}

@@ -14,14 +14,17 @@ from Kafka with its keys in two buckets (watermark eviction). A job of four view
 into SQLite and into PostgreSQL, is killed five times while every view is inside its sink's
 transaction."""
 
+import json
 import os
 import signal
 import sqlite3
 import time
+import uuid
 from pathlib import Path
 
 import pytest
-from replay_support import assert_view_is_exact, run_job, write_view
+from kafka_support import consume
+from replay_support import assert_view_is_exact, expected, run_job, write_view
 
 # (name, emit, sink, source, state layout, key buckets: a number, "per key", None (the default) or
 # "several": the view is a query of two window groups)
@@ -220,53 +223,125 @@ def _fresh_tables(dsn: str) -> None:
             db.execute(f'DROP TABLE IF EXISTS "{table}"')
 
 
-# where each run of the Delta test stops a view's second batch (tests/delta_pauses.py)
-DELTA_STAGES = ["before", "after", "inside", "inside"]  # "inside" twice: its moment is random
+# the views of the table-format and changelog test: (sink, emit); its labels in tests/sink_pauses.py
+SINK_VIEWS = [
+    (sink, emit) for sink in ("delta", "iceberg", "kafka") for emit in ("on_window_close", "on_update")
+]
+STAGES = ("before", "after", "inside")  # where tests/sink_pauses.py stops a view's second apply
+# the batch each sink's bookkeeping may hold when the job is killed with batch b stopped there: Delta
+# kills itself inside delta-rs's write and commit (one call), the others stop in the commit
+ALLOWED = {
+    "before": lambda sink, b: {b - 1},
+    "after": lambda sink, b: {b},
+    "inside": lambda sink, b: {b - 1, b} if sink == "delta" else {b - 1},
+}
 
 
-def test_a_job_killed_around_and_inside_its_delta_commits_leaves_the_exact_tables(tmp_path, no_spark):
-    """Issue 41, "Must show", for the Delta Lake sink: one job of two views into Delta tables (window
-    close, and emit on update over events in random time order, so batches update rows the table
-    holds) is killed with SIGKILL four times, then runs to the end; both tables, read back with
-    deltalake's reader, equal the batch evaluator (no row lost, none twice). In each run each view
-    applies one batch (or skips one it had applied), and its next one is stopped: before it writes
-    (then its batch is not in the table), once its commit is in the table's log (the batch is in
-    the table, not in Spark's checkpoint: the next run replays it and must skip it), or the job
-    kills itself 0 to 60 ms into the write, inside delta-rs's write and commit (either)."""
+def test_a_job_killed_around_and_inside_each_sinks_commit_leaves_the_exact_tables(
+    tmp_path, no_spark, kafka_bootstrap
+):
+    """Issue 41, "Must show": one job of six views, Delta Lake, Iceberg and a Kafka changelog, each
+    on window close and on update, is killed with SIGKILL five times, then runs to the end; each
+    table, read back with an independent reader (deltalake's, pyiceberg's scan of a catalog of its
+    own, a read_committed consumer replaying the topic by key), equals the batch evaluator over all
+    input: no row lost, none twice. The on-update views read Debezium change events whose updates
+    move rows between partitions (NULL included) and in time, so batches change and move rows the
+    tables hold (the changelog keyed by the row key alone). In each run every view applies one batch
+    (or skips the one it had applied), and its next one is stopped (tests/sink_pauses.py; the stage
+    turns from view to view and run to run, so each view is stopped at each stage): before it
+    writes, once its commit is in the table but not in Spark's checkpoint (the next run replays the
+    batch and must skip it), or inside its commit (Kafka: the batch's records on the broker in an
+    open transaction; Iceberg: the snapshot's files written, the catalog not moved; Delta: the job
+    kills itself 0 to 60 ms into delta-rs's write). Each kill checks the batch each sink's own
+    bookkeeping holds against the stage."""
     from overwindow.pipeline.delta import DeltaSink
+    from overwindow.pipeline.iceberg import IcebergSink
+    from overwindow.pipeline.kafka_sink import KafkaSink
 
-    views = {}
-    for emit in ("on_window_close", "on_update"):
-        folder = tmp_path / emit
+    run = uuid.uuid4().hex[:8]  # the broker lives as long as the session
+    views, labels = {}, {}
+    for sink, emit in SINK_VIEWS:
+        folder = tmp_path / f"{sink}-{emit}"
         folder.mkdir()
+        topic, format = f"{sink}-{emit}-{run}", "upsert" if emit == "on_update" else "debezium"
+        where = {
+            "kafka": f'bootstrap_servers = "{kafka_bootstrap}"\ntopic = "{topic}"\nformat = "{format}"',
+        }.get(sink)
         view, rows = write_view(
-            folder, emit, "delta", shuffled=emit == "on_update", name=f"delta-{emit}", files=14
+            folder, emit, sink, name=f"{sink}-{emit}", files=9, sink_where=where, changes=emit == "on_update"
         )
-        views[emit] = (view, rows, folder)
-    files = [view for view, _, _ in views.values()]
-    launcher = Path(__file__).with_name("delta_pauses.py")
-    outcomes = []
-    for kill, stage in enumerate(DELTA_STAGES):
+        bookkeeping = {
+            "delta": lambda folder=folder: DeltaSink(str(folder / "view.delta"), ["id"], False),
+            "iceberg": lambda folder=folder: IcebergSink(
+                str(folder / "catalog.db"), str(folder / "warehouse"), "db.v", ["id"], False
+            ),
+            "kafka": lambda topic=topic, emit=emit, format=format: KafkaSink(
+                {"bootstrap.servers": kafka_bootstrap}, topic, ["id"], emit == "on_update", "v", format
+            ),
+        }[sink]
+        views[sink, emit] = (view, rows, folder, topic, format, bookkeeping)
+        labels[sink, emit] = topic if sink == "kafka" else folder.name
+    files = [view for view, *_ in views.values()]
+    launcher = Path(__file__).with_name("sink_pauses.py")
+    start = time.time()
+    for kill in range(KILLS):
+        stages = {key: STAGES[(kill + v) % len(STAGES)] for v, key in enumerate(views)}
         paused = tmp_path / f"paused-{kill}"
         paused.mkdir()
-        env = {"DELTA_PAUSE": stage, "DELTA_PAUSED": str(paused)}
-        done = (lambda lines: False) if stage == "inside" else (lambda lines: len(os.listdir(paused)) == 2)
-        assert run_job(files, kill_when=done, env=env, launcher=launcher) == -signal.SIGKILL, (
+        env = {
+            "SINK_PAUSES": json.dumps({labels[key]: stages[key] for key in views}),
+            "SINK_PAUSED": str(paused),
+        }
+        self_killed = any(stage == "inside" and sink == "delta" for (sink, _), stage in stages.items())
+
+        def all_stopped(lines):
+            return not self_killed and len(os.listdir(paused)) == len(views)
+
+        assert run_job(files, kill_when=all_stopped, env=env, launcher=launcher) == -signal.SIGKILL, (
             f"kill {kill + 1}"
         )
-        for marker in os.listdir(paused):
-            emit, batch = marker.rsplit("-", 1)
-            kept = (
-                DeltaSink(str(tmp_path / emit / "view.delta"), ["id"], False).bookkeeping().applied.batch_id
-            )
-            allowed = {
-                "before": {int(batch) - 1},
-                "after": {int(batch)},
-                "inside": {int(batch) - 1, int(batch)},
-            }
-            assert kept in allowed[stage], (kill + 1, stage, emit, batch, kept)
-            outcomes.append((stage, kept == int(batch)))
-    assert sum(stage == "inside" for stage, _ in outcomes) >= 2  # the job killed itself in a write
+        stopped = dict(name.rsplit("-", 1) for name in os.listdir(paused))
+        for key, (*_, bookkeeping) in views.items():
+            batch = int(stopped[labels[key]])  # every view was stopped
+            kept = bookkeeping().bookkeeping().applied.batch_id
+            print(f"kill {kill + 1}, {time.time() - start:.0f} s: {key} {stages[key]} {batch}: holds {kept}")
+            assert kept in ALLOWED[stages[key]](key[0], batch), (kill + 1, key, stages[key], batch, kept)
     assert run_job(files) == 0
-    for emit, (_, rows, folder) in views.items():
-        assert_view_is_exact(folder, rows, emit, "delta")
+    for (sink, emit), (_, rows, folder, topic, format, _) in views.items():
+        got = _read_back(sink, folder, kafka_bootstrap, topic, format)
+        want = expected(rows, emit)
+        ks = {r["id"]: r["k"] for r in rows}
+        assert set(got) == set(want), (sink, emit)
+        for i, (s, p) in want.items():
+            assert got[i] == (ks[i], pytest.approx(s), p), (sink, emit, i)
+
+
+def _read_back(sink, folder, bootstrap, topic, format) -> dict:
+    """id -> (k, s, p) as the table holds it, read by a reader of the format's own: deltalake's,
+    pyiceberg's scan through a catalog of its own, a read_committed consumer applying the topic by
+    key (upsert: a tombstone deletes; Debezium: an event's after image, or its delete)."""
+    if sink == "kafka":
+        rows = {}
+        for key, value in consume(bootstrap, topic):
+            if value is None:  # a tombstone: the upsert format's delete, or after Debezium's
+                if format == "upsert":
+                    rows.pop(key, None)
+                continue
+            row = json.loads(value)["after"] if format == "debezium" else json.loads(value)
+            if row is None:
+                rows.pop(key, None)
+            else:
+                rows[key] = row
+        return {r["id"]: (r["k"], r["s"], r["p"]) for r in rows.values()}
+    if sink == "delta":
+        import deltalake
+
+        table = deltalake.DeltaTable(str(folder / "view.delta")).to_pyarrow_table()
+    else:
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        catalog = SqlCatalog("overwindow", uri=f"sqlite:///{folder / 'catalog.db'}", warehouse="file:///")
+        table = catalog.load_table("db.v").scan().to_arrow()
+    got = {i: (k, s, p) for k, i, s, p in zip(*(table.column(c).to_pylist() for c in ("k", "id", "s", "p")))}
+    assert len(got) == table.num_rows, f"{sink}: a row twice"
+    return got

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from overwindow.pipeline.sinks import Applied, Bookkeeping, SinkDriftError
+from overwindow.pipeline.sinks import Applied, Bookkeeping
 from overwindow.pipeline.table_formats import BATCH_ID, QUERY_ID, TableFormatSink, upserts
 from overwindow.streaming.contract import CHANGE, UPSERT
 
@@ -89,17 +89,9 @@ class DeltaSink(TableFormatSink):
         table = self._table()
         return None if table is None else {f.name: f.type for f in pa.schema(table.schema().to_arrow())}
 
-    def check_columns(self, schema: pa.Schema) -> None:
-        """As ``TableFormatSink.check_columns``, and an existing table partitioned by other columns
-        than ``partition_by`` refused."""
-        super().check_columns(schema)
+    def _table_partitions(self) -> list[str] | None:
         table = self._table()
-        parts = [] if table is None else list(table.metadata().partition_columns)
-        if table is not None and self.partition_by and parts != self.partition_by:
-            raise SinkDriftError(
-                f"Delta table {self.path} is partitioned by ({', '.join(parts) or 'nothing'}), the view file "
-                f"by ({', '.join(self.partition_by)}) ([sink] partition_by)"
-            )
+        return None if table is None else list(table.metadata().partition_columns)
 
     def _holds(self, batch_id: int, query_id: str) -> bool:
         """The table's owner read once from its history, then its app transaction of the query: O(1)

@@ -44,15 +44,27 @@ class IcebergSink(TableFormatSink):
     """A view's table ``table`` (``namespace.name``) in the Iceberg catalog ``catalog`` (an SQLite
     file, made where missing, or a catalog URI), its data files under ``warehouse``. ``key``: the
     columns an emit-on-update view is keyed by (its row key); ``upsert``: emit on update (else
-    append). Costs per batch: an append writes the batch's files; an update also rewrites the data
-    files holding a key the batch changes (copy on write) and reads the table's newest snapshot's
-    summary."""
+    append); ``partition_by``: the table's partition columns (identity partitions) when the sink
+    creates it; ``properties``: the catalog's properties besides its URI and warehouse (a REST
+    catalog's ``credential``, ``token``, ...: never printed). Costs per batch: an append writes the
+    batch's files; an update also rewrites the data files holding a key the batch changes (copy on
+    write) and reads the table's newest snapshot's summary."""
 
     format = "Iceberg"
 
-    def __init__(self, catalog: str, warehouse: str, table: str, key: list[str], upsert: bool):
+    def __init__(
+        self,
+        catalog: str,
+        warehouse: str,
+        table: str,
+        key: list[str],
+        upsert: bool,
+        partition_by: list[str] | None = None,
+        properties: dict[str, str] | None = None,
+    ):
         self.catalog_location, self.warehouse, self.identifier = catalog, warehouse, table
-        self.key, self.upsert = list(key), upsert
+        self._properties = dict(properties or {})
+        self.key, self.upsert, self.partition_by = list(key), upsert, list(partition_by or [])
         self.name = f"Iceberg table {table}"
         self._catalog = None
 
@@ -69,7 +81,9 @@ class IcebergSink(TableFormatSink):
             warehouse = (
                 self.warehouse if is_uri(self.warehouse) else f"file://{os.path.abspath(self.warehouse)}"
             )
-            self._catalog = load_catalog("overwindow", uri=uri, warehouse=warehouse)
+            self._catalog = load_catalog(
+                "overwindow", **{**self._properties, "uri": uri, "warehouse": warehouse}
+            )
         return self._catalog
 
     def table(self):
@@ -109,6 +123,18 @@ class IcebergSink(TableFormatSink):
         table = self.table()
         return None if table is None else {f.name: f.type for f in table.schema().as_arrow()}
 
+    def _table_partitions(self) -> list[str] | None:
+        """The existing table's partition columns (a transform other than identity named as
+        ``bucket[4](id)``), or None where there is no table."""
+        table = self.table()
+        if table is None:
+            return None
+        names = []
+        for field in table.spec().fields:
+            column = table.schema().find_column_name(field.source_id)
+            names.append(column if str(field.transform) == "identity" else f"{field.transform}({column})")
+        return names
+
     def _commit(self, changes: pa.Table, batch_id: int, query_id: str) -> None:
         """One transaction of the catalog: on update the rows of the batch's keys deleted, then its
         upserts appended (on window close: the batch appended), each snapshot with the record."""
@@ -125,10 +151,25 @@ class IcebergSink(TableFormatSink):
             tx.append(data.filter(upserts(changes)) if self.upsert else data, snapshot_properties=record)
 
     def _create(self, schema: pa.Schema):
+        """The table, made with its partition spec in one commit of the catalog."""
+        from pyiceberg.catalog import Catalog
+        from pyiceberg.partitioning import PartitionField, PartitionSpec
+        from pyiceberg.schema import assign_fresh_schema_ids
+        from pyiceberg.transforms import IdentityTransform
+
         namespace = self.identifier.rsplit(".", 1)[0]
         catalog = self.catalog()
         catalog.create_namespace_if_not_exists(namespace)
-        return catalog.create_table_if_not_exists(self.identifier, schema=schema)
+        if not self.partition_by:
+            return catalog.create_table_if_not_exists(self.identifier, schema=schema)
+        iceberg = assign_fresh_schema_ids(Catalog._convert_schema_if_needed(schema))  # ids to refer to
+        spec = PartitionSpec(
+            *(
+                PartitionField(iceberg.find_field(c).field_id, 1000 + i, IdentityTransform(), c)
+                for i, c in enumerate(self.partition_by)
+            )
+        )
+        return catalog.create_table_if_not_exists(self.identifier, schema=iceberg, partition_spec=spec)
 
 
 def key_filter(rows: pa.Table, key: list[str]):

@@ -30,7 +30,8 @@ class TableFormatSink:
     keyed by), ``upsert`` (emit on update, else append) and ``name`` (what messages call the table:
     ``Delta table /data/v``), and give ``bookkeeping``, ``_commit`` (one commit of a netted batch
     and its record), ``_arrow_type`` (the Arrow type the format keeps a column of the view as) and
-    ``_table_columns`` (an existing table's columns, or None)."""
+    ``_table_columns`` (an existing table's columns, or None) and ``_table_partitions`` (an
+    existing table's partition columns, or None)."""
 
     key: list[str]
     upsert: bool
@@ -48,6 +49,9 @@ class TableFormatSink:
         raise NotImplementedError
 
     def _table_columns(self) -> dict[str, pa.DataType] | None:
+        raise NotImplementedError
+
+    def _table_partitions(self) -> list[str] | None:
         raise NotImplementedError
 
     def _holds(self, batch_id: int, query_id: str) -> bool:
@@ -70,7 +74,8 @@ class TableFormatSink:
         """Refuses (SinkDriftError), before anything is written, a view the table cannot keep as it
         is (``schema``: the view's columns): a column the format has no type for, a key or partition
         column the view does not write, and in an existing table a column missing or of another
-        type. Columns the view does not write may stay. O(columns), one read of the table's schema."""
+        type, or other partition columns than ``partition_by`` (where it names some). Columns the
+        view does not write may stay. O(columns), one read of the table's schema."""
         fields = [f for f in schema if f.name != CHANGE]
         want = {}
         for f in fields:
@@ -96,6 +101,12 @@ class TableFormatSink:
                     f"{self.name}: column {name} is {sql_type(have[name])} there, the view writes "
                     f"{sql_type(kind)}"
                 )
+        parts = self._table_partitions() if have is not None and self.partition_by else None
+        if parts is not None and parts != self.partition_by:
+            raise SinkDriftError(
+                f"{self.name} is partitioned by ({', '.join(parts) or 'nothing'}), the view file "
+                f"by ({', '.join(self.partition_by)}) ([sink] partition_by)"
+            )
 
 
 def upserts(changes: pa.Table) -> pa.Array:
@@ -121,8 +132,10 @@ def table_format_sink(view):
 
             return DeltaSink(sink["path"], key, upsert, sink.get("partition_by"))
         from overwindow.pipeline.iceberg import IcebergSink
+        from overwindow.pipeline.sources import client_settings
 
-        return IcebergSink(sink["catalog"], sink["warehouse"], sink["table"], key, upsert)
+        where = sink["catalog"], sink["warehouse"], sink["table"]
+        return IcebergSink(*where, key, upsert, sink.get("partition_by"), client_settings(view, "sink"))
     except ImportError:
         raise ViewFileError(
             f'{view.where("sink", "kind")}: kind = "{kind}" writes with the {package} package: '

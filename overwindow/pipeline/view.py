@@ -381,9 +381,10 @@ KEYS = (
         "sink",
         "partition_by",
         "names",
-        "the Delta table's partition columns, when the sink creates it",
+        "the Delta or Iceberg table's partition columns (Iceberg: identity partitions), when the sink "
+        "creates it",
         [],
-        when=("sink", "kind", ("delta",)),
+        when=("sink", "kind", ("delta", "iceberg")),
     ),
     Key(
         "sink",
@@ -407,10 +408,11 @@ KEYS = (
         "sink",
         "options",
         "table",
-        'Kafka producer settings, e.g. `{ "security.protocol" = "SASL_SSL" }`; a value `"env:NAME"` is '
-        "read from the environment variable NAME",
+        'Kafka producer settings, e.g. `{ "security.protocol" = "SASL_SSL" }`, or the Iceberg catalog\'s '
+        'properties, e.g. a REST catalog\'s `{ credential = "env:ICEBERG_CREDENTIAL" }`; a value '
+        '`"env:NAME"` is read from the environment variable NAME',
         {},
-        when=_KAFKA_SINK,
+        when=("sink", "kind", ("kafka", "iceberg")),
     ),
     Key(
         "sink",

@@ -14,6 +14,7 @@ import uuid
 import numpy as np
 import pyarrow as pa
 import pytest
+from cdc_support import cut, debezium, history
 from kafka_support import produce
 
 import overwindow
@@ -36,54 +37,16 @@ SINKS = {
 }
 
 
-def _history(seed, changes=90):
-    """Random changes over a few ids: [(kind, before, after)] with kind insert, update (which may move
-    the row to another partition, NULL included, and in time) or delete."""
-    rng = np.random.default_rng(seed)
-    live, out, next_id = {}, [], 0
-    for _ in range(changes):
-        row = {
-            "k": [None, "a", "b", "c"][int(rng.integers(0, 4))],
-            "ts": int(rng.integers(0, 40)),
-            "x": None if rng.random() < 0.1 else float(rng.integers(-9, 9)),
-        }
-        choice = rng.random()
-        if choice < 0.35 or not live:
-            live[next_id] = dict(row, id=next_id)
-            out.append(("insert", None, live[next_id]))
-            next_id += 1
-        else:
-            old = live[list(live)[int(rng.integers(0, len(live)))]]
-            if choice < 0.5:
-                out.append(("delete", live.pop(old["id"]), None))
-            else:
-                live[old["id"]] = dict(row, id=old["id"])
-                out.append(("update", old, live[old["id"]]))
-    return out
-
-
-def _flink(history):
+def _flink(changes):
     """Flink changelog records (+I, -U, +U, -D), each row with its op."""
     records = []
-    for kind, before, after in history:
+    for kind, before, after in changes:
         if kind == "insert":
             records.append(dict(after, op="+I"))
         elif kind == "delete":
             records.append(dict(before, op="-D"))
         else:
             records += [dict(before, op="-U"), dict(after, op="+U")]
-    return records
-
-
-def _debezium(history, rng):
-    """Debezium change events; some wrapped in "payload" (JSON converter with schemas), and updates
-    that keep the partition sometimes without a before image (REPLICA IDENTITY DEFAULT)."""
-    records = []
-    for kind, before, after in history:
-        if kind == "update" and before["k"] == after["k"] and rng.random() < 0.3:
-            before = None
-        event = {"before": before, "after": after, "op": {"insert": "c", "update": "u", "delete": "d"}[kind]}
-        records.append({"schema": {}, "payload": event} if rng.random() < 0.3 else event)
     return records
 
 
@@ -181,11 +144,6 @@ def _run_and_check(spark, tmp_path, monkeypatch, view, batches):
             assert got[key] == (pytest.approx(s), n, p), f"after micro-batch {batch_id}, row {key}"
 
 
-def _cut(records, rng, parts):
-    cuts = sorted(rng.choice(np.arange(1, len(records)), parts - 1, replace=False))
-    return [records[a:b] for a, b in zip([0, *cuts], [*cuts, len(records)])]
-
-
 def _write_files(tmp_path, batches):
     (tmp_path / "events").mkdir()
     for n, batch in enumerate(batches):
@@ -199,7 +157,7 @@ def test_flink_changelog_moves_rows_between_partitions(spark, tmp_path, monkeypa
     """-U (the old image) deletes the row where it lands; +U inserts it in its new partition; a pair
     may be split across micro-batches."""
     rng = np.random.default_rng(seed)
-    batches = _cut(_flink(_history(seed)), rng, 6)
+    batches = cut(_flink(history(seed)), rng, 6)
     _write_files(tmp_path, batches)
     source = 'format = "files"\npath = "events"\nmax_files_per_trigger = 1'
     _run_and_check(spark, tmp_path, monkeypatch, _view(tmp_path, source, ", op STRING"), batches)
@@ -210,7 +168,7 @@ def test_debezium_files_move_rows_between_partitions(spark, tmp_path, monkeypatc
     """Into SQLite (keyed by partition and row key) and into Delta Lake (keyed by the row key alone:
     a move's upsert and delete in one micro-batch are netted to the upsert, issue 41)."""
     rng = np.random.default_rng(21)
-    batches = _cut(_debezium(_history(21), rng), rng, 6)
+    batches = cut(debezium(history(21), rng), rng, 6)
     _write_files(tmp_path, batches)
     source = 'format = "files"\npath = "events"\nmax_files_per_trigger = 1\nenvelope = "debezium"'
     _run_and_check(spark, tmp_path, monkeypatch, _view(tmp_path, source, "", sink), batches)
@@ -219,7 +177,7 @@ def test_debezium_files_move_rows_between_partitions(spark, tmp_path, monkeypatc
 def test_debezium_kafka_moves_rows_between_partitions(spark, tmp_path, monkeypatch, kafka_bootstrap):
     """Through the Kafka source, with tombstones (no value) after deletes, as Debezium writes them."""
     rng = np.random.default_rng(31)
-    events = _debezium(_history(31), rng)
+    events = debezium(history(31), rng)
     records = []
     for event in events:
         records.append((b"k", json.dumps(event).encode()))
@@ -251,11 +209,11 @@ def docs_view(marker: str) -> str:
 
 
 def _accounts(seed, rng, changes=60):
-    """Debezium events of ``_history``'s random changes, in the CDC page's columns (account, id, ts,
+    """Debezium events of ``history``'s random changes, in the CDC page's columns (account, id, ts,
     amount): updates move rows between accounts (and to NULL) and in time."""
     rename = {"k": "account", "x": "amount"}
     events = []
-    for record in _debezium(_history(seed, changes), rng):
+    for record in debezium(history(seed, changes), rng):
         event = record.get("payload", record)
         for image in ("before", "after"):
             if event[image] is not None:
@@ -298,7 +256,7 @@ def test_the_docs_debezium_view_runs_through_the_command_line(spark, tmp_path, c
     rng = np.random.default_rng(41)
     events = _accounts(41, rng)
     live = {}
-    for n, batch in enumerate(_cut(events, rng, 2)):
+    for n, batch in enumerate(cut(events, rng, 2)):
         path = tmp_path / "changes" / f"{n}.json"
         path.write_text("".join(json.dumps(e) + "\n" for e in batch))
         os.utime(path, (1_000 + n, 1_000 + n))
@@ -399,7 +357,7 @@ def test_debezium_changes_under_a_group_by_equal_spark_batch_after_every_micro_b
     some come without a before image, deletes empty groups; after every micro-batch the table (keyed
     by the GROUP BY key) equals Spark's batch SQL of the query over the rows live at that point."""
     rng = np.random.default_rng(31)
-    batches = _cut(_debezium(_history(31), rng), rng, 5)
+    batches = cut(debezium(history(31), rng), rng, 5)
     _write_files(tmp_path, batches)
     (tmp_path / "view.toml").write_text(
         textwrap.dedent(f"""

@@ -1,15 +1,10 @@
 """The Iceberg sink through the command line, both emit modes: the table, read back with pyiceberg's
 scan, equals the batch evaluator over all input (emit on update with event times shuffled across
 the batches, so batches change rows the table holds); a second run finds nothing new and leaves the
-table as it is. A job killed with SIGKILL inside an Iceberg commit and started again leaves every
-row exactly once."""
-
-import os
-import signal
-from pathlib import Path
+table as it is. (Killed and restarted: tests/test_recovery.py.)"""
 
 import pytest
-from replay_support import assert_view_is_exact, run_job, write_view
+from replay_support import assert_view_is_exact, write_view
 
 from overwindow.__main__ import main
 
@@ -34,17 +29,3 @@ def test_a_view_into_iceberg_equals_the_batch_evaluator(spark, tmp_path, emit):
     assert main(["run", str(view), "--once", "--quiet"]) == 0
     assert len(sink_of(tmp_path).table().metadata.snapshots) == len(summaries)
     assert_view_is_exact(tmp_path, rows, emit, "iceberg")
-
-
-def test_a_job_killed_inside_an_iceberg_commit_leaves_every_row_once(tmp_path, no_spark):
-    """Emit on update (deletes and appends in each commit): the job kills itself 0 to 60 ms into its
-    second batch's write (tests/delta_pauses.py), then runs to the end."""
-    view, rows = write_view(tmp_path, "on_update", sink="iceberg", shuffled=True, files=4)
-    env = {"DELTA_PAUSE": "inside", "DELTA_PAUSED": str(tmp_path)}
-    launcher = Path(__file__).parent.parent / "delta_pauses.py"
-    assert run_job(view, kill_when=lambda lines: False, env=env, launcher=launcher) == -signal.SIGKILL
-    assert any(name.startswith(os.path.basename(tmp_path)) for name in os.listdir(tmp_path))
-    kept = sink_of(tmp_path).bookkeeping().applied.batch_id
-    assert kept in (0, 1)
-    assert run_job(view) == 0
-    assert_view_is_exact(tmp_path, rows, "on_update", "iceberg")

@@ -169,3 +169,126 @@ def test_a_column_iceberg_has_no_type_for_is_refused(tmp_path):
     schema = pa.schema([("id", pa.int64()), ("gap", pa.duration("us"))])
     with pytest.raises(SinkDriftError, match=r"Iceberg has no type for column gap \(INTERVAL"):
         sink_in(tmp_path, key=["id"], upsert=False).check_columns(schema)
+
+
+def test_a_partitioned_table_keyed_by_the_row_key_keeps_rows_moving_between_partitions(tmp_path):
+    """``partition_by = ["k"]`` (identity partitions, NULL one of them), keyed by ``id`` alone as a
+    view is: a row whose k changes arrives as an upsert in its new partition and a delete from its
+    old one in one batch (either order), netted to the upsert; it moves to its new partition's
+    files. Read back with pyiceberg's scan after every batch; each data file holds one k."""
+    sink = IcebergSink(str(tmp_path / "catalog.db"), str(tmp_path / "warehouse"), "db.v", ["id"], True, ["k"])
+    log = [
+        [("a", 1, 1.0, "upsert"), ("b", 2, 2.0, "upsert"), (None, 3, 3.0, "upsert")],
+        [
+            ("b", 1, 1.5, "upsert"),
+            ("a", 1, None, "delete"),
+            (None, 3, None, "delete"),
+            ("a", 3, 3.5, "upsert"),
+        ],
+        [("b", 2, None, "delete"), (None, 1, 4.0, "upsert"), ("b", 1, None, "delete")],
+    ]
+    tables = [
+        [(None, 3, 3.0), ("a", 1, 1.0), ("b", 2, 2.0)],
+        [("a", 3, 3.5), ("b", 1, 1.5), ("b", 2, 2.0)],
+        [(None, 1, 4.0), ("a", 3, 3.5)],
+    ]
+    for b, (changes, want) in enumerate(zip(log, tables)):
+        batch = pa.table(
+            {
+                "k": pa.array([k for k, *_ in changes], pa.string()),
+                "id": pa.array([i for _, i, *_ in changes], pa.int64()),
+                "s": pa.array([s for *_, s, _ in changes], pa.float64()),
+                "_change": [c for *_, c in changes],
+            }
+        )
+        sink.apply(batch, b, "q")
+        assert read(tmp_path) == want, f"after batch {b}"
+    table = sink.table()
+    assert [table.schema().find_column_name(f.source_id) for f in table.spec().fields] == ["k"]
+    files = [task.file.file_path for task in table.scan().plan_files()]
+    assert sorted(re.search(r"/k=([^/]+)/", f).group(1) for f in files) == ["a", "null"]
+
+
+def test_an_existing_table_partitioned_otherwise_is_refused(tmp_path):
+    rows = pa.table({"k": ["a"], "id": [1], "s": [1.0], "_change": ["upsert"]})
+    sink_in(tmp_path, key=["id"]).apply(rows, 0, "q")  # unpartitioned
+    with pytest.raises(
+        SinkDriftError, match=r"^Iceberg table db.v is partitioned by \(nothing\), the view file by \(k\)"
+    ):
+        IcebergSink(
+            str(tmp_path / "catalog.db"), str(tmp_path / "warehouse"), "db.v", ["id"], True, ["k"]
+        ).check_columns(SCHEMA)
+    with pytest.raises(SinkDriftError, match="writes no column day to partition"):
+        IcebergSink(
+            str(tmp_path / "catalog.db"), str(tmp_path / "warehouse"), "db.w", ["id"], True, ["day"]
+        ).check_columns(SCHEMA)
+
+
+def test_a_rest_catalogs_credentials_come_from_the_environment_and_are_never_printed(
+    tmp_path, monkeypatch, capsys
+):
+    """A view file's ``[sink] options = { token = "env:NAME" }``: the token, read from the
+    environment, reaches a REST catalog (a local HTTP server standing in for one, which sees the
+    request's Authorization header); the view file, the sink's repr and anything printed hold the
+    variable's name only; an unset variable is refused naming it."""
+    import http.server
+    import json
+    import textwrap
+    import threading
+
+    from overwindow.pipeline.table_formats import table_format_sink
+    from overwindow.pipeline.view import ViewFileError, load_view
+
+    seen = []
+
+    class Catalog(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # the REST catalog's first call: GET /v1/config
+            seen.append((self.path, self.headers.get("Authorization")))
+            body = json.dumps({"defaults": {}, "overrides": {}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Catalog)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        view_file = tmp_path / "v.toml"
+        view_file.write_text(
+            textwrap.dedent(f"""
+            [source]
+            format = "files"
+            path = "in"
+            schema = "k STRING, id BIGINT, ts TIMESTAMP, x DOUBLE"
+            [view]
+            partition_by = ["k"]
+            calls = ["sum(x) OVER (ORDER BY ts) AS s"]
+            emit = "on_update"
+            row_key = ["id"]
+            [sink]
+            kind = "iceberg"
+            catalog = "http://127.0.0.1:{server.server_address[1]}"
+            warehouse = "warehouse"
+            table = "db.v"
+            options = {{ token = "env:OW_TEST_ICEBERG_TOKEN" }}
+            checkpoint = "chk"
+            """)
+        )
+        secret = "s3cr3t-token-value"
+        monkeypatch.setenv("OW_TEST_ICEBERG_TOKEN", secret)
+        sink = table_format_sink(load_view(str(view_file)))
+        sink.catalog()
+        assert seen and seen[0][0].startswith("/v1/config") and seen[0][1] == f"Bearer {secret}"
+        assert secret not in repr(sink) and secret not in view_file.read_text()
+        assert secret not in "".join(capsys.readouterr())
+        monkeypatch.delenv("OW_TEST_ICEBERG_TOKEN")
+        with pytest.raises(
+            ViewFileError, match=r"options.token reads the environment variable OW_TEST_ICEBERG_TOKEN"
+        ):
+            table_format_sink(load_view(str(view_file)))
+    finally:
+        server.shutdown()

@@ -2,13 +2,12 @@
 batch by batch (every batch twice, the second time a replay) and read back by a consumer of its own
 equal a model, in both formats; a new sink carries on where the last one stopped; another query's
 topic and a change of format are refused. Then with Spark: the record JSON against Spark's
-``to_json``; ``overwindow run`` into Kafka equals the batch evaluator; a job killed with SIGKILL
-inside a transaction and started again leaves each row's final state right."""
+``to_json``; ``overwindow run`` into Kafka equals the batch evaluator (killed and restarted:
+tests/test_recovery.py)."""
 
 import itertools
 import json
 from decimal import Decimal
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -225,7 +224,7 @@ def assert_same(got, want):
         assert got[i][0] == pytest.approx(s) and got[i][1] == p
 
 
-# on update in the upsert format: the kill test below
+# window close in Debezium's format and on update in upsert's: tests/test_recovery.py
 @pytest.mark.parametrize("emit, format", [("on_window_close", "upsert"), ("on_update", "debezium")])
 def test_a_view_into_kafka_equals_the_batch_evaluator(kafka_bootstrap, no_spark, tmp_path, emit, format):
     view, rows, topic = kafka_view(tmp_path, kafka_bootstrap, emit, format, files=4)
@@ -235,20 +234,3 @@ def test_a_view_into_kafka_equals_the_batch_evaluator(kafka_bootstrap, no_spark,
     assert twice == 0
     if emit == "on_window_close":  # one record per row, each once
         assert len(consume(kafka_bootstrap, topic)) == len(got)
-
-
-def test_a_job_killed_inside_its_transaction_and_restarted_leaves_each_row_right(
-    kafka_bootstrap, no_spark, tmp_path
-):
-    """SIGKILL inside a batch's transaction, once its records are on the broker and before the
-    record of the batch (tests/kafka_kills.py), then a run to the end: every key's last record is
-    the batch evaluator's row. The broker the tests start shows an unfinished transaction's records
-    to read_committed consumers, so the batch written again is there twice (counted, printed); a
-    broker that keeps transactions apart drops the first copy when the restart aborts it."""
-    view, rows, topic = kafka_view(tmp_path, kafka_bootstrap, "on_update", "upsert", files=4)
-    launcher = Path(__file__).parent.parent / "kafka_kills.py"
-    assert run_job(view, launcher=launcher, env={"KAFKA_KILL_AT_FLUSH": "3"}) == -9
-    assert run_job(view) == 0
-    got, twice = topic_view(kafka_bootstrap, topic, "upsert")
-    assert_same(got, expected(rows, "on_update"))
-    print(f"records written twice by the replay: {twice}")
