@@ -26,6 +26,14 @@ else:
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# The jobs tests start in subprocesses (`overwindow run`, the kill tests, Spark Connect) are JVMs of
+# a minute or less, for which C2's compiling of Spark costs more CPU than it saves: a small view's
+# run took 43-54 s of CPU, 28-30 s with the C1 compiler alone, on a machine of 2 cores that runs the
+# tests that never start Spark beside. The tests' own session lives for the whole run, where C2 pays
+# off (no CPU saved with C1 alone over tests/spark/test_window_close_spark.py): _new_session starts it
+# without this.
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", C1_ONLY)
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
 
@@ -34,22 +42,29 @@ def _new_session(warehouse):
 
     from overwindow.spark.adapter import WORKER_WARNINGS
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("overwindow-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
-        .config("spark.sql.streaming.minBatchesToRetain", "5")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.memory", "2g")
-        .config("spark.driver.host", "127.0.0.1")
-        .config(*WORKER_WARNINGS)
-        .getOrCreate()
-    )
+    short_lived = os.environ.get("SPARK_SUBMIT_OPTS") == C1_ONLY
+    if short_lived:
+        del os.environ["SPARK_SUBMIT_OPTS"]
+    try:
+        session = (
+            SparkSession.builder.master("local[2]")
+            .appName("overwindow-tests")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.default.parallelism", "2")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
+            .config("spark.sql.streaming.minBatchesToRetain", "5")
+            .config("spark.sql.warehouse.dir", str(warehouse))
+            .config("spark.driver.memory", "2g")
+            .config("spark.driver.host", "127.0.0.1")
+            .config(*WORKER_WARNINGS)
+            .getOrCreate()
+        )
+    finally:
+        if short_lived:
+            os.environ["SPARK_SUBMIT_OPTS"] = C1_ONLY
     session.sparkContext.setLogLevel("ERROR")
     return session
 
