@@ -474,10 +474,10 @@ class DeadLetter:
     (``records``), keyed by (batch, partition, position), so a task that runs again replaces its
     records instead of adding them; the state machines hand over the rows they set aside (a row
     expression fails on their values) through the same accumulator, keyed by (batch, key,
-    position), their origin ``overWindow, key ...``; where Spark failed to compute an expression
-    on such a row, its reason goes on with Spark's own error for it (``_in_spark_words``). ``write``
-    (called by the job in each
-    micro-batch, after the batch ran) writes each batch's file whole under a temporary name and
+    position), their origin ``overWindow, key ...`` (a GROUP BY stage's ``GROUP BY, group ...``);
+    where Spark failed to compute an expression on such a row, its reason goes on with Spark's own
+    error for it (``_in_spark_words``). ``write`` (called by the job in each micro-batch, after the
+    batch ran) writes each batch's file whole under a temporary name and
     renames it, so a replayed batch rewrites the same file.
     The folder is a local path of the machine that runs the job. O(bad records) per batch.
     """

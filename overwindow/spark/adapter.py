@@ -30,6 +30,7 @@ import functools
 import importlib.util
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -567,9 +568,10 @@ class MachineCounts:
             return None
         return cls(sc.accumulator(0), sc.accumulator(0), sc.accumulator(0), keep)
 
-    def add(self, step, key, keys: tuple[str, ...] = ()) -> None:
+    def add(self, step, key, keys: tuple[str, ...] = (), stage: Stage | None = None) -> None:
         """On a worker: a step's counts (and, with ``keep``, its rows set aside) for ``key``, a
-        bucket's number where ``keys`` names the partition key columns in its rows."""
+        bucket's number where ``keys`` names the partition key columns in its rows; ``stage``: the
+        operator that set them aside, for their origin (None: the windows')."""
         if step.late_rows:
             self.late.add(step.late_rows)
         if step.counters.unknown_updates:
@@ -577,7 +579,7 @@ class MachineCounts:
         if step.aside:
             self.aside.add(len(step.aside))
             if self.keep is not None:
-                self.keep.add(_records(step.aside, key, keys))
+                self.keep.add(_records(step.aside, key, keys, stage or WINDOWS))
 
     def take(self) -> tuple[int, int, int]:
         """On the driver: (late rows, updates of unknown rows, rows set aside) counted since the
@@ -612,23 +614,45 @@ def key_text(values, names: tuple[str, ...] = ()) -> str:
     return repr(plain)
 
 
-def _aside_origin(aside, n: int, key, keys: tuple[str, ...]) -> str:
-    """Where the ``n``-th row set aside comes from: its partition key (a bucket's rows name their own)."""
+@dataclass(frozen=True)
+class Stage:
+    """The operator rows are set aside in, as their dead-letter origin names it: its words before
+    the key (``overWindow, key``, ``GROUP BY, group``) and the names its key columns are shown
+    under (empty: the columns' own).
+
+    >>> Stage("GROUP BY, group", {"__ow_e0": "to_date(ts)"}).label("__ow_e0")
+    'to_date(ts)'
+    """
+
+    words: str
+    names: dict = field(default_factory=dict)
+
+    def label(self, column: str) -> str:
+        return self.names.get(column, column)
+
+
+WINDOWS = Stage("overWindow, key")
+
+
+def _aside_origin(aside, n: int, key, keys: tuple[str, ...], stage: Stage = WINDOWS) -> str:
+    """Where the ``n``-th row set aside comes from: the stage and its partition key (a bucket's rows
+    name their own)."""
     if keys:
-        return f"overWindow, key {key_text([aside.rows.column(k)[n].as_py() for k in keys], keys)}"
-    return f"overWindow, key {key_text(key)}"
+        values = [aside.rows.column(k)[n].as_py() for k in keys]
+        return f"{stage.words} {key_text(values, tuple(stage.label(k) for k in keys))}"
+    return f"{stage.words} {key_text(key)}"
 
 
-def _records(aside, key, keys: tuple[str, ...] = ()) -> dict:
+def _records(aside, key, keys: tuple[str, ...] = (), stage: Stage = WINDOWS) -> dict:
     """A step's rows set aside as dead-letter records: ``{(batch, origin, position): (origin,
     reason, the row as JSON)}``, the batch read from the running task; on a bucket of keys (``keys``:
-    the key columns) each row's origin names its own partition key."""
+    the key columns) each row's origin names its own partition key, in ``stage``'s words."""
     from pyspark import TaskContext
 
     task = TaskContext.get()
     batch = int(task.getLocalProperty("streaming.sql.batchId") or -1) if task is not None else -1
     rows = aside.rows.select(source_columns(aside.rows.column_names)).to_pylist()  # the user's columns
-    origins = [_aside_origin(aside, n, key, keys) for n in range(len(rows))]
+    origins = [_aside_origin(aside, n, key, keys, stage) for n in range(len(rows))]
     return dead_letter_records(batch, rows, aside.reasons, origins)
 
 

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from overwindow.errors import WindowSpecError
 from overwindow.logical.bind import ERROR
-from overwindow.logical.call import WindowExpression
-from overwindow.logical.expr import DIALECT, Expr
+from overwindow.logical.call import WindowExpression, quote
+from overwindow.logical.expr import DIALECT, Expr, read_sql
 from overwindow.spark import compat
 from overwindow.streaming.contract import CHANGE, DELETE, UPSERT
+from overwindow.streaming.topn import rank_condition
 
 _ROW = "__ow_row"  # the guard's lambda variable: the row's columns as one struct
 
@@ -82,10 +84,13 @@ def with_computed(df, pre: tuple[tuple[str, Expr], ...]):
 
 
 def results_in_spark(spec):
-    """(``spec`` as its machine runs it: each call a window column of its own, under its alias;
-    what Spark computes after the windows: each expression over calls (``price - lag(price) OVER
-    w``) as (its alias, the expression); ``spec``'s ``qualify`` when it names such an expression,
-    which Spark then applies, else None). O(calls).
+    """(``spec`` as its machine runs it: each call a window column of its own, under its alias, and
+    of its ``qualify`` only the Top-N bounds on its ranking columns (``topn.rank_condition``); what
+    Spark computes after the windows: each expression over calls (``price - lag(price) OVER w``) as
+    (its alias, the expression); ``spec``'s ``qualify`` as Spark SQL, which Spark applies after
+    them (``with_filter``), else None). So Spark computes every expression of a query but its
+    window calls, QUALIFY included, and the machine, checking a condition every row in the result
+    passes, still deletes a row leaving a Top-N and keeps about N rows per partition. O(calls).
 
     >>> from overwindow.spec import OverWindow
     >>> p, d = "lag(x) OVER (ORDER BY t) AS p", "x - lag(x) OVER (ORDER BY t) AS d"
@@ -93,18 +98,21 @@ def results_in_spark(spec):
     >>> machine, post, condition = results_in_spark(spec)
     >>> machine.aliases, [(a, e.sql) for a, e in post], condition, machine.qualify
     (('p', '__d_w0'), [('d', 'x - `__d_w0`')], 'd > 0', None)
+    >>> spec = OverWindow("rank() OVER (ORDER BY t) AS r", qualify="r <= 3 AND x > 0")
+    >>> machine, _, condition = results_in_spark(spec)
+    >>> condition, machine.qualify.sql
+    ('r <= 3 AND x > 0', 'r <= 3')
     """
     post = tuple((e.alias, e.expr) for e in spec.expressions if e.expr is not None)
-    if not post:
+    condition = spec.qualify
+    if not post and condition is None:
         return spec, (), None
     calls = []
     for e in spec.expressions:
         calls += [e] if e.expr is None else [WindowExpression(c.alias, (c,), None, str(c)) for c in e.calls]
-    names = {a.lower() for a, _ in post}
-    condition = spec.qualify
-    if condition is not None and not {c.lower() for c in condition.columns()} & names:
-        return spec.over(calls), post, None
-    return spec.over(calls, qualify=None), post, None if condition is None else condition.sql
+    bound = None if condition is None else rank_condition(condition, calls)
+    machine = spec.over(calls, qualify=None if bound is None else bound.sql)
+    return machine, post, None if condition is None else condition.sql
 
 
 def with_results(out, post: tuple[tuple[str, Expr], ...], emit: str, keep_errors: bool = False):
@@ -136,6 +144,10 @@ def with_filter(out, condition: str, emit: str, keep_errors: bool = False):
     keyed table ignores). A row the condition itself fails on (an error) is handled as
     ``with_results`` handles one."""
     F = compat.functions(out)
+    kind = out.select(F.expr(condition)).schema.fields[0].dataType.simpleString()
+    if kind not in ("boolean", "void"):  # Spark's type of it, before the query starts
+        written = _bare(condition)
+        raise WindowSpecError(f"qualify={written!r} must be a condition (BOOLEAN), not {kind.upper()}")
     name = "__ow_kept"
     out = with_results(out, ((name, Expr.of(f"coalesce({condition}, false)")),), emit, keep_errors)
     kept = F.col(name)
@@ -146,6 +158,18 @@ def with_filter(out, condition: str, emit: str, keep_errors: bool = False):
     else:
         out = out.where(kept | F.col(ERROR).isNotNull() if keep_errors else kept)
     return out.drop(name)
+
+
+def _bare(condition: str) -> str:
+    """``condition`` with the backquotes its names do not need left out, as the user wrote them.
+
+    >>> _bare("`r` + `my x`")
+    'r + `my x`'
+    """
+    tree = read_sql(condition)
+    for column in tree.find_all(exp.Column):
+        column.this.set("quoted", quote(column.name) != column.name)
+    return tree.sql(dialect=DIALECT)
 
 
 _observed = iter(range(1 << 62))  # observation names unique within the process

@@ -101,7 +101,9 @@ def run_grouped(df, query, _keep=None, **options):
     if closing_mode:  # Spark computes each row's closing time beside the keys
         at = closing(query, watermarked_column(df))
         computed = computed.withColumn(CLOSE, compat.functions(df).expr(at.sql))
-    grouped = group_by(computed, bound_keys, list(bound), _keep, row_key, op_column, closing_mode)
+    # a row it sets aside names its group, a key Spark computed by the expression written
+    shown = {name: e.sql for name, e in pre}
+    grouped = group_by(computed, bound_keys, list(bound), _keep, row_key, op_column, closing_mode, shown)
     # a key Spark computed (__ow_e<n>) is a column of the changelog of its own name, kept in the result
     columns = [k if k in df.columns else f"{_GROUP_KEY}{n}" for n, k in enumerate(bound_keys)]
     grouped = grouped.withColumnsRenamed({k: c for k, c in zip(bound_keys, columns) if k != c})
@@ -350,7 +352,14 @@ def _rewritten(items, keys, columns, aggregates, bound, names) -> list[tuple[str
 
 
 def group_by(
-    df, keys: tuple[str, ...], aggregates: list, keep=None, row_key=None, op_column=None, closes=False
+    df,
+    keys: tuple[str, ...],
+    aggregates: list,
+    keep=None,
+    row_key=None,
+    op_column=None,
+    closes=False,
+    shown: dict | None = None,
 ):
     """The changelog of ``df`` grouped by the columns ``keys``, with each aggregate of
     ``aggregates`` (window expressions over the whole group) per group: the keys, the aggregates and
@@ -361,9 +370,10 @@ def group_by(
     ``overWindow`` chooses them), one state value per bucket: Spark chains it before the windows'
     ``applyInPandasWithState``, where it refuses two of those. ``closes``: the machine's closing mode
     over the column ``CLOSE``, in Spark's event time, with one timer per bucket at its least closing
-    time (its wakeup); every group an insert. PySpark 4 with the RocksDB state store. O(1) to
-    build."""
-    from overwindow.spark.adapter import _check_rocksdb
+    time (its wakeup); every group an insert; ``shown``: the names a row set aside shows its group
+    keys under, in its dead-letter origin (``GROUP BY, group day=...``; by default the columns').
+    PySpark 4 with the RocksDB state store. O(1) to build."""
+    from overwindow.spark.adapter import Stage, _check_rocksdb
 
     what = "windows over a GROUP BY"
     compat.require_transform_with_state(df, what)
@@ -376,7 +386,8 @@ def group_by(
     grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, True)
     companions = companions_of(schema)
     grouped = _with_companions(grouped, companions)
-    step = _GroupStep(machine, schema, companions, MachineCounts.of(df.sparkSession, keep))
+    stage = Stage("GROUP BY, group", dict(shown or {}))
+    step = _GroupStep(machine, schema, companions, MachineCounts.of(df.sparkSession, keep), keys, stage)
     output = _output_struct(df.schema, machine.output_schema)
     time_mode = "EventTime" if closes else "None"
     out = grouped.transformWithStateInPandas(_processor(step, closes), output, "Append", time_mode)
@@ -388,8 +399,9 @@ def group_by(
 class _GroupStep:
     """A bucket's step: its rows (pandas, from Spark) through the machine (pickled with it)."""
 
-    def __init__(self, machine: GroupBy, schema: pa.Schema, companions, counts):
+    def __init__(self, machine: GroupBy, schema: pa.Schema, companions, counts, keys=(), stage=None):
         self.machine, self.schema, self.companions, self.counts = machine, schema, tuple(companions), counts
+        self.keys, self.stage = tuple(keys), stage  # the group keys in its rows, for their origin
 
     def __call__(self, key, prior: bytes | None, pdfs, wm_ms=None):
         """The machine's step; ``wm_ms``: Spark's watermark (UTC ms; closing mode), as microseconds
@@ -400,7 +412,7 @@ class _GroupStep:
         )
         step = self.machine.step(prior, pa.concat_tables(tables) if tables else None, watermark)
         if self.counts is not None:
-            self.counts.add(step, key)
+            self.counts.add(step, key, self.keys, self.stage)
         if step.late_rows:
             log.warning(
                 "overwindow: dropped %d late rows of a GROUP BY (their groups had closed)", step.late_rows

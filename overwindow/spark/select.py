@@ -34,7 +34,7 @@ from sqlglot import exp
 from overwindow.errors import WindowSpecError
 from overwindow.logical.bind import ERROR, bind
 from overwindow.logical.call import WindowExpression, quote
-from overwindow.logical.expr import DIALECT, read_sql
+from overwindow.logical.expr import DIALECT, Expr, read_sql
 from overwindow.logical.parse import parse_window
 from overwindow.spark import columns as C
 from overwindow.spark import compat
@@ -42,6 +42,7 @@ from overwindow.spark.bind import with_computed, with_filter, with_results
 from overwindow.spark.fanout import over_windows
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import CHANGE, ROW_ID
+from overwindow.streaming.topn import rank_condition
 
 
 @dataclass
@@ -143,8 +144,13 @@ def select(
         if not _append:  # a GROUP BY's changelog (overwindow.spark.grouped) names its own columns
             specs[0][1].check_columns(df.columns)
         df = with_computed(df, bound.pre)
-        if several:
-            out = over_windows(df, specs, qualify=condition, keep=_keep, own_columns=_append)
+        if several:  # Spark applies the condition; the row assembly its Top-N bounds (as overWindow)
+            calls = [e for _, spec in specs for e in spec.expressions]
+            bound = None if condition is None else rank_condition(Expr.of(condition), calls)
+            bound = None if bound is None else bound.sql
+            out = over_windows(df, specs, qualify=bound, keep=_keep, own_columns=_append)
+            if condition is not None:
+                out = with_filter(out, condition, emit, keep_errors=_keep is not None)
         elif not specs[0][0]:  # _keep: the view job's dead letter for rows set aside (adapter.over_window)
             out = df.overWindow(specs[0][1], _keep, append=_append)
         else:

@@ -32,6 +32,7 @@ from overwindow.logical.bind import ERROR, failure
 from overwindow.logical.call import WindowCall, WindowExpression, quote
 from overwindow.logical.expr import Expr
 from overwindow.physical.values import sql_type
+from overwindow.streaming.topn import upper_bounds
 
 
 @dataclass
@@ -250,6 +251,16 @@ class Qualify:
 
     def __init__(self, condition: Expr, results: pa.Table, inputs: list[str]):
         self.condition, self.inputs = condition, list(inputs)
+        # ``r <= N`` over integer columns (what a machine checks where Spark applies the condition:
+        # ``topn.rank_condition``) is compared here, without the batch evaluator's interpreter
+        bounds = upper_bounds(condition)
+        names = set(results.column_names)
+        if bounds is not None and all(
+            n in names and pa.types.is_integer(results.schema.field(n).type) for n, _ in bounds
+        ):
+            self.bounds = bounds
+            return
+        self.bounds = None
         try:
             kind = values_of(condition, results).type
         except WindowSpecError as e:
@@ -260,7 +271,12 @@ class Qualify:
             )
 
     def _compute(self, table: pa.Table) -> pa.Array:
-        return values_of(self.condition, table)
+        if self.bounds is None:
+            return values_of(self.condition, table)
+        out = pa.array(np.ones(table.num_rows, dtype=bool))
+        for name, n in self.bounds:
+            out = pc.and_kleene(out, pc.less_equal(table.column(name), n))
+        return out
 
     def holds(self, table: pa.Table) -> tuple[np.ndarray, Aside | None]:
         """(per row of ``table`` (the result columns, and others), whether the condition is true:

@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
+from overwindow.logical.call import quote
 from overwindow.logical.expr import Expr, literal_value
 from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.logical.functions import Reach
@@ -140,6 +141,54 @@ def rank_bounds(condition: Expr, columns: pa.Table) -> list[tuple[str, int]]:
             column = column.unnest()
             if n is not None and isinstance(column, exp.Column):
                 found.append((resolve_column(columns, column.name), n))
+    return found
+
+
+def rank_condition(condition: Expr, expressions) -> Expr | None:
+    """What a machine can check of ``condition`` on its own, over its row_number, rank and
+    dense_rank columns (``expressions``: its window expressions): the AND of ``r <= N`` for each
+    bound ``rank_bounds`` finds on one of them (the tightest per column); None when there is none.
+    Every row passing ``condition`` passes it, so where Spark applies ``condition`` after the
+    machine, a machine checking this one emits no change of a row that is out of the result on
+    both sides of it, deletes a row leaving it, and prunes as ``TopN`` prunes. O(condition size).
+
+    >>> from overwindow.spec import OverWindow
+    >>> spec = OverWindow("row_number() OVER (ORDER BY t) AS rn", "sum(x) OVER (ORDER BY t) AS s")
+    >>> rank_condition(Expr.of("RN < 4 AND s > 0 AND rn <= 9"), spec.expressions).sql
+    'rn <= 3'
+    >>> rank_condition(Expr.of("s > 0 OR rn = 1"), spec.expressions) is None
+    True
+    """
+    ranks = {e.alias for e in expressions if e.expr is None and e.calls[0].info.counts is not None}
+    names = {n.lower(): n for n in ranks}
+    for n in condition.columns():  # the others, once each, so that every name resolves
+        names.setdefault(n.lower(), n)
+    columns = pa.table({n: pa.nulls(0) for n in names.values()})
+    tightest: dict[str, int] = {}
+    for name, n in rank_bounds(condition, columns):
+        if name in ranks:
+            tightest[name] = min(n, tightest.get(name, n))
+    if not tightest:
+        return None
+    return Expr.of(" AND ".join(f"{quote(name)} <= {n}" for name, n in tightest.items()))
+
+
+def upper_bounds(condition: Expr) -> list[tuple[str, int]] | None:
+    """(column, N) for each conjunct of ``condition`` when every one is ``column <= N`` (N a
+    constant number, taken as the largest integer at most it), as ``rank_condition`` writes them;
+    None for any other condition. O(condition size).
+
+    >>> upper_bounds(Expr.of("rn <= 3 AND `r 2` <= -1")), upper_bounds(Expr.of("rn < 3"))
+    ([('rn', 3), ('r 2', -1)], None)
+    """
+    found = []
+    for node in _conjuncts(condition.node):
+        if not isinstance(node, exp.LTE) or not isinstance(node.this.unnest(), exp.Column):
+            return None
+        column, n = node.this.unnest(), _limit(node.expression, False)
+        if n is None or column.table:
+            return None
+        found.append((column.name, n))
     return found
 
 

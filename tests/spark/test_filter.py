@@ -8,6 +8,7 @@ import datetime as dt
 import os
 import time
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -165,8 +166,9 @@ def test_filters_are_refused_in_sql_words(spark):
 
 
 def test_select_qualify_names_window_columns_and_input_columns(spark):
-    """``select(qualify=...)`` runs in the state machines, which hold the window columns and the
-    input columns; a column Spark computes after the windows is refused, naming it."""
+    """``select(qualify=...)`` names the window columns and the input columns (the machines check its
+    Top-N bound on them, Spark applies it); a column Spark computes from others is refused, naming
+    it."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -175,3 +177,85 @@ def test_select_qualify_names_window_columns_and_input_columns(spark):
     columns = ["k", (F.col("x") * 2).alias("y"), F.row_number().over(w).alias("rn")]
     with pytest.raises(WindowSpecError, match="`y` is not a window column or an input column"):
         overwindow.select(df, *columns, qualify="y > 1 AND rn <= 3")
+
+
+def test_a_top_n_over_cdc_changes_keeps_spark_batch_sql_over_the_live_rows_and_qualify_runs_in_spark(
+    spark, tmp_path
+):
+    """QUALIFY on Spark is Spark's to compute (after the windows); the machine checks only the
+    Top-N bound (rank <= 2) on its rank column. Over inserts, updates and deletes (opColumn) with
+    ties in the ORDER BY, the table the changelog keeps (by row key) equals Spark's batch SQL of
+    the same query over the rows live after every micro-batch; each batch holds at most one change
+    per row key; a delete is of a row the table holds, or of one only the rest of the condition
+    (x <> 3) keeps out. A condition that is not BOOLEAN is refused in Spark's type before the
+    query starts."""
+    schema = "k STRING, rid BIGINT, x BIGINT, op STRING"
+    arrow = pa.schema([("k", pa.string()), ("rid", pa.int64()), ("x", pa.int64()), ("op", pa.string())])
+    rng = np.random.default_rng(7)
+    src = str(tmp_path / "cdc")
+    os.makedirs(src)
+    live, files, next_id = {}, [], 0
+    for f in range(4):
+        rows = []
+        for _ in range(14):
+            if f == 0 or rng.random() < 0.5 or not live:
+                row = {
+                    "k": [None, "a", "b"][int(rng.integers(0, 3))],
+                    "rid": next_id,
+                    "x": int(rng.integers(0, 5)),
+                }
+                row["op"], next_id = "insert", next_id + 1
+            else:
+                old = live[list(live)[int(rng.integers(0, len(live)))]]
+                row = (
+                    dict(old, op="delete")
+                    if rng.random() < 0.5
+                    else dict(old, x=int(rng.integers(0, 5)), op="update")
+                )
+            rows.append(row)
+            if row["op"] == "delete":
+                live.pop(row["rid"], None)
+            else:
+                live[row["rid"]] = {c: row[c] for c in ("k", "rid", "x")}
+        path = os.path.join(src, f"part-{f}.parquet")
+        pq.write_table(pa.Table.from_pylist(rows, schema=arrow), path)
+        os.utime(path, (time.time() + f, time.time() + f))
+        files.append(dict(live))
+    spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(src).createOrReplaceTempView(
+        "ow_filter_cdc"
+    )
+    windows = "SELECT k, rid, x, rank() OVER (PARTITION BY k ORDER BY x DESC) AS r FROM {}"
+    condition = "r <= 2 AND x <> 3"
+    with pytest.raises(WindowSpecError, match=r"qualify='r \+ 1' must be a condition \(BOOLEAN\), not INT"):
+        overwindow.sql(
+            spark,
+            windows.format("ow_filter_cdc") + " QUALIFY r + 1",
+            emit="on_update",
+            rowKey="rid",
+            opColumn="op",
+        )
+    out = overwindow.sql(
+        spark,
+        windows.format("ow_filter_cdc") + f" QUALIFY {condition}",
+        emit="on_update",
+        rowKey="rid",
+        opColumn="op",
+    )
+    batches = _batches(out, str(tmp_path / "chk"), "update")
+    assert len(batches) == len(files)
+    table = {}
+    for after, changes in zip(files, batches):
+        assert len({r["rid"] for r in changes}) == len(changes)
+        for r in changes:
+            if r["_change"] == "delete":
+                # Spark's filter turns an upsert failing the condition into a delete: of a row the
+                # machine let through its bound (r <= 2) that x <> 3 keeps out
+                assert r["rid"] in table or r["r"] is None or (r["r"] <= 2 and r["x"] == 3), r
+                table.pop(r["rid"], None)
+            else:
+                table[r["rid"]] = {c: v for c, v in r.items() if c != "_change"}
+        spark.createDataFrame(
+            list(after.values()) or [], "k STRING, rid BIGINT, x BIGINT"
+        ).createOrReplaceTempView("ow_filter_cdc_batch")
+        want = spark.sql(f"SELECT * FROM ({windows.format('ow_filter_cdc_batch')}) WHERE {condition}")
+        assert table == {r["rid"]: r for r in compat.to_arrow(want).to_pylist()}

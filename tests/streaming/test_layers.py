@@ -124,3 +124,34 @@ def test_a_bound_spec_runs_without_the_interpreter_as_spark_hosts_it():
         """
     )
     assert out.splitlines() == ["False ['d']", "True"], out
+
+
+def test_a_qualify_runs_in_spark_and_its_machine_checks_the_top_n_bound_without_the_interpreter():
+    # Spark applies QUALIFY after the windows (with_filter); the machine keeps, of it, the bound on
+    # its ranking column, compared without the interpreter, on update and on window close
+    out = _run(
+        f"""
+        import sys
+        import pyarrow as pa
+        from overwindow.spark.bind import results_in_spark
+        from overwindow.spec import OverWindow
+        from overwindow.streaming.driver import Driver
+
+        rows = pa.table({{"k": [1, 1, 1, 2], "t": [1, 2, 3, 1], "rid": [0, 1, 2, 3], "x": [4, -1, 6, 7]}})
+        got = []
+        for emit in ("on_update", "on_window_close"):
+            spec = OverWindow("rank() OVER (ORDER BY t) AS r", emit=emit, rowKey="rid",
+                              qualify="r <= 2 AND x > 0 AND r < 9")
+            machine, post, condition = results_in_spark(spec)
+            driver = Driver(machine, rows.schema, ["k"], watermarked=True)
+            out = pa.concat_tables([driver.feed(rows, watermark=0), driver.feed(None, watermark=100)])
+            got.append(sorted((r["rid"], r["r"]) for r in out.to_pylist()))
+        print({INTERPRETER!r} in sys.modules, machine.qualify.sql, condition)
+        print(got)
+        """
+    )
+    # rid 2 (rank 3 in k=1) is past the bound; x > 0 is Spark's to apply
+    assert out.splitlines() == [
+        "False r <= 2 r <= 2 AND x > 0 AND r < 9",
+        str([[(0, 1), (1, 2), (3, 1)]] * 2),
+    ], out
