@@ -314,6 +314,8 @@ def validate(call: WindowCall) -> None:
         raise WindowSpecError(
             f"FILTER (WHERE ...) is only allowed with aggregate functions, not {call.function}() {where}"
         )
+    if call.frame.is_session:
+        _validate_session(call, info, where)
     if not info.uses_frame:
         if not call.order_by:
             raise WindowSpecError(
@@ -349,6 +351,24 @@ def validate(call: WindowCall) -> None:
         raise WindowSpecError(f"{call.function}() needs its {', '.join(info.params)} argument {where}")
     _validate_parameters(call, where)
     _validate_frame(call, where)
+
+
+def _validate_session(call: WindowCall, info, where: str) -> None:
+    """SESSION WITH GAP over exactly one ORDER BY column, with functions of a frame. The functions
+    that ignore frames (row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag, lead) are
+    refused as Spark refuses them any frame but their own: run over the partition as their meaning
+    says, they would silently number or read across sessions, which a frame written beside them
+    promises not to. O(1)."""
+    if not info.uses_frame:
+        raise WindowSpecError(
+            f"{call.function}() ignores window frames (Spark refuses it any frame but its own), so "
+            f"SESSION WITH GAP would not limit it to the session; remove it {where}"
+        )
+    if len(call.order_by) != 1:
+        raise WindowSpecError(
+            "SESSION WITH GAP needs exactly one ORDER BY column, whose consecutive values the gap "
+            f"separates sessions by; got {len(call.order_by)} {where}"
+        )
 
 
 def _validate_user_function(call: WindowCall, info, where: str) -> None:
@@ -422,6 +442,8 @@ def _validate_frame(call: WindowCall, where: str) -> None:
     compared, and their types matched, once the ORDER BY key's type is known: Spark casts them to
     it first (``range_frame_in_key_type`` in physical/bounds.py)."""
     f = call.frame
+    if f.is_session:
+        return  # its own rules: _validate_session; its gap against the key's type: bounds.py
     if f.start.kind is BoundKind.UNBOUNDED_FOLLOWING or f.end.kind is BoundKind.UNBOUNDED_PRECEDING:
         raise WindowSpecError(
             f'window frame upper bound "{f.end}" does not follow the lower bound "{f.start}" {where}'

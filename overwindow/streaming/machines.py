@@ -16,7 +16,7 @@ import pyarrow as pa
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import values_of
 from overwindow.logical.frame import FrameUnit
-from overwindow.physical.bounds import range_frame_in_key_type
+from overwindow.physical.bounds import check_session_gap, range_frame_in_key_type
 from overwindow.physical.values import sql_type
 from overwindow.spec import OverWindow
 from overwindow.streaming.chunked import ROWS_PER_CHUNK, ChunkedOnUpdate
@@ -56,12 +56,16 @@ def machine_for(
 
 
 def _check_range_offsets(spec: OverWindow, schema: pa.Schema) -> None:
-    """Each RANGE offset cast to the ORDER BY key's type as the batch frames cast it; one that casts
+    """Each SESSION gap checked against the ORDER BY key's type, and each RANGE offset cast to the
+    ORDER BY key's type as the batch frames cast it; one that casts
     to NULL (an infinite DOUBLE over a DECIMAL key, as Spark casts it) is refused as ``OverWindow``
     refuses a NULL offset, when the machine is built rather than on its first rows. O(calls)."""
     empty = schema.empty_table()
     for call in spec.calls:
         f = call.frame
+        if f.is_session:  # its gap against the key's type, before any row
+            check_session_gap(f.gap, values_of(call.order_by[0].expr, empty).type)
+            continue
         if not call.info.uses_frame or f.unit is not FrameUnit.RANGE:
             continue
         if not (f.start.has_offset or f.end.has_offset):
