@@ -173,14 +173,14 @@ class Frame:
     start: Bound
     end: Bound
     exclude: Exclude = Exclude.NO_OTHERS
-    # SESSION frames: the gap (a positive number, or a day-time INTERVAL) below which consecutive
+    # SESSION frames: the gap (a positive number, or a day-time INTERVAL) within which consecutive
     # ORDER BY values chain rows into one session; None for the other units
     gap: int | float | decimal.Decimal | Interval | None = None
 
     @staticmethod
     def session(gap) -> Frame:
         """``SESSION WITH GAP gap``: a row's frame is its session, the run of its partition's rows
-        whose consecutive ORDER BY values lie less than ``gap`` apart (peers always share one). Its
+        whose consecutive ORDER BY values lie at most ``gap`` apart (peers always share one). Its
         bounds say how far a session may reach, any distance either side; where it ends is found
         from the rows (``physical/bounds.session_bounds``). O(1)."""
         return Frame(FrameUnit.SESSION, Bound.unbounded_preceding(), Bound.unbounded_following(), gap=gap)

@@ -120,17 +120,21 @@ def frame_bounds(
 
 def session_bounds(layout: Layout, gap, key: Values, descending: bool = False) -> Frames:
     """``SESSION WITH GAP gap``: each sorted row's frame is its session, the longest run of its
-    partition's peer groups in which each next ORDER BY value lies less than ``gap`` from the one
-    before (peers always share a session, NaN beside NaN and inf beside inf too; NULL keys are one
-    peer group, so one session of their own, as a RANGE frame's NULL row has its NULL peers). The
-    comparison is exact: integers (and microseconds of times) against the gap rounded up, DECIMALs
-    as decimals, DOUBLEs in DOUBLE arithmetic. O(n) (O(groups) Python steps for DECIMAL keys).
+    partition's peer groups in which each next ORDER BY value lies at most ``gap`` from the one
+    before, as Spark's ``session_window`` chains rows (a session ends at its last row plus the gap,
+    exclusive, and a row at that end touches it: Spark merges touching sessions). Peers always
+    share a session, NaN beside NaN and inf beside inf too; NULL keys are one peer group, so one
+    session of their own, as a RANGE frame's NULL row has its NULL peers. The comparison is exact:
+    integers (and microseconds of times) against the gap rounded down, DECIMALs as decimals,
+    DOUBLEs in DOUBLE arithmetic. O(n) (O(groups) Python steps for DECIMAL keys).
 
     >>> import pyarrow as pa
     >>> lay = Layout.build([], [(Values(pa.array([1, 2, 2, 5, None])), False, False)])
     >>> f = session_bounds(lay, 2, Values(pa.array([1, 2, 2, 5, None])))
     >>> f.start.tolist(), f.end.tolist()
     ([0, 0, 0, 3, 4], [3, 3, 3, 4, 5])
+    >>> session_bounds(lay, 3, Values(pa.array([1, 2, 2, 5, None]))).end.tolist()
+    [4, 4, 4, 4, 5]
     """
     check_session_gap(gap, key.type)
     starts, ends = layout.group_start, layout.group_end
@@ -151,19 +155,19 @@ def session_bounds(layout: Layout, gap, key: Values, descending: bool = False) -
 
 
 def _within_gap(key: Values, gap, prev: np.ndarray, nxt: np.ndarray, descending: bool) -> np.ndarray:
-    """Per pair of sorted positions, whether the key at ``nxt`` lies less than ``gap`` past the key
+    """Per pair of sorted positions, whether the key at ``nxt`` lies at most ``gap`` past the key
     at ``prev`` in sort order (a NULL pair's answer is not read). O(pairs)."""
     sign = -1 if descending else 1
     if key.kind is TypeFamily.FLOAT:
         values = key.numbers.astype(np.float64)
         with np.errstate(invalid="ignore"):  # inf - inf: NaN, never within a gap
-            return sign * (values[nxt] - values[prev]) < float(gap)
+            return sign * (values[nxt] - values[prev]) <= float(gap)
     if key.kind is TypeFamily.DECIMAL:
         values = key.array.to_pylist()
         limit = decimal.Decimal(repr(gap)) if isinstance(gap, float) else decimal.Decimal(gap)
         return np.array(
             [
-                a is not None and b is not None and sign * (b - a) < limit
+                a is not None and b is not None and sign * (b - a) <= limit
                 for a, b in zip((values[i] for i in prev), (values[i] for i in nxt))
             ],
             dtype=bool,
@@ -172,11 +176,12 @@ def _within_gap(key: Values, gap, prev: np.ndarray, nxt: np.ndarray, descending:
     if isinstance(gap, Interval):
         gap = gap.days * _US_PER_DAY + gap.micros
     exact = decimal.Decimal(repr(gap)) if isinstance(gap, float) else decimal.Decimal(gap)
-    whole = int(exact.to_integral_value(decimal.ROUND_CEILING))  # d < 1.5 is d < 2 for integers d
+    whole = int(exact.to_integral_value(decimal.ROUND_FLOOR)) + 1  # d <= 1.5 is d < 2 for integers d
     a, b = numbers[prev], numbers[nxt]
     lowest, highest = (int(numbers.min()), int(numbers.max())) if len(numbers) else (0, 0)
-    reach, _ = _saturating_add(a, sign * min(whole, 2**64), lowest, highest)
-    return b < reach if sign > 0 else b > reach
+    reach, beyond = _saturating_add(a, sign * min(whole, 2**64), lowest, highest)
+    within = b < reach if sign > 0 else b > reach
+    return within if beyond is None else within | beyond  # a reach past int64 holds every key
 
 
 def check_session_gap(gap, key_type: pa.DataType) -> None:
