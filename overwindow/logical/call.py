@@ -171,6 +171,8 @@ class WindowCall:
             return f"{self.function}(...) IGNORE NULLS looks any distance for a non-NULL value"
         if not self.order_by:
             return f"{self.function}(...) OVER () without ORDER BY covers the whole partition"
+        if self.frame.is_session:
+            return f"{self.function}(...) over a session ({self.frame}) chains rows any distance apart"
         return f"{self.function}(...) has an UNBOUNDED frame ({self.frame})"
 
     @cached_property
@@ -184,6 +186,8 @@ class WindowCall:
         """
         if self.info.reach is Reach.WHOLE:
             return f"{self.function}() needs the partition's final size, which a stream never knows"
+        if self.frame.is_session:  # a session closes at its last row plus the gap (session_close.py)
+            return None
         if self.info.uses_frame and self.frame.end.kind is BoundKind.UNBOUNDED_FOLLOWING:
             return "a frame ending at UNBOUNDED FOLLOWING needs every future row, so it never closes"
         return None

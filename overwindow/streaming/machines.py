@@ -1,5 +1,6 @@
 """Which state machine runs a spec: emit on window close over whole or split state (a bucket's
-pending rows in its value, each key's history in an entry), emit on update over whole state, or
+pending rows in its value, each key's history in an entry) or over sessions (``session_close``),
+emit on update over whole state, or
 emit on update over chunked state. The hosts (the Spark adapter, the in-memory driver) ask here.
 
 >>> import pyarrow as pa
@@ -22,6 +23,7 @@ from overwindow.spec import OverWindow
 from overwindow.streaming.chunked import ROWS_PER_CHUNK, ChunkedOnUpdate
 from overwindow.streaming.contract import StateMachine
 from overwindow.streaming.on_update import OnUpdate
+from overwindow.streaming.session_close import SessionWindowClose
 from overwindow.streaming.window_close import WindowClose
 from overwindow.streaming.window_close_split import SplitWindowClose
 
@@ -39,6 +41,8 @@ def machine_for(
     that tell apart the partitions one state holds (a bucket of keys; for the chunked layout, one
     store of the bucket's keys' entries), none: one partition per state. O(calls)."""
     _check_range_offsets(spec, schema)
+    if spec.emit == "on_window_close" and any(c.frame.is_session for c in spec.calls):
+        return SessionWindowClose(spec, schema, tuple(keys))
     if spec.emit == "on_window_close":
         machine = WindowClose(spec, schema, tuple(keys))
         if spec.state_layout == "chunked":
