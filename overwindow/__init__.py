@@ -21,6 +21,7 @@ from overwindow.logical import (
     WindowExpression,
     parse_window,
 )
+from overwindow.spark.columns import session_window as sessionWindow
 from overwindow.spark.executors import ship
 from overwindow.spark.select import select, sql
 from overwindow.spec import OverWindow
@@ -55,6 +56,7 @@ __all__ = [
     "parse_window",
     "register_aggregate",
     "select",
+    "sessionWindow",
     "ship",
     "sql",
 ]

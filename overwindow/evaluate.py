@@ -21,7 +21,7 @@ from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.frame import FrameUnit
 from overwindow.logical.functions import Kind
 from overwindow.logical.parse import parse_window
-from overwindow.physical.bounds import check_range_frame, frame_bounds
+from overwindow.physical.bounds import check_range_frame, frame_bounds, session_bounds
 from overwindow.physical.casts import CastError, cast, implicit_default
 from overwindow.physical.columns import NotPlainColumn, read_column
 from overwindow.physical.planner import CallInput, plan, result_type
@@ -276,7 +276,13 @@ def _evaluate_call(table: pa.Table, call: WindowCall, layouts: dict, columns: di
     frames = None
     if info.uses_frame:
         key = None
-        if call.frame.unit is FrameUnit.RANGE and (call.frame.start.has_offset or call.frame.end.has_offset):
+        if call.frame.is_session:
+            k = call.order_by[0]
+            key = _sorted_column(table, k.expr, call, layout, columns)
+            frames = session_bounds(layout, call.frame.gap, key, k.descending)
+        elif call.frame.unit is FrameUnit.RANGE and (
+            call.frame.start.has_offset or call.frame.end.has_offset
+        ):
             k = call.order_by[0]
             key = _sorted_column(table, k.expr, call, layout, columns)
             check_range_frame(call.frame, key.type)

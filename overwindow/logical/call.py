@@ -171,6 +171,8 @@ class WindowCall:
             return f"{self.function}(...) IGNORE NULLS looks any distance for a non-NULL value"
         if not self.order_by:
             return f"{self.function}(...) OVER () without ORDER BY covers the whole partition"
+        if self.frame.is_session:
+            return f"{self.function}(...) over a session ({self.frame}) chains rows any distance apart"
         return f"{self.function}(...) has an UNBOUNDED frame ({self.frame})"
 
     @cached_property
@@ -184,6 +186,8 @@ class WindowCall:
         """
         if self.info.reach is Reach.WHOLE:
             return f"{self.function}() needs the partition's final size, which a stream never knows"
+        if self.frame.is_session:  # a session closes at its last row plus the gap (session_close.py)
+            return None
         if self.info.uses_frame and self.frame.end.kind is BoundKind.UNBOUNDED_FOLLOWING:
             return "a frame ending at UNBOUNDED FOLLOWING needs every future row, so it never closes"
         return None
@@ -314,6 +318,8 @@ def validate(call: WindowCall) -> None:
         raise WindowSpecError(
             f"FILTER (WHERE ...) is only allowed with aggregate functions, not {call.function}() {where}"
         )
+    if call.frame.is_session:
+        _validate_session(call, info, where)
     if not info.uses_frame:
         if not call.order_by:
             raise WindowSpecError(
@@ -349,6 +355,24 @@ def validate(call: WindowCall) -> None:
         raise WindowSpecError(f"{call.function}() needs its {', '.join(info.params)} argument {where}")
     _validate_parameters(call, where)
     _validate_frame(call, where)
+
+
+def _validate_session(call: WindowCall, info, where: str) -> None:
+    """SESSION WITH GAP over exactly one ORDER BY column, with functions of a frame. The functions
+    that ignore frames (row_number, rank, dense_rank, percent_rank, cume_dist, ntile, lag, lead) are
+    refused as Spark refuses them any frame but their own: run over the partition as their meaning
+    says, they would silently number or read across sessions, which a frame written beside them
+    promises not to. O(1)."""
+    if not info.uses_frame:
+        raise WindowSpecError(
+            f"{call.function}() ignores window frames (Spark refuses it any frame but its own), so "
+            f"SESSION WITH GAP would not limit it to the session; remove it {where}"
+        )
+    if len(call.order_by) != 1:
+        raise WindowSpecError(
+            "SESSION WITH GAP needs exactly one ORDER BY column, whose consecutive values the gap "
+            f"separates sessions by; got {len(call.order_by)} {where}"
+        )
 
 
 def _validate_user_function(call: WindowCall, info, where: str) -> None:
@@ -422,6 +446,8 @@ def _validate_frame(call: WindowCall, where: str) -> None:
     compared, and their types matched, once the ORDER BY key's type is known: Spark casts them to
     it first (``range_frame_in_key_type`` in physical/bounds.py)."""
     f = call.frame
+    if f.is_session:
+        return  # its own rules: _validate_session; its gap against the key's type: bounds.py
     if f.start.kind is BoundKind.UNBOUNDED_FOLLOWING or f.end.kind is BoundKind.UNBOUNDED_PRECEDING:
         raise WindowSpecError(
             f'window frame upper bound "{f.end}" does not follow the lower bound "{f.start}" {where}'

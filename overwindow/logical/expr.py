@@ -18,12 +18,71 @@ from functools import lru_cache
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
+from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import Token, TokenType
 
 from overwindow.errors import WindowSpecError
 
-DIALECT = "spark"
+
+class OverwindowSpark(Spark):
+    """Spark's SQL as sqlglot reads and writes it, plus the window clause ``SESSION WITH GAP <gap>``
+    after ORDER BY (a SESSION frame, docs/sessions.md), which sqlglot's Spark dialect refuses: it
+    reads into a ``WindowSpec`` of kind ``SESSION`` whose ``start`` is the gap, and prints back as
+    written. Everything else is sqlglot's Spark dialect.
+
+    >>> read_sql("sum(x) OVER (ORDER BY t SESSION WITH GAP 5)").sql(dialect=DIALECT)
+    'SUM(x) OVER (ORDER BY t SESSION WITH GAP 5)'
+    """
+
+    class Parser(Spark.Parser):
+        _session_gap = None
+
+        def _parse_partition_and_order(self):
+            partition, order = super()._parse_partition_and_order()
+            if order is not None and self._match_text_seq("SESSION", "WITH", "GAP"):
+                self._session_gap = self._parse_bitwise()
+            return partition, order
+
+        def _parse_window(self, this, alias: bool = False):
+            outer, self._session_gap = self._session_gap, None
+            window = super()._parse_window(this, alias)
+            gap, self._session_gap = self._session_gap, outer
+            if gap is not None and isinstance(window, exp.Window):
+                if window.args.get("spec") is not None:  # ... SESSION WITH GAP 5 ROWS ...
+                    self.raise_error("SESSION WITH GAP takes no ROWS, RANGE or GROUPS bounds")
+                window.set("spec", exp.WindowSpec(kind="SESSION", start=gap))
+            return window
+
+    class Generator(Spark.Generator):
+        def windowspec_sql(self, expression: exp.WindowSpec) -> str:
+            if str(expression.args.get("kind")).upper() == "SESSION":
+                return f"SESSION WITH GAP {self.sql(expression, 'start')}"
+            return super().windowspec_sql(expression)
+
+
+DIALECT = "overwindowspark"  # OverwindowSpark, registered under its lowercased name
 _SPARK = Dialect.get_or_raise(DIALECT)
+
+
+def for_spark(text: str) -> str:
+    """SQL text as Spark's own parser takes it: each ``SESSION WITH GAP`` dropped, so the window
+    keeps its default frame. For what Spark only names and types (a frame changes neither); the
+    values are overwindow's. Text without one comes back unchanged. O(size of the text).
+
+    >>> for_spark("sum(x) OVER (ORDER BY t SESSION WITH GAP 5) AS s")
+    'SUM(x) OVER (ORDER BY t) AS s'
+    """
+    if "SESSION" not in text.upper():
+        return text
+    tree = read_sql(text)
+    specs = [s for s in tree.find_all(exp.WindowSpec) if str(s.args.get("kind")).upper() == "SESSION"]
+    if not specs:
+        return text
+    for spec in specs:
+        spec.pop()
+    return tree.sql(dialect="spark")
+
+
 # the units of Spark's INTERVAL <value> <unit> (a plural too: DAYS)
 INTERVAL_UNITS = {"YEAR", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND"}
 

@@ -1,9 +1,12 @@
-"""Window frames: ``ROWS | RANGE | GROUPS BETWEEN <bound> AND <bound> [EXCLUDE ...]``.
+"""Window frames: ``ROWS | RANGE | GROUPS BETWEEN <bound> AND <bound> [EXCLUDE ...]``, and
+``SESSION WITH GAP <gap>`` (each row's frame is its session: docs/sessions.md).
 
 Frozen and hashable; ``str(frame)`` prints SQL.
 
 >>> str(Frame(FrameUnit.ROWS, Bound.preceding(3), Bound.current_row()))
 'ROWS BETWEEN 3 PRECEDING AND CURRENT ROW'
+>>> str(Frame.session(Interval(micros=1_800_000_000, fields="MINUTE")))
+"SESSION WITH GAP INTERVAL '30' MINUTE"
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ class FrameUnit(Enum):
     ROWS = "ROWS"
     RANGE = "RANGE"
     GROUPS = "GROUPS"
+    SESSION = "SESSION"
 
 
 _DAY = 86_400_000_000  # microseconds
@@ -169,6 +173,21 @@ class Frame:
     start: Bound
     end: Bound
     exclude: Exclude = Exclude.NO_OTHERS
+    # SESSION frames: the gap (a positive number, or a day-time INTERVAL) within which consecutive
+    # ORDER BY values chain rows into one session; None for the other units
+    gap: int | float | decimal.Decimal | Interval | None = None
+
+    @staticmethod
+    def session(gap) -> Frame:
+        """``SESSION WITH GAP gap``: a row's frame is its session, the run of its partition's rows
+        whose consecutive ORDER BY values lie at most ``gap`` apart (peers always share one). Its
+        bounds say how far a session may reach, any distance either side; where it ends is found
+        from the rows (``physical/bounds.session_bounds``). O(1)."""
+        return Frame(FrameUnit.SESSION, Bound.unbounded_preceding(), Bound.unbounded_following(), gap=gap)
+
+    @property
+    def is_session(self) -> bool:
+        return self.unit is FrameUnit.SESSION
 
     @staticmethod
     def default(has_order_by: bool) -> Frame:
@@ -195,12 +214,15 @@ class Frame:
     @property
     def is_whole_partition(self) -> bool:
         return (
-            self.start.kind is BoundKind.UNBOUNDED_PRECEDING
+            not self.is_session
+            and self.start.kind is BoundKind.UNBOUNDED_PRECEDING
             and self.end.kind is BoundKind.UNBOUNDED_FOLLOWING
             and self.exclude is Exclude.NO_OTHERS
         )
 
     def __str__(self) -> str:
+        if self.is_session:
+            return f"SESSION WITH GAP {sql_literal(self.gap)}"
         text = f"{self.unit.value} BETWEEN {self.start} AND {self.end}"
         if self.exclude is not Exclude.NO_OTHERS:
             text += f" EXCLUDE {self.exclude.value}"

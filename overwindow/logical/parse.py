@@ -328,7 +328,7 @@ class _Spec:
         start, depth = self.at, 0
         while self.at < len(self.tokens):
             w = self.word()
-            if depth == 0 and (w in stops or w in ("COMMA", "R_PAREN")):
+            if depth == 0 and (w in stops or w in ("COMMA", "R_PAREN") or self.session_clause(stops)):
                 break
             depth += w == "L_PAREN"
             depth -= w == "R_PAREN"
@@ -336,12 +336,18 @@ class _Spec:
         if self.at == start:
             self.fail(what)
 
+    def session_clause(self, stops: set) -> bool:
+        """Whether ``SESSION WITH`` starts here where a frame may (a column named session is no
+        clause)."""
+        return bool(stops & _UNITS) and self.word() == "SESSION" and self.word(1) == "WITH"
+
     def read(self) -> None:
         frame_or_end = _UNITS | {"R_PAREN"}
         if self.word() == "PARTITION_BY":
             self.at += 1
             self.expressions({"ORDER_BY"} | _UNITS, "an expression after PARTITION BY")
-        if self.word() == "ORDER_BY":
+        ordered = self.word() == "ORDER_BY"
+        if ordered:
             self.at += 1
             while True:
                 self.expression({"ASC", "DESC", "NULLS"} | _UNITS, "an expression after ORDER BY")
@@ -353,7 +359,22 @@ class _Spec:
                 if self.word() != "COMMA":
                     break
                 self.at += 1
-        if self.word() in _UNITS:
+        if self.session_clause(_UNITS) and not ordered:
+            raise WindowSpecError(
+                f"SESSION WITH GAP needs ORDER BY: sessions chain rows by their ORDER BY values, in "
+                f"{self.text!r}"
+            )
+        if self.session_clause(_UNITS):
+            self.at += 1
+            self.expect("WITH")
+            self.expect("GAP")
+            self.expression(_UNITS, "a gap after SESSION WITH GAP")
+            if self.word() in _UNITS:
+                raise WindowSpecError(
+                    f"SESSION WITH GAP takes no {self.word()} bounds: a row's frame is its whole "
+                    f"session, in {self.text!r}"
+                )
+        elif self.word() in _UNITS:
             self.at += 1
             if self.word() == "BETWEEN":
                 self.at += 1
@@ -370,7 +391,11 @@ class _Spec:
                 elif w == "NO":
                     self.expect("OTHERS")
         if self.word() != "R_PAREN":
-            self.fail("PARTITION BY, ORDER BY, a frame or ')'" if self.word() not in frame_or_end else "')'")
+            self.fail(
+                "PARTITION BY, ORDER BY, a frame, SESSION WITH GAP or ')'"
+                if self.word() not in frame_or_end
+                else "')'"
+            )
 
     def expressions(self, stops: set, what: str) -> None:
         while True:
@@ -625,6 +650,8 @@ def _within_group(f: exp.WithinGroup, ctx: str):
 
 def _frame(spec: exp.WindowSpec, has_order: bool, ctx: str = "") -> Frame:
     unit = FrameUnit(str(spec.args.get("kind")).upper())
+    if unit is FrameUnit.SESSION:
+        return Frame.session(_session_gap(spec.args["start"], ctx))
     if unit is FrameUnit.ROWS:
         for key in ("start", "end"):
             bound = spec.args.get(key)
@@ -641,6 +668,32 @@ def _frame(spec: exp.WindowSpec, has_order: bool, ctx: str = "") -> Frame:
         else Exclude.NO_OTHERS
     )
     return Frame(unit, start, end, ex)
+
+
+def _session_gap(node: exp.Expression, ctx: str):
+    """The gap of ``SESSION WITH GAP <gap>``: a positive number or a positive INTERVAL constant
+    (whether it fits the ORDER BY column's type is checked once that type is known:
+    ``physical/bounds.check_session_gap``). O(1)."""
+    text = node.sql(dialect=DIALECT)
+    if isinstance(node, (exp.Interval, exp.Add)) and node.find(exp.Interval):
+        gap = interval_literal(node)
+    else:
+        gap = literal_value(node, f"SESSION WITH GAP {text}")
+    if isinstance(gap, Interval) and gap.year_month:
+        raise WindowSpecError(
+            f"SESSION WITH GAP {text} is a year-month INTERVAL, which has no fixed length: give the gap "
+            f"as a day-time INTERVAL (DAY, HOUR, MINUTE, SECOND) {ctx}"
+        )
+    if isinstance(gap, Interval):
+        positive = gap.months > 0 or (gap.months == 0 and gap.days * 86_400_000_000 + gap.micros > 0)
+    else:
+        number = isinstance(gap, (int, float, decimal.Decimal)) and not isinstance(gap, bool)
+        positive = number and gap > 0 and not (isinstance(gap, float) and math.isnan(gap))
+    if not positive:
+        raise WindowSpecError(
+            f"SESSION WITH GAP needs a positive number or INTERVAL constant, got {text} {ctx}"
+        )
+    return gap
 
 
 def _bound(value, side) -> Bound:

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 
 import sqlglot
 from sqlglot import exp
@@ -60,6 +61,7 @@ class Node:
     frame: tuple | None = None  # (rows: bool, lower, upper); a bound: "unbounded", 0 (current), int
     descending: bool = False
     nulls_first: bool = True
+    session_gap: str = ""  # a window's SESSION WITH GAP, as SQL (``session_window``)
 
     def walk(self):
         """This node and every node under it (a window's keys too)."""
@@ -115,7 +117,9 @@ def _catalyst(e) -> Node:
     if kind == "UnresolvedStar":
         return Node("star") if not e.target().isDefined() else _opaque(e.toString())
     if kind == "Alias":
-        return Node("alias", args=(_catalyst(e.child()),), name=e.name())
+        node = Node("alias", args=(_catalyst(e.child()),), name=e.name())
+        meta = e.explicitMetadata()
+        return _marked(node, meta.get().json() if meta.isDefined() else None)
     if kind == "PythonUDF" or kind.endswith("UDF"):
         name = pandas_udf.from_classic(e)
         if name is not None:
@@ -238,7 +242,7 @@ def _connect(e) -> Node:
     if kind == "ColumnAlias":
         if len(e._alias) != 1:
             return _opaque(repr(e))
-        return Node("alias", args=(_connect(e._child),), name=e._alias[0])
+        return _marked(Node("alias", args=(_connect(e._child),), name=e._alias[0]), e._metadata)
     if kind == "SortOrder":
         return Node(
             "sort", args=(_connect(e._child),), descending=not e._ascending, nulls_first=bool(e._nullsFirst)
@@ -329,7 +333,9 @@ def _classic(n) -> Node:
         names = _seq(n.name())
         if len(names) != 1:
             return _opaque(n.toString())
-        return Node("alias", args=(_classic(n.child()),), name=names[0])
+        meta = n.metadata()
+        node = Node("alias", args=(_classic(n.child()),), name=names[0])
+        return _marked(node, meta.get().json() if meta.isDefined() else None)
     if kind == "SortOrder":
         return Node(
             "sort",
@@ -508,7 +514,9 @@ def _window(n: Node) -> str:
         parts.append("PARTITION BY " + ", ".join(_sql(p) for p in n.partition))
     if n.order:
         parts.append("ORDER BY " + ", ".join(_sql(o) for o in n.order))
-    if n.frame is not None and not _own_frame(fn, n.frame):
+    if n.session_gap:
+        parts.append(f"SESSION WITH GAP {n.session_gap}")
+    elif n.frame is not None and not _own_frame(fn, n.frame):
         rows, lower, upper = n.frame
         unit = "ROWS" if rows else "RANGE"
         parts.append(f"{unit} BETWEEN {_bound(lower, 'PRECEDING')} AND {_bound(upper, 'FOLLOWING')}")
@@ -550,3 +558,78 @@ def _describe(n: Node) -> str:
 def opaque_parts(node: Node) -> list[str]:
     """What in ``node`` overwindow cannot read, in words (empty: all of it translates)."""
     return [n.text for n in node.walk() if n.kind == "opaque"]
+
+
+# the alias metadata key that marks a window Column as one over sessions (``session_window``)
+SESSION_GAP = "overwindow.sessionGap"
+
+
+def session_window(column, gapDuration):
+    """``column``, a window function over a PySpark window with ORDER BY and no frame
+    (``F.sum("x").over(Window.partitionBy("k").orderBy("ts"))``, aliased or not), over sessions
+    instead: ``SESSION WITH GAP`` (docs/sessions.md). ``gapDuration`` as ``F.session_window`` takes
+    it (``"30 minutes"``), an INTERVAL literal's SQL, a ``datetime.timedelta``, or a number for a
+    numeric ORDER BY column. Exposed as ``overwindow.sessionWindow``; ``overwindow.select`` and
+    ``overwindow.sql``'s column lists read it. The Column Spark sees is the window as written,
+    aliased with the gap in its metadata: Spark names and types it (a frame changes neither), and
+    only overwindow computes it. O(size of the column's expression).
+
+    >>> # w = Window.partitionBy("user").orderBy("ts")
+    >>> # overwindow.select(clicks, "user", "ts",
+    >>> #     overwindow.sessionWindow(F.count("*").over(w), "30 minutes").alias("clicks"))
+    """
+    from overwindow.logical.parse import parse_window
+
+    gap = _gap_sql(gapDuration)
+    node = read(column)
+    window = node.args[0] if node.kind == "alias" else node
+    if window.kind != "window":
+        raise WindowSpecError(
+            f"sessionWindow takes a window function Column (f.over(w)), got {_describe(window)}"
+        )
+    if window.frame is not None and not _own_frame(window.args[0], window.frame):
+        raise WindowSpecError(
+            f"SESSION WITH GAP takes no ROWS or RANGE bounds: a row's frame is its whole session; "
+            f"remove rowsBetween/rangeBetween from {_describe(window)}"
+        )
+    text = _window(_with_session(window, gap))
+    parse_window(f"{text} AS s")  # refused now, in SQL words, where it is not defined
+    name = node.name if node.kind == "alias" else text
+    return column.alias(name, metadata={SESSION_GAP: gap})
+
+
+def _gap_sql(gap) -> str:
+    """A session gap as SQL: ``"30 minutes"`` as ``INTERVAL '30 minutes'``, a timedelta as a day-time
+    INTERVAL, a number as its literal, INTERVAL text as it is."""
+    if isinstance(gap, dt.timedelta):
+        micros = (gap.days * 86_400 + gap.seconds) * 1_000_000 + gap.microseconds
+        return (
+            f"INTERVAL '{micros / 1_000_000!r}' SECOND"
+            if micros % 1_000_000
+            else f"INTERVAL '{micros // 1_000_000}' SECOND"
+        )
+    if isinstance(gap, str):
+        text = gap.strip()
+        return text if text.upper().startswith("INTERVAL") else "INTERVAL '" + text.replace("'", "''") + "'"
+    if isinstance(gap, (int, float, decimal.Decimal)) and not isinstance(gap, bool):
+        return sql_literal(gap)
+    raise WindowSpecError(
+        f"sessionWindow's gapDuration is a duration string ('30 minutes'), an INTERVAL, a timedelta or "
+        f"a number, not {gap!r}"
+    )
+
+
+def _marked(alias: Node, metadata) -> Node:
+    """An alias node as read, or, where its metadata holds ``SESSION_GAP`` (``session_window``), the
+    window under it over sessions (the alias was the mark, not the user's name)."""
+    if not metadata:
+        return alias
+    meta = json.loads(metadata) if isinstance(metadata, str) else dict(metadata)
+    gap = meta.get(SESSION_GAP)
+    return alias if gap is None else _with_session(alias.args[0], gap)
+
+
+def _with_session(node: Node, gap: str) -> Node:
+    if node.kind == "alias":
+        return replace(node, args=(_with_session(node.args[0], gap),))
+    return replace(node, session_gap=gap, frame=None) if node.kind == "window" else node

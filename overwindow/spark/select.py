@@ -34,7 +34,7 @@ from sqlglot import exp
 from overwindow.errors import WindowSpecError
 from overwindow.logical.bind import ERROR, bind
 from overwindow.logical.call import WindowExpression, quote
-from overwindow.logical.expr import DIALECT, Expr, read_sql
+from overwindow.logical.expr import DIALECT, Expr, for_spark, read_sql
 from overwindow.logical.parse import parse_window
 from overwindow.spark import columns as C
 from overwindow.spark import compat
@@ -511,7 +511,7 @@ def _items(df, column, F) -> list[_Item]:
             return [_Item(spark=F.col(quote(n)), carry=F.col(quote(n)), source=n) for n in df.columns]
         if not C.sql_has_window(column):
             return [_Item(spark=column, carry=column, source=column)]
-        return [_sql_item(column, F.expr(column))]
+        return [_sql_item(column, F.expr(for_spark(column)))]
     node = C.read(column)
     alias = node.name if node.kind == "alias" else None
     body = node.args[0] if node.kind == "alias" else node

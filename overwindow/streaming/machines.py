@@ -1,5 +1,6 @@
 """Which state machine runs a spec: emit on window close over whole or split state (a bucket's
-pending rows in its value, each key's history in an entry), emit on update over whole state, or
+pending rows in its value, each key's history in an entry) or over sessions (``session_close``),
+emit on update over whole state, or
 emit on update over chunked state. The hosts (the Spark adapter, the in-memory driver) ask here.
 
 >>> import pyarrow as pa
@@ -16,12 +17,13 @@ import pyarrow as pa
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import values_of
 from overwindow.logical.frame import FrameUnit
-from overwindow.physical.bounds import range_frame_in_key_type
+from overwindow.physical.bounds import check_session_gap, range_frame_in_key_type
 from overwindow.physical.values import sql_type
 from overwindow.spec import OverWindow
 from overwindow.streaming.chunked import ROWS_PER_CHUNK, ChunkedOnUpdate
 from overwindow.streaming.contract import StateMachine
 from overwindow.streaming.on_update import OnUpdate
+from overwindow.streaming.session_close import SessionWindowClose
 from overwindow.streaming.window_close import WindowClose
 from overwindow.streaming.window_close_split import SplitWindowClose
 
@@ -39,6 +41,8 @@ def machine_for(
     that tell apart the partitions one state holds (a bucket of keys; for the chunked layout, one
     store of the bucket's keys' entries), none: one partition per state. O(calls)."""
     _check_range_offsets(spec, schema)
+    if spec.emit == "on_window_close" and any(c.frame.is_session for c in spec.calls):
+        return SessionWindowClose(spec, schema, tuple(keys))
     if spec.emit == "on_window_close":
         machine = WindowClose(spec, schema, tuple(keys))
         if spec.state_layout == "chunked":
@@ -56,12 +60,16 @@ def machine_for(
 
 
 def _check_range_offsets(spec: OverWindow, schema: pa.Schema) -> None:
-    """Each RANGE offset cast to the ORDER BY key's type as the batch frames cast it; one that casts
+    """Each SESSION gap checked against the ORDER BY key's type, and each RANGE offset cast to the
+    ORDER BY key's type as the batch frames cast it; one that casts
     to NULL (an infinite DOUBLE over a DECIMAL key, as Spark casts it) is refused as ``OverWindow``
     refuses a NULL offset, when the machine is built rather than on its first rows. O(calls)."""
     empty = schema.empty_table()
     for call in spec.calls:
         f = call.frame
+        if f.is_session:  # its gap against the key's type, before any row
+            check_session_gap(f.gap, values_of(call.order_by[0].expr, empty).type)
+            continue
         if not call.info.uses_frame or f.unit is not FrameUnit.RANGE:
             continue
         if not (f.start.has_offset or f.end.has_offset):

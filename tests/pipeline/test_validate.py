@@ -4,6 +4,7 @@ PySpark tries to launch one, and, through the command line, by a ``java`` that l
 
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -441,3 +442,21 @@ def test_a_kafka_sink_is_checked_in_its_keys_words(tmp_path, no_jvm, capsys, mon
         load_view(good, {"sink.format": "json"})
     other = view_file(tmp_path / "other", GOOD.replace(sink, kafka.format("b:9092", "v", "upsert", "x")))
     assert any("[sink] topic (line 20): the Kafka topic v of" in x for x in problems([good, other]))
+
+
+def test_the_sessions_page_view_is_checked_without_java(tmp_path, no_jvm, capsys):
+    """docs/sessions.md's view file (sessionizing clicks) validates as written; its gap given as a
+    number over the TIMESTAMP column is refused, naming the view's key, before Spark starts."""
+    page = (pathlib.Path(__file__).parents[2] / "docs" / "sessions.md").read_text()
+    text = page.split("```toml\n", 1)[1].split("```", 1)[0].replace('path = "clicks"', 'path = "events"')
+    assert main(["validate", view_file(tmp_path / "a", text)]) == 0
+    assert (
+        "8 out (click_id, user, ts, page, clicks, began, ended, _change); emit on update"
+        in capsys.readouterr().out
+    )
+    wrong = text.replace("INTERVAL '30' MINUTE) AS clicks", "30) AS clicks")
+    said = problems([view_file(tmp_path / "b", wrong)])
+    assert any(
+        re.search(r"\[view\] query.*SESSION WITH GAP over a TIMESTAMP .* needs a day-time INTERVAL", p)
+        for p in said
+    ), said

@@ -1,0 +1,121 @@
+"""SESSION frames on emit on window close (streaming/session_close.py, docs/sessions.md): every row
+is emitted once, when the watermark reaches its session's last ORDER BY value plus the gap, with the
+values the batch evaluator gives it over all rows; the state holds the rows of open sessions only.
+Pure: the in-memory driver, no Spark."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import overwindow
+from overwindow.spec import OverWindow
+from overwindow.streaming.contract import END_OF_INPUT
+from overwindow.streaming.driver import Driver
+
+SCHEMA = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
+
+
+def calls(gap: str) -> tuple[str, ...]:
+    over = f"OVER (ORDER BY t SESSION WITH GAP {gap})"
+    return (
+        f"count(*) {over} AS n",
+        f"sum(x) {over} AS s",
+        f"first_value(t) {over} AS began",
+        f"last_value(t) {over} AS ended",
+        f"nth_value(x, 2) {over} AS second",
+        f"x - avg(x) {over} AS off",
+    )
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    gap=st.sampled_from(["1", "2", "2.5", "4"]),
+    n_batches=st.integers(1, 8),
+    batch_size=st.integers(1, 20),
+    buckets=st.sampled_from([None, None, 2]),
+    advance=st.integers(0, 6),
+)
+def test_each_row_once_final_as_batch_and_closed_sessions_leave(
+    seed, gap, n_batches, batch_size, buckets, advance
+):
+    """Random rows out of time order (ties, rows bridging sessions still open, NULL keys); rows at
+    or below the watermark are dropped before the machine, as Spark drops late rows before an
+    event-time operator. After every micro-batch: each emitted row's values are the batch
+    evaluator's over all rows that were fed (later rows cannot change a closed session), no row is
+    emitted twice, and the state holds exactly the rows not emitted yet, none of them in a session
+    the watermark has closed. At the end of input every row has been emitted."""
+    rng = np.random.default_rng(seed)
+    texts = calls(gap)
+    names = [t.rsplit(" AS ", 1)[1] for t in texts]
+    spec = OverWindow(*texts, rowKey="id", keyBuckets=buckets)
+    driver = Driver(spec, SCHEMA, ["k"])
+    fed, emitted, watermark, next_id = [], {}, None, 0
+    batches = []
+    for _ in range(n_batches):
+        rows = []
+        for _ in range(batch_size):
+            t = int(rng.integers(0, 40))
+            if watermark is not None and t <= watermark:
+                continue  # late: Spark drops it before the operator
+            k = [None, 1, 2][int(rng.integers(0, 3))]
+            x = None if rng.random() < 0.15 else float(rng.integers(-9, 9))
+            rows.append({"k": k, "id": next_id, "t": t, "x": x})
+            next_id += 1
+        fed += rows
+        watermark = (watermark or 0) + advance
+        batches.append((rows, watermark))
+    batches.append(([], END_OF_INPUT))
+    so_far = 0
+    for rows, mark in batches:
+        out = driver.feed(pa.Table.from_pylist(rows, schema=SCHEMA), mark)
+        so_far += len(rows)
+        for r in out.to_pylist():
+            assert r["id"] not in emitted, r  # once
+            emitted[r["id"]] = r
+            # only closed sessions: no integer key above the watermark lies within the gap
+            assert mark == END_OF_INPUT or r["ended"] + math.floor(float(gap)) <= mark
+        assert driver.state_rows() == so_far - len(emitted)  # closed sessions left the state
+    assert set(emitted) == {r["id"] for r in fed}
+    if fed:
+        batch = overwindow.evaluate(pa.Table.from_pylist(fed, schema=SCHEMA), *spec.partitioned(("k",)))
+        for r in batch.to_pylist():
+            for name in names:
+                assert _same(emitted[r["id"]][name], r[name]), (name, r, emitted[r["id"]])
+    assert driver.state_rows() == 0 and not driver.states  # every session closed and left
+
+
+def test_sessions_close_at_their_last_row_plus_the_gap_and_late_rows_are_counted():
+    spec = OverWindow(*calls("3"), rowKey="id")
+    driver = Driver(spec, SCHEMA, ["k"])
+
+    def feed(rows, mark):
+        table = pa.Table.from_pylist([dict(zip(("id", "t", "x"), r), k=1) for r in rows], schema=SCHEMA)
+        return {r["id"]: (r["n"], r["began"], r["ended"]) for r in driver.feed(table, mark).to_pylist()}
+
+    # sessions {0, 1} and {5, 6}: the first ends at 1 + 3 = 4
+    assert feed([(1, 0, 1.0), (2, 1, 2.0), (3, 5, 3.0), (4, 6, 4.0)], 3) == {}
+    assert driver.state_rows() == 4
+    # t=4 bridges them before the watermark reaches 4: one session of five, ending at 6 + 3
+    assert feed([(5, 4, 5.0)], 8) == {}
+    assert feed([], 9) == {i: (5, 0, 6) for i in (1, 2, 3, 4, 5)}
+    assert driver.state_rows() == 0 and not driver.states
+    # a key whose state is gone judges lateness by the host's watermark (Spark's filter); one
+    # still holding rows counts rows at or below the watermark it reached as late
+    assert feed([(6, 20, 1.0)], 10) == {}
+    assert feed([(7, 9, 1.0), (8, 22, 2.0)], 10) == {}
+    assert driver.late_rows == 1
+    assert feed([], END_OF_INPUT) == {6: (2, 20, 22), 8: (2, 20, 22)}
