@@ -264,10 +264,15 @@ def overwindow_latency(spark, query, emit: str, work: Path, rate: float, seconds
     )
     try:
         arrived = feed(paths, plan, folder, tail_s)
+        idle_by = time.monotonic() + 120  # a lagging query catches up: no bid is cut off by stop()
+        while time.monotonic() < idle_by and (q.status["isTriggerActive"] or q.status["isDataAvailable"]):
+            time.sleep(0.2)
     finally:
         q.stop()
     if q.exception() is not None:
         raise RuntimeError(f"{query.name} {emit}: {q.exception()}")
+    rows = sum(t.num_rows for _, t in batches)
+    print(f"overwindow {query.name} {emit}: {len(batches)} micro-batches, {rows:,} rows", flush=True)
     result = latency(
         arrivals(table, plan, arrived),
         spark_commits(batches, chk),
