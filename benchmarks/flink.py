@@ -50,7 +50,13 @@ JOBS = {
         "RANGE BETWEEN INTERVAL '1' MINUTE PRECEDING AND CURRENT ROW)",
         "n1m BIGINT",
     ),
+    "sum ROWS 100 PRECEDING": (  # the single-job comparison (benchmarks/single_job.py), not the sweep's
+        "SUM(x) OVER w AS s100",
+        "WINDOW w AS (PARTITION BY k ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW)",
+        "s100 DOUBLE",
+    ),
 }
+SWEEP_JOBS = ("lag", "avg ROWS 9 PRECEDING", "count RANGE 1 MINUTE")
 
 
 def table_env():
@@ -110,6 +116,7 @@ def main(argv=None) -> int:
     p.add_argument("--sparse-rows", type=int, default=20_000)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--count", action="store_true", help="also count each job's output rows (untimed)")
+    p.add_argument("--jobs", nargs="*", default=list(SWEEP_JOBS), choices=list(JOBS))
     p.add_argument(
         "--command", help="the command recorded with each run (streaming.py --sweep passes its own)"
     )
@@ -126,7 +133,7 @@ def main(argv=None) -> int:
         env = table_env()
         tiny = work / "tiny"
         sweep.make_point(tiny, "1k", 1, 2_000, 0, 0)
-        for job in JOBS:
+        for job in args.jobs:
             run_job(env, one_file(tiny), job)
         for point in args.points:
             src = work / point
@@ -136,7 +143,7 @@ def main(argv=None) -> int:
             src = one_file(src)
             for r in range(args.first_round, args.first_round + args.rounds):
                 total, outs = 0.0, []
-                for job in JOBS:
+                for job in args.jobs:
                     seconds, rows = run_job(env, src, job, count=args.count and r == 0)
                     total += seconds
                     outs.append(rows)
@@ -156,6 +163,8 @@ def main(argv=None) -> int:
                         f"flink {point} {job} round {r}: {seconds:.1f} s, out {rows}, load {rec['load']:.2f}",
                         flush=True,
                     )
+                if tuple(args.jobs) != SWEEP_JOBS:
+                    continue
                 rec = dict(
                     info,
                     engine="pyflink",

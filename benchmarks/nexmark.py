@@ -1,7 +1,7 @@
-"""Nexmark's window queries on overwindow and on PyFlink, with equal cores: sustained throughput.
+"""Nexmark's window queries on overwindow and on PyFlink, with equal cores: throughput and latency.
 
-    python benchmarks/nexmark.py --flink-python FLINKENV/bin/python      # rewrites its section
-    python benchmarks/nexmark.py --events 200000 --queries q19 --no-write   # a quick look
+    python benchmarks/nexmark.py --queries q18 --flink-python FLINKENV/bin/python  # one query a run
+    python benchmarks/nexmark.py --events 200000 --queries q19 --latency-seconds 0 --no-write  # a look
 
 ``--events`` Nexmark events (default 1,000,000; 92% of them bids, ``nexmark_events.py``) from
 ``--seed``; their bids are written as ``--files`` JSON lines files (one micro-batch each for Spark,
@@ -19,8 +19,17 @@ bids of the micro-batches after the first over the time from the first micro-bat
 last one's end (Spark's own progress times); for PyFlink, the extra bids of the full input over a
 run on a tiny input, over the extra seconds (the job's start-up and teardown are in both runs).
 Nexmark's published figures count all events read, persons and auctions too: divide a bid rate by
-0.92 to compare. One line per query and emit mode; the section of BENCHMARKS.md between
-``<!-- nexmark:begin -->`` and ``<!-- nexmark:end -->`` is rewritten unless ``--no-write``.
+0.92 to compare.
+
+Then each engine runs the query fed at a fixed rate, half the slower engine's throughput (over both
+cores; the slowest emit mode), for ``--latency-seconds``: end-to-end latency p50 and p99, from a
+bid's arrival to the commit of its row (``nexmark_latency.py`` says how each engine is measured).
+
+Each query's figures are appended as one JSON record to ``--results``; the section of BENCHMARKS.md
+between ``<!-- nexmark:begin -->`` and ``<!-- nexmark:end -->`` is written from the newest record
+of each query (unless ``--no-write``), one line per query and emit mode:
+``q19: overwindow on_update N ev/s/core, PyFlink M ev/s/core, x R; latency p50 A s p99 B s``.
+Run one query per command (a query's runs take a few minutes); ``--report`` only writes the section.
 """
 
 from __future__ import annotations
@@ -40,12 +49,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import nexmark_events as ne  # noqa: E402
-from common import publish, section_head, spark_session  # noqa: E402
+import nexmark_latency as nl  # noqa: E402
+from common import ROOT, publish, section_head, spark_session  # noqa: E402
 from nexmark_queries import QUERIES, WATERMARK_S  # noqa: E402
 
 BEGIN, END = "<!-- nexmark:begin -->", "<!-- nexmark:end -->"
 CORES = 2
 KEY_BUCKETS = 16
+RESULTS = ROOT / "benchmarks" / "results" / "nexmark.jsonl"
 
 
 def write_inputs(work: Path, events: int, files: int, seed: int) -> dict:
@@ -131,55 +142,86 @@ def run_flink(flink_python: str, work: Path, queries: list[str], bids: int, tiny
     return out
 
 
-def render(args, counts: dict, ow: dict, flink: dict, seconds: float) -> tuple[str, list[str]]:
-    lines = []
-    rows = ["| query | emit | overwindow bids/s/core | PyFlink bids/s/core | x PyFlink | overwindow: "
-            "micro-batches, output rows, s (all) | PyFlink: s (full), s (tiny) |",
-            "|---|---|---:|---:|---:|---|---|"]  # fmt: skip
+def render(args, records: list[dict]) -> tuple[str, list[str]]:
+    """The section from the newest record of each query (``records``: the results file's lines)."""
+    newest = {r["query"]: r for r in records}
+    lines, rows = (
+        [],
+        [
+            "| query | emit | overwindow bids/s/core | PyFlink bids/s/core | x PyFlink | fixed rate, bids/s "
+            "| overwindow latency p50, p99 s | PyFlink latency p50, p99 s | load (throughput; latency) "
+            "| overwindow: micro-batches, output rows, s | PyFlink: s (full), s (tiny) |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|---|---|",
+        ],
+    )
+
+    def lat(r):
+        return f"{r['p50']:.2f}, {r['p99']:.2f}" if r and r.get("measured") else "-"
+
     for query in QUERIES:
-        for emit in query.emits:
-            r = ow.get((query.name, emit))
-            if r is None:
-                continue
-            f = flink.get(query.name)
+        rec = newest.get(query.name)
+        if rec is None:
+            continue
+        f, fl = rec.get("flink"), rec.get("flink_latency")
+        for emit, r in rec["overwindow"].items():
             ratio = f"x {r['rate'] / f['rate']:.2f}" if f else "x -"
             flink_rate = f"{f['rate']:,.0f}" if f else "-"
+            ol = r.get("latency")
+            said = f"latency p50 {ol['p50']:.2f} s p99 {ol['p99']:.2f} s" if ol else "latency not measured"
+            if ol and not ol["measured"]:
+                said = "latency: no row committed for a measured bid"
+            if fl and fl.get("measured"):
+                said += f"; PyFlink latency p50 {fl['p50']:.2f} s p99 {fl['p99']:.2f} s"
             lines.append(
                 f"{query.name}: overwindow {emit} {r['rate']:,.0f} ev/s/core, "
-                f"PyFlink {flink_rate} ev/s/core, {ratio}; latency not measured"
+                f"PyFlink {flink_rate} ev/s/core, {ratio}; {said}"
             )
+            loads = f"{r['load']:.1f}; " + (f"{ol['load']:.1f}, {fl['load']:.1f}" if ol and fl else "-")
             rows.append(
-                f"| {query.name} | {emit} | {r['rate']:,.0f} | {flink_rate} | {ratio[2:]} | {r['batches']}, "
+                f"| {query.name} | {emit} | {r['rate']:,.0f} | {flink_rate} | {ratio[2:]} | "
+                f"{rec.get('fixed_rate', 0):,.0f} | {lat(ol)} | {lat(fl)} | {loads} | {r['batches']}, "
                 f"{r['output_rows']:,}, {r['seconds']:.1f} | "
                 + (f"{f['seconds']:.1f}, {f['tiny_seconds']:.1f} |" if f else "- |")
             )
+    commands = list(dict.fromkeys(newest[q.name]["command"] for q in QUERIES if q.name in newest))
     head = section_head(
         BEGIN,
         "Nexmark window queries: overwindow and PyFlink",
         "benchmarks/nexmark.py",
-        args.command,
-        seconds,
+        "`; `".join(commands),
+        sum(r["wall_s"] for r in newest.values()),
         "pyspark",
         "pyarrow",
     )
-    flink_note = (
-        f"PyFlink: apache-flink in `{args.flink_python}`, parallelism 2, filesystem source (one JSON file), "
-        "blackhole sinks."
-        if flink
-        else "PyFlink: not run (no `--flink-python`)."
-    )
+    first = next(iter(newest.values()))
     body = [
         *head,
-        f"- Input: {args.events:,} Nexmark events from seed {args.seed} (`benchmarks/nexmark_events.py`): "
-        f"{counts['bids']:,} bids in {args.files} JSON lines files ({counts['first_file']:,} bids in the "
-        f"first); event times 100 us apart (Nexmark's 10,000 events/s), watermark {WATERMARK_S} s.",
-        f"- overwindow: `overwindow.sql` over the file stream, `keyBuckets={KEY_BUCKETS}`, "
-        "`maxFilesPerTrigger` 1, availableNow, `noop` sink, local[2]. " + flink_note,
-        "- Throughput: bids per second per core (2 cores each), start-up excluded: overwindow from the "
-        "first micro-batch's end to the last one's (the first batch's bids left out), PyFlink the full "
-        "input's extra bids over a tiny input's run, over the extra seconds. Nexmark's published figures "
-        "count all events (bids are 92%).",
-        "- Latency at a fixed rate: not measured yet.",
+        "- One command per query (each holds the machine's Spark lock a few minutes); each appends a record"
+        " per query to `benchmarks/results/nexmark.jsonl` and this section is written from the newest record"
+        " of each query. The machine was shared: other test suites ran beside every run; the load average"
+        " (1 minute) is given beside each figure, and single figures move with it.",
+        f"- Throughput input: {first['events']:,} Nexmark events from seed {first['seed']}"
+        " (`benchmarks/nexmark_events.py`), their bids in JSON lines files; event times 100 us apart"
+        f" (Nexmark's 10,000 events/s), watermark {WATERMARK_S} s.",
+        f"- overwindow: `overwindow.sql` over the file stream, `keyBuckets={KEY_BUCKETS}`, local[2]; for the"
+        " throughput `maxFilesPerTrigger` 1, availableNow, `noop` sink. PyFlink: apache-flink, parallelism 2,"
+        " filesystem source (one JSON file), blackhole sinks.",
+        "- Throughput: bids per second per core (2 cores each), start-up excluded: overwindow from the"
+        " first micro-batch's end to the last one's (the first batch's bids left out), PyFlink the full"
+        " input's extra bids over a tiny input's run, over the extra seconds. Nexmark's published figures"
+        " count all events (bids are 92%).",
+        "- Latency (`benchmarks/nexmark_latency.py`): bids fed at the fixed rate (half the slower engine's"
+        " measured throughput over both cores, the slowest of the query's emit modes), a file every"
+        f" {nl.CHUNK_S:g} s renamed into the watched folder, event times advancing at that rate, for"
+        f" {first.get('latency_seconds', 0):g} s; a bid's latency runs from its file's rename to the first"
+        " commit of a row for it: overwindow `foreachBatch` with"
+        f' `trigger(processingTime="{nl.SPARK_TRIGGER}")` (the trigger `overwindow run` uses), committed'
+        " when Spark writes the micro-batch's commit log entry; PyFlink `print` sinks, the source watching"
+        f" the folder every {nl.FLINK_MONITOR}, committed when the row's line reaches the benchmark. Bids"
+        f" arriving in the first {first.get('warmup_s', 0):g} s (start-up) and the last"
+        f" {first.get('tail_s', 0):g} s are left out, and bids without a row (outside q19's top 10)."
+        " PyFlink's OVER aggregates emit on the watermark (as window close); its one latency is printed"
+        " beside both of overwindow's emit modes.",
         "",
         *rows,
         "",
@@ -202,46 +244,93 @@ def main(argv=None) -> int:
     p.add_argument("--emits", nargs="*", default=["on_window_close", "on_update"])
     p.add_argument("--flink-python", help="a Python with apache-flink (benchmarks/flink.py says how)")
     p.add_argument("--max-records", type=int, default=100_000)
+    p.add_argument("--latency-seconds", type=float, default=40.0, help="0: no latency runs")
+    p.add_argument("--warmup", type=float, default=10.0, help="latency: seconds left out at the start")
+    p.add_argument("--tail", type=float, default=8.0, help="latency: seconds left out at the end")
+    p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--workdir", type=Path)
+    p.add_argument("--report", action="store_true", help="only write the section from --results")
     p.add_argument("--no-write", action="store_true")
     args = p.parse_args(argv)
     args.command = "python benchmarks/nexmark.py" + "".join(
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
     )
-    started = time.perf_counter()
+    if not args.report:
+        run_queries(args)
+    records = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
+    section, lines = render(args, records)
+    print("\n".join(lines))
+    publish(section, BEGIN, END, not args.no_write)
+    return 0
+
+
+def run_queries(args) -> None:
+    """Each query of ``args.queries`` on both engines, its record appended to ``args.results``."""
     work = args.workdir or Path(tempfile.mkdtemp(prefix="ow-nexmark-"))
-    ow, flink = {}, {}
     try:
         counts = write_inputs(work, args.events, args.files, args.seed)
         spark = spark_session("overwindow-nexmark", work / "warehouse", args.max_records)
         try:
-            for query in QUERIES:
-                if query.name not in args.queries:
-                    continue
-                for emit in (e for e in query.emits if e in args.emits):
-                    run_overwindow(spark, query, emit, work / "tiny", work / "chk-warm")
-                    r = run_overwindow(spark, query, emit, work / "bids", work / "chk")
-                    ow[(query.name, emit)] = r
-                    print(
-                        f"overwindow {query.name} {emit}: {r['rate']:,.0f} bids/s/core, "
-                        f"{r['seconds']:.1f} s, "
-                        f"in {r['input_rows']:,} out {r['output_rows']:,}, batch ms {r['batch_ms']}, "
-                        f"load {os.getloadavg()[0]:.2f}",
-                        flush=True,
-                    )
+            for query in (q for q in QUERIES if q.name in args.queries):
+                record = run_query(args, spark, query, work, counts)
+                args.results.parent.mkdir(parents=True, exist_ok=True)
+                with open(args.results, "a") as f:
+                    f.write(json.dumps(record) + "\n")
         finally:
             spark.stop()
-        if args.flink_python:
-            flink = run_flink(args.flink_python, work, args.queries, counts["bids"], counts["tiny"])
-            for name, f in flink.items():
-                print(f"pyflink {name}: {f['rate']:,.0f} bids/s/core, {f['seconds']:.1f} s", flush=True)
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
-    section, lines = render(args, counts, ow, flink, time.perf_counter() - started)
-    print("\n".join(lines))
-    publish(section, BEGIN, END, not args.no_write)
-    return 0
+
+
+def run_query(args, spark, query, work: Path, counts: dict) -> dict:
+    """One query on both engines: throughput in each emit mode, then latency at the fixed rate."""
+    started = time.perf_counter()
+    ow = {}
+    for emit in (e for e in query.emits if e in args.emits):
+        run_overwindow(spark, query, emit, work / "tiny", work / "chk-warm")
+        r = run_overwindow(spark, query, emit, work / "bids", work / "chk")
+        r["load"] = os.getloadavg()[0]
+        ow[emit] = r
+        print(
+            f"overwindow {query.name} {emit}: {r['rate']:,.0f} bids/s/core, {r['seconds']:.1f} s, "
+            f"in {r['input_rows']:,} out {r['output_rows']:,}, batch ms {r['batch_ms']}, "
+            f"load {r['load']:.2f}",
+            flush=True,
+        )
+    flink = None
+    if args.flink_python:
+        runs = run_flink(args.flink_python, work, [query.name], counts["bids"], counts["tiny"])
+        flink = runs.get(query.name)
+        if flink:
+            flink["load"] = os.getloadavg()[0]
+            print(f"pyflink {query.name}: {flink['rate']:,.0f} bids/s/core, {flink['seconds']:.1f} s")
+    rates = [r["rate"] for r in ow.values()] + ([flink["rate"]] if flink else [])
+    fixed = 0.5 * min(rates) * CORES
+    flink_lat = None
+    if args.latency_seconds > 0:
+        timing = (args.latency_seconds, args.seed, args.warmup, args.tail)
+        for emit, r in ow.items():
+            r["latency"] = nl.overwindow_latency(spark, query, emit, work, fixed, *timing)
+            print(f"overwindow {query.name} {emit} at {fixed:,.0f} bids/s: {r['latency']}", flush=True)
+        if flink:
+            flink_lat = nl.flink_latency(args.flink_python, query, work, fixed, *timing)
+            print(f"pyflink {query.name} at {fixed:,.0f} bids/s: {flink_lat}", flush=True)
+    return {
+        "query": query.name,
+        "overwindow": ow,
+        "flink": flink,
+        "fixed_rate": fixed,
+        "flink_latency": flink_lat,
+        "events": args.events,
+        "seed": args.seed,
+        "files": args.files,
+        "latency_seconds": args.latency_seconds,
+        "warmup_s": args.warmup,
+        "tail_s": args.tail,
+        "command": args.command,
+        "wall_s": time.perf_counter() - started,
+    }
 
 
 if __name__ == "__main__":

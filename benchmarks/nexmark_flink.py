@@ -10,12 +10,18 @@ job's start-up and teardown are in both, so ``(bids - tiny rows) / (seconds - ti
 the throughput without them. Each input is one file (Flink reads several files in parallel in no
 set order, and a later file's watermark would then drop an earlier file's rows as late). Prints
 one JSON object per query on stdout.
+
+``--latency FOLDER`` runs one query (``--queries``) instead as ``nexmark_latency.py`` measures it:
+the filesystem source watching ``FOLDER`` for new files every ``--monitor``, each SELECT into a
+``print`` sink ``sinkN`` (a row a line on stdout, as Flink commits it), ``READY`` printed once the
+job runs; it stops after ``--seconds`` or on SIGTERM, cancelling the job.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -40,35 +46,72 @@ def table_env():
     return env
 
 
-def run_job(env, path: Path, selects: tuple) -> float:
-    """Seconds of one job: every SELECT of ``selects`` over the bids of ``path`` into a blackhole."""
+def statements(env, path: Path, selects: tuple, connector: str = "blackhole", monitor: str | None = None):
+    """One statement set: every SELECT of ``selects`` over the bids of ``path`` (a file, or a folder
+    watched every ``monitor``) into a sink ``sinkN`` of ``connector``."""
     from pyflink.table import Schema, TableDescriptor
 
+    watch = f", 'source.monitor-interval' = '{monitor}'" if monitor else ""
     env.execute_sql("DROP TEMPORARY TABLE IF EXISTS bid")
     env.execute_sql(
         f"CREATE TEMPORARY TABLE bid ({BID_TABLE}) WITH ('connector' = 'filesystem', "
-        f"'path' = 'file://{path}', 'format' = 'json', 'json.timestamp-format.standard' = 'ISO-8601')"
+        f"'path' = 'file://{path}', 'format' = 'json', 'json.timestamp-format.standard' = 'ISO-8601'{watch})"
     )
-    statements = env.create_statement_set()
+    out = env.create_statement_set()
     for n, select in enumerate(selects):
         table = env.sql_query(select)
         sink = f"sink{n}"
         env.execute_sql(f"DROP TEMPORARY TABLE IF EXISTS {sink}")
         schema = Schema.new_builder().from_row_data_type(table.get_schema().to_row_data_type()).build()
-        env.create_temporary_table(sink, TableDescriptor.for_connector("blackhole").schema(schema).build())
-        statements.add_insert(sink, table)
+        descriptor = TableDescriptor.for_connector(connector).schema(schema)
+        if connector == "print":
+            descriptor = descriptor.option("print-identifier", sink)
+        env.create_temporary_table(sink, descriptor.build())
+        out.add_insert(sink, table)
+    return out
+
+
+def run_job(env, path: Path, selects: tuple) -> float:
+    """Seconds of one job: every SELECT of ``selects`` over the bids of ``path`` into a blackhole."""
+    job = statements(env, path, selects)
     started = time.perf_counter()
-    statements.execute().wait()
+    job.execute().wait()
     return time.perf_counter() - started
+
+
+def run_latency(env, folder: Path, selects: tuple, seconds: float, monitor: str) -> None:
+    """The job over the files arriving in ``folder`` into print sinks, until ``seconds`` or SIGTERM."""
+    client = statements(env, folder, selects, "print", monitor).execute().get_job_client()
+    while "RUNNING" not in str(client.get_job_status().result()):
+        time.sleep(0.1)
+    print("READY", flush=True)
+
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        time.sleep(seconds)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        client.cancel().result()
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--bids", type=Path, required=True, help="one JSON lines file of bids")
-    p.add_argument("--tiny", type=Path, required=True, help="a few bids, for warm-up and start-up")
+    p.add_argument("--bids", type=Path, help="one JSON lines file of bids")
+    p.add_argument("--tiny", type=Path, help="a few bids, for warm-up and start-up")
     p.add_argument("--queries", nargs="*", default=[q.name for q in QUERIES])
+    p.add_argument("--latency", type=Path, help="a folder to watch: one query into print sinks")
+    p.add_argument("--seconds", type=float, default=120.0)
+    p.add_argument("--monitor", default="200 ms")
     args = p.parse_args(argv)
     env = table_env()
+    if args.latency:
+        (query,) = (q for q in QUERIES if q.name in args.queries)
+        run_latency(env, args.latency, query.flink, args.seconds, args.monitor)
+        return 0
     for query in QUERIES:
         if query.name not in args.queries:
             continue

@@ -7,7 +7,7 @@ file; ``streaming.py --sweep-report`` turns that file into the ``sweep`` section
 Points (``--points``), each a folder of CSV files, one per micro-batch (``k,ts,rid,x``; event times
 in arrival order, 1 ms apart across all keys, plus up to ``JITTER_MS`` of jitter):
 
-- ``1k``, ``10k``, ``100k``, ``1m``: dense, ``--batches`` micro-batches of ``--rows-per-batch`` rows,
+- ``1k``, ``10k``, ``50k``, ``100k``, ``1m``: dense, ``--batches`` micro-batches of ``--rows-per-batch`` rows,
   every key in every micro-batch (each micro-batch is every key repeated, shuffled). The same rows
   at every point but the key column; a micro-batch holds at least one row per key, so ``1m`` takes
   1,000,000 rows per micro-batch when ``--rows-per-batch`` is smaller (the table says so).
@@ -70,6 +70,7 @@ SCHEMA = "k INT, ts TIMESTAMP, rid BIGINT, x DOUBLE"
 POINTS = {
     "1k": (1_000, False),
     "10k": (10_000, False),
+    "50k": (50_000, False),
     "100k": (100_000, False),
     "1m": (1_000_000, False),
     "100k-sparse": (100_000, True),

@@ -1,18 +1,31 @@
 """The Nexmark event generator of the benchmarks (benchmarks/nexmark_events.py): Nexmark's
 proportions, ids, hot keys and event times, checked against the rules Nexmark states (not against
-values the generator printed), and the same events from the same seed. No Spark."""
+values the generator printed), and the same events from the same seed; the latency harness's feed
+and arithmetic (benchmarks/nexmark_latency.py) on tiny inputs. No Spark."""
 
+import doctest
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
-_path = Path(__file__).resolve().parents[1] / "benchmarks" / "nexmark_events.py"
-_spec = importlib.util.spec_from_file_location("nexmark_events", _path)
-ne = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ne)
+_benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, _benchmarks / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+ne = _load("nexmark_events")
+nl = _load("nexmark_latency")
 
 N = 50_000
 
@@ -104,3 +117,57 @@ def test_bid_files_hold_every_bid_once_in_order_as_json_lines(ev, tmp_path):
         assert {k: v for k, v in got.items() if k != "dateTime"} == {
             k: v for k, v in want.items() if k != "dateTime"
         }
+
+
+def test_latency_feed_renames_every_file_in_order_on_its_schedule(tmp_path):
+    """At 400 bids a second, a file every 0.01 s: each file lands whole in the watched folder, in
+    order, no earlier than due; every bid gets its file's arrival; a commit 0.5 s after each arrival
+    reads as 0.5 s, and bids without a row are counted apart."""
+    table = nl.bids_at(rate=400, seconds=0.2, seed=5)
+    plan = nl.chunks(table, rate=400, chunk_s=0.01)
+    assert [c.stop - c.start for c in plan[:-1]] == [4] * (len(plan) - 1)
+    assert plan[-1].stop == table.num_rows
+    folder = tmp_path / "in"
+    folder.mkdir()
+    paths = nl.stage(table, plan, tmp_path / "stage")
+    feeder = nl.Feeder(paths, plan, folder)
+    feeder.start()
+    feeder.join(30)
+    landed = sorted(folder.iterdir())
+    assert [p.name for p in landed] == [p.name for p in paths]
+    rows = [json.loads(line) for p in landed for line in p.read_text().splitlines()]
+    assert len(rows) == table.num_rows
+    arrived = np.array(feeder.arrived)
+    assert (np.diff(arrived) >= 0).all()
+    assert arrived[-1] - arrived[0] >= plan[-1].due_s - 0.005
+    bids = nl.arrivals(table, plan, feeder.arrived)
+    committed = bids.iloc[::2].assign(sink=0, commit=lambda f: f["arrival"] + 0.5)
+    got = nl.latency(bids, committed[[*nl.KEY, "sink", "commit"]], (0.0, 1.0))
+    assert got["p50"] == pytest.approx(0.5) and got["p99"] == pytest.approx(0.5)
+    assert got["measured"] == len(committed) and got["without_row"] == len(bids) - len(committed)
+
+
+def test_flink_print_lines_read_as_commits_of_the_rows_keys():
+    """PyFlink's print sink lines: inserts and the new side of updates count, retractions do not;
+    timestamps with and without seconds; the sink's number from its identifier."""
+    q19 = "1000, 1001, 250, Google, https://x/item.htm?query=1, 2024-01-01T00:00:01.250, ab, 1]"
+    lines = [
+        (1.0, f"sink0:1> +I[{q19}"),
+        (2.0, f"sink0:2> -U[{q19}"),
+        (3.0, "sink1:2> +U[7, 8, 9, 2024-01-01T00:00, 7.5]"),
+        (4.0, "READY"),
+    ]
+    got = nl.flink_commits(lines)
+    assert got.to_dict("list") == {
+        "auction": [1000, 7],
+        "bidder": [1001, 8],
+        "price": [250, 9],
+        "t_ms": [ne.BASE_MS + 1250, ne.BASE_MS],
+        "sink": [0, 1],
+        "commit": [1.0, 3.0],
+    }
+    assert isinstance(got, pd.DataFrame)
+
+
+def test_latency_module_examples():
+    assert doctest.testmod(nl).failed == 0

@@ -1,0 +1,317 @@
+"""End-to-end latency of the Nexmark window queries at a fixed input rate (``benchmarks/nexmark.py``).
+
+Bids arrive as files: ``stage`` writes them before the run as JSON lines files of ``chunk_s``
+seconds of input each (``rate`` bids a second; event times advance at the same rate, so the
+watermark follows the wall clock), hidden from the sources; ``Feeder`` renames file ``i`` into the
+watched folder ``i * chunk_s`` seconds after it starts (a rename is atomic: a source never sees half a
+file). A bid arrives when its file is renamed in. A bid's latency is from its arrival to the first
+commit of a row for it in the sink (its ``auction, bidder, price, dateTime`` on the row); bids that
+get no row (a bid outside q19's top 10) are counted apart, and for a query with several sinks (PyFlink's
+q6: one SELECT per window) a bid counts once every sink has its row. Only bids arriving after the
+first ``warmup_s`` seconds and at least ``tail_s`` seconds before the feed ends are measured (start-up
+and the window close of the last rows left out).
+
+overwindow: ``overwindow.sql`` over the folder, ``trigger(processingTime="1 second")`` (what
+``overwindow run`` uses), ``foreachBatch`` collecting each micro-batch's row keys; a row commits when
+Spark writes the micro-batch's entry in the checkpoint's commit log (that file's modification time).
+PyFlink: ``nexmark_flink.py --latency``, the filesystem source watching the folder every 200 ms,
+``print`` sinks; a row commits when its line reaches this process (stamped as read).
+
+>>> table = pa.table({"a": list(range(10))})
+>>> [(c.start, c.stop, c.due_s) for c in chunks(table, rate=4, chunk_s=0.5)]
+[(0, 2, 0.0), (2, 4, 0.5), (4, 6, 1.0), (6, 8, 1.5), (8, 10, 2.0)]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+KEY = ["auction", "bidder", "price", "t_ms"]
+CHUNK_S = 0.25
+SPARK_TRIGGER = "1 second"
+FLINK_MONITOR = "200 ms"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    start: int  # first row of the bids
+    stop: int  # one past the last
+    due_s: float  # seconds after the feed starts
+
+
+def chunks(table: pa.Table, rate: float, chunk_s: float = CHUNK_S) -> list[Chunk]:
+    """``table``'s rows cut into files of ``rate * chunk_s`` rows (at least one), file ``i`` due at
+    ``i * chunk_s`` seconds; O(files)."""
+    size = max(1, round(rate * chunk_s))
+    return [
+        Chunk(start, min(start + size, table.num_rows), n * chunk_s)
+        for n, start in enumerate(range(0, table.num_rows, size))
+    ]
+
+
+def stage(table: pa.Table, plan: list[Chunk], stage_dir: Path) -> list[Path]:
+    """Each chunk of ``plan`` as a JSON lines file in ``stage_dir`` (``nexmark_events``' format)."""
+    import nexmark_events as ne
+
+    paths = []
+    for n, c in enumerate(plan):
+        (path,) = ne.write_json_files(table.slice(c.start, c.stop - c.start), stage_dir, 1, f"part{n:05d}")
+        paths.append(path)
+    return paths
+
+
+class Feeder(threading.Thread):
+    """Renames the staged files into ``folder`` on their schedule; ``arrived[i]`` is file ``i``'s
+    arrival (``time.time()`` after its rename)."""
+
+    def __init__(self, paths: list[Path], plan: list[Chunk], folder: Path):
+        super().__init__(daemon=True)
+        self.paths, self.plan, self.folder = paths, plan, folder
+        self.arrived = [float("nan")] * len(plan)
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        for n, (path, c) in enumerate(zip(self.paths, self.plan)):
+            wait = c.due_s - (time.perf_counter() - started)
+            if wait > 0:
+                time.sleep(wait)
+            os.rename(path, self.folder / path.name)
+            self.arrived[n] = time.time()
+
+
+def arrivals(table: pa.Table, plan: list[Chunk], arrived: list[float]) -> pd.DataFrame:
+    """Each bid's key (``KEY``), its arrival and its due time in the feed (``due_s``)."""
+    frame = pd.DataFrame(
+        {
+            "auction": table.column("auction").to_numpy(),
+            "bidder": table.column("bidder").to_numpy(),
+            "price": table.column("price").to_numpy(),
+            "t_ms": table.column("dateTime").cast(pa.int64()).to_numpy(),
+        }
+    )
+    rows = np.array([c.stop - c.start for c in plan])
+    frame["arrival"] = np.repeat(np.asarray(arrived, dtype=float), rows)
+    frame["due_s"] = np.repeat([c.due_s for c in plan], rows)
+    return frame.drop_duplicates(KEY, keep="first")
+
+
+def latency(arrived: pd.DataFrame, commits: pd.DataFrame, window: tuple[float, float]) -> dict:
+    """p50 and p99 seconds from arrival to commit over the bids due within ``window`` (seconds
+    after the feed's start) that have a row in every sink; ``commits`` has ``KEY``, ``sink`` and
+    ``commit`` (a time), one line per committed row. O(n log n).
+
+    >>> a = pd.DataFrame({"auction": [1, 2, 3], "bidder": 0, "price": 0, "t_ms": [0, 1, 2],
+    ...                   "arrival": [10.0, 11.0, 12.0], "due_s": [0.0, 1.0, 2.0]})
+    >>> c = pd.DataFrame({"auction": [1, 1, 2, 2], "bidder": 0, "price": 0, "t_ms": [0, 0, 1, 1],
+    ...                   "sink": [0, 1, 0, 0], "commit": [10.5, 11.5, 11.25, 19.0]})
+    >>> latency(a, c, (0.0, 5.0))
+    {'p50': 1.5, 'p99': 1.5, 'measured': 1, 'without_row': 2}
+    """
+    sinks = commits["sink"].nunique() if len(commits) else 1
+    first = commits.groupby([*KEY, "sink"], sort=False)["commit"].min().reset_index()
+    per_bid = first.groupby(KEY, sort=False)["commit"].agg(["max", "count"]).reset_index()
+    per_bid = per_bid[per_bid["count"] == sinks]
+    due = arrived[(arrived["due_s"] >= window[0]) & (arrived["due_s"] < window[1])]
+    both = due.merge(per_bid, on=KEY, how="left")
+    seconds = (both["max"] - both["arrival"]).dropna().to_numpy()
+    if len(seconds) == 0:
+        return {"p50": float("nan"), "p99": float("nan"), "measured": 0, "without_row": len(due)}
+    p50, p99 = np.percentile(seconds, [50, 99])
+    return {
+        "p50": float(p50),
+        "p99": float(p99),
+        "measured": int(len(seconds)),
+        "without_row": int(len(due) - len(seconds)),
+    }
+
+
+_TIME = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?")
+
+
+def flink_commits(lines: list[tuple[float, str]]) -> pd.DataFrame:
+    """The rows of PyFlink's ``print`` sinks (``sinkN:task> +I[auction, bidder, price, ...]``),
+    inserts and the new side of updates only, as ``commits`` for ``latency``.
+
+    >>> flink_commits([(5.0, "sink1:2> +U[1000, 1001, 250, 2024-01-01T00:00, 7.5]"),
+    ...                (6.0, "sink1:2> -U[1000, 1001, 250, 2024-01-01T00:00, 7.5]")]).to_dict("records")
+    [{'auction': 1000, 'bidder': 1001, 'price': 250, 't_ms': 1704067200000, 'sink': 1, 'commit': 5.0}]
+    """
+    rows = []
+    for stamp, line in lines:
+        head, sep, body = line.partition("> ")
+        if not sep or not head.startswith("sink") or body[:3] not in ("+I[", "+U["):
+            continue
+        fields = body[3:].split(", ", 3)
+        when = _TIME.search(body)
+        rows.append(
+            (
+                int(fields[0]),
+                int(fields[1]),
+                int(fields[2]),
+                when.group(0),
+                int(head[4:].split(":")[0]),
+                stamp,
+            )
+        )
+    frame = pd.DataFrame(rows, columns=["auction", "bidder", "price", "when", "sink", "commit"])
+    frame["t_ms"] = pd.to_datetime(frame["when"], format="ISO8601").astype("datetime64[ms]").astype(np.int64)
+    return frame[[*KEY, "sink", "commit"]]
+
+
+def spark_commits(batches: list[tuple[int, pa.Table]], checkpoint: Path) -> pd.DataFrame:
+    """The rows ``foreachBatch`` saw, each micro-batch's stamped with the modification time of its
+    entry in ``checkpoint``'s commit log, as ``commits`` for ``latency``."""
+    frames = []
+    for batch_id, table in batches:
+        entry = checkpoint / "commits" / str(batch_id)
+        if table.num_rows == 0 or not entry.exists():
+            continue
+        frames.append(
+            pd.DataFrame(
+                {
+                    "auction": table.column("auction").to_numpy(),
+                    "bidder": table.column("bidder").to_numpy(),
+                    "price": table.column("price").to_numpy(),
+                    "t_ms": table.column("dateTime")
+                    .cast(pa.timestamp("ms", tz="UTC"))
+                    .cast(pa.int64())
+                    .to_numpy(),
+                    "sink": 0,
+                    "commit": entry.stat().st_mtime,
+                }
+            )
+        )
+    if not frames:
+        return pd.DataFrame(columns=[*KEY, "sink", "commit"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def bids_at(rate: float, seconds: float, seed: int) -> pa.Table:
+    """``seconds`` of bids at ``rate`` bids a second, their event times advancing at that rate."""
+    import nexmark_events as ne
+
+    event_rate = rate * ne.TOTAL / ne.PROPORTIONS[2]
+    return ne.bids(ne.events(int(event_rate * seconds) + ne.TOTAL, seed, rate=event_rate))
+
+
+def measure_window(seconds: float, warmup_s: float, tail_s: float) -> tuple[float, float]:
+    return (warmup_s, max(warmup_s, seconds - tail_s))
+
+
+def prepare(run: Path, rate: float, seconds: float, seed: int):
+    """A fresh ``run`` folder with the watched ``run/in`` and the staged files: (folder, bids, plan,
+    staged paths)."""
+    shutil.rmtree(run, ignore_errors=True)
+    folder = run / "in"
+    folder.mkdir(parents=True)
+    table = bids_at(rate, seconds, seed)
+    plan = chunks(table, rate)
+    return folder, table, plan, stage(table, plan, run / "stage")
+
+
+def feed(paths: list[Path], plan: list[Chunk], folder: Path, tail_s: float) -> list[float]:
+    """Two seconds after the engine started, the files on their schedule, then ``tail_s`` seconds for
+    the engine to catch up; the files' arrivals."""
+    time.sleep(2)
+    feeder = Feeder(paths, plan, folder)
+    feeder.start()
+    feeder.join()
+    time.sleep(tail_s)
+    return feeder.arrived
+
+
+def overwindow_latency(spark, query, emit: str, work: Path, rate: float, seconds: float, seed: int,
+                       warmup_s: float, tail_s: float) -> dict:  # fmt: skip
+    """One overwindow run of ``query`` in ``emit`` mode fed at ``rate`` bids a second for ``seconds``
+    (see the module's docstring): p50, p99 and the counts."""
+    import nexmark_events as ne
+    from nexmark_queries import WATERMARK_S
+
+    import overwindow
+
+    run = work / f"lat-{query.name}-{emit}"
+    folder, table, plan, paths = prepare(run, rate, seconds, seed)
+    chk = run / "chk"
+    events = (
+        spark.readStream.schema(ne.BID_DDL)
+        .json(str(folder))
+        .withWatermark("dateTime", f"{WATERMARK_S} seconds")
+    )
+    events.createOrReplaceTempView("bids")
+    out = overwindow.sql(spark, query.overwindow, emit=emit, keyBuckets=16)
+    batches = []
+
+    def collect(df, batch_id):
+        batches.append((batch_id, df.select("auction", "bidder", "price", "dateTime").toArrow()))
+
+    q = (
+        out.writeStream.foreachBatch(collect)
+        .option("checkpointLocation", str(chk))
+        .outputMode("append" if emit == "on_window_close" else "update")
+        .trigger(processingTime=SPARK_TRIGGER)
+        .start()
+    )
+    try:
+        arrived = feed(paths, plan, folder, tail_s)
+        idle_by = time.monotonic() + 120  # a lagging query catches up: no bid is cut off by stop()
+        while time.monotonic() < idle_by and (q.status["isTriggerActive"] or q.status["isDataAvailable"]):
+            time.sleep(0.2)
+    finally:
+        q.stop()
+    if q.exception() is not None:
+        raise RuntimeError(f"{query.name} {emit}: {q.exception()}")
+    rows = sum(t.num_rows for _, t in batches)
+    print(f"overwindow {query.name} {emit}: {len(batches)} micro-batches, {rows:,} rows", flush=True)
+    result = latency(
+        arrivals(table, plan, arrived),
+        spark_commits(batches, chk),
+        measure_window(seconds, warmup_s, tail_s),
+    )
+    return {**result, "rate": rate, "seconds": seconds, "load": os.getloadavg()[0]}
+
+
+def flink_latency(flink_python: str, query, work: Path, rate: float, seconds: float, seed: int,
+                  warmup_s: float, tail_s: float) -> dict:  # fmt: skip
+    """PyFlink's run of ``query`` fed at ``rate`` bids a second (``nexmark_flink.py --latency``)."""
+    folder, table, plan, paths = prepare(work / f"lat-flink-{query.name}", rate, seconds, seed)
+    script = Path(__file__).with_name("nexmark_flink.py")
+    cmd = [flink_python, "-u", str(script), "--latency", str(folder), "--queries", query.name]
+    cmd += ["--seconds", str(seconds + tail_s + 60), "--monitor", FLINK_MONITOR]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    lines: list[tuple[float, str]] = []
+    ready = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append((time.time(), line.rstrip("\n")))
+            if line.startswith("READY"):
+                ready.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        if not ready.wait(180):
+            raise RuntimeError(f"PyFlink did not start: {lines[-5:]}")
+        arrived = feed(paths, plan, folder, tail_s)
+    finally:
+        proc.terminate()  # the script cancels its job and exits on SIGTERM
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    reader.join(10)
+    result = latency(
+        arrivals(table, plan, arrived), flink_commits(lines), measure_window(seconds, warmup_s, tail_s)
+    )
+    return {**result, "rate": rate, "seconds": seconds, "load": os.getloadavg()[0]}
