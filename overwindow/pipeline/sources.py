@@ -114,9 +114,12 @@ def open_source(spark, view: View) -> Source:
 
 def _file_reader(spark, view: View):
     """A file-source reader with the view's admission control: at most ``max_files_per_trigger`` files
-    or ``max_bytes_per_trigger`` bytes per micro-batch (Spark takes one of the two)."""
+    or ``max_bytes_per_trigger`` bytes per micro-batch (Spark takes one of the two); one file per
+    micro-batch for a change stream, whose changes apply in order."""
     src = view.source
     reader = spark.readStream
+    if view.op_column:  # a change stream: one file at a time, in order (view._check_source)
+        return reader.option("maxFilesPerTrigger", 1)
     if src.get("max_files_per_trigger"):
         return reader.option("maxFilesPerTrigger", int(src["max_files_per_trigger"]))
     return reader.option(

@@ -970,6 +970,21 @@ def _check_source(view: View) -> None:
                 "[view] row_key (the columns that identify a row)"
             )
         view.op_column = view.op_column or "_op"  # the source adds the op of each row image under this name
+    if view.op_column and src.get("format") == "files":
+        # Spark reads each file of a micro-batch as its own partition and hands a key's rows from
+        # several partitions to its group in no set order: a row's insert in one file and its delete
+        # in the next, read in one micro-batch, could be applied delete first, leaving the row
+        try:
+            several = int(src.get("max_files_per_trigger", 1)) != 1
+        except (TypeError, ValueError):
+            several = False  # said by the key's own check
+        if several or "max_bytes_per_trigger" in src:
+            key = "max_files_per_trigger" if "max_files_per_trigger" in src else "max_bytes_per_trigger"
+            raise ViewFileError(
+                f"{view.where('source', key)}: a change stream read from files is read one file per "
+                "micro-batch, in order (changes of one row in two files of one micro-batch could be "
+                "applied out of order); leave it out or set max_files_per_trigger = 1"
+            )
     if src.get("late_rows") == "dead_letter":
         where = view.where("source", "late_rows")
         if src.get("dead_letter") is None:

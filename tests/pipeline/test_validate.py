@@ -460,3 +460,45 @@ def test_the_sessions_page_view_is_checked_without_java(tmp_path, no_jvm, capsys
         re.search(r"\[view\] query.*SESSION WITH GAP over a TIMESTAMP .* needs a day-time INTERVAL", p)
         for p in said
     ), said
+
+
+@pytest.mark.parametrize("admission", ["max_files_per_trigger = 3", "max_bytes_per_trigger = 100000", None])
+@pytest.mark.parametrize("change_stream", ["envelope", "op_column"])
+def test_a_change_stream_from_files_is_read_one_file_per_micro_batch(
+    tmp_path, no_jvm, admission, change_stream
+):
+    """Spark hands a key's rows from the files of one micro-batch (one partition each) to its group
+    in no set order, so one row's changes in two files could apply out of order: a change stream
+    read from files takes one file per micro-batch, and an admission of more is refused with its
+    line."""
+    from overwindow.pipeline.sources import _file_reader
+
+    text = GOOD.replace('emit = "on_window_close"', 'emit = "on_update"')
+    if change_stream == "envelope":
+        text = text.replace('path = "events"', 'path = "events"\nenvelope = "debezium"')
+    else:
+        text = text.replace('row_key = ["id"]', 'row_key = ["id"]\nop_column = "op"')
+    if admission is not None:
+        text = text.replace('path = "events"', f'path = "events"\n{admission}')
+        key = admission.split()[0]
+        with pytest.raises(
+            ViewFileError,
+            match=rf"\[source\] {key} \(line 5\): a change stream read from files is read one file per",
+        ):
+            load_view(view_file(tmp_path, text))
+        return
+
+    class Reader:  # what the view asks of Spark's reader
+        def __init__(self):
+            self.options = {}
+
+        def option(self, key, value):
+            self.options[key] = value
+            return self
+
+    spark = type("Spark", (), {"readStream": Reader()})()
+    assert _file_reader(spark, load_view(view_file(tmp_path, text))).options == {"maxFilesPerTrigger": 1}
+    plain = load_view(view_file(tmp_path / "plain", GOOD))  # no change stream: Spark's admission by bytes
+    assert list(_file_reader(type("Spark", (), {"readStream": Reader()})(), plain).options) == [
+        "maxBytesPerTrigger"
+    ]
