@@ -9,13 +9,14 @@ def history(seed, changes=90, keys=(None, "a", "b", "c"), time=int, once_in=None
     """Random changes over a few ids: [(kind, before, after)] with kind insert, update (which may move
     the row to another partition, NULL included, and in time) or delete. Rows are {k, ts, x, id},
     k one of ``keys``, ts ``time`` of 0 to 39 (ties), x NULL one time in ten. ``once_in``: each id
-    changes at most once in each run of that many changes (one micro-batch)."""
+    changes at most once in each run of that many changes (one micro-batch); None: no limit (an id
+    may change several times in a batch)."""
     rng = np.random.default_rng(seed)
     live, out, next_id, changed = {}, [], 0, set()
     for n in range(changes):
         if once_in and n % once_in == 0:
             changed = set()
-        free = [i for i in live if i not in changed]
+        free = [i for i in live if not once_in or i not in changed]
         row = {
             "k": keys[int(rng.integers(0, len(keys)))],
             "ts": time(int(rng.integers(0, 40))),
@@ -48,6 +49,23 @@ def debezium(history, rng):
         event = {"before": before, "after": after, "op": {"insert": "c", "update": "u", "delete": "d"}[kind]}
         records.append({"schema": {}, "payload": event} if rng.random() < 0.3 else event)
     return records
+
+
+def changed_twice(batches) -> int:
+    """How many times an id changes more than once in one batch of ``batches`` (Debezium events or
+    Flink rows with their op; a Flink update's two images count as one change): the data must
+    hold such batches, where the order of one id's changes decides the result."""
+    n = 0
+    for batch in batches:
+        ids = []
+        for record in batch:
+            event = record.get("payload", record)
+            if "before" in event:
+                ids.append((event["after"] or event["before"])["id"])
+            elif event["op"] != "-U":
+                ids.append(event["id"])
+        n += len(ids) - len(set(ids))
+    return n
 
 
 def live_rows(history) -> dict:

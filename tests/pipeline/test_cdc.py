@@ -14,7 +14,7 @@ import uuid
 import numpy as np
 import pyarrow as pa
 import pytest
-from cdc_support import cut, debezium, history
+from cdc_support import changed_twice, cut, debezium, history
 from kafka_support import produce
 
 import overwindow
@@ -158,6 +158,7 @@ def test_flink_changelog_moves_rows_between_partitions(spark, tmp_path, monkeypa
     may be split across micro-batches."""
     rng = np.random.default_rng(seed)
     batches = cut(_flink(history(seed)), rng, 6)
+    assert changed_twice(batches)  # some ids change more than once in one micro-batch
     _write_files(tmp_path, batches)
     source = 'format = "files"\npath = "events"\nmax_files_per_trigger = 1'
     _run_and_check(spark, tmp_path, monkeypatch, _view(tmp_path, source, ", op STRING"), batches)
@@ -166,9 +167,11 @@ def test_flink_changelog_moves_rows_between_partitions(spark, tmp_path, monkeypa
 @pytest.mark.parametrize("sink", ["sqlite", "delta"])
 def test_debezium_files_move_rows_between_partitions(spark, tmp_path, monkeypatch, sink):
     """Into SQLite (keyed by partition and row key) and into Delta Lake (keyed by the row key alone:
-    a move's upsert and delete in one micro-batch are netted to the upsert, issue 41)."""
+    a move's upsert and delete in one micro-batch are netted to the upsert, issue 41); ids move into a
+    partition and out again (or are deleted) within one micro-batch."""
     rng = np.random.default_rng(21)
     batches = cut(debezium(history(21), rng), rng, 6)
+    assert changed_twice(batches)  # some ids change more than once in one micro-batch
     _write_files(tmp_path, batches)
     source = 'format = "files"\npath = "events"\nmax_files_per_trigger = 1\nenvelope = "debezium"'
     _run_and_check(spark, tmp_path, monkeypatch, _view(tmp_path, source, "", sink), batches)
