@@ -23,8 +23,9 @@ import sys
 import threading
 import time
 
-PAUSES = json.loads(os.environ["SINK_PAUSES"])
-FOLDER = os.environ["SINK_PAUSED"]
+# read when imported, as the launcher the test runs (pytest imports it too, for doctests: without them)
+PAUSES = json.loads(os.environ.get("SINK_PAUSES", "{}"))
+FOLDER = os.environ.get("SINK_PAUSED", "")
 _inside = threading.local()  # the marker of the apply stopping inside its commit, on its thread
 
 
