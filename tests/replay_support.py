@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pytest
-from cdc_support import debezium, history, live_rows
+from cdc_history import debezium, history, live_rows
 from kafka_support import produce
 
 import overwindow
@@ -55,7 +55,7 @@ def write_view(
     file's name (``<name>.toml``: a job of several views names each by it). ``sink_where``: the
     [sink] keys besides kind and checkpoint (default: the SQLite file and table, or the Delta folder).
     ``changes`` (emit on update): the files hold Debezium change events instead (15 a file, over a
-    few ids: cdc_support.history, whose updates move rows between partitions, NULL included, and in
+    few ids: cdc_history.history, whose updates move rows between partitions, NULL included, and in
     time; an id changes once a file at most; no watermark); returns the rows they leave instead of
     the events."""
     rng = np.random.default_rng(21)

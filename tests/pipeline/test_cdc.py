@@ -14,7 +14,7 @@ import uuid
 import numpy as np
 import pyarrow as pa
 import pytest
-from cdc_support import changed_twice, cut, debezium, history
+from cdc_history import changed_twice, cut, debezium, history
 from kafka_support import produce
 
 import overwindow
