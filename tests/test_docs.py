@@ -170,3 +170,38 @@ def test_troubleshooting_quotes_what_the_code_says():
             source += f.read()
     missing = [q for q in quoted if q not in source]
     assert not missing, f"docs/troubleshooting.md quotes messages the code no longer writes: {missing}"
+
+
+def test_each_benchmark_script_writes_its_section_on_one_topic_page(tmp_path):
+    """benchmarks/*.py write their sections between their markers on the topic page that holds them
+    (``common.write_section``); each page is in the site's nav and BENCHMARKS.md's index, and no
+    line of it is a wall of text."""
+    path = os.path.join(ROOT, "benchmarks", "common.py")
+    spec = importlib.util.spec_from_file_location("bench_common", path)
+    common = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(common)
+    scripts = ""
+    for path in glob.glob(os.path.join(ROOT, "benchmarks", "*.py")):
+        with open(path, encoding="utf-8") as f:
+            scripts += f.read()
+    markers = re.findall(r'"(<!-- [\w-]+: ?begin -->)", "(<!-- [\w-]+: ?end -->)"', scripts)
+    assert len(markers) >= 12
+    with open(os.path.join(ROOT, "mkdocs.yml"), encoding="utf-8") as f:
+        nav = f.read()
+    with open(os.path.join(ROOT, "BENCHMARKS.md"), encoding="utf-8") as f:
+        index = f.read()
+    for begin, end in markers:
+        page = common.page_of(begin)
+        name = os.path.relpath(page, os.path.join(ROOT, "docs"))
+        assert f": {name}\n" in nav, f"{name} is not in mkdocs.yml's nav"
+        assert f"(docs/{name})" in index, f"BENCHMARKS.md does not link to docs/{name}"
+        text = page.read_text()
+        section = begin + text.split(begin, 1)[1].split(end, 1)[0] + end
+        copy = tmp_path / "page.md"
+        copy.write_text(text.replace(section, f"{begin}\nold\n{end}"))
+        common.write_section(section, begin, end, copy)
+        assert copy.read_text() == text
+    for page in glob.glob(os.path.join(ROOT, "docs", "benchmarks", "*.md")):
+        with open(page, encoding="utf-8") as f:
+            long = [n for n, line in enumerate(f, 1) if len(line) > 2000]
+        assert not long, f"{page}: lines {long} are over 2,000 characters"
