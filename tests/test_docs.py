@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import unicodedata
 
 import pytest
 
@@ -126,17 +125,11 @@ def test_toml_examples_are_view_files_or_parts_of_one(block, tmp_path, monkeypat
         _check_keys(doc, block.where)
 
 
-def _slug(text: str) -> str:
-    """A heading's anchor as MkDocs (Python-Markdown's toc) makes it."""
-    text = re.sub(r"<[^>]*>|`", "", text)
-    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower())
-
-
 def _anchors(path: str) -> set[str]:
+    slug = _gen_docs().messages().slug  # a heading's anchor as MkDocs makes it
     with open(path, encoding="utf-8") as f:
         text = re.sub(r"```.*?```", "", f.read(), flags=re.S)
-    return {_slug(h) for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
+    return {slug(h) for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
 
 
 def test_the_readme_links_resolve_and_it_stays_short():
@@ -158,6 +151,24 @@ def test_the_readme_keeps_the_two_commands():
     for command in ("bash scripts/demo", "bash scripts/test"):
         assert command in shown.code
         assert os.path.exists(os.path.join(ROOT, command.split()[1]))
+
+
+def test_every_message_the_code_writes_is_on_the_messages_page():
+    """docs/reference/messages.md lists every refusal, error, warning and dead-letter reason the code
+    writes (scripts/doc_messages.py): a new one fails here until the page is regenerated."""
+    new, gone = _gen_docs().messages().stale_rows()
+    how = (
+        "run `python scripts/gen_docs.py`: it writes docs/reference/messages.md from the code, each "
+        "message in the table of where users meet it. If users will meet a new one often, also give "
+        "it a heading on docs/troubleshooting.md, `### `a part of the message that does not change``, "
+        "with its cause and fix: the page links the two."
+    )
+    assert not new and not gone, (
+        "docs/reference/messages.md is stale; "
+        + how
+        + "".join(f"\nnew in the code, not on the page: {row}" for row in new)
+        + "".join(f"\non the page, no longer in the code: {row}" for row in gone)
+    )
 
 
 def test_troubleshooting_quotes_what_the_code_says():
