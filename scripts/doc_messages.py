@@ -44,7 +44,7 @@ EDGE += ("overwindow/evaluate.py", "overwindow/__main__.py")
 # functions whose returned strings are problems a check reports
 MESSAGE_FUNCTIONS = {"_kafka_servers_problem", "_creatable", "_same_table", "_kind_error", "_column_problem"}
 MESSAGE_FUNCTIONS |= {"filter_problem", "_refused", "_table", "_ambiguous", "unbounded_reach", "never_closes"}
-MESSAGE_FUNCTIONS |= {"spec_problem", "describe", "check_checkpoint", "_change", "_in_use"}
+MESSAGE_FUNCTIONS |= {"spec_problem", "_classify", "check_checkpoint", "_change", "_in_use"}
 # lists a check collects its problems or warnings in, by name (None: in every module)
 LISTS = {"problems": None, "warnings": None, "found": ("overwindow/pipeline/sandbox.py",)}
 # module-level dicts whose values are messages (or their ends), by file
