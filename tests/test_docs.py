@@ -58,6 +58,7 @@ def test_the_generator_says_what_a_stream_keeps_as_its_docstring_shows():
     import doctest
 
     assert doctest.testmod(_gen_docs(), raise_on_error=True).attempted
+    assert doctest.testmod(_gen_docs().messages(), raise_on_error=True).attempted
 
 
 def test_every_code_block_says_what_it_is():
