@@ -45,12 +45,14 @@ EDGE += ("overwindow/evaluate.py", "overwindow/__main__.py")
 MESSAGE_FUNCTIONS = {"_kafka_servers_problem", "_creatable", "_same_table", "_kind_error", "_column_problem"}
 MESSAGE_FUNCTIONS |= {"filter_problem", "_refused", "_table", "_ambiguous", "unbounded_reach", "never_closes"}
 MESSAGE_FUNCTIONS |= {"spec_problem", "_classify", "check_checkpoint", "_change", "_in_use"}
+MESSAGE_FUNCTIONS |= {"syntax_error", "_row_bound", "_csv_header", "_set_override"}
 # lists a check collects its problems or warnings in, by name (None: in every module)
 LISTS = {"problems": None, "warnings": None, "found": ("overwindow/pipeline/sandbox.py",)}
 # module-level dicts whose values are messages (or their ends), by file
 TABLES = {"overwindow/pipeline/sandbox.py": {"_REASONS"}}
 # where rows set aside get their reason: module constants and functions, by file
 REASONS = {
+    "overwindow/logical/bind.py": {"failure"},
     "overwindow/streaming/changes.py": {"NOT_HELD", "ops_of"},
     "overwindow/streaming/group_by.py": {"NO_CLOSE"},
     "overwindow/pipeline/late.py": {"reason"},
