@@ -1,5 +1,6 @@
-"""What every benchmark script shares: the machine note, rewriting its own section of BENCHMARKS.md,
-and a Spark session set up like the tests'."""
+"""What every benchmark script shares: the machine note, rewriting its own section of its topic's
+page (docs/benchmarks/*.md; BENCHMARKS.md is their index), and a Spark session set up like the
+tests'."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHMARKS_MD = ROOT / "BENCHMARKS.md"
+PAGES = ROOT / "docs" / "benchmarks"  # one page per topic; BENCHMARKS.md indexes them
 
 
 def machine_note(*packages: str) -> list[str]:
@@ -53,8 +54,8 @@ def machine_note(*packages: str) -> list[str]:
 def section_head(
     begin: str, title: str, script: str, command: str, seconds: float, *packages: str
 ) -> list[str]:
-    """The first lines of a script-written BENCHMARKS.md section: marker, title, who writes it, the
-    command, the machine and versions (``packages``)."""
+    """The first lines of a script-written section of a topic page: marker, title, who writes it,
+    the command, the machine and versions (``packages``)."""
     return [
         begin,
         f"## {title}",
@@ -66,23 +67,36 @@ def section_head(
     ]
 
 
-def write_section(section: str, begin: str, end: str, path: Path = BENCHMARKS_MD) -> None:
-    """Replace the text between the ``begin`` and ``end`` markers (``section`` includes them), or
-    append ``section`` when the file has no such markers yet."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        text = head + section + rest.split(end, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+def page_of(begin: str) -> Path:
+    """The topic page under docs/benchmarks/ that holds the ``begin`` marker (a script's section
+    lives on exactly one). O(pages)."""
+    found = [page for page in sorted(PAGES.glob("*.md")) if begin in page.read_text()]
+    if len(found) != 1:
+        where = ", ".join(str(p.relative_to(ROOT)) for p in found) or "no page"
+        raise SystemExit(
+            f"{begin} is on {where}: put the section's two markers on the one topic page under "
+            f"{PAGES.relative_to(ROOT)}/ it belongs to (and list the page in BENCHMARKS.md and mkdocs.yml)"
+        )
+    return found[0]
+
+
+def write_section(section: str, begin: str, end: str, path: Path | None = None) -> Path:
+    """Replace the text between the ``begin`` and ``end`` markers (``section`` includes them) on
+    ``path``, by default the topic page holding them (``page_of``); return the page written."""
+    path = path or page_of(begin)
+    text = path.read_text()
+    if begin not in text or end not in text:
+        raise SystemExit(f"{path} has no {begin} ... {end} markers to write between")
+    head, rest = text.split(begin, 1)
+    path.write_text(head + section + rest.split(end, 1)[1])
+    return path
 
 
 def publish(section: str, begin: str, end: str, write: bool) -> None:
-    """Print a script's section and, when ``write``, put it into BENCHMARKS.md (``write_section``)."""
+    """Print a script's section and, when ``write``, put it on its topic page (``write_section``)."""
     print(section)
     if write:
-        write_section(section, begin, end)
+        print(f"wrote {write_section(section, begin, end).relative_to(ROOT)}")
 
 
 def spark_session(app: str, warehouse: Path, max_records: int = 10_000, driver_memory: str = "4g"):

@@ -4,7 +4,8 @@ over the same frame in the same process, at two frame widths: a kernel that slid
 entering, drops the row leaving) costs about the same at both; one that recomputes each frame costs
 about ``wide / narrow`` times more at the wider one.
 
-    python benchmarks/functions.py                       # rewrites its section of BENCHMARKS.md
+    python benchmarks/functions.py                       # rewrites its section of its page
+                                                         # (docs/benchmarks/functions.md)
     python benchmarks/functions.py --rows 20000 --no-write
 
 Exits non-zero if a call fails.

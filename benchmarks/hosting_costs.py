@@ -26,7 +26,8 @@
   later micro-batch moves the watermark past all of them, and the no-data micro-batch that follows
   calls every group: its duration against G.
 
-Results print as Markdown tables (copied by hand into BENCHMARKS.md, "Hosting many keys per call").
+Results print as Markdown tables (copied by hand into docs/benchmarks/many-keys.md, "Hosting many keys
+per call").
 Starts a JVM: run it when no other Spark job runs on the machine.
 """
 

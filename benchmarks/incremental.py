@@ -21,7 +21,7 @@ baseline, in the same Spark session, runs the same window calls as a batch query
 including one probe, into the noop sink, best of ``--repeat`` runs.
 Calls: ``sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW)`` and ``lag(x)``.
 
-The script rewrites the section of BENCHMARKS.md between ``<!-- incremental:begin -->`` and
+The script rewrites the section of docs/benchmarks/incremental.md between ``<!-- incremental:begin -->`` and
 ``<!-- incremental:end -->`` (``--no-write`` only prints).
 """
 

@@ -9,8 +9,9 @@ reader must keep them together or the watermark passes rows another partition ha
     python benchmarks/kafka_soak.py                    # 5 minutes at 50 messages a second
     python benchmarks/kafka_soak.py --minutes 1 --no-write
 
-Prints and (without ``--no-write``) writes the section of BENCHMARKS.md between ``<!-- kafka-soak:
-begin -->`` and ``<!-- kafka-soak:end -->``: per view the records on the topic (read back), the
+Prints and (without ``--no-write``) writes the section of docs/benchmarks/kafka-soak.md between
+``<!-- kafka-soak:begin -->`` and ``<!-- kafka-soak:end -->``: per view the records on the topic
+(read back), the
 rows in its table, the rows counted late and bad, whether the table equals the batch evaluator
 (``overwindow.evaluate``) over every record on the topic, and the micro-batches' planning time
 (``latestOffset``: where the reader reads each new record's event time). Starts a Kafka-protocol
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         "--rate", type=float, default=50.0, help="messages a second (default 50, the README's)"
     )
     parser.add_argument("--bootstrap-servers", help="a broker to use (default: start one)")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave its page alone")
     args = parser.parse_args(argv)
 
     started = time.monotonic()

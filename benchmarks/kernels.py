@@ -9,7 +9,7 @@ side, ``con.sql("SELECT *, <call> AS r FROM t").to_arrow_table()`` on the other 
 Each query runs once per engine as a warm-up, then ``--repeat`` times per engine, alternating, and
 the best time of each is kept. The warm-up results are compared row by row (floats to relative 1e-9).
 
-The script rewrites the section of BENCHMARKS.md between ``<!-- kernels:begin -->`` and
+The script rewrites the section of docs/benchmarks/kernels.md between ``<!-- kernels:begin -->`` and
 ``<!-- kernels:end -->`` (use ``--no-write`` to only print).
 """
 
@@ -192,10 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--seed", type=int, default=20240601)
     p.add_argument("--only", nargs="*", help="query names to run (default: all)")
-    p.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
-    p.add_argument(
-        "--no-write", action="store_true", help="print the section instead of updating BENCHMARKS.md"
-    )
+    p.add_argument("--out", type=Path, help="the page to write (default: docs/benchmarks/kernels.md)")
+    p.add_argument("--no-write", action="store_true", help="print the section instead of updating its page")
     args = p.parse_args(argv)
     args.command = "python benchmarks/kernels.py" + "".join(
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
@@ -231,8 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         print(section)
     else:
-        write_section(section, BEGIN, END, args.out)
-        print(f"wrote {args.out}")
+        print(f"wrote {write_section(section, BEGIN, END, args.out)}")
     return 0 if all(r["equal"] for r in results) else 1
 
 

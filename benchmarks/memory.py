@@ -15,7 +15,7 @@ live data) and its resident set (which follows the heap the JVM chose to reserve
 Python worker processes under the JVM (psutil). Flat means: the mean of the last quarter of the
 batches is within 1.25x of the mean of the second quarter (the first quarter is warm-up).
 
-Writes benchmarks/results/memory.png and the section of BENCHMARKS.md between
+Writes benchmarks/results/memory.png and the section of docs/benchmarks/memory.md between
 ``<!-- memory:begin -->`` and ``<!-- memory:end -->`` (``--no-write`` only prints).
 
 The soak (``--soak``; issue 18): a million distinct keys that come and go, and one hot key, in a
@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         setup + f" Flat: the mean over the last quarter of the batches within {FLAT:g}x of the mean over "
         "the second quarter (the first quarter is warm-up).",
         "",
-        *(() if args.soak else ("![memory along the stream](benchmarks/results/memory.png)", "")),
+        *(() if args.soak else ("![memory along the stream](../../benchmarks/results/memory.png)", "")),
         "| mode | batches | series | at 25% | at 50% | at 100% | last quarter / second quarter | flat |",
         "|---|---:|---|---:|---:|---:|---:|---|",
     ]

@@ -20,7 +20,8 @@ and window columns over a Parquet file source (``maxFilesPerTrigger``, ``availab
 
 Each variant runs once untimed (warm-up), then ``--rounds`` times with a fresh checkpoint; the
 figure is the median, reported with its ratio to ``1 window`` of the same emit mode. Rewrites the
-section of BENCHMARKS.md between ``<!-- multi-window:begin -->`` and ``<!-- multi-window:end -->``.
+section of docs/benchmarks/multi-window.md between ``<!-- multi-window:begin -->`` and
+``<!-- multi-window:end -->``.
 """
 
 from __future__ import annotations

@@ -25,9 +25,9 @@ Then each engine runs the query fed at a fixed rate, half the slower engine's th
 cores; the slowest emit mode), for ``--latency-seconds``: end-to-end latency p50 and p99, from a
 bid's arrival to the commit of its row (``nexmark_latency.py`` says how each engine is measured).
 
-Each query's figures are appended as one JSON record to ``--results``; the section of BENCHMARKS.md
-between ``<!-- nexmark:begin -->`` and ``<!-- nexmark:end -->`` is written from the newest record
-of each query (unless ``--no-write``), one line per query and emit mode:
+Each query's figures are appended as one JSON record to ``--results``; the section of
+docs/benchmarks/nexmark.md between ``<!-- nexmark:begin -->`` and ``<!-- nexmark:end -->`` is
+written from the newest record of each query (unless ``--no-write``), one line per query and emit mode:
 ``q19: overwindow on_update N ev/s/core, PyFlink M ev/s/core, x R; latency p50 A s p99 B s``.
 Run one query per command (a query's runs take a few minutes); ``--report`` only writes the section.
 """
@@ -225,7 +225,7 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
         "",
         *rows,
         "",
-        "```",
+        "```text",
         *lines,
         "```",
         END,

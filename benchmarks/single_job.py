@@ -17,8 +17,9 @@ chooses, both emit modes, the file source taking both files in one micro-batch,
 call as one job (``flink.py --jobs "sum ROWS 100 PRECEDING"``), parallelism 2, blackhole sink. Each
 engine runs a small input first (warm-up, untimed); seconds are the wall time of the query (start to
 termination) and of the job (``execute_sql(...).wait()``), start-up included for both. One JSON
-record per run goes to ``--results``; ``--report`` writes the section between ``<!-- single-job:begin
--->`` and ``<!-- single-job:end -->`` from the newest record of each point, engine and mode.
+record per run goes to ``--results``; ``--report`` writes the section of
+docs/benchmarks/single-job.md between ``<!-- single-job:begin -->`` and ``<!-- single-job:end -->``
+from the newest record of each point, engine and mode.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
     python benchmarks/sinks.py            # SQLite, Delta Lake, Iceberg (a SQLite catalog)
     OVERWINDOW_POSTGRES_DSN=... OVERWINDOW_KAFKA_BOOTSTRAP=host:port python benchmarks/sinks.py --write
-                                          # and PostgreSQL and Kafka (upsert format); into BENCHMARKS.md
+                                          # and PostgreSQL and Kafka (upsert format); into its page,
+                                          # docs/benchmarks/sinks.md
 
 The view: ``sum(x) OVER (ORDER BY ts ROWS BETWEEN 9 PRECEDING AND CURRENT ROW)`` and ``lag(x) OVER
 (ORDER BY ts)`` per key ``k`` (100 keys), row key ``rid``, over ``--rows`` rows in ``--batches``
@@ -107,7 +108,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--write", action="store_true", help="put the section into BENCHMARKS.md")
+    parser.add_argument("--write", action="store_true", help="put the section into docs/benchmarks/sinks.md")
     parser.add_argument("--kafka-broker", default="", help="what the Kafka broker is, for the text")
     args = parser.parse_args()
     started = time.perf_counter()

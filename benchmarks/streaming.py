@@ -4,7 +4,7 @@
     python benchmarks/streaming.py --rows 200000 --no-write   # quick run
     python benchmarks/streaming.py --harness-only --profile   # the Python side alone, no Spark
     python benchmarks/streaming.py --sweep --points 1k 100k   # cardinality sweep (benchmarks/sweep.py)
-    python benchmarks/streaming.py --sweep-report             # its results into BENCHMARKS.md
+    python benchmarks/streaming.py --sweep-report             # its results into docs/benchmarks/sweep.md
 
 ``--sweep`` runs the cardinality sweep of issue 19 instead (``benchmarks/sweep.py`` says what it
 measures): per-entity calls over 1,000 to 1,000,000 keys, dense and sparse, each run appended as a
@@ -47,7 +47,7 @@ overwindow's adapter ``_Runner`` with a stand-in GroupState), and the output con
 Arrow. ``--profile`` runs that replay of the two overwindow variants under pyinstrument and prints
 the profiles.
 
-The script rewrites the section of BENCHMARKS.md between ``<!-- streaming:begin -->`` and
+The script rewrites the section of docs/benchmarks/streaming.md between ``<!-- streaming:begin -->`` and
 ``<!-- streaming:end -->`` (use ``--no-write`` to only print).
 """
 
@@ -558,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--harness-only", action="store_true", help="only the Python-side replay (no Spark)")
     p.add_argument("--profile", action="store_true", help="pyinstrument profiles of the Python-side replay")
     p.add_argument("--workdir", type=Path, help="where data and checkpoints go (default: a temporary folder)")
-    p.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
+    p.add_argument("--out", type=Path, help="the page to write (default: the topic page holding the markers)")
     p.add_argument("--sweep", action="store_true", help="run the cardinality sweep (benchmarks/sweep.py)")
     p.add_argument("--sweep-report", action="store_true", help="write the sweep section from --results")
     p.add_argument("--points", nargs="*", default=["1k", "10k", "100k"], choices=list(sweep.POINTS))
@@ -574,9 +574,7 @@ def main(argv: list[str] | None = None) -> int:
         "--flink-python",
         help="sweep: a Python with apache-flink; each round also runs benchmarks/flink.py",
     )
-    p.add_argument(
-        "--no-write", action="store_true", help="print the section instead of updating BENCHMARKS.md"
-    )
+    p.add_argument("--no-write", action="store_true", help="print the section instead of updating its page")
     args = p.parse_args(argv)
     args.command = "python benchmarks/streaming.py" + "".join(
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
@@ -594,8 +592,7 @@ def main(argv: list[str] | None = None) -> int:
             "numpy",
             "pyarrow",
         )
-        write_section(sweep.render(args.results, head), sweep.BEGIN, sweep.END, args.out)
-        print(f"wrote {args.out}")
+        print(f"wrote {write_section(sweep.render(args.results, head), sweep.BEGIN, sweep.END, args.out)}")
         return 0
     started = time.perf_counter()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="ow-stream-bench-"))
@@ -621,8 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         print(section)
     else:
-        write_section(section, BEGIN, END, args.out)
-        print(f"wrote {args.out}")
+        print(f"wrote {write_section(section, BEGIN, END, args.out)}")
     return 0
 
 

@@ -2,7 +2,7 @@
 
 Run through ``benchmarks/streaming.py --sweep`` (Spark) and ``benchmarks/flink.py`` (PyFlink); both
 read the same CSV files, written here from a seed, and append one JSON record per run to a results
-file; ``streaming.py --sweep-report`` turns that file into the ``sweep`` section of BENCHMARKS.md.
+file; ``streaming.py --sweep-report`` turns that file into the ``sweep`` section of docs/benchmarks/sweep.md.
 
 Points (``--points``), each a folder of CSV files, one per micro-batch (``k,ts,rid,x``; event times
 in arrival order, 1 ms apart across all keys, plus up to ``JITTER_MS`` of jitter):
@@ -360,13 +360,13 @@ def _flink_ratio(runs: list[dict], flink: list[dict]) -> str:
 
 
 def render(results: Path, head: list[str]) -> str:
-    """The BENCHMARKS.md section from every record of the results file (Spark and PyFlink runs)."""
+    """The sweep page's section from every record of the results file (Spark and PyFlink runs)."""
     records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
     by: dict = {}
     for r in records:
         by.setdefault((r["point"], r["engine"], r["variant"]), []).append(r)
     commands = list(dict.fromkeys(r["command"] for r in records))
-    lines = [*head, "- Runs: " + "; ".join(f"`{c}`" for c in commands)]
+    lines = [*head, "- Runs:", *(f"  - `{c}`" for c in commands)]
     lines += [
         f'- Calls (one query): {", ".join(f"`{c}`" for c in CALLS)}, `groupBy("k")`, `rowKey="rid"`;'
         f" watermark {DELAY_S} s; event times 1 ms apart in arrival order plus up to {JITTER_MS / 1000:g} s"

@@ -8,8 +8,10 @@
   call's reach);
 - docs/reference/view-keys.md: every view-file key, from the table the view-file reader checks
   (``overwindow.pipeline.view.key_reference``, which ``overwindow keys`` prints).
+- docs/reference/messages.md: every message the code writes (refusals, errors, warnings, the
+  reasons of rows set aside), grouped by where a user meets it (scripts/doc_messages.py).
 
-    python scripts/gen_docs.py            # rewrite both pages
+    python scripts/gen_docs.py            # rewrite the three pages
     python scripts/gen_docs.py --check    # exit 1 naming the stale pages (tests/test_docs.py)
 """
 
@@ -364,11 +366,20 @@ def view_keys_page() -> str:
     return "\n".join(out) + "\n"
 
 
+def messages():
+    """scripts/doc_messages.py, which writes the page of every message the code writes."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import doc_messages
+
+    return doc_messages
+
+
 def pages() -> dict[str, str]:
     """Each generated page's path (from the repository's top) and text."""
     return {
         "docs/reference/functions.md": functions_page(),
         "docs/reference/view-keys.md": view_keys_page(),
+        messages().PAGE: messages().page(),
     }
 
 

@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import unicodedata
 
 import pytest
 
@@ -59,6 +58,7 @@ def test_the_generator_says_what_a_stream_keeps_as_its_docstring_shows():
     import doctest
 
     assert doctest.testmod(_gen_docs(), raise_on_error=True).attempted
+    assert doctest.testmod(_gen_docs().messages(), raise_on_error=True).attempted
 
 
 def test_every_code_block_says_what_it_is():
@@ -126,17 +126,11 @@ def test_toml_examples_are_view_files_or_parts_of_one(block, tmp_path, monkeypat
         _check_keys(doc, block.where)
 
 
-def _slug(text: str) -> str:
-    """A heading's anchor as MkDocs (Python-Markdown's toc) makes it."""
-    text = re.sub(r"<[^>]*>|`", "", text)
-    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower())
-
-
 def _anchors(path: str) -> set[str]:
+    slug = _gen_docs().messages().slug  # a heading's anchor as MkDocs makes it
     with open(path, encoding="utf-8") as f:
         text = re.sub(r"```.*?```", "", f.read(), flags=re.S)
-    return {_slug(h) for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
+    return {slug(h) for h in re.findall(r"^#+ (.*)$", text, flags=re.M)}
 
 
 def test_the_readme_links_resolve_and_it_stays_short():
@@ -160,6 +154,24 @@ def test_the_readme_keeps_the_two_commands():
         assert os.path.exists(os.path.join(ROOT, command.split()[1]))
 
 
+def test_every_message_the_code_writes_is_on_the_messages_page():
+    """docs/reference/messages.md lists every refusal, error, warning and dead-letter reason the code
+    writes (scripts/doc_messages.py): a new one fails here until the page is regenerated."""
+    new, gone = _gen_docs().messages().stale_rows()
+    how = (
+        "run `python scripts/gen_docs.py`: it writes docs/reference/messages.md from the code, each "
+        "message in the table of where users meet it. If users will meet a new one often, also give "
+        "it a heading on docs/troubleshooting.md, `### `a part of the message that does not change``, "
+        "with its cause and fix: the page links the two."
+    )
+    assert not new and not gone, (
+        "docs/reference/messages.md is stale; "
+        + how
+        + "".join(f"\nnew in the code, not on the page: {row}" for row in new)
+        + "".join(f"\non the page, no longer in the code: {row}" for row in gone)
+    )
+
+
 def test_troubleshooting_quotes_what_the_code_says():
     with open(os.path.join(ROOT, "docs", "troubleshooting.md"), encoding="utf-8") as f:
         quoted = re.findall(r"^### `([^`]+)`$", f.read(), flags=re.M)
@@ -170,3 +182,38 @@ def test_troubleshooting_quotes_what_the_code_says():
             source += f.read()
     missing = [q for q in quoted if q not in source]
     assert not missing, f"docs/troubleshooting.md quotes messages the code no longer writes: {missing}"
+
+
+def test_each_benchmark_script_writes_its_section_on_one_topic_page(tmp_path):
+    """benchmarks/*.py write their sections between their markers on the topic page that holds them
+    (``common.write_section``); each page is in the site's nav and BENCHMARKS.md's index, and no
+    line of it is a wall of text."""
+    path = os.path.join(ROOT, "benchmarks", "common.py")
+    spec = importlib.util.spec_from_file_location("bench_common", path)
+    common = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(common)
+    scripts = ""
+    for path in glob.glob(os.path.join(ROOT, "benchmarks", "*.py")):
+        with open(path, encoding="utf-8") as f:
+            scripts += f.read()
+    markers = re.findall(r'"(<!-- [\w-]+: ?begin -->)", "(<!-- [\w-]+: ?end -->)"', scripts)
+    assert len(markers) >= 12
+    with open(os.path.join(ROOT, "mkdocs.yml"), encoding="utf-8") as f:
+        nav = f.read()
+    with open(os.path.join(ROOT, "BENCHMARKS.md"), encoding="utf-8") as f:
+        index = f.read()
+    for begin, end in markers:
+        page = common.page_of(begin)
+        name = os.path.relpath(page, os.path.join(ROOT, "docs"))
+        assert f": {name}\n" in nav, f"{name} is not in mkdocs.yml's nav"
+        assert f"(docs/{name})" in index, f"BENCHMARKS.md does not link to docs/{name}"
+        text = page.read_text()
+        section = begin + text.split(begin, 1)[1].split(end, 1)[0] + end
+        copy = tmp_path / "page.md"
+        copy.write_text(text.replace(section, f"{begin}\nold\n{end}"))
+        common.write_section(section, begin, end, copy)
+        assert copy.read_text() == text
+    for page in glob.glob(os.path.join(ROOT, "docs", "benchmarks", "*.md")):
+        with open(page, encoding="utf-8") as f:
+            long = [n for n, line in enumerate(f, 1) if len(line) > 2000]
+        assert not long, f"{page}: lines {long} are over 2,000 characters"
