@@ -37,7 +37,7 @@ from overwindow.logical.call import WindowExpression, quote
 from overwindow.logical.expr import DIALECT, Expr, for_spark, read_sql
 from overwindow.logical.parse import parse_window
 from overwindow.spark import columns as C
-from overwindow.spark import compat
+from overwindow.spark import compat, pandas_udf
 from overwindow.spark.bind import with_computed, with_filter, with_results
 from overwindow.spark.fanout import over_windows
 from overwindow.spec import OverWindow
@@ -109,6 +109,7 @@ def select(
     inputs = {n.lower() for n in df.columns}
     taken: set[str] = set()
     for n, item in enumerate(windows):
+        item.sql = pandas_udf.by_name(df, item.sql)  # a pandas_udf Spark's session knows by name
         alias = item.name
         if alias.lower() in inputs or alias.lower() in taken:
             alias = f"_overwindow_{n}"
