@@ -39,6 +39,20 @@ def history(seed, changes=90, keys=(None, "a", "b", "c"), time=int, once_in=None
     return out
 
 
+def flink(history):
+    """Flink changelog records (+I, -U, +U, -D), each row with its op: an update is its old image's
+    -U and its new image's +U, so a row that moves leaves its old partition or group."""
+    records = []
+    for kind, before, after in history:
+        if kind == "insert":
+            records.append(dict(after, op="+I"))
+        elif kind == "delete":
+            records.append(dict(before, op="-D"))
+        else:
+            records += [dict(before, op="-U"), dict(after, op="+U")]
+    return records
+
+
 def debezium(history, rng):
     """Debezium change events; some wrapped in "payload" (JSON converter with schemas), and updates
     that keep the partition sometimes without a before image (REPLICA IDENTITY DEFAULT)."""

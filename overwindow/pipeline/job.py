@@ -315,6 +315,8 @@ def start_view(
         from overwindow.spark.fanout import CHECK
 
         spark.conf.set(CHECK, "false")
+    for name, function in view.functions.items():  # [view] functions, as a user registers them
+        spark.udf.register(name, function)
     source = open_source(spark, view)
     df = source.frame
     # rows the machines set aside go to the dead letter too, when the view keeps one

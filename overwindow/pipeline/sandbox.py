@@ -137,9 +137,9 @@ _FUNC_NAMES |= _ZERO_NAMES
 
 # the parts of a window query that are no function: each is checked for what it holds
 _STRUCTURE = (
-    exp.Select, exp.From, exp.Where, exp.Group, exp.Qualify, exp.Subquery, exp.Table, exp.TableAlias,
-    exp.Alias, exp.Column, exp.Identifier, exp.Star, exp.Literal, exp.Boolean, exp.Null, exp.HexString,
-    exp.Paren,
+    exp.Select, exp.From, exp.Where, exp.Group, exp.Having, exp.Qualify, exp.Subquery, exp.Table,
+    exp.TableAlias, exp.Alias, exp.Column, exp.Identifier, exp.Star, exp.Literal, exp.Boolean, exp.Null,
+    exp.HexString, exp.Paren,
     exp.Neg, exp.Not, exp.BitwiseNot, exp.And, exp.Or, exp.Xor, exp.Add, exp.Sub, exp.Mul, exp.Div,
     exp.IntDiv, exp.Mod, exp.DPipe, exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor,
     exp.BitwiseLeftShift, exp.BitwiseRightShift, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE,
@@ -215,7 +215,7 @@ def _refused(node: exp.Expression, source: str, root: exp.Expression, columns: s
         if what:
             return f"{_short(node)}: {what}; a view reads only its [source] (FROM source)"
         return (
-            f"{_short(node)}: a view's SQL is SELECT ... FROM source [WHERE ...] [GROUP BY ...] "
+            f"{_short(node)}: a view's SQL is SELECT ... FROM source [WHERE ...] [GROUP BY ... [HAVING ...]] "
             "[QUALIFY ...]; this is not"
         )
     if isinstance(node, exp.Table):

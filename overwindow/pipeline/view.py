@@ -270,6 +270,15 @@ KEYS = (
     ),
     Key(
         "view",
+        "functions",
+        "table",
+        'grouped-aggregate pandas_udfs the query calls by name, each `name = "module:attribute"` '
+        '(a module beside the view file, or installed), e.g. `{ wavg = "plant_udfs:wavg" }`; '
+        "importing runs the module: needs `trusted = true`",
+        {},
+    ),
+    Key(
+        "view",
         "partition_by",
         "names",
         "the partition key columns (PARTITION BY); none: the whole stream is one partition",
@@ -471,6 +480,7 @@ class View:
     computed: tuple = field(repr=False, default=())
     trusted: bool = False  # [view] trusted: SQL and [spark] with Spark's rules (overwindow.pipeline.sandbox)
     group_key: list[str] | None = None  # a query's GROUP BY keys (their result names): the table's key
+    functions: dict = field(repr=False, default_factory=dict)  # [view] functions: name -> its pandas_udf
 
     def __post_init__(self):
         if not self.groups and self.spec is not None:  # a view built in code (the demo's): one group
@@ -740,6 +750,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     view.sink = values.get("sink", {})
     view.checkpoint = view.sink.pop("checkpoint")
     view.trusted = v.get("trusted", False)
+    view.functions = _functions(view, v.get("functions", {}))
     _check_source(view)
     view.spark = _spark_settings(view, doc.get("spark", {}))
     view.options = dict(
@@ -917,6 +928,29 @@ def _closing_groups(view: View) -> None:
         closing(view.query, view.watermark.get("column"))
     except WindowSpecError as e:
         raise ViewFileError(f"{view.where('view', 'query')}: {_view_words(str(e))}") from None
+
+
+def _functions(view: View, named: dict) -> dict:
+    """[view] functions: each pandas_udf imported and joined to overwindow's catalog
+    (``overwindow.pipeline.user_functions``), by its name; ViewFileError naming the key."""
+    if not named:
+        return {}
+    where = view.where("view", "functions")
+    if not view.trusted:
+        raise ViewFileError(
+            f"{where}: importing a module runs its code; name functions only in a view file you trust, "
+            "with [view] trusted = true"
+        )
+    from overwindow.pipeline.user_functions import load
+
+    folder = os.path.dirname(os.path.abspath(view.path))
+    found = {}
+    for name, target in named.items():
+        try:
+            found[name] = load(folder, name, str(target))
+        except ValueError as e:
+            raise ViewFileError(f"{where}: {name}: {e}") from None
+    return found
 
 
 def _check_sandbox(view: View, texts: list[str]) -> None:

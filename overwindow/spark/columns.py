@@ -264,6 +264,9 @@ def _connect(e) -> Node:
             frame=frame,
         )
     if kind == "CommonInlineUserDefinedFunction":
+        name = pandas_udf.from_connect(e)
+        if name is not None:
+            return Node("function", name=name, args=tuple(_connect(a) for a in e._arguments or ()))
         return _opaque(f"the Python UDF {e._function_name}")
     if kind == "UnresolvedExtractValue":  # arr[1], s['a'], m['k']
         return Node("extract", args=(_connect(e._child), _connect(e._extraction)))

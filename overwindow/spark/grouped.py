@@ -11,6 +11,13 @@ Two stateful operators, chained in Spark's ``append`` output mode:
    (``rowKey``) with the changelog's op column, over the SELECT list rewritten onto the groups'
    columns (each aggregate by its column, each key expression by its key's).
 
+HAVING filters the groups between the two, as Spark's batch SQL filters them before the windows:
+its condition (over the groups' aggregates, computed by the first operator also where the SELECT
+list does not show them, and keys) is Spark's to compute, on each change's new aggregates and, on
+update, on the previous ones the first operator sends beside them; each change then becomes what it
+does to the groups kept (``with_having``, ``group_by.having_changes``): a group entering HAVING is
+inserted, one leaving deleted, so the windows see exactly the groups kept.
+
 The result is the batch query's on update: a changelog keyed by the group keys, one change per
 group whose row or window values changed. Names and types are Spark's: the query is analysed by
 Spark over an empty batch table of the stream's columns first (which also refuses what Spark
@@ -68,7 +75,7 @@ from overwindow.spark.boundary import (
 )
 from overwindow.spec import chosen_key_buckets
 from overwindow.streaming.contract import CHANGE, END_OF_INPUT, UPSERT
-from overwindow.streaming.group_by import OP, GroupBy
+from overwindow.streaming.group_by import ASIDE, DELETE, INSERT, OP, UPDATE, GroupBy, having_changes, was
 
 _views = itertools.count()  # names of the empty tables a query is analysed over, unique per process
 _AGGREGATE = "__ow_g"  # a group's aggregate in the changelog: __ow_g0, ...
@@ -95,7 +102,8 @@ def run_grouped(df, query, _keep=None, **options):
     names = _spark_names(df, query)
     tree = sqlglot.parse_one(query.text, read=DIALECT)
     keys = [_key(k, tree) for k in tree.args["group"].expressions]
-    aggregates = _aggregates(tree)
+    having = having_condition(tree)
+    aggregates = _aggregates(tree, having)
     pre, [(bound_keys, bound)] = bind_groups([(_keyed(keys), [parse_window(s) for _, s in aggregates])])
     computed = with_computed(df, pre)
     if closing_mode:  # Spark computes each row's closing time beside the keys
@@ -103,10 +111,21 @@ def run_grouped(df, query, _keep=None, **options):
         computed = computed.withColumn(CLOSE, compat.functions(df).expr(at.sql))
     # a row it sets aside names its group, a key Spark computed by the expression written
     shown = {name: e.sql for name, e in pre}
-    grouped = group_by(computed, bound_keys, list(bound), _keep, row_key, op_column, closing_mode, shown)
+    previous = having is not None and not closing_mode  # HAVING on update: was the group kept before?
+    grouped = group_by(
+        computed, bound_keys, list(bound), _keep, row_key, op_column, closing_mode, shown, previous
+    )
     # a key Spark computed (__ow_e<n>) is a column of the changelog of its own name, kept in the result
     columns = [k if k in df.columns else f"{_GROUP_KEY}{n}" for n, k in enumerate(bound_keys)]
     grouped = grouped.withColumnsRenamed({k: c for k, c in zip(bound_keys, columns) if k != c})
+    if having is not None:  # Spark computes the condition on each group's new and previous aggregates
+        values = [e.alias for e in bound]
+        olds = [was(v) for v in values] if previous else []
+        now = _onto_changelog(having, keys, columns, aggregates, values).sql(dialect=DIALECT)
+        before = (
+            _onto_changelog(having, keys, columns, aggregates, olds).sql(dialect=DIALECT) if olds else None
+        )
+        grouped = with_having(grouped, now, before, query.having, olds)
     F = compat.functions(grouped)
     items = [
         text if window else F.expr(text)
@@ -305,12 +324,99 @@ def _keyed(keys) -> tuple:
     return tuple(k.name if _is_column(k) else Expr.of(k) for k in keys)
 
 
-def _aggregates(tree) -> list[tuple[str, str]]:
+_KEPT, _KEPT_BEFORE, _HAVING_CHANGE = "__ow_kept", "__ow_kept_before", "__ow_having"
+
+
+def with_having(changes, now: str, before: str | None, written: str, dropped=()):
+    """``changes`` (the GROUP BY's changelog: keys, aggregates, ``OP``) as the changelog of the
+    groups HAVING keeps: ``now``, the condition over a group's aggregates, and ``before``, over its
+    previous ones (None: no previous values, every change an insert, as on window close), both Spark
+    SQL over the changelog's columns, which Spark computes; each change becomes the changes
+    ``having_changes`` lists for it (none, one, or a delete and the row set aside), a lookup Spark
+    makes per row and explodes. A group ``now`` fails on (an ANSI error) is kept aside by the
+    windows' machine: its row, with ``__ow_error`` naming ``HAVING <written>``. ``dropped``: the
+    columns of previous values, left out after. O(1) to build; per change, the condition twice.
+
+    Example (``changes`` the changelog of ``GROUP BY day`` with ``previous``)::
+
+        with_having(changes, "`__ow_g0` > 2", "`__ow_g0__was` > 2", "count(*) > 2", ["__ow_g0__was"])
+    """
+    F = compat.functions(changes)
+    if before is None:
+        out = changes.withColumn(_KEPT_BEFORE, F.lit(False))
+    else:  # a failure on the previous values failed when they were new: the group was set aside
+        out = with_computed(changes, ((_KEPT_BEFORE, Expr.of(f"coalesce({before}, false)")),))
+        out = out.drop(ERROR)
+    out = with_computed(out, ((_KEPT, Expr.of(now)),))
+    outcome = (
+        F.when(F.col(ERROR).isNotNull(), F.lit("failed"))
+        .when(F.coalesce(F.col(_KEPT), F.lit(False)), F.lit("true"))
+        .otherwise(F.lit("false"))
+    )
+    case = F.concat_ws(
+        "|", F.col(OP), F.when(F.col(_KEPT_BEFORE), F.lit("true")).otherwise(F.lit("false")), outcome
+    )
+    listed = F.array().cast("array<string>")  # no change
+    for (op, kept, state), made in _HAVING_TABLE.items():
+        if made:
+            listed = F.when(
+                case == F.lit(f"{op}|{str(kept).lower()}|{state}"), F.array(*map(F.lit, made))
+            ).otherwise(listed)
+    out = out.withColumn(_HAVING_CHANGE, F.explode(listed))
+    change = F.col(_HAVING_CHANGE)
+    out = out.withColumns(
+        {
+            OP: F.when(change == F.lit(ASIDE), F.lit(INSERT)).otherwise(change),
+            ERROR: F.when(change == F.lit(ASIDE), F.lit(f"HAVING {written}")),
+        }
+    )
+    return out.drop(_HAVING_CHANGE, _KEPT, _KEPT_BEFORE, *dropped)
+
+
+# having_changes of every (op, kept before, outcome now), the outcome as Spark's lookup spells it
+_HAVING_TABLE = {
+    (op, kept, state): having_changes(op, kept, now)
+    for op in (INSERT, UPDATE, DELETE)
+    for kept in (False, True)
+    for state, now in (("true", True), ("false", False), ("failed", None))
+}
+
+
+def having_condition(tree):
+    """The HAVING condition of ``tree`` (None: none) with each name of a SELECT item outside an
+    aggregate's arguments replaced by the item's expression, as Spark resolves HAVING against the
+    SELECT list first (``HAVING total > 2`` over ``sum(amount) AS total``). O(query size).
+
+    >>> tree = sqlglot.parse_one("SELECT k, sum(x) AS s FROM v GROUP BY k HAVING s > 2 AND max(s) > 0")
+    >>> print(having_condition(tree).sql(dialect=DIALECT))
+    SUM(x) > 2 AND MAX(s) > 0
+    """
+    having = tree.args.get("having")
+    if having is None:
+        return None
+    named = {e.alias_or_name.lower(): e.unalias() for e in tree.expressions if not isinstance(e, exp.Star)}
+
+    def swap(node):
+        item = named.get(node.name.lower()) if _is_column(node) else None
+        if item is None or item.find(exp.Window) is not None:
+            return node
+        parent = node.parent
+        while parent is not None:  # an aggregate's argument names an input column
+            if isinstance(parent, (exp.AggFunc, exp.Anonymous)) and _is_aggregate(parent):
+                return node
+            parent = parent.parent
+        return item.copy()
+
+    return having.this.copy().transform(swap)
+
+
+def _aggregates(tree, having=None) -> list[tuple[str, str]]:
     """Each aggregate the query computes per group (not a window's own function, but an argument of
-    one: ``sum(amount)`` in ``avg(sum(amount)) OVER w``), once: (its SQL, the window call computing
-    it over the whole group, named ``__ow_g<n>``)."""
+    one: ``sum(amount)`` in ``avg(sum(amount)) OVER w``), in its SELECT list or its ``having``
+    condition, once: (its SQL, the window call computing it over the whole group, named
+    ``__ow_g<n>``)."""
     found: dict[str, str] = {}
-    for item in tree.expressions:
+    for item in [*tree.expressions, *([] if having is None else [having])]:
         for node in item.find_all(exp.AggFunc, exp.Anonymous):
             if isinstance(node, exp.Anonymous) and not _aggregate_name(node.name):
                 continue
@@ -330,25 +436,31 @@ def _aggregate_name(name: str) -> bool:
 
 
 def _rewritten(items, keys, columns, aggregates, bound, names) -> list[tuple[str, bool]]:
-    """The SELECT list over the changelog's columns (each aggregate by its column, each key
-    expression by its key's), each item named as Spark names it: (its SQL, whether it holds a
-    window)."""
-    by_text = {text: e.alias for (text, _), e in zip(aggregates, bound)}
-    by_key = {k.sql(dialect=DIALECT): c for k, c in zip(keys, columns)}
+    """The SELECT list over the changelog's columns (``_onto_changelog``), each item named as Spark
+    names it: (its SQL, whether it holds a window)."""
     out = []
     for item, name in zip(items, names):
-
-        def swap(node):
-            text = node.sql(dialect=DIALECT)
-            if text in by_text and not isinstance(node.parent, exp.Window):
-                return exp.column(by_text[text], quoted=True)
-            if text in by_key:
-                return exp.column(by_key[text], quoted=True)
-            return node
-
-        body = item.unalias().copy().transform(swap)
+        body = _onto_changelog(item.unalias(), keys, columns, aggregates, [e.alias for e in bound])
         out.append((f"{body.sql(dialect=DIALECT)} AS {quote(name)}", body.find(exp.Window) is not None))
     return out
+
+
+def _onto_changelog(node, keys, columns, aggregates, values):
+    """``node`` (an expression of the query) over the changelog's columns: each aggregate of
+    ``aggregates`` (outside a window's own call) by its column of ``values``, each key expression
+    of ``keys`` by its column of ``columns``. O(size of ``node``)."""
+    by_text = {text: value for (text, _), value in zip(aggregates, values)}
+    by_key = {k.sql(dialect=DIALECT): c for k, c in zip(keys, columns)}
+
+    def swap(n):
+        text = n.sql(dialect=DIALECT)
+        if text in by_text and not isinstance(n.parent, exp.Window):
+            return exp.column(by_text[text], quoted=True)
+        if text in by_key:
+            return exp.column(by_key[text], quoted=True)
+        return n
+
+    return node.copy().transform(swap)
 
 
 def group_by(
@@ -360,6 +472,7 @@ def group_by(
     op_column=None,
     closes=False,
     shown: dict | None = None,
+    previous: bool = False,
 ):
     """The changelog of ``df`` grouped by the columns ``keys``, with each aggregate of
     ``aggregates`` (window expressions over the whole group) per group: the keys, the aggregates and
@@ -371,7 +484,8 @@ def group_by(
     ``applyInPandasWithState``, where it refuses two of those. ``closes``: the machine's closing mode
     over the column ``CLOSE``, in Spark's event time, with one timer per bucket at its least closing
     time (its wakeup); every group an insert; ``shown``: the names a row set aside shows its group
-    keys under, in its dead-letter origin (``GROUP BY, group day=...``; by default the columns').
+    keys under, in its dead-letter origin (``GROUP BY, group day=...``; by default the columns');
+    ``previous``: each change also carries the group's aggregates as last emitted (``GroupBy``).
     PySpark 4 with the RocksDB state store. O(1) to build."""
     from overwindow.spark.adapter import Stage, _check_rocksdb
 
@@ -381,7 +495,7 @@ def group_by(
     executors.use_running_python(df.sparkSession)
     check_session_time_zone(df)
     schema = _arrow_schema(df.schema)
-    machine = GroupBy(schema, keys, aggregates, row_key, op_column, CLOSE if closes else None)
+    machine = GroupBy(schema, keys, aggregates, row_key, op_column, CLOSE if closes else None, previous)
     buckets = chosen_key_buckets(shuffle_partitions(df.sparkSession))
     grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, True)
     companions = companions_of(schema)

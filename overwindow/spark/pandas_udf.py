@@ -31,7 +31,16 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
-from overwindow.logical.functions import Accepts, FunctionInfo, Kind, Result, lookup, register_user_aggregate
+from overwindow.logical.functions import (
+    ALIASES,
+    BUILTINS,
+    Accepts,
+    FunctionInfo,
+    Kind,
+    Result,
+    lookup,
+    register_user_aggregate,
+)
 from overwindow.logical.functions import user_aggregate_class as registered
 
 GROUPED_AGG = 202  # PySpark's PythonEvalType.SQL_GROUPED_AGG_PANDAS_UDF
@@ -187,6 +196,97 @@ def from_classic(udaf) -> str | None:
     command = udaf.func().command()  # Spark 4: a Scala Seq of bytes; 3.5: a byte[] py4j hands as bytes
     command = bytes(command) if isinstance(command, (bytes, bytearray)) else bytes(command.unsafeArray())
     return _from_command(udaf.name(), command, udaf.children().size())
+
+
+def from_connect(udf) -> str | None:
+    """The catalog name of a Spark Connect ``CommonInlineUserDefinedFunction`` of a grouped-aggregate
+    pandas_udf, registered from the function and declared type the client holds (it ships them to
+    the server pickled, as classic PySpark ships them to its workers); None for another kind of
+    Python function, or a type still in text. O(size of the pickled function)."""
+    from pyspark.serializers import CloudPickleSerializer
+    from pyspark.sql.types import DataType
+
+    function = udf._function
+    if getattr(function, "_eval_type", None) != GROUPED_AGG or not isinstance(
+        function._output_type, DataType
+    ):
+        return None
+    command = CloudPickleSerializer().dumps((function._func, function._output_type))
+    arity = len(udf._arguments or ())
+    return register(
+        udf._function_name, function._func, function._output_type, arity, command, Conversions.of()
+    )
+
+
+def by_name(df, text: str) -> str:
+    """``text`` (the SQL of a window column over ``df``) with each call of a function overwindow's
+    catalog lacks looked up in Spark's session: one registered there as a grouped-aggregate
+    pandas_udf (``spark.udf.register("wavg", wavg)``) joins the catalog (``register``) from the
+    function Spark holds, its calls renamed where the catalog names it otherwise; any other Python
+    UDF is refused by name; a name Spark does not know is left for the catalog to refuse. PySpark
+    keeps no registry of its own on the driver, so Spark is asked: an analysis of one aggregate
+    call per name (``SELECT wavg(x, w) FROM df``), no job. Classic Spark only (Spark Connect keeps
+    the function on its server). O(calls) analyses.
+
+    Example (``spark.udf.register("wavg", wavg)`` done)::
+
+        by_name(events, "wavg(x, w) OVER (PARTITION BY k ORDER BY t ROWS 2 PRECEDING)")
+    """
+    from sqlglot import exp
+
+    from overwindow.logical.expr import DIALECT, read_sql
+
+    tree = read_sql(text)
+    # a name the catalog holds as a user's aggregate is asked again: the session may have replaced it
+    calls = [n for n in tree.find_all(exp.Anonymous) if n.name.lower() not in BUILTINS | ALIASES.keys()]
+    if not calls or not hasattr(df, "_jdf"):
+        return text
+    for call in calls:
+        name = _session_udaf(df, call)
+        if name is not None and name != call.name:
+            call.set("this", name)
+    return tree.sql(dialect=DIALECT)
+
+
+def _session_udaf(df, call) -> str | None:
+    """The catalog name of the grouped-aggregate pandas_udf ``call`` (a sqlglot call, without its
+    OVER) names in ``df``'s session, registered from Spark's analysis of it; None where Spark does
+    not know the name; WindowSpecError for another kind of Python UDF."""
+    from pyspark.errors import AnalysisException
+
+    from overwindow.logical.expr import DIALECT
+    from overwindow.spark import compat
+    from overwindow.spark.columns import _seq
+
+    try:
+        plan = df.agg(compat.functions(df).expr(call.sql(dialect=DIALECT)))._jdf.queryExecution().analyzed()
+    except AnalysisException:
+        return None  # not a function of the session (the catalog refuses it), or not an aggregate
+    found = [
+        e
+        for e in _walk(_seq(plan.expressions()))
+        if e.getClass().getSimpleName() in ("PythonUDAF", "PythonUDF")
+    ]
+    if not found:
+        return None
+    name = from_classic(found[0]) if found[0].getClass().getSimpleName() == "PythonUDAF" else None
+    if name is None:
+        raise WindowSpecError(
+            f"{call.name} is a Python UDF of Spark's session, not a grouped-aggregate pandas_udf (a "
+            "pandas_udf of Series to a scalar): only those run over a window, in Spark as here"
+        )
+    return name
+
+
+def _walk(expressions) -> list:
+    """Every expression of ``expressions`` (py4j Catalyst expressions) and below, depth first."""
+    from overwindow.spark.columns import _seq
+
+    out = []
+    for e in expressions:
+        out.append(e)
+        out += _walk(_seq(e.children()))
+    return out
 
 
 def _from_command(name: str, command: bytes, n_args: int) -> str:

@@ -37,7 +37,7 @@ from overwindow.logical.call import WindowExpression, quote
 from overwindow.logical.expr import DIALECT, Expr, for_spark, read_sql
 from overwindow.logical.parse import parse_window
 from overwindow.spark import columns as C
-from overwindow.spark import compat
+from overwindow.spark import compat, pandas_udf
 from overwindow.spark.bind import with_computed, with_filter, with_results
 from overwindow.spark.fanout import over_windows
 from overwindow.spec import OverWindow
@@ -109,6 +109,7 @@ def select(
     inputs = {n.lower() for n in df.columns}
     taken: set[str] = set()
     for n, item in enumerate(windows):
+        item.sql = pandas_udf.by_name(df, item.sql)  # a pandas_udf Spark's session knows by name
         alias = item.name
         if alias.lower() in inputs or alias.lower() in taken:
             alias = f"_overwindow_{n}"
@@ -247,6 +248,7 @@ class Query:
     filter: str | None = None
     outer: tuple | None = None
     group_by: tuple = ()  # GROUP BY keys (Spark SQL): the windows run over the groups
+    having: str | None = None  # HAVING (Spark SQL over the groups): the groups the windows run over
 
     @property
     def names(self) -> list[str] | None:
@@ -280,18 +282,24 @@ def parse_query(query: str, what: str = "overwindow.sql") -> Query:
     source = tree.args.get("from") or tree.args.get("from_")
     if source is not None and isinstance(source.this, exp.Subquery):
         return _outer(tree, source.this, query, what)
-    allowed = {"expressions", "from", "where", "from_", "qualify", "group"}
+    allowed = {"expressions", "from", "where", "from_", "qualify", "group", "having"}
     extra = [k for k, v in tree.args.items() if v and k not in allowed]
     if extra or source is None or not isinstance(source.this, exp.Table):
         clauses = ", ".join(_CLAUSES.get(k, k.upper()) for k in extra) or "this FROM clause"
         raise WindowSpecError(
-            f"{what} runs SELECT <columns> FROM <view> [WHERE <condition>] [GROUP BY <keys>] "
-            "[QUALIFY <condition>] over "
+            f"{what} runs SELECT <columns> FROM <view> [WHERE <condition>] [GROUP BY <keys> [HAVING "
+            "<condition>]] [QUALIFY <condition>] over "
             f"one view or table; {clauses} is not supported yet, in {query!r}"
         )
     where, qualify, group = tree.args.get("where"), tree.args.get("qualify"), tree.args.get("group")
+    having = tree.args.get("having")
     if group is not None:
         _check_group_by(group, query, what)
+    elif having is not None:
+        raise WindowSpecError(
+            f"{what} runs windows over GROUP BY <keys> [HAVING <condition>]; HAVING without GROUP BY (one "
+            f"group of every row) is not supported yet, in {query!r}"
+        )
     return Query(
         table=source.this.sql(dialect=DIALECT),
         where=None if where is None else where.this.sql(dialect=DIALECT),
@@ -299,6 +307,7 @@ def parse_query(query: str, what: str = "overwindow.sql") -> Query:
         text=query,
         filter=None if qualify is None else _filter(qualify.this, "QUALIFY", query),
         group_by=() if group is None else tuple(k.sql(dialect=DIALECT) for k in group.expressions),
+        having=None if having is None else having.this.sql(dialect=DIALECT),
     )
 
 
@@ -394,14 +403,18 @@ def filter_problem(query: Query, names: list[str]) -> str | None:
 
 
 def query_columns(query: Query) -> list:
-    """Every column reference of ``query`` (sqlglot Columns, in its WHERE and SELECT list): each
-    names an input column. O(query size).
+    """Every column reference of ``query`` (sqlglot Columns, in its WHERE, SELECT list and HAVING):
+    each names an input column. O(query size).
 
     >>> q = parse_query("SELECT lag(x) OVER (ORDER BY ts) AS p FROM v WHERE k > 0")
     >>> [c.name for c in query_columns(q)]
     ['x', 'ts', 'k']
     """
     where = [] if query.where is None else [sqlglot.parse_one(query.where, read=DIALECT)]
+    if query.having is not None:  # its names of SELECT items are their expressions, read above
+        from overwindow.spark.grouped import having_condition
+
+        where.append(having_condition(sqlglot.parse_one(query.text, read=DIALECT)))
     return [c for e in [*query.columns, *where] for c in e.find_all(exp.Column)]
 
 

@@ -69,6 +69,7 @@ from overwindow.streaming.identity import IDENTITY, row_hash, row_ids
 
 OP = "__ow_op"  # a group's change: insert, update or delete (the second operator's op column)
 _GROUP = "__ow_group"  # a held row's group: the hash of its key values
+_WAS = "__was"  # the suffix of an aggregate's previous value (``previous``)
 # closing mode: a row whose closing time is NULL, set aside with this reason
 NO_CLOSE = "its GROUP BY time key is NULL (a NULL event time), so its group would never close"
 
@@ -98,7 +99,10 @@ class GroupBy:
     ``keys``: the GROUP BY columns; ``aggregates``: one aggregate call each, over the whole group
     (no PARTITION BY, ORDER BY or frame of its own), named by its alias; ``row_key`` and
     ``op_column``: as OverWindow's (deletes and updates find their row by the row key);
-    ``closing``: the closing-time column of closing mode (see the module)."""
+    ``closing``: the closing-time column of closing mode (see the module); ``previous``: on update,
+    each change also carries the group's aggregates as last emitted (``was(alias)``: NULL on an
+    insert; a delete's are its last ones), so that a HAVING condition, computed by Spark on both,
+    tells what the change does to the filtered groups (``having_changes``)."""
 
     def __init__(
         self,
@@ -108,12 +112,17 @@ class GroupBy:
         row_key: tuple[str, ...] | None = None,
         op_column: str | None = None,
         closing: str | None = None,
+        previous: bool = False,
     ):
         if closing is not None and (row_key or op_column is not None):
             raise WindowSpecError(
                 "a GROUP BY on window close emits each group once, when the watermark closes it, so it "
                 "takes no changes of rows already in a group: leave out rowKey and opColumn (a CDC "
                 "source), or write emit='on_update'"
+            )
+        if closing is not None and previous:
+            raise WindowSpecError(
+                "a GROUP BY on window close emits each group once: it has no previous values"
             )
         if op_column is not None and not row_key:
             raise WindowSpecError(f"opColumn={op_column!r} needs rowKey: deletes find their row by it")
@@ -134,9 +143,12 @@ class GroupBy:
         self.held_schema = pa.schema([schema.field(n) for n in read])
         empty = self.held_schema.empty_table()
         results = evaluate_calls(empty, self.aggregates)
+        values = [pa.field(e.alias, results[e.alias].type) for e in self.aggregates]
+        self.previous = previous
         self.output_schema = pa.schema(
             [schema.field(k) for k in self.keys]
-            + [pa.field(e.alias, results[e.alias].type) for e in self.aggregates]
+            + values
+            + ([f.with_name(was(f.name)) for f in values] if previous else [])
             + [pa.field(OP, pa.string())]
         )
         self.checks = RowChecks((), schema.names)
@@ -166,7 +178,9 @@ class GroupBy:
                 [pa.field(IDENTITY, pa.int64())] if self.row_key else []
             )
             shown = pa.schema(
-                [*self.output_schema.remove(len(self.output_schema) - 1), pa.field(_GROUP, pa.uint64())]
+                [self.schema.field(k) for k in self.keys]
+                + [self.output_schema.field(e.alias) for e in self.aggregates]
+                + [pa.field(_GROUP, pa.uint64())]
             )
             return pa.schema([*self.held_schema, *extra]).empty_table(), shown.empty_table()
         tables, _ = S.decode(state, "group_by", GroupByMeta)
@@ -270,15 +284,61 @@ class GroupBy:
             for g, h in zip(now.column(_GROUP).to_numpy().tolist(), new_hash)
         ]
         changed = now.filter(pa.array([o is not None for o in ops], pa.bool_()))
+        ended = before.filter(pa.array(~np.isin(before.column(_GROUP).to_numpy(), groups)))
+        if self.previous:  # each group's values as last emitted beside its new ones (a delete: its last)
+            changed, ended = self._with_previous(changed, before), self._with_previous(ended, before)
         changed = changed.drop_columns([_GROUP]).append_column(
             OP, pa.array([o for o in ops if o], pa.string())
         )
-        ended = before.filter(pa.array(~np.isin(before.column(_GROUP).to_numpy(), groups)))
         deletes = ended.drop_columns([_GROUP]).append_column(
             OP, pa.array(["delete"] * ended.num_rows, pa.string())
         )
         output = pa.concat_tables([changed, deletes]).cast(self.output_schema)
         return output, pa.concat_tables([shown.filter(pc.invert(pa.array(was))), now.cast(shown.schema)])
+
+    def _with_previous(self, groups: pa.Table, before: pa.Table) -> pa.Table:
+        """``groups`` (with their hash) with each aggregate's value as ``before`` (the groups as last
+        emitted) shows the group, under ``was(alias)``; NULL for a group it lacks (a new one). O(rows)."""
+        at = {g: i for i, g in enumerate(before.column(_GROUP).to_numpy().tolist())}
+        place = pa.array([at.get(g) for g in groups.column(_GROUP).to_numpy().tolist()], pa.int64())
+        for e in self.aggregates:
+            groups = groups.append_column(was(e.alias), before.column(e.alias).take(place))
+        return groups
+
+
+ASIDE = "aside"  # a group HAVING failed to compute on: its row, set aside by the windows' machine
+INSERT, UPDATE, DELETE = "insert", "update", "delete"
+
+
+def having_changes(op: str, was: bool, now: bool | None) -> tuple[str, ...]:
+    """What one change of the GROUP BY's changelog (``op``: insert, update or delete of a group's
+    row) does to the groups HAVING keeps, given the condition on the group's previous aggregates
+    (``was``; NULL or a failure counts as false: the group was not kept) and on its new ones
+    (``now``: NULL counts as false, as HAVING keeps only groups it is true for; None where computing
+    it failed). The changes, in order: an ``insert`` of a
+    group entering, an ``update`` of one staying, a ``delete`` of one leaving, ``ASIDE`` for a
+    group the condition failed on (its row kept aside with the failure, after a delete of the row it
+    had). A group's state only matters to the op it can have: an insert has no previous values, a
+    delete no new ones. O(1).
+
+    >>> having_changes("update", True, False), having_changes("update", False, True)
+    (('delete',), ('insert',))
+    >>> having_changes("insert", False, None), having_changes("update", True, None)
+    (('aside',), ('delete', 'aside'))
+    """
+    if op == DELETE:
+        return (DELETE,) if was else ()
+    kept = was and op == UPDATE
+    if now is None:
+        return ((DELETE,) if kept else ()) + (ASIDE,)
+    if now:
+        return (UPDATE,) if kept else (INSERT,)
+    return (DELETE,) if kept else ()
+
+
+def was(alias: str) -> str:
+    """The column of an aggregate's previous value in a changelog with ``previous`` (see ``GroupBy``)."""
+    return f"{alias}{_WAS}"
 
 
 def _numbers(times: pa.ChunkedArray | pa.Array) -> np.ndarray:

@@ -14,7 +14,7 @@ import uuid
 import numpy as np
 import pyarrow as pa
 import pytest
-from cdc_history import changed_twice, cut, debezium, history
+from cdc_history import changed_twice, cut, debezium, flink, history
 from kafka_support import produce
 
 import overwindow
@@ -35,19 +35,6 @@ SINKS = {
     "sqlite": 'kind = "sqlite"\n        path = "view.sqlite"\n        table = "v"',
     "delta": 'kind = "delta"\n        path = "view.delta"',
 }
-
-
-def _flink(changes):
-    """Flink changelog records (+I, -U, +U, -D), each row with its op."""
-    records = []
-    for kind, before, after in changes:
-        if kind == "insert":
-            records.append(dict(after, op="+I"))
-        elif kind == "delete":
-            records.append(dict(before, op="-D"))
-        else:
-            records += [dict(before, op="-U"), dict(after, op="+U")]
-    return records
 
 
 def _apply(table, record):
@@ -157,7 +144,7 @@ def test_flink_changelog_moves_rows_between_partitions(spark, tmp_path, monkeypa
     """-U (the old image) deletes the row where it lands; +U inserts it in its new partition; a pair
     may be split across micro-batches."""
     rng = np.random.default_rng(seed)
-    batches = cut(_flink(history(seed)), rng, 6)
+    batches = cut(flink(history(seed)), rng, 6)
     assert changed_twice(batches)  # some ids change more than once in one micro-batch
     _write_files(tmp_path, batches)
     source = 'format = "files"\npath = "events"\nmax_files_per_trigger = 1'

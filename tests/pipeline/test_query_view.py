@@ -40,7 +40,7 @@ def _rows(n, seed, first_id=0):
     ]
 
 
-def _view(tmp_path, query, emit="on_update", delay="1 hour", row_key=True):
+def _view(tmp_path, query, emit="on_update", delay="1 hour", row_key=True, extra=""):
     path = tmp_path / "view.toml"
     path.write_text(
         textwrap.dedent(f"""
@@ -58,6 +58,7 @@ def _view(tmp_path, query, emit="on_update", delay="1 hour", row_key=True):
         query = {json.dumps(query)}
         emit = "{emit}"
         {'row_key = ["id"]' if row_key else ""}
+        {extra}
 
         [sink]
         kind = "sqlite"
@@ -242,3 +243,35 @@ def test_a_view_of_windows_over_a_group_by_equals_spark_batch_sql(spark, tmp_pat
     finally:
         spark.conf.unset(key) if before is None else spark.conf.set(key, before)
     _same([(str(r[0]), *r[1:]) for r in _table(tmp_path, columns)], want)
+
+
+UDFS = """
+import pandas as pd
+from pyspark.sql.functions import pandas_udf
+from pyspark.sql.types import DoubleType
+
+
+@pandas_udf(DoubleType())
+def wavg(v: pd.Series, w: pd.Series) -> float:
+    return float((v * w).sum() / w.sum()) if w.sum() else None
+"""
+BY_NAME = (
+    "SELECT id, k, ov_wavg(x, CAST(id AS DOUBLE)) OVER (PARTITION BY k ORDER BY ts ROWS 2 PRECEDING) AS w "
+    "FROM {} WHERE x IS NOT NULL"
+)
+
+
+def test_a_view_calls_a_pandas_udf_of_its_own_by_name_as_spark_batch_sql(spark, tmp_path):
+    """``[view] functions = { ov_wavg = "ow_view_udfs:wavg" }`` in a trusted view: the module beside
+    the view file is imported, its pandas_udf called by name in the query; the table equals Spark's
+    batch SQL of the query with the function registered by that name."""
+    (tmp_path / "ow_view_udfs.py").write_text(UDFS)
+    extra = 'trusted = true\nfunctions = { ov_wavg = "ow_view_udfs:wavg" }'
+    view = _view(tmp_path, BY_NAME.format("source"), extra=extra)
+    _write(tmp_path, "0.json", _rows(40, 3))
+    _write(tmp_path, "1.json", _rows(30, 4, first_id=40))
+    query, _ = start_view(spark, view, once=True, quiet=True)
+    query.awaitTermination()
+    columns = ["id", "k", "w"]
+    want = [tuple(r[c] for c in columns) for r in _batch(spark, tmp_path, BY_NAME)]
+    _same(_table(tmp_path, columns), want)

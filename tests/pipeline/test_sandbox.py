@@ -177,6 +177,15 @@ def test_the_sandbox_refuses_what_a_later_reader_might_accept():
         assert problems(read_sql(sql)), sql
 
 
+def test_having_is_part_of_a_views_query_and_its_functions_are_checked():
+    having = "SELECT k, sum(x) AS t, lag(sum(x)) OVER (ORDER BY k) AS p FROM source GROUP BY k HAVING {}"
+    assert problems(having.format("count(*) > 2 AND t > 0 AND max(abs(x)) < 9")) == []
+    assert problems(having.format("max(reflect('java.lang.System', 'getenv', s)) > ''")) == [
+        "reflect('java.lang.System', 'getenv', s): reflect calls a Java method"
+    ]
+    assert problems(having.format("count(*) > (SELECT count(*) FROM other)"))
+
+
 def test_a_call_of_a_calls_view_is_checked_too(tmp_path, no_jvm):
     text = VIEW.replace(
         'query = """',

@@ -282,7 +282,11 @@ def test_a_query_view_over_several_partitionings_keeps_each_group(tmp_path):
             r"\[view\] calls \(line 13\): give calls .*\[view\] query \(line 14\) is set too",
         ),
         ("FROM source", "FROM events", r"\[view\] query \(line 13\): FROM events: .*write FROM source"),
-        ("WHERE x > 0", "HAVING x > 0", r"\[view\] query \(line 13\): .*HAVING is not supported yet"),
+        (
+            "WHERE x > 0",
+            "HAVING x > 0",
+            r"\[view\] query \(line 13\): .*HAVING without GROUP BY \(one group of every row\)",
+        ),
         (" AS s\n", "\n", r"\[view\] query \(line 13\): the window column .* needs a name: add AS <name>"),
         ("sum(x)", "hll_sketch_agg(x)", r"\[view\] query \(line 13\): column 's': (?i:hll_sketch_agg)"),
         (

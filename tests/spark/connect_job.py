@@ -7,7 +7,8 @@ emitted rows as JSON lines (tagged with the hosting); then ``overwindow.select``
 window Columns on the same stream, and Spark's own batch ``select`` of the same Columns over the
 same rows (tagged ``select`` and ``select_batch``, their column types ``select_types``), and the
 same for windows over two partitionings on update (``several``; on PySpark 4.0 its refusal,
-``several_refused``). Used by test_spark_connect.py in a subprocess."""
+``several_refused``). The Columns include a grouped-aggregate pandas_udf over a window. Used by
+test_spark_connect.py in a subprocess."""
 
 import json
 import os
@@ -99,14 +100,20 @@ def window_close(spark, events, calls, work: str, hosting: str, spec) -> None:
 
 
 def select_columns(spark, src: str, events) -> None:
+    import pandas as pd
     from pyspark.sql import Window
     from pyspark.sql import functions as F
+
+    @F.pandas_udf("double")
+    def mean_udf(v: pd.Series) -> float:
+        return v.mean()
 
     w = Window.partitionBy("k").orderBy("ts")
     columns = [
         "k",
         "rid",
         F.lag("x").over(w).alias("p"),
+        mean_udf("x").over(w.rowsBetween(-2, 0)).alias("m3"),  # a grouped-aggregate pandas_udf
         F.avg("x").over(w.rowsBetween(-2, 0)),
         F.row_number().over(w),
         (F.col("x") - F.lag("x", 2, 0).over(w)).alias("d"),

@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from test_select import ARROW, SCHEMA, _collect, _stream_as_spark
+from test_select import ARROW, SCHEMA, _applied, _assert_as_spark, _collect, _stream_as_spark
 
 import overwindow
 
@@ -135,6 +136,40 @@ def test_pandas_udf_windows_on_update_equal_spark_batch(spark, tmp_path_factory,
         .alias("all"),
     ]
     _stream_as_spark(spark, src, columns, str(tmp_path / "chk"), rids, emit="on_update")
+
+
+# pandas_udfs called by the names Spark's session registered them under, in SQL text
+BY_NAME = (
+    "SELECT k, ts, rid, ow_wavg(x, n) OVER (PARTITION BY k ORDER BY ts ROWS 2 PRECEDING) AS w3, "
+    "round(ow_mean(x) OVER (PARTITION BY k ORDER BY ts), 3) AS running, "
+    "x - ow_mean(x) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS dx "
+    "FROM {}"
+)
+
+
+@pytest.mark.parametrize("emit", ["on_window_close", "on_update"])
+def test_pandas_udfs_registered_by_name_run_in_sql_text_as_spark_batch_sql(spark, tmp_path, emit):
+    """``spark.udf.register("ow_wavg", weighted)``, then ``overwindow.sql`` of a query calling it by
+    name (sliding, running and centred frames, under an expression Spark computes after the
+    windows) equals Spark's batch SQL of the same query over the same rows: names, types, values."""
+    mean_udf, _, weighted = _udfs()
+    spark.udf.register("ow_wavg", weighted)
+    spark.udf.register("ow_mean", mean_udf)
+    src, rids = _source(tmp_path, 39)
+    events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    if emit == "on_window_close":
+        events = events.withWatermark("ts", "0 seconds")
+    events.createOrReplaceTempView("ow_by_name_s")
+    spark.read.schema(SCHEMA).parquet(src).createOrReplaceTempView("ow_by_name_b")
+    batch = spark.sql(BY_NAME.format("ow_by_name_b"))
+    out = overwindow.sql(spark, BY_NAME.format("ow_by_name_s"), emit=emit, rowKey="rid")
+    chk = str(tmp_path / "chk")
+    if emit == "on_window_close":
+        rows = _collect(out, chk, "append")
+    else:
+        rows = list(_applied(_collect(out, chk, "update")).values())
+    assert out.columns[: len(batch.columns)] == batch.columns
+    _assert_as_spark(out, rows, batch, rids)
 
 
 def test_a_frame_the_function_raises_on_is_a_row_set_aside_and_counted(spark, tmp_path):

@@ -85,6 +85,17 @@ def _collect(out, chk, mode) -> list[dict]:
     return pa.concat_tables(got).to_pylist() if got else []
 
 
+def _applied(changes) -> dict:
+    """The table a changelog keyed by ``rid`` leaves: rid -> its last upserted row."""
+    table = {}
+    for r in changes:
+        if r["_change"] == "delete":
+            table.pop(r["rid"], None)
+        else:
+            table[r["rid"]] = r
+    return table
+
+
 def _same(got, want) -> bool:
     if want is None or got is None:
         return got is None and want is None
@@ -125,12 +136,7 @@ def _stream_as_spark(spark, src, columns, chk, rids, emit="on_window_close"):
         _assert_as_spark(out, rows, batch, rids)
         return out
     out = overwindow.select(events, *columns, emit="on_update", rowKey="rid")
-    table = {}
-    for r in _collect(out, chk, "update"):
-        if r["_change"] == "delete":
-            table.pop(r["rid"], None)
-        else:
-            table[r["rid"]] = r
+    table = _applied(_collect(out, chk, "update"))
     assert out.columns == [*batch.columns, "_change"]
     _assert_as_spark(out, list(table.values()), batch, set(table))
     assert rids <= set(table)

@@ -4,7 +4,8 @@ keys in buckets (keyBuckets reads the grouping columns of a Connect plan; whole 
 state on transformWithStateInPandas), on update in buckets
 with the whole and the chunked state layout (transformWithStateInPandas, RocksDB set on the
 Connect session; on the default store refused up front); overwindow.select over PySpark window
-Columns of Spark Connect equals Spark's batch select of the same Columns, over one PARTITION BY on
+Columns of Spark Connect (a grouped-aggregate pandas_udf among them) equals Spark's batch select of
+the same Columns, over one PARTITION BY on
 window close and over two (the fan-out's chained operators) on update. PySpark 4.0 (scripts/compat
 runs this file there) has no transformWithStateInPandas on Connect: the chunked layout and the
 fan-out are refused there, naming 4.1."""

@@ -1,6 +1,7 @@
 """The GROUP BY machine: after every micro-batch, its changelog applied by group key equals DuckDB's
 GROUP BY over the live rows (random inserts, deletes and updates by row key; NULL keys; groups that
-empty and come back)."""
+empty and come back); with each group's previous aggregates and ``having_changes``, it equals
+DuckDB's GROUP BY ... HAVING."""
 
 import math
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from overwindow.errors import WindowSpecError
 from overwindow.logical.parse import parse_window
-from overwindow.streaming.group_by import OP, GroupBy
+from overwindow.streaming.group_by import ASIDE, OP, GroupBy, having_changes, was
 
 SCHEMA = pa.schema(
     [("id", pa.int64()), ("k", pa.string()), ("j", pa.int64()), ("x", pa.int64()), ("op", pa.string())]
@@ -90,6 +91,80 @@ def test_the_changelog_equals_duckdb_group_by_after_every_batch(changes):
             for name, v in zip(AGGREGATES, values):
                 assert got[name] == pytest.approx(v) if isinstance(v, float) else got[name] == v, (name, k, j)
         assert (state is None) == (not live)
+
+
+# HAVING conditions: DuckDB's SQL of the groups kept, and the condition on a group's aggregates as
+# Spark would give it (True, False or NULL as False; None: computing it failed on the group)
+HAVING = [
+    ("count(*) > 1", lambda a: a["n"] > 1),
+    ("sum(x) IS NULL", lambda a: a["s"] is None),
+    ("sum(x) >= 0", lambda a: a["s"] is not None and a["s"] >= 0),
+    ("min(x) < max(x) OR count(x) = 0", lambda a: a["c"] == 0 or a["lo"] < a["hi"]),
+    ("count(*) > 1 AND count(*) <> 2", lambda a: None if a["n"] == 2 else a["n"] > 1),  # fails at n = 2
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches(), st.sampled_from(HAVING))
+def test_the_changelog_with_previous_aggregates_through_having_changes_equals_duckdb_having(changes, having):
+    """Each change of the changelog with ``previous`` mapped by ``having_changes`` (the condition
+    on the group's previous and new aggregates) and applied by group key: an insert only of a group
+    not kept, an update or delete only of one kept; after every batch the kept groups are DuckDB's
+    GROUP BY ... HAVING over the live rows, with its aggregates, and the groups set aside are the
+    live ones the condition fails on."""
+    sql, condition = having
+    m = GroupBy(SCHEMA, ("k", "j"), [parse_window(s) for s, _ in AGGREGATES.values()], ("id",), "op",
+                previous=True)  # fmt: skip
+    state, table, failing, live = None, {}, set(), {}
+    con = duckdb.connect()
+    select = ", ".join(f"{agg} AS {name}" for name, (_, agg) in AGGREGATES.items())
+    for batch in changes:
+        step = m.step(state, pa.Table.from_pylist(batch, schema=SCHEMA) if batch else None)
+        state = step.state
+        for r in step.output.to_pylist():
+            key = (r["k"], r["j"])
+            before = {name: r[was(name)] for name in AGGREGATES}
+            if r[OP] == "insert":
+                assert all(v is None for v in before.values())
+            now = condition(r) if r[OP] != "delete" else False
+            changes = having_changes(r[OP], bool(condition(before)) if r[OP] != "insert" else False, now)
+            (failing.add if ASIDE in changes else failing.discard)(key)
+            for change in changes:
+                if change == ASIDE:
+                    assert key not in table
+                elif change == "delete":
+                    del table[key]
+                else:
+                    assert (change == "insert") == (key not in table)
+                    table[key] = r
+        for r in batch:
+            if r["op"] == "delete":
+                live.pop(r["id"], None)
+            else:
+                live[r["id"]] = r
+        con.register("live_rows", pa.Table.from_pylist(list(live.values()), schema=SCHEMA))
+        want = con.sql(f"SELECT k, j, {select} FROM live_rows GROUP BY k, j HAVING {sql}").fetchall()
+        assert sorted(table, key=repr) == sorted(((k, j) for k, j, *_ in want), key=repr)
+        for k, j, *values in want:
+            got = table[(k, j)]
+            for name, v in zip(AGGREGATES, values):
+                assert got[name] == pytest.approx(v) if isinstance(v, float) else got[name] == v, (name, k, j)
+        groups = con.sql(f"SELECT k, j, {select} FROM live_rows GROUP BY k, j").to_arrow_table().to_pylist()
+        assert failing == {(g["k"], g["j"]) for g in groups if condition(g) is None}
+
+
+def test_previous_aggregates_are_the_last_emitted():
+    m = GroupBy(SCHEMA, ("k",), [parse_window("sum(x) OVER () AS s")], ("id",), "op", previous=True)
+    rows = [{"id": 1, "k": "a", "x": 5, "op": "c"}, {"id": 2, "k": "a", "x": 1, "op": "c"}]
+    first = m.step(None, pa.Table.from_pylist(rows, schema=SCHEMA))
+    assert first.output.select(["s", was("s"), OP]).to_pylist() == [{"s": 6, was("s"): None, OP: "insert"}]
+    second = m.step(
+        first.state, pa.Table.from_pylist([{"id": 1, "k": "a", "x": 2, "op": "u"}], schema=SCHEMA)
+    )
+    assert second.output.select(["s", was("s"), OP]).to_pylist() == [{"s": 3, was("s"): 6, OP: "update"}]
+    rows = [{"id": 1, "k": "a", "x": 2, "op": "d"}, {"id": 2, "k": "a", "x": 1, "op": "d"}]
+    third = m.step(second.state, pa.Table.from_pylist(rows, schema=SCHEMA))
+    assert third.output.select(["s", was("s"), OP]).to_pylist() == [{"s": 3, was("s"): 3, OP: "delete"}]
 
 
 def test_types_are_the_aggregates_own_and_a_group_that_empties_is_deleted():
