@@ -88,6 +88,14 @@ def spark(_spark_holder):
     return session
 
 
+def pytest_collection_modifyitems(items):
+    """The tests that stop the shared session (``no_spark``: their Spark runs in a subprocess) run
+    after all others, in their own order: each one that came before a test on the session made the
+    session start again (a JVM's start and its first jobs: 37 s of the first test's setup in one
+    run on the shared machine), 8 starts over the Spark lane of scripts/test, now 1."""
+    items.sort(key=lambda item: "no_spark" in getattr(item, "fixturenames", ()))
+
+
 @pytest.fixture
 def no_spark(_spark_holder):
     """Stops the shared session, for a test that runs its own Spark in a subprocess (one Spark at a time)."""

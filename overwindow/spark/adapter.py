@@ -51,6 +51,7 @@ from overwindow.spark.boundary import (
     to_pandas,
     with_interval_days,
 )
+from overwindow.spark.on_import import after_import
 from overwindow.spark.transport import from_spark, to_spark
 from overwindow.spec import DEFAULT_KEY_BUCKETS, FEW_KEY_BUCKETS, OverWindow
 from overwindow.streaming.aside import dead_letter_records
@@ -830,20 +831,24 @@ def visible(schema: pa.Schema) -> pa.Schema:
 
 
 def register() -> None:
-    """Add ``GroupedData.overWindow`` and ``DataFrame.overWindow`` for classic Spark and Spark Connect."""
+    """Add ``GroupedData.overWindow`` and ``DataFrame.overWindow`` for classic Spark, and for Spark
+    Connect once its DataFrame module is imported (``on_import.after_import``): importing Connect
+    here would import grpc and protobuf into every Python worker of every query."""
     from pyspark.sql import DataFrame
     from pyspark.sql.group import GroupedData
 
-    targets = [(GroupedData, DataFrame)]
-    # importing pyspark.sql.connect without its dependencies (grpcio, ...) exits the process
-    if all(importlib.util.find_spec(m) is not None for m in ("grpc", "grpc_status", "google.protobuf")):
-        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
-        from pyspark.sql.connect.group import GroupedData as ConnectGroupedData
+    _add_methods(GroupedData, DataFrame)
+    after_import("pyspark.sql.connect.dataframe", _register_connect)
 
-        targets.append((ConnectGroupedData, ConnectDataFrame))
-    for grouped_cls, df_cls in targets:
-        grouped_cls.overWindow = over_window
-        df_cls.overWindow = _whole_stream
+
+def _register_connect(module) -> None:
+    """``register`` for Spark Connect, given its imported ``pyspark.sql.connect.dataframe``."""
+    _add_methods(module.GroupedData, module.DataFrame)
+
+
+def _add_methods(grouped_cls, df_cls) -> None:
+    grouped_cls.overWindow = over_window
+    df_cls.overWindow = _whole_stream
 
 
 def _whole_stream(df, spec: OverWindow, keep=None, append: bool = False):
