@@ -84,6 +84,12 @@ class OverWindow:
     output, and (emit on update) key the changelog (default: all input columns).
     ``opColumn`` (emit on update): a column saying insert, delete or update per row (CDC input;
     Debezium's c/u/d/r and Flink's +I/-U/+U/-D spellings are understood); needs ``rowKey``.
+    ``sourceOrder`` (emit on update, with ``rowKey``): the column (or columns, compared in turn) that
+    give each change's place in its source, such as a Kafka record's ``partition`` and ``offset``:
+    a row key's changes in one micro-batch apply in that order (ascending, NULL last, ties as they
+    came), whatever order Spark hands them over in. Without it they apply in the order they come, so
+    the DataFrame must keep each row key's changes in order. Its columns are not part of the rows:
+    they never reach the output.
     ``stateLayout``: ``"whole"`` (default) keeps a key's rows (or a bucket's) as one state value,
     which Spark moves whole in every micro-batch that touches the key; ``"chunked"`` runs on Spark's
     transformWithStateInPandas with the RocksDB state store and reads and writes only what a batch
@@ -121,6 +127,7 @@ class OverWindow:
         emit: str = "on_window_close",
         rowKey: str | list[str] | tuple[str, ...] | None = None,
         opColumn: str | None = None,
+        sourceOrder: str | list[str] | tuple[str, ...] | None = None,
         stateLayout: str = "whole",
         maxRowsPerKey: int | None = None,
         keyBuckets: int | str | None = None,
@@ -139,6 +146,12 @@ class OverWindow:
         if opColumn is not None and not self.row_key:
             raise WindowSpecError(
                 f"opColumn={opColumn!r} needs rowKey: deletes and updates find their row by it"
+            )
+        self.source_order = (sourceOrder,) if isinstance(sourceOrder, str) else tuple(sourceOrder or ())
+        if self.source_order and (emit != "on_update" or not self.row_key):
+            raise WindowSpecError(
+                f"sourceOrder={sourceOrder!r} orders each row's changes in a micro-batch: it needs "
+                "emit='on_update' and rowKey (the rows the changes apply to)"
             )
         self.expressions: tuple[WindowExpression, ...] = tuple(as_window_expression(c) for c in calls)
         self.check_columns(self.aliases, "an alias")
@@ -283,8 +296,9 @@ class OverWindow:
         return bool(self.key_buckets) and not self.buckets_given
 
     def check_columns(self, names, what: str = "an input column") -> None:
-        """Refuses names the output keeps for itself (``_change``, ``_row_id``, ``__ow_...``)."""
-        taken = reserved(names)
+        """Refuses names the output keeps for itself (``_change``, ``_row_id``, ``__ow_...``); the
+        ``sourceOrder`` columns never reach the output, and may have such names."""
+        taken = [n for n in reserved(names) if n not in self.source_order]
         if taken:
             raise WindowSpecError(
                 f"{what} may not be named {', '.join(map(repr, taken))}: overwindow's output uses "

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +43,7 @@ import pandas as pd
 from overwindow.logical.bind import failed_expression
 from overwindow.pipeline.late import LateRule
 from overwindow.pipeline.spark_strings import parse_delay, parse_schema
-from overwindow.pipeline.view import View, ViewFileError
+from overwindow.pipeline.view import View, ViewFileError, source_order
 from overwindow.spark import compat
 
 METRICS = "overwindow_source"  # the observed metric the progress line reads
@@ -50,7 +51,7 @@ JSON_STRING_LIMIT = 20_000_000  # characters: Jackson's default for one string v
 DEFAULT_MAX_BYTES_PER_TRIGGER = 32 * 1024 * 1024
 DEFAULT_MAX_OFFSETS_PER_TRIGGER = 100_000
 _CORRUPT = "__ow_corrupt"  # Spark's column for the raw text of a record it could not parse
-_TEXT, _RAW, _ORIGIN, _OP, _PRE, _ROW, _REASON = (
+_TEXT, _RAW, _ORIGIN, _OP, _PRE, _ROW, _REASON, _PLACE = (
     "__ow_text",
     "__ow_raw",
     "__ow_origin",
@@ -58,6 +59,7 @@ _TEXT, _RAW, _ORIGIN, _OP, _PRE, _ROW, _REASON = (
     "__ow_pre_reason",
     "__ow_row",
     "__ow_reason",
+    "__ow_place",  # where a record stands in the source: its SOURCE_ORDER but a file row's position
 )
 
 
@@ -92,11 +94,15 @@ def open_source(spark, view: View) -> Source:
     if src["format"] == "kafka":
         raw, reader = kafka_frame(spark, view, schema)
         origin = F.format_string("topic %s partition %d offset %d", "topic", "partition", "offset")
-        text = raw.select(F.col("value").cast("string").alias(_TEXT), origin.alias(_ORIGIN))
+        place = F.struct(F.col("partition").alias("partition"), F.col("offset").alias("offset"))
+        value = F.col("value").cast("string")
+        text = raw.select(value.alias(_TEXT), origin.alias(_ORIGIN), place.alias(_PLACE))
         rows = _json_rows(text, schema, view, envelope)
     elif src["file_format"] == "json":
         lines = _file_reader(spark, view).format("text").load(src["path"])
-        text = lines.select(F.col("value").alias(_TEXT), F.col("_metadata.file_path").alias(_ORIGIN))
+        text = lines.select(
+            F.col("value").alias(_TEXT), F.col("_metadata.file_path").alias(_ORIGIN), _file_place()
+        )
         rows = _json_rows(text.where(F.trim(_TEXT) != ""), schema, view, envelope)
     elif src["file_format"] == "csv":
         rows = _csv_rows(spark, view, schema)
@@ -112,14 +118,43 @@ def open_source(spark, view: View) -> Source:
     return Source(df, dead_letter, src["path"] if src["format"] == "files" else None, reader)
 
 
+def _file_place():
+    """The ``_PLACE`` of a file source's record: its file's modification time (microseconds: a
+    TIMESTAMP column would tie the job to UTC sessions, ``check_session_time_zone``) and path, and
+    the start of the part of the file Spark read it in (a file larger than
+    ``spark.sql.files.maxPartitionBytes`` is read in several)."""
+    from pyspark.sql import functions as F
+
+    return F.struct(
+        F.unix_micros(F.col("_metadata.file_modification_time")).alias("time"),
+        F.col("_metadata.file_path").alias("path"),
+        F.col("_metadata.file_block_start").alias("block"),
+    ).alias(_PLACE)
+
+
+def _positions():
+    """A pandas UDF numbering the rows of each Spark partition (0, 1, ...) in the order they pass: a
+    record's position within the part of its file one task reads (``monotonically_increasing_id``
+    would, but Spark refuses it on a stream; ``_metadata.row_index`` is Parquet's alone).
+    Nondeterministic, so that Spark neither moves nor repeats it. O(rows), in Arrow batches."""
+    from pyspark.sql.functions import pandas_udf
+    from pyspark.sql.types import LongType
+
+    @pandas_udf(LongType())
+    def positions(batches: Iterator[pd.Series]) -> Iterator[pd.Series]:
+        seen = 0
+        for batch in batches:
+            yield pd.Series(np.arange(seen, seen + len(batch), dtype=np.int64))
+            seen += len(batch)
+
+    return positions.asNondeterministic()
+
+
 def _file_reader(spark, view: View):
     """A file-source reader with the view's admission control: at most ``max_files_per_trigger`` files
-    or ``max_bytes_per_trigger`` bytes per micro-batch (Spark takes one of the two); one file per
-    micro-batch for a change stream, whose changes apply in order."""
+    or ``max_bytes_per_trigger`` bytes per micro-batch (Spark takes one of the two)."""
     src = view.source
     reader = spark.readStream
-    if view.op_column:  # a change stream: one file at a time, in order (view._check_source)
-        return reader.option("maxFilesPerTrigger", 1)
     if src.get("max_files_per_trigger"):
         return reader.option("maxFilesPerTrigger", int(src["max_files_per_trigger"]))
     return reader.option(
@@ -128,17 +163,19 @@ def _file_reader(spark, view: View):
 
 
 def _json_rows(text, schema, view: View, envelope: str):
-    """Rows of ``text`` (columns _TEXT, _ORIGIN: JSON text and where it came from) parsed into
-    ``schema``: columns _ROW (the parsed struct, with Spark's _CORRUPT text), _RAW, _ORIGIN, _PRE (a
-    reason found before the row was parsed) and, for a Debezium source, _OP."""
+    """Rows of ``text`` (columns _TEXT, _ORIGIN, _PLACE: JSON text and where it came from) parsed into
+    ``schema``: columns _ROW (the parsed struct, with Spark's _CORRUPT text), _RAW, _ORIGIN, _PLACE,
+    _PRE (a reason found before the row was parsed) and, for a Debezium source, _OP."""
     from pyspark.sql import functions as F
 
     elements = F.when(F.ltrim(_TEXT).startswith("["), F.from_json(_TEXT, "array<string>"))
-    text = text.select(F.explode(F.coalesce(elements, F.array(_TEXT))).alias(_TEXT), _ORIGIN)
+    text = text.select(F.explode(F.coalesce(elements, F.array(_TEXT))).alias(_TEXT), _ORIGIN, _PLACE)
     if envelope == "debezium":
         text = _debezium_images(text, schema, _placing_columns(view))
     else:
-        text = text.select(_TEXT, F.col(_TEXT).alias(_RAW), _ORIGIN, F.lit(None).cast("string").alias(_PRE))
+        text = text.select(
+            _TEXT, F.col(_TEXT).alias(_RAW), _ORIGIN, F.lit(None).cast("string").alias(_PRE), _PLACE
+        )
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}
     parsed = text.withColumn(_ROW, F.from_json(_TEXT, _with_corrupt(schema), options))
     limit = F.length(_TEXT) > JSON_STRING_LIMIT
@@ -147,6 +184,7 @@ def _json_rows(text, schema, view: View, envelope: str):
         _ROW,
         _RAW,
         _ORIGIN,
+        _PLACE,
         *([_OP] if envelope == "debezium" else []),
         F.coalesce(
             _PRE,
@@ -193,6 +231,7 @@ def _typed_rows(typed, schema, corrupt, as_strings):
         F.struct(*columns, corrupt.alias(_CORRUPT)).alias(_ROW),
         F.coalesce(corrupt, F.to_json(F.struct(*columns))).alias(_RAW),
         F.col("_metadata.file_path").alias(_ORIGIN),
+        _file_place(),
         F.lit(None).cast("string").alias(_PRE),
         as_strings.alias(_CORRUPT),
     )
@@ -258,7 +297,26 @@ def _checked(rows, schema, view: View, dead_letter: DeadLetter | None, op: str |
     else:  # late rows too: every row's origin and text go along, since which are late shows there
         time = row[_field(schema, event_time)]
         good = counted.where(dead_letter.keep(F.col(_ORIGIN), F.col(_REASON), _utf8(F.col(_RAW)), time))
-    return good.select(*[row[f.name].alias(f.name) for f in fields], *([F.col(_OP).alias(op)] if op else []))
+    return good.select(
+        *[row[f.name].alias(f.name) for f in fields],
+        *([F.col(_OP).alias(op)] if op else []),
+        *_source_order(view),
+    )
+
+
+def _source_order(view: View) -> list:
+    """The columns of the view's ``source_order`` (none where its rows are no changes of rows) from
+    each good row's _PLACE, and for a file source its position as read (``_positions``)."""
+    from pyspark.sql import functions as F
+
+    names = source_order(view)
+    if not names:
+        return []
+    fields = ["partition", "offset"] if view.source["format"] == "kafka" else ["time", "path", "block"]
+    columns = [F.col(f"{_PLACE}.{f}").alias(n) for f, n in zip(fields, names)]
+    if len(names) > len(fields):  # a file's: the row's position in its part of the file
+        columns.append(_positions()(F.lit(0)).alias(names[-1]))
+    return columns
 
 
 NOT_UTF8 = "not UTF-8 text (Spark would read its bytes as U+FFFD)"
@@ -401,7 +459,7 @@ def _debezium_images(text, schema, keys: list[str]):
     no op, a missing image, an ``after`` image without some of the schema's columns (Debezium writes
     them all; one missing would become NULL), a ``before`` image without the key columns that find
     the row. Kafka tombstones (no value) carry no row and are skipped. Columns: _TEXT (the image),
-    _OP, _PRE (why the event is bad), _RAW (the event), _ORIGIN."""
+    _OP, _PRE (why the event is bad), _RAW (the event), _ORIGIN, _PLACE."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
@@ -409,7 +467,7 @@ def _debezium_images(text, schema, keys: list[str]):
     inner = F.from_json(env["payload"], "before STRING, after STRING, op STRING")
     flat = F.struct(env["before"].alias("before"), env["after"].alias("after"), env["op"].alias("op"))
     events = text.where(F.col(_TEXT).isNotNull()).select(
-        _TEXT, _ORIGIN, F.when(env["payload"].isNotNull(), inner).otherwise(flat).alias("e")
+        _TEXT, _ORIGIN, _PLACE, F.when(env["payload"].isNotNull(), inner).otherwise(flat).alias("e")
     )
     before, after, op = F.col("e.before"), F.col("e.after"), F.lower(F.col("e.op"))
     keyed = StructType([f for f in schema.fields if f.name.lower() in {k.lower() for k in keys}])
@@ -449,8 +507,8 @@ def _debezium_images(text, schema, keys: list[str]):
         .when(op == "u", F.array(image(before, "delete"), image(after, "insert")))
         .otherwise(bad(F.format_string("Debezium op '%s' is not a row change", op)))
     )
-    return events.select(F.explode(images).alias("i"), F.col(_TEXT).alias(_RAW), _ORIGIN).select(
-        F.col("i.t").alias(_TEXT), F.col("i.o").alias(_OP), F.col("i.r").alias(_PRE), _RAW, _ORIGIN
+    return events.select(F.explode(images).alias("i"), F.col(_TEXT).alias(_RAW), _ORIGIN, _PLACE).select(
+        F.col("i.t").alias(_TEXT), F.col("i.o").alias(_OP), F.col("i.r").alias(_PRE), _RAW, _ORIGIN, _PLACE
     )
 
 

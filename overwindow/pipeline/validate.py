@@ -35,7 +35,7 @@ from overwindow.logical.bind import bind_groups
 from overwindow.logical.expr import DIALECT
 from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
-from overwindow.pipeline.view import View, ViewFileError, is_uri, spec_problem
+from overwindow.pipeline.view import SOURCE_ORDER, View, ViewFileError, is_uri, source_order, spec_problem
 from overwindow.spark import compat
 from overwindow.spark.bind import results_in_spark
 from overwindow.spark.select import filter_problem, query_columns, result_names
@@ -185,6 +185,9 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
             return None
 
     partition_key = "query" if view.query is not None else "partition_by"
+    # what the query's * gives: on update the op column is no part of a row (select's ``hidden``)
+    op = (view.op_column or "").lower() if view.emit == "on_update" else ""
+    starred = [n for n in names if n.lower() != op]
     if view.query is not None:  # every column the query names is a [source] column
         windowed = {
             id(c) for e in view.query.columns for w in e.find_all(exp.Window) for c in w.find_all(exp.Column)
@@ -201,7 +204,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
                 # outside the windows Spark itself computes a struct's field (WHERE s.a > 0)
                 if id(node) in windowed or not _names_a_field(node, empty):
                     problems.append(f"{view.where('view', 'query')}: {e}")
-        problem = filter_problem(view.query, result_names(view.query, names))
+        problem = filter_problem(view.query, result_names(view.query, starred))
         if problem:
             problems.append(f"{view.where('view', 'query')}: {problem}")
     for name in dict.fromkeys(k for keys, _ in view.groups for k in keys):
@@ -261,6 +264,8 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
     # typed by Spark when the job starts, which builds the machines again before any row is read
     pre, groups = bind_groups([(keys, spec.expressions) for keys, spec in view.groups])
     typed = _typed(pre, schema)
+    if typed is not None and source_order(view):  # beside each change the source puts its place
+        typed = pa.schema([*typed, *_arrow_schema(parse_schema(SOURCE_ORDER[view.source["format"]]))])
     # each machine computes its calls; Spark what they go into (x - lag(x) OVER w), after them
     runs = [
         (keys, results_in_spark(spec.over(run))[0]) for (keys, run), (_, spec) in zip(groups, view.groups)
@@ -290,7 +295,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
         seen[name.lower()] = name
     columns = None
     if view.query is not None:  # what run_query selects: the SELECT list, then the changelog's columns
-        listed = list(view.query.outer or result_names(view.query, names))
+        listed = list(view.query.outer or result_names(view.query, starred))
         columns = listed + [c for c in (CHANGE, ROW_ID) if c in output.names]
     return Checked(view, struct, schema, output, watermarked, columns)
 

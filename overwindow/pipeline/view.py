@@ -757,6 +757,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         emit=view.emit,
         rowKey=view.row_key,
         opColumn=view.op_column,
+        sourceOrder=source_order(view),
         stateLayout=v.get("state_layout", "whole"),
         maxRowsPerKey=v.get("max_rows_per_key"),
         keyBuckets=_key_buckets(view, v.get("key_buckets"), v.get("state_layout", "whole")),
@@ -985,6 +986,27 @@ def _grouped(view: View, where: str) -> None:
     view.group_key, view.partition_by = names, []
 
 
+# the columns the source adds beside each row of a view that takes changes of rows (emit on update
+# with a row key): where the row stands in the source, by which a row's changes in one micro-batch
+# apply (OverWindow's sourceOrder; overwindow.pipeline.sources makes them). A file's changes: the
+# files in the order Spark's file source takes them (modification time, then path), the parts Spark
+# splits a large file into by their start, and the rows of a part as they were read. Kafka's: the
+# offset in its partition (a row key's changes are in one partition when the topic is keyed by it).
+SOURCE_ORDER = {  # by source format: the columns, as Spark's DDL
+    "files": "__ow_file_time BIGINT, __ow_file_path STRING, __ow_file_block BIGINT, __ow_file_row BIGINT",
+    "kafka": "__ow_kafka_partition INT, __ow_kafka_offset BIGINT",
+}
+
+
+def source_order(view: View) -> tuple[str, ...]:
+    """The names of the ``SOURCE_ORDER`` columns of ``view``'s source when its rows are changes of
+    rows (emit on update with a row key: an op column, a Debezium envelope, or a repeated row key's
+    upsert), else none. O(1)."""
+    if view.emit != "on_update" or not view.row_key:
+        return ()
+    return tuple(c.split()[0] for c in SOURCE_ORDER.get(view.source.get("format"), "").split(", ") if c)
+
+
 def _check_source(view: View) -> None:
     """The [source] rules that join keys (each key alone is checked by its row of KEYS)."""
     src = view.source
@@ -1004,21 +1026,6 @@ def _check_source(view: View) -> None:
                 "[view] row_key (the columns that identify a row)"
             )
         view.op_column = view.op_column or "_op"  # the source adds the op of each row image under this name
-    if view.op_column and src.get("format") == "files":
-        # Spark reads each file of a micro-batch as its own partition and hands a key's rows from
-        # several partitions to its group in no set order: a row's insert in one file and its delete
-        # in the next, read in one micro-batch, could be applied delete first, leaving the row
-        try:
-            several = int(src.get("max_files_per_trigger", 1)) != 1
-        except (TypeError, ValueError):
-            several = False  # said by the key's own check
-        if several or "max_bytes_per_trigger" in src:
-            key = "max_files_per_trigger" if "max_files_per_trigger" in src else "max_bytes_per_trigger"
-            raise ViewFileError(
-                f"{view.where('source', key)}: a change stream read from files is read one file per "
-                "micro-batch, in order (changes of one row in two files of one micro-batch could be "
-                "applied out of order); leave it out or set max_files_per_trigger = 1"
-            )
     if src.get("late_rows") == "dead_letter":
         where = view.where("source", "late_rows")
         if src.get("dead_letter") is None:

@@ -121,7 +121,7 @@ def over_windows(
         for (keys, spec), flag in zip(groups, watermarked)
     ]
     parts_schema = pa.schema(
-        list(input_schema)
+        list(assembler.schema)
         + [f for r in assembler.results for f in r]
         + [pa.field(PART, pa.int32())]
         + ([pa.field(CHANGE, pa.string())] if emit == "on_update" else [pa.field(ASIDE, pa.bool_())])

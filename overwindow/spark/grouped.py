@@ -91,6 +91,8 @@ def run_grouped(df, query, _keep=None, **options):
     # a CDC stream: the input rows' identity and op; the result stays keyed by the GROUP BY keys
     row_key, op_column = options.pop("rowKey", None), options.pop("opColumn", None)
     row_key = [row_key] if isinstance(row_key, str) else row_key
+    order = options.pop("sourceOrder", None)  # the GROUP BY applies the changes: the windows get groups
+    order = (order,) if isinstance(order, str) else tuple(order or ())
     if closing_mode and (row_key or op_column):
         raise WindowSpecError(
             "windows over a GROUP BY on window close emit each group once, when the watermark closes "
@@ -113,7 +115,7 @@ def run_grouped(df, query, _keep=None, **options):
     shown = {name: e.sql for name, e in pre}
     previous = having is not None and not closing_mode  # HAVING on update: was the group kept before?
     grouped = group_by(
-        computed, bound_keys, list(bound), _keep, row_key, op_column, closing_mode, shown, previous
+        computed, bound_keys, list(bound), _keep, row_key, op_column, closing_mode, shown, previous, order
     )
     # a key Spark computed (__ow_e<n>) is a column of the changelog of its own name, kept in the result
     columns = [k if k in df.columns else f"{_GROUP_KEY}{n}" for n, k in enumerate(bound_keys)]
@@ -473,12 +475,13 @@ def group_by(
     closes=False,
     shown: dict | None = None,
     previous: bool = False,
+    source_order: tuple[str, ...] = (),
 ):
     """The changelog of ``df`` grouped by the columns ``keys``, with each aggregate of
     ``aggregates`` (window expressions over the whole group) per group: the keys, the aggregates and
-    ``OP`` (insert, update, delete); ``row_key``, ``op_column``: a CDC stream's, as ``GroupBy``
-    takes them (a row updated into another group reaches its old group as a delete of its before
-    image, as a Debezium source gives it, and its new one as an insert). One
+    ``OP`` (insert, update, delete); ``row_key``, ``op_column``, ``source_order``: a CDC stream's,
+    as ``GroupBy`` takes them (a row updated into another group reaches its old group as a delete of
+    its before image, as a Debezium source gives it, and its new one as an insert). One
     ``transformWithStateInPandas`` in the ``append`` output mode over buckets of the keys (chosen as
     ``overWindow`` chooses them), one state value per bucket: Spark chains it before the windows'
     ``applyInPandasWithState``, where it refuses two of those. ``closes``: the machine's closing mode
@@ -495,7 +498,16 @@ def group_by(
     executors.use_running_python(df.sparkSession)
     check_session_time_zone(df)
     schema = _arrow_schema(df.schema)
-    machine = GroupBy(schema, keys, aggregates, row_key, op_column, CLOSE if closes else None, previous)
+    machine = GroupBy(
+        schema,
+        keys,
+        aggregates,
+        row_key,
+        op_column,
+        CLOSE if closes else None,
+        previous=previous,
+        source_order=source_order,
+    )
     buckets = chosen_key_buckets(shuffle_partitions(df.sparkSession))
     grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, True)
     companions = companions_of(schema)

@@ -65,6 +65,7 @@ def select(
     emit: str = "on_window_close",
     rowKey=None,
     opColumn: str | None = None,
+    sourceOrder=None,
     stateLayout: str = "whole",
     maxRowsPerKey: int | None = None,
     keyBuckets: int | str | None = None,
@@ -79,7 +80,9 @@ def select(
     1``: computed by Spark on overwindow's output), PySpark window Columns (``F.lag("x", 2,
     0).over(w)``, ``F.avg("x").over(w.rowsBetween(-9, 0)).alias("a")``, ``(F.col("x") -
     F.lag("x").over(w)).alias("d")``) and SQL text with OVER (``"avg(x) OVER (PARTITION BY k ORDER
-    BY ts ROWS 9 PRECEDING) AS a"``, or ``F.expr(...)``). The keyword options are OverWindow's.
+    BY ts ROWS 9 PRECEDING) AS a"``, or ``F.expr(...)``). The keyword options are OverWindow's;
+    ``*`` leaves out the ``opColumn`` and ``sourceOrder`` columns (what a change does and where it
+    stands in its source), which the result never has.
     Refuses with a WindowSpecError, before any query starts, what overwindow cannot translate (a
     Python UDF, a function it lacks). Windows over several PARTITION BY or ORDER BY run as one
     query (``overwindow.spark.fanout``), a column combining them computed over the whole row, always
@@ -97,7 +100,9 @@ def select(
         overwindow.select(events.withWatermark("ts", "1 minute"), "k", F.lag("x").over(w))
     """
     F = compat.functions(df)
-    items = [item for c in columns for item in _items(df, c, F)]
+    # not part of the rows: the op column and where each change stands in its source
+    hidden = (opColumn, *([sourceOrder] if isinstance(sourceOrder, str) else sourceOrder or ()))
+    items = [item for c in columns for item in _items(df, c, F, hidden)]
     if not items:
         raise WindowSpecError("overwindow.select needs at least one column")
     windows = [i for i in items if i.sql]
@@ -119,6 +124,7 @@ def select(
         emit=emit,
         rowKey=rowKey,
         opColumn=opColumn,
+        sourceOrder=sourceOrder,
         stateLayout=stateLayout,
         maxRowsPerKey=maxRowsPerKey,
         keyBuckets=keyBuckets,
@@ -517,11 +523,14 @@ _CLAUSES = {
 }
 
 
-def _items(df, column, F) -> list[_Item]:
-    """The requested column as items (``*`` expands to the input columns)."""
+def _items(df, column, F, hidden=()) -> list[_Item]:
+    """The requested column as items (``*`` expands to the input columns but the ``hidden`` ones,
+    named without regard to case as Spark names columns)."""
     if isinstance(column, str):
         if column == "*":
-            return [_Item(spark=F.col(quote(n)), carry=F.col(quote(n)), source=n) for n in df.columns]
+            hide = {h.lower() for h in hidden if h}
+            names = [n for n in df.columns if n.lower() not in hide]
+            return [_Item(spark=F.col(quote(n)), carry=F.col(quote(n)), source=n) for n in names]
         if not C.sql_has_window(column):
             return [_Item(spark=column, carry=column, source=column)]
         return [_sql_item(column, F.expr(for_spark(column)))]
@@ -529,7 +538,7 @@ def _items(df, column, F) -> list[_Item]:
     alias = node.name if node.kind == "alias" else None
     body = node.args[0] if node.kind == "alias" else node
     if body.kind == "star":
-        return _items(df, "*", F)
+        return _items(df, "*", F, hidden)
     if body.kind == "column":
         col = F.col(".".join(quote(p) for p in body.name))
         source = body.name[0] if len(body.name) == 1 else None  # a struct's field is computed

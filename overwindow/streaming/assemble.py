@@ -113,7 +113,8 @@ class Assembler:
             output = machine_for(spec, schema, flag, keys=tuple(keys)).output_schema
             results.append(pa.schema([f for f in output if f.name not in schema.names and f.name != CHANGE]))
         first = groups[0][1]
-        return cls(schema, results, first.emit, first.row_key, qualify)
+        rows = pa.schema([f for f in schema if f.name not in first.source_order])  # no part of a row
+        return cls(rows, results, first.emit, first.row_key, qualify)
 
     def step(self, state: bytes | None, parts: pa.Table | None) -> Step:
         """Join one micro-batch's ``parts`` (the input and window columns, ``PART``; on update

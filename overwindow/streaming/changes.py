@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from overwindow.streaming.arrays import member
 from overwindow.streaming.aside import Aside
@@ -71,6 +72,22 @@ def ops_of(rows: pa.Table, op: str | None) -> tuple[np.ndarray, dict[int, str]]:
     ops = decode_ops(column)
     bad = np.flatnonzero(ops == Op.BAD)
     return ops, {int(i): f"no known operation {column[int(i)].as_py()!r} in {op}" for i in bad}
+
+
+def in_source_order(rows: pa.Table, order: tuple[str, ...]) -> pa.Table:
+    """``rows`` sorted by the ``order`` columns (``OverWindow.sourceOrder``: each change's place in
+    its source; ascending, NULL last, ties in the order they came: a stable sort), without them, so
+    that the last change of an identity is the last in its source. O(n log n); ``rows`` as they are
+    without ``order``.
+
+    >>> rows = pa.table({"id": [7, 7, 7], "op": ["d", "u", "c"], "at": [3, None, 1]})
+    >>> in_source_order(rows, ("at",)).to_pydict()
+    {'id': [7, 7, 7], 'op': ['c', 'd', 'u']}
+    """
+    if not order:
+        return rows
+    at = pc.sort_indices(rows, sort_keys=[(c, "ascending") for c in order])  # stable; NULLs at the end
+    return rows.drop_columns(list(order)).take(at)
 
 
 def last_changes(ids: np.ndarray, keep: np.ndarray) -> np.ndarray:

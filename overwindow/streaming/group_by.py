@@ -63,7 +63,7 @@ from overwindow.logical.call import WindowExpression
 from overwindow.logical.expr import Expr
 from overwindow.streaming import state as S
 from overwindow.streaming.aside import Aside, RowChecks
-from overwindow.streaming.changes import NOT_HELD, Op, last_changes, ops_of
+from overwindow.streaming.changes import NOT_HELD, Op, in_source_order, last_changes, ops_of
 from overwindow.streaming.contract import Counters, Step, keys_of
 from overwindow.streaming.identity import IDENTITY, row_hash, row_ids
 
@@ -99,6 +99,7 @@ class GroupBy:
     ``keys``: the GROUP BY columns; ``aggregates``: one aggregate call each, over the whole group
     (no PARTITION BY, ORDER BY or frame of its own), named by its alias; ``row_key`` and
     ``op_column``: as OverWindow's (deletes and updates find their row by the row key);
+    ``source_order``: as OverWindow's ``sourceOrder`` (a row's changes in a batch apply in its order);
     ``closing``: the closing-time column of closing mode (see the module); ``previous``: on update,
     each change also carries the group's aggregates as last emitted (``was(alias)``: NULL on an
     insert; a delete's are its last ones), so that a HAVING condition, computed by Spark on both,
@@ -113,6 +114,7 @@ class GroupBy:
         op_column: str | None = None,
         closing: str | None = None,
         previous: bool = False,
+        source_order: tuple[str, ...] = (),
     ):
         if closing is not None and (row_key or op_column is not None):
             raise WindowSpecError(
@@ -124,6 +126,11 @@ class GroupBy:
             raise WindowSpecError(
                 "a GROUP BY on window close emits each group once: it has no previous values"
             )
+        if source_order and not row_key:
+            raise WindowSpecError(
+                f"sourceOrder={list(source_order)!r} orders each row's changes in a micro-batch: it "
+                "needs rowKey (the rows the changes apply to)"
+            )
         if op_column is not None and not row_key:
             raise WindowSpecError(f"opColumn={op_column!r} needs rowKey: deletes find their row by it")
         for e in aggregates:
@@ -132,6 +139,7 @@ class GroupBy:
                 raise WindowSpecError(f"{e}: a GROUP BY aggregate runs over its whole group")
         self.schema, self.keys, self.op, self.closing = schema, tuple(keys), op_column, closing
         self.row_key = tuple(row_key) if row_key else None
+        self.source_order = tuple(source_order)
         part = tuple(Expr.of(f"`{k}`") for k in self.keys)
         self.aggregates = [
             replace(e, calls=tuple(replace(c, partition_by=part) for c in e.calls)) for e in aggregates
@@ -188,7 +196,9 @@ class GroupBy:
 
     def _apply(self, held: pa.Table, rows: pa.Table) -> tuple[pa.Table, np.ndarray, Aside | None]:
         """(the live rows after the batch, the groups it touched, the rows set aside: an unknown op,
-        or a delete of a row no group of the bucket holds, as ``NOT_HELD`` says)."""
+        or a delete of a row no group of the bucket holds, as ``NOT_HELD`` says). A row's last change
+        wins: the last in source order with ``source_order``, else the last to come."""
+        rows = in_source_order(rows, self.source_order)
         ops, reasons = ops_of(rows, self.op)
         data = rows.select(self.held_schema.names)
         if not data.schema.equals(self.held_schema):

@@ -59,7 +59,7 @@ from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.arrays import in_ranges, member, scatter
 from overwindow.streaming.aside import Aside, Qualify, RowChecks
-from overwindow.streaming.changes import Changes, Op, last_changes, ops_of
+from overwindow.streaming.changes import Changes, Op, in_source_order, last_changes, ops_of
 from overwindow.streaming.contract import (
     CHANGE,
     DELETE,
@@ -123,7 +123,9 @@ class OnUpdate:
         self.spec = spec
         empty = schema.empty_table()
         self.op = resolve_column(empty, spec.op_column) if spec.op_column else None
-        self.schema = pa.schema([f for f in schema if f.name != self.op])
+        # where each change stands in its source (sourceOrder): a key's changes apply in that order
+        self.source_order = tuple(resolve_column(empty, c) for c in spec.source_order)
+        self.schema = pa.schema([f for f in schema if f.name != self.op and f.name not in self.source_order])
         self.row_key = tuple(resolve_column(empty, c) for c in spec.row_key) if spec.row_key else None
         self.keys = tuple(keys)
         self.buckets = spec.key_buckets if self.keys else None
@@ -291,9 +293,11 @@ class OnUpdate:
         watermark on the event time) a NULL event time, or values a row expression fails on
         (``RowChecks``) are bad and set aside; changes whose event time is below the ``watermark``
         or the eviction ``horizon`` are late (the docs' rule, docs/concepts.md, whether or not eviction has
-        begun); of the rest, the last change of an identity wins."""
+        begun); of the rest, the last change of an identity wins, the last in source order with a
+        ``sourceOrder`` (``in_source_order``), else the last to come."""
         if rows is None or rows.num_rows == 0:
             return Changes(self.empty_rows(), np.zeros(0, dtype=np.int64))
+        rows = in_source_order(rows, self.source_order)
         ops, reasons = ops_of(rows, self.op)
         data = rows.select(self.schema.names)
         if not data.schema.equals(self.schema):

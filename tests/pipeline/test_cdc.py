@@ -65,8 +65,11 @@ def _expected(table):
     }
 
 
-def _view(tmp_path, source, op_schema, sink="sqlite"):
+def _view(tmp_path, source, op_schema, sink="sqlite", query=None):
+    """The view of ``CALLS`` per ``k`` (or of a ``query``) over ``source``, on update, keyed by id."""
     path = tmp_path / "view.toml"
+    calls = f'partition_by = ["k"]\n        calls = {json.dumps(CALLS)}'  # as indented as the rest
+    windows = f"query = {json.dumps(query)}" if query else calls
     path.write_text(
         textwrap.dedent(f"""
         [source]
@@ -74,8 +77,7 @@ def _view(tmp_path, source, op_schema, sink="sqlite"):
         schema = "k STRING, id BIGINT, ts BIGINT, x DOUBLE{op_schema}"
 
         [view]
-        partition_by = ["k"]
-        calls = {json.dumps(CALLS)}
+        {windows}
         emit = "on_update"
         row_key = ["id"]
         {"op_column = 'op'" if op_schema else ""}
@@ -162,6 +164,29 @@ def test_debezium_files_move_rows_between_partitions(spark, tmp_path, monkeypatc
     _write_files(tmp_path, batches)
     source = 'format = "files"\npath = "events"\nmax_files_per_trigger = 1\nenvelope = "debezium"'
     _run_and_check(spark, tmp_path, monkeypatch, _view(tmp_path, source, "", sink), batches)
+
+
+def test_one_micro_batch_of_several_change_files_applies_them_in_source_order(spark, tmp_path, monkeypatch):
+    """Four change files in one micro-batch (admission by bytes), later files larger: Spark packs
+    small files into a partition largest first and hands a key's rows from several partitions to
+    its group in no set order; the rows carry where they stand in the source (file, part, position)
+    and each id's changes, inserted, updated, moved between partitions and deleted across the files,
+    apply in that order: the table equals the batch evaluator over the rows the changes leave. A
+    query view, whose ``*`` leaves out the op column and the source's order columns."""
+    records = flink(history(51, changes=120))
+    cuts = [0, len(records) // 10, len(records) * 3 // 10, len(records) * 6 // 10, len(records)]
+    files = [records[a:b] for a, b in zip(cuts, cuts[1:])]
+    # the data holds what the order decides: ids changed in several files, and twice in one
+    spread = {}
+    for n, batch in enumerate(files):
+        for r in batch:
+            spread.setdefault(r["id"], set()).add(n)
+    assert sum(len(f) > 1 for f in spread.values()) >= 10 and changed_twice(files)
+    _write_files(tmp_path, files)
+    windows = ", ".join(c.replace("OVER (", "OVER (PARTITION BY k ") for c in CALLS)
+    query = f"SELECT *, {windows} FROM source"
+    view = _view(tmp_path, 'format = "files"\npath = "events"', ", op STRING", query=query)
+    _run_and_check(spark, tmp_path, monkeypatch, view, [records])
 
 
 def test_debezium_kafka_moves_rows_between_partitions(spark, tmp_path, monkeypatch, kafka_bootstrap):

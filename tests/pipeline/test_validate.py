@@ -464,14 +464,14 @@ def test_the_sessions_page_view_is_checked_without_java(tmp_path, no_jvm, capsys
 
 @pytest.mark.parametrize("admission", ["max_files_per_trigger = 3", "max_bytes_per_trigger = 100000", None])
 @pytest.mark.parametrize("change_stream", ["envelope", "op_column"])
-def test_a_change_stream_from_files_is_read_one_file_per_micro_batch(
+def test_a_change_stream_from_files_is_admitted_as_any_and_carries_its_source_order(
     tmp_path, no_jvm, admission, change_stream
 ):
-    """Spark hands a key's rows from the files of one micro-batch (one partition each) to its group
-    in no set order, so one row's changes in two files could apply out of order: a change stream
-    read from files takes one file per micro-batch, and an admission of more is refused with its
-    line."""
+    """Spark hands a key's rows from the files of one micro-batch to its group in no set order; the
+    rows carry where they stand in the source (file, part, position: ``SOURCE_ORDER``) and apply in
+    that order, so a change stream read from files takes as many files per micro-batch as any."""
     from overwindow.pipeline.sources import _file_reader
+    from overwindow.pipeline.view import source_order
 
     text = GOOD.replace('emit = "on_window_close"', 'emit = "on_update"')
     if change_stream == "envelope":
@@ -480,13 +480,6 @@ def test_a_change_stream_from_files_is_read_one_file_per_micro_batch(
         text = text.replace('row_key = ["id"]', 'row_key = ["id"]\nop_column = "op"')
     if admission is not None:
         text = text.replace('path = "events"', f'path = "events"\n{admission}')
-        key = admission.split()[0]
-        with pytest.raises(
-            ViewFileError,
-            match=rf"\[source\] {key} \(line 5\): a change stream read from files is read one file per",
-        ):
-            load_view(view_file(tmp_path, text))
-        return
 
     class Reader:  # what the view asks of Spark's reader
         def __init__(self):
@@ -496,9 +489,19 @@ def test_a_change_stream_from_files_is_read_one_file_per_micro_batch(
             self.options[key] = value
             return self
 
+    view = load_view(view_file(tmp_path, text))
+    assert (
+        view.options["sourceOrder"]
+        == source_order(view)
+        == ("__ow_file_time", "__ow_file_path", "__ow_file_block", "__ow_file_row")
+    )
+    assert view.spec.source_order == source_order(view)
     spark = type("Spark", (), {"readStream": Reader()})()
-    assert _file_reader(spark, load_view(view_file(tmp_path, text))).options == {"maxFilesPerTrigger": 1}
-    plain = load_view(view_file(tmp_path / "plain", GOOD))  # no change stream: Spark's admission by bytes
-    assert list(_file_reader(type("Spark", (), {"readStream": Reader()})(), plain).options) == [
-        "maxBytesPerTrigger"
-    ]
+    want = {
+        "max_files_per_trigger = 3": {"maxFilesPerTrigger": 3},
+        "max_bytes_per_trigger = 100000": {"maxBytesPerTrigger": 100000},
+        None: {"maxBytesPerTrigger": 32 * 1024 * 1024},
+    }[admission]
+    assert _file_reader(spark, view).options == want
+    plain = load_view(view_file(tmp_path / "plain", GOOD))  # window close: no changes, no source order
+    assert plain.options["sourceOrder"] == () and plain.spec.source_order == ()

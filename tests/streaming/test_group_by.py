@@ -55,19 +55,23 @@ def batches(draw):
 
 
 @settings(max_examples=40, deadline=None)
-@given(batches())
-def test_the_changelog_equals_duckdb_group_by_after_every_batch(changes):
-    m = GroupBy(
-        SCHEMA,
-        ("k", "j"),
-        [parse_window(sql) for sql, _ in AGGREGATES.values()],
-        row_key=("id",),
-        op_column="op",
-    )
-    state, table, live = None, {}, {}
+@given(batches(), st.randoms(use_true_random=False))
+def test_the_changelog_equals_duckdb_group_by_after_every_batch(changes, random):
+    """Also with each batch's rows shuffled and their source order (``source_order``) beside them:
+    the same changelog, step by step."""
+    aggregates = [parse_window(sql) for sql, _ in AGGREGATES.values()]
+    m = GroupBy(SCHEMA, ("k", "j"), aggregates, row_key=("id",), op_column="op")
+    placed = SCHEMA.append(pa.field("at", pa.int64()))
+    ordered = GroupBy(placed, ("k", "j"), aggregates, row_key=("id",), op_column="op", source_order=("at",))
+    state, shuffled_state, table, live = None, None, {}, {}
     for batch in changes:
         step = m.step(state, pa.Table.from_pylist(batch, schema=SCHEMA) if batch else None)
         state = step.state
+        given = [dict(r, at=n) for n, r in enumerate(batch)]
+        random.shuffle(given)
+        shuffled = ordered.step(shuffled_state, pa.Table.from_pylist(given, schema=placed) if batch else None)
+        shuffled_state = shuffled.state
+        assert sorted(shuffled.output.to_pylist(), key=str) == sorted(step.output.to_pylist(), key=str)
         for r in step.output.to_pylist():
             key = (r["k"], r["j"])
             if r[OP] == "delete":
