@@ -464,13 +464,49 @@ def test_version_help_and_keys(capsys):
     assert "| `partition_by` | column name or list of them | `[]` |" in capsys.readouterr().out
 
 
-def test_ctrl_c_stops_with_one_line(no_spark, tmp_path):
-    """Ctrl-C at a terminal signals the whole process group (the JVM and Python workers too)."""
-    _events(tmp_path, files=6, rows=2000)
-    view = _view(tmp_path)
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
+GROUPED = VIEW.replace(
+    'partition_by = ["k"]\ncalls = ["sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s"]\n'
+    'emit = "on_window_close"\nrow_key = ["id"]',
+    'query = "SELECT k, sum(x) AS total, avg(sum(x)) OVER (ORDER BY k ROWS 1 PRECEDING) AS a '
+    'FROM source GROUP BY k"\nemit = "on_update"',
+).replace('table = "v"', 'table = "g"')
+
+
+@pytest.fixture
+def no_second_spark(monkeypatch):
+    """A run that gets as far as starting Spark fails the test (one Spark runs: the other job's)."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the second job started Spark")
+
+    monkeypatch.setattr(job, "local_spark", refuse)
+
+
+def test_a_running_job_refuses_a_second_on_its_checkpoint_says_only_its_own_lines_and_stops_at_ctrl_c(
+    no_spark, no_second_spark, tmp_path, capsys
+):
+    """One job, without --once, of two views (one Spark start for three checks):
+
+    - Issue 40, item 12: a second `overwindow run` on a checkpoint the running job holds is refused
+      before Spark starts, in one line naming the checkpoint and the other job (``validate``, which
+      runs nothing, is not);
+    - issue 40, item 20: the job prints on stderr only overwindow's own lines, with a view whose
+      query runs on transformWithStateInPandas (a GROUP BY; PySpark 4): not the JVM's start-up
+      banner, not PySpark's worker announcing each call with whole function reprs, not pandas'
+      warnings (PYTHONWARNINGS unset);
+    - Ctrl-C at a terminal signals the whole process group (the JVM and Python workers too), while
+      the other view still has input: the job stops with one line."""
+    _events(tmp_path / "v", files=6, rows=2000)
+    view = _view(tmp_path / "v")
+    views = [view]
+    grouped = compat.version() >= compat.SPARK_4  # a GROUP BY's windows need PySpark 4
+    if grouped:
+        assert GROUPED != VIEW
+        _events(tmp_path / "g", files=2, rows=5)
+        views.append(_view(tmp_path / "g", GROUPED))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "overwindow", "run", view],
+        [sys.executable, "-m", "overwindow", "run", *views],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -478,9 +514,24 @@ def test_ctrl_c_stops_with_one_line(no_spark, tmp_path):
         start_new_session=True,
     )
     try:
-        for line in proc.stdout:
-            if line.startswith("batch 2:"):
+        waiting = {"v: batch 2:", "g: batch 1:"} if grouped else {"batch 2:"}  # one view: no prefix
+        for line in proc.stdout:  # the job has run batches: Spark holds the checkpoints
+            waiting = {w for w in waiting if not line.startswith(w)}
+            if not waiting:
                 break
+        else:  # it ended without them
+            pytest.fail(f"the job ended with {proc.wait()}: {proc.stderr.read()[-3000:]}")
+        assert main(["run", view, "--once"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        checkpoint = os.path.join(tmp_path, "v", "chk")
+        line = next(i for i, text in enumerate(VIEW.splitlines(), 1) if text.startswith("checkpoint"))
+        assert len(err) == 1, err
+        assert err[0].startswith(
+            f"overwindow: {view}: [sink] checkpoint (line {line}): the checkpoint {checkpoint} is in use by "
+            f"another job (pid {proc.pid}, running {' '.join(views)}, since "
+        ), err
+        assert err[0].endswith("Stop that job first, or give this view its own [sink] checkpoint and table")
+        assert main(["validate", view]) == 0  # validate reads, and runs nothing
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -492,31 +543,9 @@ def test_ctrl_c_stops_with_one_line(no_spark, tmp_path):
     )
     for word in ("Traceback", "Exception", "ERROR", "py4j", "[Stage"):
         assert word not in err, err
-
-
-GROUPED = VIEW.replace(
-    'partition_by = ["k"]\ncalls = ["sum(x) OVER (ORDER BY ts ROWS 2 PRECEDING) AS s"]\n'
-    'emit = "on_window_close"\nrow_key = ["id"]',
-    'query = "SELECT k, sum(x) AS total, avg(sum(x)) OVER (ORDER BY k ROWS 1 PRECEDING) AS a '
-    'FROM source GROUP BY k"\nemit = "on_update"',
-)
-
-
-@pytest.mark.skipif(compat.version() < compat.SPARK_4, reason="a GROUP BY's windows need PySpark 4")
-def test_the_job_s_stderr_holds_only_what_overwindow_says(no_spark, tmp_path):
-    """Issue 40, item 20: a job whose query runs on transformWithStateInPandas (a GROUP BY) prints
-    on stderr only overwindow's own lines: not the JVM's start-up banner, not PySpark's worker
-    announcing each call with whole function reprs, not pandas' warnings."""
-    assert GROUPED != VIEW
-    _events(tmp_path, files=2, rows=5)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
-    run = [sys.executable, "-m", "overwindow", "run", _view(tmp_path, GROUPED), "--once"]
-    done = subprocess.run(run, capture_output=True, text=True, env=env, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert "batch 0:" in done.stdout
-    assert [line for line in done.stderr.splitlines() if not line.startswith("overwindow: ")] == []
-    # x = 0..4 then 100..104, k0 holding the even i: by hand, 312 and 208, then (312 + 208) / 2
-    assert _table(tmp_path / "view.sqlite") == [("k0", 312, 312.0), ("k1", 208, 260.0)]
+    assert [line for line in err.splitlines() if not line.startswith("overwindow: ")] == []
+    if grouped:  # x = 0..4 then 100..104, k0 holding the even i: by hand, 312 and 208, then (312 + 208) / 2
+        assert _table(tmp_path / "g" / "view.sqlite", "g") == [("k0", 312, 312.0), ("k1", 208, 260.0)]
 
 
 def _batch_sums(rows: list[dict]) -> dict:

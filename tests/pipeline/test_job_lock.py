@@ -1,6 +1,7 @@
-"""One job per checkpoint (issue 40, item 12): a second `overwindow run` on a checkpoint a running job
-holds is refused before Spark starts, in one line naming the checkpoint and the other job; the lock
-goes with its job, however that job ends."""
+"""One job per checkpoint (issue 40, item 12): the lock goes with its job, however that job ends. A
+second `overwindow run` on the checkpoint of a running job (a Spark job) is refused before Spark
+starts, in one line naming the checkpoint and the other job: tests/test_cli.py, whose job also
+checks its stderr and Ctrl-C (one Spark start for the three)."""
 
 import os
 import signal
@@ -10,8 +11,6 @@ import textwrap
 
 import pytest
 
-from overwindow.__main__ import main
-from overwindow.pipeline import job
 from overwindow.pipeline.job_lock import hold
 from overwindow.pipeline.view import load_view
 
@@ -42,51 +41,6 @@ def _view(folder) -> str:
     path = folder / "view.toml"
     path.write_text(textwrap.dedent(VIEW))
     return str(path)
-
-
-@pytest.fixture
-def no_second_spark(monkeypatch):
-    """A run that gets as far as starting Spark fails the test (one Spark runs: the other job's)."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the second job started Spark")
-
-    monkeypatch.setattr(job, "local_spark", refuse)
-
-
-def test_a_second_job_on_a_running_jobs_checkpoint_is_refused_before_spark(
-    no_spark, no_second_spark, tmp_path, capsys
-):
-    view = _view(tmp_path)
-    first = subprocess.Popen(
-        [sys.executable, "-m", "overwindow", "run", view],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, PYTHONWARNINGS="ignore"),
-        start_new_session=True,
-    )
-    try:
-        for line in first.stdout:  # the first job has run a batch: Spark holds the checkpoint
-            if line.startswith("batch 0:"):
-                break
-        else:  # it ended without one
-            pytest.fail(f"the first job ended with {first.wait()}: {first.stderr.read()[-3000:]}")
-        assert main(["run", view, "--once"]) == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        checkpoint = os.path.join(tmp_path, "chk")
-        assert len(err) == 1, err
-        assert err[0].startswith(
-            f"overwindow: {view}: [sink] checkpoint (line 18): the checkpoint {checkpoint} is in use by "
-            f"another job (pid {first.pid}, running {view}, since "
-        ), err
-        assert err[0].endswith("Stop that job first, or give this view its own [sink] checkpoint and table")
-        assert main(["validate", view]) == 0  # validate reads, and runs nothing
-    finally:
-        os.killpg(first.pid, signal.SIGINT)
-        out, err = first.communicate(timeout=120)
-    assert first.returncode == 0, err
-    assert "stopped." in out
 
 
 def test_the_lock_goes_with_its_job_however_it_ends(tmp_path):
