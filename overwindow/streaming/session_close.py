@@ -19,7 +19,6 @@ open session exactly; a step costs the kernels over the rows held, O(h log h).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -32,10 +31,9 @@ from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.bind import source_columns
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.expr import Expr
-from overwindow.logical.frame import Interval
-from overwindow.physical.bounds import key_numbers
+from overwindow.physical.bounds import gap_number, key_numbers
 from overwindow.physical.columns import resolve_column
-from overwindow.physical.values import TypeFamily, Values
+from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.aside import RowChecks
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step, keys_of
@@ -77,7 +75,7 @@ class SessionWindowClose:
         self.keys = [resolve_column(empty, k) for k in keys]
         self.gap = gaps.pop()
         kind = Values(empty.column(self.order)).kind
-        self.gap_number = _gap_number(self.gap, kind)
+        self.gap_number = gap_number(self.gap, kind)
         self.expressions = spec.partitioned(tuple(self.keys))
         sample = self.expressions[0].calls[0]
         end = WindowCall(
@@ -159,14 +157,3 @@ class SessionWindowClose:
         counts = kept.group_by(self.keys, use_threads=False).aggregate([([], "count_all")])
         i = int(pc.index(counts.column("count_all"), pc.max(counts.column("count_all"))).as_py())
         return counts.column("count_all")[i].as_py(), tuple(counts.column(k)[i].as_py() for k in self.keys)
-
-
-def _gap_number(gap, kind: TypeFamily):
-    """The gap in ``key_numbers``' domain: microseconds for an INTERVAL (times are microseconds),
-    the number itself otherwise (a DECIMAL key's numbers are its doubles), over an integer key
-    rounded down (a difference of at most 2.5 is one of at most 2)."""
-    if isinstance(gap, Interval):
-        return gap.days * 86_400_000_000 + gap.micros
-    if kind in (TypeFamily.FLOAT, TypeFamily.DECIMAL):
-        return float(gap)
-    return math.floor(gap)

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from values_support import same
 
 import overwindow
 from overwindow.spec import OverWindow
@@ -30,14 +31,6 @@ def calls(gap: str) -> tuple[str, ...]:
         f"nth_value(x, 2) {over} AS second",
         f"x - avg(x) {over} AS off",
     )
-
-
-def _same(a, b) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    if isinstance(a, float) and math.isnan(a):
-        return isinstance(b, float) and math.isnan(b)
-    return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
@@ -94,7 +87,7 @@ def test_each_row_once_final_as_batch_and_closed_sessions_leave(
         batch = overwindow.evaluate(pa.Table.from_pylist(fed, schema=SCHEMA), *spec.partitioned(("k",)))
         for r in batch.to_pylist():
             for name in names:
-                assert _same(emitted[r["id"]][name], r[name]), (name, r, emitted[r["id"]])
+                assert same(emitted[r["id"]][name], r[name], abs_tol=1e-12), (name, r, emitted[r["id"]])
     assert driver.state_rows() == 0 and not driver.states  # every session closed and left
 
 
