@@ -9,9 +9,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sqlite3
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
+from docs_examples import blocks
 from test_select import _collect
 
 import overwindow
@@ -379,3 +383,70 @@ def test_on_update_cdc_splits_and_moves_equal_spark_sessions_after_every_micro_b
                     assert (r[n] is None and w[n] is None) or _same(r[n], w[n]), (variant, b, n, r, w)
         if variant == "watermarked" and out.overwindow_counts is not None:
             assert out.overwindow_counts.late.value == late
+
+
+def test_the_docs_view_file_sessionizes_clicks_in_both_modes_in_one_job(spark, tmp_path):
+    """docs/sessions.md's view file, as written (emit on update; a micro-batch a file) and on window
+    close (a 2-hour watermark added), run as one ``overwindow run`` job of both views over two files
+    of clicks, the second bridging sessions of the first (none late); ``--once --final`` closes every
+    session. Both tables hold every click with its session's size, start and end as Spark's
+    session_window GROUP BY gives them, NULL users included."""
+    (text,) = [b.code for b in blocks("docs/sessions.md") if b.kind == "toml"]
+    text = text.replace("[source]\n", "[source]\nmax_files_per_trigger = 1\n")  # a micro-batch a file
+    closing = text.replace('emit = "on_update"', 'emit = "on_window_close"')
+    closing = closing.replace('"sessions.sqlite"', '"closed.sqlite"').replace('"chk"', '"chk_closed"')
+    closing += '\n[watermark]\ncolumn = "ts"\ndelay = "2 hours"\n'
+    assert 'emit = "on_window_close"' in closing and '"closed.sqlite"' in closing
+    (tmp_path / "update.toml").write_text(text)
+    (tmp_path / "close.toml").write_text(closing)
+    rng = np.random.default_rng(3)
+    base = dt.datetime(2024, 3, 1, 8, 0)
+    clicks, source = [], tmp_path / "clicks"
+    source.mkdir()
+    for part, (lo, hi) in enumerate([(0, 48), (25, 72)]):  # 5-minute slots; the watermark: slot 24
+        rows = []
+        for _ in range(60):
+            user = [None, "ann", "bob"][int(rng.integers(0, 3))]
+            ts = base + dt.timedelta(minutes=5 * int(rng.integers(lo, hi)))
+            rows.append({"click_id": len(clicks) + len(rows), "user": user, "ts": ts, "page": "p"})
+        path = source / f"part-{part}.json"
+        path.write_text("".join(json.dumps(dict(r, ts=r["ts"].isoformat())) + "\n" for r in rows))
+        os.utime(path, (1_700_000_000 + part, 1_700_000_000 + part))
+        clicks += rows
+    job = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "overwindow",
+            "run",
+            "update.toml",
+            "close.toml",
+            "--once",
+            "--final",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONWARNINGS="ignore"),
+    )
+    assert job.returncode == 0, job.stderr[-4000:]
+    spark.createDataFrame(
+        [(r["click_id"], r["user"], r["ts"], 1) for r in clicks],
+        "rid BIGINT, k STRING, ts TIMESTAMP, x BIGINT",
+    ).createOrReplaceTempView("all_view_clicks")
+    want = {r["rid"]: r for r in spark_sessions(spark, "all_view_clicks")}
+    assert len({(w["k"], w["began"]) for w in want.values()}) < len(want)  # sessions of several clicks
+    for name in ("sessions.sqlite", "closed.sqlite"):
+        con = sqlite3.connect(tmp_path / name)
+        got = con.execute("SELECT click_id, user, clicks, began, ended FROM click_sessions").fetchall()
+        con.close()
+        assert sorted(g[0] for g in got) == sorted(want), name
+        for rid, user, n, began, ended in got:
+            w = want[rid]
+            assert (user, n) == (w["k"], w["n"]), (name, rid)
+            times = [
+                dt.datetime.fromisoformat(t).astimezone(dt.timezone.utc).replace(tzinfo=None)
+                for t in (began, ended)
+            ]
+            assert times == [w["began"].replace(tzinfo=None), w["ended"].replace(tzinfo=None)], (name, rid)
