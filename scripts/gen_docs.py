@@ -72,6 +72,7 @@ FRAMES = [
     ("last_value IGNORE NULLS", f"last_value(x) IGNORE NULLS OVER (ORDER BY t {SLIDING})"),
     ("lag with a default", "lag(x, 3, 0.0) OVER (ORDER BY t)"),
     ("an expression over a window", "x - lag(x) OVER (ORDER BY t)"),
+    ("SESSION WITH GAP ([Sessions](../sessions.md))", "sum(x) OVER (ORDER BY t SESSION WITH GAP 10)"),
 ]
 
 # (column, emit, layout): the streaming modes, as OverWindow takes them
@@ -181,6 +182,8 @@ def state_kept(call: str, emit: str) -> str:
 
     >>> state_kept("lag(x, 3) OVER (ORDER BY t)", "on_window_close")
     'rows the watermark has not released; the last 3 rows'
+    >>> state_kept("sum(x) OVER (ORDER BY t SESSION WITH GAP 10)", "on_update")
+    'with a watermark: the rows of the sessions it has not closed; without one, every live row'
     """
     from overwindow.logical.frame import BoundKind
     from overwindow.logical.functions import Counts
@@ -190,6 +193,10 @@ def state_kept(call: str, emit: str) -> str:
     reads, reach = c.reads, c.reach
     counts = {Counts.ROWS: "a count of the rows before", Counts.GROUPS: "a count of the peer groups before"}
     count = counts.get(c.info.counts)
+    if c.frame.is_session:  # a session closes once the watermark is past its last row + the gap
+        if emit == "on_window_close":
+            return "the rows of the sessions the watermark has not closed"
+        return "with a watermark: the rows of the sessions it has not closed; without one, every live row"
     if emit == "on_window_close":
         parts = ["rows the watermark has not released"]
         end = reach.end

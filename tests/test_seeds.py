@@ -16,7 +16,6 @@ DuckDB's default null order differs from Spark's, so every DuckDB query pins NUL
 from __future__ import annotations
 
 import datetime as dt
-import math
 from decimal import ROUND_DOWN, Decimal
 from importlib import resources
 
@@ -24,6 +23,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 import pytest
+from values_support import same
 
 from overwindow import evaluate
 
@@ -37,18 +37,6 @@ def duck(table: pa.Table, select: str) -> list:
     rows = con.execute(f"SELECT {select} FROM t ORDER BY rid").fetchall()
     con.close()
     return [r[0] if len(r) == 1 else r for r in rows]
-
-
-def same(a, b, rel=1e-9) -> bool:
-    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y, rel) for x, y in zip(a, b))
-    if a is None or b is None:
-        return a is None and b is None
-    if isinstance(a, float) or isinstance(b, float):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return a == b or abs(a - b) <= rel * max(abs(a), abs(b))
-    return a == b
 
 
 def plant_table() -> pa.Table:

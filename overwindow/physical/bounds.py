@@ -154,6 +154,22 @@ def session_bounds(layout: Layout, gap, key: Values, descending: bool = False) -
     return Frames([(starts[heads][session[g]], ends[tails][session[g]])])
 
 
+def gap_number(gap, kind: TypeFamily):
+    """A ``SESSION WITH GAP`` gap in ``key_numbers``' domain, as ``session_bounds`` compares it:
+    microseconds for an INTERVAL (times are microseconds), the number itself otherwise (a DECIMAL
+    key's numbers are its doubles), over an integer key rounded down (a difference of at most 2.5 is
+    one of at most 2). O(1).
+
+    >>> gap_number(2.5, TypeFamily.INT), gap_number(Interval(days=1, fields="DAY"), TypeFamily.DATE)
+    (2, 86400000000)
+    """
+    if isinstance(gap, Interval):
+        return gap.days * _US_PER_DAY + gap.micros
+    if kind in (TypeFamily.FLOAT, TypeFamily.DECIMAL):
+        return float(gap)
+    return math.floor(gap)
+
+
 def _within_gap(key: Values, gap, prev: np.ndarray, nxt: np.ndarray, descending: bool) -> np.ndarray:
     """Per pair of sorted positions, whether the key at ``nxt`` lies at most ``gap`` past the key
     at ``prev`` in sort order (a NULL pair's answer is not read). O(pairs)."""

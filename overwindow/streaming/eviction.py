@@ -7,6 +7,11 @@ Every change that is not late lands at or after ``first_live``, the first row at
 watermark. The rows such a change can affect start at the first row whose reach holds
 ``first_live`` or, for RANGE frames, the watermark's key; what must stay are the rows those rows
 read (from the first, as frame starts never decrease), widened to whole peer groups.
+
+A SESSION frame reaches any distance, but only within its session, and a session closes for good
+once no change at or above the watermark can join it: when the watermark lies more than the gap
+past its last row. The rows of closed sessions (a prefix of each partition) go; a session still
+open stays whole, from its first row.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ import pyarrow as pa
 from overwindow.evaluate import values_of
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit
-from overwindow.physical.bounds import key_numbers, shift_key
+from overwindow.physical.bounds import gap_number, key_numbers, session_bounds, shift_key
+from overwindow.physical.sorting import Layout
 from overwindow.physical.values import TypeFamily, Values, kind_of
 from overwindow.streaming.arrays import in_ranges
 from overwindow.streaming.partitions import starts as partition_starts
 from overwindow.streaming.reach import FrameReach, ReachFinder
 from overwindow.streaming.state import OnUpdateMeta
+from overwindow.streaming.stretch import peer_groups
 
 
 @dataclass
@@ -56,9 +63,15 @@ class Evicted:
 
 
 class Eviction:
-    """Evicts behind a watermark for one spec's calls (their single ascending ORDER BY key)."""
+    """Evicts behind a watermark for one spec's calls (their single ascending ORDER BY key). Calls
+    over sessions keep their open sessions (``Sessions``); the others keep what their frames reach,
+    found by a finder of their own (a session's reach, the whole partition, would keep every row)."""
 
     def __init__(self, finder: ReachFinder):
+        sessions = {c.frame.gap for c in finder.calls if c.frame.is_session}
+        self.sessions = Sessions(tuple(sessions)) if sessions else None
+        if sessions:
+            finder = ReachFinder(tuple(c for c in finder.calls if not c.frame.is_session), finder.order_by)
         self.finder = finder
         self.key = finder.order_by[0].expr
         self.rows_kept = rows_kept(finder.calls)
@@ -95,6 +108,7 @@ class Eviction:
         [0, 1]
         """
         n = rows.num_rows
+        reach = reach if self.sessions is None else None  # the caller's reaches whole partitions
         starts = np.zeros(min(n, 1), dtype=np.int64) if parts is None else partition_starts(parts)
         if n == 0:
             return Evicted(starts, starts, starts, None)
@@ -113,6 +127,11 @@ class Eviction:
             look = touched | (first_live != first_from(since))
             for p, t in zip(by_key, range_reach(self.finder.calls, since, keys.type)):
                 look |= p != first_from(t)
+            if self.sessions is not None:  # a session closed since
+                closed_since = self.sessions.closed(keys, knum, since)
+                look |= (
+                    np.add.reduceat(closed_since != self.sessions.closed(keys, knum, watermark), starts) > 0
+                )
         drop = np.zeros(len(starts), dtype=np.int64)
         groups = np.zeros(len(starts), dtype=np.int64)
         # a partition with no more rows before its first live one than a ROWS frame keeps drops
@@ -120,18 +139,88 @@ class Eviction:
         some = np.flatnonzero(look & (first_live - starts > self.rows_kept))
         if len(some):
             live, ends_, keyed = first_live[some], ends[some], [p[some] for p in by_key]
-            at = np.minimum(live, ends_ - 1)
-            around = np.unique(np.concatenate([at] + [np.minimum(p, ends_ - 1) for p in keyed]))
-            if reach is None or not reach.holds(around):
-                reach = self.finder.around(rows, codes, around, edges, parts)
-            first = np.minimum.reduce([reach.affected(at)[0], at, *keyed])
-            keep_from = np.minimum(live, reach.read_starts(first))
+            keep_from, peers = live, None
+            if self.finder.calls:  # (with none but sessions, no other frame keeps a row)
+                at = np.minimum(live, ends_ - 1)
+                around = np.unique(np.concatenate([at] + [np.minimum(p, ends_ - 1) for p in keyed]))
+                if reach is None or not reach.holds(around):
+                    reach = self.finder.around(rows, codes, around, edges, parts)
+                first = np.minimum.reduce([reach.affected(at)[0], at, *keyed])
+                keep_from, peers = np.minimum(live, reach.read_starts(first)), reach.groups
+            if self.sessions is not None:
+                keep_from = np.minimum(
+                    keep_from, self.sessions.open_from(keys, knum, codes, watermark, starts, ends, some)
+                )
+            peers = peer_groups(codes) if peers is None else peers
             drop[some] = keep_from - starts[some]
-            last = reach.groups[np.maximum(keep_from - 1, 0)]
-            groups[some] = np.where(drop[some] > 0, last - reach.groups[starts[some]] + 1, 0)
+            last = peers[np.maximum(keep_from - 1, 0)]
+            groups[some] = np.where(drop[some] > 0, last - peers[starts[some]] + 1, 0)
         # later changes below the watermark are late: the frames they would need are gone
         horizon = float(watermark) if knum.dtype.kind == "f" else int(watermark)  # DOUBLE, DECIMAL
         return Evicted(starts, drop, groups, horizon)
+
+
+class Sessions:
+    """The sessions of SESSION frames (of the ``gaps`` given) that a change at or above a watermark
+    can still alter, over a single ascending ORDER BY key."""
+
+    def __init__(self, gaps: tuple):
+        self.gaps = gaps
+
+    def closed(self, keys: Values, knum: np.ndarray, watermark) -> np.ndarray:
+        """Whether each sorted key is closed under every gap: no key at or above ``watermark`` (in
+        ``key_numbers``) lies within the gap after it, so no change that is not late can chain to a
+        row there. True on a prefix of each partition. Exact as ``session_bounds`` compares: integer
+        and time keys with the gap as ``gap_number`` gives it, DOUBLE keys in DOUBLE arithmetic;
+        DECIMAL keys (compared as doubles with the watermark) are never closed. O(n).
+
+        >>> s = Sessions((2.5,))
+        >>> s.closed(Values(pa.array([1, 2, 3, 5])), np.array([1, 2, 3, 5]), 5).tolist()
+        [True, True, False, False]
+        >>> k = Values(pa.array([-np.inf, 2.0, 2.5, np.inf, np.nan]))
+        >>> s.closed(k, k.numbers, 5.0).tolist()
+        [True, True, False, False, False]
+        """
+        closed = np.ones(len(knum), dtype=bool)
+        for gap in self.gaps:
+            if keys.kind is TypeFamily.DECIMAL:
+                return np.zeros(len(knum), dtype=bool)
+            if keys.kind is TypeFamily.FLOAT:
+                with np.errstate(invalid="ignore"):  # a NaN key, or inf - inf: within no gap, open
+                    closed &= (watermark - knum.astype(np.float64)) > gap_number(gap, keys.kind)
+            else:  # a key k with k + gap below the watermark: k < watermark - gap, no overflow
+                bound = watermark - gap_number(gap, keys.kind)
+                closed &= knum < bound if bound > -(2**63) else False
+        return closed
+
+    def open_from(self, keys: Values, knum: np.ndarray, codes: np.ndarray, watermark, starts, ends, some):
+        """For the partitions ``some`` (indices into [starts, ends), every partition of the sorted
+        rows, ORDER BY ``codes``): the first row of its first session not closed (``closed``; its
+        end: none). Reads the rows up to those partitions' first open keys only, beside one O(n)
+        pass over the keys.
+
+        >>> s = Sessions((2,))
+        >>> k = Values(pa.array([1, 2, 4, 9, 10, 1, 8]))
+        >>> parts = np.array([0, 5]), np.array([5, 7]), np.array([0, 1])
+        >>> [s.open_from(k, k.numbers, np.arange(7), w, *parts).tolist() for w in (7, 6, 11)]
+        [[3, 6], [0, 6], [3, 7]]
+        >>> s.open_from(k, k.numbers, np.arange(7), 13, *parts).tolist()  # every session closed
+        [5, 7]
+        """
+        first_open = starts + np.add.reduceat(self.closed(keys, knum, watermark).astype(np.int64), starts)
+        keep = first_open[some]
+        has = np.flatnonzero(keep < ends[some])
+        if not len(has):
+            return keep
+        lo, hi = starts[some][has], keep[has] + 1
+        taken = in_ranges(lo, hi)  # each partition's closed rows and its first open one
+        part = np.repeat(np.arange(len(lo)), hi - lo)
+        layout = Layout.in_order(peer_groups(codes[taken], part), part)
+        key = Values(keys.array.take(pa.array(taken)))
+        last = np.cumsum(hi - lo) - 1
+        for gap in self.gaps:  # the first open key's session starts where it chains back to
+            keep[has] = np.minimum(keep[has], taken[session_bounds(layout, gap, key).start[last]])
+        return keep
 
 
 def rows_kept(calls: tuple[WindowCall, ...]) -> int:

@@ -28,7 +28,7 @@ import pyarrow as pa
 from overwindow.evaluate import values_of
 from overwindow.logical.call import SortKey, WindowCall
 from overwindow.logical.frame import Bound, BoundKind, Frame, FrameUnit
-from overwindow.physical.bounds import frame_bounds
+from overwindow.physical.bounds import frame_bounds, session_bounds
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
 from overwindow.streaming.arrays import in_ranges, run_numbers
@@ -241,8 +241,14 @@ class FrameReach:
 
     @staticmethod
     def _frame(frame: Frame, layout: Layout, rows: pa.Table, order_by) -> tuple[np.ndarray, np.ndarray]:
-        """[start, end) of every row's ``frame`` over the windows' ``rows``."""
-        if frame.unit is FrameUnit.RANGE and (frame.start.has_offset or frame.end.has_offset):
+        """[start, end) of every row's ``frame`` over the windows' ``rows``: a session's is the
+        session itself, so a change reaches the rows of its session only (in the rows before it for
+        a row that went, so both halves of a split; in the rows after it for a row that came, so
+        every row of the sessions it merged)."""
+        if frame.is_session:
+            k = order_by[0]
+            frames = session_bounds(layout, frame.gap, Values(values_of(k.expr, rows)), k.descending)
+        elif frame.unit is FrameUnit.RANGE and (frame.start.has_offset or frame.end.has_offset):
             k = order_by[0]
             key = Values(values_of(k.expr, rows))
             frames = frame_bounds(layout, frame, key, k.descending, k.nulls_first)

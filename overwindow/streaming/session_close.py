@@ -19,7 +19,6 @@ open session exactly; a step costs the kernels over the rows held, O(h log h).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -32,12 +31,11 @@ from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.bind import source_columns
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.expr import Expr
-from overwindow.logical.frame import Interval
-from overwindow.physical.bounds import key_numbers
+from overwindow.physical.bounds import gap_number, key_numbers
 from overwindow.physical.columns import resolve_column
-from overwindow.physical.values import TypeFamily, Values
+from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
-from overwindow.streaming.aside import RowChecks
+from overwindow.streaming.aside import Aside, Qualify, RowChecks
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step, keys_of
 from overwindow.streaming.state import StateMeta, decode, encode
 
@@ -58,28 +56,37 @@ class SessionCloseMeta(StateMeta):
 
 
 class SessionWindowClose:
-    """The emit-on-window-close machine of a spec whose calls all run over sessions of one gap
-    (``machines.machine_for`` picks it). ``keys``: the columns that tell apart the partitions one
-    state holds (a bucket of keys); none: one partition."""
+    """The emit-on-window-close machine of a spec whose calls all run over sessions
+    (``machines.machine_for`` picks it). Of several gaps the widest decides when a row is final:
+    its session holds the row's sessions of every narrower gap, and closes after them. ``keys``:
+    the columns that tell apart the partitions one state holds (a bucket of keys); none: one
+    partition. A ``qualify`` condition filters the rows emitted.
+
+    >>> spec = OverWindow(
+    ...     "count(*) OVER (ORDER BY t SESSION WITH GAP 1) AS a",
+    ...     "count(*) OVER (ORDER BY t SESSION WITH GAP 3) AS b",
+    ...     qualify="b > 1",
+    ... )
+    >>> m = SessionWindowClose(spec, pa.schema([("t", pa.int64())]))
+    >>> m.step(None, pa.table({"t": [1, 3, 9]}), watermark=20).output.to_pylist()
+    [{'t': 1, 'a': 1, 'b': 2}, {'t': 3, 'a': 1, 'b': 2}]
+    """
 
     def __init__(self, spec: OverWindow, schema: pa.Schema, keys: tuple[str, ...] = ()):
-        gaps = {c.frame.gap for c in spec.calls if c.frame.is_session}
-        if len(gaps) != 1 or any(not c.frame.is_session for c in spec.calls):
+        if any(not c.frame.is_session for c in spec.calls):
             raise WindowSpecError(
-                "on window close, SESSION WITH GAP calls run alone and share one gap: put the other "
-                "calls in another overWindow (or use emit='on_update')"
+                "on window close, SESSION WITH GAP calls run alone: put the other calls in another "
+                "overWindow, or a query of several windows (or use emit='on_update')"
             )
-        if spec.qualify:
-            raise WindowSpecError("QUALIFY over SESSION windows on window close is not built yet")
         self.spec, self.schema = spec, schema
         empty = schema.empty_table()
         self.order = resolve_column(empty, spec.order_column)
         self.keys = [resolve_column(empty, k) for k in keys]
-        self.gap = gaps.pop()
         kind = Values(empty.column(self.order)).kind
-        self.gap_number = _gap_number(self.gap, kind)
         self.expressions = spec.partitioned(tuple(self.keys))
-        sample = self.expressions[0].calls[0]
+        calls = [c for e in self.expressions for c in e.calls]
+        sample = max(calls, key=lambda c: gap_number(c.frame.gap, kind))  # the widest gap
+        self.gap_number = gap_number(sample.frame.gap, kind)
         end = WindowCall(
             "last_value",
             _END,
@@ -95,6 +102,7 @@ class SessionWindowClose:
         self.sort_keys += [(resolve_column(empty, c), "ascending") for c in identity if c != self.order]
         self.output_schema = project(empty, spec.expressions, evaluate_calls(empty, spec.expressions)).schema
         self.checks = RowChecks(spec.calls, schema.names)
+        self.qualify = spec.qualify and Qualify(spec.qualify, self.output_schema.empty_table(), schema.names)
 
     def step(self, state: bytes | None, rows: pa.Table | None, watermark=None) -> Step:
         """Feed new rows and the watermark (in the ORDER BY key's numbers); the rows of the sessions
@@ -133,6 +141,9 @@ class SessionWindowClose:
         out = project(
             table.filter(mask), self.spec.expressions, {k: v.filter(mask) for k, v in results.items()}
         )
+        if self.qualify is not None:  # rows failing it are not in the result
+            passes, unsure = self.qualify.holds(out)
+            out, aside = out.filter(pa.array(passes)), Aside.join(aside, unsure)
         kept = table.filter(pa.array(~closed))
         wakeup = ends[~closed].min().item() if kept.num_rows else None
         return Step(
@@ -159,14 +170,3 @@ class SessionWindowClose:
         counts = kept.group_by(self.keys, use_threads=False).aggregate([([], "count_all")])
         i = int(pc.index(counts.column("count_all"), pc.max(counts.column("count_all"))).as_py())
         return counts.column("count_all")[i].as_py(), tuple(counts.column(k)[i].as_py() for k in self.keys)
-
-
-def _gap_number(gap, kind: TypeFamily):
-    """The gap in ``key_numbers``' domain: microseconds for an INTERVAL (times are microseconds),
-    the number itself otherwise (a DECIMAL key's numbers are its doubles), over an integer key
-    rounded down (a difference of at most 2.5 is one of at most 2)."""
-    if isinstance(gap, Interval):
-        return gap.days * 86_400_000_000 + gap.micros
-    if kind in (TypeFamily.FLOAT, TypeFamily.DECIMAL):
-        return float(gap)
-    return math.floor(gap)

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from values_support import same
 
 import overwindow
 from overwindow.spec import OverWindow
@@ -32,14 +33,6 @@ def calls(gap: str) -> tuple[str, ...]:
     )
 
 
-def _same(a, b) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    if isinstance(a, float) and math.isnan(a):
-        return isinstance(b, float) and math.isnan(b)
-    return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-
-
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -48,20 +41,30 @@ def _same(a, b) -> bool:
     batch_size=st.integers(1, 20),
     buckets=st.sampled_from([None, None, 2]),
     advance=st.integers(0, 6),
+    other=st.sampled_from([None, None, "1", "6"]),
+    qualify=st.booleans(),
 )
 def test_each_row_once_final_as_batch_and_closed_sessions_leave(
-    seed, gap, n_batches, batch_size, buckets, advance
+    seed, gap, n_batches, batch_size, buckets, advance, other, qualify
 ):
     """Random rows out of time order (ties, rows bridging sessions still open, NULL keys); rows at
     or below the watermark are dropped before the machine, as Spark drops late rows before an
     event-time operator. After every micro-batch: each emitted row's values are the batch
     evaluator's over all rows that were fed (later rows cannot change a closed session), no row is
     emitted twice, and the state holds exactly the rows not emitted yet, none of them in a session
-    the watermark has closed. At the end of input every row has been emitted."""
+    the watermark has closed. At the end of input every row has been emitted. ``other``: calls over
+    sessions of a second gap beside (a row is final when its sessions of both gaps have closed);
+    ``qualify``: a condition on the results, the rows failing it never emitted."""
     rng = np.random.default_rng(seed)
     texts = calls(gap)
+    if other:
+        texts += (
+            f"count(*) OVER (ORDER BY t SESSION WITH GAP {other}) AS n2",
+            f"last_value(t) OVER (ORDER BY t SESSION WITH GAP {other}) AS ended2",
+        )
     names = [t.rsplit(" AS ", 1)[1] for t in texts]
-    spec = OverWindow(*texts, rowKey="id", keyBuckets=buckets)
+    condition = "n >= 2 OR x IS NULL" if qualify else None
+    spec = OverWindow(*texts, rowKey="id", keyBuckets=buckets, qualify=condition)
     driver = Driver(spec, SCHEMA, ["k"])
     fed, emitted, watermark, next_id = [], {}, None, 0
     batches = []
@@ -86,15 +89,21 @@ def test_each_row_once_final_as_batch_and_closed_sessions_leave(
         for r in out.to_pylist():
             assert r["id"] not in emitted, r  # once
             emitted[r["id"]] = r
-            # only closed sessions: no integer key above the watermark lies within the gap
+            # only closed sessions: no integer key above the watermark lies within either gap
             assert mark == END_OF_INPUT or r["ended"] + math.floor(float(gap)) <= mark
-        assert driver.state_rows() == so_far - len(emitted)  # closed sessions left the state
-    assert set(emitted) == {r["id"] for r in fed}
+            assert mark == END_OF_INPUT or not other or r["ended2"] + math.floor(float(other)) <= mark
+        if not qualify:
+            assert driver.state_rows() == so_far - len(emitted)  # closed sessions left the state
+    batch = []
     if fed:
         batch = overwindow.evaluate(pa.Table.from_pylist(fed, schema=SCHEMA), *spec.partitioned(("k",)))
-        for r in batch.to_pylist():
+        batch = batch.to_pylist()
+    kept = [r for r in batch if not qualify or r["n"] >= 2 or r["x"] is None]
+    assert set(emitted) == {r["id"] for r in kept}
+    if fed:
+        for r in kept:
             for name in names:
-                assert _same(emitted[r["id"]][name], r[name]), (name, r, emitted[r["id"]])
+                assert same(emitted[r["id"]][name], r[name], abs_tol=1e-12), (name, r, emitted[r["id"]])
     assert driver.state_rows() == 0 and not driver.states  # every session closed and left
 
 
