@@ -102,7 +102,7 @@ def run_grouped(df, query, _keep=None, **options):
     if query.where is not None:
         df = df.where(query.where)
     names = _spark_names(df, query)
-    tree = sqlglot.parse_one(query.text, read=DIALECT)
+    tree = _grouped_select(query)
     keys = [_key(k, tree) for k in tree.args["group"].expressions]
     having = having_condition(tree)
     aggregates = _aggregates(tree, having)
@@ -152,6 +152,23 @@ def run_grouped(df, query, _keep=None, **options):
     return result
 
 
+def _grouped_select(query) -> exp.Select:
+    """The SELECT of ``query`` that holds the GROUP BY: the query itself, or the subquery an outer
+    ``SELECT <columns or *> FROM (...) WHERE <condition>`` filters (``select._outer``; the outer
+    filter and columns apply to the result, in ``run_items``). O(query size).
+
+    >>> from overwindow.spark.select import parse_query
+    >>> query = parse_query("SELECT * FROM (SELECT k, sum(x) AS s FROM v GROUP BY k) WHERE s > 1")
+    >>> _grouped_select(query).sql()
+    'SELECT k, SUM(x) AS s FROM v GROUP BY k'
+    """
+    tree = sqlglot.parse_one(query.text, read=DIALECT)
+    source = tree.args.get("from") or tree.args.get("from_")
+    if tree.args.get("group") is None and source is not None and isinstance(source.this, exp.Subquery):
+        return source.this.this
+    return tree
+
+
 def watermarked_column(df) -> str | None:
     """The column of ``df`` carrying Spark's event-time watermark (``withWatermark``), if any."""
     found = [f.name for f in df.schema.fields if "spark.watermarkDelayMs" in f.metadata]
@@ -167,7 +184,7 @@ def key_names(query) -> list[str | None]:
     >>> key_names(parse_query("SELECT to_date(ts) AS day, k, sum(x) AS s FROM v GROUP BY k, 1, j"))
     ['k', 'day', None]
     """
-    tree = sqlglot.parse_one(query.text, read=DIALECT)
+    tree = _grouped_select(query)
     shown = {e.unalias().sql(dialect=DIALECT): e.alias_or_name for e in tree.expressions}
     return [shown.get(_key(k, tree).sql(dialect=DIALECT)) for k in tree.args["group"].expressions]
 
@@ -180,7 +197,7 @@ def key_columns(query) -> list[str]:
     >>> key_columns(parse_query("SELECT to_date(ts) AS day, count(*) AS n FROM v GROUP BY 1, k"))
     ['ts', 'k']
     """
-    tree = sqlglot.parse_one(query.text, read=DIALECT)
+    tree = _grouped_select(query)
     keys = [_key(k, tree) for k in tree.args["group"].expressions]
     return list(dict.fromkeys(c.name for k in keys for c in k.find_all(exp.Column)))
 
@@ -218,7 +235,7 @@ def closing(query, watermarked: str | None) -> Closing:
     ...                     "to_date(ts)) AS p FROM v GROUP BY 1, k"), "ts")
     Closing(key='TO_DATE(ts)', sql='CAST(DATE_ADD(TO_DATE(ts), 1) AS TIMESTAMP)')
     """
-    tree = sqlglot.parse_one(query.text, read=DIALECT)
+    tree = _grouped_select(query)
     keys = [_key(k, tree) for k in tree.args["group"].expressions]
     times = {k.sql(dialect=DIALECT): c for k in keys if (c := _closes_at(k, watermarked)) is not None}
     if not times:
@@ -300,7 +317,7 @@ def _spark_names(df, query) -> list[str]:
     spark = df.sparkSession
     view = f"__overwindow_grouped_{next(_views)}"
     spark.createDataFrame([], df.schema).createOrReplaceTempView(view)
-    tree = sqlglot.parse_one(query.text, read=DIALECT)
+    tree = _grouped_select(query)
     (tree.args.get("from") or tree.args.get("from_")).this.replace(exp.to_table(view))
     tree.set("where", None)
     tree.set("qualify", None)

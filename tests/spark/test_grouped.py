@@ -31,6 +31,10 @@ QUERIES = [
     "sum(count(*)) OVER (PARTITION BY k ORDER BY date_trunc('DAY', ts)) AS running, "
     "rank() OVER (PARTITION BY date_trunc('DAY', ts) ORDER BY sum(amount) DESC) AS r "
     "FROM {} WHERE amount > 0 GROUP BY k, date_trunc('DAY', ts)",
+    # an outer WHERE over the windows' results: days enter it, leave it (deleted) and come back
+    "SELECT * FROM (SELECT day, sum(amount) AS total, "
+    "avg(sum(amount)) OVER (ORDER BY day ROWS 2 PRECEDING) AS avg3 FROM {} GROUP BY day) "
+    "WHERE avg3 < 11 OR avg3 > 30",
 ]
 
 
