@@ -78,7 +78,10 @@ def over_windows(
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
-    what = "windows over several PARTITION BY or ORDER BY in one query"
+    what = (
+        "windows over several PARTITION BY or ORDER BY (or SESSION calls beside others, on window "
+        "close) in one query"
+    )
     compat.require_transform_with_state(df, what)
     _check_rocksdb(df.sparkSession, what)
     first = groups[0][1]

@@ -131,14 +131,15 @@ def select(
         stateTtl=stateTtl,
     )
     condition = None if qualify is None else _in_machine_names(qualify, items)
-    groups, _ = window_groups(windows)
+    apart = emit != "on_update"  # on window close, SESSION calls run in a machine of their own
+    groups, _ = window_groups(windows, apart)
     # Spark computes the expressions the windows read, PARTITION BY keys included (bind); each
     # spec is built over what the user wrote, so its checks speak of that, and runs over Spark's
     # columns
     bound = bind([i.window for i in windows])
     for item, window in zip(windows, bound.expressions):
         item.window = window
-    runs, computed = window_groups(windows)
+    runs, computed = window_groups(windows, apart)
     several = len(groups) > 1  # one query, one operator per kind of work (overwindow.spark.fanout)
     try:
         specs = [
@@ -505,7 +506,7 @@ def query_groups(query: Query, **options) -> tuple[list[tuple[tuple, OverWindow]
         windows.append(item)
     if not windows:
         raise WindowSpecError("found no window function (... OVER ...) in the SELECT list")
-    groups, computed = window_groups(windows)
+    groups, computed = window_groups(windows, options.get("emit", "on_window_close") != "on_update")
     return [(keys, OverWindow(*ws, **options)) for keys, ws in groups], computed
 
 
@@ -589,13 +590,17 @@ def _parse(item: _Item, alias: str) -> None:
         raise WindowSpecError(f"column {item.name!r}: {e}") from None
 
 
-def window_groups(windows: list[_Item]) -> tuple[list[tuple[tuple, list[WindowExpression]]], tuple]:
+def window_groups(
+    windows: list[_Item], sessions_apart: bool = False
+) -> tuple[list[tuple[tuple, list[WindowExpression]]], tuple]:
     """The windows grouped by (PARTITION BY as a set, ORDER BY), in order of first appearance: per
     group its PARTITION BY (logical expressions) and its window expressions without it; and the
     columns whose expression combines windows of several groups (``lag(x) OVER (PARTITION BY k
     ...) - lag(x) OVER (PARTITION BY j ...)``): each of their calls joins its group as a window
     column of its own, named by the call's alias, and the column (its expression over those
-    aliases) is computed over the whole row (``overwindow.streaming.assemble``). O(windows).
+    aliases) is computed over the whole row (``overwindow.streaming.assemble``). With
+    ``sessions_apart`` (emit on window close, whose session machine runs SESSION calls alone) the
+    SESSION calls of a PARTITION BY and ORDER BY are a group of their own. O(windows).
 
     >>> a = _Item(None, window=parse_window("lag(x) OVER (PARTITION BY k ORDER BY t) AS a"), name="a")
     >>> b = _Item(None, window=parse_window("rank() OVER (PARTITION BY j ORDER BY t) AS b"), name="b")
@@ -609,6 +614,9 @@ def window_groups(windows: list[_Item]) -> tuple[list[tuple[tuple, list[WindowEx
     [(['k'], ['__d_w0']), (['j'], ['__d_w1'])]
     >>> [c.alias for c in computed]
     ['d']
+    >>> s = parse_window("sum(x) OVER (PARTITION BY k ORDER BY t SESSION WITH GAP 5) AS s")
+    >>> [[w.alias for w in ws] for _, ws in window_groups([a, _Item(None, window=s, name="s")], True)[0]]
+    [['a'], ['s']]
     """
     groups: dict = {}
     computed = []
@@ -617,7 +625,7 @@ def window_groups(windows: list[_Item]) -> tuple[list[tuple[tuple, list[WindowEx
         groups.setdefault(key, (call_partition, []))[1].append(_unpartitioned(expression))
 
     for item in windows:
-        keys = [_group_key(c) for c in item.window.calls]
+        keys = [_group_key(c, sessions_apart) for c in item.window.calls]
         if item.window.expr is None:
             add(keys[0], item.window.calls[0].partition_by, item.window)
             continue
@@ -627,8 +635,9 @@ def window_groups(windows: list[_Item]) -> tuple[list[tuple[tuple, list[WindowEx
     return list(groups.values()), tuple(computed)
 
 
-def _group_key(call) -> tuple:
-    return frozenset(map(str, call.partition_by)), tuple(map(str, call.order_by))
+def _group_key(call, sessions_apart: bool = False) -> tuple:
+    session = sessions_apart and call.frame.is_session
+    return frozenset(map(str, call.partition_by)), tuple(map(str, call.order_by)), session
 
 
 def key_column(key) -> str | None:

@@ -154,12 +154,14 @@ def test_on_update_streams_equal_spark_sessions(spark, tmp_path):
                 assert (r[n] is None and want[rid][n] is None) or _same(r[n], want[rid][n]), (name, n, r)
 
 
-def test_window_close_stream_emits_closed_sessions_as_spark(spark, tmp_path):
+def test_window_close_stream_emits_closed_sessions_as_spark(spark, rocksdb, chained, tmp_path):
     """On window close, watermarked on ts: four micro-batches in time order (out of order inside
     each, sessions spanning two files), none late. Each row whose session Spark's session_window
     ends before the last watermark (the newest time) is emitted once, with Spark's values; none
-    whose session ends after it. The times lie after 1970: Spark's watermark never goes below the
-    epoch, so an earlier time is late once a watermark exists."""
+    whose session ends after it. The query also holds a RANGE window over the same PARTITION BY
+    and ORDER BY (its own machine: the session machine runs SESSION calls alone), equal to Spark's
+    batch window. The times lie after 1970: Spark's watermark never goes below the epoch, so an
+    earlier time is late once a watermark exists."""
     rows = clicks(11, n=160, base=dt.datetime(2024, 3, 1, 8, 0))
     timed = sorted((r for r in rows if r[2] is not None), key=lambda r: r[2])
     rng = np.random.default_rng(11)
@@ -169,10 +171,16 @@ def test_window_close_stream_emits_closed_sessions_as_spark(spark, tmp_path):
         spark.createDataFrame(chunk, SCHEMA).coalesce(1).write.mode("append").parquet(src)
     spark.createDataFrame(timed, SCHEMA).createOrReplaceTempView("timed_clicks")
     want = {r["rid"]: r for r in spark_sessions(spark, "timed_clicks")}
+    recent = (
+        "count(*) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW)"
+    )
+    recents = dict(spark.sql(f"SELECT rid, {recent} FROM timed_clicks").collect())
     newest = max(r[2] for r in timed)
     events = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
     events.withWatermark("ts", "0 seconds").createOrReplaceTempView("timed_stream")
-    out = overwindow.sql(spark, f"SELECT rid, k, ts, {', '.join(CALLS)} FROM timed_stream", rowKey="rid")
+    out = overwindow.sql(
+        spark, f"SELECT rid, k, ts, {', '.join(CALLS)}, {recent} AS recent FROM timed_stream", rowKey="rid"
+    )
     got = _collect(out, str(tmp_path / "chk"), "append")
     rids = [r["rid"] for r in got]
     assert len(rids) == len(set(rids))  # once
@@ -187,6 +195,7 @@ def test_window_close_stream_emits_closed_sessions_as_spark(spark, tmp_path):
     for r in got:
         for n in NAMES:
             assert (r[n] is None and want[r["rid"]][n] is None) or _same(r[n], want[r["rid"]][n]), (n, r)
+        assert r["recent"] == recents[r["rid"]], r
 
 
 CDC_SCHEMA = "rid BIGINT, k BIGINT, ts TIMESTAMP, x BIGINT, op STRING"
