@@ -77,6 +77,15 @@ def reserved(names) -> list[str]:
     return [n for n in names if n.lower() in RESERVED_NAMES or n.lower().startswith(RESERVED_PREFIXES)]
 
 
+def column_names(value: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """A keyword naming one column or several (``sourceOrder``), as a tuple; none: empty. O(names).
+
+    >>> column_names("offset"), column_names(["partition", "offset"]), column_names(None)
+    (('offset',), ('partition', 'offset'), ())
+    """
+    return (value,) if isinstance(value, str) else tuple(value or ())
+
+
 class OverWindow:
     """Window calls (SQL text or WindowCall, without PARTITION BY) and an emit mode.
 
@@ -147,7 +156,7 @@ class OverWindow:
             raise WindowSpecError(
                 f"opColumn={opColumn!r} needs rowKey: deletes and updates find their row by it"
             )
-        self.source_order = (sourceOrder,) if isinstance(sourceOrder, str) else tuple(sourceOrder or ())
+        self.source_order = column_names(sourceOrder)
         if self.source_order and (emit != "on_update" or not self.row_key):
             raise WindowSpecError(
                 f"sourceOrder={sourceOrder!r} orders each row's changes in a micro-batch: it needs "

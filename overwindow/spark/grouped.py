@@ -73,7 +73,7 @@ from overwindow.spark.boundary import (
     to_pandas,
     with_interval_days,
 )
-from overwindow.spec import chosen_key_buckets
+from overwindow.spec import chosen_key_buckets, column_names
 from overwindow.streaming.contract import CHANGE, END_OF_INPUT, UPSERT
 from overwindow.streaming.group_by import ASIDE, DELETE, INSERT, OP, UPDATE, GroupBy, having_changes, was
 
@@ -91,8 +91,7 @@ def run_grouped(df, query, _keep=None, **options):
     # a CDC stream: the input rows' identity and op; the result stays keyed by the GROUP BY keys
     row_key, op_column = options.pop("rowKey", None), options.pop("opColumn", None)
     row_key = [row_key] if isinstance(row_key, str) else row_key
-    order = options.pop("sourceOrder", None)  # the GROUP BY applies the changes: the windows get groups
-    order = (order,) if isinstance(order, str) else tuple(order or ())
+    order = column_names(options.pop("sourceOrder", None))  # the GROUP BY applies the changes
     if closing_mode and (row_key or op_column):
         raise WindowSpecError(
             "windows over a GROUP BY on window close emit each group once, when the watermark closes "
