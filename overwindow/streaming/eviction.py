@@ -181,10 +181,10 @@ class Sessions:
         >>> s.closed(k, k.numbers, 5.0).tolist()
         [True, True, False, False, False]
         """
+        if keys.kind is TypeFamily.DECIMAL:
+            return np.zeros(len(knum), dtype=bool)
         closed = np.ones(len(knum), dtype=bool)
         for gap in self.gaps:
-            if keys.kind is TypeFamily.DECIMAL:
-                return np.zeros(len(knum), dtype=bool)
             if keys.kind is TypeFamily.FLOAT:
                 with np.errstate(invalid="ignore"):  # a NaN key, or inf - inf: within no gap, open
                     closed &= (watermark - knum.astype(np.float64)) > gap_number(gap, keys.kind)
