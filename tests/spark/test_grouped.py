@@ -38,6 +38,18 @@ QUERIES = [
 ]
 
 
+def _each_batch(out, check, tmp_path) -> None:
+    """Runs the stream ``out`` over every file there is, ``check(df, batch_id)`` on each micro-batch."""
+    q = (
+        out.writeStream.foreachBatch(check)
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination()
+
+
 def _files(tmp_path) -> str:
     """Three files of rows over ten days: the later files add to the earlier days' groups."""
     src = tmp_path / "src"
@@ -93,14 +105,7 @@ def test_windows_over_a_group_by_equal_spark_batch_after_every_micro_batch(spark
             assert [pytest.approx(w) if isinstance(w, float) else w for w in rows[key]] == list(got), key
 
     keys = names[:2] if "k," in query else names[:1]
-    q = (
-        out.writeStream.foreachBatch(check)
-        .option("checkpointLocation", str(tmp_path / "chk"))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    q.awaitTermination()
+    _each_batch(out, check, tmp_path)
     assert len(seen) == 3 and batch_names == names
     assert out.dtypes[: len(names)] == spark.sql(query.format("ow_grouped_b")).dtypes
 
@@ -193,14 +198,7 @@ def test_having_on_update_under_cdc_changes_equals_spark_batch_after_every_micro
         moves["entered"] += len((set(table) - before) & groups)
         moves["left"] += len((before - set(table)) & groups)
 
-    q = (
-        out.writeStream.foreachBatch(check)
-        .option("checkpointLocation", str(tmp_path / "chk"))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    q.awaitTermination()
+    _each_batch(out, check, tmp_path)
     assert seen == [0, 1, 2, 3]
     assert moves["entered"] > 0 and moves["left"] > 0
     assert moves["failing"] > 0 and moves["aside"] > 0
@@ -250,14 +248,7 @@ def test_windows_over_a_group_by_on_window_close_emit_each_closed_day_once_as_sp
     out = overwindow.sql(spark, CLOSING.format("ow_grouped_c"))
     assert "_change" not in out.columns
     got: list = []
-    q = (
-        out.writeStream.foreachBatch(lambda df, _: got.extend(compat.to_arrow(df).to_pylist()))
-        .option("checkpointLocation", str(tmp_path / "chk"))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    q.awaitTermination()
+    _each_batch(out, lambda df, _: got.extend(compat.to_arrow(df).to_pylist()), tmp_path)
     spark.read.schema(SCHEMA).parquet(str(src)).createOrReplaceTempView("ow_grouped_cb")
     want = {r["day"]: r for r in compat.to_arrow(spark.sql(CLOSING.format("ow_grouped_cb"))).to_pylist()}
     days = [r["day"] for r in got]
