@@ -26,14 +26,25 @@ else:
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Spark SQL confs of every Spark the tests start. The tests' queries are small and many, each a new
+# plan: generating and compiling Java for each (whole-stage codegen, Janino) cost more than running
+# it. Spark's interpreted evaluation gives the same values and errors (Spark's own suites run both
+# paths); adaptive execution re-plans each stage, which rows this few never need. Measured on 49
+# tests of tests/spark (test_parity_functions, test_bind, test_multi_window, test_grouped; quiet
+# machine): 246 s -> 175-178 s; two command-line jobs of tests/test_cli.py: 103-108 s -> 83-90 s.
+SQL_CONFS = {
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.adaptive.enabled": "false",
+}
 # The jobs tests start in subprocesses (`overwindow run`, the kill tests, Spark Connect) are JVMs of
 # a minute or less, for which C2's compiling of Spark costs more CPU than it saves: a small view's
 # run took 43-54 s of CPU, 28-30 s with the C1 compiler alone, on a machine of 2 cores that runs the
 # tests that never start Spark beside. The tests' own session lives for the whole run, where C2 pays
 # off (no CPU saved with C1 alone over tests/spark/test_window_close_spark.py): _new_session starts it
-# without this.
-C1_ONLY = "-XX:TieredStopAtLevel=1"
-os.environ.setdefault("SPARK_SUBMIT_OPTS", C1_ONLY)
+# without this. A JVM's `spark.*` system properties are Spark confs: the subprocesses get SQL_CONFS.
+SUBPROCESS_JVM = " ".join(["-XX:TieredStopAtLevel=1", *(f"-D{k}={v}" for k, v in SQL_CONFS.items())])
+os.environ.setdefault("SPARK_SUBMIT_OPTS", SUBPROCESS_JVM)
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
 
@@ -42,7 +53,7 @@ def _new_session(warehouse):
 
     from overwindow.spark.adapter import WORKER_WARNINGS
 
-    short_lived = os.environ.get("SPARK_SUBMIT_OPTS") == C1_ONLY
+    short_lived = os.environ.get("SPARK_SUBMIT_OPTS") == SUBPROCESS_JVM
     if short_lived:
         del os.environ["SPARK_SUBMIT_OPTS"]
     try:
@@ -60,11 +71,12 @@ def _new_session(warehouse):
             .config("spark.driver.memory", "2g")
             .config("spark.driver.host", "127.0.0.1")
             .config(*WORKER_WARNINGS)
+            .config(map=SQL_CONFS)
             .getOrCreate()
         )
     finally:
         if short_lived:
-            os.environ["SPARK_SUBMIT_OPTS"] = C1_ONLY
+            os.environ["SPARK_SUBMIT_OPTS"] = SUBPROCESS_JVM
     session.sparkContext.setLogLevel("ERROR")
     return session
 
