@@ -29,9 +29,10 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # Spark SQL confs of every Spark the tests start. The tests' queries are small and many, each a new
 # plan: generating and compiling Java for each (whole-stage codegen, Janino) cost more than running
 # it. Spark's interpreted evaluation gives the same values and errors (Spark's own suites run both
-# paths); adaptive execution re-plans each stage, which rows this few never need. Measured on 49
-# tests of tests/spark (test_parity_functions, test_bind, test_multi_window, test_grouped; quiet
-# machine): 246 s -> 175-178 s; two command-line jobs of tests/test_cli.py: 103-108 s -> 83-90 s.
+# paths); adaptive execution re-plans each stage, which rows this few never need. Measured in turns
+# on one machine: 42 tests of tests/spark (test_parity_functions, test_bind, test_grouped) 229 s and
+# 238 s with Spark's defaults, 180 s and 184 s with these; two command-line jobs of tests/test_cli.py
+# 105-111 s -> 85-93 s; two of tests/pipeline/test_kafka_sink.py 47-58 s -> 44-48 s.
 SQL_CONFS = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
