@@ -371,15 +371,11 @@ def with_having(changes, now: str, before: str | None, written: str, dropped=())
         .when(F.coalesce(F.col(_KEPT), F.lit(False)), F.lit("true"))
         .otherwise(F.lit("false"))
     )
-    case = F.concat_ws(
-        "|", F.col(OP), F.when(F.col(_KEPT_BEFORE), F.lit("true")).otherwise(F.lit("false")), outcome
-    )
     listed = F.array().cast("array<string>")  # no change
     for (op, kept, state), made in _HAVING_TABLE.items():
         if made:
-            listed = F.when(
-                case == F.lit(f"{op}|{str(kept).lower()}|{state}"), F.array(*map(F.lit, made))
-            ).otherwise(listed)
+            case = (F.col(OP) == F.lit(op)) & (F.col(_KEPT_BEFORE) == F.lit(kept)) & (outcome == F.lit(state))
+            listed = F.when(case, F.array(*map(F.lit, made))).otherwise(listed)
     out = out.withColumn(_HAVING_CHANGE, F.explode(listed))
     change = F.col(_HAVING_CHANGE)
     out = out.withColumns(
@@ -391,7 +387,7 @@ def with_having(changes, now: str, before: str | None, written: str, dropped=())
     return out.drop(_HAVING_CHANGE, _KEPT, _KEPT_BEFORE, *dropped)
 
 
-# having_changes of every (op, kept before, outcome now), the outcome as Spark's lookup spells it
+# having_changes of every (op, kept before, outcome now), the outcome as the lookup in Spark names it
 _HAVING_TABLE = {
     (op, kept, state): having_changes(op, kept, now)
     for op in (INSERT, UPDATE, DELETE)
