@@ -131,15 +131,14 @@ def select(
         stateTtl=stateTtl,
     )
     condition = None if qualify is None else _in_machine_names(qualify, items)
-    apart = emit != "on_update"  # on window close, SESSION calls run in a machine of their own
-    groups, _ = window_groups(windows, apart)
+    groups, _ = window_groups(windows, emit)
     # Spark computes the expressions the windows read, PARTITION BY keys included (bind); each
     # spec is built over what the user wrote, so its checks speak of that, and runs over Spark's
     # columns
     bound = bind([i.window for i in windows])
     for item, window in zip(windows, bound.expressions):
         item.window = window
-    runs, computed = window_groups(windows, apart)
+    runs, computed = window_groups(windows, emit)
     several = len(groups) > 1  # one query, one operator per kind of work (overwindow.spark.fanout)
     try:
         specs = [
@@ -506,7 +505,7 @@ def query_groups(query: Query, **options) -> tuple[list[tuple[tuple, OverWindow]
         windows.append(item)
     if not windows:
         raise WindowSpecError("found no window function (... OVER ...) in the SELECT list")
-    groups, computed = window_groups(windows, options.get("emit", "on_window_close") != "on_update")
+    groups, computed = window_groups(windows, options.get("emit", "on_window_close"))
     return [(keys, OverWindow(*ws, **options)) for keys, ws in groups], computed
 
 
@@ -591,16 +590,16 @@ def _parse(item: _Item, alias: str) -> None:
 
 
 def window_groups(
-    windows: list[_Item], sessions_apart: bool = False
+    windows: list[_Item], emit: str = "on_window_close"
 ) -> tuple[list[tuple[tuple, list[WindowExpression]]], tuple]:
     """The windows grouped by (PARTITION BY as a set, ORDER BY), in order of first appearance: per
     group its PARTITION BY (logical expressions) and its window expressions without it; and the
     columns whose expression combines windows of several groups (``lag(x) OVER (PARTITION BY k
     ...) - lag(x) OVER (PARTITION BY j ...)``): each of their calls joins its group as a window
     column of its own, named by the call's alias, and the column (its expression over those
-    aliases) is computed over the whole row (``overwindow.streaming.assemble``). With
-    ``sessions_apart`` (emit on window close, whose session machine runs SESSION calls alone) the
-    SESSION calls of a PARTITION BY and ORDER BY are a group of their own. O(windows).
+    aliases) is computed over the whole row (``overwindow.streaming.assemble``). On window close
+    (``emit``), whose session machine runs SESSION calls alone, the SESSION calls of a PARTITION BY
+    and ORDER BY are a group of their own. O(windows).
 
     >>> a = _Item(None, window=parse_window("lag(x) OVER (PARTITION BY k ORDER BY t) AS a"), name="a")
     >>> b = _Item(None, window=parse_window("rank() OVER (PARTITION BY j ORDER BY t) AS b"), name="b")
@@ -615,8 +614,11 @@ def window_groups(
     >>> [c.alias for c in computed]
     ['d']
     >>> s = parse_window("sum(x) OVER (PARTITION BY k ORDER BY t SESSION WITH GAP 5) AS s")
-    >>> [[w.alias for w in ws] for _, ws in window_groups([a, _Item(None, window=s, name="s")], True)[0]]
+    >>> sessions = [a, _Item(None, window=s, name="s")]
+    >>> [[w.alias for w in ws] for _, ws in window_groups(sessions)[0]]
     [['a'], ['s']]
+    >>> [[w.alias for w in ws] for _, ws in window_groups(sessions, "on_update")[0]]
+    [['a', 's']]
     """
     groups: dict = {}
     computed = []
@@ -625,7 +627,7 @@ def window_groups(
         groups.setdefault(key, (call_partition, []))[1].append(_unpartitioned(expression))
 
     for item in windows:
-        keys = [_group_key(c, sessions_apart) for c in item.window.calls]
+        keys = [_group_key(c, emit) for c in item.window.calls]
         if item.window.expr is None:
             add(keys[0], item.window.calls[0].partition_by, item.window)
             continue
@@ -635,8 +637,8 @@ def window_groups(
     return list(groups.values()), tuple(computed)
 
 
-def _group_key(call, sessions_apart: bool = False) -> tuple:
-    session = sessions_apart and call.frame.is_session
+def _group_key(call, emit: str) -> tuple:
+    session = emit != "on_update" and call.frame.is_session
     return frozenset(map(str, call.partition_by)), tuple(map(str, call.order_by)), session
 
 
