@@ -123,6 +123,29 @@ def kafka_connector(spark_version: str, scala: str | None = None) -> str:
     return f"org.apache.spark:spark-sql-kafka-0-10_{scala or scala_version()}:{spark_version}"
 
 
+# Spark's checkpoint manager on Hadoop's FileSystem API, in the package of 3.5 and the one Spark 4
+# moved it to
+FILESYSTEM_CHECKPOINTS = tuple(
+    f"org.apache.spark.sql.execution.streaming.{package}FileSystemBasedCheckpointFileManager"
+    for package in ("", "checkpointing.")
+)
+
+
+def filesystem_checkpoints(spark) -> str:
+    """The class name of Spark's ``FileSystemBasedCheckpointFileManager`` in the driver's JVM (its
+    package differs between versions), for ``spark.sql.streaming.checkpointFileManagerClass``; a
+    lookup of at most two classes."""
+    jvm = spark.sparkContext._jvm
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    for name in FILESYSTEM_CHECKPOINTS:
+        try:
+            jvm.java.lang.Class.forName(name, False, loader)
+        except Exception:  # py4j's error for a ClassNotFoundException: the other package
+            continue
+        return name
+    raise RuntimeError(f"none of {', '.join(FILESYSTEM_CHECKPOINTS)} is in this Spark")
+
+
 def scala_version() -> str:
     """The Scala version of the installed PySpark's jars (2.13, as Spark 4 builds, if none are
     found: a platform's own layout)."""
