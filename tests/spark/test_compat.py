@@ -73,3 +73,17 @@ def test_the_kafka_connector_carries_the_scala_version_of_the_jars():
 
     assert compat.scala_version() == "2.13"  # every PySpark 4 wheel is built for Scala 2.13
     assert compat.kafka_connector(pyspark.__version__).endswith(f"_2.13:{pyspark.__version__}")
+
+
+def test_the_filesystem_checkpoint_manager_named_is_the_one_in_this_sparks_jar(spark):
+    import glob
+    import os
+    import zipfile
+
+    import pyspark
+
+    jars = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "spark-sql_*.jar"))
+    assert jars, "this PySpark ships its spark-sql jar"
+    with zipfile.ZipFile(jars[0]) as jar:  # the jar's own listing, the oracle
+        found = [n for n in jar.namelist() if n.endswith("/FileSystemBasedCheckpointFileManager.class")]
+    assert [compat.filesystem_checkpoints(spark).replace(".", "/") + ".class"] == found
