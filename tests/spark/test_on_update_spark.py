@@ -194,11 +194,20 @@ def test_the_progress_line_counts_the_machines_late_rows_and_unknown_updates(spa
         def flush(self):
             pass
 
-    printer = ProgressPrinter({}, stream=Lines(), counts=out.overwindow_counts)
+    # the machines' counts taken when each batch has run, as the job's foreachBatch sinks take them
+    # (taken when a line is printed, a batch that ran before the last one's line would lend it its
+    # counts)
+    taken = {}
+
+    def write(batch, batch_id):
+        got.update((r["id"], r["s"]) for r in batch.collect())
+        taken[batch_id] = out.overwindow_counts.take()
+
+    printer = ProgressPrinter({}, stream=Lines(), counts=out.overwindow_counts, taken=taken)
     spark.streams.addListener(printer)
     try:
         query = (
-            out.writeStream.foreachBatch(lambda b, i: got.update((r["id"], r["s"]) for r in b.collect()))
+            out.writeStream.foreachBatch(write)
             .outputMode("update")
             .option("checkpointLocation", str(chk))
             .trigger(availableNow=True)
