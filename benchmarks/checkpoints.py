@@ -55,7 +55,7 @@ def write_files(folder: Path, files: int, rows: int) -> None:
 def run_once(spark, source: Path, work: Path, manager: str) -> dict:
     """One availableNow run of the stream with ``manager``; its wall seconds and per-batch times."""
     import overwindow
-    from overwindow.pipeline.job import CHECKPOINT_MANAGER
+    from overwindow.spark.compat import CHECKPOINT_MANAGER
 
     spark.conf.set(CHECKPOINT_MANAGER, manager)
     events = (
@@ -96,13 +96,13 @@ def main() -> None:
     args = p.parse_args()
     began = time.perf_counter()
     from overwindow.pipeline.job import local_spark
+    from overwindow.spark.compat import filesystem_checkpoints
 
     spark = local_spark(app="overwindow-checkpoints")
-    jvm_name = spark.conf.get("spark.sql.streaming.checkpointFileManagerClass")
-    package = jvm_name[: -len("FileSystemBasedCheckpointFileManager")]
+    ours = filesystem_checkpoints(spark)
     variants = {
-        "Spark's default (FileContext)": package + "FileContextBasedCheckpointFileManager",
-        "overwindow's jobs (FileSystem)": jvm_name,
+        "Spark's default (FileContext)": ours.replace("FileSystemBased", "FileContextBased"),
+        "overwindow's jobs (FileSystem)": ours,
     }
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -52,7 +52,6 @@ warnings.filterwarnings("ignore", message="PySpark does not yet fully support pa
 def _new_session(warehouse):
     from pyspark.sql import SparkSession
 
-    from overwindow.pipeline.job import CHECKPOINT_MANAGER
     from overwindow.spark import compat
     from overwindow.spark.adapter import WORKER_WARNINGS
 
@@ -85,7 +84,7 @@ def _new_session(warehouse):
     # without a `readlink` process per renamed file. Measured in turns: tests/test_cli.py,
     # tests/spark/test_window_close_spark.py and test_on_update_spark.py 283 s and 285 s with
     # Spark's default, 265 s and 267 s with this
-    session.conf.set(CHECKPOINT_MANAGER, compat.filesystem_checkpoints(session))
+    compat.use_filesystem_checkpoints(session)
     return session
 
 

@@ -32,8 +32,6 @@ from overwindow.spark.adapter import END_OF_INPUT_MS, WORKER_WARNINGS
 from overwindow.spark.select import run_query
 from overwindow.streaming.aside import dead_letter_records
 
-CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
-
 
 def spark_settings(view: View | None = None) -> dict:
     """Spark settings for the session the job starts: ``OVERWINDOW_SPARK_CONF`` (``key=value`` pairs
@@ -114,14 +112,10 @@ def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bo
     with contextlib.nullcontext() if debug else jvm_stderr.filtered_for_children():
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN" if debug else "OFF")
-    if executors.is_local(master) and CHECKPOINT_MANAGER not in settings:
-        # Spark's default checkpoint manager renames each file it commits through Hadoop's
-        # FileContext, which on a local disk (Hadoop without its native library, as PySpark's wheels
-        # ship it) starts a `readlink` process per rename: some 45 processes a micro-batch (offsets,
-        # commits, each state store's files, a file sink's log). Through FileSystem a rename is one
-        # rename(2), as atomic; its check-then-rename has no second writer to race (job_lock).
-        # Measured: docs/benchmarks/streaming.md, "Checkpoints on a local disk"
-        spark.conf.set(CHECKPOINT_MANAGER, compat.filesystem_checkpoints(spark))
+    if executors.is_local(master) and compat.CHECKPOINT_MANAGER not in settings:
+        # checkpoints on a local disk: one rename(2) per file, not a process; the FileSystem
+        # manager's check-then-rename has no second writer to race (job_lock)
+        compat.use_filesystem_checkpoints(spark)
     if not debug:  # py4j logs each broken call (a stopped query's callbacks) with its traceback
         logging.getLogger("py4j").setLevel(logging.CRITICAL)
     if not executors.is_local(master):

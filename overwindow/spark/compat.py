@@ -123,6 +123,7 @@ def kafka_connector(spark_version: str, scala: str | None = None) -> str:
     return f"org.apache.spark:spark-sql-kafka-0-10_{scala or scala_version()}:{spark_version}"
 
 
+CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 # Spark's checkpoint manager on Hadoop's FileSystem API, in the package of 3.5 and the one Spark 4
 # moved it to
 FILESYSTEM_CHECKPOINTS = tuple(
@@ -133,17 +134,28 @@ FILESYSTEM_CHECKPOINTS = tuple(
 
 def filesystem_checkpoints(spark) -> str:
     """The class name of Spark's ``FileSystemBasedCheckpointFileManager`` in the driver's JVM (its
-    package differs between versions), for ``spark.sql.streaming.checkpointFileManagerClass``; a
-    lookup of at most two classes."""
+    package differs between versions), for ``CHECKPOINT_MANAGER``; a lookup of at most two classes."""
+    from py4j.protocol import Py4JJavaError
+
     jvm = spark.sparkContext._jvm
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     for name in FILESYSTEM_CHECKPOINTS:
         try:
             jvm.java.lang.Class.forName(name, False, loader)
-        except Exception:  # py4j's error for a ClassNotFoundException: the other package
+        except Py4JJavaError:  # a ClassNotFoundException: the other package
             continue
         return name
     raise RuntimeError(f"none of {', '.join(FILESYSTEM_CHECKPOINTS)} is in this Spark")
+
+
+def use_filesystem_checkpoints(spark) -> None:
+    """Queries ``spark`` starts from now on commit their checkpoint files through Hadoop's
+    FileSystem (``filesystem_checkpoints``). Spark's default renames each file through Hadoop's
+    FileContext, which on a local disk (Hadoop without its native library, as PySpark's wheels ship
+    it) starts a `readlink` process per rename: some 45 processes a micro-batch (offsets, commits,
+    each state store's files, a file sink's log). Through FileSystem a rename is one rename(2), as
+    atomic. Measured: docs/benchmarks/streaming.md, "Checkpoints on a local disk"."""
+    spark.conf.set(CHECKPOINT_MANAGER, filesystem_checkpoints(spark))
 
 
 def scala_version() -> str:
