@@ -183,7 +183,7 @@ def batch_writer(
     sink_errors: list | None = None,
     ended: int | None = None,
     lost: dict | None = None,
-    taken: tuple | None = None,
+    counts=None,
 ):
     """The foreachBatch function: checks the batch's input files, runs the batch, keeps its bad
     records, applies it to the sink; ``rows_out[batch_id]`` gets the rows written (or SKIPPED);
@@ -191,8 +191,8 @@ def batch_writer(
     not Spark's trace). ``ended``: the batch a ``--final`` run ended the input with, if it did; a
     batch reading input past it stops the query before anything runs (its rows would be late).
     ``lost[batch_id]``: the files listed for the batch but deleted before Spark read them;
-    ``taken``: (the state machines' counts, a dict that gets batch id -> what they counted in it);
-    the rows an expression after the windows failed on count as set aside."""
+    ``counts``: the state machines' counts, where the rows an expression after the windows failed
+    on count as set aside."""
     query_id = []  # the checkpoint's query id, read once the query has started
 
     def write(batch_df, batch_id):
@@ -229,9 +229,7 @@ def batch_writer(
                 )
         rows = compat.to_arrow(batch_df)  # runs the query's micro-batch: its failures are not the sink's
         if ERROR in rows.column_names:
-            rows = _set_aside(rows, batch_id, view, source, taken[0] if taken is not None else None)
-        if taken is not None and taken[0] is not None:  # the batch's tasks are done: its counts are in
-            taken[1][batch_id] = taken[0].take()
+            rows = _set_aside(rows, batch_id, view, source, counts)
         if source.dead_letter is not None:
             source.dead_letter.write()
         if not query_id:
@@ -262,7 +260,7 @@ def _set_aside(rows, batch_id: int, view: View, source: Source, counts):
             records = dead_letter_records(batch_id, bad.to_pylist(), reasons, [origin] * bad.num_rows)
             source.dead_letter.records.add(records)
         if counts is not None:
-            counts.aside.add(bad.num_rows)
+            counts.add_aside(batch_id, bad.num_rows)
     if view.emit == "on_window_close":
         rows = rows.filter(pc.invert(failed))
     return rows.drop_columns([ERROR])
@@ -333,7 +331,7 @@ def start_view(
         else:
             out = df.overWindow(view.spec, keep)
     rows_out: dict = {}
-    counts, taken = getattr(out, "overwindow_counts", None), None
+    counts = getattr(out, "overwindow_counts", None)
     writer = out.writeStream.option("checkpointLocation", view.checkpoint)
     if view.sink["kind"] == "parquet":
         if ERROR in out.columns:  # appended as they are: the rows an expression failed on stay out
@@ -345,8 +343,7 @@ def start_view(
             ended_batch(spark, view.checkpoint, END_OF_INPUT_MS) if view.emit == "on_window_close" else None
         )
         sink = paired_sink(spark, view, (out.drop(ERROR) if ERROR in out.columns else out).schema)
-        taken = {}
-        write = batch_writer(spark, view, source, sink, rows_out, sink_errors, ended, lost, (counts, taken))
+        write = batch_writer(spark, view, source, sink, rows_out, sink_errors, ended, lost, counts)
         writer = writer.foreachBatch(write).outputMode(
             # Spark chains stateful operators (several window groups) only in append mode
             "append" if view.emit == "on_window_close" or view.several or view.group_key else "update"
@@ -362,7 +359,6 @@ def start_view(
             unit="key buckets" if (view.spec.key_buckets and view.partition_by) or view.several else "keys",
             kafka_reader=source.reader,
             lost=lost,
-            taken=taken,
         )
         if source.reader is not None:
             printer.say(reading(view, source.reader))

@@ -107,8 +107,8 @@ class ProgressPrinter(StreamingQueryListener):
     lines (several views in one job). The job ``poll``s it as it waits for its queries: Spark hands
     listeners their events late, out of step with the batches, and a listener removed when the query
     ends never hears of the rest (with several views most lines were lost); registered as a
-    listener it prints as events come. ``taken``: batch id -> the state machines' counts, which the
-    job takes when each batch has run (else they are taken when a batch is printed)."""
+    listener it prints as events come. ``counts``: the state machines' counts, each line taking its
+    own batch's (a line printed after later batches have run too)."""
 
     def __init__(
         self,
@@ -120,12 +120,10 @@ class ProgressPrinter(StreamingQueryListener):
         unit: str = "keys",
         kafka_reader: str | None = None,
         lost: dict | None = None,
-        taken: dict | None = None,
     ):
         self.rows_out = rows_out  # batch id -> rows the sink wrote, filled by the sink
         self.lost = lost if lost is not None else {}  # batch id -> files lost, filled by the job
         self.counts = counts  # the state machines' counts (overwindow.spark.adapter.MachineCounts)
-        self.taken = taken
         self.unit = unit  # what a state entry holds: keys, or key buckets
         self.stream = stream  # None: sys.stdout at the time of printing
         self.json_lines = json_lines
@@ -169,10 +167,7 @@ class ProgressPrinter(StreamingQueryListener):
                 self._print_new(p)
 
     def _print_new(self, p) -> None:
-        if self.taken is not None:
-            machine = self.taken.pop(p.batchId, (0, 0, 0))
-        else:
-            machine = self.counts.take() if self.counts is not None else (0, 0, 0)
+        machine = self.counts.take(p.batchId) if self.counts is not None else (0, 0, 0)
         rows_out = self.rows_out.pop(p.batchId, None)
         lost = self.lost.get(p.batchId)
         if self.json_lines:

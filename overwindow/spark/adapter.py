@@ -30,7 +30,6 @@ import functools
 import importlib.util
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -51,10 +50,10 @@ from overwindow.spark.boundary import (
     to_pandas,
     with_interval_days,
 )
+from overwindow.spark.counts import MachineCounts, aside_origin, key_text
 from overwindow.spark.on_import import after_import
 from overwindow.spark.transport import from_spark, to_spark
 from overwindow.spec import DEFAULT_KEY_BUCKETS, FEW_KEY_BUCKETS, OverWindow
-from overwindow.streaming.aside import dead_letter_records
 from overwindow.streaming.contract import CHANGE, END_OF_INPUT, ROW_ID, check_row_bound
 from overwindow.streaming.machines import machine_for
 
@@ -525,7 +524,7 @@ class _Runner:
             log.warning(
                 "overwindow: set aside %d rows (left out of the view and counted), the first of %s: %s",
                 len(step.aside),
-                _aside_origin(step.aside, 0, key, self.keys).removeprefix("overWindow, "),
+                aside_origin(step.aside, 0, key, self.keys).removeprefix("overWindow, "),
                 step.aside.reasons[0],
             )
         return step
@@ -546,115 +545,6 @@ class _Runner:
     def _to_ms(self, key_micros) -> int:
         """A wakeup in the ORDER BY key's numbers as Spark's UTC milliseconds, rounded up."""
         return -(-int(key_micros) // 1000) if self._temporal_key() else int(key_micros)
-
-
-class MachineCounts:
-    """What the state machines drop, doubt or set aside, summed over a query's workers with Spark
-    accumulators: rows dropped as late (beside those Spark drops before them), updates of unknown
-    rows, rows set aside (``Step.aside``), and, with ``keep``, the rows set aside themselves. The
-    workers add; the driver ``take``s what was counted since its last take (once per micro-batch
-    for the progress line). Counts of retried tasks are added again (accumulators in transformations
-    count every attempt); kept rows are keyed by (batch, key, position), so a retry replaces them."""
-
-    def __init__(self, late, unknown_updates, aside, keep=None):
-        self.late, self.unknown_updates, self.aside, self.keep = late, unknown_updates, aside, keep
-        self._taken = (0, 0, 0)
-
-    @classmethod
-    def of(cls, session, keep=None) -> MachineCounts | None:
-        """Counts for a query of ``session``; None on Spark Connect (no accumulators)."""
-        try:
-            sc = session.sparkContext
-        except AttributeError:  # Spark Connect: no SparkContext (PySparkAttributeError)
-            return None
-        return cls(sc.accumulator(0), sc.accumulator(0), sc.accumulator(0), keep)
-
-    def add(self, step, key, keys: tuple[str, ...] = (), stage: Stage | None = None) -> None:
-        """On a worker: a step's counts (and, with ``keep``, its rows set aside) for ``key``, a
-        bucket's number where ``keys`` names the partition key columns in its rows; ``stage``: the
-        operator that set them aside, for their origin (None: the windows')."""
-        if step.late_rows:
-            self.late.add(step.late_rows)
-        if step.counters.unknown_updates:
-            self.unknown_updates.add(step.counters.unknown_updates)
-        if step.aside:
-            self.aside.add(len(step.aside))
-            if self.keep is not None:
-                self.keep.add(_records(step.aside, key, keys, stage or WINDOWS))
-
-    def take(self) -> tuple[int, int, int]:
-        """On the driver: (late rows, updates of unknown rows, rows set aside) counted since the
-        last take."""
-        now = (self.late.value, self.unknown_updates.value, self.aside.value)
-        taken, self._taken = self._taken, now
-        return now[0] - taken[0], now[1] - taken[1], now[2] - taken[2]
-
-    def __getstate__(self):
-        return {
-            "late": self.late,
-            "unknown_updates": self.unknown_updates,
-            "aside": self.aside,
-            "keep": self.keep,
-        }
-
-    def __setstate__(self, d):
-        self.__init__(d["late"], d["unknown_updates"], d["aside"], d["keep"])
-
-
-def key_text(values, names: tuple[str, ...] = ()) -> str:
-    """A partition key as people write it: numpy scalars as plain values, each named by its column
-    where ``names`` are given.
-
-    >>> import numpy as np
-    >>> print(key_text((np.int64(3), "a")), "|", key_text(("NVDA", np.True_), ("symbol", "open")))
-    (3, 'a') | symbol='NVDA', open=True
-    """
-    plain = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
-    if names:
-        return ", ".join(f"{n}={v!r}" for n, v in zip(names, plain))
-    return repr(plain)
-
-
-@dataclass(frozen=True)
-class Stage:
-    """The operator rows are set aside in, as their dead-letter origin names it: its words before
-    the key (``overWindow, key``, ``GROUP BY, group``) and the names its key columns are shown
-    under (empty: the columns' own).
-
-    >>> Stage("GROUP BY, group", {"__ow_e0": "to_date(ts)"}).label("__ow_e0")
-    'to_date(ts)'
-    """
-
-    words: str
-    names: dict = field(default_factory=dict)
-
-    def label(self, column: str) -> str:
-        return self.names.get(column, column)
-
-
-WINDOWS = Stage("overWindow, key")
-
-
-def _aside_origin(aside, n: int, key, keys: tuple[str, ...], stage: Stage = WINDOWS) -> str:
-    """Where the ``n``-th row set aside comes from: the stage and its partition key (a bucket's rows
-    name their own)."""
-    if keys:
-        values = [aside.rows.column(k)[n].as_py() for k in keys]
-        return f"{stage.words} {key_text(values, tuple(stage.label(k) for k in keys))}"
-    return f"{stage.words} {key_text(key)}"
-
-
-def _records(aside, key, keys: tuple[str, ...] = (), stage: Stage = WINDOWS) -> dict:
-    """A step's rows set aside as dead-letter records: ``{(batch, origin, position): (origin,
-    reason, the row as JSON)}``, the batch read from the running task; on a bucket of keys (``keys``:
-    the key columns) each row's origin names its own partition key, in ``stage``'s words."""
-    from pyspark import TaskContext
-
-    task = TaskContext.get()
-    batch = int(task.getLocalProperty("streaming.sql.batchId") or -1) if task is not None else -1
-    rows = aside.rows.select(source_columns(aside.rows.column_names)).to_pylist()  # the user's columns
-    origins = [_aside_origin(aside, n, key, keys, stage) for n in range(len(rows))]
-    return dead_letter_records(batch, rows, aside.reasons, origins)
 
 
 def _chunked_processor(runner: _Runner):

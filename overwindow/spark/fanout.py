@@ -31,7 +31,6 @@ from overwindow.logical.bind import source_columns
 from overwindow.logical.expr import Expr
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import (
-    MachineCounts,
     _arrow_schema,
     _check_rocksdb,
     _emitted,
@@ -46,6 +45,7 @@ from overwindow.spark.adapter import (
     visible,
 )
 from overwindow.spark.boundary import check_session_time_zone, companions_of, with_interval_days
+from overwindow.spark.counts import MachineCounts
 from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow, chosen_key_buckets
 from overwindow.streaming.assemble import ASIDE, PART, Assembler
 from overwindow.streaming.contract import CHANGE

@@ -56,7 +56,6 @@ from overwindow.logical.parse import parse_window
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import (
     END_OF_INPUT_MS,
-    MachineCounts,
     _arrow_schema,
     _output_struct,
     _with_companions,
@@ -73,6 +72,7 @@ from overwindow.spark.boundary import (
     to_pandas,
     with_interval_days,
 )
+from overwindow.spark.counts import MachineCounts
 from overwindow.spec import chosen_key_buckets, column_names
 from overwindow.streaming.contract import CHANGE, END_OF_INPUT, UPSERT
 from overwindow.streaming.group_by import ASIDE, DELETE, INSERT, OP, UPDATE, GroupBy, having_changes, was
@@ -502,7 +502,8 @@ def group_by(
     keys under, in its dead-letter origin (``GROUP BY, group day=...``; by default the columns');
     ``previous``: each change also carries the group's aggregates as last emitted (``GroupBy``).
     PySpark 4 with the RocksDB state store. O(1) to build."""
-    from overwindow.spark.adapter import Stage, _check_rocksdb
+    from overwindow.spark.adapter import _check_rocksdb
+    from overwindow.spark.counts import Stage
 
     what = "windows over a GROUP BY"
     compat.require_transform_with_state(df, what)

@@ -8,18 +8,28 @@ import pyarrow as pa
 
 from overwindow.logical.bind import ERROR
 from overwindow.logical.parse import parse_window
-from overwindow.spark.adapter import MachineCounts, Stage, _records
+from overwindow.spark.counts import MachineCounts, Stage, _Sum, aside_records
 from overwindow.spark.grouped import _GroupStep
 from overwindow.streaming.aside import Aside
 from overwindow.streaming.group_by import GroupBy
 
 
 class _Accumulator:
-    def __init__(self, zero):
-        self.value = zero
+    """Spark's accumulator on one machine: ``add`` merges as the driver does."""
+
+    def __init__(self, param):
+        self.param, self.value = param, param.zero(None)
 
     def add(self, more):
-        self.value = self.value + more if not isinstance(more, dict) else {**self.value, **more}
+        self.value = self.param.addInPlace(self.value, more)
+
+
+class _Replace:  # the dead letter's: a task run again replaces its records
+    def zero(self, value):
+        return {}
+
+    def addInPlace(self, records, more):
+        return {**records, **more}
 
 
 def test_rows_the_group_by_stage_sets_aside_name_it_and_their_group():
@@ -33,15 +43,15 @@ def test_rows_the_group_by_stage_sets_aside_name_it_and_their_group():
         ]
     )
     machine = GroupBy(schema, ("k", "__ow_e0"), [parse_window("sum(x) OVER () AS s")], ("id",), "op")
-    keep = _Accumulator({})
-    counts = MachineCounts(_Accumulator(0), _Accumulator(0), _Accumulator(0), keep)
+    keep = _Accumulator(_Replace())
+    counts = MachineCounts(_Accumulator(_Sum()), keep)
     stage = Stage("GROUP BY, group", {"__ow_e0": "to_date(ts)"})
     step = _GroupStep(machine, schema, (), counts, ("k", "__ow_e0"), stage)
     rows = pd.DataFrame(
         {"k": ["a", "b"], "__ow_e0": [None, None], "id": [1, 2], "x": [5, 6], "op": ["c", "zap"]}
     )
     done = step(7, None, [rows])
-    assert len(done.aside) == 1 and counts.aside.value == 1
+    assert len(done.aside) == 1 and counts.take() == (0, 0, 1)
     ((origin, reason, record),) = keep.value.values()
     assert origin == "GROUP BY, group k='b', to_date(ts)=None"
     assert reason == "no known operation 'zap' in op"
@@ -50,7 +60,7 @@ def test_rows_the_group_by_stage_sets_aside_name_it_and_their_group():
 
 def test_rows_the_windows_set_aside_name_overwindow_and_their_key():
     aside = pa.table({"k": ["a"], "x": [1], ERROR: ["x / 0"]})
-    ((origin, _, _),) = _records(Aside(aside, ["why"]), (3,), ("k",)).values()
+    ((origin, _, _),) = aside_records(Aside(aside, ["why"]), (3,), ("k",)).values()
     assert origin == "overWindow, key k='a'"
-    ((origin, _, _),) = _records(Aside(aside, ["why"]), ("a",)).values()
+    ((origin, _, _),) = aside_records(Aside(aside, ["why"]), ("a",)).values()
     assert origin == "overWindow, key ('a',)"

@@ -194,30 +194,23 @@ def test_the_progress_line_counts_the_machines_late_rows_and_unknown_updates(spa
         def flush(self):
             pass
 
-    # the machines' counts taken when each batch has run, as the job's foreachBatch sinks take them
-    # (taken when a line is printed, a batch that ran before the last one's line would lend it its
-    # counts)
-    taken = {}
-
     def write(batch, batch_id):
         got.update((r["id"], r["s"]) for r in batch.collect())
-        taken[batch_id] = out.overwindow_counts.take()
 
-    printer = ProgressPrinter({}, stream=Lines(), counts=out.overwindow_counts, taken=taken)
-    spark.streams.addListener(printer)
-    try:
-        query = (
-            out.writeStream.foreachBatch(write)
-            .outputMode("update")
-            .option("checkpointLocation", str(chk))
-            .trigger(availableNow=True)
-            .start()
-        )
-        printer.query_id = str(query.id)
-        query.awaitTermination()
-        printer.drain(query)
-    finally:
-        spark.streams.removeListener(printer)
+    # every line printed after both batches have run: each takes its own batch's counts (taken when
+    # a line is printed, batch 0's line had batch 1's)
+    printer = ProgressPrinter({}, stream=Lines(), counts=out.overwindow_counts)
+    query = (
+        out.writeStream.foreachBatch(write)
+        .outputMode("update")
+        .option("checkpointLocation", str(chk))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    printer.poll(query)
+    batch0 = [line for line in lines if line.startswith("batch 0:")]
+    assert len(batch0) == 1 and ", 0 late," in batch0[0] and "unknown" not in batch0[0], lines
     batch1 = [line for line in lines if line.startswith("batch 1:")]
     assert len(batch1) == 1 and ", 1 late," in batch1[0] and "1 updates of unknown rows" in batch1[0], lines
     assert "1 rows set aside" in batch1[0], lines  # the change with no known op
