@@ -87,6 +87,23 @@ def run_overwindow(spark, query, emit: str, folder: Path, chk: Path) -> dict:
     the first micro-batch (see the module's docstring)."""
     import overwindow
 
+    bids_view(spark, folder)
+    # 16 key buckets, the count overWindow chooses on 2 shuffle partitions where it chooses buckets;
+    # q19 orders by price, not by the watermarked time, and would run a Python call per auction
+    out = overwindow.sql(spark, query.overwindow, emit=emit, keyBuckets=KEY_BUCKETS)
+    return stream_rate(out, "append" if emit == "on_window_close" else "update", chk, query.name)
+
+
+def run_spark_alone(spark, sql: str | None, folder: Path, chk: Path) -> dict:
+    """The ceiling on Spark: ``sql`` (Spark's own streaming SQL over ``bids``, update mode) or,
+    None, the file stream alone (the scan and JSON parse every query pays), as ``run_overwindow``
+    measures it."""
+    events = bids_view(spark, folder)
+    return stream_rate(spark.sql(sql) if sql else events, "update" if sql else "append", chk, "Spark")
+
+
+def bids_view(spark, folder: Path):
+    """The file stream of ``folder``'s bids, a file a micro-batch, watermarked, as the view ``bids``."""
     events = (
         spark.readStream.schema(ne.BID_DDL)
         .option("maxFilesPerTrigger", 1)
@@ -94,22 +111,25 @@ def run_overwindow(spark, query, emit: str, folder: Path, chk: Path) -> dict:
         .withWatermark("dateTime", f"{WATERMARK_S} seconds")
     )
     events.createOrReplaceTempView("bids")
-    # 16 key buckets, the count overWindow chooses on 2 shuffle partitions where it chooses buckets;
-    # q19 orders by price, not by the watermarked time, and would run a Python call per auction
-    out = overwindow.sql(spark, query.overwindow, emit=emit, keyBuckets=KEY_BUCKETS)
+    return events
+
+
+def stream_rate(out, mode: str, chk: Path, name: str) -> dict:
+    """Runs ``out`` into Spark's ``noop`` sink until its input is read: bids per second per core
+    from the first micro-batch's end to the last one's (the first batch's bids left out)."""
     shutil.rmtree(chk, ignore_errors=True)
     started = time.perf_counter()
     q = (
         out.writeStream.format("noop")
         .option("checkpointLocation", str(chk))
-        .outputMode("append" if emit == "on_window_close" else "update")
+        .outputMode(mode)
         .trigger(availableNow=True)
         .start()
     )
     q.awaitTermination()
     seconds = time.perf_counter() - started
     if q.exception() is not None:
-        raise RuntimeError(f"{query.name} {emit}: {q.exception()}")
+        raise RuntimeError(f"{name} {mode}: {q.exception()}")
     progress = [p for p in q.recentProgress if p.numInputRows > 0 or p.sink.numOutputRows > 0]
     rest = progress[1:]
     span = _end_s(progress[-1]) - _end_s(progress[0]) if rest else float("nan")
@@ -154,8 +174,9 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
         [
             "| query | emit | overwindow bids/s/core | PyFlink bids/s/core | x PyFlink | fixed rate, bids/s "
             "| overwindow latency p50, p99 s | PyFlink latency p50, p99 s | load (throughput; latency) "
-            "| overwindow: micro-batches, output rows, s | PyFlink: s (full), s (tiny) |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---|---|---|",
+            "| overwindow: micro-batches, output rows, s | PyFlink: s (full), s (tiny) "
+            "| Spark alone bids/s/core: scan; own SQL |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|---|---|---:|",
         ],
     )
 
@@ -176,6 +197,10 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
                 said = "latency: no row committed for a measured bid"
             if fl and fl.get("measured"):
                 said += f"; PyFlink latency p50 {fl['p50']:.2f} s p99 {fl['p99']:.2f} s"
+            alone = rec.get("spark_alone") or {}
+            ceiling = "; ".join(f"{alone[k]:,.0f}" if k in alone else "-" for k in ("scan", "own"))
+            if alone:
+                said += f"; Spark alone: scan {ceiling.replace('; ', ' ev/s/core, own SQL ')} ev/s/core"
             lines.append(
                 f"{query.name}: overwindow {emit} {r['rate']:,.0f} ev/s/core, "
                 f"PyFlink {flink_rate} ev/s/core, {ratio}; {said}"
@@ -186,6 +211,7 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
                 f"{rec.get('fixed_rate', 0):,.0f} | {lat(ol)} | {lat(fl)} | {loads} | {r['batches']}, "
                 f"{r['output_rows']:,}, {r['seconds']:.1f} | "
                 + (f"{f['seconds']:.1f}, {f['tiny_seconds']:.1f} |" if f else "- |")
+                + f" {ceiling if alone else '-'} |"
             )
     commands = list(dict.fromkeys(newest[q.name]["command"] for q in QUERIES if q.name in newest))
     head = section_head(
@@ -232,6 +258,10 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
         " out: the folder starts with one warm-up bid of a key of its own, and the feed starts once the"
         " engine has committed its row (PyFlink's job running, overwindow's first micro-batch with a row"
         " run: its Python workers started).",
+        "- Spark alone: the ceiling any operator hosted on Spark works under, measured as overwindow's"
+        " throughput in the same command: the file stream alone into `noop` (the scan and JSON parse every"
+        " query pays; no shuffle, no state) and, where Spark has one, Spark's own streaming SQL for the"
+        " same rows (q18: `max_by(struct(...), dateTime) ... GROUP BY bidder, auction`, update mode).",
         "",
         *rows,
         "",
@@ -312,6 +342,13 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
             f"load {r['load']:.2f}",
             flush=True,
         )
+    alone = {}
+    for name, sql in (("scan", None), ("own", query.spark)):
+        if name == "scan" or sql:
+            for n in range(args.warm + 1):
+                r = run_spark_alone(spark, sql, work / "bids", work / f"chk-spark{n}")
+            alone[name] = r["rate"]
+            print(f"Spark alone, {name}: {r['rate']:,.0f} bids/s/core, batch ms {r['batch_ms']}", flush=True)
     flink = None
     if args.flink_python:
         runs = run_flink(args.flink_python, work, [query.name], counts["bids"], counts["tiny"], args.warm)
@@ -334,6 +371,7 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
         "query": query.name,
         "overwindow": ow,
         "flink": flink,
+        "spark_alone": alone,
         "fixed_rate": fixed,
         "flink_latency": flink_lat,
         "events": args.events,
