@@ -255,9 +255,9 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
         f" {first.get('tail_s', 0):g} s are left out, and bids without a row (outside q19's top 10)."
         " PyFlink's OVER aggregates emit on the watermark (as window close); its one latency is printed"
         " beside both of overwindow's emit modes. Start-up is left out of both as the throughput leaves it"
-        " out: the folder starts with one warm-up bid of a key of its own, and the feed starts once the"
-        " engine has committed its row (PyFlink's job running, overwindow's first micro-batch with a row"
-        " run: its Python workers started).",
+        " out: the folder starts with two warm-up bids of a key of its own, and the feed starts once the"
+        " engine has committed a row for them (PyFlink's job running, overwindow's first micro-batch with"
+        " a row run: its Python workers started).",
         "- Spark alone: the ceiling any operator hosted on Spark works under, measured as overwindow's"
         " throughput in the same command: the file stream alone into `noop` (the scan and JSON parse every"
         " query pays; no shuffle, no state) and, where Spark has one, Spark's own streaming SQL for the"

@@ -12,8 +12,9 @@ first ``warmup_s`` seconds and at least ``tail_s`` seconds before the feed ends 
 and the window close of the last rows left out).
 
 Start-up is left out of both engines as the throughput leaves it out: the watched folder starts with
-one warm-up bid (auction and bidder -1, no bid of the feed's keys: no row of the feed changes), and
-the feed starts once an engine has committed its row: PyFlink's job running and its first row
+two warm-up bids (auction and bidder -1, no bid of the feed's keys: no row of the feed changes; the
+second moves the watermark past the first, for emit on window close), and the feed starts once an
+engine has committed a row for them: PyFlink's job running and its first row
 printed, overwindow's first micro-batch with a row run (Spark's planning, the Python workers'
 start and imports, the JVM's first compilations).
 
@@ -215,28 +216,37 @@ def measure_window(seconds: float, warmup_s: float, tail_s: float) -> tuple[floa
     return (warmup_s, max(warmup_s, seconds - tail_s))
 
 
-def warm_up_bid(table: pa.Table) -> pa.Table:
-    """The feed's first bid under auction and bidder -1: a key of its own, at the feed's first event
-    time (no later: the watermark it moves drops no bid of the feed).
+def warm_up_bids(table: pa.Table, watermark_s: float) -> pa.Table:
+    """The feed's first bid twice under auction and bidder -1 (a key of its own): first ``watermark_s``
+    + 2 seconds before the feed's first event time, then at it (no later: the watermark they move
+    drops no bid of the feed), so that emit on window close too emits a row for the first.
 
-    >>> warm_up_bid(pa.table({"auction": [5, 6], "bidder": [7, 8], "price": [1, 2]})).to_pylist()
-    [{'auction': -1, 'bidder': -1, 'price': 1}]
+    >>> at = pa.array([9000, 9500], pa.timestamp("ms"))
+    >>> t = pa.table({"auction": [5, 6], "bidder": [7, 8], "dateTime": at})
+    >>> [(r["auction"], r["bidder"], r["dateTime"].second) for r in warm_up_bids(t, 4).to_pylist()]
+    [(-1, -1, 3), (-1, -1, 9)]
     """
-    first = table.slice(0, 1)
+    first = pa.concat_tables([table.slice(0, 1)] * 2)
     for name in ("auction", "bidder"):
-        first = first.set_column(first.schema.get_field_index(name), name, pa.array([-1], pa.int64()))
-    return first
+        first = first.set_column(first.schema.get_field_index(name), name, pa.array([-1, -1], pa.int64()))
+    at = first.column("dateTime")
+    unit = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[at.type.unit]
+    early = at.cast(pa.int64()).to_numpy() - np.array([int((watermark_s + 2) * unit), 0])
+    return first.set_column(
+        first.schema.get_field_index("dateTime"), "dateTime", pa.array(early).cast(at.type)
+    )
 
 
 def prepare(run: Path, rate: float, seconds: float, seed: int):
-    """A fresh ``run`` folder with the watched ``run/in`` holding the warm-up bid, and the staged
+    """A fresh ``run`` folder with the watched ``run/in`` holding the warm-up bids, and the staged
     files: (folder, bids, plan, staged paths)."""
     import nexmark_events as ne
+    from nexmark_queries import WATERMARK_S
 
     shutil.rmtree(run, ignore_errors=True)
     folder = run / "in"
     table = bids_at(rate, seconds, seed)
-    ne.write_json_files(warm_up_bid(table), folder, 1, "warmup")
+    ne.write_json_files(warm_up_bids(table, WATERMARK_S), folder, 1, "warmup")
     plan = chunks(table, rate)
     return folder, table, plan, stage(table, plan, run / "stage")
 
