@@ -200,7 +200,8 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
             alone = rec.get("spark_alone") or {}
             ceiling = "; ".join(f"{alone[k]:,.0f}" if k in alone else "-" for k in ("scan", "own"))
             if alone:
-                said += f"; Spark alone: scan {ceiling.replace('; ', ' ev/s/core, own SQL ')} ev/s/core"
+                own = f", own SQL {alone['own']:,.0f} ev/s/core" if "own" in alone else ""
+                said += f"; Spark alone: scan {alone['scan']:,.0f} ev/s/core{own}"
             lines.append(
                 f"{query.name}: overwindow {emit} {r['rate']:,.0f} ev/s/core, "
                 f"PyFlink {flink_rate} ev/s/core, {ratio}; {said}"
