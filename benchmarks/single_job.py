@@ -103,8 +103,8 @@ def render(records: list[dict], head: list[str]) -> str:
         f" watermark {sweep.DELAY_S} s); overwindow one micro-batch with data, the hosting `overWindow`"
         " chooses, `noop` sink, local[2]; PyFlink one job, parallelism 2, blackhole sink. Seconds: the"
         " query's or the job's wall time, start-up included for both, after an untimed warm-up.",
-        "- The machine was shared (other test suites ran beside every run): the load average (1 minute)"
-        " is given beside each figure; x PyFlink = PyFlink's seconds over overwindow's (> 1: overwindow"
+        "- The load average (1 minute) is given beside each figure (on a shared machine figures move with"
+        " it); x PyFlink = PyFlink's seconds over overwindow's (> 1: overwindow"
         " faster), both measured in the same command, one right after the other.",
         "",
         "| point | keys | rows | engine | emit | s | rows/s | x PyFlink | load | output rows |",
