@@ -22,6 +22,7 @@ from overwindow.logical.bind import source_columns
 IDENTITY = "__ow_id"  # the state's column of row identities (int64)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _NULL = np.uint64(0x6A09E667F3BCC908)  # the bits a NULL hashes from
+_TEXT = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
 
 
 def row_ids(rows: pa.Table, row_key: tuple[str, ...] | None) -> np.ndarray:
@@ -84,7 +85,12 @@ def _column_bits(a: pa.Array) -> np.ndarray:
     if bits is None:
         import pandas as pd
 
-        bits = pd.util.hash_array(np.asarray(a.to_pandas(), dtype=object))
+        if any(is_text(a.type) for is_text in _TEXT):
+            # the bits of pandas' default (which factorizes first, then hashes the distinct values),
+            # without its Categorical: 2-3x faster on the few thousand rows of a step
+            bits = pd.util.hash_array(a.to_numpy(zero_copy_only=False), categorize=False)
+        else:
+            bits = pd.util.hash_array(np.asarray(a.to_pandas(), dtype=object))
     if a.null_count:
         bits = np.where(a.is_valid().to_numpy(zero_copy_only=False), bits, _NULL)
     return bits

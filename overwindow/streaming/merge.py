@@ -74,10 +74,28 @@ class RowOrder:
         return folded, int(folded.max(initial=-1)) + 1
 
     def full_order(self, table: pa.Table, codes: np.ndarray) -> np.ndarray:
-        """The permutation sorting (a few) rows with ORDER BY ``codes`` into the held rows' order.
-        O(rows log rows)."""
-        ties = [sort_codes(Values(table.column(c)), False, True)[0] for c in self.ties]
-        return np.lexsort([table.column(IDENTITY).to_numpy()] + ties[::-1] + [codes])
+        """The permutation sorting (a few) rows with ORDER BY ``codes`` into the held rows' order:
+        by ``codes``, rows tied on them by the tie columns, then by identity. O(rows log rows).
+
+        >>> order = RowOrder((), ("x",))  # the ORDER BY codes are given
+        >>> t = pa.table({"x": [5, 1, 2], IDENTITY: [0, 1, 2]})
+        >>> order.full_order(t, np.array([1, 0, 1])).tolist()
+        [1, 2, 0]
+        """
+        order = np.argsort(codes, kind="stable")
+        ordered = codes[order]
+        tied = np.zeros(len(codes), dtype=bool)
+        tied[1:] = ordered[1:] == ordered[:-1]
+        tied[:-1] |= tied[1:]
+        if not tied.any():
+            return order
+        # only rows sharing their ORDER BY code with another need the tie columns' codes: the
+        # positions of the tied runs in ``order`` take those rows sorted in full
+        rows = order[tied]
+        sub = table.take(pa.array(rows))
+        ties = [sort_codes(Values(sub.column(c)), False, True)[0] for c in self.ties]
+        order[tied] = rows[np.lexsort([sub.column(IDENTITY).to_numpy()] + ties[::-1] + [codes[rows]])]
+        return order
 
     def merge(
         self, old: pa.Table, old_codes: np.ndarray, kept: np.ndarray, ins: pa.Table, ins_codes: np.ndarray

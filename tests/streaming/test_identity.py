@@ -2,11 +2,12 @@
 them), distinct for repeated rows of one batch without a row key."""
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overwindow.streaming.identity import ordinals, row_hash, row_ids
+from overwindow.streaming.identity import _NULL, _column_bits, ordinals, row_hash, row_ids
 
 
 @given(st.lists(st.integers(0, 4), max_size=40))
@@ -69,3 +70,21 @@ def test_repeated_rows_of_one_batch_get_distinct_identities():
     ids = row_ids(t, None)
     assert len(set(ids.tolist())) == 4
     assert (row_ids(t.slice(0, 2), None) == ids[:2]).all()  # by ordinal: the same in a replay
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.text(max_size=8)), min_size=1, max_size=30),
+    st.sampled_from([pa.string(), pa.large_string()]),
+)
+def test_text_hashes_to_pandas_default_bits(values, typ):
+    """Text is hashed as pandas' default ``hash_array`` hashes it (the bits format 2 states hold),
+    NULL as the NULL bits."""
+    a = pa.array(values, typ)
+    expected = pd.util.hash_array(np.asarray(a.to_pandas(), dtype=object))
+    expected = np.where(a.is_valid().to_numpy(zero_copy_only=False), expected, _NULL)
+    assert (_column_bits(a) == expected).all()
+    binary = pa.array([None if v is None else v.encode() for v in values], pa.binary())
+    expected = pd.util.hash_array(np.asarray(binary.to_pandas(), dtype=object))
+    expected = np.where(binary.is_valid().to_numpy(zero_copy_only=False), expected, _NULL)
+    assert (_column_bits(binary) == expected).all()
