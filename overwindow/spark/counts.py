@@ -18,6 +18,10 @@ from overwindow.logical.bind import source_columns
 from overwindow.streaming.aside import dead_letter_records
 
 _NO_TASK = (-1, -1, -1, -1)  # counted outside a Spark task: on the driver, or in a test
+# counts nobody takes (a query without a progress line) are dropped past this many entries, all but
+# the newest 100 micro-batches' (as many as Spark keeps progresses of), so that they never grow
+_KEEP_ENTRIES = 50_000
+_KEEP_BATCHES = 100
 
 
 def _task() -> tuple[int, int, int, int]:
@@ -34,8 +38,9 @@ def _task() -> tuple[int, int, int, int]:
 
 class _Sum:
     """Spark's AccumulatorParam (``zero``, ``addInPlace``) for ``{(batch, stage, partition,
-    attempt): (late, unknown, aside)}``: a task's counts add up under its own entry. O(entries
-    added).
+    attempt): (late, unknown, aside)}``: a task's counts add up under its own entry; past
+    ``_KEEP_ENTRIES`` entries, those older than the newest ``_KEEP_BATCHES`` micro-batches are
+    dropped. O(entries added), amortized.
 
     >>> _Sum().addInPlace({(3, 1, 0, 7): (1, 0, 0)}, {(3, 1, 0, 7): (1, 0, 2), (3, 1, 1, 8): (0, 1, 0)})
     {(3, 1, 0, 7): (2, 0, 2), (3, 1, 1, 8): (0, 1, 0)}
@@ -48,6 +53,12 @@ class _Sum:
         for entry, counts in more.items():
             had = total.get(entry)
             total[entry] = counts if had is None else tuple(a + b for a, b in zip(had, counts))
+        if len(total) > _KEEP_ENTRIES:
+            entries = list(total)  # a copy: the driver takes (pops) from the dict meanwhile
+            oldest = max(e[0] for e in entries) - _KEEP_BATCHES
+            for entry in entries:
+                if entry[0] < oldest:
+                    total.pop(entry, None)
         return total
 
 

@@ -43,3 +43,11 @@ def test_take_without_a_batch_takes_every_batch():
     counts.counted.add(_task(-1, 0, 0, 1, aside=2))  # a batch query: no micro-batch
     counts.counted.add(_task(3, 0, 0, 2, late=1))
     assert counts.take() == (1, 0, 2)
+
+
+def test_counts_nobody_takes_stay_bounded_and_keep_the_newest_batches():
+    counts = MachineCounts(_Accumulator())
+    for batch in range(60_000):  # a query without a progress line: nothing is ever taken
+        counts.counted.add(_task(batch, 1, 0, batch, late=1))
+    assert len(counts.counted.value) <= 50_000
+    assert counts.take(59_999) == counts.take(59_900) == (1, 0, 0)
