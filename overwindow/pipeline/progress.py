@@ -123,7 +123,7 @@ class ProgressPrinter(StreamingQueryListener):
     ):
         self.rows_out = rows_out  # batch id -> rows the sink wrote, filled by the sink
         self.lost = lost if lost is not None else {}  # batch id -> files lost, filled by the job
-        self.counts = counts  # the state machines' counts (overwindow.spark.adapter.MachineCounts)
+        self.counts = counts  # the state machines' counts (overwindow.spark.counts.MachineCounts)
         self.unit = unit  # what a state entry holds: keys, or key buckets
         self.stream = stream  # None: sys.stdout at the time of printing
         self.json_lines = json_lines

@@ -10,6 +10,7 @@ micro-batch that has already run lends an earlier one nothing.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,10 +19,9 @@ from overwindow.logical.bind import source_columns
 from overwindow.streaming.aside import dead_letter_records
 
 _NO_TASK = (-1, -1, -1, -1)  # counted outside a Spark task: on the driver, or in a test
-# counts nobody takes (a query without a progress line) are dropped past this many entries, all but
-# the newest 100 micro-batches' (as many as Spark keeps progresses of), so that they never grow
+# counts nobody takes (a query without a progress line) are dropped past this many entries, down to
+# the newest micro-batches' holding half as many, so that they never grow
 _KEEP_ENTRIES = 50_000
-_KEEP_BATCHES = 100
 
 
 def _task() -> tuple[int, int, int, int]:
@@ -39,8 +39,8 @@ def _task() -> tuple[int, int, int, int]:
 class _Sum:
     """Spark's AccumulatorParam (``zero``, ``addInPlace``) for ``{(batch, stage, partition,
     attempt): (late, unknown, aside)}``: a task's counts add up under its own entry; past
-    ``_KEEP_ENTRIES`` entries, those older than the newest ``_KEEP_BATCHES`` micro-batches are
-    dropped. O(entries added), amortized.
+    ``_KEEP_ENTRIES`` entries the oldest micro-batches' are dropped down to half as many. O(entries
+    added), amortized.
 
     >>> _Sum().addInPlace({(3, 1, 0, 7): (1, 0, 0)}, {(3, 1, 0, 7): (1, 0, 2), (3, 1, 1, 8): (0, 1, 0)})
     {(3, 1, 0, 7): (2, 0, 2), (3, 1, 1, 8): (0, 1, 0)}
@@ -54,12 +54,29 @@ class _Sum:
             had = total.get(entry)
             total[entry] = counts if had is None else tuple(a + b for a, b in zip(had, counts))
         if len(total) > _KEEP_ENTRIES:
-            entries = list(total)  # a copy: the driver takes (pops) from the dict meanwhile
-            oldest = max(e[0] for e in entries) - _KEEP_BATCHES
-            for entry in entries:
-                if entry[0] < oldest:
-                    total.pop(entry, None)
+            _drop_oldest(total, _KEEP_ENTRIES // 2)
         return total
+
+
+def _drop_oldest(total: dict, keep: int) -> None:
+    """Drops the entries of the oldest micro-batches of ``total``, keeping the newest batches'
+    while they hold at most ``keep`` entries (the newest one whatever it holds). O(entries).
+
+    >>> t = {(b, 0, p, 0): (1, 0, 0) for b in range(4) for p in range(3)}
+    >>> _drop_oldest(t, 7); sorted({e[0] for e in t})
+    [2, 3]
+    """
+    entries = list(total)  # a copy: the driver takes (pops) from the dict meanwhile
+    per_batch = Counter(e[0] for e in entries)
+    kept: set[int] = set()
+    for batch in sorted(per_batch, reverse=True):
+        if kept and per_batch[batch] > keep:
+            break
+        kept.add(batch)
+        keep -= per_batch[batch]
+    for entry in entries:
+        if entry[0] not in kept:
+            total.pop(entry, None)
 
 
 class MachineCounts:
@@ -67,9 +84,9 @@ class MachineCounts:
     accumulator: rows dropped as late (beside those Spark drops before them), updates of unknown
     rows, rows set aside (``Step.aside``), and, with ``keep``, the rows set aside themselves. The
     workers ``add``; the driver ``take``s a micro-batch's counts once it has run (for its progress
-    line). A task run again (retried, speculative, a stage recomputed) is counted once: the latest
-    attempt of each stage and partition; kept rows are keyed by (batch, key, position), so a retry
-    replaces them."""
+    line). A task run twice to success (speculation, a map stage resubmitted) is counted once: the
+    latest attempt of each stage and partition (Spark merges no failed attempt's); kept rows are
+    keyed by (batch, key, position), so a retry replaces them."""
 
     def __init__(self, counted, keep=None):
         self.counted, self.keep = counted, keep

@@ -51,3 +51,9 @@ def test_counts_nobody_takes_stay_bounded_and_keep_the_newest_batches():
         counts.counted.add(_task(batch, 1, 0, batch, late=1))
     assert len(counts.counted.value) <= 50_000
     assert counts.take(59_999) == counts.take(59_900) == (1, 0, 0)
+    many = MachineCounts(_Accumulator())
+    for batch in range(200):  # 600 tasks a micro-batch count something
+        for partition in range(600):
+            many.counted.add(_task(batch, 1, partition, batch * 600 + partition, aside=1))
+        assert len(many.counted.value) <= 50_000
+    assert many.take(199) == (0, 0, 600)
