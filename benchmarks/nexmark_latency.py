@@ -21,6 +21,9 @@ start and imports, the JVM's first compilations).
 overwindow: ``overwindow.sql`` over the folder, ``trigger(processingTime="1 second")`` (what
 ``overwindow run`` uses), ``foreachBatch`` collecting each micro-batch's row keys; a row commits when
 Spark writes the micro-batch's entry in the checkpoint's commit log (that file's modification time).
+On update a bid commits with the micro-batch that read its file (``read_commits``; the file source's
+log in the checkpoint says which), whether or not a row of its own was written: Spark's update mode
+writes a key's last row of a micro-batch.
 PyFlink: ``nexmark_flink.py --latency``, the filesystem source watching the folder every 200 ms,
 ``print`` sinks; a row commits when its line reaches this process (stamped as read).
 
@@ -31,6 +34,7 @@ PyFlink: ``nexmark_flink.py --latency``, the filesystem source watching the fold
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -97,9 +101,9 @@ class Feeder(threading.Thread):
             self.arrived[n] = time.time()
 
 
-def arrivals(table: pa.Table, plan: list[Chunk], arrived: list[float]) -> pd.DataFrame:
-    """Each bid's key (``KEY``), its arrival and its due time in the feed (``due_s``)."""
-    frame = pd.DataFrame(
+def _keys(table: pa.Table) -> pd.DataFrame:
+    """Each bid's key (``KEY``), in the table's order."""
+    return pd.DataFrame(
         {
             "auction": table.column("auction").to_numpy(),
             "bidder": table.column("bidder").to_numpy(),
@@ -107,6 +111,11 @@ def arrivals(table: pa.Table, plan: list[Chunk], arrived: list[float]) -> pd.Dat
             "t_ms": table.column("dateTime").cast(pa.int64()).to_numpy(),
         }
     )
+
+
+def arrivals(table: pa.Table, plan: list[Chunk], arrived: list[float]) -> pd.DataFrame:
+    """Each bid's key (``KEY``), its arrival and its due time in the feed (``due_s``)."""
+    frame = _keys(table)
     rows = np.array([c.stop - c.start for c in plan])
     frame["arrival"] = np.repeat(np.asarray(arrived, dtype=float), rows)
     frame["due_s"] = np.repeat([c.due_s for c in plan], rows)
@@ -202,6 +211,39 @@ def spark_commits(batches: list[tuple[int, pa.Table]], checkpoint: Path) -> pd.D
     if not frames:
         return pd.DataFrame(columns=[*KEY, "sink", "commit"])
     return pd.concat(frames, ignore_index=True)
+
+
+def read_commits(table: pa.Table, plan: list[Chunk], paths: list[Path], checkpoint: Path) -> pd.DataFrame:
+    """Each bid with the commit time of the micro-batch that read its file, as ``commits`` for
+    ``latency``: on update, what every bid of a micro-batch changes is in the sink once it commits
+    (Spark's update mode writes a key's last row of the micro-batch: a bid overtaken in it by a later
+    bid of its key has no row of its own, and counting only the bids with one would count the bids
+    that arrived last, which waited least)."""
+    when = micro_batch_commits(checkpoint)
+    frame = _keys(table)
+    rows = np.array([c.stop - c.start for c in plan])
+    frame["sink"] = 0
+    frame["commit"] = np.repeat([when.get(p.name, np.nan) for p in paths], rows)
+    return frame.dropna(subset=["commit"])
+
+
+def micro_batch_commits(checkpoint: Path) -> dict[str, float]:
+    """File name -> the modification time of the commit log entry of the micro-batch that read the
+    file (the file source's log in the checkpoint, ``sources/0``: after a ``v1`` line, one JSON
+    object per file with its ``path`` and ``batchId``; ``N.compact`` holds the batches before)."""
+    read = {}
+    for log in (checkpoint / "sources" / "0").iterdir():
+        if log.name.startswith(".") or log.name.endswith(".crc"):
+            continue
+        for line in log.read_text().splitlines()[1:]:
+            entry = json.loads(line)
+            read[entry["path"].rsplit("/", 1)[-1]] = entry["batchId"]
+    commits = {}
+    for name, batch in read.items():
+        entry = checkpoint / "commits" / str(batch)
+        if entry.exists():
+            commits[name] = entry.stat().st_mtime
+    return commits
 
 
 def bids_at(rate: float, seconds: float, seed: int) -> pa.Table:
@@ -321,11 +363,8 @@ def overwindow_latency(spark, query, emit: str, work: Path, rate: float, seconds
         raise RuntimeError(f"{query.name} {emit}: {q.exception()}")
     rows = sum(t.num_rows for _, t in batches)
     print(f"overwindow {query.name} {emit}: {len(batches)} micro-batches, {rows:,} rows", flush=True)
-    result = latency(
-        arrivals(table, plan, arrived),
-        spark_commits(batches, chk),
-        measure_window(seconds, warmup_s, tail_s),
-    )
+    commits = read_commits(table, plan, paths, chk) if emit == "on_update" else spark_commits(batches, chk)
+    result = latency(arrivals(table, plan, arrived), commits, measure_window(seconds, warmup_s, tail_s))
     return {**result, "rate": rate, "seconds": seconds, "load": os.getloadavg()[0]}
 
 

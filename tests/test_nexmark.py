@@ -6,11 +6,13 @@ and arithmetic (benchmarks/nexmark_latency.py) on tiny inputs. No Spark."""
 import doctest
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 _benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -167,6 +169,36 @@ def test_flink_print_lines_read_as_commits_of_the_rows_keys():
         "commit": [1.0, 3.0],
     }
     assert isinstance(got, pd.DataFrame)
+
+
+def test_on_update_bids_commit_with_the_micro_batch_that_read_their_file(tmp_path):
+    """The file source's log in a checkpoint, as Spark writes it (a compacted file and a later
+    batch's), maps each bid's file to its micro-batch and that batch's commit log entry's time; a
+    file of a micro-batch not committed yet gives its bids no commit."""
+    chk = tmp_path / "chk"
+    (chk / "sources" / "0").mkdir(parents=True)
+    (chk / "commits").mkdir()
+    entry = '{{"path":"file:///x/in/{}","timestamp":1,"batchId":{}}}'
+    (chk / "sources" / "0" / "1.compact").write_text(
+        "\n".join(["v1", entry.format("part00000-00000.json", 0), entry.format("part00001-00000.json", 1)])
+    )
+    (chk / "sources" / "0" / "2").write_text("\n".join(["v1", entry.format("part00002-00000.json", 2)]))
+    (chk / "sources" / "0" / ".2.crc").write_bytes(b"\x00")
+    for batch, at in ((0, 100.0), (1, 101.5)):
+        (chk / "commits" / str(batch)).write_text("v1\n{}")
+        os.utime(chk / "commits" / str(batch), (at, at))
+    table = pa.table(
+        {
+            "auction": [1, 2, 3, 4, 5],
+            "bidder": [1, 1, 1, 1, 1],
+            "price": [1, 1, 1, 1, 1],
+            "dateTime": pa.array([0, 1, 2, 3, 4], pa.timestamp("ms")),
+        }
+    )
+    plan = [nl.Chunk(0, 2, 0.0), nl.Chunk(2, 4, 0.25), nl.Chunk(4, 5, 0.5)]
+    paths = [tmp_path / f"part{n:05d}-00000.json" for n in range(3)]
+    got = nl.read_commits(table, plan, paths, chk)
+    assert got["auction"].tolist() == [1, 2, 3, 4] and got["commit"].tolist() == [100.0, 100.0, 101.5, 101.5]
 
 
 def test_latency_module_examples():
