@@ -136,6 +136,34 @@ class MachineCounts:
         self.__init__(d["counted"], d["keep"])
 
 
+class StageCounts:
+    """The counts of a query's stateful stages taken together (a GROUP BY's, then its windows'):
+    ``take`` sums theirs, rows set aside after the windows count in the last. O(stages).
+
+    >>> class Stage:
+    ...     def take(self, batch=None):
+    ...         return (1, 0, 2)
+    >>> StageCounts(Stage(), Stage()).take(3)
+    (2, 0, 4)
+    """
+
+    def __init__(self, *stages):
+        self.stages = stages
+
+    @staticmethod
+    def of(*stages):
+        """The stages' counts taken together; None where no stage counts (Spark Connect)."""
+        counting = [s for s in stages if s is not None]
+        return StageCounts(*counting) if len(counting) > 1 else (counting[0] if counting else None)
+
+    def take(self, batch: int | None = None) -> tuple[int, int, int]:
+        taken = [stage.take(batch) for stage in self.stages]
+        return tuple(sum(t[i] for t in taken) for i in range(3))
+
+    def add_aside(self, batch: int, rows: int) -> None:
+        self.stages[-1].add_aside(batch, rows)
+
+
 def key_text(values, names: tuple[str, ...] = ()) -> str:
     """A partition key as people write it: numpy scalars as plain values, each named by its column
     where ``names`` are given.

@@ -72,7 +72,7 @@ from overwindow.spark.boundary import (
     to_pandas,
     with_interval_days,
 )
-from overwindow.spark.counts import MachineCounts
+from overwindow.spark.counts import MachineCounts, StageCounts
 from overwindow.spec import chosen_key_buckets, column_names
 from overwindow.streaming.contract import CHANGE, END_OF_INPUT, UPSERT
 from overwindow.streaming.group_by import ASIDE, DELETE, INSERT, OP, UPDATE, GroupBy, having_changes, was
@@ -116,6 +116,7 @@ def run_grouped(df, query, _keep=None, **options):
     grouped = group_by(
         computed, bound_keys, list(bound), _keep, row_key, op_column, closing_mode, shown, previous, order
     )
+    stage_counts = getattr(grouped, "overwindow_counts", None)  # the GROUP BY stage's
     # a key Spark computed (__ow_e<n>) is a column of the changelog of its own name, kept in the result
     columns = [k if k in df.columns else f"{_GROUP_KEY}{n}" for n, k in enumerate(bound_keys)]
     grouped = grouped.withColumnsRenamed({k: c for k, c in zip(bound_keys, columns) if k != c})
@@ -139,15 +140,15 @@ def run_grouped(df, query, _keep=None, **options):
     # emitted before), so the upserts are the append-only result
     stage = dict(options, emit="on_update")
     out = run_items(grouped, items, query, _keep=_keep, rowKey=columns, opColumn=OP, _append=True, **stage)
+    counts = StageCounts.of(stage_counts, getattr(out, "overwindow_counts", None))
     if not closing_mode:
+        out.overwindow_counts = counts
         return out
     # a delete is a row the result leaves out (QUALIFY false, or an expression after the windows
     # failed on it: counted, or kept with its error for the job's dead letter)
     kept = F.col(CHANGE) == UPSERT
     result = out.where(kept | F.col(ERROR).isNotNull() if ERROR in out.columns else kept).drop(CHANGE)
-    counts = getattr(out, "overwindow_counts", None)
-    if counts is not None:
-        result.overwindow_counts = counts
+    result.overwindow_counts = counts
     return result
 
 

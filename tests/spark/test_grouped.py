@@ -222,6 +222,38 @@ CLOSING = (
 )
 
 
+def test_a_change_the_group_by_stage_sets_aside_counts_on_its_micro_batch(spark, rocksdb, tmp_path):
+    """A change whose op no changelog knows is set aside by the GROUP BY stage, before the windows:
+    the query's counts (what each progress line takes) have it on its micro-batch, beside the
+    windows' own."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for n, op in enumerate(["+I", "zap"]):
+        rows = [
+            {"id": n, "op": op, "k": "a", "ts": n, "x": 1.0},
+            {"id": 10 + n, "op": "+I", "k": "b", "ts": n, "x": 2.0},
+        ]
+        path = str(src / f"part-{n}.parquet")
+        pq.write_table(pa.Table.from_pylist(rows, schema=_arrow(CDC)), path)
+        os.utime(path, (time.time() + n, time.time() + n))
+    spark.readStream.schema(CDC).option("maxFilesPerTrigger", 1).parquet(str(src)).createOrReplaceTempView(
+        "ow_grouped_zap"
+    )
+    query = (
+        "SELECT k, ts DIV 10 AS d, sum(x) AS total, lag(count(*)) OVER (PARTITION BY k ORDER BY ts DIV 10) "
+        "AS n_before FROM ow_grouped_zap GROUP BY k, ts DIV 10"
+    )
+    out = overwindow.sql(spark, query, emit="on_update", rowKey="id", opColumn="op")
+    taken = {}
+
+    def check(df, batch_id):
+        compat.to_arrow(df)
+        taken[batch_id] = out.overwindow_counts.take(batch_id)
+
+    _each_batch(out, check, tmp_path)
+    assert taken == {0: (0, 0, 0), 1: (0, 0, 1)}
+
+
 def test_windows_over_a_group_by_on_window_close_emit_each_closed_day_once_as_spark_batch(
     spark, rocksdb, tmp_path
 ):
