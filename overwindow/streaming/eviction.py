@@ -75,6 +75,7 @@ class Eviction:
         self.finder = finder
         self.key = finder.order_by[0].expr
         self.rows_kept = rows_kept(finder.calls)
+        self.past_end = PastEnd.of(finder.calls)
 
     def evict(
         self,
@@ -127,6 +128,9 @@ class Eviction:
             look = touched | (first_live != first_from(since))
             for p, t in zip(by_key, range_reach(self.finder.calls, since, keys.type)):
                 look |= p != first_from(t)
+            if self.past_end is not None:  # an idle partition's rows a RANGE frame no longer reads
+                for now, then in zip(*(self.past_end.range_starts(w, keys.type) for w in (watermark, since))):
+                    look |= first_from(now) != first_from(then)
             if self.sessions is not None:  # a session closed since
                 closed_since = self.sessions.closed(keys, knum, since)
                 look |= (
@@ -147,6 +151,15 @@ class Eviction:
                     reach = self.finder.around(rows, codes, around, edges, parts)
                 first = np.minimum.reduce([reach.affected(at)[0], at, *keyed])
                 keep_from, peers = np.minimum(live, reach.read_starts(first)), reach.groups
+                idle = live == ends_  # no row at or above the watermark: see PastEnd
+                if self.past_end is not None and idle.any():
+                    wanted = self.past_end.keep_from(
+                        lambda t: first_from(t)[some], starts[some], ends_, watermark, keys.type
+                    )
+                    wanted = wanted[idle]
+                    inside = wanted < ends_[idle]  # whole peer groups stay (rank counts them)
+                    wanted[inside] = np.searchsorted(peers, peers[wanted[inside]], side="left")
+                    keep_from[idle] = wanted
             if self.sessions is not None:
                 keep_from = np.minimum(
                     keep_from, self.sessions.open_from(keys, knum, codes, watermark, starts, ends, some)
@@ -223,6 +236,71 @@ class Sessions:
         return keep
 
 
+@dataclass(frozen=True)
+class PastEnd:
+    """What a change after every row of a partition reads, when no call's value depends on a later
+    row (each reach ends at the current row or before it): ``rows_back`` rows before it (ROWS
+    ``n PRECEDING`` frames and lag; None: from the partition's start) and the keys from a RANGE
+    frame's start offsets below its own key.
+
+    It bounds what a partition with no row at or above the watermark keeps: a change that is not
+    late comes after all of its rows (keys below the watermark, so no peer of theirs), alters none
+    of them, and reads only the last ``rows_back`` rows and those keyed at least the watermark less
+    a RANGE start offset. So such a partition drops the rest as the watermark moves on, all of it
+    for RANGE frames alone: a key that goes quiet (an auction closed, a sensor gone) leaves the
+    state. Its last row stands in for the change otherwise (a frame reaching forward alters it; a
+    GROUPS offset reads peer groups back), which keeps what the last row's frames read.
+
+    >>> from overwindow.spec import OverWindow
+    >>> calls = OverWindow("count(*) OVER (ORDER BY t RANGE 10 PRECEDING) AS c",
+    ...                    "lag(x, 2) OVER (ORDER BY t) AS p").calls
+    >>> PastEnd.of(calls)
+    PastEnd(rows_back=2, range_offsets=(10,))
+    >>> PastEnd.of(OverWindow("lead(x) OVER (ORDER BY t) AS n").calls) is None
+    True
+    """
+
+    rows_back: int | None
+    range_offsets: tuple
+
+    @staticmethod
+    def of(calls: tuple[WindowCall, ...]) -> PastEnd | None:
+        """The reads of a change after a partition's rows, None where the last row stands in. O(calls)."""
+        rows_back: int | None = 0
+        offsets = []
+        for call in calls:
+            if call.reach.end.kind not in (BoundKind.CURRENT_ROW, BoundKind.PRECEDING):
+                return None
+            start, unit = call.reads.start, call.reads.unit
+            if start.kind is BoundKind.UNBOUNDED_PRECEDING:
+                rows_back = None
+            elif start.kind is not BoundKind.PRECEDING:  # reads from its own key on: no held row
+                continue
+            elif unit is FrameUnit.ROWS:
+                rows_back = None if rows_back is None else max(rows_back, int(start.offset))
+            elif unit is FrameUnit.RANGE:
+                offsets.append(start.offset)
+            else:  # GROUPS n PRECEDING
+                return None
+        return PastEnd(rows_back, tuple(offsets))
+
+    def range_starts(self, watermark, key_type: pa.DataType) -> list:
+        """Per RANGE start offset, the smallest key a change at the ``watermark`` reads (in
+        ``key_numbers``' domain, cast as the batch frames cast it). O(offsets)."""
+        w = _key_number(watermark, key_type)
+        return [shift_key(w, key_type, offset, -1)[0] for offset in self.range_offsets]
+
+    def keep_from(self, first_from, starts, ends, watermark, key_type: pa.DataType) -> np.ndarray:
+        """Per partition [starts, ends) of the sorted rows, its first row a change after its rows
+        reads; ``first_from(t)``: every partition's first row keyed ``t`` or more. O(partitions)."""
+        if self.rows_back is None:
+            return starts
+        keep = np.maximum(starts, ends - self.rows_back)
+        for t in self.range_starts(watermark, key_type):
+            keep = np.minimum(keep, first_from(t))
+        return keep
+
+
 def rows_kept(calls: tuple[WindowCall, ...]) -> int:
     """How many rows before a partition's first live row eviction always keeps: the most any ROWS
     frame the calls read reaches back (``k PRECEDING``; lag's offset), since the rows a change at
@@ -255,8 +333,7 @@ def range_reach(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType)
     [95]
     """
     out = []
-    floats = kind_of(key_type) in (TypeFamily.FLOAT, TypeFamily.DECIMAL)  # key_numbers' dtype
-    w = np.array([watermark], dtype=np.float64 if floats else np.int64)
+    w = _key_number(watermark, key_type)
     for call in calls:
         if call.reads.unit is not FrameUnit.RANGE:
             continue
@@ -268,3 +345,9 @@ def range_reach(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType)
         else:
             out.append(w[0])
     return out
+
+
+def _key_number(watermark, key_type: pa.DataType) -> np.ndarray:
+    """The watermark as a one-element array of ``key_numbers``' dtype for a key of ``key_type``."""
+    floats = kind_of(key_type) in (TypeFamily.FLOAT, TypeFamily.DECIMAL)
+    return np.array([watermark], dtype=np.float64 if floats else np.int64)

@@ -116,6 +116,34 @@ def test_a_decimal_offset_closes_windows_as_the_batch_frames_end():
     assert got == {i: want[i] for i in (0, 1, 2)} and got[1] == 2.0
 
 
+@pytest.mark.parametrize("lag", [False, True])
+def test_a_key_gone_quiet_keeps_only_what_a_later_row_of_it_would_read(lag):
+    """Nexmark's auctions on update: key i gets five rows (t = 10i to 10i + 4), then none. A change
+    that is not late comes at or above the watermark, after every row of a quiet key: it alters
+    none of them and reads, through ``RANGE 10 PRECEDING``, only rows keyed at least the watermark
+    less 10 (and through ``lag(x, 2)`` its key's last two rows). So once the watermark has passed
+    a key's rows by 10 they leave the state; the state held every row of every key before. The
+    answers are the batch's over every row. (A bucket evicts when it steps, on rows of its own:
+    one bucket here, stepped every batch.)"""
+    calls = ["count(*) OVER (ORDER BY t RANGE BETWEEN 10 PRECEDING AND CURRENT ROW) AS c"]
+    calls += ["lag(x, 2) OVER (ORDER BY t) AS p"] if lag else []
+    spec = OverWindow(*calls, emit="on_update", rowKey="id", keyBuckets=1)
+    schema = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
+    driver = Driver(spec, schema, ["k"], watermarked=True)
+    every, got, watermark = [], {}, None
+    for i in range(30):
+        watermark = 10 * i - 15 if i > 1 else None
+        ids, t = range(5 * i, 5 * i + 5), range(10 * i, 10 * i + 5)
+        rows = pa.table({"k": [i] * 5, "id": ids, "t": t, "x": [float(i)] * 5}, schema=schema)
+        every.append(rows)
+        got.update((r["id"], r) for r in driver.feed(rows, watermark).to_pylist())
+    want = overwindow.evaluate(pa.concat_tables(every), *spec.partitioned(("k",))).to_pylist()
+    assert all(got[r["id"]][a] == r[a] for r in want for a in spec.aliases)
+    # held: the rows keyed at least the watermark less 10, and each quiet key's last two rows
+    held = [t for t in range(300) if t % 10 < 5 and (t >= watermark - 10 or (lag and t % 10 >= 3))]
+    assert driver.state_rows() == len(held) < 150 / 2  # of 150 rows
+
+
 @pytest.mark.parametrize("emit", ["on_window_close", "on_update"])
 def test_an_offset_that_casts_to_null_is_refused_on_a_stream(emit):
     """An infinite DOUBLE offset over a DECIMAL key is NULL once cast (as Spark casts it, and as
