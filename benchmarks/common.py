@@ -33,6 +33,17 @@ def machine_note(*packages: str) -> list[str]:
     except (OSError, ValueError, IndexError):
         pass
 
+    rev = revision()
+    versions = ", ".join(f"{name} {metadata.version(name)}" for name in packages)
+    return [
+        f"- Machine: {os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}",
+        f"- Python {platform.python_version()}, {versions}; overwindow at git `{rev}`",
+    ]
+
+
+def revision() -> str:
+    """overwindow's git revision, short (marked when overwindow/ has uncommitted changes)."""
+
     def git(*cmd: str) -> str:
         try:
             return subprocess.run(
@@ -44,11 +55,7 @@ def machine_note(*packages: str) -> list[str]:
     rev = git("rev-parse", "--short", "HEAD") or "unknown"
     if git("status", "--porcelain", "--", "overwindow"):
         rev += " + uncommitted changes under overwindow/"
-    versions = ", ".join(f"{name} {metadata.version(name)}" for name in packages)
-    return [
-        f"- Machine: {os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}",
-        f"- Python {platform.python_version()}, {versions}; overwindow at git `{rev}`",
-    ]
+    return rev
 
 
 def section_head(

@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import nexmark_events as ne  # noqa: E402
 import nexmark_latency as nl  # noqa: E402
-from common import ROOT, publish, section_head, spark_session  # noqa: E402
+from common import ROOT, publish, revision, section_head, spark_session  # noqa: E402
 from nexmark_queries import QUERIES, WATERMARK_S  # noqa: E402
 
 from overwindow.spark import compat  # noqa: E402
@@ -225,8 +225,10 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
         "pyarrow",
     )
     first = next(iter(newest.values()))
+    measured_at = ", ".join(f"{q} at `{r.get('git', 'not recorded')}`" for q, r in newest.items())
     body = [
         *head,
+        f"- Each query's record was measured with overwindow's revision: {measured_at}.",
         "- One command per query (each holds the machine's Spark lock a few minutes); each appends a record"
         " per query to `benchmarks/results/nexmark.jsonl` and this section is written from the newest record"
         " of each query. The load average (1 minute) is given beside each figure: on a shared machine single"
@@ -386,6 +388,7 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
         "warm_runs": args.warm,
         "tail_s": args.tail,
         "command": args.command,
+        "git": revision(),
         "wall_s": time.perf_counter() - started,
     }
 
