@@ -2,15 +2,9 @@
 are its own whenever they are taken, and a task Spark runs again is counted once. The accumulator is
 a stand-in merging as Spark's driver merges each finished task's counts."""
 
+from accumulator_support import Accumulator
+
 from overwindow.spark.counts import MachineCounts, _Sum
-
-
-class _Accumulator:
-    def __init__(self):
-        self.value = {}
-
-    def add(self, more):
-        self.value = _Sum().addInPlace(self.value, more)
 
 
 def _task(batch, stage, partition, attempt, late=0, unknown=0, aside=0):
@@ -18,7 +12,7 @@ def _task(batch, stage, partition, attempt, late=0, unknown=0, aside=0):
 
 
 def test_each_batch_takes_its_own_counts_when_later_batches_have_run():
-    counts = MachineCounts(_Accumulator())
+    counts = MachineCounts(Accumulator(_Sum()))
     counts.counted.add(_task(0, 1, 0, 10, late=2))
     counts.counted.add(_task(0, 1, 1, 11, unknown=1))
     counts.counted.add(_task(1, 3, 0, 12, late=5, aside=1))  # batch 1 ran before batch 0 was taken
@@ -29,7 +23,7 @@ def test_each_batch_takes_its_own_counts_when_later_batches_have_run():
 
 
 def test_a_task_run_again_counts_once_and_a_tasks_calls_add_up():
-    counts = MachineCounts(_Accumulator())
+    counts = MachineCounts(Accumulator(_Sum()))
     for _ in range(3):  # one task's calls, one per key or bucket
         counts.counted.add(_task(7, 2, 0, 40, late=1))
     counts.counted.add(_task(7, 2, 0, 55, late=3))  # partition 0 run again (a retry): replaces
@@ -39,19 +33,19 @@ def test_a_task_run_again_counts_once_and_a_tasks_calls_add_up():
 
 
 def test_take_without_a_batch_takes_every_batch():
-    counts = MachineCounts(_Accumulator())
+    counts = MachineCounts(Accumulator(_Sum()))
     counts.counted.add(_task(-1, 0, 0, 1, aside=2))  # a batch query: no micro-batch
     counts.counted.add(_task(3, 0, 0, 2, late=1))
     assert counts.take() == (1, 0, 2)
 
 
 def test_counts_nobody_takes_stay_bounded_and_keep_the_newest_batches():
-    counts = MachineCounts(_Accumulator())
+    counts = MachineCounts(Accumulator(_Sum()))
     for batch in range(60_000):  # a query without a progress line: nothing is ever taken
         counts.counted.add(_task(batch, 1, 0, batch, late=1))
     assert len(counts.counted.value) <= 50_000
     assert counts.take(59_999) == counts.take(59_900) == (1, 0, 0)
-    many = MachineCounts(_Accumulator())
+    many = MachineCounts(Accumulator(_Sum()))
     for batch in range(200):  # 600 tasks a micro-batch count something
         for partition in range(600):
             many.counted.add(_task(batch, 1, partition, batch * 600 + partition, aside=1))

@@ -5,6 +5,7 @@ the worker-side step runs on pandas chunks as Spark hands them, its accumulators
 
 import pandas as pd
 import pyarrow as pa
+from accumulator_support import Accumulator
 
 from overwindow.logical.bind import ERROR
 from overwindow.logical.parse import parse_window
@@ -12,16 +13,6 @@ from overwindow.spark.counts import MachineCounts, Stage, _Sum, aside_records
 from overwindow.spark.grouped import _GroupStep
 from overwindow.streaming.aside import Aside
 from overwindow.streaming.group_by import GroupBy
-
-
-class _Accumulator:
-    """Spark's accumulator on one machine: ``add`` merges as the driver does."""
-
-    def __init__(self, param):
-        self.param, self.value = param, param.zero(None)
-
-    def add(self, more):
-        self.value = self.param.addInPlace(self.value, more)
 
 
 class _Replace:  # the dead letter's: a task run again replaces its records
@@ -43,8 +34,8 @@ def test_rows_the_group_by_stage_sets_aside_name_it_and_their_group():
         ]
     )
     machine = GroupBy(schema, ("k", "__ow_e0"), [parse_window("sum(x) OVER () AS s")], ("id",), "op")
-    keep = _Accumulator(_Replace())
-    counts = MachineCounts(_Accumulator(_Sum()), keep)
+    keep = Accumulator(_Replace())
+    counts = MachineCounts(Accumulator(_Sum()), keep)
     stage = Stage("GROUP BY, group", {"__ow_e0": "to_date(ts)"})
     step = _GroupStep(machine, schema, (), counts, ("k", "__ow_e0"), stage)
     rows = pd.DataFrame(
