@@ -276,9 +276,10 @@ def function_for(variant: str):
         return Passthrough(ROW_BYTES, HISTORY)
     if variant == "handwritten":
         return handwritten_window_close
-    from overwindow.spark.adapter import _arrow_schema, _Runner
+    from overwindow.spark.adapter import _Runner
+    from overwindow.spark.boundary import arrow_schema
 
-    schema = _arrow_schema(spark_schema())
+    schema = arrow_schema(spark_schema())
     emit = "on_window_close" if variant == "window_close" else "on_update"
     spec = overwindow.OverWindow(*CALLS, emit=emit, rowKey="rid", keyBuckets="per key")
     return _Runner(spec, schema, watermarked=True)

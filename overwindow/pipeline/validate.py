@@ -130,7 +130,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
     from pyspark.sql import types as T
 
     from overwindow.physical.columns import column_of, resolve_column
-    from overwindow.spark.adapter import _arrow_schema
+    from overwindow.spark.boundary import arrow_schema
     from overwindow.streaming.assemble import Assembler
     from overwindow.streaming.machines import machine_for
 
@@ -166,7 +166,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
     fields = []
     for f in struct.fields:
         try:
-            fields.append(_arrow_schema(T.StructType([f])).field(0))
+            fields.append(arrow_schema(T.StructType([f])).field(0))
         except Exception as e:
             problems.append(
                 f"{view.where('source', 'schema')}: column `{f.name}` of type {f.dataType.simpleString()} "
@@ -265,7 +265,7 @@ def _columns(view: View, problems: list[str]) -> Checked | None:
     pre, groups = bind_groups([(keys, spec.expressions) for keys, spec in view.groups])
     typed = _typed(pre, schema)
     if typed is not None and source_order(view):  # beside each change the source puts its place
-        typed = pa.schema([*typed, *_arrow_schema(parse_schema(SOURCE_ORDER[view.source["format"]]))])
+        typed = pa.schema([*typed, *arrow_schema(parse_schema(SOURCE_ORDER[view.source["format"]]))])
     # each machine computes its calls; Spark what they go into (x - lag(x) OVER w), after them
     runs = [
         (keys, results_in_spark(spec.over(run))[0]) for (keys, run), (_, spec) in zip(groups, view.groups)

@@ -39,13 +39,15 @@ from sqlglot import exp
 from overwindow.errors import WindowSpecError
 from overwindow.logical.bind import ERROR, bind, source_columns
 from overwindow.physical.columns import check_fields, resolve_column
-from overwindow.physical.values import INTERVAL_DAY, kind_of
+from overwindow.physical.values import kind_of
 from overwindow.spark import compat, executors
 from overwindow.spark.bind import results_in_spark, with_computed, with_filter, with_results
 from overwindow.spark.boundary import (
     Companion,
+    arrow_schema,
     check_session_time_zone,
     companions_of,
+    output_struct,
     to_arrow,
     to_pandas,
     with_interval_days,
@@ -76,59 +78,13 @@ _BUCKET = "__overwindow_bucket"  # keyBuckets: the bucket of a row's groupBy key
 _FEW = "__overwindow_few_buckets"  # marks FEW_KEY_BUCKETS chosen in the grouping key (bucket_grouping)
 
 
-def _arrow_schema(struct) -> pa.Schema:
-    """Arrow schema of the pandas frames a UDF receives: timestamps are session wall-clock, tz-naive;
-    an INTERVAL DAY is ``INTERVAL_DAY`` (Spark's Arrow type of it says DAY TO SECOND), so that what
-    the machines compute of it is Spark's INTERVAL DAY too (``lag`` of it)."""
-    from pyspark.sql.types import DayTimeIntervalType
-
-    schema = compat.to_arrow_schema(struct)
-    days = {
-        f.name
-        for f in struct.fields
-        if isinstance(f.dataType, DayTimeIntervalType) and f.dataType.endField == DayTimeIntervalType.DAY
-    }
-    return pa.schema(
-        [
-            pa.field(
-                f.name,
-                INTERVAL_DAY
-                if f.name in days
-                else pa.timestamp(f.type.unit)
-                if pa.types.is_timestamp(f.type)
-                else f.type,
-                f.nullable,
-            )
-            for f in schema
-        ]
-    )
-
-
-def _output_struct(input_struct, output: pa.Schema):
-    """Spark schema of the output: input fields as they are, then each other column's type (a naive
-    timestamp is Spark's TIMESTAMP, as in the input); an INTERVAL DAY (``INTERVAL_DAY``) as Spark
-    reads a Python UDF's durations, DAY TO SECOND (``with_interval_days`` casts it back)."""
-    from pyspark.sql.pandas.types import from_arrow_type
-    from pyspark.sql.types import StructField, StructType
-
-    given = {f.name: f for f in input_struct.fields}
-    return StructType(
-        [
-            given[f.name]
-            if f.name in given and f.type != INTERVAL_DAY
-            else StructField(f.name, from_arrow_type(f.type, prefer_timestamp_ntz=False), True)
-            for f in output
-        ]
-    )
-
-
 def _input_columns(df, spec: OverWindow) -> pa.Table:
     """``df``'s columns (no rows), once ``spec`` is checked to read none of their fields (``s.a``,
     ``check_fields``), before any column is looked up by the last part of its name, and no
     TIMESTAMP_NTZ value as a call's argument (it would come back as TIMESTAMP)."""
     from pyspark.sql.types import TimestampNTZType
 
-    empty = _arrow_schema(df.schema).empty_table()
+    empty = arrow_schema(df.schema).empty_table()
     check_fields([e for c in spec.calls for e in c.exprs()], empty)
     for call in spec.calls:  # a stream's naive timestamps are TIMESTAMP: NTZ values would change type
         if call.function in ("count", "count_distinct"):  # a BIGINT, whatever it counts
@@ -229,7 +185,7 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
         watermarked = is_watermarked(df, spec)
         mode, timeout = "append" if append else "update", GroupStateTimeout.NoTimeout
     input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
-    input_schema = _arrow_schema(input_struct)
+    input_schema = arrow_schema(input_struct)
     keys = ()
     if _ALL not in df.columns:  # groupBy(...): keyBuckets as given, or chosen (OverWindow.hosted)
         named = _grouping_columns(grouped, input_struct.names)
@@ -244,23 +200,23 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
             grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, spec.buckets_chosen)
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
-    output_struct = _output_struct(input_struct, visible(machine.output_schema))
+    out_struct = output_struct(input_struct, visible(machine.output_schema))
     check_session_time_zone(df)
     companions = companions_of(input_schema)
-    grouped = _with_companions(grouped, companions)
+    grouped = with_companions(grouped, companions)
     counts = MachineCounts.of(df.sparkSession, keep)
     run = _Runner(spec, input_schema, watermarked, counts, companions, keys)
     if spec.state_layout == "chunked":
-        _check_rocksdb(df.sparkSession, "stateLayout='chunked'")
+        check_rocksdb(df.sparkSession, "stateLayout='chunked'")
         out = grouped.transformWithStateInPandas(
             _chunked_processor(run),
-            output_struct,
+            out_struct,
             "Append" if spec.emit == "on_window_close" or append else "Update",
             "EventTime" if watermarked else "None",
         )
     else:
         state_struct = StructType([StructField("state", BinaryType(), False)])
-        out = grouped.applyInPandasWithState(run, output_struct, state_struct, mode, timeout)
+        out = grouped.applyInPandasWithState(run, out_struct, state_struct, mode, timeout)
     out = with_interval_days(out, visible(machine.output_schema))
     counts = run.counts
     if post or condition:
@@ -285,7 +241,7 @@ def use_rocksdb(session) -> None:
     session.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
 
 
-def _with_companions(grouped, companions: tuple[Companion, ...]):
+def with_companions(grouped, companions: tuple[Companion, ...]):
     """``grouped`` with each companion column added to its rows (``isnan`` of a DOUBLE column,
     ``coalesce(x, 0)`` of a BIGINT one: what Spark's pandas conversion loses of them), grouped by the
     same expressions."""
@@ -413,7 +369,7 @@ def _column(name: str):
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _check_rocksdb(session, what: str) -> None:
+def check_rocksdb(session, what: str) -> None:
     """``what`` runs on transformWithStateInPandas, which Spark allows only on RocksDB (and which
     needs protobuf)."""
     provider = session.conf.get("spark.sql.streaming.stateStore.providerClass", None) or ""

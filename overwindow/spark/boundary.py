@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
 from overwindow.physical.values import INTERVAL_DAY
+from overwindow.spark import compat
 
 # False: take only the public pandas API (the fallback every internal has)
 PANDAS_INTERNALS = True
@@ -273,3 +274,49 @@ def _pandas_typed(t: pa.DataType) -> bool:
 @functools.lru_cache(maxsize=64)
 def _column_index(names: tuple) -> pd.Index:
     return pd.Index(names)
+
+
+def arrow_schema(struct) -> pa.Schema:
+    """Arrow schema of the pandas frames a UDF receives: timestamps are session wall-clock, tz-naive;
+    an INTERVAL DAY is ``INTERVAL_DAY`` (Spark's Arrow type of it says DAY TO SECOND), so that what
+    the machines compute of it is Spark's INTERVAL DAY too (``lag`` of it)."""
+    from pyspark.sql.types import DayTimeIntervalType
+
+    schema = compat.to_arrow_schema(struct)
+    days = {
+        f.name
+        for f in struct.fields
+        if isinstance(f.dataType, DayTimeIntervalType) and f.dataType.endField == DayTimeIntervalType.DAY
+    }
+    return pa.schema(
+        [
+            pa.field(
+                f.name,
+                INTERVAL_DAY
+                if f.name in days
+                else pa.timestamp(f.type.unit)
+                if pa.types.is_timestamp(f.type)
+                else f.type,
+                f.nullable,
+            )
+            for f in schema
+        ]
+    )
+
+
+def output_struct(input_struct, output: pa.Schema):
+    """Spark schema of the output: input fields as they are, then each other column's type (a naive
+    timestamp is Spark's TIMESTAMP, as in the input); an INTERVAL DAY (``INTERVAL_DAY``) as Spark
+    reads a Python UDF's durations, DAY TO SECOND (``with_interval_days`` casts it back)."""
+    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.types import StructField, StructType
+
+    given = {f.name: f for f in input_struct.fields}
+    return StructType(
+        [
+            given[f.name]
+            if f.name in given and f.type != INTERVAL_DAY
+            else StructField(f.name, from_arrow_type(f.type, prefer_timestamp_ntz=False), True)
+            for f in output
+        ]
+    )

@@ -31,20 +31,24 @@ from overwindow.logical.bind import source_columns
 from overwindow.logical.expr import Expr
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import (
-    _arrow_schema,
-    _check_rocksdb,
     _emitted,
-    _output_struct,
     _Runner,
-    _with_companions,
     bucket_grouping,
     bucket_of,
+    check_rocksdb,
     check_watermark,
     is_watermarked,
     shuffle_partitions,
     visible,
+    with_companions,
 )
-from overwindow.spark.boundary import check_session_time_zone, companions_of, with_interval_days
+from overwindow.spark.boundary import (
+    arrow_schema,
+    check_session_time_zone,
+    companions_of,
+    output_struct,
+    with_interval_days,
+)
 from overwindow.spark.counts import MachineCounts
 from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow, chosen_key_buckets
 from overwindow.streaming.assemble import ASIDE, PART, Assembler
@@ -83,7 +87,7 @@ def over_windows(
         "close) in one query"
     )
     compat.require_transform_with_state(df, what)
-    _check_rocksdb(df.sparkSession, what)
+    check_rocksdb(df.sparkSession, what)
     first = groups[0][1]
     emit, row_key = first.emit, first.row_key
     if emit == "on_update" and not row_key:
@@ -94,7 +98,7 @@ def over_windows(
         _check_chained(df.sparkSession, what)
     executors.use_running_python(df.sparkSession)
     input_struct = df.schema
-    input_schema = _arrow_schema(input_struct)
+    input_schema = arrow_schema(input_struct)
     if first.state_layout == "chunked":
         raise WindowSpecError(f"{what} run on the whole state layout; leave out stateLayout='chunked'")
     watermarked = [emit == "on_window_close" or is_watermarked(df, spec) for _, spec in groups]
@@ -136,7 +140,7 @@ def over_windows(
         bucket = F.when(F.col(PART) == g, bucket_of(keys, buckets)).otherwise(bucket)
     fanned = df.withColumn(PART, F.explode(F.sequence(F.lit(0), F.lit(len(groups) - 1))))
     grouped = bucket_grouping(fanned, bucket, buckets, not first.buckets_given, PART)
-    grouped = _with_companions(grouped, companions)
+    grouped = with_companions(grouped, companions)
     state_struct = StructType([StructField("state", BinaryType(), False)])
     # parts travel as Arrow IPC (their values exact, NaN apart from NULL), one message per row
     # bucket and call; they carry no watermark, so Spark takes none of them for late rows
@@ -146,7 +150,7 @@ def over_windows(
     processor = _assemble_processor(_Assembly(assembler, counts))
     plain = StructType([StructField(f.name, f.dataType, f.nullable) for f in input_struct.fields])
     out = parts.groupBy(_ROWS).transformWithStateInPandas(
-        processor, _output_struct(plain, visible(assembler.output_schema)), "Append", "None"
+        processor, output_struct(plain, visible(assembler.output_schema)), "Append", "None"
     )
     out = with_interval_days(out, visible(assembler.output_schema))
     out.overwindow_counts = counts

@@ -56,18 +56,18 @@ from overwindow.logical.parse import parse_window
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import (
     END_OF_INPUT_MS,
-    _arrow_schema,
-    _output_struct,
-    _with_companions,
     bucket_grouping,
     bucket_of,
     log,
     shuffle_partitions,
+    with_companions,
 )
 from overwindow.spark.bind import with_computed
 from overwindow.spark.boundary import (
+    arrow_schema,
     check_session_time_zone,
     companions_of,
+    output_struct,
     to_arrow,
     to_pandas,
     with_interval_days,
@@ -503,15 +503,15 @@ def group_by(
     keys under, in its dead-letter origin (``GROUP BY, group day=...``; by default the columns');
     ``previous``: each change also carries the group's aggregates as last emitted (``GroupBy``).
     PySpark 4 with the RocksDB state store. O(1) to build."""
-    from overwindow.spark.adapter import _check_rocksdb
+    from overwindow.spark.adapter import check_rocksdb
     from overwindow.spark.counts import Stage
 
     what = "windows over a GROUP BY"
     compat.require_transform_with_state(df, what)
-    _check_rocksdb(df.sparkSession, what)
+    check_rocksdb(df.sparkSession, what)
     executors.use_running_python(df.sparkSession)
     check_session_time_zone(df)
-    schema = _arrow_schema(df.schema)
+    schema = arrow_schema(df.schema)
     machine = GroupBy(
         schema,
         keys,
@@ -525,10 +525,10 @@ def group_by(
     buckets = chosen_key_buckets(shuffle_partitions(df.sparkSession))
     grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, True)
     companions = companions_of(schema)
-    grouped = _with_companions(grouped, companions)
+    grouped = with_companions(grouped, companions)
     stage = Stage("GROUP BY, group", dict(shown or {}))
     step = _GroupStep(machine, schema, companions, MachineCounts.of(df.sparkSession, keep), keys, stage)
-    output = _output_struct(df.schema, machine.output_schema)
+    output = output_struct(df.schema, machine.output_schema)
     time_mode = "EventTime" if closes else "None"
     out = grouped.transformWithStateInPandas(_processor(step, closes), output, "Append", time_mode)
     out = with_interval_days(out, machine.output_schema)
