@@ -123,14 +123,15 @@ class Eviction:
         first_live = first_from(watermark)  # no NULLs: refused as bad
         # by key: rows whose RANGE frame reaches up to a change at the watermark
         by_key = [first_from(t) for t in range_reach(self.finder.calls, watermark, keys.type)]
+        # by key: the rows a change at or above the watermark reads through a RANGE frame's start
+        floors = [first_from(t) for t in range_floors(self.finder.calls, watermark, keys.type)]
         look = np.ones(len(starts), dtype=bool)
         if since is not None:  # what moved since the last eviction
             look = touched | (first_live != first_from(since))
             for p, t in zip(by_key, range_reach(self.finder.calls, since, keys.type)):
                 look |= p != first_from(t)
-            if self.past_end is not None:  # an idle partition's rows a RANGE frame no longer reads
-                for now, then in zip(*(self.past_end.range_starts(w, keys.type) for w in (watermark, since))):
-                    look |= first_from(now) != first_from(then)
+            for p, t in zip(floors, range_floors(self.finder.calls, since, keys.type)):
+                look |= p != first_from(t)  # rows a change at the watermark no longer reads
             if self.sessions is not None:  # a session closed since
                 closed_since = self.sessions.closed(keys, knum, since)
                 look |= (
@@ -153,13 +154,13 @@ class Eviction:
                 keep_from, peers = np.minimum(live, reach.read_starts(first)), reach.groups
                 idle = live == ends_  # no row at or above the watermark: see PastEnd
                 if self.past_end is not None and idle.any():
-                    wanted = self.past_end.keep_from(
-                        lambda t: first_from(t)[some], starts[some], ends_, watermark, keys.type
-                    )
-                    wanted = wanted[idle]
+                    wanted = self.past_end.keep_from(starts[some][idle], ends_[idle])
                     inside = wanted < ends_[idle]  # whole peer groups stay (rank counts them)
                     wanted[inside] = np.searchsorted(peers, peers[wanted[inside]], side="left")
                     keep_from[idle] = wanted
+                # a change between the watermark and a partition's first live row reads further
+                # back through a RANGE frame than that row does
+                keep_from = np.minimum.reduce([keep_from, *(f[some] for f in floors)])
             if self.sessions is not None:
                 keep_from = np.minimum(
                     keep_from, self.sessions.open_from(keys, knum, codes, watermark, starts, ends, some)
@@ -238,67 +239,55 @@ class Sessions:
 
 @dataclass(frozen=True)
 class PastEnd:
-    """What a change after every row of a partition reads, when no call's value depends on a later
-    row (each reach ends at the current row or before it): ``rows_back`` rows before it (ROWS
-    ``n PRECEDING`` frames and lag; None: from the partition's start) and the keys from a RANGE
-    frame's start offsets below its own key.
+    """What a change after every row of a partition reads by position, when no call's value depends
+    on a later row (each reach ends at the current row or before it): ``rows_back`` rows before it
+    (ROWS ``n PRECEDING`` frames and lag; None: from the partition's start, as UNBOUNDED PRECEDING
+    or IGNORE NULLS read). What it reads by key, through RANGE frames, ``range_floors`` gives.
 
     It bounds what a partition with no row at or above the watermark keeps: a change that is not
     late comes after all of its rows (keys below the watermark, so no peer of theirs), alters none
-    of them, and reads only the last ``rows_back`` rows and those keyed at least the watermark less
-    a RANGE start offset. So such a partition drops the rest as the watermark moves on, all of it
-    for RANGE frames alone: a key that goes quiet (an auction closed, a sensor gone) leaves the
-    state. Its last row stands in for the change otherwise (a frame reaching forward alters it; a
-    GROUPS offset reads peer groups back), which keeps what the last row's frames read.
+    of them, and reads only its last ``rows_back`` rows (widened to whole peer groups) and those
+    keyed at least the watermark less a RANGE start offset. So such a partition drops the rest as
+    the watermark moves on, all of it under RANGE frames alone: a key that goes quiet (an auction
+    closed, a sensor gone) leaves the state. Its last row stands in for the change otherwise (a
+    frame reaching forward alters it; a GROUPS offset reads peer groups back), which keeps what the
+    last row's frames read.
 
     >>> from overwindow.spec import OverWindow
     >>> calls = OverWindow("count(*) OVER (ORDER BY t RANGE 10 PRECEDING) AS c",
     ...                    "lag(x, 2) OVER (ORDER BY t) AS p").calls
     >>> PastEnd.of(calls)
-    PastEnd(rows_back=2, range_offsets=(10,))
+    PastEnd(rows_back=2)
     >>> PastEnd.of(OverWindow("lead(x) OVER (ORDER BY t) AS n").calls) is None
     True
     """
 
     rows_back: int | None
-    range_offsets: tuple
 
     @staticmethod
     def of(calls: tuple[WindowCall, ...]) -> PastEnd | None:
         """The reads of a change after a partition's rows, None where the last row stands in. O(calls)."""
         rows_back: int | None = 0
-        offsets = []
         for call in calls:
             if call.reach.end.kind not in (BoundKind.CURRENT_ROW, BoundKind.PRECEDING):
                 return None
             start, unit = call.reads.start, call.reads.unit
             if start.kind is BoundKind.UNBOUNDED_PRECEDING:
                 rows_back = None
-            elif start.kind is not BoundKind.PRECEDING:  # reads from its own key on: no held row
+            elif start.kind is not BoundKind.PRECEDING or unit is FrameUnit.RANGE:  # by key, or none
                 continue
             elif unit is FrameUnit.ROWS:
                 rows_back = None if rows_back is None else max(rows_back, int(start.offset))
-            elif unit is FrameUnit.RANGE:
-                offsets.append(start.offset)
             else:  # GROUPS n PRECEDING
                 return None
-        return PastEnd(rows_back, tuple(offsets))
+        return PastEnd(rows_back)
 
-    def range_starts(self, watermark, key_type: pa.DataType) -> list:
-        """Per RANGE start offset, the smallest key a change at the ``watermark`` reads (in
-        ``key_numbers``' domain, cast as the batch frames cast it). O(offsets)."""
-        w = _key_number(watermark, key_type)
-        return [shift_key(w, key_type, offset, -1)[0] for offset in self.range_offsets]
-
-    def keep_from(self, first_from, starts, ends, watermark, key_type: pa.DataType) -> np.ndarray:
+    def keep_from(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """Per partition [starts, ends) of the sorted rows, its first row a change after its rows
-        reads; ``first_from(t)``: every partition's first row keyed ``t`` or more. O(partitions)."""
+        reads by position. O(partitions)."""
         if self.rows_back is None:
-            return starts
-        keep = np.maximum(starts, ends - self.rows_back)
-        for t in self.range_starts(watermark, key_type):
-            keep = np.minimum(keep, first_from(t))
-        return keep
+            return starts.copy()
+        return np.maximum(starts, ends - self.rows_back)
 
 
 def rows_kept(calls: tuple[WindowCall, ...]) -> int:
@@ -344,6 +333,34 @@ def range_reach(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType)
             out.append(shift_key(w, key_type, end.offset, -1 if end.kind is BoundKind.FOLLOWING else 1)[0])
         else:
             out.append(w[0])
+    return out
+
+
+def range_floors(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType) -> list:
+    """Per call reading a RANGE frame that starts ``offset PRECEDING``, the smallest key a change at
+    or above the ``watermark`` reads (the watermark less the offset, in ``key_numbers``' domain as
+    ``shift_key`` casts it). A DECIMAL key's numbers are doubles while its frames are exact, so
+    there the floor is lowered by a few units in the last place of the larger operand: rounding
+    may keep a row more, never drop one a frame reads. O(calls).
+
+    >>> from overwindow.spec import OverWindow
+    >>> calls = OverWindow("count(*) OVER (ORDER BY t RANGE BETWEEN 3 PRECEDING AND CURRENT ROW) AS c").calls
+    >>> [int(t) for t in range_floors(calls, 31, pa.int64())]
+    [28]
+    >>> cents = OverWindow("sum(x) OVER (ORDER BY t RANGE 0.02 PRECEDING) AS s").calls
+    >>> [bool(t < 0.03) for t in range_floors(cents, 0.05, pa.decimal128(12, 2))]  # 0.05 - 0.02: above
+    [True]
+    """
+    out = []
+    w = _key_number(watermark, key_type)
+    for call in calls:
+        start = call.reads.start
+        if call.reads.unit is not FrameUnit.RANGE or start.kind is not BoundKind.PRECEDING:
+            continue
+        floor = shift_key(w, key_type, start.offset, -1)[0]
+        if kind_of(key_type) is TypeFamily.DECIMAL:
+            floor -= 4 * np.spacing(max(abs(float(watermark)), abs(float(start.offset)), abs(floor)))
+        out.append(floor)
     return out
 
 

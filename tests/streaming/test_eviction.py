@@ -128,13 +128,12 @@ def test_a_key_gone_quiet_keeps_only_what_a_later_row_of_it_would_read(lag):
     calls = ["count(*) OVER (ORDER BY t RANGE BETWEEN 10 PRECEDING AND CURRENT ROW) AS c"]
     calls += ["lag(x, 2) OVER (ORDER BY t) AS p"] if lag else []
     spec = OverWindow(*calls, emit="on_update", rowKey="id", keyBuckets=1)
-    schema = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
-    driver = Driver(spec, schema, ["k"], watermarked=True)
+    driver = Driver(spec, INT_KEY, ["k"], watermarked=True)
     every, got, watermark = [], {}, None
     for i in range(30):
         watermark = 10 * i - 15 if i > 1 else None
         ids, t = range(5 * i, 5 * i + 5), range(10 * i, 10 * i + 5)
-        rows = pa.table({"k": [i] * 5, "id": ids, "t": t, "x": [float(i)] * 5}, schema=schema)
+        rows = pa.table({"k": [i] * 5, "id": ids, "t": t, "x": [float(i)] * 5}, schema=INT_KEY)
         every.append(rows)
         got.update((r["id"], r) for r in driver.feed(rows, watermark).to_pylist())
     want = overwindow.evaluate(pa.concat_tables(every), *spec.partitioned(("k",))).to_pylist()
@@ -142,6 +141,54 @@ def test_a_key_gone_quiet_keeps_only_what_a_later_row_of_it_would_read(lag):
     # held: the rows keyed at least the watermark less 10, and each quiet key's last two rows
     held = [t for t in range(300) if t % 10 < 5 and (t >= watermark - 10 or (lag and t % 10 >= 3))]
     assert driver.state_rows() == len(held) < 150 / 2  # of 150 rows
+
+
+INT_KEY = pa.schema([("k", pa.int64()), ("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
+
+
+@pytest.mark.parametrize("buckets", [1, None])
+def test_a_change_before_the_first_live_row_reads_as_far_back_as_its_range_frame_reaches(buckets):
+    """``RANGE 3 PRECEDING``: rows at 29 and 34, then the watermark 31. The first row at or above it
+    is 34, whose frame reads back to 31, but a change may still come at 31, which reads back to 28:
+    the row at 29 stays. Stream and batch agree (the row was once evicted and the change at 31
+    counted 1 instead of 2)."""
+    spec = OverWindow(
+        "count(*) OVER (ORDER BY t RANGE BETWEEN 3 PRECEDING AND CURRENT ROW) AS c",
+        emit="on_update",
+        rowKey="id",
+        keyBuckets=buckets,
+    )
+    driver = Driver(spec, INT_KEY, ["k"], watermarked=True)
+    batches = [([0, 1], [29, 34], None), ([2], [35], 31), ([3], [31], 31)]
+    got, every = {}, []
+    for ids, t, watermark in batches:
+        rows = pa.table({"k": [0] * len(ids), "id": ids, "t": t, "x": [1.0] * len(ids)}, schema=INT_KEY)
+        every.append(rows)
+        got.update((r["id"], r["c"]) for r in driver.feed(rows, watermark).to_pylist())
+    want = overwindow.evaluate(pa.concat_tables(every), *spec.partitioned(("k",))).to_pylist()
+    assert got == {r["id"]: r["c"] for r in want} and got[3] == 2 and driver.late_rows == 0
+
+
+def test_a_decimal_range_floor_keeps_the_row_at_its_edge():
+    """A DECIMAL key's frames are exact while eviction compares its doubles: 0.05 - 0.02 is
+    0.030000000000000002 in doubles, and a quiet partition evicted at the watermark 0.05 once
+    dropped its row at 0.03, which ``RANGE 0.02 PRECEDING`` of a change at 0.05 reads."""
+    spec = OverWindow(
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN 0.02 PRECEDING AND CURRENT ROW) AS s",
+        emit="on_update",
+        rowKey="id",
+        keyBuckets=1,
+    )
+    driver = Driver(spec, DECIMAL_KEY, ["k"], watermarked=True)
+    first = _decimal_rows([0, 1], ["0.01", "0.03"])
+    other = _decimal_rows([2], ["0.06"]).set_column(0, "k", pa.array([1]))  # steps the bucket: key 0 quiet
+    later = _decimal_rows([3], ["0.05"])
+    driver.feed(first, None)
+    driver.feed(other, 0.05)
+    got = {r["id"]: r["s"] for r in driver.feed(later, 0.05).to_pylist()}
+    every = pa.concat_tables([first, other, later])
+    want = {r["id"]: r["s"] for r in overwindow.evaluate(every, *spec.partitioned(("k",))).to_pylist()}
+    assert got[3] == want[3] == 2.0 and driver.late_rows == 0
 
 
 @pytest.mark.parametrize("emit", ["on_window_close", "on_update"])
