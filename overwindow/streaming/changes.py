@@ -7,7 +7,7 @@ batch's changes as the machine applies them (the last change of an identity in a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from overwindow.streaming.arrays import member
 from overwindow.streaming.aside import Aside
+from overwindow.streaming.identity import IDENTITY
 
 # why a delete is set aside when its partition does not hold its row: the row was never inserted
 # there (a change stream whose before image has another partition key than the row had), or was
@@ -125,6 +126,32 @@ class Changes:
     lone_deletes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     # identities of deletes that are their identity's only change in the batch, and their input rows
     lone_rows: pa.Table | None = None
+    # the identity of every change neither bad nor late, the ones a later change of theirs replaces
+    # too (rows of the input, for counting them)
+    taken: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def made_late(self, ids: np.ndarray, keys: tuple = ()) -> Changes:
+        """These changes without those of the identities ``ids``, which are late: counted (an update
+        once), their partition ``keys`` added to ``late_keys``. O(changes log ids).
+
+        >>> inserts = pa.table({"x": [1, 2], IDENTITY: [7, 8]})
+        >>> c = Changes(inserts, np.array([7, 9]), taken=np.array([7, 7, 8, 9]))
+        >>> late = c.made_late(np.array([7, 9]))
+        >>> late.inserts.column(IDENTITY).to_pylist(), late.deletes.tolist(), late.late
+        ([8], [], 3)
+        """
+        gone_ins = member(self.inserts.column(IDENTITY).to_numpy(), ids)
+        lone = member(self.lone_deletes, ids)
+        return replace(
+            self,
+            inserts=self.inserts.filter(pa.array(~gone_ins)),
+            deletes=self.deletes[~member(self.deletes, ids)],
+            late=self.late + int(member(self.taken, ids).sum()),  # each input row, the last or not
+            updates=self.updates[~member(self.updates, ids)],
+            late_keys=tuple(dict.fromkeys(self.late_keys + keys)),
+            lone_deletes=self.lone_deletes[~lone],
+            lone_rows=self.lone_rows.filter(pa.array(~lone)) if self.lone_rows is not None else None,
+        )
 
     def deletes_not_held(self, held: np.ndarray) -> Aside | None:
         """The lone deletes of rows whose identities are not among ``held`` (the partition's), set

@@ -320,8 +320,14 @@ class ChunkedOnUpdate:
         chunks, meta = self._read(store)
         stored = {c.id for c in chunks}
         changes = m.changes(rows, meta.horizon, watermark)
-        meta.late_rows += changes.late
         ins, ins_at, changed_ids, held_at = self._place(store, chunks, changes)
+        if m.watermarked and (held_at >= 0).any():  # changes of held rows below the watermark are late
+            held = [self._load(store, chunks[p]).rows for p in np.unique(held_at[held_at >= 0]).tolist()]
+            later = m.late_by_held(changes, pa.concat_tables(held), meta.horizon, watermark)
+            if later is not changes:
+                changes = later
+                ins, ins_at, changed_ids, held_at = self._place(store, chunks, changes)
+        meta.late_rows += changes.late
         n_del = len(changes.deletes)
         known = changed_ids[:n_del][held_at[:n_del] >= 0] if len(held_at) else changed_ids[:0]
         unknown = len(changes.updates) - int(member(changes.updates, known).sum())

@@ -251,7 +251,7 @@ class OnUpdate:
             written = counts.table.column_names[:-2] if counts is not None else ()
             if meta.buckets != self.buckets or tuple(written) != self.keys:
                 raise buckets_changed(meta.buckets, written, self.buckets, self.keys)
-        changes = self.changes(rows, meta.horizon, watermark)
+        changes = self.late_by_held(self.changes(rows, meta.horizon, watermark), old, meta.horizon, watermark)
         meta.late_rows += changes.late
         held_ids = old.column(IDENTITY).to_numpy()
         held = int(member(held_ids, changes.updates).sum())
@@ -342,7 +342,38 @@ class OnUpdate:
             keys_of(rows, self.keys, late) if late.any() else (),
             ids[lone],
             rows.filter(pa.array(lone)) if lone.any() else None,
+            ids[valid],
         )
+
+    def late_by_held(self, changes: Changes, held: pa.Table, horizon, watermark=None) -> Changes:
+        """``changes`` less those of rows ``held`` below the ``watermark`` or the eviction ``horizon``:
+        an update, delete or replacement of such a row is late whatever its new image's event time,
+        as its removal would change frames the watermark has passed, whose rows may be gone (a
+        single-image update moving a row from below the watermark to above it). A row evicted
+        already is not held: its update is an update of an unknown row. O(changes log held).
+
+        >>> spec = OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update", rowKey="id", opColumn="op")
+        >>> schema = pa.schema([("id", pa.int64()), ("t", pa.int64()), ("x", pa.int64()),
+        ...                     ("op", pa.string())])
+        >>> m = OnUpdate(spec, schema, watermarked=True)
+        >>> held = m.step(None, pa.table({"id": [1, 2], "t": [1, 5], "x": [10, 20], "op": ["c", "c"]}))
+        >>> move = pa.table({"id": [1], "t": [9], "x": [11], "op": ["u"]})  # t=1 to t=9, watermark 3
+        >>> m.late_by_held(m.changes(move, None, 3), m.load(held.state)[0], None, 3).late
+        1
+        """
+        below = [w for w in (watermark, horizon) if w is not None]
+        if not self.watermarked or not below or not held.num_rows:
+            return changes
+        held_ids = held.column(IDENTITY).to_numpy()
+        changed = np.concatenate([changes.deletes, changes.inserts.column(IDENTITY).to_numpy()])
+        hit = np.flatnonzero(member(held_ids, changed))
+        if not len(hit):
+            return changes
+        rows = held.take(pa.array(hit))
+        old = key_numbers(Values(rows.column(self.event_time))) < max(below)
+        if not old.any():
+            return changes
+        return changes.made_late(held_ids[hit[old]], keys_of(rows, self.keys, old))
 
     def apply(
         self,

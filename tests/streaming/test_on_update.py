@@ -448,10 +448,11 @@ def _random_changes(rng, n: int, next_id: int, ids_seen: list, t_lo: int, t_hi: 
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), calls=st.sampled_from(LATE_CALLS))
 def test_changes_below_the_watermark_are_late_without_eviction(seed, calls):
-    """Every change whose event time is below the watermark is dropped and counted (docs/concepts.md's
-    rule), also for calls that never evict (UNBOUNDED PRECEDING, functions of the whole partition),
-    which applied them before; a single-image update of a row its partition does not hold is
-    counted. After every micro-batch the view equals the batch evaluator over the changes taken."""
+    """Every change whose event time is below the watermark, and every change of a row held below it
+    (wherever it moves it), is dropped and counted (docs/concepts.md's rule), also for calls that
+    never evict (UNBOUNDED PRECEDING, functions of the whole partition), which applied them before;
+    a single-image update of a row its partition does not hold is counted. After every micro-batch
+    the view equals the batch evaluator over the changes taken."""
     rng = np.random.default_rng(seed)
     spec = OverWindow(*calls, emit="on_update", rowKey="id", opColumn="op")
     driver = Driver(spec, SCHEMA, ["k"], watermarked=True)
@@ -463,6 +464,13 @@ def test_changes_below_the_watermark_are_late_without_eviction(seed, calls):
         )
         taken = [r for r in batch if watermark is None or r["t"] >= watermark]
         late += len(batch) - len(taken)
+        # every change of a row held below the watermark is late too, wherever it moves the row
+        # (the rows of these calls are never evicted: the live rows are the held ones)
+        held_below = (
+            {key for key, r in live.items() if r["t"] < watermark} if watermark is not None else set()
+        )
+        late += sum((r["k"], r["id"]) in held_below for r in taken)
+        taken = [r for r in taken if (r["k"], r["id"]) not in held_below]
         by_key = {}
         for r in taken:
             by_key.setdefault((r["k"], r["id"]), []).append(r["op"])
@@ -482,6 +490,42 @@ def test_changes_below_the_watermark_are_late_without_eviction(seed, calls):
         assert (driver.late_rows, driver.unknown_updates) == (late, unknown)
         watermark = 10 * b
     assert late > 0
+
+
+@pytest.mark.parametrize("layout", ["whole", "chunked", "bucketed", "chunked on buckets"])
+@pytest.mark.parametrize("pair", [False, True], ids=["update", "-U/+U"])
+def test_a_change_of_a_held_row_below_the_watermark_is_late_wherever_it_moves(layout, pair):
+    """A held row below the watermark (kept because a live row's frame reads it) moved above it by an
+    update is late, dropped and counted, as its removal would change frames whose rows are evicted:
+    the view stays the batch result over the rows without the update (applied, the row after the
+    old image read rows the state no longer held). As a single-image update one late row, as a
+    ``-U``/``+U`` pair two (the ``-U`` is below the watermark itself)."""
+    calls = ("lag(x) OVER (ORDER BY t) AS l", "sum(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS s")
+    spec = OverWindow(
+        *calls,
+        emit="on_update",
+        rowKey="id",
+        opColumn="op",
+        stateLayout="chunked" if "chunked" in layout else "whole",
+        keyBuckets=2 if "bucket" in layout else None,
+    )
+    driver = Driver(spec, SCHEMA, ["k"], watermarked=True, rows_per_chunk=3)
+    live, view = {}, {}
+    for ts, watermark in ((range(1, 11), None), ([11], 9)):  # at watermark 9 rows before 7 go
+        rows = [
+            {"k": k, "id": 100 * k + t, "t": t, "x": float(t * t % 7), "op": "c"} for k in (0, 1) for t in ts
+        ]
+        live.update(((r["k"], r["id"]), r) for r in rows)
+        view.update(
+            ((r["k"], r["id"]), r)
+            for r in driver.feed(pa.Table.from_pylist(rows, schema=SCHEMA), watermark).to_pylist()
+        )
+    assert driver.state_rows() < len(live)
+    moved = {"k": 0, "id": 8, "t": 12, "x": 5.0, "op": "u"}  # held: lag and sum of 9 read it
+    batch = [dict(live[(0, 8)], op="-U"), dict(moved, op="+U")] if pair else [moved]
+    assert not driver.feed(pa.Table.from_pylist(batch, schema=SCHEMA), 9).num_rows
+    assert driver.late_rows == len(batch)
+    _compare(view, live, calls)
 
 
 @pytest.mark.parametrize("layout", ["whole", "chunked", "bucketed", "chunked on buckets"])
