@@ -330,7 +330,7 @@ def range_reach(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType)
         if end.kind is BoundKind.UNBOUNDED_FOLLOWING:
             out.append(-np.inf)
         elif end.has_offset:
-            out.append(shift_key(w, key_type, end.offset, -1 if end.kind is BoundKind.FOLLOWING else 1)[0])
+            out.append(_key_bound(w, key_type, end.offset, -1 if end.kind is BoundKind.FOLLOWING else 1))
         else:
             out.append(w[0])
     return out
@@ -339,9 +339,7 @@ def range_reach(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType)
 def range_floors(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType) -> list:
     """Per call reading a RANGE frame that starts ``offset PRECEDING``, the smallest key a change at
     or above the ``watermark`` reads (the watermark less the offset, in ``key_numbers``' domain as
-    ``shift_key`` casts it). A DECIMAL key's numbers are doubles while its frames are exact, so
-    there the floor is lowered by a few units in the last place of the larger operand: rounding
-    may keep a row more, never drop one a frame reads. O(calls).
+    ``shift_key`` casts it; ``_key_bound``). O(calls).
 
     >>> from overwindow.spec import OverWindow
     >>> calls = OverWindow("count(*) OVER (ORDER BY t RANGE BETWEEN 3 PRECEDING AND CURRENT ROW) AS c").calls
@@ -357,11 +355,24 @@ def range_floors(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType
         start = call.reads.start
         if call.reads.unit is not FrameUnit.RANGE or start.kind is not BoundKind.PRECEDING:
             continue
-        floor = shift_key(w, key_type, start.offset, -1)[0]
-        if kind_of(key_type) is TypeFamily.DECIMAL:
-            floor -= 4 * np.spacing(max(abs(float(watermark)), abs(float(start.offset)), abs(floor)))
-        out.append(floor)
+        out.append(_key_bound(w, key_type, start.offset, -1))
     return out
+
+
+def _key_bound(w: np.ndarray, key_type: pa.DataType, offset, sign: int):
+    """The key ``w`` (``_key_number``) shifted by ``sign`` x ``offset`` as ``shift_key`` shifts it: the
+    smallest key a range bound keeps. A DECIMAL key's numbers are doubles while its frames are exact,
+    so there the bound is lowered by a few units in the last place of the larger operand: rounding
+    may keep a row more, never drop one a frame reads. O(1).
+
+    >>> d = pa.decimal128(12, 2)
+    >>> bool(_key_bound(_key_number(0.05, d), d, 0.02, -1) < 0.03)  # 0.05 - 0.02 is 0.030000000000000002
+    True
+    """
+    bound = shift_key(w, key_type, offset, sign)[0]
+    if kind_of(key_type) is TypeFamily.DECIMAL:
+        bound -= 4 * np.spacing(max(abs(float(w[0])), abs(float(offset)), abs(bound)))
+    return bound
 
 
 def _key_number(watermark, key_type: pa.DataType) -> np.ndarray:

@@ -191,6 +191,26 @@ def test_a_decimal_range_floor_keeps_the_row_at_its_edge():
     assert got[3] == want[3] == 2.0 and driver.late_rows == 0
 
 
+def test_a_decimal_range_end_keeps_the_row_whose_frame_reaches_the_watermark():
+    """The same for a RANGE frame's end: ``0.02 FOLLOWING`` of the row at 0.03 reaches a change at
+    the watermark 0.05, so the row stays (0.05 - 0.02 in doubles is above 0.03) and the change
+    updates it."""
+    spec = OverWindow(
+        "sum(x) OVER (ORDER BY t RANGE BETWEEN CURRENT ROW AND 0.02 FOLLOWING) AS s",
+        emit="on_update",
+        rowKey="id",
+    )
+    driver = Driver(spec, DECIMAL_KEY, ["k"], watermarked=True)
+    first = _decimal_rows([0, 1, 2], ["0.01", "0.03", "0.06"])
+    later = _decimal_rows([3], ["0.05"])
+    driver.feed(first, None)
+    driver.feed(_decimal_rows([4], ["0.07"]), 0.05)  # evicts the row at 0.01
+    got = {r["id"]: r["s"] for r in driver.feed(later, 0.05).to_pylist()}
+    every = pa.concat_tables([first, _decimal_rows([4], ["0.07"]), later])
+    want = {r["id"]: r["s"] for r in overwindow.evaluate(every, *spec.partitioned(("k",))).to_pylist()}
+    assert got == {i: want[i] for i in (1, 3)} and driver.late_rows == 0
+
+
 @pytest.mark.parametrize("emit", ["on_window_close", "on_update"])
 def test_an_offset_that_casts_to_null_is_refused_on_a_stream(emit):
     """An infinite DOUBLE offset over a DECIMAL key is NULL once cast (as Spark casts it, and as
