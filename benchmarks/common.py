@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "docs" / "benchmarks"  # one page per topic; BENCHMARKS.md indexes them
 
 
-def machine_note(*packages: str) -> list[str]:
-    """Two Markdown bullets: the machine, and the versions of Python, ``packages`` and overwindow's
-    git revision (marked when overwindow/ has uncommitted changes)."""
+def machine_note(*packages: str, measured: bool = True) -> list[str]:
+    """Two Markdown bullets: the machine, and the versions of Python, ``packages`` and (``measured``)
+    overwindow's git revision (marked when overwindow/ has uncommitted changes)."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -33,11 +33,11 @@ def machine_note(*packages: str) -> list[str]:
     except (OSError, ValueError, IndexError):
         pass
 
-    rev = revision()
     versions = ", ".join(f"{name} {metadata.version(name)}" for name in packages)
     return [
         f"- Machine: {os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}",
-        f"- Python {platform.python_version()}, {versions}; overwindow at git `{rev}`",
+        f"- Python {platform.python_version()}, {versions}"
+        + (f"; overwindow at git `{revision()}`" if measured else ""),
     ]
 
 
@@ -59,10 +59,11 @@ def revision() -> str:
 
 
 def section_head(
-    begin: str, title: str, script: str, command: str, seconds: float, *packages: str
+    begin: str, title: str, script: str, command: str, seconds: float, *packages: str, measured: bool = True
 ) -> list[str]:
     """The first lines of a script-written section of a topic page: marker, title, who writes it,
-    the command, the machine and versions (``packages``)."""
+    the command, the machine and versions (``packages``); ``measured``: overwindow's revision now is
+    the one measured (False: a section written from records, which name their own)."""
     return [
         begin,
         f"## {title}",
@@ -70,7 +71,7 @@ def section_head(
         f"_This section is written by `{script}`; edit the script, not the text._",
         "",
         f"- Command: `{command}` (run from the repository root; total wall time {seconds:.0f} s)",
-        *machine_note(*packages),
+        *machine_note(*packages, measured=measured),
     ]
 
 

@@ -223,6 +223,7 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
         sum(r["wall_s"] for r in newest.values()),
         "pyspark",
         "pyarrow",
+        measured=False,
     )
     first = next(iter(newest.values()))
     measured_at = ", ".join(f"{q} at `{r.get('git', 'not recorded')}`" for q, r in newest.items())
