@@ -43,7 +43,7 @@ over the query's progress; the state size is the last progress's ``memoryUsedByt
 ``--harness`` (or ``--harness-only``) also replays the same micro-batches through the Python side
 alone, without Spark: per batch the rows are split by key, each key's slice converted to pandas
 (as Spark's worker does), passed to the same function object Spark would call (the pass-through, or
-overwindow's adapter ``_Runner`` with a stand-in GroupState), and the output converted back to
+overwindow's adapter ``Runner`` with a stand-in GroupState), and the output converted back to
 Arrow. ``--profile`` runs that replay of the two overwindow variants under pyinstrument and prints
 the profiles.
 
@@ -276,13 +276,13 @@ def function_for(variant: str):
         return Passthrough(ROW_BYTES, HISTORY)
     if variant == "handwritten":
         return handwritten_window_close
-    from overwindow.spark.adapter import _Runner
+    from overwindow.spark.adapter import Runner
     from overwindow.spark.boundary import arrow_schema
 
     schema = arrow_schema(spark_schema())
     emit = "on_window_close" if variant == "window_close" else "on_update"
     spec = overwindow.OverWindow(*CALLS, emit=emit, rowKey="rid", keyBuckets="per key")
-    return _Runner(spec, schema, watermarked=True)
+    return Runner(spec, schema, watermarked=True)
 
 
 def micro_batches(args, work: Path) -> list[pa.Table]:

@@ -205,7 +205,7 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
     companions = companions_of(input_schema)
     grouped = with_companions(grouped, companions)
     counts = MachineCounts.of(df.sparkSession, keep)
-    run = _Runner(spec, input_schema, watermarked, counts, companions, keys)
+    run = Runner(spec, input_schema, watermarked, counts, companions, keys)
     if spec.state_layout == "chunked":
         check_rocksdb(df.sparkSession, "stateLayout='chunked'")
         out = grouped.transformWithStateInPandas(
@@ -386,7 +386,7 @@ def check_rocksdb(session, what: str) -> None:
         )
 
 
-class _Runner:
+class Runner:
     """The function Spark calls per key and micro-batch (pickled to the workers with its spec)."""
 
     def __init__(
@@ -446,7 +446,7 @@ class _Runner:
 
     def emitted(self, step) -> Iterator[pd.DataFrame]:
         """What Spark takes back of ``step``."""
-        return _emitted(step)
+        return emitted(step)
 
     def step(self, key, prior, pdfs: Iterator[pd.DataFrame], wm_ms):
         """The machine's step on a key's pandas chunks, with Spark's watermark (UTC ms) in key units."""
@@ -503,7 +503,7 @@ class _Runner:
         return -(-int(key_micros) // 1000) if self._temporal_key() else int(key_micros)
 
 
-def _chunked_processor(runner: _Runner):
+def _chunked_processor(runner: Runner):
     """A StatefulProcessor running the chunked layout's machine: emit on update per key or (with the
     runner's ``keys``) per bucket of keys; emit on window close per bucket, with its timer (defined
     here so that importing overwindow does not import pyspark)."""
@@ -554,7 +554,7 @@ def _chunked_processor(runner: _Runner):
             check_row_bound(step, runner.spec.max_rows_per_key, key)
             if runner.spec.emit == "on_window_close":
                 self.timer.move(runner.timeout_ms(step.wakeup, wm_ms))
-            yield from _emitted(step)
+            yield from emitted(step)
 
         def close(self):
             pass
@@ -662,7 +662,7 @@ class _HistoryVariables:
         return ((k[0], v[0]) for k, v in self.entries.iterator())
 
 
-def _emitted(step) -> Iterator[pd.DataFrame]:
+def emitted(step) -> Iterator[pd.DataFrame]:
     """A step's output as Spark takes it (``visible``: without the columns Spark computed ahead of
     the windows for them): no frame at all when nothing is emitted (both operators skip empty
     frames, so building one would be wasted)."""

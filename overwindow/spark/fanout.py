@@ -31,12 +31,12 @@ from overwindow.logical.bind import source_columns
 from overwindow.logical.expr import Expr
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import (
-    _emitted,
-    _Runner,
+    Runner,
     bucket_grouping,
     bucket_of,
     check_rocksdb,
     check_watermark,
+    emitted,
     is_watermarked,
     shuffle_partitions,
     visible,
@@ -175,7 +175,7 @@ def _check_chained(session, what: str) -> None:
         )
 
 
-class _PartRunner(_Runner):
+class _PartRunner(Runner):
     """A window group's runner: its machine's output as parts (``part``: how)."""
 
     part: _Parts | None = None
@@ -231,7 +231,7 @@ class _FanOut:
     """The first operator's function: the machine of the row's window group (the grouping key's
     first part), its output as parts."""
 
-    def __init__(self, runners: list[_Runner]):
+    def __init__(self, runners: list[Runner]):
         self.runners = runners
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
@@ -272,7 +272,7 @@ def _assemble_processor(assembly: _Assembly):
                 self.rows.clear()
             else:
                 self.rows.update((step.state,))
-            yield from _emitted(step)
+            yield from emitted(step)
 
         def close(self):
             pass

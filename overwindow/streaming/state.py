@@ -9,7 +9,7 @@ and one Arrow IPC stream of one record batch.
 Kinds and the format versions they read:
 
 - ``window_close`` (``WindowCloseMeta``): format 6 (format 5 with the columns no later step reads
-  NULL in the rows already emitted: ``WindowClose._emitted_read_only``), format 5 (format 4 less
+  NULL in the rows already emitted: ``WindowClose.emitted_read_only``), format 5 (format 4 less
   what can be rebuilt: the rows without their non-float key columns, ``parts`` without counters
   that are 0 everywhere, counters as int32 where they fit, ``newest`` only under stateTtl;
   ``WindowClose._stored``), format 4

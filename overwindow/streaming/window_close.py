@@ -166,7 +166,7 @@ class WindowClose:
     def _stored(self, table: pa.Table, parts: pa.Table) -> dict[str, pa.Table]:
         """The state's tables as format 6 writes them: as format 5, smaller than the step's by what
         can be rebuilt, and without the columns no later step reads of the rows already emitted
-        (``_emitted_read_only``). Format 5 leaves out of the rows the key columns (each
+        (``emitted_read_only``). Format 5 leaves out of the rows the key columns (each
         partition's row of ``parts`` holds its key; floating keys stay, as -0.0 and 0.0 are one
         partition but two values), stores ``parts`` with each counter as int32 where every value
         fits and left out where every value is 0, and ``newest`` only under ``stateTtl`` (its only
@@ -195,9 +195,9 @@ class WindowClose:
                 columns[c] = pa.array(values.astype(np.int32)) if narrow else parts.column(c)
         if self.ttl is not None:
             columns["newest"] = parts.column("newest")
-        return {"rows": self._emitted_read_only(table.drop_columns(drop), parts), "parts": pa.table(columns)}
+        return {"rows": self.emitted_read_only(table.drop_columns(drop), parts), "parts": pa.table(columns)}
 
-    def _emitted_read_only(self, rows: pa.Table, parts: pa.Table) -> pa.Table:
+    def emitted_read_only(self, rows: pa.Table, parts: pa.Table) -> pa.Table:
         """``rows`` with the columns no later step reads (``unread``) NULL in the rows already
         emitted (each partition's first ``emitted``): those stay only as history for later rows'
         frames, which read the ORDER BY key and the calls' columns, and are never emitted again.
@@ -391,7 +391,7 @@ class WindowClose:
         sorted (ties among them in identity order) and new ones mostly in order, as streams mostly
         are. Held rows at or below ``released`` (the watermark they were released at) keep their
         order: no other row ties with them (later keys are above it), and emitted ones may have
-        NULL identities (``_emitted_read_only``)."""
+        NULL identities (``emitted_read_only``)."""
         order = _merged(keys, part, held)
         if _in_order(part[order], keys[order], order >= held):
             if (order[1:] > order[:-1]).all():

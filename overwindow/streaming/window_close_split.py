@@ -68,7 +68,7 @@ STATE_KIND = "window_close_split"
 # counters' message, its counters (one row of ``WindowClose.parts_schema``) and its rows
 # (``WindowClose.schema``), each one Arrow IPC record-batch message: the schemas are the
 # machine's, so an entry carries none. Version 2 holds the rows already emitted with the columns
-# no later step reads NULL (``WindowClose._emitted_read_only``, as the whole layout's format 6);
+# no later step reads NULL (``WindowClose.emitted_read_only``, as the whole layout's format 6);
 # an older overwindow refuses it by its tag, version 1 entries read as they are
 ENTRY_TAG = b"owwch\x00\x00\x02"
 ENTRY_TAGS_READ = (b"owwch\x00\x00\x01", ENTRY_TAG)
@@ -284,7 +284,7 @@ class SplitWindowClose:
         kept = kept.set_column(kept.schema.get_field_index("n"), "n", pa.array(count[keep], pa.int64()))
         counters = kept.combine_chunks().to_batches()
         # the released rows are each partition's first, its emitted rows among them
-        history = m._emitted_read_only(table.filter(pa.array(released)), kept).combine_chunks()
+        history = m.emitted_read_only(table.filter(pa.array(released)), kept).combine_chunks()
         history = history.to_batches()[0] if history.num_rows else None
         starts = np.concatenate(([0], np.cumsum(count)))
         for i, (name, p) in enumerate(zip(names, keep.tolist())):

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import overwindow
-from overwindow.spark.adapter import END_OF_INPUT_MS, _Runner
+from overwindow.spark.adapter import END_OF_INPUT_MS, Runner
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import RowBoundError
 
@@ -50,7 +50,7 @@ def test_a_watermark_past_end_of_input_emits_the_rows_waiting_for_later_rows():
         "row_number() OVER (ORDER BY ts) AS rn",
     )
     schema = pa.schema([("ts", pa.timestamp("us")), ("x", pa.float64())])
-    run = _Runner(spec, schema, watermarked=True)
+    run = Runner(spec, schema, watermarked=True)
     times = pd.to_datetime(["2024-01-01 00:00:01", "2024-01-01 00:00:02", "2024-01-01 00:00:04"])
     rows = pd.DataFrame({"ts": times, "x": [1.0, 2.0, 4.0]})
     last_ms = int(times[-1].value // 1_000_000)
@@ -70,7 +70,7 @@ def test_a_key_left_holding_nothing_has_its_state_removed():
     """Emit on update: once every row of a key is deleted its state is removed, not written empty."""
     spec = OverWindow("sum(x) OVER (ORDER BY t) AS s", emit="on_update", rowKey="id", opColumn="op")
     schema = pa.schema([("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("op", pa.string())])
-    run = _Runner(spec, schema, watermarked=False)
+    run = Runner(spec, schema, watermarked=False)
     gs = _State(0, None)
     list(run(("k",), iter([pd.DataFrame({"id": [1, 2], "t": [1, 2], "x": [1.0, 2.0], "op": "insert"})]), gs))
     assert gs.exists and not gs.removed
@@ -82,7 +82,7 @@ def test_a_key_left_holding_nothing_has_its_state_removed():
 def test_a_key_past_the_row_bound_fails_naming_the_bound_and_the_key():
     spec = OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update", maxRowsPerKey=2)
     schema = pa.schema([("t", pa.int64()), ("x", pa.float64())])
-    run = _Runner(spec, schema, watermarked=False)
+    run = Runner(spec, schema, watermarked=False)
     with pytest.raises(
         RowBoundError, match=r"\('sensor-7',\) holds 3 rows in state, more than maxRowsPerKey=2"
     ):
