@@ -96,15 +96,31 @@ def _spark_holder(tmp_path_factory):
         holder["session"].stop()
 
 
+# what a job run on the shared session sets on it for its queries (overwindow.pipeline.job: the RocksDB
+# state store for chunked state and chained operators, Spark's check of chained stateful operators
+# off), put back after each test: a test of the command line left RocksDB on for the next file's
+# tests, which check that a query refuses to start without it
+RESTORED = (
+    "spark.sql.streaming.stateStore.providerClass",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+    "spark.sql.streaming.statefulOperator.checkCorrectness.enabled",
+)
+
+
 @pytest.fixture
 def spark(_spark_holder):
-    """The shared local SparkSession, (re)started on demand."""
+    """The shared local SparkSession, (re)started on demand; ``RESTORED`` confs as they were after."""
     if os.environ.get("OVERWINDOW_TESTS_WITHOUT_SPARK"):  # scripts/test runs scripts/pure-tests so
         pytest.fail("this test starts Spark: take its file out of scripts/pure-tests")
     session = _spark_holder["session"]
     if session is None or session.sparkContext._jsc is None:
         session = _spark_holder["session"] = _new_session(_spark_holder["warehouse"])
-    return session
+    before = [session.conf.get(k, None) for k in RESTORED]
+    yield session
+    if session.sparkContext._jsc is None:  # stopped by the test
+        return
+    for k, v in zip(RESTORED, before):
+        session.conf.unset(k) if v is None else session.conf.set(k, v)
 
 
 def pytest_collection_modifyitems(items):
