@@ -132,7 +132,7 @@ class Changes:
 
     def made_late(self, ids: np.ndarray, keys: tuple = ()) -> Changes:
         """These changes without those of the identities ``ids``, which are late: counted (an update
-        once), their partition ``keys`` added to ``late_keys``. O(changes log ids).
+        once), their partition ``keys`` added to ``late_keys``. O(changes + ids).
 
         >>> inserts = pa.table({"x": [1, 2], IDENTITY: [7, 8]})
         >>> c = Changes(inserts, np.array([7, 9]), taken=np.array([7, 7, 8, 9]))

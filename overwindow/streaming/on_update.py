@@ -350,7 +350,7 @@ class OnUpdate:
         an update, delete or replacement of such a row is late whatever its new image's event time,
         as its removal would change frames the watermark has passed, whose rows may be gone (a
         single-image update moving a row from below the watermark to above it). A row evicted
-        already is not held: its update is an update of an unknown row. O(changes log held).
+        already is not held: its update is an update of an unknown row. O(held + changes).
 
         >>> spec = OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update", rowKey="id", opColumn="op")
         >>> schema = pa.schema([("id", pa.int64()), ("t", pa.int64()), ("x", pa.int64()),

@@ -154,8 +154,8 @@ def test_closed_sessions_leave_the_state_and_change_no_answer(
     micro-batch both emitted the same changelog and counted the same late rows (also every change of
     a row below the watermark, wherever it moves the row) and updates of unknown rows, the table it
     leaves equals the batch evaluator over the changes taken, and every key or bucket stepped holds
-    exactly the rows of its open sessions. Updates here move only rows
-    of open sessions (a row of a closed session: ``test_a_change_of_a_closed_session_is_late``).
+    exactly the rows of its open sessions. Updates here move only rows of open sessions (a row of a
+    closed session: ``test_a_change_of_a_closed_session_is_late``).
     ``ranged``: a RANGE call beside the sessions, whose frames keep rows of their own."""
     rng = np.random.default_rng(seed)
     texts = calls(gap) + (
