@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "produce":
         return _produce(args)
     if args.command == "keys":
-        from overwindow.pipeline.view import key_reference
+        from overwindow.pipeline.view_keys import key_reference
 
         print(key_reference())
         return 0

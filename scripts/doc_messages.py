@@ -42,10 +42,10 @@ PLAIN = {"ValueError", "RuntimeError", "TypeError"}
 EDGE = ("overwindow/pipeline/", "overwindow/spark/", "overwindow/spec.py", "overwindow/udaf.py")
 EDGE += ("overwindow/evaluate.py", "overwindow/__main__.py")
 # functions whose returned strings are problems a check reports
-MESSAGE_FUNCTIONS = {"_kafka_servers_problem", "_creatable", "_same_table", "_kind_error", "_column_problem"}
+MESSAGE_FUNCTIONS = {"_kafka_servers_problem", "_creatable", "_same_table", "kind_error", "_column_problem"}
 MESSAGE_FUNCTIONS |= {"filter_problem", "_refused", "_table", "_ambiguous", "unbounded_reach", "never_closes"}
 MESSAGE_FUNCTIONS |= {"spec_problem", "_classify", "check_checkpoint", "_change", "_in_use"}
-MESSAGE_FUNCTIONS |= {"syntax_error", "_row_bound", "_csv_header", "_set_override"}
+MESSAGE_FUNCTIONS |= {"syntax_error", "_row_bound", "_csv_header", "set_override"}
 # lists a check collects its problems or warnings in, by name (None: in every module)
 LISTS = {"problems": None, "warnings": None, "found": ("overwindow/pipeline/sandbox.py",)}
 # module-level dicts whose values are messages (or their ends), by file
@@ -67,7 +67,8 @@ GROUPS = [
         "View files: `overwindow validate` and `run`, before Spark starts",
         "A view file's keys, its SQL and what it names (folders, tables, brokers, environment "
         "variables); each problem names the file, the key and its line.",
-        ("overwindow/pipeline/view.py", "overwindow/pipeline/validate.py", "overwindow/pipeline/sandbox.py")
+        ("overwindow/pipeline/view.py", "overwindow/pipeline/view_keys.py", "overwindow/pipeline/validate.py")
+        + ("overwindow/pipeline/sandbox.py",)
         + ("overwindow/pipeline/spark_strings.py", "overwindow/pipeline/dsn.py", "overwindow/__main__.py"),
     ),
     (

@@ -103,7 +103,7 @@ def _check_view(text: str, folder, where: str) -> None:
 
 def _check_keys(doc: dict, where: str) -> None:
     """A part of a view file: every section and key is one the view-file reader knows."""
-    from overwindow.pipeline.view import KEYS_BY_NAME, SECTIONS_BY_NAME
+    from overwindow.pipeline.view_keys import KEYS_BY_NAME, SECTIONS_BY_NAME
 
     for section, body in doc.items():
         assert section in SECTIONS_BY_NAME, f"{where}: no section [{section}]"

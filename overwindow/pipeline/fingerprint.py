@@ -18,7 +18,8 @@ import json
 import os
 from dataclasses import replace
 
-from overwindow.pipeline.view import CHOSEN, View, is_uri
+from overwindow.pipeline.view import View, is_uri
+from overwindow.pipeline.view_keys import CHOSEN
 
 FILE = "overwindow-view.json"
 VERSION = 1

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from overwindow.pipeline.view import KEYS_BY_NAME, ViewFileError, load_view
+from overwindow.pipeline.view import ViewFileError, load_view
+from overwindow.pipeline.view_keys import KEYS_BY_NAME
 
 GOOD = """
 [source]
@@ -217,7 +218,7 @@ def test_any_misspelt_key_is_refused_at_its_line(tmp_path_factory, data):
 def test_the_docs_list_every_key_with_its_default_and_meaning():
     import os
 
-    from overwindow.pipeline.view import key_reference
+    from overwindow.pipeline.view_keys import key_reference
 
     with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "reference", "view-keys.md")) as f:
         assert key_reference() in f.read(), "docs/reference/view-keys.md is stale: python scripts/gen_docs.py"
