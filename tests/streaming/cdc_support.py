@@ -8,6 +8,16 @@ import pyarrow as pa
 from overwindow.streaming.assemble import PART
 
 
+def apply_changelog(view: dict, changelog: pa.Table) -> None:
+    """A machine's changelog applied to ``view`` as a sink keyed by (partition key ``k``, row key
+    ``id``) applies it: an upsert keeps its row, a delete removes it."""
+    for r in changelog.to_pylist():
+        if r["_change"] == "delete":
+            view.pop((r["k"], r["id"]), None)
+        else:
+            view[(r["k"], r["id"])] = r
+
+
 def random_cdc_batch(
     rng,
     live: dict,

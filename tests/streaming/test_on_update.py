@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from cdc_support import random_cdc_batch
+from cdc_support import apply_changelog, random_cdc_batch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -137,15 +137,6 @@ def _duckdb_agrees(table: pa.Table, batch: pa.Table, calls):
             assert (a is None and b is None) or a == pytest.approx(b, rel=1e-9), (call, r["id"], a, b)
 
 
-def _apply(view: dict, changelog: pa.Table) -> None:
-    """The changelog's upserts and deletes applied to ``view``, keyed by (partition key, row key)."""
-    for r in changelog.to_pylist():
-        if r["_change"] == "delete":
-            view.pop((r["k"], r["id"]), None)
-        else:
-            view[(r["k"], r["id"])] = r
-
-
 def _compare(view: dict, live: dict, calls):
     """The changelog-maintained view equals the batch result over the live rows."""
     spec = OverWindow(*calls, emit="on_update", rowKey="id")
@@ -204,7 +195,7 @@ def _replay(seed, calls, n_batches, batch_size, buckets, keys):
             again = [dict(r, k=(r["k"] + 1) % keys, op="insert") for r in batch if r["op"] == "insert"][:2]
             live.update(((r["k"], r["id"]), {c: r[c] for c in ("k", "id", "t", "x")}) for r in again)
             batch += again
-        _apply(view, driver.feed(pa.Table.from_pylist(batch, schema=SCHEMA)))
+        apply_changelog(view, driver.feed(pa.Table.from_pylist(batch, schema=SCHEMA)))
         _compare(view, live, calls)
         held = {(k,) for k, _ in live}
         if buckets:  # a bucket whose keys' rows all went has no state
@@ -485,7 +476,7 @@ def test_changes_below_the_watermark_are_late_without_eviction(seed, calls):
                 live.pop(key, None)
             else:
                 live[key] = {c: r[c] for c in ("k", "id", "t", "x")}
-        _apply(view, driver.feed(pa.Table.from_pylist(batch, schema=SCHEMA), watermark))
+        apply_changelog(view, driver.feed(pa.Table.from_pylist(batch, schema=SCHEMA), watermark))
         _compare(view, live, calls)
         assert (driver.late_rows, driver.unknown_updates) == (late, unknown)
         watermark = 10 * b
@@ -553,7 +544,7 @@ def test_changes_of_held_rows_across_the_watermark_keep_the_view_the_batch(seed,
                 live.pop(key, None)
             else:
                 live[key] = {c: r[c] for c in ("k", "id", "t", "x")}
-        _apply(view, driver.feed(pa.Table.from_pylist(batch, schema=SCHEMA), watermark))
+        apply_changelog(view, driver.feed(pa.Table.from_pylist(batch, schema=SCHEMA), watermark))
         _compare(view, live, calls)
         assert (driver.late_rows, driver.unknown_updates) == (late, 0)
         high = max([high] + [r["t"] for r in batch])

@@ -3,7 +3,7 @@ RANGE and GROUPS frames, and the changelog view still equals the batch result af
 
 import numpy as np
 import pyarrow as pa
-from cdc_support import WIDE, WIDE_CALLS, random_cdc_batch
+from cdc_support import WIDE, WIDE_CALLS, apply_changelog, random_cdc_batch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,8 +54,5 @@ def test_frame_finder_windows_in_large_partitions(seed, calls, n, keys):
         )
         step = machine.step(state, pa.Table.from_pylist(batch, schema=WIDE))
         state = step.state
-        for r in step.output.to_pylist():
-            view.pop((r["k"], r["id"]), None) if r["_change"] == "delete" else view.__setitem__(
-                (r["k"], r["id"]), r
-            )
+        apply_changelog(view, step.output)
         _view_matches_batch(view, live, spec)

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pyarrow as pa
-from cdc_support import random_cdc_batch
+from cdc_support import apply_changelog, random_cdc_batch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from values_support import same
@@ -34,14 +34,6 @@ def calls(gap: str, order: str = "") -> tuple[str, ...]:
         f"nth_value(x, 2) {over} AS second",
         f"first_value(x) IGNORE NULLS {over} AS fx",
     )
-
-
-def _apply(view: dict, out: pa.Table) -> None:
-    for r in out.to_pylist():
-        if r["_change"] == "delete":
-            view.pop((r["k"], r["id"]), None)
-        else:
-            view[(r["k"], r["id"])] = r
 
 
 def _assert_view_is_batch(view: dict, live: dict, spec: OverWindow, names: list[str]) -> None:
@@ -80,7 +72,7 @@ def test_changelog_equals_batch_after_every_micro_batch(
     live, view, next_id = {}, {}, 0
     for _ in range(n_batches):
         batch, next_id = random_cdc_batch(rng, live, next_id, batch_size, t_hi=20, null_key=null_key)
-        _apply(view, driver.feed(pa.Table.from_pylist(batch, schema=SCHEMA)))
+        apply_changelog(view, driver.feed(pa.Table.from_pylist(batch, schema=SCHEMA)))
         _assert_view_is_batch(view, live, spec, names)
     # the live rows again as updates change nothing, so nothing is emitted
     again = driver.feed(pa.Table.from_pylist([dict(r, op="update") for r in live.values()], schema=SCHEMA))
@@ -200,7 +192,7 @@ def test_closed_sessions_leave_the_state_and_change_no_answer(
         )
         assert (evicting.late_rows, evicting.unknown_updates) == (keeping.late_rows, keeping.unknown_updates)
         assert evicting.late_rows == late
-        _apply(view, got)
+        apply_changelog(view, got)
         _assert_view_is_batch(view, live, spec, names)
         if watermark is not None and not ranged:
             open_rows = _open(live, spec, watermark, gap)
