@@ -16,8 +16,9 @@ What is read (``ast``, nothing imported): under overwindow/,
   functions that word them, Spark's ``F.lit`` and ``F.format_string`` texts included).
 
 A message is shown as its template: the text, each value it fills in as ``{name}`` (``{…}`` for
-any other expression). One built elsewhere (``raise ViewFileError("\\n".join(problems))``) is
-shown by its parts, the problems. O(size of overwindow/).
+any other expression); a module's text constant as its text, in the modules that import it too.
+One built elsewhere (``raise ViewFileError("\\n".join(problems))``) is shown by its parts, the
+problems. O(size of overwindow/).
 """
 
 from __future__ import annotations
@@ -223,22 +224,39 @@ def _group(path: str, cls: str | None) -> str:
     return "query"
 
 
-class _Finder(ast.NodeVisitor):
-    """The messages of one module (module docstring)."""
+def _constants(tree: ast.Module) -> dict[str, str]:
+    """A module's text constants, by name (``NAME = "text"``)."""
+    return {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(getattr(n.value, "value", None), str)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
 
-    def __init__(self, path: str, tree: ast.Module, errors: set[str]):
+
+def _imported(tree: ast.Module, constants: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The text constants a module imports by name from another of overwindow's (``constants``: each
+    module's own, by file), under the names it imports them as."""
+    out = {}
+    for n in tree.body:
+        if isinstance(n, ast.ImportFrom) and n.level == 0 and (n.module or "").startswith("overwindow."):
+            theirs = constants.get(n.module.replace(".", "/") + ".py", {})
+            out |= {a.asname or a.name: theirs[a.name] for a in n.names if a.name in theirs}
+    return out
+
+
+class _Finder(ast.NodeVisitor):
+    """The messages of one module (module docstring); ``imported``: the text constants it imports."""
+
+    def __init__(self, path: str, tree: ast.Module, errors: set[str], imported: dict[str, str]):
         self.path, self.errors, self.found = path, errors, []
-        self.constants = {
-            t.id: n.value.value
-            for n in tree.body
-            if isinstance(n, ast.Assign) and isinstance(getattr(n.value, "value", None), str)
-            for t in n.targets
-            if isinstance(t, ast.Name)
-        }
+        self.constants = _constants(tree)
         self.reasons = REASONS.get(path, set())
         self.stack: list[str] = []
         for name in self.reasons & set(self.constants):
             self._add("aside", [self.constants[name]], name)
+        self.constants = imported | self.constants
         for n in tree.body:
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Dict):
                 names = {_name(target) for target in n.targets} & TABLES.get(path, set())
@@ -308,9 +326,10 @@ def messages() -> list[Message]:
         with open(path, encoding="utf-8") as f:
             trees[os.path.relpath(path, ROOT).replace(os.sep, "/")] = ast.parse(f.read())
     errors = _error_classes(trees)
+    constants = {path: _constants(tree) for path, tree in trees.items()}
     found: list[Message] = []
     for path, tree in trees.items():
-        found += _Finder(path, tree, errors).found
+        found += _Finder(path, tree, errors, _imported(tree, constants)).found
     return found
 
 

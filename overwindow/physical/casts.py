@@ -3,7 +3,8 @@
 
 A cast Spark would fail on the data (``'a'`` to INT, NaN to INT, a number past the target's range)
 raises ``CastError`` naming the value; callers turn it into a ``WindowSpecError`` for constants
-(refused when the call is built) or a ``WindowRuntimeError`` for column values. Numbers to integers
+(refused when the call is built) or a ``WindowRuntimeError`` for column values (``cast_operand``
+does so for an operand of an expression that Spark casts implicitly). Numbers to integers
 drop the fraction (toward zero), numbers to DECIMAL round half up (away from zero), DOUBLE to
 DECIMAL goes through the double's shortest decimal text, as Spark does. O(n).
 
@@ -22,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from overwindow.errors import WindowSpecError
+from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.logical.expr import parse_timestamp, spark_date
 from overwindow.logical.parse import interval_from_text
 from overwindow.physical import decimals
@@ -126,6 +127,18 @@ def cast(array: pa.Array, target: pa.DataType, source_fields: str = "", fields: 
         return array.cast(target)
     except pa.ArrowInvalid as e:
         raise CastError(f"cannot cast {sql_type(source)} to {sql_type(target)}: {e}") from None
+
+
+def cast_operand(x, target: pa.DataType, name: str):
+    """An operand cast to ``target`` as Spark casts it implicitly: a constant that fails is refused
+    (WindowSpecError: it fails in every row), a column's value fails the query (WindowRuntimeError)."""
+    try:
+        if isinstance(x, pa.Scalar):
+            return cast(pa.array([x.as_py()], x.type), target)[0]
+        return cast(x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x, target)
+    except CastError as e:
+        error = WindowSpecError if isinstance(x, pa.Scalar) else WindowRuntimeError
+        raise error(f"{e}, in {name} (Spark: CAST_INVALID_INPUT)") from None
 
 
 def _from_timestamp(array: pa.Array, target: pa.DataType, want: TypeFamily) -> pa.Array:

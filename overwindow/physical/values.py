@@ -144,6 +144,18 @@ def sql_type(t: pa.DataType) -> str:
     return names.get(t, str(t).upper())
 
 
+def numpy_values(x, to: pa.DataType) -> tuple[np.ndarray, np.ndarray]:
+    """(values as a numpy array of ``to``, NULL slots 0; valid mask) of an array, or of a scalar
+    (one value, which numpy broadcasts against the other operand)."""
+    if isinstance(x, pa.Scalar):
+        valid = x.is_valid
+        return np.array([x.as_py() if valid else 0], dtype=to.to_pandas_dtype()), np.array([valid])
+    if isinstance(x, pa.ChunkedArray):
+        x = x.combine_chunks()
+    valid = x.is_valid().to_numpy(zero_copy_only=False)
+    return x.cast(to).fill_null(0).to_numpy(zero_copy_only=False), valid
+
+
 class Values:
     """One Arrow column (already in sorted order) plus cached numpy views.
 

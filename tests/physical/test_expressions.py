@@ -1,16 +1,13 @@
 """Scalar expressions (physical/expressions.py) against DuckDB on random columns with NULLs, negatives
 and NaN: arithmetic, %, comparisons, BETWEEN, IN with and without NULLs (three-valued), COALESCE,
-CASE, ABS. Where Spark and DuckDB differ the oracle is Spark's rule: a zero divisor fails (``/`` and
-``%``, Spark's ANSI mode, its default: DIVIDE_BY_ZERO; DuckDB gives NULL, inf or an error) unless an
-operand is NULL, and CAST of a double to an integer drops the fraction (DuckDB rounds). DECIMAL
-arithmetic against exact arithmetic in Python's ``decimal``; its types and Spark's own roundings:
-tests/spark/test_decimal_arithmetic.py."""
+CASE, ABS. Where Spark and DuckDB differ the oracle is Spark's rule: CAST of a double to an integer
+drops the fraction (DuckDB rounds); zero divisors, where they differ too, are tested apart
+(tests/physical/test_arithmetic.py). DECIMAL arithmetic against exact arithmetic in Python's
+``decimal``; its types and Spark's own roundings: tests/spark/test_decimal_arithmetic.py."""
 
 from __future__ import annotations
 
-import datetime as dt
 import math
-from decimal import Decimal
 
 import duckdb
 import pyarrow as pa
@@ -24,7 +21,7 @@ from overwindow.physical.expressions import evaluate_expr
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
-# d is never 0 (DuckDB's zero divisors differ from Spark's, tested apart below)
+# d is never 0 (DuckDB's zero divisors differ from Spark's: tests/physical/test_arithmetic.py)
 EXPRESSIONS = [
     "a + b",
     "a - b * 2",
@@ -128,38 +125,6 @@ def _same(x, y) -> bool:
     return x == y
 
 
-@pytest.mark.parametrize("e", ["a / b", "a % b", "f % z", "f / z", "m / b", "m % m"])
-def test_a_zero_divisor_fails_as_in_spark(e):
-    """Spark's ANSI mode (its default) fails on a zero divisor beside a dividend that is not NULL
-    (DivModLike.eval: DIVIDE_BY_ZERO, for % REMAINDER_BY_ZERO); a NULL operand gives NULL first."""
-    m = pa.array([Decimal("1.25"), Decimal("-2.50"), Decimal("0.00"), Decimal("3.00")], pa.decimal128(12, 2))
-    t = pa.table(
-        {"a": [7, -7, 5, None], "b": [2, 0, 0, 0], "f": [1.5, -2.5, 0.0, 1.0], "z": [1.0, -0.0, 0.0, None]}
-    )
-    t = t.append_column("m", m)
-    words = (
-        r"Division by zero in .* \(Spark: DIVIDE_BY_ZERO\)"
-        if "/" in e
-        else r"Remainder by zero .*REMAINDER_BY_ZERO"
-    )
-    with pytest.raises(WindowRuntimeError, match=words):
-        evaluate_expr(Expr.of(e), t)
-    nulls = t.take([3]).set_column(4, "m", pa.array([None], m.type))  # a NULL beside each zero divisor
-    assert evaluate_expr(Expr.of(e), nulls).to_pylist() == [None]
-    assert evaluate_expr(Expr.of(e), t.slice(0, 0)).to_pylist() == []
-
-
-def test_a_null_divisor_or_dividend_gives_null_not_an_error():
-    t = pa.table({"a": [None, 7, 7], "b": [0, None, 2], "f": [None, 1.5, -3.0], "z": [0.0, None, 2.0]})
-    got = {e: evaluate_expr(Expr.of(e), t).to_pylist() for e in ("a / b", "a % b", "f / z", "f % z")}
-    assert got == {
-        "a / b": [None, None, 3.5],
-        "a % b": [None, None, 1],
-        "f / z": [None, None, -1.5],
-        "f % z": [None, None, -1.0],
-    }
-
-
 @pytest.mark.parametrize("target", ["BIGINT", "INT", "SMALLINT"])
 @settings(max_examples=50, **SETTINGS)
 @given(st.lists(st.one_of(st.none(), st.floats(-30000, 30000)), max_size=10))
@@ -178,29 +143,6 @@ def test_arrow_errors_become_the_package_errors():
         evaluate(t, "lag(b + 1) OVER (ORDER BY t) AS r")
     with pytest.raises(WindowRuntimeError, match=r"arithmetic overflow in x \+ 1"):
         evaluate(t, "lag(x + 1) OVER (ORDER BY t) AS r")
-
-
-def test_date_plus_days_wraps_as_spark_does():
-    """Spark's date_add adds in Java ints, unchecked even in ANSI mode: measured in Spark 4,
-    datediff(DATE '2024-01-01' + 2147483647, DATE '1970-01-01') is -2147463926, and
-    datediff(DATE '9999-12-31' + 1, DATE '1970-01-01') is 2932897."""
-    t = pa.table({"t": [1, 2], "d": pa.array([dt.date(2024, 1, 1), dt.date(9999, 12, 31)], pa.date32())})
-    out = evaluate(
-        t, "lag(d + 2147483647, 0) OVER (ORDER BY t) AS a", "lead(d + 1, 0) OVER (ORDER BY t) AS b"
-    )
-    assert out["a"].type == pa.date32() and out["a"].cast(pa.int32()).to_pylist()[0] == -2147463926
-    assert out["b"].cast(pa.int32()).to_pylist()[1] == 2932897
-    with pytest.raises(WindowSpecError, match="must be an INT, SMALLINT or TINYINT, not BIGINT"):
-        evaluate(t, "lag(d + CAST(1 AS BIGINT)) OVER (ORDER BY t) AS r")
-
-
-def test_negating_an_integer_minimum_is_spark_s_arithmetic_overflow():
-    """-x and abs(x) of INT's or BIGINT's minimum fail in Spark's ANSI mode (ARITHMETIC_OVERFLOW);
-    they do not wrap."""
-    t = pa.table({"t": [1, 2], "i": pa.array([1, -(2**31)], pa.int32()), "l": [1, -(2**63)]})
-    for text in ("-i", "abs(i)", "-l", "abs(l)"):
-        with pytest.raises(WindowRuntimeError, match="ARITHMETIC_OVERFLOW"):
-            evaluate(t, f"lag({text}) OVER (ORDER BY t) AS r")
 
 
 @pytest.mark.parametrize(
@@ -260,12 +202,3 @@ def test_an_interval_function_whose_type_spark_gives_other_fields_is_refused(tex
     or DAY TO SECOND only, so it refuses them, naming Spark's type, rather than give another type."""
     with pytest.raises(WindowSpecError, match=f"INTERVAL {spark_type};"):
         evaluate_expr(Expr.of(text), pa.table({"k": [1]}))
-
-
-def test_a_substring_position_past_int_fails_the_row_as_spark_s_cast_does():
-    """Spark casts a BIGINT position to INT and fails past its range (CAST_OVERFLOW, probed on
-    Spark 4.3); it was read as a position past the end."""
-    t = pa.table({"s": ["abc"], "p": pa.array([3_000_000_000], pa.int64())})
-    with pytest.raises(WindowRuntimeError, match="INT"):
-        evaluate_expr(Expr.of("substr(s, p)"), t)
-    assert evaluate_expr(Expr.of("substr(s, p - 2999999998)"), t).to_pylist() == ["bc"]
