@@ -7,7 +7,7 @@ Spark's default checkpoint manager (``FileContextBasedCheckpointFileManager``) r
 commits through Hadoop's FileContext, which on a local disk, without Hadoop's native library (PySpark's
 wheels have none), starts a ``readlink`` process for every rename; ``overwindow run`` sets
 ``spark.sql.streaming.checkpointFileManagerClass`` to ``FileSystemBasedCheckpointFileManager``
-(pipeline/job.py, ``local_spark``), whose rename is one ``rename(2)``. One session (the job's own,
+(pipeline/session.py, ``local_spark``), whose rename is one ``rename(2)``. One session (the job's own,
 ``local_spark``) runs the same small stream with each manager in turn, ``--rounds`` times: ``--files``
 JSON files of ``--rows`` rows each, one file a micro-batch (``maxFilesPerTrigger=1``,
 ``trigger(availableNow=True)``), two window calls on window close into a Parquet file sink (whose
@@ -95,7 +95,7 @@ def main() -> None:
     p.add_argument("--no-write", action="store_true", help="print the section instead of updating its page")
     args = p.parse_args()
     began = time.perf_counter()
-    from overwindow.pipeline.job import local_spark
+    from overwindow.pipeline.session import local_spark
     from overwindow.spark.compat import filesystem_checkpoints
 
     spark = local_spark(app="overwindow-checkpoints")

@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _common import workdir, write_json  # noqa: E402
 
 import overwindow  # noqa: E402
-from overwindow.pipeline.job import local_spark  # noqa: E402
+from overwindow.pipeline.session import local_spark  # noqa: E402
 
 CHANGES = [
     [

@@ -11,7 +11,7 @@ from _common import collect, workdir  # noqa: E402
 
 import overwindow  # noqa: E402
 from overwindow.pipeline.demo import replay_files  # noqa: E402
-from overwindow.pipeline.job import local_spark  # noqa: E402
+from overwindow.pipeline.session import local_spark  # noqa: E402
 
 SEVEN_DAYS = "ORDER BY day RANGE BETWEEN INTERVAL 3 DAYS PRECEDING AND INTERVAL 3 DAYS FOLLOWING"
 

@@ -104,7 +104,8 @@ GROUPS = [
         "run",
         "Running a job",
         "While `overwindow run` or a query runs: its workers, its input, its bounds.",
-        ("overwindow/pipeline/job.py", "overwindow/pipeline/failures.py", "overwindow/spark/executors.py"),
+        ("overwindow/pipeline/job.py", "overwindow/pipeline/session.py", "overwindow/pipeline/failures.py")
+        + ("overwindow/spark/executors.py",),
     ),
     (
         "sinks",

@@ -80,7 +80,7 @@ def _new_session(warehouse):
         if short_lived:
             os.environ["SPARK_SUBMIT_OPTS"] = SUBPROCESS_JVM
     session.sparkContext.setLogLevel("ERROR")
-    # checkpoint files committed as overwindow's own jobs commit them (pipeline/job.py, local_spark):
+    # checkpoint files committed as overwindow's own jobs commit them (pipeline/session.py, local_spark):
     # without a `readlink` process per renamed file. Measured in turns: tests/test_cli.py,
     # tests/spark/test_window_close_spark.py and test_on_update_spark.py 283 s and 285 s with
     # Spark's default, 265 s and 267 s with this

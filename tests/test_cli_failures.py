@@ -182,3 +182,35 @@ def test_a_view_past_max_rows_per_key_is_told_of_the_first_batch_and_the_others_
     with sqlite3.connect(tmp_path / "b" / "view.sqlite") as con:
         got = sorted(con.execute('SELECT x, s FROM "v" ORDER BY ts').fetchall())
     assert got == sorted(zip(want["x"].to_pylist(), want["s"].to_pylist()))
+
+
+def test_a_view_whose_python_worker_starts_too_slowly_for_spark_starts_again_and_loses_nothing(
+    spark, tmp_path, capsys, monkeypatch
+):
+    """Spark gives the Python worker transformWithStateInPandas starts for a query's state schema 10
+    seconds to connect back; a busy machine (a job of many views on two cores) made one miss that and
+    the view failed. Here the first such worker starts 11 seconds late (a PYSPARK_PYTHON that waits
+    once): the job says so, starts the view again from its checkpoint, and the table is exact."""
+    from replay_support import assert_view_is_exact, write_view
+
+    late = tmp_path / "late"
+    python = tmp_path / "python"
+    python.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *transform_with_state_driver_worker*)\n'
+        f'  if mkdir "{late}" 2>/dev/null; then sleep 11; fi ;;\n'
+        "esac\n"
+        f'exec "{sys.executable}" "$@"\n'
+    )
+    python.chmod(0o755)
+    view, rows = write_view(tmp_path, "on_update", "sqlite", layout="chunked", files=2)
+    monkeypatch.setenv("PYSPARK_PYTHON", str(python))
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", str(python))
+    assert main(["run", str(view), "--once", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert late.exists()  # the slow start happened
+    assert (
+        f"overwindow: {view}: Spark's Python worker did not connect back in time (started on a busy "
+        "machine); the view starts again from its checkpoint (1 of 3)"
+    ) in err, err
+    assert_view_is_exact(tmp_path, rows, "on_update", "sqlite")

@@ -132,6 +132,26 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
     return f"{view.path}: the view's query failed: {_java_cause(text)}"
 
 
+# Spark gives a Python worker it starts as a process of its own (transformWithStateInPandas's
+# driver-side worker, which reads the state schema as a query starts) 10 seconds to connect back,
+# fixed in its code; a start-up slowed past that by a busy machine (a job starting many views on two
+# cores) fails the query before it read anything, and the same query started again runs
+_WORKER_START = "Python worker failed to connect back"
+RESTARTS = 3  # starts again of one view in one run of a job, for such a failure
+
+
+def start_failure(error: BaseException) -> bool:
+    """Whether a failed query failed only because a Python worker Spark started did not connect back
+    in time: nothing it read was applied, and started again from its checkpoint it goes on.
+
+    >>> start_failure(RuntimeError("org.apache.spark.SparkException: Python worker failed to connect back."))
+    True
+    >>> start_failure(RuntimeError("Python worker exited unexpectedly (crashed)"))
+    False
+    """
+    return _WORKER_START in str(error)
+
+
 def _row_bound(message: str, view: View) -> str:
     """A RowBoundError's message in view-file words; a view with a watermark is not told to add one
     (Spark has none during the first micro-batch, whose rows all stay in state).

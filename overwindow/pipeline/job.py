@@ -4,7 +4,6 @@ view's query: source -> watermark -> ``overwindow.sql``'s ``run_query`` -> sink)
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import sys
@@ -12,7 +11,6 @@ import threading
 import time
 
 from overwindow.logical.bind import ERROR, failure
-from overwindow.pipeline import jvm_stderr
 from overwindow.pipeline.checkpoint import (
     checkpoint_state,
     ended_batch,
@@ -23,104 +21,15 @@ from overwindow.pipeline.checkpoint import (
 from overwindow.pipeline.failures import ViewRunError
 from overwindow.pipeline.job_lock import hold
 from overwindow.pipeline.progress import ProgressPrinter
+from overwindow.pipeline.session import local_spark, spark_settings
 from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
 from overwindow.pipeline.sources import KAFKA_READERS, Source, open_source
 from overwindow.pipeline.table_formats import table_format_sink
 from overwindow.pipeline.view import View, ViewFileError, is_uri
-from overwindow.spark import compat, executors
-from overwindow.spark.adapter import END_OF_INPUT_MS, WORKER_WARNINGS
+from overwindow.spark import compat
+from overwindow.spark.adapter import END_OF_INPUT_MS
 from overwindow.spark.select import run_query
 from overwindow.streaming.aside import dead_letter_records
-
-
-def spark_settings(view: View | None = None) -> dict:
-    """Spark settings for the session the job starts: ``OVERWINDOW_SPARK_CONF`` (``key=value`` pairs
-    separated by spaces, for every view run here), then the view's ``[spark]`` section over them.
-
-    >>> os.environ["OVERWINDOW_SPARK_CONF"] = "spark.driver.memory=2g spark.sql.shuffle.partitions=4"
-    >>> spark_settings(View("v.toml", {}, None, [], [], "on_update", None, None, {}, "chk",
-    ...                     spark={"spark.driver.memory": "6g"}))
-    {'spark.driver.memory': '6g', 'spark.sql.shuffle.partitions': '4'}
-    >>> del os.environ["OVERWINDOW_SPARK_CONF"]
-    """
-    settings = {}
-    for item in os.environ.get("OVERWINDOW_SPARK_CONF", "").split():
-        key, sep, value = item.partition("=")
-        if not sep or not key.startswith("spark."):
-            raise ValueError(
-                f"OVERWINDOW_SPARK_CONF: {item!r} is not a Spark setting; write key=value pairs separated "
-                "by spaces, e.g. OVERWINDOW_SPARK_CONF='spark.driver.memory=4g spark.executor.memory=4g'"
-            )
-        settings[key] = value
-    return {**settings, **(view.spark if view is not None else {})}
-
-
-def local_spark(app: str = "overwindow", settings: dict | None = None, debug: bool = False):
-    """The active SparkSession, or one set up the way overwindow runs best, with ``settings``
-    (``spark_settings``) over its defaults: on ``local[2]`` (Python workers run this interpreter
-    unless PYSPARK_PYTHON says otherwise), or on the master ``OVERWINDOW_MASTER`` names, whose
-    executors get the package shipped (``executors.ship``, and ``executors.on_driver_path`` for the
-    Python Spark starts beside the driver); no UI, no console progress bars (they
-    would cut into the progress lines), and Spark's own log off unless ``debug`` (a failure is
-    reported by the job in one line; ``--debug`` shows Spark's account) and the JVM's chatter on
-    stderr left out unless ``debug`` (``jvm_stderr``); a ``PYSPARK_PYTHON`` that
-    cannot run the workers is refused before Spark starts (``executors.check_worker_python``,
-    WorkerPythonError). Settings that only a new
-    session takes (memory, master) are ignored, with a warning, when a session is active."""
-    from pyspark.sql import SparkSession
-
-    settings = settings or {}
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        for key, value in settings.items():
-            if active.conf.isModifiable(key):
-                active.conf.set(key, value)
-            elif active.conf.get(key, None) != value:
-                print(f"overwindow: {key}={value} needs a new Spark session; ignored", file=sys.stderr)
-        return active
-    master = os.environ.get("OVERWINDOW_MASTER", "local[2]")
-    if executors.is_local(master):
-        executors.check_worker_python(master)  # said now, not after the first micro-batch
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder
-    if os.environ.get(
-        "OVERWINDOW_SPARK_PACKAGES"
-    ):  # e.g. Spark's Kafka connector, fetched from Maven Central
-        builder = builder.config("spark.jars.packages", os.environ["OVERWINDOW_SPARK_PACKAGES"])
-    builder = (
-        builder.master(master)
-        .appName(app)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.execution.arrow.pyspark.fallback.enabled", "false")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
-        .config("spark.sql.streaming.minBatchesToRetain", "10")
-        .config(*WORKER_WARNINGS)
-        # Spark tells a stopped query's error by a backtracking regex (StreamExecution.PROXY_ERROR)
-        # that overflows a thread's default stack on a Py4J error of some 3,000 characters (Ctrl-C
-        # during a foreachBatch write brings one, with a Python traceback): the stream thread then
-        # dies with a StackOverflowError on stderr. 32 MB of stack reach past 90,000 characters
-        .config("spark.driver.defaultJavaOptions", "-Xss32m")
-    )
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    if not executors.is_local(master):
-        executors.on_driver_path()  # before the JVM starts: it passes PYTHONPATH on
-    with contextlib.nullcontext() if debug else jvm_stderr.filtered_for_children():
-        spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN" if debug else "OFF")
-    if executors.is_local(master) and compat.CHECKPOINT_MANAGER not in settings:
-        # checkpoints on a local disk: one rename(2) per file, not a process; the FileSystem
-        # manager's check-then-rename has no second writer to race (job_lock)
-        compat.use_filesystem_checkpoints(spark)
-    if not debug:  # py4j logs each broken call (a stopped query's callbacks) with its traceback
-        logging.getLogger("py4j").setLevel(logging.CRITICAL)
-    if not executors.is_local(master):
-        executors.ship(spark)
-    return spark
 
 
 def sink_for(view: View):
@@ -514,9 +423,11 @@ def _run_round(
     query that failed: the others go on (a failure while they run without --once is said at once,
     and again when the job ends). Raises ViewRunError when a view cannot start (stopping those
     started)."""
-    from overwindow.pipeline.failures import describe
+    from overwindow.pipeline.failures import RESTARTS, describe, start_failure
 
     running = []  # (view, query, printer, sink errors)
+    restarts: dict = {}  # view path -> starts again after a Python worker's start failed
+    how = {"once": once, "quiet": quiet, "json_lines": json_lines}
     names = job_names(views) if len(views) > 1 else [None] * len(views)
     stopped = False
     try:
@@ -534,18 +445,26 @@ def _run_round(
                 raise ViewRunError(str(e) if isinstance(e, ViewFileError) else describe(e, view)) from None
             running.append((view, query, printer, errors))
         with _stop_on_interrupt() as asked:
-            while any(q.isActive for _, q, _, _ in running):
+            while True:
                 time.sleep(0.2)
                 for _, query, printer, _ in running:
                     if printer is not None:
                         printer.poll_new(query)
                 if asked:
                     raise KeyboardInterrupt
-                for view, query, _, errors in running:
-                    if view.path not in failed and query.exception() is not None:
-                        failed[view.path] = _failure(query.exception(), view, errors, debug)
-                        if not once and any(q.isActive for _, q, _, _ in running):
-                            print(f"overwindow: {failed[view.path]} (the other views go on)", file=sys.stderr)
+                for i, (view, query, _, errors) in enumerate(running):
+                    failure = None if view.path in failed else query.exception()
+                    if failure is None:
+                        continue
+                    if start_failure(failure) and restarts.get(view.path, 0) < RESTARTS:
+                        n = restarts[view.path] = restarts.get(view.path, 0) + 1
+                        running[i] = _start_again(spark, running[i], n, names[i], lost, **how)
+                        continue
+                    failed[view.path] = _failure(failure, view, errors, debug)
+                    if not once and any(q.isActive for _, q, _, _ in running):
+                        print(f"overwindow: {failed[view.path]} (the other views go on)", file=sys.stderr)
+                if not any(q.isActive for _, q, _, _ in running):
+                    break
     except KeyboardInterrupt:
         for _, query, _, _ in running:
             _quietly(query.stop)
@@ -565,6 +484,26 @@ def _run_round(
         if view.path not in failed and query.exception() is not None:
             failed[view.path] = _failure(query.exception(), view, errors, debug)
     return False
+
+
+def _start_again(spark, entry: tuple, restart: int, name: str | None, lost: dict, **how) -> tuple:
+    """The (view, query, printer, sink errors) of a view started again from its checkpoint, its query
+    having failed as it started (``failures.start_failure``: Spark's Python worker too slow to
+    connect back), said on stderr; ``restart``: how many times it has now."""
+    from overwindow.pipeline.failures import RESTARTS
+
+    view, query, printer, errors = entry
+    if printer is not None:
+        _quietly(lambda: printer.poll(query))
+    print(
+        f"overwindow: {view.path}: Spark's Python worker did not connect back in time (started on a busy "
+        f"machine); the view starts again from its checkpoint ({restart} of {RESTARTS})",
+        file=sys.stderr,
+        flush=True,
+    )
+    errors.clear()
+    query, printer = start_view(spark, view, sink_errors=errors, name=name, lost=lost[view.path], **how)
+    return view, query, printer, errors
 
 
 def _failure(failure, view: View, errors: list, debug: bool) -> str:

@@ -9,7 +9,7 @@ import textwrap
 
 SCRIPT = r"""
 import sys
-from overwindow.pipeline.job import local_spark, spark_settings
+from overwindow.pipeline.session import local_spark, spark_settings
 from overwindow.pipeline.view import load_view
 spark = local_spark(settings=spark_settings(load_view(sys.argv[1])))
 heap = spark._jvm.java.lang.Runtime.getRuntime().maxMemory()
