@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.logical.expr import parse_timestamp, spark_date
-from overwindow.logical.parse import interval_from_text
+from overwindow.logical.intervals import interval_from_text
 from overwindow.physical import decimals
 from overwindow.physical.values import (
     FIELD_MICROS,

@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from overwindow.errors import WindowRuntimeError, WindowSpecError
 from overwindow.logical.expr import DIALECT, Expr, literal_value
-from overwindow.logical.parse import interval_literal, span_fields
+from overwindow.logical.intervals import interval_literal, span_fields
 from overwindow.physical import casts, decimals
 from overwindow.physical.arithmetic import OPERATORS, arithmetic, unary
 from overwindow.physical.columns import column_of, constant, literal_type
