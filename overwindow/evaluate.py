@@ -21,10 +21,12 @@ from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.frame import FrameUnit
 from overwindow.logical.functions import Kind
 from overwindow.logical.parse import parse_window
-from overwindow.physical.bounds import check_range_frame, frame_bounds, session_bounds
+from overwindow.physical.bounds import frame_bounds
 from overwindow.physical.casts import CastError, cast, implicit_default
 from overwindow.physical.columns import NotPlainColumn, read_column
 from overwindow.physical.planner import CallInput, plan, result_type
+from overwindow.physical.range_offsets import check_range_frame
+from overwindow.physical.sessions import session_bounds
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import TypeFamily, Values, sql_type
 

@@ -444,10 +444,10 @@ def _validate_frame(call: WindowCall, where: str) -> None:
     or GROUPS lower bound past the upper bound is an error (a CURRENT ROW bound is not compared:
     ``ROWS BETWEEN CURRENT ROW AND 2 PRECEDING`` is an empty frame, as in Spark). RANGE bounds are
     compared, and their types matched, once the ORDER BY key's type is known: Spark casts them to
-    it first (``range_frame_in_key_type`` in physical/bounds.py)."""
+    it first (``range_frame_in_key_type`` in physical/range_offsets.py)."""
     f = call.frame
     if f.is_session:
-        return  # its own rules: _validate_session; its gap against the key's type: bounds.py
+        return  # its own rules: _validate_session; its gap against the key's type: sessions.py
     if f.start.kind is BoundKind.UNBOUNDED_FOLLOWING or f.end.kind is BoundKind.UNBOUNDED_PRECEDING:
         raise WindowSpecError(
             f'window frame upper bound "{f.end}" does not follow the lower bound "{f.start}" {where}'
@@ -469,7 +469,7 @@ def _validate_frame(call: WindowCall, where: str) -> None:
                     f"the {which} bound {off} of a {f.unit.value} frame must be an INT constant {where}"
                 )
         elif isinstance(off, (str, dt.datetime)) and f.unit is FrameUnit.RANGE:
-            continue  # 'n' or TIMESTAMP '...' FOLLOWING: cast to the ORDER BY column's type (bounds.py)
+            continue  # 'n', TIMESTAMP '...' FOLLOWING: cast to the ORDER BY column's type (range_offsets.py)
         elif not _is_number(off):
             raise WindowSpecError(
                 f"the {which} bound of a frame must be a constant number or INTERVAL, "

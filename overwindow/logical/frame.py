@@ -182,7 +182,7 @@ class Frame:
         """``SESSION WITH GAP gap``: a row's frame is its session, the run of its partition's rows
         whose consecutive ORDER BY values lie at most ``gap`` apart (peers always share one). Its
         bounds say how far a session may reach, any distance either side; where it ends is found
-        from the rows (``physical/bounds.session_bounds``). O(1)."""
+        from the rows (``physical/sessions.session_bounds``). O(1)."""
         return Frame(FrameUnit.SESSION, Bound.unbounded_preceding(), Bound.unbounded_following(), gap=gap)
 
     @property

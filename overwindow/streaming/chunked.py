@@ -73,7 +73,7 @@ import numpy as np
 import pyarrow as pa
 
 from overwindow.evaluate import values_of
-from overwindow.physical.bounds import key_numbers
+from overwindow.physical.key_shift import key_numbers
 from overwindow.physical.values import Values
 from overwindow.streaming.arrays import member
 from overwindow.streaming.aside import Aside

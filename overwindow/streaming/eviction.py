@@ -24,7 +24,8 @@ import pyarrow as pa
 from overwindow.evaluate import values_of
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit
-from overwindow.physical.bounds import gap_number, key_numbers, session_bounds, shift_key
+from overwindow.physical.key_shift import key_numbers, shift_key
+from overwindow.physical.sessions import gap_number, session_bounds
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import TypeFamily, Values, kind_of
 from overwindow.streaming.arrays import in_ranges

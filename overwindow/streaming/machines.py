@@ -17,7 +17,8 @@ import pyarrow as pa
 from overwindow.errors import WindowSpecError
 from overwindow.evaluate import values_of
 from overwindow.logical.frame import FrameUnit
-from overwindow.physical.bounds import check_session_gap, range_frame_in_key_type
+from overwindow.physical.range_offsets import range_frame_in_key_type
+from overwindow.physical.sessions import check_session_gap
 from overwindow.physical.values import sql_type
 from overwindow.spec import OverWindow
 from overwindow.streaming.chunked import ROWS_PER_CHUNK, ChunkedOnUpdate

@@ -53,8 +53,8 @@ from overwindow.errors import WindowSpecError
 from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.bind import source_columns
 from overwindow.logical.functions import Reach, user_aggregate_class
-from overwindow.physical.bounds import key_numbers
 from overwindow.physical.columns import resolve_column
+from overwindow.physical.key_shift import key_numbers
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.arrays import in_ranges, member, scatter

@@ -28,7 +28,8 @@ import pyarrow as pa
 from overwindow.evaluate import values_of
 from overwindow.logical.call import SortKey, WindowCall
 from overwindow.logical.frame import Bound, BoundKind, Frame, FrameUnit
-from overwindow.physical.bounds import frame_bounds, session_bounds
+from overwindow.physical.bounds import frame_bounds
+from overwindow.physical.sessions import session_bounds
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
 from overwindow.streaming.arrays import in_ranges, run_numbers

@@ -31,8 +31,9 @@ from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.bind import source_columns
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.expr import Expr
-from overwindow.physical.bounds import gap_number, key_numbers
 from overwindow.physical.columns import resolve_column
+from overwindow.physical.key_shift import key_numbers
+from overwindow.physical.sessions import gap_number
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.aside import Aside, Qualify, RowChecks

@@ -47,8 +47,8 @@ from overwindow.evaluate import evaluate_calls, project, values_of
 from overwindow.logical.bind import source_columns
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit, Interval
-from overwindow.physical.bounds import key_numbers, shift_key
 from overwindow.physical.columns import resolve_column
+from overwindow.physical.key_shift import key_numbers, shift_key
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import TypeFamily, Values
 from overwindow.spec import OverWindow

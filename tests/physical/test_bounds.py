@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from overwindow import Bound, Exclude, Frame, FrameUnit, Interval
 from overwindow.logical.frame import BoundKind
-from overwindow.physical.bounds import frame_bounds, shift_key
+from overwindow.physical.bounds import frame_bounds
 from overwindow.physical.sorting import Layout
 from overwindow.physical.values import Values
 
@@ -444,48 +444,6 @@ def test_range_month_interval_clips_to_month_end():
     days = [dt.date(2020, 1, 31), dt.date(2020, 2, 29), dt.date(2020, 3, 1), dt.date(2020, 3, 30)]
     # Jan 31 + 1 month = Feb 29 (clipped); Feb 29 + 1 month = Mar 29; Mar 1 + 1 month = Apr 1
     assert frames_of([(days, False, True, "date")], f) == [[0, 1], [1, 2], [2, 3], [3]]
-
-
-@settings(max_examples=300, **SETTINGS)
-@given(
-    st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31, 23, 59, 59, 999999)),
-    st.one_of(st.integers(0, 40), st.integers(0, 12 * 10_000)),
-    st.integers(0, 4_000_000),
-    st.integers(0, 86_400_000_000 * 3),
-    st.sampled_from([1, -1]),
-)
-def test_shift_key_is_calendar_arithmetic(when, months, days, micros, sign):
-    """TIMESTAMP + / - INTERVAL over the whole calendar against Python's datetime (months first, the
-    day cut to the month's end, then days and microseconds); a result past year 9999 or before year
-    1 (beyond Python's datetime) must still lie past the end of the calendar on its side."""
-    epoch = dt.datetime(1970, 1, 1)
-    us = (when - epoch) // dt.timedelta(microseconds=1)
-    got = int(
-        shift_key(np.array([us], dtype=np.int64), pa.timestamp("us"), Interval(months, days, micros), sign)[0]
-    )
-    want = shift(when, Interval(months, days, micros), sign)
-    if isinstance(want, Beyond):
-        edge = dt.datetime(9999, 12, 31, 23, 59, 59, 999999) if sign > 0 else dt.datetime(1, 1, 1)
-        edge_us = (edge - epoch) // dt.timedelta(microseconds=1)
-        assert got > edge_us if sign > 0 else got < edge_us
-    else:
-        assert got == (want - epoch) // dt.timedelta(microseconds=1)
-
-
-@pytest.mark.parametrize(
-    "offset, sign, clamped",
-    [
-        (Interval(months=10**11), 1, 2**63 - 1),
-        (Interval(months=10**11), -1, -(2**63)),
-        (Interval(days=10**12), 1, 2**63 - 1),
-        (Interval(days=10**12), -1, -(2**63)),
-        (Interval(months=1, micros=2**63), 1, 2**63 - 1),
-    ],
-)
-def test_shift_key_clamps_past_int64(offset, sign, clamped):
-    """Past the int64 microseconds an interval clamps to their end instead of wrapping around."""
-    us = np.array([0, 253_402_300_799_999_999], dtype=np.int64)  # 1970-01-01, 9999-12-31 23:59:59.999999
-    assert shift_key(us, pa.timestamp("us"), offset, sign).tolist() == [clamped, clamped]
 
 
 def test_range_nan_and_infinities():

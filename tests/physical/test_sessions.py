@@ -1,4 +1,4 @@
-"""SESSION frames in the batch evaluator (physical/bounds.session_bounds) against a plain-Python
+"""SESSION frames in the batch evaluator (physical/sessions.session_bounds) against a plain-Python
 oracle written from the definition (docs/sessions.md): sort a partition by its ORDER BY value,
 split it where two consecutive values are neither peers nor at most the gap apart (Spark's
 session_window, tests/spark/test_sessions_spark.py), and every row's frame is its piece. Random rows

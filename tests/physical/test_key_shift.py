@@ -1,0 +1,73 @@
+"""Shifting ORDER BY keys by an offset (physical/key_shift.py): ``shift_key`` over a TIMESTAMP key is
+calendar arithmetic across the whole calendar, against Python's datetime, and clamps past the int64
+microseconds instead of wrapping. Frames that reach through these shifts: tests/physical/test_bounds.py."""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from overwindow import Interval
+from overwindow.physical.key_shift import shift_key
+
+SETTINGS = dict(derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def calendar_shift(when: dt.datetime, offset: Interval, sign: int) -> dt.datetime | None:
+    """``when + sign * offset`` as SQL's calendar reads it: the months first, the day cut to the end
+    of the month reached, then the days and microseconds (None where the year leaves 1..9999)."""
+    try:
+        y, m = divmod(when.month - 1 + sign * offset.months, 12)
+        y += when.year
+        when = when.replace(year=y, month=m + 1, day=min(when.day, calendar.monthrange(y, m + 1)[1]))
+        return when + sign * dt.timedelta(days=offset.days, microseconds=offset.micros)
+    except (OverflowError, ValueError):
+        return None
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(
+    st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31, 23, 59, 59, 999999)),
+    st.one_of(st.integers(0, 40), st.integers(0, 12 * 10_000)),
+    st.integers(0, 4_000_000),
+    st.integers(0, 86_400_000_000 * 3),
+    st.sampled_from([1, -1]),
+)
+def test_shift_key_is_calendar_arithmetic(when, months, days, micros, sign):
+    """TIMESTAMP + / - INTERVAL over the whole calendar against Python's datetime (months first, the
+    day cut to the month's end, then days and microseconds); a result past year 9999 or before year
+    1 (beyond Python's datetime) must still lie past the end of the calendar on its side."""
+    epoch = dt.datetime(1970, 1, 1)
+    us = (when - epoch) // dt.timedelta(microseconds=1)
+    got = int(
+        shift_key(np.array([us], dtype=np.int64), pa.timestamp("us"), Interval(months, days, micros), sign)[0]
+    )
+    want = calendar_shift(when, Interval(months, days, micros), sign)
+    if want is None:
+        edge = dt.datetime(9999, 12, 31, 23, 59, 59, 999999) if sign > 0 else dt.datetime(1, 1, 1)
+        edge_us = (edge - epoch) // dt.timedelta(microseconds=1)
+        assert got > edge_us if sign > 0 else got < edge_us
+    else:
+        assert got == (want - epoch) // dt.timedelta(microseconds=1)
+
+
+@pytest.mark.parametrize(
+    "offset, sign, clamped",
+    [
+        (Interval(months=10**11), 1, 2**63 - 1),
+        (Interval(months=10**11), -1, -(2**63)),
+        (Interval(days=10**12), 1, 2**63 - 1),
+        (Interval(days=10**12), -1, -(2**63)),
+        (Interval(months=1, micros=2**63), 1, 2**63 - 1),
+    ],
+)
+def test_shift_key_clamps_past_int64(offset, sign, clamped):
+    """Past the int64 microseconds an interval clamps to their end instead of wrapping around."""
+    us = np.array([0, 253_402_300_799_999_999], dtype=np.int64)  # 1970-01-01, 9999-12-31 23:59:59.999999
+    assert shift_key(us, pa.timestamp("us"), offset, sign).tolist() == [clamped, clamped]
