@@ -379,7 +379,7 @@ def _frame(spec: exp.WindowSpec, has_order: bool, ctx: str = "") -> Frame:
 def _session_gap(node: exp.Expression, ctx: str):
     """The gap of ``SESSION WITH GAP <gap>``: a positive number or a positive INTERVAL constant
     (whether it fits the ORDER BY column's type is checked once that type is known:
-    ``physical/bounds.check_session_gap``). O(1)."""
+    ``physical/sessions.check_session_gap``). O(1)."""
     text = node.sql(dialect=DIALECT)
     if isinstance(node, (exp.Interval, exp.Add)) and node.find(exp.Interval):
         gap = interval_literal(node)
@@ -416,7 +416,7 @@ def _bound(value, side) -> Bound:
     else:
         offset = literal_value(value, f"frame bound {value.sql(dialect=DIALECT)} {side}")
         # Spark reads n PRECEDING as -n: a string there is negated as a DOUBLE; a FOLLOWING string
-        # stays a string, cast straight to the ORDER BY column's type (physical/bounds.py)
+        # stays a string, cast straight to the ORDER BY column's type (physical/range_offsets.py)
         if isinstance(offset, str) and side == "PRECEDING":
             offset = string_offset(offset, f"{value.sql(dialect=DIALECT)} {side}")
         if isinstance(offset, dt.datetime):
@@ -430,7 +430,7 @@ _TIMESTAMP_LITERALS = (exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAM
 
 def _check_timestamp_offset(node: exp.Expression, offset: dt.datetime, side: str) -> None:
     """Spark takes a time as a frame bound only as a TIMESTAMP literal before FOLLOWING (cast to a
-    numeric ORDER BY column's type: its seconds since 1970, physical/bounds.py). ``n PRECEDING`` is
+    numeric ORDER BY column's type: its seconds since 1970, physical/range_offsets.py). ``n PRECEDING`` is
     ``-n`` to Spark, and a TIMESTAMP has no minus (DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE); a
     ``CAST(... AS TIMESTAMP)`` is no literal (INVALID_WINDOW_FRAME_BOUND); a ``TIMESTAMP_NTZ``
     literal is no type a frame bound takes (SPECIFIED_WINDOW_FRAME_UNACCEPTED_TYPE)."""
@@ -453,7 +453,7 @@ def string_offset(text: str, where: str) -> float:
     """A string RANGE offset read as Spark reads ``'1' PRECEDING`` (and any string over a DOUBLE
     key): a DOUBLE (its string-to-DOUBLE cast: surrounding spaces dropped, ``'1.5'``, ``'1e0'``,
     ``'NaN'``, ``'Infinity'``), which is then cast to the ORDER BY column's type like any number
-    (physical/bounds.py). Anything else is refused, as Spark fails on it (CAST_INVALID_INPUT).
+    (physical/range_offsets.py). Anything else is refused, as Spark fails on it (CAST_INVALID_INPUT).
 
     >>> string_offset(" 2 ", "' 2 ' PRECEDING"), string_offset("-1.5", "'-1.5' PRECEDING")
     (2.0, -1.5)
