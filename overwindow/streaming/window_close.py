@@ -24,6 +24,10 @@ the partition's end, and the state is pruned empty.
 Cost per step: O(b log b) for a buffer of b rows over all its partitions (frame reach plus unemitted
 rows), whatever the number of partitions.
 
+A step's released rows, and where each call's frames are complete (3) and how far back they reach
+(4) in them: ``released.Released``; the rows sorted by (partition, key), new rows merged into the
+held ones (1): ``sorted_rows``.
+
 >>> import pyarrow as pa
 >>> from overwindow.spec import OverWindow
 >>> m = WindowClose(
@@ -43,9 +47,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
-from overwindow.evaluate import evaluate_calls, project, values_of
+from overwindow.evaluate import evaluate_calls, project
 from overwindow.logical.bind import source_columns
-from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit, Interval
 from overwindow.physical.columns import resolve_column
 from overwindow.physical.key_shift import key_numbers, shift_key
@@ -54,6 +57,8 @@ from overwindow.physical.values import TypeFamily, Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.aside import Aside, Qualify, RowChecks, project_failing
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step, keys_of
+from overwindow.streaming.released import Released
+from overwindow.streaming.sorted_rows import in_order, merged, within
 from overwindow.streaming.state import StateFormatError, WindowCloseMeta, buckets_changed, decode, encode
 from overwindow.streaming.stretch import evaluate_stretch, peer_groups
 
@@ -218,7 +223,7 @@ class WindowClose:
             return rows
         n = parts.column("n").to_numpy().astype(np.int64)
         part = np.repeat(np.arange(len(n)), n)
-        done = _within(part, n) < emitted[part]
+        done = within(part, n) < emitted[part]
         # a take through NULL positions writes zeros beneath the NULLs, which compress to nothing
         # (``if_else`` would keep the values there); the field stays as declared, NOT NULL
         # included (Spark declares uuid() and lit() columns so), for the next step's rows to
@@ -323,7 +328,7 @@ class WindowClose:
         meta.buckets = self.buckets
         meta.released_upto = upto
         ended = forgotten | (meta.released_upto == END_OF_INPUT)
-        b = _Buffer(table, keys, part, count, meta.released_upto, ended)
+        b = Released(table, keys, part, count, meta.released_upto, ended)
         b.newest, b.forgotten = newest, forgotten
         out, b.upto, unready = self._emit(b)
         aside = Aside.join(aside, unready)
@@ -392,8 +397,8 @@ class WindowClose:
         are. Held rows at or below ``released`` (the watermark they were released at) keep their
         order: no other row ties with them (later keys are above it), and emitted ones may have
         NULL identities (``emitted_read_only``)."""
-        order = _merged(keys, part, held)
-        if _in_order(part[order], keys[order], order >= held):
+        order = merged(keys, part, held)
+        if in_order(part[order], keys[order], order >= held):
             if (order[1:] > order[:-1]).all():
                 return table, keys, part
             return table.take(pa.array(order)), keys[order], part[order]
@@ -410,14 +415,14 @@ class WindowClose:
         order = pc.sort_indices(with_part, sort_keys=sort_keys).to_numpy()
         return table.take(pa.array(order)), keys[order], part[order]
 
-    def _emit(self, b: _Buffer) -> tuple[pa.Table, np.ndarray, Aside | None]:
+    def _emit(self, b: Released) -> tuple[pa.Table, np.ndarray, Aside | None]:
         """(the released rows whose frames are complete, emitted now; per partition the position
         emitted up to; the rows among them set aside: an expression over their window results
         fails)."""
         start = b.count["emitted"]
         upto = b.n_released.copy()
         for call in () if b.final else self.spec.calls:
-            upto = np.minimum(upto, self._complete_upto(call, b, start))
+            upto = np.minimum(upto, b.complete_upto(call, start, self.key_type))
         upto = np.where(b.ended, b.n_released, np.maximum(upto, start))
         emitting = upto > start
         if not emitting.any():
@@ -450,38 +455,7 @@ class WindowClose:
             out, aside = out.filter(pa.array(passes)), Aside.join(aside, unsure)
         return out, upto, aside
 
-    def _complete_upto(self, call: WindowCall, b: _Buffer, start: np.ndarray) -> np.ndarray:
-        """Per partition, the first released position (>= start) whose frame is not complete yet for
-        this call: the rows it reads (``WindowCall.reads``) end n rows, n peer groups or x past its
-        key ahead."""
-        n = b.n_released
-        back = call.rows_back
-        if call.skips_nulls and back is not None:  # lag/lead IGNORE NULLS, counter_diff: non-NULL rows
-            if back >= 0:
-                return n
-            valid = self._valid(call, b)
-            after = b.part_total(valid)[b.rel_part] - b.part_cumsum(valid) - valid  # non-NULL rows after
-            return b.first_false(after >= -back, start)
-        end = call.reads.end
-        if end.kind is not BoundKind.FOLLOWING:
-            return n
-        if call.reads.unit is FrameUnit.ROWS:
-            return np.maximum(start, n - end.offset)
-        if call.reads.unit is FrameUnit.GROUPS:
-            return b.first_false(b.local_groups + end.offset <= b.last_group[b.rel_part], start)
-        reach = shift_key(b.rel_keys, self.key_type, end.offset, +1)
-        return b.first_false(reach <= b.watermark, start)
-
-    def _valid(self, call: WindowCall, b: _Buffer) -> np.ndarray:
-        """Whether each released row's argument of ``call`` is not NULL (evaluated once per step:
-        completeness and pruning both read it)."""
-        if call.alias not in b.valid:
-            b.valid[call.alias] = (
-                values_of(call.args[0], b.released).is_valid().to_numpy(zero_copy_only=False)
-            )
-        return b.valid[call.alias]
-
-    def _prune(self, b: _Buffer, upto: np.ndarray) -> np.ndarray:
+    def _prune(self, b: Released, upto: np.ndarray) -> np.ndarray:
         """Per partition, how many of its first released rows no future frame reaches (all of them
         after the end of input): the rows before the earliest one a frame of a row at or after
         ``upto`` (the first not emitted) reads, moved back to its peer group's first row."""
@@ -490,47 +464,13 @@ class WindowClose:
             return n.copy()
         keep = upto.copy()
         for call in self.spec.calls:
-            keep = np.minimum(keep, self._reach_back(call, b, upto))
+            keep = np.minimum(keep, b.reach_back(call, upto, self.key_type))
         keep = np.clip(keep, 0, None)
         # never split a peer group: RANGE peers and rank counters need it whole
         keep = np.where(keep < n, b.group_start(keep), keep)
         return np.where(b.ended, n, keep)
 
-    def _reach_back(self, call: WindowCall, b: _Buffer, u: np.ndarray) -> np.ndarray:
-        """Per partition, the earliest released position the rows read (``WindowCall.reads``) by any
-        row at or after its position u can reach."""
-        n = b.n_released
-        inside = u < n
-        back = call.rows_back
-        if call.skips_nulls and back is not None:  # lag/lead IGNORE NULLS, counter_diff: non-NULL rows
-            if back <= 0:
-                return u
-            valid = self._valid(call, b)
-            before = b.part_cumsum(valid)  # non-NULL rows before each released row
-            # the back-th non-NULL row before u: the one with (non-NULL rows before u) - back before it
-            target = np.where(inside, before[b.at(u)], b.part_total(valid)) - back
-            hit = np.flatnonzero(valid & (before == target[b.rel_part]))
-            out = np.zeros_like(u)
-            out[b.rel_part[hit]] = b.pos[hit]
-            return np.where(target >= 0, out, 0)
-        start, unit = call.reads.start, call.reads.unit
-        if start.kind is BoundKind.UNBOUNDED_PRECEDING:
-            return np.zeros_like(u)
-        if start.kind is not BoundKind.PRECEDING:
-            if unit is FrameUnit.ROWS:
-                return u
-            return np.where(inside, b.group_start(u), u)
-        if unit is FrameUnit.ROWS:
-            return u - start.offset
-        if unit is FrameUnit.GROUPS:
-            g = np.where(inside, b.local_groups[b.at(u)], b.last_group + 1)
-            return b.part_total(b.local_groups < (g - start.offset)[b.rel_part])
-        # a future row's key is above the watermark
-        anchor = np.where(inside, b.rel_keys[b.at(u)], b.watermark)
-        lowest = shift_key(anchor, self.key_type, start.offset, -1)
-        return b.part_total(b.rel_keys < lowest[b.rel_part])
-
-    def _after(self, b: _Buffer, keep: np.ndarray, keys: pa.Table) -> tuple[pa.Table, pa.Table]:
+    def _after(self, b: Released, keep: np.ndarray, keys: pa.Table) -> tuple[pa.Table, pa.Table]:
         """(the rows and parts tables left after pruning ``keep`` rows from each partition's start,
         ``keys`` the partitions' keys); a partition that holds nothing a later step reads (no rows,
         no numbering to continue) is dropped."""
@@ -543,7 +483,7 @@ class WindowClose:
         if pruned.any():
             last = b.local_groups[b.at(keep - 1)]
             count["pruned_groups"] = count["pruned_groups"] + np.where(pruned, last + 1, 0)
-            table = table.filter(pa.array(_within(b.part, b.count["n"]) >= keep[b.part]))
+            table = table.filter(pa.array(within(b.part, b.count["n"]) >= keep[b.part]))
         columns = {k: keys.column(k) for k in self.keys}
         counters = {c: pa.array(count[c], pa.int64()) for c in _COUNTERS}
         parts = pa.table({**columns, **counters, "newest": pa.array(b.newest)})
@@ -552,7 +492,7 @@ class WindowClose:
             parts = parts.filter(pa.array(b.live))
         return table, parts.cast(self.parts_schema)
 
-    def _wakeup(self, b: _Buffer, waits: np.ndarray):
+    def _wakeup(self, b: Released, waits: np.ndarray):
         """The smallest watermark at which some partition can emit again without new rows
         (``waits``: each partition's ``_range_waits``)."""
         times = []
@@ -571,7 +511,7 @@ class WindowClose:
         wakeup = min(times) if times else None
         return wakeup.item() if isinstance(wakeup, np.generic) else wakeup
 
-    def _range_waits(self, b: _Buffer) -> np.ndarray:
+    def _range_waits(self, b: Released) -> np.ndarray:
         """Per partition, the watermark at which its first released row not emitted yet has the
         rows of every ``RANGE x FOLLOWING`` frame (``no_wait``: none waits on the watermark alone;
         rows waiting for later rows emit when those are released, or at the end of input)."""
@@ -598,72 +538,6 @@ class Advanced:
     parts: pa.Table
     meta: WindowCloseMeta
     waits: np.ndarray
-
-
-class _Buffer:
-    """One step's rows of every partition, sorted by (partition, ORDER BY key, identity), and the
-    array views of the released ones the emit and prune steps share; positions are per partition."""
-
-    def __init__(self, table, keys, part, count, watermark, ended):
-        self.table, self.keys, self.part, self.count = table, keys, part, count
-        # per partition: at its end (the end of input; forgotten by stateTtl): all its rows are
-        # released, emitted with frames cut at its last row, and pruned
-        self.watermark, self.ended, self.final = watermark, ended, bool(ended.all())
-        self.upto = self.live = self.newest = self.forgotten = None
-        self.valid: dict[str, np.ndarray] = {}  # per IGNORE NULLS call: its argument is not NULL
-        p = len(count["n"])
-        if self.final:
-            released = np.ones(len(keys), dtype=bool)
-        elif watermark is None:
-            released = np.zeros(len(keys), dtype=bool)
-        else:
-            released = keys <= watermark  # a prefix of each partition: its keys are sorted
-            if ended.any():
-                released |= ended[part]
-        self.released_mask = released
-        idx = np.flatnonzero(released)
-        self.released = table.take(pa.array(idx)) if len(idx) < len(keys) else table
-        self.rel_part = part[idx]
-        self.rel_keys = keys[idx]
-        self.n_released = np.bincount(self.rel_part, minlength=p).astype(np.int64)
-        self.rel_start = np.concatenate(([0], np.cumsum(self.n_released)[:-1])).astype(np.int64)
-        self.pos = np.arange(len(idx)) - self.rel_start[self.rel_part]
-        # peer groups numbered across the partitions; each partition's from 0 in ``local_groups``
-        self.groups = peer_groups(self.rel_keys, self.rel_part)
-        first = np.ones(len(idx), dtype=bool)
-        np.not_equal(self.groups[1:], self.groups[:-1], out=first[1:])
-        self.group_first = np.flatnonzero(first)
-        self.local_groups = self.groups - self.groups[self.at(0)][self.rel_part] if len(idx) else self.groups
-        last = np.maximum(self.rel_start + self.n_released - 1, 0)
-        self.last_group = self.local_groups[last] if len(idx) else np.zeros(p, dtype=np.int64)
-
-    def at(self, u: np.ndarray) -> np.ndarray:
-        """The index among the released rows of each partition's position ``u`` (clipped into the
-        released rows: read only where ``u`` is inside its partition)."""
-        return np.clip(self.rel_start + u, 0, max(len(self.rel_part) - 1, 0))
-
-    def group_start(self, u: np.ndarray) -> np.ndarray:
-        """Per partition, the position of the first row of the peer group of position ``u`` (read
-        only where ``u`` is inside its partition's released rows)."""
-        return self.group_first[self.groups[self.at(u)]] - self.rel_start
-
-    def part_total(self, flags: np.ndarray) -> np.ndarray:
-        """Per partition, how many of its released rows are flagged."""
-        return np.bincount(self.rel_part, weights=flags, minlength=len(self.n_released)).astype(np.int64)
-
-    def part_cumsum(self, flags: np.ndarray) -> np.ndarray:
-        """Per released row, how many flagged rows come before it in its partition."""
-        run = np.cumsum(flags) - flags
-        return run - run[self.at(0)][self.rel_part] if len(run) else run
-
-    def first_false(self, ok: np.ndarray, start: np.ndarray) -> np.ndarray:
-        """Per partition, the first released position at or after ``start`` where ``ok`` is False
-        (the partition's released count if none)."""
-        out = self.n_released.copy()
-        bad = np.flatnonzero(~ok & (self.pos >= start[self.rel_part]))
-        parts, first = np.unique(self.rel_part[bad], return_index=True)
-        out[parts] = self.pos[bad[first]]
-        return out
 
 
 def _spread(values: np.ndarray, at: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -694,64 +568,3 @@ def _measures(ttl, kind: TypeFamily) -> bool:
     if kind is TypeFamily.DATE:
         return isinstance(ttl, (Interval, int))
     return not isinstance(ttl, Interval)
-
-
-def _within(part: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Each row's position within its partition, rows sorted by partition (``part``), ``counts``
-    rows in each. O(rows).
-
-    >>> _within(np.array([0, 0, 1, 1, 1]), np.array([2, 3])).tolist()
-    [0, 1, 0, 1, 2]
-    """
-    return np.arange(len(part)) - (np.cumsum(counts) - counts)[part]
-
-
-def _merged(keys: np.ndarray, part: np.ndarray, held: int) -> np.ndarray:
-    """The order sorting rows by (partition, key), stable, where the first ``held`` are sorted so
-    already (checked: else, and with NaN keys, one sort of all rows): the others sorted among
-    themselves and merged in by binary search, rather than every held key sorted again.
-    O(n + m log m + m log n) for m new rows; integer keys search one int64 per row
-    (``_flat``), others pairs (numpy compares those field by field: 6x slower, measured).
-
-    >>> _merged(np.array([1, 5, 2, 3, 5]), np.array([0, 0, 1, 0, 1]), 3).tolist()
-    [0, 3, 1, 2, 4]
-    """
-    if held == 0 or held == len(keys) or (keys.dtype.kind == "f" and np.isnan(keys).any()):
-        return np.lexsort((keys, part))
-    flat = _flat(keys, part)
-    if flat is None:
-        flat = np.empty(len(keys), np.dtype([("p", part.dtype), ("k", keys.dtype)]))
-        flat["p"], flat["k"] = part, keys
-        hp, hk = part[:held], keys[:held]
-        ordered = ((hp[1:] > hp[:-1]) | ((hp[1:] == hp[:-1]) & (hk[1:] >= hk[:-1]))).all()
-    else:
-        ordered = (flat[1:held] >= flat[: held - 1]).all()
-    if not ordered:
-        return np.lexsort((keys, part))
-    new = np.lexsort((keys[held:], part[held:])) + held
-    return np.insert(np.arange(held), np.searchsorted(flat[:held], flat[new], side="right"), new)
-
-
-def _flat(keys: np.ndarray, part: np.ndarray) -> np.ndarray | None:
-    """(partition, key) as one int64 ordered as the pairs are, for integer keys whose span times
-    the partitions fits; None otherwise. O(n).
-
-    >>> _flat(np.array([7, 5, 9]), np.array([0, 1, 1])).tolist()
-    [2, 5, 9]
-    """
-    if keys.dtype.kind != "i" or not len(keys):
-        return None
-    low = int(keys.min())
-    span = int(keys.max()) - low + 1
-    if span * (int(part.max()) + 1) >= 2**62:
-        return None
-    return part.astype(np.int64) * span + (keys.astype(np.int64) - low)
-
-
-def _in_order(part: np.ndarray, keys: np.ndarray, new: np.ndarray) -> bool:
-    """Whether (partition, key) strictly increase, sorted, wherever a ``new`` row is beside its
-    neighbour (False with a NaN key there)."""
-    if len(keys) < 2:
-        return True
-    unsure = (part[1:] == part[:-1]) & ~(keys[1:] > keys[:-1])
-    return not (unsure & (new[1:] | new[:-1])).any()
