@@ -452,18 +452,23 @@ def _run_round(
                         printer.poll_new(query)
                 if asked:
                     raise KeyboardInterrupt
+                again = False  # a view started again is looked at once more, even if it ended already
                 for i, (view, query, _, errors) in enumerate(running):
                     failure = None if view.path in failed else query.exception()
                     if failure is None:
                         continue
                     if start_failure(failure) and restarts.get(view.path, 0) < RESTARTS:
                         n = restarts[view.path] = restarts.get(view.path, 0) + 1
-                        running[i] = _start_again(spark, running[i], n, names[i], lost, **how)
-                        continue
+                        try:
+                            running[i] = _start_again(spark, running[i], n, names[i], lost, **how)
+                            again = True
+                            continue
+                        except Exception as e:  # it cannot start again: that is its failure
+                            failure = e
                     failed[view.path] = _failure(failure, view, errors, debug)
                     if not once and any(q.isActive for _, q, _, _ in running):
                         print(f"overwindow: {failed[view.path]} (the other views go on)", file=sys.stderr)
-                if not any(q.isActive for _, q, _, _ in running):
+                if not again and not any(q.isActive for _, q, _, _ in running):
                     break
     except KeyboardInterrupt:
         for _, query, _, _ in running:

@@ -58,3 +58,59 @@ def test_the_checkpoint_is_not_read_for_buckets_given_per_key_or_remote(tmp_path
     view, session = load_view(write(tmp_path, GOOD.replace(*change))), _Session("8")
     with job._checkpoint_partitions(session, view):
         assert session.get(KEY) == "8"
+
+
+class _Query:
+    """A streaming query that has ended, failed with ``failure`` (None: it ran to its end)."""
+
+    isActive = False
+
+    def __init__(self, failure: Exception | None):
+        self.failure = failure
+
+    def exception(self):
+        return self.failure
+
+    def stop(self):
+        pass
+
+
+WORKER_LATE = "org.apache.spark.SparkException: Python worker failed to connect back."
+
+
+@pytest.mark.parametrize(
+    "starts, restarts, failure",
+    [
+        # the second start runs: one restart, no failure
+        ([_Query(RuntimeError(WORKER_LATE)), _Query(None)], 1, None),
+        # the worker misses its time at every start: 3 restarts, then the view fails
+        ([_Query(RuntimeError(WORKER_LATE))] * 4, 3, "Python worker failed to connect back"),
+        # another failure is the view's failure: no restart
+        ([_Query(RuntimeError("java.lang.OutOfMemoryError: Java heap space"))], 0, "OutOfMemoryError"),
+        # the view cannot start again (its sink is gone): that is its failure
+        ([_Query(RuntimeError(WORKER_LATE)), ValueError("the table's folder is gone")], 1, "folder is gone"),
+    ],
+)
+def test_a_view_starts_again_only_when_a_python_worker_missed_its_start(
+    tmp_path, monkeypatch, capsys, starts, restarts, failure
+):
+    """What the job does with each way a view's query ends (no Spark: the queries are stand-ins)."""
+    view = load_view(write(tmp_path, GOOD))
+    left = list(starts)
+
+    def start_view(spark, v, once, quiet, json_lines=False, name=None, sink_errors=None, lost=None):
+        started = left.pop(0)
+        if isinstance(started, Exception):
+            raise started
+        return started, None
+
+    monkeypatch.setattr(job, "start_view", start_view)
+    failed: dict = {}
+    assert job._run_round(None, [view], True, True, False, False, {}, failed) is False
+    assert not left  # every start the case holds was made
+    err = capsys.readouterr().err
+    assert err.count("the view starts again from its checkpoint") == restarts
+    if failure is None:
+        assert failed == {}
+    else:
+        assert list(failed) == [view.path] and failure in failed[view.path]
