@@ -18,7 +18,7 @@ from overwindow.pipeline.checkpoint import (
     new_input_since,
     shuffle_partitions,
 )
-from overwindow.pipeline.failures import ViewRunError
+from overwindow.pipeline.failures import RESTARTS, ViewRunError, start_failure
 from overwindow.pipeline.job_lock import hold
 from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.session import local_spark, spark_settings
@@ -423,7 +423,7 @@ def _run_round(
     query that failed: the others go on (a failure while they run without --once is said at once,
     and again when the job ends). Raises ViewRunError when a view cannot start (stopping those
     started)."""
-    from overwindow.pipeline.failures import RESTARTS, describe, start_failure
+    from overwindow.pipeline.failures import describe
 
     running = []  # (view, query, printer, sink errors)
     restarts: dict = {}  # view path -> starts again after a Python worker's start failed
@@ -457,8 +457,9 @@ def _run_round(
                     failure = None if view.path in failed else query.exception()
                     if failure is None:
                         continue
-                    if start_failure(failure) and restarts.get(view.path, 0) < RESTARTS:
-                        n = restarts[view.path] = restarts.get(view.path, 0) + 1
+                    n = restarts.get(view.path, 0) + 1
+                    if start_failure(failure) and n <= RESTARTS:
+                        restarts[view.path] = n
                         try:
                             running[i] = _start_again(spark, running[i], n, names[i], lost, **how)
                             again = True
@@ -495,8 +496,6 @@ def _start_again(spark, entry: tuple, restart: int, name: str | None, lost: dict
     """The (view, query, printer, sink errors) of a view started again from its checkpoint, its query
     having failed as it started (``failures.start_failure``: Spark's Python worker too slow to
     connect back), said on stderr; ``restart``: how many times it has now."""
-    from overwindow.pipeline.failures import RESTARTS
-
     view, query, printer, errors = entry
     if printer is not None:
         _quietly(lambda: printer.poll(query))
