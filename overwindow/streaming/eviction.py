@@ -77,6 +77,7 @@ class Eviction:
         self.key = finder.order_by[0].expr
         self.rows_kept = rows_kept(finder.calls)
         self.past_end = PastEnd.of(finder.calls)
+        self.looks_back = looks_back(finder.calls)
 
     def evict(
         self,
@@ -97,7 +98,7 @@ class Eviction:
         whose rows changed since: a partition neither touched nor with a key between the two
         watermarks (or between the keys its RANGE frames reach back to from them) would evict what
         it did then, nothing more, and is left out. O(rows in the windows around the partitions
-        looked at) plus a few O(n) passes over the keys.
+        looked at; none when the calls ``looks_back``) plus a few O(n) passes over the keys.
 
         >>> from overwindow.spec import OverWindow
         >>> calls = OverWindow("lag(x) OVER (ORDER BY t) AS p").calls
@@ -148,11 +149,16 @@ class Eviction:
             keep_from, peers = live, None
             if self.finder.calls:  # (with none but sessions, no other frame keeps a row)
                 at = np.minimum(live, ends_ - 1)
-                around = np.unique(np.concatenate([at] + [np.minimum(p, ends_ - 1) for p in keyed]))
-                if reach is None or not reach.holds(around):
-                    reach = self.finder.around(rows, codes, around, edges, parts)
-                first = np.minimum.reduce([reach.affected(at)[0], at, *keyed])
-                keep_from, peers = np.minimum(live, reach.read_starts(first)), reach.groups
+                if self.looks_back:  # no frame to find: what ``looks_back`` says it reads
+                    peers = peer_groups(codes)
+                    back = np.maximum(at + self.finder.rows[2], starts[some])
+                    keep_from = np.searchsorted(peers, peers[back], side="left")
+                else:
+                    around = np.unique(np.concatenate([at] + [np.minimum(p, ends_ - 1) for p in keyed]))
+                    if reach is None or not reach.holds(around):
+                        reach = self.finder.around(rows, codes, around, edges, parts)
+                    first = np.minimum.reduce([reach.affected(at)[0], at, *keyed])
+                    keep_from, peers = np.minimum(live, reach.read_starts(first)), reach.groups
                 idle = live == ends_  # no row at or above the watermark: see PastEnd
                 if self.past_end is not None and idle.any():
                     wanted = self.past_end.keep_from(starts[some][idle], ends_[idle])
@@ -309,6 +315,34 @@ def rows_kept(calls: tuple[WindowCall, ...]) -> int:
         and c.reads.start.has_offset
     ]
     return max(back, default=0)
+
+
+def looks_back(calls: tuple[WindowCall, ...]) -> bool:
+    """Whether eviction can do without a frame reach: every call's reach ends at the current row
+    (ROWS: or before it), so a change at a partition's first live row (the first of its peer group)
+    alters no row before it; and every call reads by ROWS, from the current row, or through a RANGE
+    frame from an offset PRECEDING, no further back than ``range_floors`` (the same shift, monotone,
+    of a key at least the watermark). What that row keeps is then its ROWS reads' start
+    (``ReachFinder.rows``) widened to its peer group, and the floors; ``PastEnd`` serves the
+    partitions without a live row. O(calls).
+
+    >>> from overwindow.spec import OverWindow
+    >>> looks_back(OverWindow("count(*) OVER (ORDER BY t RANGE 10 PRECEDING) AS c",
+    ...                       "lag(x, 2) OVER (ORDER BY t) AS p", "rank() OVER (ORDER BY t) AS r").calls)
+    True
+    >>> looks_back(OverWindow("lead(x) OVER (ORDER BY t) AS n").calls)
+    False
+    """
+    for call in calls:
+        reach, reads = call.reach, call.reads
+        ends_here = reach.end.kind is BoundKind.CURRENT_ROW or (
+            reach.unit is FrameUnit.ROWS and reach.end.kind is BoundKind.PRECEDING
+        )
+        by_floor = reads.unit is FrameUnit.RANGE and reads.start.kind is BoundKind.PRECEDING
+        from_here = reads.start.kind is BoundKind.CURRENT_ROW or (by_floor and reads.start.has_offset)
+        if reach.is_session or not ends_here or not (reads.unit is FrameUnit.ROWS or from_here):
+            return False
+    return True
 
 
 def range_reach(calls: tuple[WindowCall, ...], watermark, key_type: pa.DataType) -> list:

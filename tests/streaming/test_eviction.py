@@ -265,3 +265,57 @@ def test_partitions_too_short_for_a_rows_frame_are_left_out_for_what_they_would_
     got = fast.evict(rows, codes, watermark, parts=parts)
     want = every.evict(rows, codes, watermark, parts=parts)
     assert got.rows.tolist() == want.rows.tolist() and got.groups.tolist() == want.groups.tolist()
+
+
+LOOKING_BACK = [
+    "lag(x) OVER (ORDER BY t) AS a",
+    "lag(x, 3) OVER (ORDER BY t) AS b",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN 4 PRECEDING AND 1 PRECEDING) AS c",
+    "count(*) OVER (ORDER BY t RANGE BETWEEN {3} PRECEDING AND CURRENT ROW) AS d",
+    "max(x) OVER (ORDER BY t RANGE BETWEEN {7} PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW) AS e",
+    "count(*) OVER (ORDER BY t GROUPS BETWEEN CURRENT ROW AND CURRENT ROW) AS f",
+    "rank() OVER (ORDER BY t) AS g",
+    "sum(x) OVER (ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING) AS h",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 14), min_size=1, max_size=8),
+    calls=st.lists(st.sampled_from(LOOKING_BACK), min_size=1, max_size=3, unique=True),
+    seed=st.integers(0, 2**32 - 1),
+    watermark=st.integers(0, 40),
+    back=st.one_of(st.none(), st.integers(0, 10)),
+    timestamps=st.booleans(),
+)
+def test_calls_that_look_back_evict_what_the_frame_reach_keeps(
+    sizes, calls, seed, watermark, back, timestamps
+):
+    """Calls whose reach ends at the current row and that read back by ROWS or RANGE offsets
+    (``looks_back``) evict without a frame reach what the reach-based walk evicts, with or without
+    the last eviction's watermark (``since``) and touched partitions: integer keys, and TIMESTAMP
+    keys (seconds) under INTERVAL offsets, with ties, partitions of 0 to 14 rows."""
+    from overwindow.streaming.eviction import Eviction
+    from overwindow.streaming.reach import ReachFinder
+
+    rng = np.random.default_rng(seed)
+    sizes = [s for s in sizes if s] or [1]
+    parts = np.repeat(np.arange(len(sizes)), sizes)
+    t = np.concatenate([np.sort(rng.integers(0, 40, s)) for s in sizes])
+    codes = np.unique(parts * 100 + t, return_inverse=True)[1]
+    offset = (lambda n: f"INTERVAL {n} SECONDS") if timestamps else str
+    spec = OverWindow(
+        *(c.replace("{3}", offset(3)).replace("{7}", offset(7)) for c in calls), emit="on_update"
+    )
+    key = pa.array(t * 1_000_000, pa.timestamp("us")) if timestamps else pa.array(t)
+    rows = pa.table({"t": key, "x": np.ones(len(t))})
+    scale = 1_000_000 if timestamps else 1
+    since = None if back is None else (watermark - back) * scale
+    touched = None if back is None else rng.random(len(sizes)) < 0.5
+    fast = Eviction(ReachFinder(spec.calls, spec.calls[0].order_by))
+    walk = Eviction(ReachFinder(spec.calls, spec.calls[0].order_by))
+    walk.looks_back = False  # finds the frame reach around every partition's first live row
+    assert fast.looks_back
+    got = fast.evict(rows, codes, watermark * scale, parts=parts, since=since, touched=touched)
+    want = walk.evict(rows, codes, watermark * scale, parts=parts, since=since, touched=touched)
+    assert got.rows.tolist() == want.rows.tolist() and got.groups.tolist() == want.groups.tolist()
