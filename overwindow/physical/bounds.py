@@ -201,9 +201,13 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
     elif isinstance(off, Interval):
         # nanosecond keys keep their nanoseconds (a frame edge 1 ns past a row leaves it out)
         unit = "ns" if key.kind is TypeFamily.TIMESTAMP and key.type.unit == "ns" else "us"
-        values, uniq = as_ticks(key, unit), as_ticks(Values(key.uniques), unit)
+        values = as_ticks(key, unit)
+        # a TIMESTAMP in microseconds or nanoseconds is its own ticks, which its span counts
+        own = key.kind is TypeFamily.TIMESTAMP and key.type.unit == unit
+        span = _folded_span(layout, key) if own else None
+        uniq = None if span is not None else as_ticks(Values(key.uniques), unit)
         target, beyond = shift_time(values, off, sign, unit)
-        counted = np.searchsorted(uniq, target, side=side)
+        counted = _counted(target, side, uniq, span)
     elif key.kind is TypeFamily.FLOAT:
         # Spark compares DOUBLE keys with key +/- offset in DOUBLE arithmetic
         values = key.numbers.astype(np.float64)
@@ -224,11 +228,7 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
         uniq = uniq.array
     else:
         delta = decimals.exact_offset(off, 0, side, sign)  # exact for DECIMAL offsets on integers
-        # an integer key over a short span needs no distinct values: every integer from its min to
-        # its max stands in for them (skips np.unique of the key), unless the folded key would overflow
-        span = value_span(key)
-        if span is not None and len(layout.part_bounds) * (span[1] + 2) >= 2**62:
-            span = None
+        span = _folded_span(layout, key)
         uniq = None if span is not None else np.asarray(key.uniques.to_numpy(zero_copy_only=False))
         lowest, highest = (
             (span[0], span[0] + span[1] - 1)
@@ -241,12 +241,7 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
             target, beyond = key.numbers, np.ones(len(key), dtype=bool)
         else:
             target, beyond = saturating_add(key.numbers, delta, lowest, highest)
-        if span is None:
-            counted = np.searchsorted(uniq, target, side=side)
-        else:
-            lo, k = span
-            counted = np.clip(target, lo - 1, lo + k) - lo + (0 if side == "left" else 1)
-            np.clip(counted, 0, k, out=counted)
+        counted = _counted(target, side, uniq, span)
     k = span[1] if span is not None else len(uniq)
     if beyond is not None:  # the exact target lies past every value: above all values or below all
         counted[beyond] = k if toward_larger else 0
@@ -260,6 +255,39 @@ def _range_bound(layout, bound: Bound, is_start, key: Values, descending, nulls_
         g = layout.group_id[null]
         out[null] = layout.group_start[g] if is_start else layout.group_end[g]
     return out
+
+
+def _folded_span(layout, key: Values) -> tuple[int, int] | None:
+    """The key's ``value_span`` (an integer-like key over a short span), unless its codes folded with
+    the partition numbers would overflow: every integer from its min to its max then stands in for
+    its distinct values (``_counted``; ``sort_codes`` codes them the same), which skips np.unique of
+    the key. O(n).
+
+    >>> import pyarrow as pa
+    >>> _folded_span(Layout.in_order(np.arange(3)), Values(pa.array([7, 9, 12])))
+    (7, 6)
+    """
+    span = value_span(key)
+    if span is not None and len(layout.part_bounds) * (span[1] + 2) >= 2**62:
+        return None
+    return span
+
+
+def _counted(target: np.ndarray, side: str, uniq: np.ndarray | None, span) -> np.ndarray:
+    """How many distinct values lie below each target (``side`` "left") or at most at it ("right"):
+    a binary search among ``uniq``, or with a ``_folded_span`` (min, count), the integers of the span
+    counted by arithmetic. O(n log distinct), or O(n).
+
+    >>> t = np.array([6, 9, 13])
+    >>> _counted(t, "left", np.array([7, 9, 12]), None).tolist(), _counted(t, "left", None, (7, 6)).tolist()
+    ([0, 1, 3], [0, 2, 6])
+    """
+    if span is None:
+        return np.searchsorted(uniq, target, side=side)
+    lo, k = span
+    counted = np.clip(target, lo - 1, lo + k) - lo + (0 if side == "left" else 1)
+    np.clip(counted, 0, k, out=counted)
+    return counted
 
 
 def _null_range_bound(layout, is_start, key: Values, nulls_first) -> np.ndarray:

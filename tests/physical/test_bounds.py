@@ -213,12 +213,20 @@ KEY_VALUES = {
             [pd.Timestamp("2024-01-31 23:59:59.999999999"), pd.Timestamp("2024-02-29 23:59:59.999999999")]
         ),
     ),
+    # microsecond timestamps 7 seconds apart give or take a few microseconds: a span short enough to
+    # count by arithmetic (``_folded_span``)
+    "timestamp_us": st.tuples(st.integers(0, 6), st.integers(-3, 3)).map(
+        lambda a: (
+            dt.datetime(2024, 3, 31, 0, 30, 0, 123456) + dt.timedelta(seconds=7 * a[0], microseconds=a[1])
+        )
+    ),
 }
 KEY_TYPES = {
     "int": pa.int64(),
     "float": pa.float64(),
     "date": pa.date32(),
     "timestamp_ns": pa.timestamp("ns"),
+    "timestamp_us": pa.timestamp("us"),
 }
 
 
@@ -227,7 +235,7 @@ def nullable(values, rate):
 
 
 @st.composite
-def cases(draw, units=("ROWS", "RANGE", "GROUPS")):
+def cases(draw, units=("ROWS", "RANGE", "GROUPS"), kinds=None):
     n = draw(st.integers(0, 28))
     partitioned = draw(st.booleans())
     part = (
@@ -237,7 +245,7 @@ def cases(draw, units=("ROWS", "RANGE", "GROUPS")):
     )
     unit = FrameUnit(draw(st.sampled_from(units)))
     n_keys = draw(st.sampled_from([1, 1, 2] if unit is not FrameUnit.ROWS else [0, 1, 2]))
-    kinds = [draw(st.sampled_from(sorted(KEY_VALUES)))] + ["int"] * (n_keys - 1)
+    kinds = [draw(st.sampled_from(kinds or sorted(KEY_VALUES)))] + ["int"] * (n_keys - 1)
     keys = []
     for kind in kinds[:n_keys]:
         with_nulls = draw(st.booleans())
@@ -276,6 +284,19 @@ def cases(draw, units=("ROWS", "RANGE", "GROUPS")):
                             Interval(micros=1),
                             Interval(micros=74 * 60_000_000),
                             Interval(micros=37 * 60_000_000 + 1),
+                            Interval(months=1),
+                            Interval(days=1, micros=1),
+                        ]
+                    )
+                )
+            if kind == "timestamp_us":
+                return draw(
+                    st.sampled_from(
+                        [
+                            Interval(),
+                            Interval(micros=1),
+                            Interval(micros=14_000_000),
+                            Interval(micros=7_000_001),
                             Interval(months=1),
                             Interval(days=1, micros=1),
                         ]
@@ -340,6 +361,14 @@ def test_frames_match_the_sql_definition(case):
 @settings(max_examples=150, **SETTINGS)
 @given(cases(units=("RANGE",)))
 def test_range_frames_match_the_sql_definition(case):
+    check_case(*case)
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(cases(units=("RANGE",), kinds=("timestamp_us",)))
+def test_range_frames_over_a_short_span_of_microseconds_match_the_sql_definition(case):
+    """Microsecond timestamps over a short span are counted by arithmetic over the span
+    (``_folded_span``) where other keys under INTERVAL offsets search their distinct values."""
     check_case(*case)
 
 
