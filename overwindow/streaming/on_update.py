@@ -57,7 +57,7 @@ from overwindow.physical.columns import resolve_column
 from overwindow.physical.key_shift import key_numbers
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
-from overwindow.streaming.arrays import in_ranges, member, scatter
+from overwindow.streaming.arrays import in_ranges, member, scatter, union
 from overwindow.streaming.aside import Aside, Qualify, RowChecks
 from overwindow.streaming.changes import Changes, Op, in_source_order, last_changes, ops_of
 from overwindow.streaming.contract import (
@@ -491,8 +491,8 @@ class OnUpdate:
             was = in_ranges(*self.finder.around(old, old_codes, gone, edges, old_parts).affected(gone))
             was = was[~merged.gone_old[was]]
             moved = merged.kept_to_new(was - np.searchsorted(gone, was))  # by rank among the kept rows
-        reach = self.finder.around(merged.rows, merged.codes, np.union1d(inserted, moved), edges, parts)
-        return np.union1d(in_ranges(*reach.affected(inserted)), moved), reach
+        reach = self.finder.around(merged.rows, merged.codes, union(inserted, moved), edges, parts)
+        return union(in_ranges(*reach.affected(inserted)), moved), reach
 
     # -- the changelog ---------------------------------------------------------------------------
 

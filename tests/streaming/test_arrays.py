@@ -5,7 +5,7 @@ import pyarrow as pa
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from overwindow.streaming.arrays import find, in_ranges, interleave, member, runs, scatter
+from overwindow.streaming.arrays import find, in_ranges, interleave, member, runs, scatter, union
 
 ints = st.lists(st.integers(-5, 5), max_size=30)
 
@@ -58,3 +58,10 @@ def test_scatter_replaces_exactly_the_rows_at(values, data):
     for p, v in zip(at, new):
         want[p] = v
     assert got.column("v").to_pylist() == want
+
+
+@given(st.sets(st.integers(-6, 6), max_size=10), st.sets(st.integers(-6, 6), max_size=10))
+def test_union_of_sorted_positions_is_numpys(a, b):
+    a, b = (np.array(sorted(x), dtype=np.int64) for x in (a, b))
+    got = union(a, b)
+    assert got.dtype == np.int64 and got.tolist() == np.union1d(a, b).tolist() == sorted(set(a) | set(b))
