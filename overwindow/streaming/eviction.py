@@ -93,12 +93,13 @@ class Eviction:
         """What no change at or above ``watermark`` (in the key's numbers) can need at the front of
         each partition of the sorted ``rows`` (codes ``codes``; ``parts``: each row's partition when
         they hold several, none: one): every partition at once. ``reach``: a frame reach over them
-        the caller has, reused when it holds the rows around the watermark. ``since``: the
-        watermark every partition was last evicted at, with ``touched`` (bool per partition) those
-        whose rows changed since: a partition neither touched nor with a key between the two
-        watermarks (or between the keys its RANGE frames reach back to from them) would evict what
-        it did then, nothing more, and is left out. O(rows in the windows around the partitions
-        looked at; none when the calls ``looks_back``) plus a few O(n) passes over the keys.
+        the caller has, reused when it holds the rows around the watermark (its peer groups always).
+        ``since``: the watermark every partition was last evicted at, with ``touched`` (bool per
+        partition) those whose rows changed since: a partition neither touched nor with a key
+        between the two watermarks (or between the keys its RANGE frames reach back to from them)
+        would evict what it did then, nothing more, and is left out. O(rows in the windows around
+        the partitions looked at; none when the calls ``looks_back``) plus a few O(n) passes over
+        the keys.
 
         >>> from overwindow.spec import OverWindow
         >>> calls = OverWindow("lag(x) OVER (ORDER BY t) AS p").calls
@@ -150,7 +151,7 @@ class Eviction:
             if self.finder.calls:  # (with none but sessions, no other frame keeps a row)
                 at = np.minimum(live, ends_ - 1)
                 if self.looks_back:  # no frame to find: what ``looks_back`` says it reads
-                    peers = peer_groups(codes)
+                    peers = peer_groups(codes) if reach is None else reach.groups
                     back = np.maximum(at + self.finder.rows[2], starts[some])
                     keep_from = np.searchsorted(peers, peers[back], side="left")
                 else:
