@@ -76,6 +76,9 @@ END_OF_INPUT_MS = 221_845_392_000_000  # 9000-01-01T00:00:00Z
 _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
 _BUCKET = "__overwindow_bucket"  # keyBuckets: the bucket of a row's groupBy key
 _FEW = "__overwindow_few_buckets"  # marks FEW_KEY_BUCKETS chosen in the grouping key (bucket_grouping)
+_KEY_HASH = "__overwindow_key_hash"  # the chunked layout on update per key: its group (per_key_grouping)
+_PER_KEY = "__overwindow_per_key"  # ... and the constant beside it in the grouping key
+PER_KEY_MARKER = bytearray(b"per key")
 
 
 def _input_columns(df, spec: OverWindow) -> pa.Table:
@@ -198,6 +201,13 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
                 )
             keys, buckets = named, spec.key_buckets
             grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, spec.buckets_chosen)
+        elif spec.state_layout == "chunked":  # emit on update per key: see per_key_grouping
+            if named is None:
+                raise WindowSpecError(
+                    "stateLayout='chunked' needs groupBy over columns of the stream by name; add "
+                    "computed keys with withColumn(...) and group by those columns"
+                )
+            keys, grouped = named, per_key_grouping(df, named)
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
     out_struct = output_struct(input_struct, visible(machine.output_schema))
@@ -303,6 +313,23 @@ def bucket_of(keys: tuple[str, ...], buckets: int):
     if not keys:
         return F.lit(0)
     return F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(buckets))
+
+
+def per_key_grouping(df, keys: tuple[str, ...]):
+    """``df`` grouped for the chunked layout on update per key: by each row's ``xxhash64(keys)``
+    (Spark's own hash: NULL, NaN and -0.0 keys hash as SQL groups them) and a constant BINARY
+    marker, the machine keeping each key's entries apart inside a group (``keys``, as on buckets:
+    a group per key but where two keys' hashes collide). Not by the keys themselves: PySpark's
+    transformWithStateInPandas (4.x) regroups a partition's rows by the keys' pandas values, where a
+    NULL integer key is NaN, which equals nothing, so each row of a NULL key (or a NaN one) became a
+    call of its own, on the state of another key. The marker makes the grouping key
+    (BIGINT, BINARY), which Spark's state schema check refuses under a checkpoint started per key
+    on the keys themselves (as the releases before did). O(1): builds the plan."""
+    from pyspark.sql import functions as F
+
+    return df.withColumns(
+        {_KEY_HASH: F.xxhash64(*[_column(k) for k in keys]), _PER_KEY: F.lit(PER_KEY_MARKER)}
+    ).groupBy(_KEY_HASH, _PER_KEY)
 
 
 def bucket_grouping(df, bucket, buckets: int, chosen: bool, *leading: str):

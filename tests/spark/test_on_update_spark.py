@@ -33,14 +33,46 @@ def _write(folder, rows, n):
     os.utime(path, (t, t))
 
 
-@pytest.mark.parametrize("layout", ["whole", "chunked", "bucketed", "chunked, bucketed"])
-def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, layout, request):
+# a partition key's values by its type: NULL among them, and for DOUBLE NaN, -0.0 and 0.0 (one
+# partition, as Spark groups them)
+KEY_VALUES = {"INT": [None, 1, 2, 3, 4, 5, 6], "DOUBLE": [None, float("nan"), -0.0, 0.0, 1.5]}
+
+
+# found with this test, not mended yet: the whole layout per key (applyInPandasWithState grouped by
+# the keys themselves) goes wrong once NULL keys (and NaN, -0.0 beside 0.0) are among them; the
+# chunked layout per key did too, until it grouped by the keys' hash (adapter.per_key_grouping)
+WHOLE_PER_KEY_NULLS = pytest.mark.xfail(
+    strict=True, reason="the whole layout per key is wrong with NULL, NaN or -0.0 keys (open defect)"
+)
+
+
+def _key(k):
+    """A partition key as one partition's rows share it (NaN as one value, -0.0 as 0.0)."""
+    return "NaN" if isinstance(k, float) and np.isnan(k) else (k + 0.0 if isinstance(k, float) else k)
+
+
+@pytest.mark.parametrize(
+    "layout, key_type",
+    [
+        pytest.param("whole", "INT", marks=WHOLE_PER_KEY_NULLS),
+        ("chunked", "INT"),
+        ("bucketed", "INT"),
+        ("chunked, bucketed", "INT"),
+        pytest.param("whole", "DOUBLE", marks=WHOLE_PER_KEY_NULLS),
+        ("chunked", "DOUBLE"),
+    ],
+)
+def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, layout, key_type, request):
+    """Emit on update over changes, restarted every batch: the view kept from the changelog equals the
+    batch evaluator over the live rows, NULL keys included (and NaN, -0.0 and 0.0 keys of a DOUBLE
+    column). The chunked layout per key once stepped each row of a NULL INT key on its own, on
+    another key's state (PySpark regroups rows by the keys' pandas values, where NULL is NaN)."""
     chunked, bucketed = "chunked" in layout, "bucketed" in layout
     if chunked:
         request.getfixturevalue("rocksdb")
     # rank() numbers rows from the partition's start: the chunked layout refuses it
     calls = [c for c in CALLS if not chunked or " AS r" not in c]
-    keys = 7 if bucketed else 3
+    values = KEY_VALUES[key_type][: 7 if bucketed else 5]
     names = [c.rsplit(" AS ", 1)[1] for c in calls]
     rng = np.random.default_rng(9)
     src, chk = str(tmp_path / "src"), str(tmp_path / "chk")
@@ -52,17 +84,16 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
     def apply(batch_df, batch_id):
         for r in (row.asDict() for row in batch_df.collect()):  # NULL keys stay None
             if r["_change"] == "delete":
-                view.pop((r["k"], r["id"]), None)
+                view.pop((_key(r["k"]), r["id"]), None)
             else:
-                view[(r["k"], r["id"])] = r
+                view[(_key(r["k"]), r["id"])] = r
 
     for b in range(4):
         rows = []
         for _ in range(40):
             if rng.random() < 0.7 or not live:
-                k = int(rng.integers(0, keys))
                 row = {
-                    "k": None if bucketed and k == 0 else k,
+                    "k": values[int(rng.integers(0, len(values)))],
                     "id": next_id,
                     "t": int(rng.integers(0, 50)),
                     "x": float(rng.integers(0, 100)),
@@ -78,11 +109,11 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
                 )
             rows.append(row)
             if row["op"] == "delete":
-                live.pop((row["k"], row["id"]), None)
+                live.pop((_key(row["k"]), row["id"]), None)
             else:
-                live[(row["k"], row["id"])] = {c: row[c] for c in ("k", "id", "t", "x")}
+                live[(_key(row["k"]), row["id"])] = {c: row[c] for c in ("k", "id", "t", "x")}
         _write(src, rows, b)
-        events = spark.readStream.schema(SCHEMA).json(src)
+        events = spark.readStream.schema(SCHEMA.replace("k INT", f"k {key_type}")).json(src)
         spec = overwindow.OverWindow(
             *calls,
             emit="on_update",
@@ -109,7 +140,7 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
             *overwindow.OverWindow(*calls, emit="on_update", rowKey="id").partitioned(("k",)),
         )
         for r in batch.to_pylist():
-            got = view[(r["k"], r["id"])]
+            got = view[(_key(r["k"]), r["id"])]
             for name in names:
                 want = r[name]
                 if want is None:
@@ -119,9 +150,9 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
 
 
 def test_a_chunked_checkpoint_started_per_key_is_refused_on_buckets(spark, tmp_path, rocksdb):
-    """Keys 0-2 ran per key; the same checkpoint on 3 buckets groups by the bucket numbers 0-2, whose
-    state variable ``index`` is then a key's index written per key: refused in the words of a state
-    of other keyBuckets, not read as a bucket's."""
+    """Keys 0-2 ran per key (grouped by the keys' hash beside a BINARY marker); the same checkpoint on
+    3 buckets groups by the BIGINT bucket numbers 0-2: Spark's state schema check refuses the other
+    grouping key, so no key's state is read as a bucket's (nor a bucket read empty)."""
     src, chk = str(tmp_path / "src"), str(tmp_path / "chk")
     os.makedirs(src)
     rows = [{"k": i % 3, "id": i, "t": i, "x": 1.0, "op": "insert"} for i in range(9)]
@@ -146,7 +177,7 @@ def test_a_chunked_checkpoint_started_per_key_is_refused_on_buckets(spark, tmp_p
     _write(src, rows[:6], 0)
     run("per key")
     _write(src, rows[6:], 1)
-    refused = r'written with keyBuckets="per key" \(keys \(\)\) and the query now runs keyBuckets=3'
+    refused = r"(?s)STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE.*__overwindow_key_hash.*__overwindow_per_key"
     with pytest.raises(Exception, match=refused):
         run(3)
 
