@@ -3,10 +3,10 @@ of them, which keeps the suite's time), is killed with SIGKILL again and again, 
 view has stopped at a stage of its sink's commit (tests/sink_pauses.py): before its sink writes,
 after its commit (the next run replays the batch and must skip it) or inside it; it restarts from
 the same checkpoints each time, then runs to the end, and every view's table equals the batch result
-over all input, read back by a reader of its own: no row lost, none duplicated. The job holds the
-state layouts and key buckets (over files, and a Kafka topic, into SQLite), and both emit modes
-into each sink: SQLite, PostgreSQL (on a server the tests start), Delta Lake, Iceberg and a
-Kafka changelog (on a broker the tests start)."""
+over all input, read back by a reader of its own: no row lost, none duplicated. The job holds both
+emit modes into each sink, SQLite, PostgreSQL (on a server the tests start), Delta Lake, Iceberg
+and a Kafka changelog (on a broker the tests start), each view on a state layout and key buckets
+of its own (over files, and a Kafka topic)."""
 
 import json
 import os
@@ -21,22 +21,22 @@ import pytest
 from kafka_support import consume
 from replay_support import assert_view_is_exact, expected, run_job, write_view
 
-# the views of the state layouts, all into SQLite: (name, emit, source, state layout, key buckets:
-# a number, "per key", None (the default) or "several": the view is a query of two window groups)
-STATE_LAYOUTS = [
-    ("per_key", "on_window_close", "files", "whole", "per key"),
-    ("chunked", "on_update", "files", "chunked", None),
-    ("chunked_bucketed", "on_update", "files", "chunked", 2),
-    ("split", "on_window_close", "files", "chunked", 2),
-    ("several", "on_window_close", "files", "whole", "several"),
-    ("several_on_update", "on_update", "files", "whole", "several"),
-    ("kafka", "on_update", "kafka", "whole", 2),
-]
-# the views of the sinks: each sink kind in both emit modes, (sink, emit)
-SINKS = [
-    (sink, emit)
-    for sink in ("sqlite", "postgres", "delta", "iceberg", "kafka")
-    for emit in ("on_window_close", "on_update")
+# the views, each sink kind in both emit modes, each with a state layout of its own: (sink, emit,
+# state layout, key buckets: a number, "per key", None (the default) or "several": the view is a
+# query of two window groups; source). Tables (SQLite, PostgreSQL) on update read events in random
+# time order, the other sinks on update Debezium change events. One job of ten views, not a job of
+# the seven layouts into SQLite beside the ten sinks': each run's work a third less
+VIEWS = [
+    ("sqlite", "on_window_close", "whole", "per key", "files"),
+    ("sqlite", "on_update", "whole", 2, "kafka"),
+    ("postgres", "on_window_close", "chunked", 2, "files"),  # split: each key's history an entry
+    ("postgres", "on_update", "chunked", 2, "files"),
+    ("delta", "on_window_close", "whole", "several", "files"),
+    ("delta", "on_update", "whole", "several", "files"),
+    ("iceberg", "on_window_close", "whole", None, "files"),
+    ("iceberg", "on_update", "chunked", None, "files"),
+    ("kafka", "on_window_close", "whole", None, "files"),
+    ("kafka", "on_update", "whole", None, "files"),
 ]
 STAGES = ("before", "after", "inside")  # where tests/sink_pauses.py stops a view's second apply
 # the job's kills: the stages the views are stopped at, turning from view to view and run to run
@@ -61,15 +61,15 @@ def test_a_job_killed_around_and_inside_each_sinks_commit_leaves_the_exact_views
     deltalake's, pyiceberg's scan of a catalog of its own, a read_committed consumer replaying the
     topic by key), equals the batch evaluator over all input: no row lost, none twice.
 
-    The state layouts, over files into SQLite: window close with a state per key, emit on update
-    with chunked state (transformWithStateInPandas, RocksDB, watermark eviction) per key and on two
-    key buckets (one group per bucket keeping each key's index and chunks as entries of its maps:
-    the three keys share the two buckets), window close on split state on two key buckets (each
-    key's history an entry, a timer per bucket) and a view of two window groups (one query, two
-    chained stateful operators) in both emit modes; and emit on update from a Kafka topic with its
-    keys in two buckets. The sinks: both emit modes into each sink, SQLite, PostgreSQL, Delta
-    Lake, Iceberg and a Kafka changelog. Its SQLite and PostgreSQL views on update read events in
-    random time order, and its other views on update Debezium change events whose updates move rows
+    The views: both emit modes into each sink, SQLite, PostgreSQL, Delta Lake, Iceberg and a Kafka
+    changelog, each on a state layout of its own (VIEWS): window close with a state per key, on
+    split state on two key buckets (each key's history an entry, a timer per bucket) and on a
+    bucket's whole state; emit on update with chunked state (transformWithStateInPandas, RocksDB)
+    per key and on two key buckets (one group per bucket keeping each key's index and chunks as
+    entries of its maps: the three keys share the two buckets), and with a bucket's whole state,
+    from files and from a Kafka topic; and a view of two window groups (one query, two chained
+    stateful operators) in both emit modes. The SQLite and PostgreSQL views on update read events in
+    random time order, the other views on update Debezium change events whose updates move rows
     between partitions (NULL included) and in time, so batches change and move rows the tables hold
     (the changelog keyed by the row key alone).
 
@@ -85,7 +85,7 @@ def test_a_job_killed_around_and_inside_each_sinks_commit_leaves_the_exact_views
     job is killed three times so, then once more wherever its views are (between or inside
     micro-batches), after two progress lines a view."""
     _fresh_tables(postgres_dsn)
-    views = {**_state_layout_views(tmp_path, kafka_bootstrap), **_sink_views(tmp_path, kafka_bootstrap)}
+    views = _views(tmp_path, kafka_bootstrap)
     files = [v.view for v in views.values()]
     launcher = Path(__file__).with_name("sink_pauses.py")
     dsn = {"OVERWINDOW_POSTGRES_DSN": postgres_dsn}
@@ -126,44 +126,33 @@ def test_a_job_killed_around_and_inside_each_sinks_commit_leaves_the_exact_views
             assert_view_is_exact(v.folder, v.rows, v.emit, v.sink, postgres_dsn, v.several)
             continue
         got = _read_back(v.sink, v.folder, kafka_bootstrap, v.topic, v.format)
-        want = expected(v.rows, v.emit)
+        want = expected(v.rows, v.emit, v.several)
         ks = {r["id"]: r["k"] for r in v.rows}
         assert set(got) == set(want), (v.sink, v.emit)
         for i, (s, p) in want.items():
             assert got[i] == (ks[i], pytest.approx(s), p), (v.sink, v.emit, i)
 
 
-def _state_layout_views(tmp_path, bootstrap) -> dict:
-    """label (tests/sink_pauses.py) -> Killed: the STATE_LAYOUTS views."""
-    views = {}
-    for name, emit, source, layout, buckets in STATE_LAYOUTS:
-        folder = tmp_path / name
-        folder.mkdir()
-        several = buckets == "several"
-        kafka = bootstrap if source == "kafka" else None
-        buckets = None if several else buckets
-        view, rows = write_view(
-            folder, emit, "sqlite", kafka, layout, buckets=buckets, several=several, name=name
-        )
-        views[name] = Killed(view, rows, folder, "sqlite", emit, several=several)
-    return views
-
-
-def _sink_views(tmp_path, bootstrap) -> dict:
-    """label (tests/sink_pauses.py) -> Killed: the SINKS views."""
+def _views(tmp_path, bootstrap) -> dict:
+    """label (tests/sink_pauses.py) -> Killed: the VIEWS."""
     run = uuid.uuid4().hex[:8]  # the broker lives as long as the session
     views = {}
-    for sink, emit in SINKS:
+    for sink, emit, layout, buckets, source in VIEWS:
         folder = tmp_path / f"{sink}-{emit}"
         folder.mkdir()
         topic, format = f"{sink}-{emit}-{run}", "upsert" if emit == "on_update" else "debezium"
         tables = sink in ("sqlite", "postgres")
         where = f'bootstrap_servers = "{bootstrap}"\ntopic = "{topic}"\nformat = "{format}"'
+        several = buckets == "several"
         view, rows = write_view(
             folder,
             emit,
             sink,
+            bootstrap if source == "kafka" else None,
+            layout,
             name=f"{sink}-{emit}",
+            buckets=None if several else buckets,
+            several=several,
             # input past the fifth stop: a Delta view killed inside its commit is a batch ahead when
             # its checkpoint committed the batch before the kill
             files=9,
@@ -172,7 +161,7 @@ def _sink_views(tmp_path, bootstrap) -> dict:
             sink_where=where if sink == "kafka" else None,
         )
         label = {"kafka": topic, "postgres": f"v_{emit}"}.get(sink, folder.name)
-        views[label] = Killed(view, rows, folder, sink, emit, topic=topic, format=format)
+        views[label] = Killed(view, rows, folder, sink, emit, several, topic, format)
     return views
 
 
