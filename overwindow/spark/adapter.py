@@ -79,6 +79,7 @@ _FEW = "__overwindow_few_buckets"  # marks FEW_KEY_BUCKETS chosen in the groupin
 _KEY_HASH = "__overwindow_key_hash"  # the chunked layout on update per key: its group (per_key_grouping)
 _PER_KEY = "__overwindow_per_key"  # ... and the constant beside it in the grouping key
 PER_KEY_MARKER = bytearray(b"per key")
+_ZERO = "__overwindow_zero_key_"  # a FLOAT or DOUBLE key with -0.0 as 0.0, grouped by (zero_grouping)
 
 
 def _input_columns(df, spec: OverWindow) -> pa.Table:
@@ -208,6 +209,8 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
                     "computed keys with withColumn(...) and group by those columns"
                 )
             keys, grouped = named, per_key_grouping(df, named)
+        elif named is not None:
+            grouped = zero_grouping(df, grouped, named)
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
     out_struct = output_struct(input_struct, visible(machine.output_schema))
@@ -330,6 +333,31 @@ def per_key_grouping(df, keys: tuple[str, ...]):
     return df.withColumns(
         {_KEY_HASH: F.xxhash64(*[_column(k) for k in keys]), _PER_KEY: F.lit(PER_KEY_MARKER)}
     ).groupBy(_KEY_HASH, _PER_KEY)
+
+
+def zero_grouping(df, grouped, keys: tuple[str, ...]):
+    """``grouped`` (by the columns ``keys``), with each FLOAT or DOUBLE key grouped as its -0.0 made
+    0.0 (a column of the same type beside it). Spark's stateful operators per key group the keys' bytes,
+    where -0.0 and 0.0 differ, though SQL puts them in one partition (as Spark's own window
+    functions do): a key's rows split between two states by the sign of their zero, and a delete
+    went to the state that did not hold its row. NULL and NaN keys group as they are. The key
+    columns keep their type (Spark's state schema check compares types, not names), so checkpoints
+    started before run on. O(1): builds the plan (``grouped`` itself when no key is a floating
+    type)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DoubleType, FloatType
+
+    types = {f.name: f.dataType for f in df.schema.fields}
+    floats = {k for k in keys if isinstance(types[k], (DoubleType, FloatType))}
+    if not floats:
+        return grouped
+    zeros = {f"{_ZERO}{i}": k for i, k in enumerate(keys) if k in floats}
+    return df.withColumns(
+        {
+            z: F.when(_column(k) == 0, F.lit(0.0).cast(types[k])).otherwise(_column(k))
+            for z, k in zeros.items()
+        }
+    ).groupBy(*[f"{_ZERO}{i}" if k in floats else k for i, k in enumerate(keys)])
 
 
 def bucket_grouping(df, bucket, buckets: int, chosen: bool, *leading: str):
