@@ -194,20 +194,18 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
     if _ALL not in df.columns:  # groupBy(...): keyBuckets as given, or chosen (OverWindow.hosted)
         named = _grouping_columns(grouped, input_struct.names)
         spec = spec.hosted(watermarked, named is not None, shuffle_partitions(df.sparkSession))
+        # the machine tells keys apart by their columns on buckets and, per key, in the chunked
+        # layout on update (see per_key_grouping)
+        keyed = "keyBuckets" if spec.key_buckets else "stateLayout='chunked'"
+        if named is None and (spec.key_buckets or spec.state_layout == "chunked"):
+            raise WindowSpecError(
+                f"{keyed} needs groupBy over columns of the stream by name; add computed keys "
+                "with withColumn(...) and group by those columns"
+            )
         if spec.key_buckets:
-            if named is None:
-                raise WindowSpecError(
-                    "keyBuckets needs groupBy over columns of the stream by name; add computed keys "
-                    "with withColumn(...) and group by those columns"
-                )
             keys, buckets = named, spec.key_buckets
             grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, spec.buckets_chosen)
-        elif spec.state_layout == "chunked":  # emit on update per key: see per_key_grouping
-            if named is None:
-                raise WindowSpecError(
-                    "stateLayout='chunked' needs groupBy over columns of the stream by name; add "
-                    "computed keys with withColumn(...) and group by those columns"
-                )
+        elif spec.state_layout == "chunked":
             keys, grouped = named, per_key_grouping(df, named)
         elif named is not None:
             grouped = zero_grouping(df, grouped, named)
@@ -351,13 +349,13 @@ def zero_grouping(df, grouped, keys: tuple[str, ...]):
     floats = {k for k in keys if isinstance(types[k], (DoubleType, FloatType))}
     if not floats:
         return grouped
-    zeros = {f"{_ZERO}{i}": k for i, k in enumerate(keys) if k in floats}
-    return df.withColumns(
-        {
-            z: F.when(_column(k) == 0, F.lit(0.0).cast(types[k])).otherwise(_column(k))
-            for z, k in zeros.items()
-        }
-    ).groupBy(*[f"{_ZERO}{i}" if k in floats else k for i, k in enumerate(keys)])
+    by = [f"{_ZERO}{i}" if k in floats else k for i, k in enumerate(keys)]
+    zero = {
+        z: F.when(_column(k) == 0, F.lit(0.0).cast(types[k])).otherwise(_column(k))
+        for z, k in zip(by, keys)
+        if k in floats
+    }
+    return df.withColumns(zero).groupBy(*by)
 
 
 def bucket_grouping(df, bucket, buckets: int, chosen: bool, *leading: str):

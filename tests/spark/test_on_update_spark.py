@@ -215,6 +215,17 @@ def test_a_chunked_checkpoint_started_per_key_is_refused_on_buckets(spark, tmp_p
         run(3)
 
 
+def test_the_chunked_layout_per_key_needs_group_by_columns(spark, tmp_path):
+    """Per key, the chunked layout's machine tells keys apart by their columns (per_key_grouping):
+    a computed grouping is refused before the query starts, in the words of keyBuckets'."""
+    import pyspark.sql.functions as F
+
+    events = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    spec = overwindow.OverWindow(CALLS[0], emit="on_update", rowKey="id", stateLayout="chunked")
+    with pytest.raises(WindowSpecError, match="stateLayout='chunked' needs groupBy over columns"):
+        events.groupBy(F.col("k") % 2).overWindow(spec)
+
+
 def test_chunked_layout_needs_the_rocksdb_state_store(spark, tmp_path):
     events = spark.readStream.schema(SCHEMA).json(str(tmp_path))
     spec = overwindow.OverWindow(CALLS[0], emit="on_update", rowKey="id", stateLayout="chunked")
