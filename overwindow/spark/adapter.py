@@ -74,12 +74,12 @@ log = logging.getLogger("overwindow")
 # every key with a timeout times out and emits what it holds)
 END_OF_INPUT_MS = 221_845_392_000_000  # 9000-01-01T00:00:00Z
 _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
+_KEY = "__overwindow_group_key_"  # a key grouped by as a column: computed, or a float's -0.0 as 0.0
 _BUCKET = "__overwindow_bucket"  # keyBuckets: the bucket of a row's groupBy key
 _FEW = "__overwindow_few_buckets"  # marks FEW_KEY_BUCKETS chosen in the grouping key (bucket_grouping)
 _KEY_HASH = "__overwindow_key_hash"  # the chunked layout on update per key: its group (per_key_grouping)
 _PER_KEY = "__overwindow_per_key"  # ... and the constant beside it in the grouping key
 PER_KEY_MARKER = bytearray(b"per key")
-_ZERO = "__overwindow_zero_key_"  # a FLOAT or DOUBLE key with -0.0 as 0.0, grouped by (zero_grouping)
 
 
 def _input_columns(df, spec: OverWindow) -> pa.Table:
@@ -207,8 +207,8 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
             grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, spec.buckets_chosen)
         elif spec.state_layout == "chunked":
             keys, grouped = named, per_key_grouping(df, named)
-        elif named is not None:
-            grouped = zero_grouping(df, grouped, named)
+        else:
+            grouped = key_grouping(df, grouped, input_struct.names)
     # built here to check the spec against the schema; each worker builds its own from the same parts
     machine = machine_for(spec, input_schema, watermarked, keys=keys)
     out_struct = output_struct(input_struct, visible(machine.output_schema))
@@ -333,29 +333,34 @@ def per_key_grouping(df, keys: tuple[str, ...]):
     ).groupBy(_KEY_HASH, _PER_KEY)
 
 
-def zero_grouping(df, grouped, keys: tuple[str, ...]):
-    """``grouped`` (by the columns ``keys``), with each FLOAT or DOUBLE key grouped as its -0.0 made
-    0.0 (a column of the same type beside it). Spark's stateful operators per key group the keys' bytes,
-    where -0.0 and 0.0 differ, though SQL puts them in one partition (as Spark's own window
-    functions do): a key's rows split between two states by the sign of their zero, and a delete
-    went to the state that did not hold its row. NULL and NaN keys group as they are. The key
-    columns keep their type (Spark's state schema check compares types, not names), so checkpoints
-    started before run on. O(1): builds the plan (``grouped`` itself when no key is a floating
-    type)."""
-    from pyspark.sql import functions as F
+def key_grouping(df, grouped, names: list[str]):
+    """``grouped`` (a state per key) grouped by columns, as Spark's stateful operators need (they
+    group by columns of the rows, and a computed key, ``groupBy(F.col("k") % 2)``, was refused by
+    Spark as an unresolved column): each computed key becomes a column of its value beside the rows
+    (``_KEY``, not among the machine's input columns), and each FLOAT or DOUBLE key is grouped as
+    its -0.0 made 0.0, of the same type. Spark's stateful operators group the keys' bytes, where -0.0
+    and 0.0 differ, though SQL puts them in one partition (as Spark's own window functions do): a
+    key's rows split between two states by the sign of their zero, and a delete went to the state
+    that did not hold its row. NULL and NaN keys group as they are. The keys keep their types
+    (Spark's state schema check compares types, not names), so checkpoints started before run on.
+    ``names``: the rows' columns. O(keys): builds the plan (``grouped`` itself when it groups by
+    columns none of a floating type).
+
+    ``groupBy("k")`` over a DOUBLE ``k`` groups by a column ``CASE WHEN k = 0 THEN 0.0 ELSE k END``."""
     from pyspark.sql.types import DoubleType, FloatType
 
-    types = {f.name: f.dataType for f in df.schema.fields}
-    floats = {k for k in keys if isinstance(types[k], (DoubleType, FloatType))}
-    if not floats:
-        return grouped
-    by = [f"{_ZERO}{i}" if k in floats else k for i, k in enumerate(keys)]
-    zero = {
-        z: F.when(_column(k) == 0, F.lit(0.0).cast(types[k])).otherwise(_column(k))
-        for z, k in zip(by, keys)
-        if k in floats
-    }
-    return df.withColumns(zero).groupBy(*by)
+    F = compat.functions(df)
+    columns = compat.grouping_columns(grouped)
+    types = [f.dataType for f in df.select(*columns).schema.fields]
+    by, added = [], {}
+    for i, (name, column, type_) in enumerate(zip(_grouping_names(grouped, names), columns, types)):
+        zero = isinstance(type_, (DoubleType, FloatType))
+        if name is not None and not zero:
+            by.append(name)
+            continue
+        by.append(f"{_KEY}{i}")
+        added[by[-1]] = F.when(column == 0, F.lit(0.0).cast(type_)).otherwise(column) if zero else column
+    return df.withColumns(added).groupBy(*by) if added else grouped
 
 
 def bucket_grouping(df, bucket, buckets: int, chosen: bool, *leading: str):
@@ -383,6 +388,15 @@ def bucket_grouping(df, bucket, buckets: int, chosen: bool, *leading: str):
 def _grouping_columns(grouped, names: list[str]) -> tuple[str, ...] | None:
     """The columns ``grouped`` groups by, by name; None when it groups by a computed expression
     (keyBuckets needs the key in every row: select it as a column first)."""
+    columns = _grouping_names(grouped, names)
+    if not columns or None in columns:
+        return None
+    return tuple(columns)
+
+
+def _grouping_names(grouped, names: list[str]) -> list[str | None]:
+    """For each expression ``grouped`` groups by, the column of ``names`` it is, or None where it is
+    computed. O(keys x columns)."""
     if compat.is_connect(grouped._df):
         found = [getattr(c._expr, "_unparsed_identifier", None) for c in grouped._grouping_cols]
     else:
@@ -392,10 +406,7 @@ def _grouping_columns(grouped, names: list[str]) -> tuple[str, ...] | None:
             e = exprs.apply(i)
             named = e.getClass().getSimpleName() in ("AttributeReference", "UnresolvedAttribute")
             found.append(e.name() if named else None)
-    columns = [_named(f, names) for f in found]
-    if not columns or None in columns:
-        return None
-    return tuple(columns)
+    return [_named(f, names) for f in found]
 
 
 def _named(name: str | None, names: list[str]) -> str | None:

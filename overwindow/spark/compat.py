@@ -94,6 +94,25 @@ def functions(df):
     return F
 
 
+def grouping_columns(grouped) -> list:
+    """The expressions ``grouped`` (a GroupedData) groups by, as Columns of its DataFrame. Classic
+    Spark keeps them in the JVM only, as Catalyst expressions: each is wrapped in a Column there
+    (``ExpressionUtils.column`` from 4.0, ``Column``'s own constructor in 3.5). O(keys)."""
+    if is_connect(grouped._df):
+        return list(grouped._grouping_cols)
+    exprs = grouped._jgd.groupingExprs()
+    jvm = grouped._df.sparkSession._jvm
+    if version() >= SPARK_4:
+        from pyspark.sql.classic.column import Column
+
+        wrap = jvm.org.apache.spark.sql.classic.ExpressionUtils.column
+    else:
+        from pyspark.sql.column import Column
+
+        wrap = jvm.org.apache.spark.sql.Column
+    return [Column(wrap(exprs.apply(i))) for i in range(exprs.size())]
+
+
 def to_arrow(df) -> pa.Table:
     """``df.toArrow()`` (PySpark 4.0+), else :func:`collect_as_arrow`. O(rows)."""
     return df.toArrow() if hasattr(df, "toArrow") else collect_as_arrow(df)

@@ -52,13 +52,17 @@ def _key(k):
         ("chunked, bucketed", "INT"),
         ("whole", "DOUBLE"),
         ("chunked", "DOUBLE"),
+        ("whole, computed", "DOUBLE"),  # grouped by k * 1.0, which keeps the sign of a zero
     ],
 )
 def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, layout, key_type, request):
     """Emit on update over changes, restarted every batch: the view kept from the changelog equals the
     batch evaluator over the live rows, NULL keys included (and NaN, -0.0 and 0.0 keys of a DOUBLE
     column). The chunked layout per key once stepped each row of a NULL INT key on its own, on
-    another key's state (PySpark regroups rows by the keys' pandas values, where NULL is NaN)."""
+    another key's state (PySpark regroups rows by the keys' pandas values, where NULL is NaN); a
+    state per key grouped by a computed DOUBLE key once split -0.0 from 0.0."""
+    import pyspark.sql.functions as F
+
     chunked, bucketed = "chunked" in layout, "bucketed" in layout
     if chunked:
         request.getfixturevalue("rocksdb")
@@ -116,7 +120,7 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
             keyBuckets=3 if bucketed else "per key",
         )
         q = (
-            events.groupBy("k")
+            events.groupBy(F.col("k") * 1.0 if "computed" in layout else "k")
             .overWindow(spec)
             .writeStream.foreachBatch(apply)
             .option("checkpointLocation", chk)
@@ -146,7 +150,7 @@ def test_a_checkpoint_grouped_by_a_double_key_itself_runs_on_with_zeros_grouped_
     spark, tmp_path, monkeypatch
 ):
     """A state per key over a DOUBLE key started as the releases before grouped it (by the key itself,
-    -0.0 apart from 0.0) runs on where the key's -0.0 is grouped as 0.0 (adapter.zero_grouping): the
+    -0.0 apart from 0.0) runs on where the key's -0.0 is grouped as 0.0 (adapter.key_grouping): the
     grouping key keeps its type, which is all Spark's state schema check compares, and the view is
     exact for the key that held only 0.0 rows before."""
     from overwindow.spark import adapter
@@ -175,7 +179,7 @@ def test_a_checkpoint_grouped_by_a_double_key_itself_runs_on_with_zeros_grouped_
     first = [{"k": 0.0, "id": i, "t": i, "x": float(i), "op": "insert"} for i in range(3)]
     _write(src, first, 0)
     with monkeypatch.context() as m:
-        m.setattr(adapter, "zero_grouping", lambda df, grouped, keys: grouped)  # as before
+        m.setattr(adapter, "key_grouping", lambda df, grouped, names: grouped)  # as before
         run()
     _write(src, [{"k": -0.0, "id": 3, "t": 3, "x": 3.0, "op": "insert"}], 1)
     run()

@@ -177,6 +177,35 @@ def test_buckets_need_group_by_columns(spark, tmp_path):
         events.groupBy(F.col("k") % 2).overWindow(spec)
 
 
+@pytest.mark.parametrize("computed", [False, True], ids=["column", "computed"])
+def test_a_state_per_key_puts_minus_zero_and_zero_keys_in_one_partition(spark, tmp_path, computed):
+    """A DOUBLE key's -0.0 and 0.0 rows are one partition (as SQL groups them), NULL's and NaN's one
+    each, with a state per key grouped by the key column or by a computed key (``k * 1.0`` keeps
+    the sign of a zero): Spark's stateful operators group by columns of the keys' bytes, so a key's
+    rows once split between two states by the sign of their zero, and a computed key was refused by
+    Spark as an unresolved column. Oracle: the batch evaluator over all rows, partitioned by a label
+    of each row's SQL partition (``part``, which the stream does not read)."""
+    import pyspark.sql.functions as F
+
+    rng = np.random.default_rng(11)
+    values = {"NULL": None, "NaN": float("nan"), "zero": -0.0, "+zero": 0.0, "1.5": 1.5}
+    src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
+    os.makedirs(src)
+    rows = []
+    for b in range(3):
+        batch = []
+        for r in _rows(rng, 30, b * 100):
+            label = list(values)[int(rng.integers(0, len(values)))]
+            batch.append(dict(r, k=values[label], part=label.lstrip("+")))  # -0.0 and 0.0: one part
+        rows += batch
+        _write(src, batch, b)
+        key = F.col("k") * 1.0 if computed else "k"
+        schema = SCHEMA.replace("k INT", "k DOUBLE")
+        _start(spark, src, chk, out, CALLS, schema=schema, key=key, buckets="per key")
+    closed, expected = _expected([{c: r[c] for c in r if c != "k"} for r in rows], CALLS, key="part", ahead=1)
+    _assert_matches(_emitted(spark, out), closed, expected, COLUMNS)
+
+
 @LAYOUTS
 def test_idle_keys_flush_when_the_watermark_passes(spark, tmp_path, buckets, layout, request):
     _layout(request, layout)
