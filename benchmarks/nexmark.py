@@ -197,7 +197,9 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
             ratio = f"x {r['rate'] / f['rate']:.2f}" if f else "x -"
             flink_rate = f"{f['rate']:,.0f}" if f else "-"
             ol = r.get("latency")
+            every = rec.get("trigger", nl.SPARK_TRIGGER)
             said = f"latency p50 {ol['p50']:.2f} s p99 {ol['p99']:.2f} s" if ol else "latency not measured"
+            said += f" (trigger {every})" if ol else ""
             if ol and not ol["measured"]:
                 said = "latency: no row committed for a measured bid"
             if fl and fl.get("measured"):
@@ -214,7 +216,8 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
             loads = f"{r['load']:.1f}; " + (f"{ol['load']:.1f}, {fl['load']:.1f}" if ol and fl else "-")
             rows.append(
                 f"| {query.name} | {emit} | {r['rate']:,.0f} | {flink_rate} | {ratio[2:]} | "
-                f"{rec.get('fixed_rate', 0):,.0f} | {lat(ol)} | {lat(fl)} | {loads} | {r['batches']}, "
+                f"{rec.get('fixed_rate', 0):,.0f} | {lat(ol)} ({every}) | {lat(fl)} | {loads} | "
+                f"{r['batches']}, "
                 f"{r['output_rows']:,}, {r['seconds']:.1f} | "
                 + (f"{f['seconds']:.1f}, {f['tiny_seconds']:.1f} |" if f else "- |")
                 + f" {ceiling if alone else '-'} | {batch(ol)} |"
@@ -259,7 +262,8 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
         " commit of a row for it (overwindow on update: to the commit of the micro-batch that read it, a row"
         " of its own or not, since Spark's update mode writes a key's last row of a micro-batch and a bid"
         " overtaken in it by a later bid of its key gets none): overwindow `foreachBatch` with"
-        f' `trigger(processingTime="{nl.SPARK_TRIGGER}")` (the trigger `overwindow run` uses), committed'
+        " `trigger(processingTime=...)` at the interval beside each figure (`--trigger`: a view's"
+        f" `[sink] trigger`, `overwindow run`'s default {nl.SPARK_TRIGGER}), committed"
         " when Spark writes the micro-batch's commit log entry; PyFlink `print` sinks, the source watching"
         f" the folder every {nl.FLINK_MONITOR}, committed when the row's line reaches the benchmark. Bids"
         f" arriving in the first {first.get('warmup_s', 0):g} s (start-up) and the last"
@@ -304,6 +308,7 @@ def main(argv=None) -> int:
     p.add_argument("--latency-seconds", type=float, default=40.0, help="0: no latency runs")
     p.add_argument("--warmup", type=float, default=10.0, help="latency: seconds left out at the start")
     p.add_argument("--tail", type=float, default=8.0, help="latency: seconds left out at the end")
+    p.add_argument("--trigger", default=nl.SPARK_TRIGGER, help="latency: overwindow's processing-time")
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--workdir", type=Path)
     p.add_argument("--report", action="store_true", help="only write the section from --results")
@@ -378,7 +383,9 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
     if args.latency_seconds > 0:
         timing = (args.latency_seconds, args.seed, args.warmup, args.tail)
         for emit, r in ow.items():
-            r["latency"] = nl.overwindow_latency(spark, query, emit, work, fixed, *timing)
+            r["latency"] = nl.overwindow_latency(
+                spark, query, emit, work, fixed, *timing, trigger=args.trigger
+            )
             print(f"overwindow {query.name} {emit} at {fixed:,.0f} bids/s: {r['latency']}", flush=True)
         if flink:
             flink_lat = nl.flink_latency(args.flink_python, query, work, fixed, *timing)
@@ -394,6 +401,7 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
         "seed": args.seed,
         "files": args.files,
         "latency_seconds": args.latency_seconds,
+        "trigger": args.trigger,
         "warmup_s": args.warmup,
         "warm_runs": args.warm,
         "tail_s": args.tail,

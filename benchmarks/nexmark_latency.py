@@ -19,8 +19,9 @@ printed, overwindow's first micro-batch with a row run (Spark's planning, the Py
 start and imports, the JVM's first compilations).
 
 overwindow: ``overwindow.sql`` over the folder, ``trigger(processingTime="1 second")`` (what
-``overwindow run`` uses), ``foreachBatch`` collecting each micro-batch's row keys; a row commits when
-Spark writes the micro-batch's entry in the checkpoint's commit log (that file's modification time).
+``overwindow run`` uses without ``[sink] trigger``; another with ``--trigger``), ``foreachBatch``
+collecting each micro-batch's row keys; a row commits when Spark writes the micro-batch's entry in
+the checkpoint's commit log (that file's modification time).
 On update a bid commits with the micro-batch that read its file (``read_commits``; the file source's
 log in the checkpoint says which), whether or not a row of its own was written: Spark's update mode
 writes a key's last row of a micro-batch.
@@ -314,9 +315,9 @@ def feed(paths: list[Path], plan: list[Chunk], folder: Path, tail_s: float) -> l
 
 
 def overwindow_latency(spark, query, emit: str, work: Path, rate: float, seconds: float, seed: int,
-                       warmup_s: float, tail_s: float) -> dict:  # fmt: skip
+                       warmup_s: float, tail_s: float, trigger: str = SPARK_TRIGGER) -> dict:  # fmt: skip
     """One overwindow run of ``query`` in ``emit`` mode fed at ``rate`` bids a second for ``seconds``
-    (see the module's docstring): p50, p99 and the counts."""
+    on a processing-time ``trigger`` (see the module's docstring): p50, p99 and the counts."""
     import nexmark_events as ne
     from nexmark_queries import WATERMARK_S
 
@@ -345,7 +346,7 @@ def overwindow_latency(spark, query, emit: str, work: Path, rate: float, seconds
         out.writeStream.foreachBatch(collect)
         .option("checkpointLocation", str(chk))
         .outputMode("append" if emit == "on_window_close" else "update")
-        .trigger(processingTime=SPARK_TRIGGER)
+        .trigger(processingTime=trigger)
         .start()
     )
     try:

@@ -24,6 +24,7 @@ from overwindow.pipeline.progress import ProgressPrinter
 from overwindow.pipeline.session import local_spark, spark_settings
 from overwindow.pipeline.sinks import SKIPPED, ConsoleSink, PostgresSink, SqliteSink, check_pairing
 from overwindow.pipeline.sources import KAFKA_READERS, Source, open_source
+from overwindow.pipeline.spark_strings import parse_trigger
 from overwindow.pipeline.table_formats import table_format_sink
 from overwindow.pipeline.view import View, ViewFileError, is_uri
 from overwindow.spark import compat
@@ -257,7 +258,8 @@ def start_view(
             # Spark chains stateful operators (several window groups) only in append mode
             "append" if view.emit == "on_window_close" or view.several or view.group_key else "update"
         )
-    writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime="1 second")
+    every = f"{parse_trigger(view.trigger)} milliseconds"  # as validate read it
+    writer = writer.trigger(availableNow=True) if once else writer.trigger(processingTime=every)
     printer = None
     if not quiet:
         printer = ProgressPrinter(

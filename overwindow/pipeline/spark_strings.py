@@ -303,6 +303,29 @@ def _unit_list(text: str) -> tuple[int, int, int]:
     return months, days, micros
 
 
+def parse_trigger(text: str) -> int:
+    """A processing-time trigger's interval (``"500 milliseconds"``, ``"interval 1 second"``; ``"0
+    seconds"``: each micro-batch as soon as the one before ends) in milliseconds, as Spark's
+    ``trigger(processingTime=...)`` reads it: a list of units, microseconds dropped, no months, not
+    negative. O(len(text)).
+
+    >>> parse_trigger("500 milliseconds"), parse_trigger("Interval 2 seconds"), parse_trigger("0 seconds")
+    (500, 2000, 0)
+    """
+    rest = text.strip().lower()
+    if rest[:8] == "interval" and rest[8:9].isspace():
+        rest = rest[8:]
+    if "'" in rest:
+        raise SparkStringError(f"{text!r}: write the interval as a list of units, e.g. '500 milliseconds'")
+    months, days, micros = _unit_list(rest)
+    if months:
+        raise SparkStringError(f"{text!r}: a trigger's interval has no month or year units")
+    total = days * MICROS["day"] + micros
+    if total < 0:
+        raise SparkStringError(f"the interval of trigger ({text}) should not be negative")
+    return total // 1000
+
+
 def parse_delay(text: str) -> int:
     """A watermark delay (``"10 minutes"``, ``"interval 1 hour 30 minutes"``) in microseconds, a
     month counted as 31 days; refuses what ``withWatermark`` refuses (and SQL ``TO`` literals, which

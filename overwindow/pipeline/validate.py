@@ -34,7 +34,7 @@ from overwindow.errors import WindowSpecError
 from overwindow.logical.bind import bind_groups
 from overwindow.logical.expr import DIALECT
 from overwindow.pipeline import dsn as dsn_text
-from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
+from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema, parse_trigger
 from overwindow.pipeline.view import SOURCE_ORDER, View, ViewFileError, is_uri, source_order, spec_problem
 from overwindow.spark import compat
 from overwindow.spark.bind import results_in_spark
@@ -450,6 +450,10 @@ def _sink_problems(view: View, out: Checked | None, create: bool) -> list[str]:
             problems.append(f"{view.where(section, key)}: {reason}")
         elif create:
             os.makedirs(folder, exist_ok=True)
+    try:
+        parse_trigger(view.trigger)
+    except SparkStringError as e:
+        problems.append(f"{view.where('sink', 'trigger')}: {e} (e.g. '500 milliseconds')")
     table = sink.get("table")
     if table is not None and table.lower() == BOOKKEEPING_TABLE:
         problems.append(f"{view.where('sink', 'table')}: {table} is the sinks' own table of applied batches")

@@ -102,6 +102,7 @@ class View:
     trusted: bool = False  # [view] trusted: SQL and [spark] with Spark's rules (overwindow.pipeline.sandbox)
     group_key: list[str] | None = None  # a query's GROUP BY keys (their result names): the table's key
     functions: dict = field(repr=False, default_factory=dict)  # [view] functions: name -> its pandas_udf
+    trigger: str = "1 second"  # [sink] trigger: how often the micro-batches start (without --once)
 
     def __post_init__(self):
         if not self.groups and self.spec is not None:  # a view built in code (the demo's): one group
@@ -273,6 +274,7 @@ def load_view(path: str, overrides: dict | None = None) -> View:
     view.row_key, view.op_column = v.get("row_key"), v.get("op_column")
     view.sink = values.get("sink", {})
     view.checkpoint = view.sink.pop("checkpoint")
+    view.trigger = view.sink.pop("trigger")
     view.trusted = v.get("trusted", False)
     view.functions = _functions(view, v.get("functions", {}))
     _check_source(view)

@@ -387,6 +387,15 @@ KEYS = (
     ),
     Key(
         "sink",
+        "trigger",
+        "text",
+        "how often the view's micro-batches start, each a commit into the sink ('500 milliseconds'; "
+        "'0 seconds': each as soon as the one before ends): shorter lowers the latency of emit on "
+        "update (docs/performance.md, Latency); ignored by --once",
+        "1 second",
+    ),
+    Key(
+        "sink",
         "checkpoint",
         "text",
         "the folder where Spark keeps offsets and state (one per view)",

@@ -1,7 +1,8 @@
 """Schema and interval strings read without a JVM, held against Spark's own parser: for random DDL
 column lists (valid and broken) the schema equals the one ``readStream.schema(...)`` gives, or both
 refuse; for random watermark delays the microseconds match the ``spark.watermarkDelayMs`` that
-``withWatermark`` records, or both refuse."""
+``withWatermark`` records, or both refuse; for the same texts as triggers, the milliseconds match
+the interval of the trigger ``trigger(processingTime=...)`` builds, or both refuse."""
 
 import os
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema
+from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema, parse_trigger
 
 # each example asks Spark (a schema about 1 s: a file stream is built); more with the variable, outside CI
 EXAMPLES = int(os.environ.get("OVERWINDOW_SPARK_STRING_EXAMPLES", "50"))
@@ -183,3 +184,24 @@ def test_delays_read_as_with_watermark_reads_them(timed, delay):
 )
 def test_delays_by_hand(delay, ms):
     assert parse_delay(delay) == ms * 1000
+
+
+@settings(max_examples=3 * EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(interval=delays())
+@example(interval="1 month")  # Spark's trigger refuses month and year units
+@example(interval="0 year 2 seconds")  # ... where they come to a month or more
+@example(interval="interval '2 seconds'")  # a list of units only
+@example(interval="0 seconds")
+@example(interval="1500 microseconds")
+def test_triggers_read_as_spark_reads_them(spark, interval):
+    """``[sink] trigger`` (overwindow.pipeline.job passes the milliseconds read) against the trigger
+    PySpark's ``trigger(processingTime=...)`` builds from the text in the JVM."""
+    try:
+        want = spark._jvm.org.apache.spark.sql.streaming.Trigger.ProcessingTime(interval).intervalMs()
+    except Exception:
+        want = None
+    try:
+        got = parse_trigger(interval)
+    except SparkStringError:
+        got = None
+    assert got == want, interval

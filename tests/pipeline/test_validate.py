@@ -108,6 +108,9 @@ MISTAKES = [
     ({"sink.path": "events/view.sqlite"}, "[sink] path", "lies in the source folder"),
     ({"sink.path": "events"}, "[sink] path", "lies in the source folder"),
     ({"view.state_ttl": 3600}, "[view] state_ttl", "state_ttl=3600 does not measure ORDER BY ts"),
+    ({"sink.trigger": "1 month"}, "[sink] trigger", "no month or year units"),
+    ({"sink.trigger": "-1 second"}, "[sink] trigger", "should not be negative"),
+    ({"sink.trigger": "500 ms"}, "[sink] trigger", "unknown unit 'ms'"),
 ]  # fmt: skip
 
 
