@@ -4,47 +4,21 @@ sink; without the key, every second."""
 
 import json
 import sqlite3
-import textwrap
 import time
 
 import pytest
+from test_view import GOOD, write
 
 from overwindow.pipeline.job import start_view
 from overwindow.pipeline.view import load_view
 
 
-def _view(tmp_path, trigger):
-    (tmp_path / "events").mkdir()
-    path = tmp_path / "view.toml"
-    path.write_text(
-        textwrap.dedent(f"""
-        [source]
-        format = "files"
-        path = "events"
-        schema = "k STRING, id BIGINT, t BIGINT, x DOUBLE"
-
-        [view]
-        partition_by = ["k"]
-        calls = ["sum(x) OVER (ORDER BY t ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s"]
-        emit = "on_update"
-        row_key = ["id"]
-
-        [sink]
-        kind = "sqlite"
-        path = "view.sqlite"
-        table = "v"
-        checkpoint = "chk"
-        {trigger}
-    """)
-    )
-    return load_view(str(path))
-
-
-@pytest.mark.parametrize("trigger, ms", [('trigger = "250 milliseconds"', 250), ("", 1000)])
+@pytest.mark.parametrize("trigger, ms", [({"sink.trigger": "250 milliseconds"}, 250), ({}, 1000)])
 def test_the_view_runs_on_its_trigger(spark, tmp_path, trigger, ms):
-    view = _view(tmp_path, trigger)
-    rows = [{"k": "a", "id": i, "t": i, "x": float(i)} for i in range(3)]
+    (tmp_path / "events").mkdir()
+    rows = [{"k": "a", "ts": f"2024-01-01T00:00:0{i}", "x": float(i)} for i in range(3)]
     (tmp_path / "events" / "0.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    view = load_view(write(tmp_path, GOOD), {"view.emit": "on_update", **trigger})
     query, _ = start_view(spark, view, once=False, quiet=True)
     try:
         assert query._jsq.streamingQuery().trigger().intervalMs() == ms
@@ -55,5 +29,5 @@ def test_the_view_runs_on_its_trigger(spark, tmp_path, trigger, ms):
         query.processAllAvailable()
     finally:
         query.stop()
-    with sqlite3.connect(tmp_path / "view.sqlite") as con:
-        assert sorted(con.execute("SELECT id, s FROM v")) == [(0, 0.0), (1, 1.0), (2, 3.0)]
+    with sqlite3.connect(tmp_path / "view.sqlite") as con:  # x over ROWS 3 PRECEDING
+        assert sorted(con.execute("SELECT x, s FROM v")) == [(0.0, 0.0), (1.0, 1.0), (2.0, 3.0)]
