@@ -57,7 +57,7 @@ class Aside:
 
 
 def dead_letter_records(batch: int, rows: list[dict], reasons: list[str], origins: list[str]) -> dict:
-    """Rows set aside in the form a dead letter collects them (``overwindow.pipeline.sources.
+    """Rows set aside in the form a dead letter collects them (``overwindow.pipeline.dead_letter.
     DeadLetter``): ``{(batch, origin, position): (origin, reason, the row as JSON)}``. O(rows).
 
     >>> dead_letter_records(3, [{"x": 0}], ["x / 0"], ["after the windows"])
