@@ -81,7 +81,7 @@ def test_python_fragments_and_spark_examples_parse():
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind == "sql"], ids=lambda b: b.where)
 def test_sql_examples_are_queries_overwindow_sql_reads(block):
     """Read as overwindow.sql and a view's query read them (Spark's dialect; other clauses refused)."""
-    from overwindow.spark.select import parse_query
+    from overwindow.spark.query import parse_query
 
     query = parse_query(block.code)
     assert query.columns and query.table

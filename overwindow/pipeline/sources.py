@@ -5,7 +5,8 @@ Nothing is lost without a word. A record that is not a row of the schema is *bad
 the stream, counted (the observed metric ``overwindow_source``: ``bad_records``, and among them
 ``null_event_times``; "N bad records" on the progress line) and, when the view names a dead-letter
 folder (``[source] dead_letter``), kept there with its raw text, where it came from and why
-(``overwindow.pipeline.dead_letter``). The rest of its micro-batch goes on. Reasons, in the order they are checked:
+(``overwindow.pipeline.dead_letter``). The rest of its micro-batch goes on. Reasons, in the order
+they are checked:
 
 - ``not a JSON record`` / ``malformed CSV line``: Spark's parser (PERMISSIVE mode) could not read it;
 - ``a value longer than the JSON parser's limit of 20,000,000 characters``;
@@ -432,7 +433,7 @@ def _placing_columns(view: View) -> list[str]:
     GROUP BY keys read) and identify it (the row key): an update that changes one of them is a
     delete of the before image and an insert of the after image.
 
-    >>> from overwindow.spark.select import parse_query
+    >>> from overwindow.spark.query import parse_query
     >>> v = View("v.toml", {}, None, [], [], "on_update", ["id"], "_op", {}, "chk")
     >>> v.query = parse_query("SELECT to_date(ts) AS d, count(*) AS n FROM source GROUP BY 1, k")
     >>> _placing_columns(v)

@@ -38,7 +38,7 @@ from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, par
 from overwindow.pipeline.view import SOURCE_ORDER, View, ViewFileError, is_uri, source_order, spec_problem
 from overwindow.spark import compat
 from overwindow.spark.bind import results_in_spark
-from overwindow.spark.select import filter_problem, query_columns, result_names
+from overwindow.spark.query import filter_problem, query_columns, result_names
 from overwindow.streaming.contract import CHANGE, ROW_ID
 
 # Kafka client settings Spark's connector refuses (it manages them itself), and the view key that

@@ -63,7 +63,8 @@ from overwindow.pipeline.view_keys import (
     suggest,
 )
 from overwindow.spark.boundary import utc_always
-from overwindow.spark.select import Query, key_column, parse_query, query_groups
+from overwindow.spark.query import Query, parse_query
+from overwindow.spark.select import key_column, query_groups
 from overwindow.spec import (
     PER_KEY,
     OverWindow,

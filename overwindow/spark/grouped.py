@@ -157,7 +157,7 @@ def _grouped_select(query) -> exp.Select:
     ``SELECT <columns or *> FROM (...) WHERE <condition>`` filters (``select._outer``; the outer
     filter and columns apply to the result, in ``run_items``). O(query size).
 
-    >>> from overwindow.spark.select import parse_query
+    >>> from overwindow.spark.query import parse_query
     >>> query = parse_query("SELECT * FROM (SELECT k, sum(x) AS s FROM v GROUP BY k) WHERE s > 1")
     >>> _grouped_select(query).sql()
     'SELECT k, SUM(x) AS s FROM v GROUP BY k'
@@ -180,7 +180,7 @@ def key_names(query) -> list[str | None]:
     for a key the SELECT list does not show; what keys the changelog of a view's table. O(query
     size).
 
-    >>> from overwindow.spark.select import parse_query
+    >>> from overwindow.spark.query import parse_query
     >>> key_names(parse_query("SELECT to_date(ts) AS day, k, sum(x) AS s FROM v GROUP BY k, 1, j"))
     ['k', 'day', None]
     """
@@ -193,7 +193,7 @@ def key_columns(query) -> list[str]:
     """The columns the GROUP BY keys of ``query`` read (a positional key: its SELECT item's), in
     order of first use: what places a row in its group. O(query size).
 
-    >>> from overwindow.spark.select import parse_query
+    >>> from overwindow.spark.query import parse_query
     >>> key_columns(parse_query("SELECT to_date(ts) AS day, count(*) AS n FROM v GROUP BY 1, k"))
     ['ts', 'k']
     """
@@ -230,7 +230,7 @@ def closing(query, watermarked: str | None) -> Closing:
     current one (no FOLLOWING, no lead, no function of the whole partition: the catalog's reach).
     O(query size).
 
-    >>> from overwindow.spark.select import parse_query
+    >>> from overwindow.spark.query import parse_query
     >>> closing(parse_query("SELECT to_date(ts) AS day, k, lag(sum(x)) OVER (PARTITION BY k ORDER BY "
     ...                     "to_date(ts)) AS p FROM v GROUP BY 1, k"), "ts")
     Closing(key='TO_DATE(ts)', sql='CAST(DATE_ADD(TO_DATE(ts), 1) AS TIMESTAMP)')

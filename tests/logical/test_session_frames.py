@@ -13,7 +13,7 @@ import pytest
 from overwindow import Frame, FrameUnit, Interval, WindowSpecError, parse_window
 from overwindow.logical.expr import DIALECT, for_spark, read_sql
 from overwindow.physical.sessions import check_session_gap
-from overwindow.spark.select import parse_query
+from overwindow.spark.query import parse_query
 
 MINUTES_30 = Interval(micros=1_800_000_000, fields="MINUTE")
 

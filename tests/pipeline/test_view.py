@@ -235,7 +235,8 @@ FROM source WHERE x > 0
 
 
 def test_a_query_view_gives_the_partition_and_calls_overwindow_sql_would_run(tmp_path):
-    from overwindow.spark.select import parse_query, query_groups
+    from overwindow.spark.query import parse_query
+    from overwindow.spark.select import query_groups
 
     view = load_view(write(tmp_path, QUERY_VIEW))
     assert view.partition_by == ["k"] and view.spec.order_column == "ts"

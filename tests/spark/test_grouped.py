@@ -320,7 +320,7 @@ def test_a_group_closes_where_the_next_bucket_of_its_time_key_starts(spark, key)
     has another (C is the first instant of the next bucket), so once the watermark reaches C no row
     of the group can come: every later row has a time at or past the watermark."""
     from overwindow.spark.grouped import closing
-    from overwindow.spark.select import parse_query
+    from overwindow.spark.query import parse_query
 
     query = parse_query(f"SELECT {key} AS k, count(*) OVER (ORDER BY {key}) AS n FROM v GROUP BY {key}")
     at = closing(query, "ts")

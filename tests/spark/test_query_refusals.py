@@ -9,7 +9,7 @@ import re
 import pytest
 
 from overwindow.errors import WindowSpecError
-from overwindow.spark.select import parse_query
+from overwindow.spark.query import parse_query
 
 HEAD = "SELECT day, k, sum(a) AS t, avg(sum(a)) OVER (ORDER BY day ROWS 6 PRECEDING) AS m FROM source "
 

@@ -306,7 +306,7 @@ def test_a_struct_field_is_read_as_spark_reads_it_not_as_the_top_level_column_of
 def test_a_query_reads_string_literals_as_spark_does():
     """WHERE, QUALIFY and the SELECT list read 'it''s' as the string it's and 'a' 'b' as ab, as
     Spark does (sqlglot reads both as CONCAT calls, which Spark's WHERE would then compare with)."""
-    from overwindow.spark.select import parse_query
+    from overwindow.spark.query import parse_query
 
     q = parse_query(
         "SELECT k, lag(s, 1, 'a' \"b\") OVER (ORDER BY ts) AS p FROM v WHERE s = 'it''s' QUALIFY p <> 'a' 'b'"
