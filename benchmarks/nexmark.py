@@ -53,14 +53,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nexmark_events as ne  # noqa: E402
 import nexmark_latency as nl  # noqa: E402
 from common import ROOT, publish, revision, section_head, spark_session  # noqa: E402
-from nexmark_queries import QUERIES, WATERMARK_S  # noqa: E402
+from nexmark_queries import KEY_BUCKETS, QUERIES, WATERMARK_S  # noqa: E402
 
 from overwindow.spark import compat  # noqa: E402
 
 BEGIN, END = "<!-- nexmark:begin -->", "<!-- nexmark:end -->"
 CORES = 2
-KEY_BUCKETS = 16
 RESULTS = ROOT / "benchmarks" / "results" / "nexmark.jsonl"
+FLOORS = {"scan": "scan", "hosting": "hosting", "own": "own SQL"}  # floor -> its name in the report
 
 
 def write_inputs(work: Path, events: int, files: int, seed: int) -> dict:
@@ -88,18 +88,23 @@ def run_overwindow(spark, query, emit: str, folder: Path, chk: Path) -> dict:
     import overwindow
 
     bids_view(spark, folder)
-    # 16 key buckets, the count overWindow chooses on 2 shuffle partitions where it chooses buckets;
-    # q19 orders by price, not by the watermarked time, and would run a Python call per auction
+    # the key buckets overWindow chooses on 2 shuffle partitions where it chooses buckets; q19
+    # orders by price, not by the watermarked time, and would run a Python call per auction
     out = overwindow.sql(spark, query.overwindow, emit=emit, keyBuckets=KEY_BUCKETS)
     return stream_rate(out, "append" if emit == "on_window_close" else "update", chk, query.name)
 
 
-def run_spark_alone(spark, sql: str | None, folder: Path, chk: Path) -> dict:
-    """The ceiling on Spark: ``sql`` (Spark's own streaming SQL over ``bids``, update mode) or,
-    None, the file stream alone (the scan and JSON parse every query pays), as ``run_overwindow``
-    measures it."""
+def run_spark_alone(spark, query, floor: str, folder: Path, chk: Path) -> dict:
+    """The ceiling on Spark, as ``run_overwindow`` measures it: ``floor`` ``"scan"``, the file
+    stream alone (the scan and JSON parse every query pays); ``"hosting"``, its bids through a
+    pass-through ``applyInPandasWithState`` (``nexmark_latency.pass_through``: what any Python
+    operator on Spark pays); ``"own"``, Spark's own streaming SQL for the query's rows
+    (``query.spark``, update mode)."""
     events = bids_view(spark, folder)
-    return stream_rate(spark.sql(sql) if sql else events, "update" if sql else "append", chk, "Spark")
+    if floor == "scan":
+        return stream_rate(events, "append", chk, "Spark")
+    out = spark.sql(query.spark) if floor == "own" else nl.pass_through(events, query.keys)
+    return stream_rate(out, "update", chk, "Spark")
 
 
 def bids_view(spark, folder: Path):
@@ -175,9 +180,10 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
             "| query | emit | overwindow bids/s/core | PyFlink bids/s/core | x PyFlink | fixed rate, bids/s "
             "| overwindow latency p50, p99 s | PyFlink latency p50, p99 s | load (throughput; latency) "
             "| overwindow: micro-batches, output rows, s | PyFlink: s (full), s (tiny) "
-            "| Spark alone bids/s/core: scan; own SQL "
-            "| overwindow's latency run, median micro-batch: bids, s, addBatch s, stateful operator s |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|",
+            "| Spark alone bids/s/core: scan; hosting; own SQL "
+            "| overwindow's latency run, median micro-batch: bids, s, addBatch s, stateful operator s "
+            "| Spark alone's latency p50, p99 s (median micro-batch s): scan; hosting; own SQL |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|---|---|---:|---:|---:|",
         ],
     )
 
@@ -187,6 +193,15 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
     def batch(r):
         m = (r or {}).get("micro_batch")
         return f"{m['bids']:,.0f}, {m['s']:.2f}, {m['add_batch_s']:.2f}, {m['state_s']:.2f}" if m else "-"
+
+    def floor_cell(rec):
+        floors = rec.get("spark_alone_latency") or {}
+
+        def one(r):
+            m = r.get("micro_batch") if r else None
+            return lat(r) + (f" ({m['s']:.2f})" if m and r.get("measured") else "")
+
+        return "; ".join(one(floors.get(k)) for k in FLOORS) if floors else "-"
 
     for query in QUERIES:
         rec = newest.get(query.name)
@@ -205,10 +220,15 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
             if fl and fl.get("measured"):
                 said += f"; PyFlink latency p50 {fl['p50']:.2f} s p99 {fl['p99']:.2f} s"
             alone = rec.get("spark_alone") or {}
-            ceiling = "; ".join(f"{alone[k]:,.0f}" if k in alone else "-" for k in ("scan", "own"))
+            ceiling = "; ".join(f"{alone[k]:,.0f}" if k in alone else "-" for k in FLOORS)
             if alone:
-                own = f", own SQL {alone['own']:,.0f} ev/s/core" if "own" in alone else ""
-                said += f"; Spark alone: scan {alone['scan']:,.0f} ev/s/core{own}"
+                said += "; Spark alone: " + ", ".join(
+                    f"{FLOORS[k]} {alone[k]:,.0f} ev/s/core" for k in FLOORS if k in alone
+                )
+            floors = (rec.get("spark_alone_latency") or {}).items()
+            p99s = [f"{FLOORS[k]} {v['p99']:.2f} s" for k, v in floors if v.get("measured")]
+            if p99s:
+                said += ", latency p99 " + ", ".join(p99s)
             lines.append(
                 f"{query.name}: overwindow {emit} {r['rate']:,.0f} ev/s/core, "
                 f"PyFlink {flink_rate} ev/s/core, {ratio}; {said}"
@@ -220,7 +240,7 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
                 f"{r['batches']}, "
                 f"{r['output_rows']:,}, {r['seconds']:.1f} | "
                 + (f"{f['seconds']:.1f}, {f['tiny_seconds']:.1f} |" if f else "- |")
-                + f" {ceiling if alone else '-'} | {batch(ol)} |"
+                + f" {ceiling if alone else '-'} | {batch(ol)} | {floor_cell(rec)} |"
             )
     commands = list(dict.fromkeys(newest[q.name]["command"] for q in QUERIES if q.name in newest))
     head = section_head(
@@ -279,8 +299,13 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
         " stateful operator's own (`allUpdatesTimeMs`, summed over its 2 tasks: the Python calls and"
         " the state store's updates); a micro-batch past the 1 s trigger means they ran back to back.",
         "- Spark alone: the ceiling any operator hosted on Spark works under, measured as overwindow's"
-        " throughput in the same command: the file stream alone into `noop` (the scan and JSON parse every"
-        " query pays; no shuffle, no state) and, where Spark has one, Spark's own streaming SQL for the"
+        " throughput and latency in the same command (the latency with the same feed, rate, trigger and"
+        " `foreachBatch`, a bid committed with the micro-batch that read it): the file stream alone"
+        " (scan: the scan and JSON parse every query pays; no shuffle, no state); the hosting every Python"
+        f" operator on Spark pays, the bids grouped by {KEY_BUCKETS} buckets of the query's PARTITION BY"
+        " columns through an `applyInPandasWithState` function passing them on and keeping a count"
+        " (hosting: shuffle, Arrow both ways, the state store; no overwindow; new with this round's"
+        " records, as the latency column); and, where Spark has one, Spark's own streaming SQL for the"
         " same rows (q18: `max_by(struct(...), dateTime) ... GROUP BY bidder, auction`, update mode).",
         "",
         *rows,
@@ -309,6 +334,13 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=float, default=10.0, help="latency: seconds left out at the start")
     p.add_argument("--tail", type=float, default=8.0, help="latency: seconds left out at the end")
     p.add_argument("--trigger", default=nl.SPARK_TRIGGER, help="latency: overwindow's processing-time")
+    p.add_argument(
+        "--floors",
+        nargs="*",
+        default=list(FLOORS),
+        choices=list(FLOORS),
+        help="Spark alone's runs, throughput and latency (run_spark_alone, nexmark_latency.floor_latency)",
+    )
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--workdir", type=Path)
     p.add_argument("--report", action="store_true", help="only write the section from --results")
@@ -364,12 +396,11 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
             flush=True,
         )
     alone = {}
-    for name, sql in (("scan", None), ("own", query.spark)):
-        if name == "scan" or sql:
-            for n in range(args.warm + 1):
-                r = run_spark_alone(spark, sql, work / "bids", work / f"chk-spark{n}")
-            alone[name] = r["rate"]
-            print(f"Spark alone, {name}: {r['rate']:,.0f} bids/s/core, batch ms {r['batch_ms']}", flush=True)
+    for floor in (f for f in args.floors if f != "own" or query.spark):
+        for n in range(args.warm + 1):
+            r = run_spark_alone(spark, query, floor, work / "bids", work / f"chk-spark{n}")
+        alone[floor] = r["rate"]
+        print(f"Spark alone, {floor}: {r['rate']:,.0f} bids/s/core, batch ms {r['batch_ms']}", flush=True)
     flink = None
     if args.flink_python:
         runs = run_flink(args.flink_python, work, [query.name], counts["bids"], counts["tiny"], args.warm)
@@ -379,7 +410,7 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
             print(f"pyflink {query.name}: {flink['rate']:,.0f} bids/s/core, {flink['seconds']:.1f} s")
     rates = [r["rate"] for r in ow.values()] + ([flink["rate"]] if flink else [])
     fixed = 0.5 * min(rates) * CORES
-    flink_lat = None
+    flink_lat, floors = None, {}
     if args.latency_seconds > 0:
         timing = (args.latency_seconds, args.seed, args.warmup, args.tail)
         for emit, r in ow.items():
@@ -390,6 +421,9 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
         if flink:
             flink_lat = nl.flink_latency(args.flink_python, query, work, fixed, *timing)
             print(f"pyflink {query.name} at {fixed:,.0f} bids/s: {flink_lat}", flush=True)
+        for floor in (f for f in args.floors if f != "own" or query.spark):
+            floors[floor] = nl.floor_latency(spark, query, floor, work, fixed, *timing, trigger=args.trigger)
+            print(f"Spark alone, {floor}, at {fixed:,.0f} bids/s: {floors[floor]}", flush=True)
     return {
         "query": query.name,
         "overwindow": ow,
@@ -397,6 +431,7 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
         "spark_alone": alone,
         "fixed_rate": fixed,
         "flink_latency": flink_lat,
+        "spark_alone_latency": floors,
         "events": args.events,
         "seed": args.seed,
         "files": args.files,

@@ -50,6 +50,7 @@ import pandas as pd
 import pyarrow as pa
 
 KEY = ["auction", "bidder", "price", "t_ms"]
+SPARK_KEY = ("auction", "bidder", "price", "dateTime")  # a Spark row's KEY, where it has them
 CHUNK_S = 0.25
 SPARK_TRIGGER = "1 second"
 FLINK_MONITOR = "200 ms"
@@ -230,8 +231,12 @@ def read_commits(table: pa.Table, plan: list[Chunk], paths: list[Path], checkpoi
 
 def micro_batch_commits(checkpoint: Path) -> dict[str, float]:
     """File name -> the modification time of the commit log entry of the micro-batch that read the
-    file (the file source's log in the checkpoint, ``sources/0``: after a ``v1`` line, one JSON
-    object per file with its ``path`` and ``batchId``; ``N.compact`` holds the batches before)."""
+    file. The file source's log in the checkpoint (``sources/0``: after a ``v1`` line, one JSON object
+    per file with its ``path`` and ``batchId``; ``N.compact`` holds the batches before) numbers its
+    own batches, one per listing that found files; the query's offset log (``offsets/N``: the third
+    line, ``{"logOffset": K}``) says up to which of them micro-batch N read. They differ once a
+    micro-batch reads no file (Spark runs one when the watermark moves past a stateful operator's
+    timeouts or aggregates). O(files + micro-batches)."""
     read = {}
     for log in (checkpoint / "sources" / "0").iterdir():
         if log.name.startswith(".") or log.name.endswith(".crc"):
@@ -239,10 +244,16 @@ def micro_batch_commits(checkpoint: Path) -> dict[str, float]:
         for line in log.read_text().splitlines()[1:]:
             entry = json.loads(line)
             read[entry["path"].rsplit("/", 1)[-1]] = entry["batchId"]
+    batches = sorted(int(f.name) for f in (checkpoint / "offsets").iterdir() if f.name.isdigit())
+    up_to = [
+        json.loads((checkpoint / "offsets" / str(n)).read_text().splitlines()[2])["logOffset"]
+        for n in batches
+    ]
     commits = {}
-    for name, batch in read.items():
-        entry = checkpoint / "commits" / str(batch)
-        if entry.exists():
+    for name, listed in read.items():
+        at = int(np.searchsorted(up_to, listed, side="left"))  # the first micro-batch reading that far
+        entry = checkpoint / "commits" / str(batches[at]) if at < len(batches) else None
+        if entry is not None and entry.exists():
             commits[name] = entry.stat().st_mtime
     return commits
 
@@ -318,12 +329,71 @@ def overwindow_latency(spark, query, emit: str, work: Path, rate: float, seconds
                        warmup_s: float, tail_s: float, trigger: str = SPARK_TRIGGER) -> dict:  # fmt: skip
     """One overwindow run of ``query`` in ``emit`` mode fed at ``rate`` bids a second for ``seconds``
     on a processing-time ``trigger`` (see the module's docstring): p50, p99 and the counts."""
-    import nexmark_events as ne
-    from nexmark_queries import WATERMARK_S
+    from nexmark_queries import KEY_BUCKETS
 
     import overwindow
 
-    run = work / f"lat-{query.name}-{emit}"
+    def build(events):
+        return overwindow.sql(spark, query.overwindow, emit=emit, keyBuckets=KEY_BUCKETS)
+
+    timing = (rate, seconds, seed, warmup_s, tail_s, trigger)
+    return spark_latency(spark, f"{query.name}-{emit}", build, emit == "on_window_close", work, *timing)
+
+
+def floor_latency(spark, query, floor: str, work: Path, rate: float, seconds: float, seed: int,
+                  warmup_s: float, tail_s: float, trigger: str = SPARK_TRIGGER) -> dict:  # fmt: skip
+    """What Spark alone commits the same feed in, as ``overwindow_latency`` measures it (a bid
+    commits with the micro-batch that read it): ``floor`` ``"scan"``, the file stream itself (no
+    shuffle, no state); ``"hosting"``, its bids grouped by ``KEY_BUCKETS`` buckets of
+    ``query.keys`` through an ``applyInPandasWithState`` function that passes them on and keeps a
+    count (the hosting every Python operator pays: shuffle, Arrow both ways, the state store);
+    ``"own"``, Spark's own streaming SQL for the query's rows (``query.spark``; no Python)."""
+
+    def build(events):
+        if floor == "scan":
+            return events
+        if floor == "own":
+            return spark.sql(query.spark)
+        return pass_through(events, query.keys)
+
+    timing = (rate, seconds, seed, warmup_s, tail_s, trigger)
+    return spark_latency(spark, f"{query.name}-{floor}", build, floor == "scan", work, *timing)
+
+
+def pass_through(events, keys: tuple):
+    """``events`` through ``applyInPandasWithState`` grouped by ``KEY_BUCKETS`` buckets of
+    ``keys`` (as overwindow's ``keyBuckets`` groups them), each group's rows passed on as they came
+    and their count kept in its state."""
+    from nexmark_queries import KEY_BUCKETS
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    def call(key, frames, state):
+        held = state.get[0] if state.exists else 0
+        for frame in frames:
+            held += len(frame)
+            yield frame.drop(columns="__bucket")
+        state.update((held,))
+
+    bucket = F.pmod(F.xxhash64(*keys), F.lit(KEY_BUCKETS))
+    return (
+        events.withColumn("__bucket", bucket)
+        .groupBy("__bucket")
+        .applyInPandasWithState(call, events.schema, "held long", "update", GroupStateTimeout.NoTimeout)
+    )
+
+
+def spark_latency(spark, name: str, build, append: bool, work: Path, rate: float, seconds: float,
+                  seed: int, warmup_s: float, tail_s: float, trigger: str) -> dict:  # fmt: skip
+    """One Spark run of ``build(events)`` (``events``: the watched folder's bids, watermarked, also
+    the view ``bids``) in append mode (``append``: a bid commits with the first micro-batch writing
+    its row) or update mode (with the micro-batch that read it), fed at ``rate`` bids a second for
+    ``seconds`` on a processing-time ``trigger``: p50, p99, the counts and the micro-batches'
+    medians."""
+    import nexmark_events as ne
+    from nexmark_queries import WATERMARK_S
+
+    run = work / f"lat-{name}"
     folder, table, plan, paths = prepare(run, rate, seconds, seed)
     chk = run / "chk"
     events = (
@@ -332,11 +402,11 @@ def overwindow_latency(spark, query, emit: str, work: Path, rate: float, seconds
         .withWatermark("dateTime", f"{WATERMARK_S} seconds")
     )
     events.createOrReplaceTempView("bids")
-    out = overwindow.sql(spark, query.overwindow, emit=emit, keyBuckets=16)
+    out = build(events)
     batches = []
 
     def collect(df, batch_id):
-        batches.append((batch_id, df.select("auction", "bidder", "price", "dateTime").toArrow()))
+        batches.append((batch_id, df.select(*(c for c in SPARK_KEY if c in df.columns)).toArrow()))
 
     # every micro-batch's commit log entry kept to the end: its time is the rows' commit (the
     # benchmarks' session keeps the last 5, and older rows would count as never committed)
@@ -345,14 +415,14 @@ def overwindow_latency(spark, query, emit: str, work: Path, rate: float, seconds
     q = (
         out.writeStream.foreachBatch(collect)
         .option("checkpointLocation", str(chk))
-        .outputMode("append" if emit == "on_window_close" else "update")
+        .outputMode("append" if append else "update")
         .trigger(processingTime=trigger)
         .start()
     )
     try:
         # start-up left out: the warm-up bid's micro-batch committed
         wait_for(lambda: any(t.num_rows and (chk / "commits" / str(b)).exists() for b, t in batches),
-                 f"overwindow {query.name} {emit}: the warm-up bid's row")  # fmt: skip
+                 f"{name}: the warm-up bid's row")  # fmt: skip
         arrived = feed(paths, plan, folder, tail_s)
         idle_by = time.monotonic() + 120  # a lagging query catches up: no bid is cut off by stop()
         while time.monotonic() < idle_by and (q.status["isTriggerActive"] or q.status["isDataAvailable"]):
@@ -362,10 +432,10 @@ def overwindow_latency(spark, query, emit: str, work: Path, rate: float, seconds
         q.stop()
         spark.conf.set("spark.sql.streaming.minBatchesToRetain", retain)
     if q.exception() is not None:
-        raise RuntimeError(f"{query.name} {emit}: {q.exception()}")
+        raise RuntimeError(f"{name}: {q.exception()}")
     rows = sum(t.num_rows for _, t in batches)
-    print(f"overwindow {query.name} {emit}: {len(batches)} micro-batches, {rows:,} rows", flush=True)
-    commits = read_commits(table, plan, paths, chk) if emit == "on_update" else spark_commits(batches, chk)
+    print(f"{name}: {len(batches)} micro-batches, {rows:,} rows", flush=True)
+    commits = spark_commits(batches, chk) if append else read_commits(table, plan, paths, chk)
     result = latency(arrivals(table, plan, arrived), commits, measure_window(seconds, warmup_s, tail_s))
     return {
         **result,

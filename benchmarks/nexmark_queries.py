@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 WATERMARK_S = 4
+KEY_BUCKETS = 16  # overwindow's keyBuckets: the count it chooses on 2 shuffle partitions
 BID_COLUMNS = "auction, bidder, price, channel, url, dateTime, extra"
 FLINK_COLUMNS = BID_COLUMNS.replace("dateTime", "`dateTime`")
 
@@ -27,6 +28,7 @@ class Query:
     # Spark's own streaming SQL for the same rows where Spark has one (update mode), for the
     # ceiling any operator hosted on Spark works under: q18 as Spark's streaming aggregate
     spark: str | None = None
+    keys: tuple = ()  # its PARTITION BY columns
 
 
 QUERIES = (
@@ -42,6 +44,7 @@ QUERIES = (
         ),
         "SELECT bidder, auction, max_by(struct(price, channel, url, dateTime, extra), dateTime) AS bid "
         "FROM bids GROUP BY bidder, auction",
+        keys=("bidder", "auction"),
     ),
     Query(
         "q19",
@@ -53,6 +56,7 @@ QUERIES = (
             f"SELECT {FLINK_COLUMNS}, rn FROM (SELECT *, ROW_NUMBER() OVER "
             "(PARTITION BY auction ORDER BY price DESC) AS rn FROM bid) WHERE rn <= 10",
         ),
+        keys=("auction",),
     ),
     Query(
         "q6",
@@ -68,6 +72,7 @@ QUERIES = (
             "SELECT auction, bidder, price, `dateTime`, "
             "price - LAG(price) OVER (PARTITION BY bidder ORDER BY `dateTime`) AS diff FROM bid",
         ),
+        keys=("bidder",),
     ),
     Query(
         "range",
@@ -80,5 +85,6 @@ QUERIES = (
             "ORDER BY `dateTime` RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW) "
             "AS bids10s FROM bid",
         ),
+        keys=("auction",),
     ),
 )

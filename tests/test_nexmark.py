@@ -171,22 +171,34 @@ def test_flink_print_lines_read_as_commits_of_the_rows_keys():
     assert isinstance(got, pd.DataFrame)
 
 
+def _source_log(chk: Path, read: dict[int, list[str]], up_to: list[int], committed: dict[int, float]):
+    """A checkpoint as Spark writes it: the file source's log (``read``: its own batch -> file names;
+    the batches up to 1 compacted, as Spark compacts them), the query's offset log (micro-batch N read
+    the file source's batches up to ``up_to[N]``) and commit log entries with their times."""
+    (chk / "sources" / "0").mkdir(parents=True)
+    (chk / "offsets").mkdir()
+    (chk / "commits").mkdir()
+    entry = '{{"path":"file:///x/in/{}","timestamp":1,"batchId":{}}}'
+    lines = {b: [entry.format(name, b) for name in names] for b, names in read.items()}
+    (chk / "sources" / "0" / "1.compact").write_text("\n".join(["v1", *lines.get(0, []), *lines.get(1, [])]))
+    for b in (b for b in read if b > 1):
+        (chk / "sources" / "0" / str(b)).write_text("\n".join(["v1", *lines[b]]))
+        (chk / "sources" / "0" / f".{b}.crc").write_bytes(b"\x00")
+    for batch, listed in enumerate(up_to):
+        meta = '{"batchWatermarkMs":0,"batchTimestampMs":0,"conf":{}}'
+        (chk / "offsets" / str(batch)).write_text(f'v1\n{meta}\n{{"logOffset":{listed}}}')
+    for batch, at in committed.items():
+        (chk / "commits" / str(batch)).write_text("v1\n{}")
+        os.utime(chk / "commits" / str(batch), (at, at))
+
+
 def test_on_update_bids_commit_with_the_micro_batch_that_read_their_file(tmp_path):
     """The file source's log in a checkpoint, as Spark writes it (a compacted file and a later
     batch's), maps each bid's file to its micro-batch and that batch's commit log entry's time; a
     file of a micro-batch not committed yet gives its bids no commit."""
     chk = tmp_path / "chk"
-    (chk / "sources" / "0").mkdir(parents=True)
-    (chk / "commits").mkdir()
-    entry = '{{"path":"file:///x/in/{}","timestamp":1,"batchId":{}}}'
-    (chk / "sources" / "0" / "1.compact").write_text(
-        "\n".join(["v1", entry.format("part00000-00000.json", 0), entry.format("part00001-00000.json", 1)])
-    )
-    (chk / "sources" / "0" / "2").write_text("\n".join(["v1", entry.format("part00002-00000.json", 2)]))
-    (chk / "sources" / "0" / ".2.crc").write_bytes(b"\x00")
-    for batch, at in ((0, 100.0), (1, 101.5)):
-        (chk / "commits" / str(batch)).write_text("v1\n{}")
-        os.utime(chk / "commits" / str(batch), (at, at))
+    read = {0: ["part00000-00000.json"], 1: ["part00001-00000.json"], 2: ["part00002-00000.json"]}
+    _source_log(chk, read, up_to=[0, 1, 2], committed={0: 100.0, 1: 101.5})
     table = pa.table(
         {
             "auction": [1, 2, 3, 4, 5],
@@ -199,6 +211,16 @@ def test_on_update_bids_commit_with_the_micro_batch_that_read_their_file(tmp_pat
     paths = [tmp_path / f"part{n:05d}-00000.json" for n in range(3)]
     got = nl.read_commits(table, plan, paths, chk)
     assert got["auction"].tolist() == [1, 2, 3, 4] and got["commit"].tolist() == [100.0, 100.0, 101.5, 101.5]
+
+
+def test_a_micro_batch_without_files_moves_the_files_to_later_micro_batches(tmp_path):
+    """Micro-batch 1 read no file (Spark runs one when the watermark moves past a stateful
+    aggregate): the file source's batch 1 was read by micro-batch 2 and its batch 2 by micro-batch 3,
+    committed at their own times, never at the earlier micro-batch's of the same number."""
+    chk = tmp_path / "chk"
+    read = {0: ["w.json"], 1: ["a.json", "b.json"], 2: ["c.json"], 3: ["d.json"]}
+    _source_log(chk, read, up_to=[0, 0, 1, 2, 2], committed={0: 10.0, 1: 11.0, 2: 12.5, 3: 14.0, 4: 15.0})
+    assert nl.micro_batch_commits(chk) == {"w.json": 10.0, "a.json": 12.5, "b.json": 12.5, "c.json": 14.0}
 
 
 def test_latency_module_examples():
