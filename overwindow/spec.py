@@ -31,7 +31,7 @@ EMIT_MODES = ("on_window_close", "on_update")
 STATE_LAYOUTS = ("whole", "chunked")
 # keyBuckets not given: this many buckets where the state is bounded by the watermark (``hosted``;
 # docs/design/many-keys.md: from 1,000 keys on faster than any per-key hosting); PER_KEY: a state per key
-DEFAULT_KEY_BUCKETS = 64  # at most 127: chosen buckets are a TINYINT grouping key (adapter.bucket_grouping)
+DEFAULT_KEY_BUCKETS = 64  # at most 127: chosen buckets are a TINYINT grouping key (grouping.bucket_grouping)
 # ... and FEW_KEY_BUCKETS on a shuffle of at most FEW_PARTITIONS partitions (one machine), where a
 # Python call's fixed cost outweighs the parallelism more buckets would give (docs/design/many-keys.md)
 FEW_KEY_BUCKETS = 16

@@ -24,7 +24,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from overwindow.spark.adapter import partitions_count
+from overwindow.spark.grouping import partitions_count
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,7 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
     if "__overwindow_bucket" in text and ("key_schema" in lowered or "stateschemanotcompatible" in lowered):
         # Spark's state schema check: the buckets chosen here against a checkpoint started per key,
         # on key_buckets given, or on the other number of chosen buckets, whose grouping key has
-        # another type (adapter.bucket_grouping)
+        # another type (grouping.bucket_grouping)
         return (
             f"{view.where('sink', 'checkpoint')}: {view.checkpoint} was started with other key buckets "
             "than this run hosts: started per key or with key_buckets given, write [view] "

@@ -26,7 +26,6 @@ session zone (``check_session_time_zone``), and the conversion is a change of un
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import logging
 from collections.abc import Iterator
@@ -52,10 +51,21 @@ from overwindow.spark.boundary import (
     with_interval_days,
 )
 from overwindow.spark.counts import MachineCounts, aside_origin, key_text
+from overwindow.spark.grouping import (
+    bucket_grouping,
+    bucket_of,
+    key_grouping,
+    named_column,
+    named_keys,
+    per_key_grouping,
+    regrouped,
+    shuffle_partitions,
+    with_key_columns,
+)
 from overwindow.spark.on_import import after_import
 from overwindow.spark.processor import chunked_processor
 from overwindow.spark.transport import from_spark, to_spark
-from overwindow.spec import DEFAULT_KEY_BUCKETS, FEW_KEY_BUCKETS, OverWindow
+from overwindow.spec import OverWindow
 from overwindow.streaming.contract import CHANGE, END_OF_INPUT, ROW_ID, check_row_bound
 from overwindow.streaming.machines import machine_for
 
@@ -74,12 +84,6 @@ log = logging.getLogger("overwindow")
 # every key with a timeout times out and emits what it holds)
 END_OF_INPUT_MS = 221_845_392_000_000  # 9000-01-01T00:00:00Z
 _ALL = "__overwindow_all"  # the single group of df.overWindow(spec) without groupBy
-_KEY = "__overwindow_group_key_"  # a key grouped by as a column: computed, or a float's -0.0 as 0.0
-_BUCKET = "__overwindow_bucket"  # keyBuckets: the bucket of a row's groupBy key
-_FEW = "__overwindow_few_buckets"  # marks FEW_KEY_BUCKETS chosen in the grouping key (bucket_grouping)
-_KEY_HASH = "__overwindow_key_hash"  # the chunked layout on update per key: its group (per_key_grouping)
-_PER_KEY = "__overwindow_per_key"  # ... and the constant beside it in the grouping key
-PER_KEY_MARKER = bytearray(b"per key")
 
 
 def _input_columns(df, spec: OverWindow) -> pa.Table:
@@ -192,16 +196,14 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
     input_schema = arrow_schema(input_struct)
     keys = ()
     if _ALL not in df.columns:  # groupBy(...): keyBuckets as given, or chosen (OverWindow.hosted)
-        named = _grouping_columns(grouped, input_struct.names)
+        named = named_keys(grouped, input_struct.names)
         spec = spec.hosted(watermarked, named is not None, shuffle_partitions(df.sparkSession))
         # the machine tells keys apart by their columns on buckets and, per key, in the chunked
-        # layout on update (see per_key_grouping)
-        keyed = "keyBuckets" if spec.key_buckets else "stateLayout='chunked'"
+        # layout on update (see per_key_grouping): a computed key becomes a hidden input column
         if named is None and (spec.key_buckets or spec.state_layout == "chunked"):
-            raise WindowSpecError(
-                f"{keyed} needs groupBy over columns of the stream by name; add computed keys "
-                "with withColumn(...) and group by those columns"
-            )
+            df, named = with_key_columns(df, grouped, input_struct.names)
+            input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
+            input_schema = arrow_schema(input_struct)
         if spec.key_buckets:
             keys, buckets = named, spec.key_buckets
             grouped = bucket_grouping(df, bucket_of(keys, buckets), buckets, spec.buckets_chosen)
@@ -236,7 +238,7 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
             out = with_filter(out, condition, spec.emit, keep_errors=keep is not None)
         extra = [c for c in (CHANGE, ROW_ID, ERROR) if c in out.columns]
         kept = [c for c in aliases if c != _ALL and c in out.columns]  # the op column is not out
-        out = out.select(*(_column(c) for c in kept), *(_column(c) for c in extra))
+        out = out.select(*(named_column(c) for c in kept), *(named_column(c) for c in extra))
     out.overwindow_counts = counts  # what the machines drop, for the job's progress line
     return out
 
@@ -262,175 +264,13 @@ def with_companions(grouped, companions: tuple[Companion, ...]):
         return grouped
     df = grouped._df.withColumns(
         {
-            c.name: F.isnan(_column(c.column))
+            c.name: F.isnan(named_column(c.column))
             if c.kind == "nan"
-            else F.coalesce(_column(c.column), F.lit(0).cast("bigint"))
+            else F.coalesce(named_column(c.column), F.lit(0).cast("bigint"))
             for c in companions
         }
     )
     return regrouped(grouped, df)
-
-
-def regrouped(grouped, df):
-    """``df`` (``grouped``'s rows with columns added) grouped by ``grouped``'s expressions. Classic
-    Spark keeps a grouping's expressions in the JVM only: the new grouping is built there from
-    them (the added columns leave every other column's identity as it was). O(1)."""
-    from pyspark.sql.group import GroupedData
-
-    if compat.is_connect(df):
-        return df.groupBy(*grouped._grouping_cols)
-    jgd = grouped._jgd
-    cls = jgd.getClass().getName()  # org.apache.spark.sql(.classic).RelationalGroupedDataset
-    jvm = df.sparkSession._jvm
-    group_by = jvm.java.lang.Class.forName(cls + "$GroupByType$").getField("MODULE$").get(None)
-    jgd = functools.reduce(getattr, cls.split("."), jvm)(df._jdf, jgd.groupingExprs(), group_by)
-    return GroupedData(jgd, df)
-
-
-def shuffle_partitions(session) -> int | None:
-    """``spark.sql.shuffle.partitions`` as ``chosen_key_buckets`` takes it (``partitions_count``).
-    O(1)."""
-    return partitions_count(session.conf.get("spark.sql.shuffle.partitions"))
-
-
-def partitions_count(value) -> int | None:
-    """A ``spark.sql.shuffle.partitions`` setting as a number; None where it is none (``auto`` on
-    some platforms, or not set), so the default count is chosen. O(1).
-
-    >>> partitions_count("2"), partitions_count("auto"), partitions_count(None)
-    (2, None, None)
-    """
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def bucket_of(keys: tuple[str, ...], buckets: int):
-    """The Spark column of a row's key bucket: ``pmod(xxhash64(keys), buckets)`` (Spark's own hash,
-    stable across versions and sessions; NULL keys hash like any value); 0 without keys. O(1)."""
-    from pyspark.sql import functions as F
-
-    if not keys:
-        return F.lit(0)
-    return F.pmod(F.xxhash64(*[_column(k) for k in keys]), F.lit(buckets))
-
-
-def per_key_grouping(df, keys: tuple[str, ...]):
-    """``df`` grouped for the chunked layout on update per key: by each row's ``xxhash64(keys)``
-    (Spark's own hash: NULL, NaN and -0.0 keys hash as SQL groups them) and a constant BINARY
-    marker, the machine keeping each key's entries apart inside a group (``keys``, as on buckets:
-    a group per key but where two keys' hashes collide). Not by the keys themselves: PySpark's
-    transformWithStateInPandas (4.x) regroups a partition's rows by the keys' pandas values, where a
-    NULL integer key is NaN, which equals nothing, so each row of a NULL key (or a NaN one) became a
-    call of its own, on the state of another key. The marker makes the grouping key
-    (BIGINT, BINARY), which Spark's state schema check refuses under a checkpoint started per key
-    on the keys themselves (as the releases before did). O(1): builds the plan."""
-    from pyspark.sql import functions as F
-
-    return df.withColumns(
-        {_KEY_HASH: F.xxhash64(*[_column(k) for k in keys]), _PER_KEY: F.lit(PER_KEY_MARKER)}
-    ).groupBy(_KEY_HASH, _PER_KEY)
-
-
-def key_grouping(df, grouped, names: list[str]):
-    """``grouped`` (a state per key) grouped by columns, as Spark's stateful operators need (they
-    group by columns of the rows, and a computed key, ``groupBy(F.col("k") % 2)``, was refused by
-    Spark as an unresolved column): each computed key becomes a column of its value beside the rows
-    (``_KEY``, not among the machine's input columns), and each FLOAT or DOUBLE key is grouped as
-    its -0.0 made 0.0, of the same type. Spark's stateful operators group the keys' bytes, where -0.0
-    and 0.0 differ, though SQL puts them in one partition (as Spark's own window functions do): a
-    key's rows split between two states by the sign of their zero, and a delete went to the state
-    that did not hold its row. NULL and NaN keys group as they are. The keys keep their types
-    (Spark's state schema check compares types, not names), so checkpoints started before run on.
-    ``names``: the rows' columns. O(keys): builds the plan (``grouped`` itself when it groups by
-    columns none of a floating type).
-
-    ``groupBy("k")`` over a DOUBLE ``k`` groups by a column ``CASE WHEN k = 0 THEN 0.0 ELSE k END``."""
-    from pyspark.sql.types import DoubleType, FloatType
-
-    F = compat.functions(df)
-    columns = compat.grouping_columns(grouped)
-    types = [f.dataType for f in df.select(*columns).schema.fields]
-    by, added = [], {}
-    for i, (name, column, type_) in enumerate(zip(_grouping_names(grouped, names), columns, types)):
-        zero = isinstance(type_, (DoubleType, FloatType))
-        if name is not None and not zero:
-            by.append(name)
-            continue
-        by.append(f"{_KEY}{i}")
-        added[by[-1]] = F.when(column == 0, F.lit(0.0).cast(type_)).otherwise(column) if zero else column
-    return df.withColumns(added).groupBy(*by) if added else grouped
-
-
-def bucket_grouping(df, bucket, buckets: int, chosen: bool, *leading: str):
-    """``df`` grouped by the ``leading`` columns and each row's key ``bucket`` (of ``buckets``).
-    keyBuckets given keep the BIGINT bucket their checkpoints have. Buckets chosen without
-    keyBuckets (``chosen_key_buckets``) group by a key whose type Spark's state schema check tells
-    apart: a TINYINT bucket, and with ``FEW_KEY_BUCKETS`` a constant BOOLEAN beside it. Spark
-    refuses a checkpoint's state under another grouping key, so a checkpoint started per key (say
-    by a BIGINT that never equals a bucket number: every window would restart silently), on
-    keyBuckets given, or on the other chosen count (the shuffle's partitions changed: Spark keeps
-    the checkpoint's, overwindow would hash the keys anew) is refused, unless it was keyed by a
-    lone TINYINT, or a TINYINT and a BOOLEAN. O(1): builds the plan."""
-    from pyspark.sql import functions as F
-
-    if not chosen:
-        return df.withColumn(_BUCKET, bucket).groupBy(*leading, _BUCKET)
-    if buckets not in (FEW_KEY_BUCKETS, DEFAULT_KEY_BUCKETS):  # the grouping key tells these two apart
-        raise ValueError(f"{buckets} buckets are not a count overwindow chooses")
-    df = df.withColumn(_BUCKET, bucket.cast("tinyint"))
-    if buckets == DEFAULT_KEY_BUCKETS:
-        return df.groupBy(*leading, _BUCKET)
-    return df.withColumn(_FEW, F.lit(True)).groupBy(*leading, _BUCKET, _FEW)
-
-
-def _grouping_columns(grouped, names: list[str]) -> tuple[str, ...] | None:
-    """The columns ``grouped`` groups by, by name; None when it groups by a computed expression
-    (keyBuckets needs the key in every row: select it as a column first)."""
-    columns = _grouping_names(grouped, names)
-    if not columns or None in columns:
-        return None
-    return tuple(columns)
-
-
-def _grouping_names(grouped, names: list[str]) -> list[str | None]:
-    """For each expression ``grouped`` groups by, the column of ``names`` it is, or None where it is
-    computed. O(keys x columns)."""
-    if compat.is_connect(grouped._df):
-        found = [getattr(c._expr, "_unparsed_identifier", None) for c in grouped._grouping_cols]
-    else:
-        exprs = grouped._jgd.groupingExprs()
-        found = []
-        for i in range(exprs.size()):
-            e = exprs.apply(i)
-            named = e.getClass().getSimpleName() in ("AttributeReference", "UnresolvedAttribute")
-            found.append(e.name() if named else None)
-    return [_named(f, names) for f in found]
-
-
-def _named(name: str | None, names: list[str]) -> str | None:
-    """The column of ``names`` that a grouping column's ``name`` refers to, as Spark resolves it by
-    default: the name, or one quoted in backticks (Spark Connect keeps ```my key``` as written), and
-    otherwise the one column equal to it without case (None: no one column, or no name). O(columns).
-
-    >>> _named("`my key`", ["k", "my key"]), _named("K", ["k", "x"]), _named("s.a", ["s"])
-    ('my key', 'k', None)
-    """
-    if name is None or name in names:
-        return name
-    if len(name) > 2 and name[0] == name[-1] == "`" and "`" not in name[1:-1].replace("``", ""):
-        name = name[1:-1].replace("``", "`")
-        if name in names:
-            return name
-    same = [n for n in names if n.lower() == name.lower()]
-    return same[0] if len(same) == 1 else None
-
-
-def _column(name: str):
-    from pyspark.sql import functions as F
-
-    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def check_rocksdb(session, what: str) -> None:

@@ -32,13 +32,10 @@ from overwindow.logical.expr import Expr
 from overwindow.spark import compat, executors
 from overwindow.spark.adapter import (
     Runner,
-    bucket_grouping,
-    bucket_of,
     check_rocksdb,
     check_watermark,
     emitted,
     is_watermarked,
-    shuffle_partitions,
     visible,
     with_companions,
 )
@@ -50,6 +47,7 @@ from overwindow.spark.boundary import (
     with_interval_days,
 )
 from overwindow.spark.counts import MachineCounts
+from overwindow.spark.grouping import bucket_grouping, bucket_of, shuffle_partitions
 from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow, chosen_key_buckets
 from overwindow.streaming.assemble import ASIDE, PART, Assembler
 from overwindow.streaming.contract import CHANGE

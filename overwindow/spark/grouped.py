@@ -54,14 +54,7 @@ from overwindow.logical.frame import BoundKind
 from overwindow.logical.functions import Kind, lookup
 from overwindow.logical.parse import parse_window
 from overwindow.spark import compat, executors
-from overwindow.spark.adapter import (
-    END_OF_INPUT_MS,
-    bucket_grouping,
-    bucket_of,
-    log,
-    shuffle_partitions,
-    with_companions,
-)
+from overwindow.spark.adapter import END_OF_INPUT_MS, log, with_companions
 from overwindow.spark.bind import with_computed
 from overwindow.spark.boundary import (
     arrow_schema,
@@ -73,6 +66,7 @@ from overwindow.spark.boundary import (
     with_interval_days,
 )
 from overwindow.spark.counts import MachineCounts, StageCounts
+from overwindow.spark.grouping import bucket_grouping, bucket_of, shuffle_partitions
 from overwindow.spec import chosen_key_buckets, column_names
 from overwindow.streaming.contract import CHANGE, END_OF_INPUT, UPSERT
 from overwindow.streaming.group_by import ASIDE, DELETE, INSERT, OP, UPDATE, GroupBy, having_changes, was

@@ -53,6 +53,8 @@ def _key(k):
         ("whole", "DOUBLE"),
         ("chunked", "DOUBLE"),
         ("whole, computed", "DOUBLE"),  # grouped by k * 1.0, which keeps the sign of a zero
+        ("chunked, computed", "DOUBLE"),  # ... a hidden key column of the machine's input
+        ("bucketed, computed", "DOUBLE"),
     ],
 )
 def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, layout, key_type, request):
@@ -60,7 +62,8 @@ def test_cdc_view_with_restarts_equals_batch_over_live_rows(spark, tmp_path, lay
     batch evaluator over the live rows, NULL keys included (and NaN, -0.0 and 0.0 keys of a DOUBLE
     column). The chunked layout per key once stepped each row of a NULL INT key on its own, on
     another key's state (PySpark regroups rows by the keys' pandas values, where NULL is NaN); a
-    state per key grouped by a computed DOUBLE key once split -0.0 from 0.0."""
+    state per key grouped by a computed DOUBLE key once split -0.0 from 0.0, and the chunked layout
+    and buckets refused a computed key (their machines tell keys apart by columns: it is now one)."""
     import pyspark.sql.functions as F
 
     chunked, bucketed = "chunked" in layout, "bucketed" in layout
@@ -150,9 +153,9 @@ def test_a_checkpoint_grouped_by_a_double_key_itself_runs_on_with_zeros_grouped_
     spark, tmp_path, monkeypatch
 ):
     """A state per key over a DOUBLE key started as the releases before grouped it (by the key itself,
-    -0.0 apart from 0.0) runs on where the key's -0.0 is grouped as 0.0 (adapter.key_grouping): the
-    grouping key keeps its type, which is all Spark's state schema check compares, and the view is
-    exact for the key that held only 0.0 rows before."""
+    -0.0 apart from 0.0) runs on where the key's -0.0 is grouped as 0.0 (grouping.key_grouping, as
+    the adapter calls it): the grouping key keeps its type, which is all Spark's state schema check
+    compares, and the view is exact for the key that held only 0.0 rows before."""
     from overwindow.spark import adapter
 
     src, chk = str(tmp_path / "src"), str(tmp_path / "chk")
@@ -217,17 +220,6 @@ def test_a_chunked_checkpoint_started_per_key_is_refused_on_buckets(spark, tmp_p
     refused = r"(?s)STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE.*__overwindow_key_hash.*__overwindow_per_key"
     with pytest.raises(Exception, match=refused):
         run(3)
-
-
-def test_the_chunked_layout_per_key_needs_group_by_columns(spark, tmp_path):
-    """Per key, the chunked layout's machine tells keys apart by their columns (per_key_grouping):
-    a computed grouping is refused before the query starts, in the words of keyBuckets'."""
-    import pyspark.sql.functions as F
-
-    events = spark.readStream.schema(SCHEMA).json(str(tmp_path))
-    spec = overwindow.OverWindow(CALLS[0], emit="on_update", rowKey="id", stateLayout="chunked")
-    with pytest.raises(WindowSpecError, match="stateLayout='chunked' needs groupBy over columns"):
-        events.groupBy(F.col("k") % 2).overWindow(spec)
 
 
 def test_chunked_layout_needs_the_rocksdb_state_store(spark, tmp_path):

@@ -168,25 +168,29 @@ def test_stream_with_restarts_equals_batch_over_closed_windows(spark, tmp_path, 
     _assert_matches(_emitted(spark, out2), closed, expected, COLUMNS)
 
 
-def test_buckets_need_group_by_columns(spark, tmp_path):
-    import pyspark.sql.functions as F
-
-    events = spark.readStream.schema(SCHEMA).json(str(tmp_path)).withWatermark("ts", "10 seconds")
-    spec = overwindow.OverWindow("lag(x) OVER (ORDER BY ts) AS p", keyBuckets=4)
-    with pytest.raises(WindowSpecError, match="keyBuckets needs groupBy over columns"):
-        events.groupBy(F.col("k") % 2).overWindow(spec)
-
-
-@pytest.mark.parametrize("computed", [False, True], ids=["column", "computed"])
-def test_a_state_per_key_puts_minus_zero_and_zero_keys_in_one_partition(spark, tmp_path, computed):
+@pytest.mark.parametrize(
+    "computed, buckets, layout",
+    [
+        (False, "per key", "whole"),
+        (True, "per key", "whole"),
+        (False, 2, "whole"),
+        (True, 2, "whole"),
+        (True, 2, "chunked"),
+    ],
+    ids=["column", "computed", "bucketed_column", "bucketed_computed", "bucketed_chunked_computed"],
+)
+def test_minus_zero_and_zero_keys_are_one_partition(spark, tmp_path, computed, buckets, layout, request):
     """A DOUBLE key's -0.0 and 0.0 rows are one partition (as SQL groups them), NULL's and NaN's one
-    each, with a state per key grouped by the key column or by a computed key (``k * 1.0`` keeps
-    the sign of a zero): Spark's stateful operators group by columns of the keys' bytes, so a key's
-    rows once split between two states by the sign of their zero, and a computed key was refused by
-    Spark as an unresolved column. Oracle: the batch evaluator over all rows, partitioned by a label
-    of each row's SQL partition (``part``, which the stream does not read)."""
+    each, grouped by the key column or by a computed key (``k * 1.0`` keeps the sign of a zero), with
+    a state per key, on buckets and on the split state of buckets: Spark's stateful operators group
+    by columns of the keys' bytes, so a key's rows once split between two states by the sign of
+    their zero; a computed key was refused by Spark as an unresolved column per key, and by
+    overwindow on buckets (the machine tells a bucket's keys apart by their columns: a computed key
+    is now one, hidden). Oracle: the batch evaluator over all rows, partitioned by a label of each
+    row's SQL partition (``part``, which the stream does not read)."""
     import pyspark.sql.functions as F
 
+    _layout(request, layout)
     rng = np.random.default_rng(11)
     values = {"NULL": None, "NaN": float("nan"), "zero": -0.0, "+zero": 0.0, "1.5": 1.5}
     src, chk, out = (str(tmp_path / d) for d in ("src", "chk", "out"))
@@ -201,9 +205,11 @@ def test_a_state_per_key_puts_minus_zero_and_zero_keys_in_one_partition(spark, t
         _write(src, batch, b)
         key = F.col("k") * 1.0 if computed else "k"
         schema = SCHEMA.replace("k INT", "k DOUBLE")
-        _start(spark, src, chk, out, CALLS, schema=schema, key=key, buckets="per key")
+        _start(spark, src, chk, out, CALLS, schema=schema, key=key, buckets=buckets, layout=layout)
+    emitted = _emitted(spark, out)
+    assert not [c for c in emitted.columns if c.startswith("__")]  # a computed key stays hidden
     closed, expected = _expected([{c: r[c] for c in r if c != "k"} for r in rows], CALLS, key="part", ahead=1)
-    _assert_matches(_emitted(spark, out), closed, expected, COLUMNS)
+    _assert_matches(emitted, closed, expected, COLUMNS)
 
 
 @LAYOUTS
