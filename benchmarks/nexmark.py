@@ -395,8 +395,8 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
             f"load {r['load']:.2f}",
             flush=True,
         )
-    alone = {}
-    for floor in (f for f in args.floors if f != "own" or query.spark):
+    alone, run_floors = {}, [f for f in args.floors if f != "own" or query.spark]
+    for floor in run_floors:
         for n in range(args.warm + 1):
             r = run_spark_alone(spark, query, floor, work / "bids", work / f"chk-spark{n}")
         alone[floor] = r["rate"]
@@ -421,7 +421,7 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
         if flink:
             flink_lat = nl.flink_latency(args.flink_python, query, work, fixed, *timing)
             print(f"pyflink {query.name} at {fixed:,.0f} bids/s: {flink_lat}", flush=True)
-        for floor in (f for f in args.floors if f != "own" or query.spark):
+        for floor in run_floors:
             floors[floor] = nl.floor_latency(spark, query, floor, work, fixed, *timing, trigger=args.trigger)
             print(f"Spark alone, {floor}, at {fixed:,.0f} bids/s: {floors[floor]}", flush=True)
     return {

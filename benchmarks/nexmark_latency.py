@@ -365,8 +365,9 @@ def pass_through(events, keys: tuple):
     ``keys`` (as overwindow's ``keyBuckets`` groups them), each group's rows passed on as they came
     and their count kept in its state."""
     from nexmark_queries import KEY_BUCKETS
-    from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
+
+    from overwindow.spark.grouping import bucket_of
 
     def call(key, frames, state):
         held = state.get[0] if state.exists else 0
@@ -375,9 +376,8 @@ def pass_through(events, keys: tuple):
             yield frame.drop(columns="__bucket")
         state.update((held,))
 
-    bucket = F.pmod(F.xxhash64(*keys), F.lit(KEY_BUCKETS))
     return (
-        events.withColumn("__bucket", bucket)
+        events.withColumn("__bucket", bucket_of(keys, KEY_BUCKETS))
         .groupBy("__bucket")
         .applyInPandasWithState(call, events.schema, "held long", "update", GroupStateTimeout.NoTimeout)
     )
