@@ -50,7 +50,7 @@ from overwindow.spark.boundary import (
     to_pandas,
     with_interval_days,
 )
-from overwindow.spark.counts import MachineCounts, aside_origin, key_text
+from overwindow.spark.counts import WINDOWS, MachineCounts, Stage, aside_origin, key_text
 from overwindow.spark.grouping import (
     bucket_grouping,
     bucket_of,
@@ -194,14 +194,15 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
         mode, timeout = "append" if append else "update", GroupStateTimeout.NoTimeout
     input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
     input_schema = arrow_schema(input_struct)
-    keys = ()
+    keys, stage = (), WINDOWS
     if _ALL not in df.columns:  # groupBy(...): keyBuckets as given, or chosen (OverWindow.hosted)
         named = named_keys(grouped, input_struct.names)
         spec = spec.hosted(watermarked, named is not None, shuffle_partitions(df.sparkSession))
         # the machine tells keys apart by their columns on buckets and, per key, in the chunked
         # layout on update (see per_key_grouping): a computed key becomes a hidden input column
         if named is None and (spec.key_buckets or spec.state_layout == "chunked"):
-            df, named = with_key_columns(df, grouped, input_struct.names)
+            df, named, shown = with_key_columns(df, grouped, input_struct.names)
+            stage = Stage(WINDOWS.words, shown)
             input_struct = StructType([f for f in df.schema.fields if f.name != _ALL])
             input_schema = arrow_schema(input_struct)
         if spec.key_buckets:
@@ -218,7 +219,7 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
     companions = companions_of(input_schema)
     grouped = with_companions(grouped, companions)
     counts = MachineCounts.of(df.sparkSession, keep)
-    run = Runner(spec, input_schema, watermarked, counts, companions, keys)
+    run = Runner(spec, input_schema, watermarked, counts, companions, keys, stage)
     if spec.state_layout == "chunked":
         check_rocksdb(df.sparkSession, "stateLayout='chunked'")
         out = grouped.transformWithStateInPandas(
@@ -301,9 +302,11 @@ class Runner:
         counts=None,
         companions=(),
         keys: tuple[str, ...] = (),
+        stage: Stage = WINDOWS,
     ):
         self.spec, self.schema, self.watermarked = spec, schema, watermarked
         self.counts, self.companions, self.keys = counts, tuple(companions), tuple(keys)
+        self.stage = stage  # its words and the names of computed keys (``__ow_ekey0``: "(k % 2)")
         self._machine = None
         self._key_cache = None
 
@@ -321,11 +324,14 @@ class Runner:
             "counts": self.counts,
             "companions": [tuple(c) for c in self.companions],
             "keys": self.keys,
+            "stage": self.stage,
         }
 
     def __setstate__(self, d):
         companions = [Companion(*c) for c in d["companions"]]
-        self.__init__(d["spec"], d["schema"], d["watermarked"], d["counts"], companions, d["keys"])
+        self.__init__(
+            d["spec"], d["schema"], d["watermarked"], d["counts"], companions, d["keys"], d["stage"]
+        )
         self.spec.register_user_aggregates()
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
@@ -361,12 +367,13 @@ class Runner:
             watermark = END_OF_INPUT
         step = self.machine.step(prior, rows, watermark)
         if self.counts is not None:
-            self.counts.add(step, key, self.keys)
+            self.counts.add(step, key, self.keys, self.stage)
         where = f"{'key bucket' if self.keys else 'key'} {key_text(key)}"
         if step.late_rows:
             # a bucket's key is its number: the machine names the partition keys of its late rows
             late = step.late_keys if self.keys else (key,)
-            named = "; ".join(key_text(k, self.keys) for k in late[:5])
+            shown = tuple(self.stage.label(k) for k in self.keys)
+            named = "; ".join(key_text(k, shown) for k in late[:5])
             more = f" and {len(late) - 5} more keys" if len(late) > 5 else ""
             log.warning(
                 "overwindow: dropped %d late rows of %s",
@@ -384,7 +391,7 @@ class Runner:
             log.warning(
                 "overwindow: set aside %d rows (left out of the view and counted), the first of %s: %s",
                 len(step.aside),
-                aside_origin(step.aside, 0, key, self.keys).removeprefix("overWindow, "),
+                aside_origin(step.aside, 0, key, self.keys, self.stage).removeprefix("overWindow, "),
                 step.aside.reasons[0],
             )
         return step

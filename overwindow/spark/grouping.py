@@ -116,15 +116,17 @@ def key_grouping(df, grouped, names: list[str]):
 
 def with_key_columns(df, grouped, names: list[str]):
     """(``df`` with each computed key of ``grouped`` as a column of its own, the names of the key
-    columns): where a machine tells its keys apart by their columns (on buckets, and per key in the
-    chunked layout) and Spark groups by ``groupBy(F.col("k") % 2)``. An added column is named as
-    the columns a bind adds (``source_columns`` leaves it out): an input column of the machine that
-    never reaches its output nor a row's identity. ``names``: the rows' columns. O(keys): builds
-    the plan."""
+    columns, ``{added column: the key as Spark names it}``): where a machine tells its keys apart by
+    their columns (on buckets, and per key in the chunked layout) and Spark groups by
+    ``groupBy(F.col("k") % 2)``. An added column is named as the columns a bind adds
+    (``source_columns`` leaves it out): an input column of the machine that never reaches its
+    output nor a row's identity; messages name the key as Spark's ``groupBy(...).count()`` would,
+    ``(k % 2)``. ``names``: the rows' columns. O(keys): builds the plan."""
     columns = compat.grouping_columns(grouped)
     by = [n or f"{HIDDEN_KEY}{i}" for i, n in enumerate(_grouping_names(grouped, names))]
     added = {name: column for name, column in zip(by, columns) if name not in names}
-    return df.withColumns(added), tuple(by)
+    shown = dict(zip(added, df.select(*added.values()).columns))
+    return df.withColumns(added), tuple(by), shown
 
 
 def bucket_grouping(df, bucket, buckets: int, chosen: bool, *leading: str):

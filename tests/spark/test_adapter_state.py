@@ -5,6 +5,7 @@ state removed; a key past maxRowsPerKey fails naming the bound and the key."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -89,3 +90,32 @@ def test_a_key_past_the_row_bound_fails_naming_the_bound_and_the_key():
         list(
             run(("sensor-7",), iter([pd.DataFrame({"t": [1, 2, 3], "x": [1.0, 2.0, 3.0]})]), _State(0, None))
         )
+
+
+def test_a_bucket_names_a_computed_keys_late_rows_as_spark_names_the_key(caplog, spark):
+    """On key buckets a computed groupBy key is a hidden column of the machine's input
+    (``with_key_columns``); the warning for rows dropped as late names the key as Spark names it in
+    ``groupBy(...).count()``, not by the hidden column. Oracle for the name: Spark's own column."""
+    import pyspark.sql.functions as F
+
+    from overwindow.spark.counts import WINDOWS, Stage
+    from overwindow.spark.grouping import HIDDEN_KEY, with_key_columns
+
+    df = spark.createDataFrame([(1.5, 1, 1.0)], "k DOUBLE, t BIGINT, x DOUBLE")
+    key = F.col("k") * 2.0
+    _, keys, shown = with_key_columns(df, df.groupBy(key), df.columns)
+    spark_name = df.groupBy(key).count().columns[0]
+    assert keys == (f"{HIDDEN_KEY}0",) and shown == {keys[0]: spark_name}
+
+    spec = OverWindow("sum(x) OVER (ORDER BY t ROWS 1 PRECEDING) AS s", emit="on_window_close", keyBuckets=2)
+    schema = pa.schema([("k", pa.float64()), ("t", pa.int64()), ("x", pa.float64()), (keys[0], pa.float64())])
+    run = Runner(spec, schema, watermarked=True, keys=keys, stage=Stage(WINDOWS.words, shown))
+    first = pd.DataFrame({"k": [1.5, 2.5], "t": [100, 100], "x": [1.0, 2.0], keys[0]: [3.0, 5.0]})
+    gs = _State(50, None)
+    list(run((np.int64(1),), iter([first]), gs))
+    gs.watermark_ms = 60  # the row at t=3 is behind the watermark the bucket had passed: late
+    later = pd.DataFrame({"k": [2.5], "t": [3], "x": [1.0], keys[0]: [5.0]})
+    with caplog.at_level("WARNING", logger="overwindow"):
+        list(run((np.int64(1),), iter([later]), gs))
+    (message,) = [r.getMessage() for r in caplog.records if "late" in r.getMessage()]
+    assert f"key {spark_name}=5.0" in message and HIDDEN_KEY not in message, message
