@@ -68,7 +68,8 @@ GROUPS = [
         "View files: `overwindow validate` and `run`, before Spark starts",
         "A view file's keys, its SQL and what it names (folders, tables, brokers, environment "
         "variables); each problem names the file, the key and its line.",
-        ("overwindow/pipeline/view.py", "overwindow/pipeline/view_keys.py", "overwindow/pipeline/validate.py")
+        ("overwindow/pipeline/view.py", "overwindow/pipeline/view_query.py")
+        + ("overwindow/pipeline/view_keys.py", "overwindow/pipeline/validate.py")
         + ("overwindow/pipeline/sandbox.py",)
         + ("overwindow/pipeline/spark_strings.py", "overwindow/pipeline/dsn.py", "overwindow/__main__.py"),
     ),

@@ -24,7 +24,8 @@ from importlib import resources
 import pyarrow.csv as pv
 
 from overwindow.pipeline.job import run_view
-from overwindow.pipeline.view import View, host_chosen, use_query
+from overwindow.pipeline.view import View, host_chosen
+from overwindow.pipeline.view_query import use_query
 from overwindow.spark import compat
 from overwindow.spec import OverWindow
 

@@ -35,7 +35,8 @@ from overwindow.logical.bind import bind_groups
 from overwindow.logical.expr import DIALECT
 from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.spark_strings import SparkStringError, parse_delay, parse_schema, parse_trigger
-from overwindow.pipeline.view import SOURCE_ORDER, View, ViewFileError, is_uri, source_order, spec_problem
+from overwindow.pipeline.view import SOURCE_ORDER, View, ViewFileError, is_uri, source_order
+from overwindow.pipeline.view_query import spec_problem
 from overwindow.spark import compat
 from overwindow.spark.bind import results_in_spark
 from overwindow.spark.query import filter_problem, query_columns, result_names

@@ -448,7 +448,7 @@ def test_empty_values_are_refused_and_a_home_folder_is_read(tmp_path, monkeypatc
 
 
 def test_an_expression_partition_with_a_row_key_on_update_is_refused(tmp_path):
-    """PARTITION BY an expression Spark computes is a view's to use (tests/pipeline/test_query_view.py
+    """PARTITION BY an expression Spark computes is a view's to use (tests/pipeline/test_view_query.py
     runs one); on update with a row key, a row updated into another partition of the expression would
     reach a table keyed by (the PARTITION BY columns, the row key) as an upsert and a delete of one
     key: refused, naming the query and the way out."""
