@@ -21,7 +21,7 @@ from overwindow.logical import (
     WindowExpression,
     parse_window,
 )
-from overwindow.spark.columns import session_window as sessionWindow
+from overwindow.spark.column_sql import session_window as sessionWindow
 from overwindow.spark.executors import ship
 from overwindow.spark.select import select, sql
 from overwindow.spec import OverWindow

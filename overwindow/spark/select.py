@@ -36,8 +36,8 @@ from overwindow.logical.bind import ERROR, bind
 from overwindow.logical.call import WindowExpression, quote
 from overwindow.logical.expr import DIALECT, Expr, for_spark, read_sql
 from overwindow.logical.parse import parse_window
+from overwindow.spark import column_sql, compat, pandas_udf
 from overwindow.spark import columns as C
-from overwindow.spark import compat, pandas_udf
 from overwindow.spark.bind import with_computed, with_filter, with_results
 from overwindow.spark.fanout import over_windows
 from overwindow.spark.query import Query, filter_problem, parse_query
@@ -350,7 +350,7 @@ def _items(df, column, F, hidden=()) -> list[_Item]:
         return [_Item(spark=column, carry=column)]
     opaque = C.opaque_parts(body)
     if opaque:
-        raise C.Untranslatable(
+        raise column_sql.Untranslatable(
             f"cannot translate {column} for overwindow: {opaque[0]} is not a window function or "
             "expression overwindow computes (write aggregates in Python as overwindow.Aggregate or a "
             "grouped-aggregate pandas_udf)"
@@ -360,9 +360,9 @@ def _items(df, column, F, hidden=()) -> list[_Item]:
         item.alias = alias or item.alias
         return [item]
     try:
-        text = C.to_sql(body)
-    except C.Untranslatable as e:
-        raise C.Untranslatable(f"cannot translate {column} for overwindow: {e}") from None
+        text = column_sql.to_sql(body)
+    except column_sql.Untranslatable as e:
+        raise column_sql.Untranslatable(f"cannot translate {column} for overwindow: {e}") from None
     return [_Item(spark=column, sql=text, alias=alias)]
 
 

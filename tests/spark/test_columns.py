@@ -7,6 +7,7 @@ import pytest
 from overwindow.errors import WindowSpecError
 from overwindow.logical.parse import parse_window
 from overwindow.spark import columns as C
+from overwindow.spark.column_sql import to_sql
 
 # (the Column, built from a functions module F and a Window class W; the SQL it means)
 CASES = [
@@ -72,7 +73,7 @@ def _check(F, W):
     for build, want in CASES:
         node = C.read(build(F, W, w))
         assert node.has_window
-        assert _calls(C.to_sql(node)) == _calls(want), (C.to_sql(node), want)
+        assert _calls(to_sql(node)) == _calls(want), (to_sql(node), want)
 
 
 def test_connect_columns_translate_as_sql():
@@ -103,10 +104,10 @@ def test_columns_without_window_and_what_cannot_be_read(spark):
         assert node.has_window and "Python UDF" in C.opaque_parts(node)[0]
         # a frame on lag other than its own is kept, so it is refused as Spark refuses it
         with pytest.raises(WindowSpecError, match="does not take a window frame"):
-            _calls(C.to_sql(C.read(f.lag("x").over(win.orderBy("ts").rowsBetween(-2, 0)))))
+            _calls(to_sql(C.read(f.lag("x").over(win.orderBy("ts").rowsBetween(-2, 0)))))
         # Spark's own frame of lag (ROWS BETWEEN 1 PRECEDING AND 1 PRECEDING) is SQL's lag
         own = C.read(f.lag("x").over(win.orderBy("ts").rowsBetween(-1, -1)))
-        assert _calls(C.to_sql(own)) == _calls("lag(x) OVER (ORDER BY ts)")
+        assert _calls(to_sql(own)) == _calls("lag(x) OVER (ORDER BY ts)")
 
 
 def test_string_constants_keep_their_backslashes_as_in_spark(spark):
@@ -127,8 +128,8 @@ def test_string_constants_keep_their_backslashes_as_in_spark(spark):
     for f, win in ((F, Window), (CF, CW)):
         w = win.partitionBy("k").orderBy("ts")
         for v in values:
-            sql = C.to_sql(C.read(f.lag("s", 1, v).over(w))) + " AS d"
-            sql_lit = C.to_sql(C.read(f.max(f.lit(v)).over(w))) + " AS m"
+            sql = to_sql(C.read(f.lag("s", 1, v).over(w))) + " AS d"
+            sql_lit = to_sql(C.read(f.max(f.lit(v)).over(w))) + " AS m"
             ours = overwindow.evaluate(pa.table({"k": ["k"], "ts": [1], "s": ["s"]}), sql, sql_lit)
             theirs = compat.to_arrow(df.select(F.lag("s", 1, v).over(Window.partitionBy("k").orderBy("ts"))))
             assert ours["d"].to_pylist() == theirs.column(0).to_pylist() == [v], (v, sql)
@@ -150,7 +151,7 @@ def test_decimal_constants_keep_spark_s_type(spark):
     df = spark.createDataFrame([("k", 1)], "k STRING, ts INT")
     for d in (Decimal("1E+2"), Decimal("-1E+3"), Decimal("1.50"), Decimal("0E-5")):
         column = F.max(F.lit(d)).over(w)
-        ours = overwindow.evaluate(pa.table({"k": ["k"], "ts": [1]}), C.to_sql(C.read(column)) + " AS m")
+        ours = overwindow.evaluate(pa.table({"k": ["k"], "ts": [1]}), to_sql(C.read(column)) + " AS m")
         theirs = df.select(column.alias("m"))
         assert spark_type(ours.schema.field("m").type) == theirs.schema["m"].dataType, d
         assert ours["m"].to_pylist() == [r["m"] for r in theirs.collect()], d
