@@ -44,6 +44,9 @@ CALL = "sum(x) OVER (ORDER BY ts ROWS BETWEEN 100 PRECEDING AND CURRENT ROW) AS 
 FLINK_JOB = "sum ROWS 100 PRECEDING"
 POINTS = {"1k": 2_000_000, "50k": 500_000, "100k": 1_000_000}  # rows at each point of the issue
 EMITS = ("on_window_close", "on_update")
+# Spark alone, the floor any operator hosted on Spark works under (run_floor): the scan, the hosting
+FLOORS = ("scan", "hosting")
+ENGINES = {"overwindow": "overwindow", "spark": "Spark alone"}  # a record's engine as the table names it
 RESULTS = ROOT / "benchmarks" / "results" / "single_job.jsonl"
 BEGIN, END = "<!-- single-job:begin -->", "<!-- single-job:end -->"
 
@@ -52,26 +55,44 @@ def run_overwindow(spark, src: Path, chk: Path, emit: str) -> dict:
     """One run of the call over ``src`` in ``emit`` mode: seconds, micro-batches, output rows."""
     import overwindow
 
+    spec = overwindow.OverWindow(CALL, emit=emit, rowKey="rid")
+    mode = "append" if emit == "on_window_close" else "update"
+    return run_spark(spark, src, chk, lambda events: events.groupBy("k").overWindow(spec), mode, emit)
+
+
+def run_floor(spark, src: Path, chk: Path, floor: str) -> dict:
+    """Spark alone over ``src`` (``FLOORS``): the CSV stream into the sink (scan), or through a
+    pass-through ``applyInPandasWithState`` over the buckets of ``k`` overwindow chooses here
+    (hosting: ``nexmark_latency.pass_through``, 16 buckets on 2 shuffle partitions)."""
+    from nexmark_latency import pass_through
+
+    build = (lambda events: events) if floor == "scan" else (lambda events: pass_through(events, ("k",)))
+    return run_spark(spark, src, chk, build, "append" if floor == "scan" else "update", floor)
+
+
+def run_spark(spark, src: Path, chk: Path, build, mode: str, what: str) -> dict:
+    """One availableNow run of ``build(events)`` over ``src`` into the ``noop`` sink in output
+    ``mode``: seconds (start to termination), micro-batches, output rows."""
     events = (
         spark.readStream.schema(sweep.SCHEMA)
         .option("timestampFormat", "yyyy-MM-dd HH:mm:ss.SSS")
         .csv(str(src))
         .withWatermark("ts", f"{sweep.DELAY_S} seconds")
     )
-    out = events.groupBy("k").overWindow(overwindow.OverWindow(CALL, emit=emit, rowKey="rid"))
     shutil.rmtree(chk, ignore_errors=True)
     started = time.perf_counter()
     q = (
-        out.writeStream.format("noop")
+        build(events)
+        .writeStream.format("noop")
         .option("checkpointLocation", str(chk))
-        .outputMode("append" if emit == "on_window_close" else "update")
+        .outputMode(mode)
         .trigger(availableNow=True)
         .start()
     )
     q.awaitTermination()
     seconds = time.perf_counter() - started
     if q.exception() is not None:
-        raise RuntimeError(f"{emit}: {q.exception()}")
+        raise RuntimeError(f"{what}: {q.exception()}")
     prog = q.recentProgress
     return {
         "seconds": seconds,
@@ -106,21 +127,27 @@ def render(records: list[dict], head: list[str]) -> str:
         "- The load average (1 minute) is given beside each figure (on a shared machine figures move with"
         " it); x PyFlink = PyFlink's seconds over overwindow's (> 1: overwindow"
         " faster), both measured in the same command, one right after the other.",
+        "- Spark alone (`--floors`, where measured): the same stream, run and sink without overwindow,"
+        " the floor any operator hosted on Spark works under: the CSV stream into the sink (scan: no"
+        " shuffle, no state), and through a pass-through `applyInPandasWithState` over the 16 buckets"
+        " of `k` overwindow chooses here, keeping a count per bucket (hosting: the shuffle, Arrow to"
+        " Python and back, the state store). Its x PyFlink is the most any such operator could reach.",
         "",
         "| point | keys | rows | engine | emit | s | rows/s | x PyFlink | load | output rows |",
         "|---|---:|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for point in POINTS:
         flink = newest.get((point, "pyflink", "on_window_close"))
-        for emit in EMITS:
-            r = newest.get((point, "overwindow", emit))
-            if r is None:
-                continue
-            x = f"{flink['seconds'] / r['seconds']:.2f}" if flink else "-"
-            lines.append(
-                f"| {point} | {r['keys']:,} | {r['rows']:,} | overwindow | {emit} | {r['seconds']:.1f} | "
-                f"{r['rows'] / r['seconds']:,.0f} | {x} | {r['load']:.1f} | {r['output_rows']:,} |"
-            )
+        runs = [("overwindow", emit) for emit in EMITS] + [("spark", floor) for floor in FLOORS]
+        for engine, what in runs:
+            r = newest.get((point, engine, what))
+            if r is not None:
+                x = f"{flink['seconds'] / r['seconds']:.2f}" if flink else "-"
+                lines.append(
+                    f"| {point} | {r['keys']:,} | {r['rows']:,} | {ENGINES[engine]} | {what} | "
+                    f"{r['seconds']:.1f} | {r['rows'] / r['seconds']:,.0f} | {x} | {r['load']:.1f} | "
+                    f"{r['output_rows']:,} |"
+                )
         if flink:
             lines.append(
                 f"| {point} | {flink['keys']:,} | {flink['rows']:,} | PyFlink | (on the watermark) | "
@@ -136,6 +163,7 @@ def main(argv=None) -> int:
     p.add_argument("--points", nargs="*", default=list(POINTS), choices=list(POINTS))
     p.add_argument("--scale", type=float, default=1.0, help="multiplies each point's rows")
     p.add_argument("--emits", nargs="*", default=list(EMITS), choices=EMITS)
+    p.add_argument("--floors", action="store_true", help="also Spark alone: the scan, the hosting")
     p.add_argument("--flink-python", help="a Python with apache-flink (benchmarks/flink.py says how)")
     p.add_argument("--max-records", type=int, default=10_000)
     p.add_argument("--results", type=Path, default=RESULTS)
@@ -173,6 +201,8 @@ def run_points(args, command: str) -> None:
             sweep.make_point(work / "tiny", "1k", 1, 50_000, 0, 0)
             for emit in args.emits:
                 run_overwindow(spark, work / "tiny", work / "chk", emit)
+            for floor in FLOORS if args.floors else ():
+                run_floor(spark, work / "tiny", work / "chk", floor)
             for point in args.points:
                 rows = int(POINTS[point] * args.scale)
                 info = sweep.make_point(work / point, point, 1, rows, 0, 0)
@@ -181,6 +211,9 @@ def run_points(args, command: str) -> None:
                 for emit in args.emits:
                     r = run_overwindow(spark, work / point, work / "chk", emit)
                     runs.append(dict(base, engine="overwindow", emit=emit, load=os.getloadavg()[0], **r))
+                for floor in FLOORS if args.floors else ():
+                    r = run_floor(spark, work / point, work / "chk", floor)
+                    runs.append(dict(base, engine="spark", emit=floor, load=os.getloadavg()[0], **r))
                 if args.flink_python:
                     r = run_flink(args.flink_python, point, rows, work)
                     load = os.getloadavg()[0]

@@ -119,3 +119,19 @@ def test_a_bucket_names_a_computed_keys_late_rows_as_spark_names_the_key(caplog,
         list(run((np.int64(1),), iter([later]), gs))
     (message,) = [r.getMessage() for r in caplog.records if "late" in r.getMessage()]
     assert f"key {spark_name}=5.0" in message and HIDDEN_KEY not in message, message
+
+
+def test_a_keys_output_goes_back_in_frames_of_at_most_frame_rows():
+    """A key's output is handed back to Spark in frames of at most ``frame_rows`` rows (PySpark pads
+    the states of a batch to its rows), together its rows as the batch evaluator gives them."""
+    spec = OverWindow("sum(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS s", emit="on_update", rowKey="id")
+    schema = pa.schema([("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
+    x = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+    rows = pd.DataFrame({"id": range(7), "t": [5, 1, 7, 2, 6, 3, 4], "x": x})
+    run = Runner(spec, schema, watermarked=False)
+    run.frame_rows = 3
+    frames = list(run(("k",), iter([rows]), _State(0, None)))
+    assert [len(f) for f in frames] == [3, 3, 1]
+    got = pd.concat(frames).sort_values("id").reset_index(drop=True).drop(columns="_change")
+    want = overwindow.evaluate(pa.Table.from_pandas(rows, schema=schema), *spec.expressions).to_pandas()
+    pd.testing.assert_frame_equal(got, want.sort_values("id").reset_index(drop=True), check_dtype=False)
