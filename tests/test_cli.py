@@ -607,7 +607,7 @@ def test_a_new_checkpoint_runs_the_buckets_overwindow_chooses_and_keeps_their_co
     try:
         if shape == "calls":
             with monkeypatch.context() as m:  # the query built for the session's 8 partitions
-                m.setattr(job, "_checkpoint_partitions", lambda spark, view: contextlib.nullcontext())
+                m.setattr(job, "_as_started", lambda spark, view: contextlib.nullcontext())
                 assert main(["run", _view(tmp_path, eight), "--once"]) == 1
             assert "was started with other key buckets" in capsys.readouterr().err
             os.remove(tmp_path / "chk" / "overwindow-view.json")  # lost: chosen says how it started
@@ -620,6 +620,58 @@ def test_a_new_checkpoint_runs_the_buckets_overwindow_chooses_and_keeps_their_co
     assert code == 0, err
     records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     assert 0 < max(r["state_keys"] for r in records) <= buckets
+    got = dict(sqlite3.connect(tmp_path / "view.sqlite").execute('SELECT id, s FROM "v"'))
+    assert got == _batch_sums(rows)
+
+
+def test_a_checkpoint_an_earlier_release_started_on_numbered_buckets_goes_on_numbered(
+    spark, tmp_path, capsys, monkeypatch
+):
+    """The 16 buckets chosen on 2 shuffle partitions group by values Spark's shuffle spreads evenly
+    over the partitions; earlier releases grouped by the bucket numbers, and their checkpoints'
+    fingerprints say nothing of it. A checkpoint started so (numbered, its fingerprint without
+    key_bucket_values) goes on numbered; the spread values on it are refused by Spark (their
+    grouping key is another type), in the view's words naming the setting that runs it. Oracle:
+    the batch evaluator over every row."""
+    from overwindow.pipeline import fingerprint
+
+    events = tmp_path / "events"
+    events.mkdir()
+    rows = []
+    for f in range(3):
+        batch = [
+            {"k": f"k{i % 40}", "ts": f"2024-01-01T00:{f:02d}:{i // 2:02d}", "id": f * 1000 + i, "x": f + i}
+            for i in range(80)
+        ]
+        rows += batch
+        (tmp_path / f"f{f}.json").write_text("".join(json.dumps(r) + "\n" for r in batch))
+    record = tmp_path / "chk" / "overwindow-view.json"
+
+    def recorded(values):  # the checkpoint's fingerprint, with ``values`` (None: none, as before)
+        kept = json.loads(record.read_text())
+        kept.pop("key_bucket_values")
+        record.write_text(json.dumps(kept if values is None else {**kept, "key_bucket_values": values}))
+
+    def run(f, *final):  # the next file, then the view once
+        os.replace(tmp_path / f"f{f}.json", events / f"f{f}.json")
+        os.utime(events / f"f{f}.json", (1_000 + f, 1_000 + f))
+        code = main(["run", _view(tmp_path), "--once", *final, "--progress", "json"])
+        return code, capsys.readouterr()
+
+    with monkeypatch.context() as m:  # started as an earlier release started it
+        m.setattr(fingerprint, "started_bucket_values", lambda checkpoint: "numbered")
+        code, _ = run(0)
+    assert code == 0 and json.loads(record.read_text())["key_bucket_values"] == "numbered"
+    recorded("spread")  # said to be spread: Spark refuses the grouping key
+    code, (_, err) = run(1)
+    assert code == 1 and "was started with other key buckets" in err, err
+    assert 'spark.overwindow.keyBucketValues = "numbered"' in err
+    recorded(None)  # as an earlier release recorded it: numbered, and it goes on
+    code, (out, err) = run(2, "--final")
+    assert code == 0, err
+    assert "key_bucket_values" not in json.loads(record.read_text())  # kept: it reads as numbered
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert 0 < max(r["state_keys"] for r in records) <= 16
     got = dict(sqlite3.connect(tmp_path / "view.sqlite").execute('SELECT id, s FROM "v"'))
     assert got == _batch_sums(rows)
 

@@ -20,6 +20,7 @@ import re
 
 from overwindow.pipeline import dsn as dsn_text
 from overwindow.pipeline.view import View
+from overwindow.spark.grouping import BUCKET_VALUES, NUMBERED
 from overwindow.spec import DEFAULT_KEY_BUCKETS, FEW_KEY_BUCKETS, FEW_PARTITIONS
 
 
@@ -120,7 +121,9 @@ def _classify(error: BaseException, view: View, sink_error: BaseException | None
             f"{FEW_KEY_BUCKETS} buckets up to {FEW_PARTITIONS} shuffle partitions or "
             f"{DEFAULT_KEY_BUCKETS} above (an earlier release chose 64 on any), set "
             "spark.sql.shuffle.partitions ([spark] or OVERWINDOW_SPARK_CONF) so that it chooses that "
-            "count again; or start from a new checkpoint"
+            f"count again, and started by an earlier release on {FEW_KEY_BUCKETS} buckets, also "
+            f'{BUCKET_VALUES} = "{NUMBERED}" (the bucket numbers it grouped by); or start from a new '
+            "checkpoint"
         )
     if view.source["format"] == "kafka" and "kafka" in lowered:
         cause = _java_cause(text)

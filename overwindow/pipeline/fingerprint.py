@@ -66,6 +66,7 @@ def fingerprint(checked) -> dict:
         "emit": view.emit,
         "state_layout": view.spec.state_layout,
         "key_buckets": CHOSEN if view.spec.buckets_chosen else view.spec.key_buckets,
+        "key_bucket_values": view.bucket_values,
         "state_format": FORMAT_VERSION,
         "watermark_column": view.watermark["column"] if view.watermark else None,
         "sink": {k: sink[k] for k in ("kind", "path", "table") if k in sink},
@@ -145,6 +146,28 @@ def started_key_buckets(checkpoint: str):
     except (OSError, ValueError):
         return PER_KEY  # no fingerprint: an older overwindow, which hosted a state per key
     return PER_KEY if buckets is None else buckets
+
+
+def started_bucket_values(checkpoint: str) -> str:
+    """What the buckets overwindow chooses group by on a started local checkpoint: what its
+    fingerprint records, ``NUMBERED`` where its fingerprint records none (an earlier release's);
+    ``SPREAD_NAME`` as this release chooses on a checkpoint not started, without a readable
+    fingerprint (an older overwindow's per key, or one lost, whose ``key_buckets = "chosen"``
+    written out asks for this release's choice), or remote (not read). Where that is not how the
+    checkpoint was started, Spark refuses the grouping key, and ``spark.overwindow.keyBucketValues``
+    set to "numbered" runs an earlier release's (``failures`` says so).
+
+    >>> started_bucket_values("s3a://bucket/chk"), started_bucket_values("/no/such/checkpoint")
+    ('spread', 'spread')
+    """
+    from overwindow.spark.grouping import NUMBERED, SPREAD_NAME
+
+    if is_uri(checkpoint) or not _started(checkpoint):
+        return SPREAD_NAME
+    try:
+        return _recorded(checkpoint).get("key_bucket_values", NUMBERED)
+    except (OSError, ValueError):
+        return SPREAD_NAME
 
 
 def _recorded(checkpoint: str) -> dict:

@@ -233,7 +233,7 @@ def start_view(
     df = source.frame
     # rows the machines set aside go to the dead letter too, when the view keeps one
     keep = source.dead_letter.records if source.dead_letter is not None else None
-    with _checkpoint_partitions(spark, view):
+    with _as_started(spark, view):
         if view.query is not None:  # as overwindow.sql runs it
             out = run_query(df, view.query, _keep=keep, **view.options)
         elif view.partition_by:
@@ -386,28 +386,37 @@ def job_names(views: list[View]) -> list[str]:
 
 
 @contextlib.contextmanager
-def _checkpoint_partitions(spark, view: View):
-    """While the view's query is built: the session's ``spark.sql.shuffle.partitions`` set to those
-    its started local checkpoint runs on, where overwindow chooses the view's buckets (its count
-    follows the partitions, ``spec.chosen_key_buckets``). Spark keeps a checkpoint's partitions for
-    its life and ignores the session's, so a checkpoint started on 2 partitions goes on with the 16
-    buckets it was started on when the job's settings now say 8. A remote checkpoint keeps no
-    fingerprint to say that this release chose its buckets (an earlier one chose 64 on any
-    partitions): it runs the count the session's partitions choose, and Spark refuses another
-    (``failures`` says how to choose it again). O(batches the checkpoint retains)."""
-    partitions = None
-    if view.spec.buckets_chosen and not is_uri(view.checkpoint):
-        partitions = shuffle_partitions(spark, view.checkpoint)
-    if partitions is None:
-        yield
-        return
-    key = "spark.sql.shuffle.partitions"
-    before = spark.conf.get(key)
-    spark.conf.set(key, str(partitions))
+def _as_started(spark, view: View):
+    """While the view's query is built: the session's settings that choose its buckets as its
+    started local checkpoint was started. ``spark.sql.shuffle.partitions`` set to those it runs on,
+    where overwindow chooses the view's buckets (its count follows the partitions,
+    ``spec.chosen_key_buckets``): Spark keeps a checkpoint's partitions for its life and ignores the
+    session's, so a checkpoint started on 2 partitions goes on with the 16 buckets it was started
+    on when the job's settings now say 8. And what those buckets group by
+    (``grouping.BUCKET_VALUES``: the values spread over the partitions, or numbered as an earlier
+    release numbered them, ``View.bucket_values``). A remote checkpoint keeps no fingerprint to say
+    that this release chose its buckets (an earlier one chose 64 on any partitions): it runs the
+    count the session's partitions choose, with the session's bucket values, and Spark refuses
+    others (``failures`` says how to choose them again). O(batches the checkpoint retains)."""
+    from overwindow.spark.grouping import BUCKET_VALUES
+
+    settings = {}
+    if not is_uri(view.checkpoint):
+        settings[BUCKET_VALUES] = view.bucket_values
+        partitions = shuffle_partitions(spark, view.checkpoint) if view.spec.buckets_chosen else None
+        if partitions is not None:
+            settings["spark.sql.shuffle.partitions"] = str(partitions)
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:
-        spark.conf.set(key, before)
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def _run_round(

@@ -103,6 +103,9 @@ class View:
     group_key: list[str] | None = None  # a query's GROUP BY keys (their result names): the table's key
     functions: dict = field(repr=False, default_factory=dict)  # [view] functions: name -> its pandas_udf
     trigger: str = "1 second"  # [sink] trigger: how often the micro-batches start (without --once)
+    # what the buckets overwindow chooses group by (overwindow.spark.grouping.BUCKET_VALUES): as
+    # the checkpoint was started (fingerprint.started_bucket_values)
+    bucket_values: str = "spread"
 
     def __post_init__(self):
         if not self.groups and self.spec is not None:  # a view built in code (the demo's): one group
@@ -289,6 +292,9 @@ def load_view(path: str, overrides: dict | None = None) -> View:
         keyBuckets=_key_buckets(view, v.get("key_buckets"), v.get("state_layout", "whole")),
         stateTtl=v.get("state_ttl"),
     )
+    from overwindow.pipeline.fingerprint import started_bucket_values
+
+    view.bucket_values = started_bucket_values(view.checkpoint)
     # the query's reader imports View: it is imported here, as fingerprint's is in _key_buckets
     from overwindow.pipeline.view_query import check_sandbox, read_query, spec_problem
 

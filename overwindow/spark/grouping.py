@@ -17,6 +17,16 @@ _KEY = "__overwindow_group_key_"  # a key grouped by as a column: computed, or a
 HIDDEN_KEY = PREFIX + "key"  # a computed key as the machine's input column (with_key_columns)
 _BUCKET = "__overwindow_bucket"  # keyBuckets: the bucket of a row's groupBy key
 _FEW = "__overwindow_few_buckets"  # marks FEW_KEY_BUCKETS chosen in the grouping key (bucket_grouping)
+# the grouping values of the FEW_KEY_BUCKETS buckets overwindow chooses (a SMALLINT beside the
+# constant BOOLEAN): Spark's shuffle sends bucket i's rows to partition i % P of P = 1 to 4
+# partitions (its Murmur3 hash of the value and TRUE, pmod P: found by a search over SMALLINTs), so
+# each partition's task steps as many buckets as the others'. The numbers 0 to 15, as earlier
+# releases grouped (NUMBERED), sent 4 and 12 buckets to 2 partitions and 0, 4, 4 and 8 to 4
+SPREAD = (22, 2, 3, 1, 19, 6, 9, 24, 30, 0, 21, 15, 25, 70, 4, 5)
+# which the chosen FEW_KEY_BUCKETS buckets group by: SPREAD_NAME, or NUMBERED for a checkpoint an
+# earlier release started (the main job reads it from the checkpoint's fingerprint)
+BUCKET_VALUES = "spark.overwindow.keyBucketValues"
+SPREAD_NAME, NUMBERED = "spread", "numbered"
 _KEY_HASH = "__overwindow_key_hash"  # the chunked layout on update per key: its group (per_key_grouping)
 _PER_KEY = "__overwindow_per_key"  # ... and the constant beside it in the grouping key
 PER_KEY_MARKER = bytearray(b"per key")
@@ -133,22 +143,38 @@ def bucket_grouping(df, bucket, buckets: int, chosen: bool, *leading: str):
     """``df`` grouped by the ``leading`` columns and each row's key ``bucket`` (of ``buckets``).
     keyBuckets given keep the BIGINT bucket their checkpoints have. Buckets chosen without
     keyBuckets (``chosen_key_buckets``) group by a key whose type Spark's state schema check tells
-    apart: a TINYINT bucket, and with ``FEW_KEY_BUCKETS`` a constant BOOLEAN beside it. Spark
-    refuses a checkpoint's state under another grouping key, so a checkpoint started per key (say
-    by a BIGINT that never equals a bucket number: every window would restart silently), on
-    keyBuckets given, or on the other chosen count (the shuffle's partitions changed: Spark keeps
-    the checkpoint's, overwindow would hash the keys anew) is refused, unless it was keyed by a
-    lone TINYINT, or a TINYINT and a BOOLEAN. O(1): builds the plan."""
+    apart: a TINYINT bucket, and with ``FEW_KEY_BUCKETS`` a bucket's ``SPREAD`` value as a SMALLINT
+    (``NUMBERED``: its number as a TINYINT, as earlier releases did, and beside ``leading`` columns)
+    and a constant BOOLEAN beside it. Spark refuses a checkpoint's state under another grouping key,
+    so a checkpoint started per key (say by a BIGINT that never equals a bucket number: every window
+    would restart silently), on keyBuckets given, on the other chosen count (the shuffle's
+    partitions changed: Spark keeps the checkpoint's, overwindow would hash the keys anew) or with
+    the other bucket values is refused, unless it was keyed by a lone TINYINT, or a TINYINT or
+    SMALLINT and a BOOLEAN. O(1): builds the plan."""
     from pyspark.sql import functions as F
 
     if not chosen:
         return df.withColumn(_BUCKET, bucket).groupBy(*leading, _BUCKET)
     if buckets not in (FEW_KEY_BUCKETS, DEFAULT_KEY_BUCKETS):  # the grouping key tells these two apart
         raise ValueError(f"{buckets} buckets are not a count overwindow chooses")
-    df = df.withColumn(_BUCKET, bucket.cast("tinyint"))
     if buckets == DEFAULT_KEY_BUCKETS:
-        return df.groupBy(*leading, _BUCKET)
+        return df.withColumn(_BUCKET, bucket.cast("tinyint")).groupBy(*leading, _BUCKET)
+    if leading or bucket_values(df.sparkSession) == NUMBERED:
+        df = df.withColumn(_BUCKET, bucket.cast("tinyint"))
+    else:
+        spread = F.array(*(F.lit(v) for v in SPREAD))
+        df = df.withColumn(_BUCKET, F.element_at(spread, (bucket + 1).cast("int")).cast("smallint"))
     return df.withColumn(_FEW, F.lit(True)).groupBy(*leading, _BUCKET, _FEW)
+
+
+def bucket_values(session) -> str:
+    """How a query of ``session`` groups the ``FEW_KEY_BUCKETS`` buckets it chooses: ``SPREAD``
+    (the default), or ``NUMBERED`` as earlier releases did, where ``BUCKET_VALUES`` says so (for
+    a checkpoint they started; the main job sets it from the checkpoint's fingerprint). O(1)."""
+    value = session.conf.get(BUCKET_VALUES, SPREAD_NAME)
+    if value not in (SPREAD_NAME, NUMBERED):
+        raise ValueError(f'{BUCKET_VALUES} is "{SPREAD_NAME}" or "{NUMBERED}", not {value!r}')
+    return value
 
 
 def named_keys(grouped, names: list[str]) -> tuple[str, ...] | None:

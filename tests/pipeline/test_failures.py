@@ -88,7 +88,9 @@ def test_a_checkpoint_of_other_key_buckets_names_the_checkpoint_and_key_buckets(
         'write key_buckets = "chosen" (where its record in the checkpoint is gone), and for a remote '
         "checkpoint, started on 16 buckets up to 4 shuffle partitions or 64 above (an earlier release "
         "chose 64 on any), set spark.sql.shuffle.partitions ([spark] or OVERWINDOW_SPARK_CONF) so that "
-        "it chooses that count again; or start from a new checkpoint"
+        "it chooses that count again, and started by an earlier release on 16 buckets, also "
+        'spark.overwindow.keyBucketValues = "numbered" (the bucket numbers it grouped by); or start '
+        "from a new checkpoint"
     )
 
 

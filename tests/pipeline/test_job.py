@@ -5,22 +5,26 @@ from test_view import GOOD, write
 
 from overwindow.pipeline import job
 from overwindow.pipeline.view import load_view
+from overwindow.spark.grouping import BUCKET_VALUES
 
 KEY = "spark.sql.shuffle.partitions"
 
 
 class _Session:
-    """A session's conf, as much of it as ``job._checkpoint_partitions`` uses."""
+    """A session's conf, as much of it as ``job._as_started`` uses."""
 
     def __init__(self, partitions: str):
         self.conf = self
         self.values = {KEY: partitions}
 
-    def get(self, key):
-        return self.values[key]
+    def get(self, key, default=None):
+        return self.values.get(key, default)
 
     def set(self, key, value):
         self.values[key] = value
+
+    def unset(self, key):
+        del self.values[key]
 
 
 def test_a_started_checkpoints_partitions_hold_while_the_query_is_built(tmp_path, monkeypatch):
@@ -28,15 +32,29 @@ def test_a_started_checkpoints_partitions_hold_while_the_query_is_built(tmp_path
     own setting is back afterwards, also when building fails."""
     monkeypatch.setattr(job, "shuffle_partitions", lambda spark, checkpoint: 2)
     view, session = load_view(write(tmp_path, GOOD)), _Session("8")
-    with job._checkpoint_partitions(session, view):
+    with job._as_started(session, view):
         assert session.get(KEY) == "2"
     assert session.get(KEY) == "8"
-    with pytest.raises(RuntimeError), job._checkpoint_partitions(session, view):
+    with pytest.raises(RuntimeError), job._as_started(session, view):
         raise RuntimeError("the query could not be built")
     assert session.get(KEY) == "8"
     monkeypatch.setattr(job, "shuffle_partitions", lambda spark, checkpoint: None)  # not started
-    with job._checkpoint_partitions(session, view):
+    with job._as_started(session, view):
         assert session.get(KEY) == "8"
+
+
+@pytest.mark.parametrize("values", ["numbered", "spread"])
+def test_the_bucket_values_a_checkpoint_was_started_with_hold_while_the_query_is_built(
+    tmp_path, monkeypatch, values
+):
+    """What the buckets overwindow chooses group by, as the view's checkpoint was started, is the
+    session's while its query is built; the session's own (none) is back afterwards."""
+    monkeypatch.setattr(job, "shuffle_partitions", lambda spark, checkpoint: None)
+    view, session = load_view(write(tmp_path, GOOD)), _Session("8")
+    view.bucket_values = values
+    with job._as_started(session, view):
+        assert session.get(BUCKET_VALUES) == values
+    assert session.get(BUCKET_VALUES) is None
 
 
 @pytest.mark.parametrize(
@@ -56,7 +74,7 @@ def test_the_checkpoint_is_not_read_for_buckets_given_per_key_or_remote(tmp_path
 
     monkeypatch.setattr(job, "shuffle_partitions", unread)
     view, session = load_view(write(tmp_path, GOOD.replace(*change))), _Session("8")
-    with job._checkpoint_partitions(session, view):
+    with job._as_started(session, view):
         assert session.get(KEY) == "8"
 
 
