@@ -8,7 +8,8 @@
 ``maxFilesPerTrigger`` 1) and, joined, as one file for Flink (``nexmark_flink.py``). The queries
 (``nexmark_queries.py``: q18, q19, a q6 over bids, a RANGE count) run on overwindow through
 ``overwindow.sql`` over the file stream with ``withWatermark("dateTime", "4 seconds")``, in every
-emit mode the query takes, on 16 key buckets (``keyBuckets``), into Spark's ``noop`` sink
+emit mode the query takes, on the 16 key buckets it chooses (q19: ``keyBuckets=16`` given, its
+ORDER BY not the watermarked time), into Spark's ``noop`` sink
 (``local[2]``, 2 shuffle partitions, the tests' settings: ``common.spark_session``), with
 ``trigger(availableNow=True)``; and on PyFlink with parallelism 2 into ``blackhole`` sinks, in the
 PyFlink venv (``--flink-python``; without it only overwindow runs). Both engines first run each
@@ -85,12 +86,8 @@ def _end_s(progress) -> float:
 def run_overwindow(spark, query, emit: str, folder: Path, chk: Path) -> dict:
     """One run of ``query`` in ``emit`` mode over the files of ``folder``; the throughput without
     the first micro-batch (see the module's docstring)."""
-    import overwindow
-
     bids_view(spark, folder)
-    # the key buckets overWindow chooses on 2 shuffle partitions where it chooses buckets; q19
-    # orders by price, not by the watermarked time, and would run a Python call per auction
-    out = overwindow.sql(spark, query.overwindow, emit=emit, keyBuckets=KEY_BUCKETS)
+    out = nl.overwindow_sql(spark, query, emit)
     return stream_rate(out, "append" if emit == "on_window_close" else "update", chk, query.name)
 
 
@@ -103,7 +100,7 @@ def run_spark_alone(spark, query, floor: str, folder: Path, chk: Path) -> dict:
     events = bids_view(spark, folder)
     if floor == "scan":
         return stream_rate(events, "append", chk, "Spark")
-    out = spark.sql(query.spark) if floor == "own" else nl.pass_through(events, query.keys)
+    out = spark.sql(query.spark) if floor == "own" else nl.pass_through(events, query)
     return stream_rate(out, "update", chk, "Spark")
 
 
@@ -265,7 +262,10 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
         f"- Throughput input: {first['events']:,} Nexmark events from seed {first['seed']}"
         " (`benchmarks/nexmark_events.py`), their bids in JSON lines files; event times 100 us apart"
         f" (Nexmark's 10,000 events/s), watermark {WATERMARK_S} s.",
-        f"- overwindow: `overwindow.sql` over the file stream, `keyBuckets={KEY_BUCKETS}`, local[2], the"
+        "- overwindow: `overwindow.sql` over the file stream on the key buckets it chooses (16 on the 2"
+        " shuffle partitions, spread over them; q19, whose ORDER BY is not the watermarked time,"
+        f" `keyBuckets={KEY_BUCKETS}` given: a BIGINT bucket, 7 and 9 of them on the 2 partitions),"
+        " local[2], the"
         " checkpoint manager `overwindow run` sets (`compat.use_filesystem_checkpoints`); for the"
         " throughput `maxFilesPerTrigger` 1, availableNow, `noop` sink. PyFlink: apache-flink, parallelism 2,"
         " filesystem source (one JSON file), blackhole sinks.",
@@ -303,6 +303,7 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
         " `foreachBatch`, a bid committed with the micro-batch that read it): the file stream alone"
         " (scan: the scan and JSON parse every query pays; no shuffle, no state); the hosting every Python"
         f" operator on Spark pays, the bids grouped by {KEY_BUCKETS} buckets of the query's PARTITION BY"
+        " (as overwindow groups them)"
         " columns through an `applyInPandasWithState` function passing them on and keeping a count"
         " (hosting: shuffle, Arrow both ways, the state store; no overwindow; new with this round's"
         " records, as the latency column); and, where Spark has one, Spark's own streaming SQL for the"

@@ -329,12 +329,9 @@ def overwindow_latency(spark, query, emit: str, work: Path, rate: float, seconds
                        warmup_s: float, tail_s: float, trigger: str = SPARK_TRIGGER) -> dict:  # fmt: skip
     """One overwindow run of ``query`` in ``emit`` mode fed at ``rate`` bids a second for ``seconds``
     on a processing-time ``trigger`` (see the module's docstring): p50, p99 and the counts."""
-    from nexmark_queries import KEY_BUCKETS
-
-    import overwindow
 
     def build(events):
-        return overwindow.sql(spark, query.overwindow, emit=emit, keyBuckets=KEY_BUCKETS)
+        return overwindow_sql(spark, query, emit)
 
     timing = (rate, seconds, seed, warmup_s, tail_s, trigger)
     return spark_latency(spark, f"{query.name}-{emit}", build, emit == "on_window_close", work, *timing)
@@ -354,32 +351,44 @@ def floor_latency(spark, query, floor: str, work: Path, rate: float, seconds: fl
             return events
         if floor == "own":
             return spark.sql(query.spark)
-        return pass_through(events, query.keys)
+        return pass_through(events, query)
 
     timing = (rate, seconds, seed, warmup_s, tail_s, trigger)
     return spark_latency(spark, f"{query.name}-{floor}", build, floor == "scan", work, *timing)
 
 
-def pass_through(events, keys: tuple):
+def overwindow_sql(spark, query, emit: str):
+    """``query`` as ``overwindow.sql`` runs it over the view ``bids`` in ``emit`` mode, on the key
+    buckets it chooses (16 on 2 shuffle partitions), or ``query.key_buckets`` given."""
+    import overwindow
+
+    given = {"keyBuckets": query.key_buckets} if query.key_buckets else {}
+    return overwindow.sql(spark, query.overwindow, emit=emit, **given)
+
+
+def pass_through(events, query):
     """``events`` through ``applyInPandasWithState`` grouped by ``KEY_BUCKETS`` buckets of
-    ``keys`` (as overwindow's ``keyBuckets`` groups them), each group's rows passed on as they came
-    and their count kept in its state."""
+    ``query.keys`` as overwindow groups them (``grouping.bucket_grouping``: chosen, or given where
+    the query gives them), each group's rows passed on as they came and their count kept in its
+    state."""
     from nexmark_queries import KEY_BUCKETS
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    from overwindow.spark.grouping import bucket_of
+    from overwindow.spark.grouping import bucket_grouping, bucket_of
+
+    names = events.columns
 
     def call(key, frames, state):
         held = state.get[0] if state.exists else 0
         for frame in frames:
             held += len(frame)
-            yield frame.drop(columns="__bucket")
+            yield frame[names]
         state.update((held,))
 
-    return (
-        events.withColumn("__bucket", bucket_of(keys, KEY_BUCKETS))
-        .groupBy("__bucket")
-        .applyInPandasWithState(call, events.schema, "held long", "update", GroupStateTimeout.NoTimeout)
+    bucket = bucket_of(query.keys, KEY_BUCKETS)
+    grouped = bucket_grouping(events, bucket, KEY_BUCKETS, not query.key_buckets)
+    return grouped.applyInPandasWithState(
+        call, events.schema, "held long", "update", GroupStateTimeout.NoTimeout
     )
 
 
