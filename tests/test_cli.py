@@ -559,6 +559,22 @@ def _batch_sums(rows: list[dict]) -> dict:
     return {r["id"]: r["s"] for r in batch.to_pylist()}
 
 
+def _forty_keys(folder) -> list[dict]:
+    """Three JSON files of 80 events over 40 keys each, a minute apart, oldest first, in ``folder``
+    (made); their rows."""
+    folder.mkdir(exist_ok=True)
+    rows = []
+    for f in range(3):
+        batch = [
+            {"k": f"k{i % 40}", "ts": f"2024-01-01T00:{f:02d}:{i // 2:02d}", "id": f * 1000 + i, "x": f + i}
+            for i in range(80)
+        ]
+        rows += batch
+        (folder / f"f{f}.json").write_text("".join(json.dumps(r) + "\n" for r in batch))
+        os.utime(folder / f"f{f}.json", (1_000 + f, 1_000 + f))
+    return rows
+
+
 TWO_GROUPS = (
     'query = "SELECT k, ts, id, x, sum(x) OVER (PARTITION BY k ORDER BY ts ROWS 2 PRECEDING) AS s, '
     'count(*) OVER (ORDER BY ts ROWS 2 PRECEDING) AS c FROM source"'
@@ -577,16 +593,7 @@ def test_a_new_checkpoint_runs_the_buckets_overwindow_chooses_and_keeps_their_co
     it does, so the view goes on with 16. A checkpoint whose record is gone runs per key unless
     key_buckets = "chosen" says how it was started. Oracle: the batch evaluator."""
     events = tmp_path / "events"
-    events.mkdir()
-    rows = []
-    for f in range(3):
-        batch = [
-            {"k": f"k{i % 40}", "ts": f"2024-01-01T00:{f:02d}:{i // 2:02d}", "id": f * 1000 + i, "x": f + i}
-            for i in range(80)
-        ]
-        rows += batch
-        (events / f"f{f}.json").write_text("".join(json.dumps(r) + "\n" for r in batch))
-        os.utime(events / f"f{f}.json", (1_000 + f, 1_000 + f))
+    rows = _forty_keys(events)
     first = tmp_path / "first"
     first.mkdir()
     os.replace(events / "f2.json", first / "f2.json")  # the second run's
@@ -637,14 +644,7 @@ def test_a_checkpoint_an_earlier_release_started_on_numbered_buckets_goes_on_num
 
     events = tmp_path / "events"
     events.mkdir()
-    rows = []
-    for f in range(3):
-        batch = [
-            {"k": f"k{i % 40}", "ts": f"2024-01-01T00:{f:02d}:{i // 2:02d}", "id": f * 1000 + i, "x": f + i}
-            for i in range(80)
-        ]
-        rows += batch
-        (tmp_path / f"f{f}.json").write_text("".join(json.dumps(r) + "\n" for r in batch))
+    rows = _forty_keys(tmp_path)  # moved into events one file a run
     record = tmp_path / "chk" / "overwindow-view.json"
 
     def recorded(values):  # the checkpoint's fingerprint, with ``values`` (None: none, as before)
