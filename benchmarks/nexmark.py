@@ -100,7 +100,11 @@ def run_spark_alone(spark, query, floor: str, folder: Path, chk: Path) -> dict:
     events = bids_view(spark, folder)
     if floor == "scan":
         return stream_rate(events, "append", chk, "Spark")
-    out = spark.sql(query.spark) if floor == "own" else nl.pass_through(events, query)
+    out = (
+        spark.sql(query.spark)
+        if floor == "own"
+        else nl.pass_through(events, query.keys, not query.key_buckets)
+    )
     return stream_rate(out, "update", chk, "Spark")
 
 

@@ -351,7 +351,7 @@ def floor_latency(spark, query, floor: str, work: Path, rate: float, seconds: fl
             return events
         if floor == "own":
             return spark.sql(query.spark)
-        return pass_through(events, query)
+        return pass_through(events, query.keys, not query.key_buckets)
 
     timing = (rate, seconds, seed, warmup_s, tail_s, trigger)
     return spark_latency(spark, f"{query.name}-{floor}", build, floor == "scan", work, *timing)
@@ -366,11 +366,10 @@ def overwindow_sql(spark, query, emit: str):
     return overwindow.sql(spark, query.overwindow, emit=emit, **given)
 
 
-def pass_through(events, query):
-    """``events`` through ``applyInPandasWithState`` grouped by ``KEY_BUCKETS`` buckets of
-    ``query.keys`` as overwindow groups them (``grouping.bucket_grouping``: chosen, or given where
-    the query gives them), each group's rows passed on as they came and their count kept in its
-    state."""
+def pass_through(events, keys: tuple, chosen: bool):
+    """``events`` through ``applyInPandasWithState`` grouped by ``KEY_BUCKETS`` buckets of ``keys``
+    as overwindow groups them (``grouping.bucket_grouping``: ``chosen``, or as keyBuckets given),
+    each group's rows passed on as they came and their count kept in its state."""
     from nexmark_queries import KEY_BUCKETS
     from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -385,8 +384,7 @@ def pass_through(events, query):
             yield frame[names]
         state.update((held,))
 
-    bucket = bucket_of(query.keys, KEY_BUCKETS)
-    grouped = bucket_grouping(events, bucket, KEY_BUCKETS, not query.key_buckets)
+    grouped = bucket_grouping(events, bucket_of(keys, KEY_BUCKETS), KEY_BUCKETS, chosen)
     return grouped.applyInPandasWithState(
         call, events.schema, "held long", "update", GroupStateTimeout.NoTimeout
     )

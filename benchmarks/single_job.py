@@ -65,10 +65,10 @@ def run_floor(spark, src: Path, chk: Path, floor: str) -> dict:
     pass-through ``applyInPandasWithState`` over the buckets of ``k`` overwindow chooses here
     (hosting: ``nexmark_latency.pass_through``, 16 buckets on 2 shuffle partitions)."""
     from nexmark_latency import pass_through
-    from nexmark_queries import Query
 
-    keyed = Query("single", CALL, "", (), (), keys=("k",))  # k's buckets as overwindow chooses them
-    build = (lambda events: events) if floor == "scan" else (lambda events: pass_through(events, keyed))
+    build = (
+        (lambda events: events) if floor == "scan" else (lambda events: pass_through(events, ("k",), True))
+    )
     return run_spark(spark, src, chk, build, "append" if floor == "scan" else "update", floor)
 
 

@@ -219,8 +219,9 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
     companions = companions_of(input_schema)
     grouped = with_companions(grouped, companions)
     counts = MachineCounts.of(df.sparkSession, keep)
-    run = Runner(spec, input_schema, watermarked, counts, companions, keys, stage)
-    run.frame_rows = frame_rows(df.sparkSession)
+    run = Runner(
+        spec, input_schema, watermarked, counts, companions, keys, stage, frame_rows(df.sparkSession)
+    )
     if spec.state_layout == "chunked":
         check_rocksdb(df.sparkSession, "stateLayout='chunked'")
         out = grouped.transformWithStateInPandas(
@@ -304,11 +305,12 @@ class Runner:
         companions=(),
         keys: tuple[str, ...] = (),
         stage: Stage = WINDOWS,
+        frame_rows: int | None = None,
     ):
         self.spec, self.schema, self.watermarked = spec, schema, watermarked
         self.counts, self.companions, self.keys = counts, tuple(companions), tuple(keys)
         self.stage = stage  # its words and the names of computed keys (``__ow_ekey0``: "(k % 2)")
-        self.frame_rows: int | None = None  # the rows of a frame handed back (``frame_rows``)
+        self.frame_rows = frame_rows  # the rows of a frame handed back (None: one frame a step)
         self._machine = None
         self._key_cache = None
 
@@ -333,9 +335,15 @@ class Runner:
     def __setstate__(self, d):
         companions = [Companion(*c) for c in d["companions"]]
         self.__init__(
-            d["spec"], d["schema"], d["watermarked"], d["counts"], companions, d["keys"], d["stage"]
+            d["spec"],
+            d["schema"],
+            d["watermarked"],
+            d["counts"],
+            companions,
+            d["keys"],
+            d["stage"],
+            d["frame_rows"],
         )
-        self.frame_rows = d["frame_rows"]
         self.spec.register_user_aggregates()
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:

@@ -128,8 +128,7 @@ def test_a_keys_output_goes_back_in_frames_of_at_most_frame_rows():
     schema = pa.schema([("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
     x = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
     rows = pd.DataFrame({"id": range(7), "t": [5, 1, 7, 2, 6, 3, 4], "x": x})
-    run = Runner(spec, schema, watermarked=False)
-    run.frame_rows = 3
+    run = Runner(spec, schema, watermarked=False, frame_rows=3)
     frames = list(run(("k",), iter([rows]), _State(0, None)))
     assert [len(f) for f in frames] == [3, 3, 1]
     got = pd.concat(frames).sort_values("id").reset_index(drop=True).drop(columns="_change")
