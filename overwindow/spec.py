@@ -237,6 +237,9 @@ class OverWindow:
                 "ORDER BY in a second overWindow"
             )
         self.written: dict[str, str] = {}  # columns Spark computes ahead of the windows: their SQL
+        # the input columns the result carries besides those the calls read (None: all of them);
+        # emit on update holds only those (``carrying``)
+        self.carried: tuple[str, ...] | None = None
         # Python aggregates travel with the spec to Spark's workers, where the registry is empty
         self.user_aggregates = {
             c.function: user_aggregate_class(c.function)
@@ -271,6 +274,19 @@ class OverWindow:
             return self
         out = copy.copy(self)
         out.key_buckets = buckets
+        return out
+
+    def carrying(self, columns) -> OverWindow:
+        """The spec whose result carries only ``columns`` of the input besides the columns its calls,
+        row key and condition read (``overwindow.select`` and ``overwindow.sql`` know them): emit on
+        update then holds and emits only those, after telling rows apart by all input columns
+        (without a row key a row is its whole input row, whatever the result shows of it). O(1).
+
+        >>> OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update").carrying(["k"]).carried
+        ('k',)
+        """
+        out = copy.copy(self)
+        out.carried = tuple(columns)
         return out
 
     def over(self, expressions, written=(), **qualify) -> OverWindow:

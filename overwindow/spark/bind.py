@@ -112,6 +112,9 @@ def results_in_spark(spec):
         calls += [e] if e.expr is None else [WindowExpression(c.alias, (c,), None, str(c)) for c in e.calls]
     bound = None if condition is None else rank_condition(condition, calls)
     machine = spec.over(calls, qualify=None if bound is None else bound.sql)
+    if spec.carried is not None:  # what Spark computes after the windows reads rows' columns too
+        read = [*(c for _, e in post for c in e.columns()), *(condition.columns() if condition else ())]
+        machine = machine.carrying([*spec.carried, *read])
     return machine, post, None if condition is None else condition.sql
 
 

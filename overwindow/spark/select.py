@@ -151,6 +151,11 @@ def select(
         ]
         if not _append:  # a GROUP BY's changelog (overwindow.spark.grouped) names its own columns
             specs[0][1].check_columns(df.columns)
+        carried = _carried(items)
+        if emit == "on_update" and not several and not _append and carried is not None:
+            # held: what the result carries, and what Spark computes after the windows reads
+            read = [c for w in computed for c in w.expr.columns()]
+            specs = [(keys, spec.carrying([*carried, *read])) for keys, spec in specs]
         df = with_computed(df, bound.pre)
         if several:  # Spark applies the condition; the row assembly its Top-N bounds (as overWindow)
             calls = [e for _, spec in specs for e in spec.expressions]
@@ -179,6 +184,21 @@ def select(
         if not rowKey:
             final.append(ROW_ID)
     return _counted(out.select(*final), out)
+
+
+def _carried(items: list[_Item]) -> tuple[str, ...] | None:
+    """The input columns the result carries unchanged, besides its windows (None: a column is
+    computed by Spark from columns only its analysis names). O(items).
+
+    >>> _carried([_Item("k", source="k"), _Item(None, sql="lag(x) OVER (ORDER BY t)")])
+    ('k',)
+    >>> _carried([_Item("k", source="k"), _Item("x + 1")]) is None
+    True
+    """
+    plain = [i for i in items if not i.sql]
+    if any(i.source is None for i in plain):
+        return None
+    return tuple(i.source for i in plain)
 
 
 def _in_machine_names(condition: str, items: list[_Item]) -> str:

@@ -125,9 +125,12 @@ class OnUpdate:
         self.op = resolve_column(empty, spec.op_column) if spec.op_column else None
         # where each change stands in its source (sourceOrder): a key's changes apply in that order
         self.source_order = tuple(resolve_column(empty, c) for c in spec.source_order)
-        self.schema = pa.schema([f for f in schema if f.name != self.op and f.name not in self.source_order])
+        # the input rows' columns (a row without a row key is all of them), and those held and
+        # emitted: the ones the result carries (``OverWindow.carrying``) and the calls read
+        self.input = pa.schema([f for f in schema if f.name != self.op and f.name not in self.source_order])
         self.row_key = tuple(resolve_column(empty, c) for c in spec.row_key) if spec.row_key else None
         self.keys = tuple(keys)
+        self.schema = held_schema(spec, self.input, self.keys + (self.row_key or ()))
         self.buckets = spec.key_buckets if self.keys else None
         # a row key tells rows apart within a partition: in a bucket, with the partition's key
         self.identity = self.keys + self.row_key if self.row_key and self.keys else self.row_key
@@ -187,13 +190,15 @@ class OnUpdate:
         tables, meta = decode(state, STATE_KIND, OnUpdateMeta)
         counts = EvictedCounts(tables["parts"], self.keys) if "parts" in tables else None
         held = tables["rows"].combine_chunks()
-        n_data = len(self.schema)
-        rows = held.select(list(range(n_data)))
-        if held.column_names[n_data] == IDENTITY:
-            rows, n_data = rows.append_column(IDENTITY, held.column(n_data)), n_data + 1
+        names = held.column_names
+        # by name: a state written before the spec held fewer columns (``carrying``) has more
+        rows = held.select(self.schema.names)
+        if IDENTITY in names:
+            rows = rows.append_column(IDENTITY, held.column(IDENTITY))
         else:  # format 3 leaves out what the row key hashes to (``encode``)
             rows = rows.append_column(IDENTITY, pa.array(row_ids(rows, self.identity)))
-        columns = [_held_as(c, f.type) for c, f in zip(held.columns[n_data:], self.results_schema)]
+        stored = [held.column(n) for n in names if n.startswith(_RESULT)]
+        columns = [_held_as(c, f.type) for c, f in zip(stored, self.results_schema)]
         if len(columns) < len(self.results_schema):  # written before rows were set aside: none is
             columns.append(pa.array(np.zeros(held.num_rows, dtype=bool)))
         results = pa.Table.from_arrays(columns, schema=self.results_schema)
@@ -299,10 +304,12 @@ class OnUpdate:
             return Changes(self.empty_rows(), np.zeros(0, dtype=np.int64))
         rows = in_source_order(rows, self.source_order)
         ops, reasons = ops_of(rows, self.op)
-        data = rows.select(self.schema.names)
-        if not data.schema.equals(self.schema):
-            data = data.cast(self.schema)
+        data = rows.select(self.input.names)
+        if not data.schema.equals(self.input):
+            data = data.cast(self.input)
         ids = row_ids(data, self.identity)
+        if len(self.schema) < len(self.input):
+            data = data.select(self.schema.names)
         late = np.zeros(rows.num_rows, dtype=bool)
         if self.watermarked:
             times = Values(data.column(self.event_time))
@@ -600,3 +607,24 @@ def _held_as(column: pa.ChunkedArray, type: pa.DataType) -> pa.ChunkedArray:
         return column.cast(type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return pa.chunked_array([pa.nulls(len(column), type)])
+
+
+def held_schema(spec: OverWindow, data: pa.Schema, keys: tuple[str, ...]) -> pa.Schema:
+    """The columns of ``data`` (the input rows) an emit-on-update machine holds and emits: all of
+    them, or with ``spec.carried`` those carried, the ``keys`` (partition and row key), what the
+    calls, the results' expressions and the condition read, and the columns a bind adds (Spark
+    computed them for the calls, or names a row's failed expression), in input order. O(columns).
+
+    >>> spec = OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update").carrying(["K"])
+    >>> data = pa.schema([("k", pa.int64()), ("t", pa.int64()), ("x", pa.int64()), ("url", pa.string())])
+    >>> held_schema(spec, data, ()).names
+    ['k', 't', 'x']
+    """
+    if spec.carried is None:
+        return data
+    exprs = [e for c in spec.calls for e in c.exprs()] + [e.expr for e in spec.expressions if e.expr]
+    read = [*spec.carried, *keys, *(c for e in exprs for c in e.columns())]
+    read += spec.qualify.columns() if spec.qualify is not None else []
+    wanted = {n.lower() for n in read}
+    added = set(data.names) - set(source_columns(data.names))
+    return pa.schema([f for f in data if f.name.lower() in wanted or f.name in added])

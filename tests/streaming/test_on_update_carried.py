@@ -1,0 +1,125 @@
+"""Emit on update holding only the columns its result carries (``OverWindow.carrying``,
+``on_update.held_schema``): rows that differ only in a column the result leaves out stay distinct
+rows (the same ``_row_id``s as the machine holding all columns: a row without a row key is its
+whole input row), the view equals the batch evaluator over every row after every batch, and a
+state written holding all columns (an earlier release's) goes on under ``carrying``."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import overwindow
+from overwindow.spec import OverWindow
+from overwindow.streaming.contract import CHANGE, ROW_ID
+from overwindow.streaming.machines import machine_for
+
+SCHEMA = pa.schema([("k", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("u", pa.string())])
+CALLS = (
+    "count(*) OVER (ORDER BY t RANGE BETWEEN 3 PRECEDING AND CURRENT ROW) AS c",
+    "avg(x) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS a",
+    "lag(x) OVER (ORDER BY t) AS l",
+)
+
+
+def _batches(seed: int, n_batches: int, size: int, keys) -> list[pa.Table]:
+    """Rows with few distinct (k, t) and a ``u`` of their own: many rows equal but for ``u`` (``x``
+    follows (k, t): a NULL, NaN or number, so peers in ORDER BY are equal and their order is not
+    seen); ``k`` 0 to 2 on a bucket of ``keys``, else 0 (a machine per key)."""
+    rng = np.random.default_rng(seed)
+    xs = rng.integers(0, 3, (3, 6)).astype(float)
+    xs[rng.random((3, 6)) < 0.2] = np.nan
+    nulls = rng.random((3, 6)) < 0.15
+    out, n = [], 0
+    for _ in range(n_batches):
+        k, t = rng.integers(0, 3 if keys else 1, size), rng.integers(0, 6, size)
+        out.append(
+            pa.table(
+                {
+                    "k": pa.array(k, pa.int64()),
+                    "t": pa.array(t, pa.int64()),
+                    "x": pa.array(xs[k, t], pa.float64(), mask=nulls[k, t]),
+                    "u": [f"row {n + i}" for i in range(size)],
+                },
+                schema=SCHEMA,
+            )
+        )
+        n += size
+    return out
+
+
+def _spec(keys: tuple[str, ...]) -> OverWindow:
+    return OverWindow(*CALLS, emit="on_update", keyBuckets=2 if keys else "per key")
+
+
+def _run(spec, batches, keys, state=None):
+    """Each batch's changelog, and the last state."""
+    machine = machine_for(spec, SCHEMA, False, keys=keys)
+    outputs = []
+    for rows in batches:
+        step = machine.step(state, rows)
+        state = step.state
+        outputs.append(step.output)
+    return outputs, state
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1), n_batches=st.integers(1, 5), size=st.integers(1, 20))
+@pytest.mark.parametrize("keys", [(), ("k",)])
+def test_held_columns_keep_every_row_and_the_view_the_batch(keys, seed, n_batches, size):
+    batches = _batches(seed, n_batches, size, keys)
+    full, full_state = _run(_spec(keys), batches, keys)
+    held, held_state = _run(_spec(keys).carrying(["k"]), batches, keys)
+    assert all(c.schema.names == [n for n in w.schema.names if n != "u"] for c, w in zip(held, full))
+    assert len(held_state) < len(full_state)
+    _same_views(full, held, batches, keys)
+
+
+@pytest.mark.parametrize("keys", [(), ("k",)])
+def test_a_state_holding_every_column_goes_on_holding_the_carried_ones(keys):
+    batches = _batches(7, 6, 15, keys)
+    full, _ = _run(_spec(keys), batches, keys)
+    before, written = _run(_spec(keys), batches[:3], keys)
+    after, _ = _run(_spec(keys).carrying(["k"]), batches[3:], keys, state=written)
+    _same_views(full, before + after, batches, keys)
+
+
+def test_a_row_key_and_what_is_computed_after_the_windows_stay_held():
+    spec = OverWindow("lag(x) OVER (ORDER BY t) AS l", emit="on_update", rowKey="u", qualify="x > 0")
+    machine = machine_for(spec.carrying([]), SCHEMA, False)
+    assert machine.schema.names == ["t", "x", "u"]
+
+
+def _same_views(full, held, batches, keys):
+    """After every batch, the view ``held``'s changelogs keep has the rows (by ``_row_id``: a row
+    is its whole input row) of the one ``full``'s keep, and equals the batch evaluator over every
+    row so far (peers in ORDER BY are equal in every held column, so their order is not seen)."""
+    full_view, view = {}, {}
+    names = ["k", "t", "x", "c", "a", "l"]
+    for n, (whole, carried) in enumerate(zip(full, held)):
+        _apply(full_view, whole)
+        _apply(view, carried)
+        assert set(view) == set(full_view)
+        every = pa.concat_tables(batches[: n + 1])
+        batch = overwindow.evaluate(every, *_spec(()).partitioned(keys))
+        assert sorted(_key(r, names) for r in view.values()) == sorted(
+            _key(r, names) for r in batch.to_pylist()
+        )
+
+
+def _apply(view: dict, changes: pa.Table) -> None:
+    for r in changes.to_pylist():
+        if r[CHANGE] == "delete":
+            view.pop(r[ROW_ID], None)
+        else:
+            view[r[ROW_ID]] = r
+
+
+def _key(row: dict, names) -> tuple:
+    """A row as a sortable tuple: NULL and NaN apart from numbers, floats rounded (avg's sums)."""
+    out = []
+    for n in names:
+        v = row[n]
+        out.append((0, 0.0) if v is None else (1, 0.0) if np.isnan(v) else (2, round(float(v), 9)))
+    return tuple(out)
