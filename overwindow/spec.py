@@ -238,7 +238,7 @@ class OverWindow:
             )
         self.written: dict[str, str] = {}  # columns Spark computes ahead of the windows: their SQL
         # the input columns the result carries besides those the calls read (None: all of them);
-        # emit on update holds only those (``carrying``)
+        # the machines hold only those (``carrying``; sessions and the split layout hold all)
         self.carried: tuple[str, ...] | None = None
         # Python aggregates travel with the spec to Spark's workers, where the registry is empty
         self.user_aggregates = {
@@ -278,9 +278,11 @@ class OverWindow:
 
     def carrying(self, columns) -> OverWindow:
         """The spec whose result carries only ``columns`` of the input besides the columns its calls,
-        row key and condition read (``overwindow.select`` and ``overwindow.sql`` know them): emit on
-        update then holds and emits only those, after telling rows apart by all input columns
-        (without a row key a row is its whole input row, whatever the result shows of it). O(1).
+        row key and condition read (``overwindow.select`` and ``overwindow.sql`` know them): the
+        machines then hold and emit only those (``contract.held_schema``; sessions and window
+        close's split layout hold every column), emit on update after telling rows apart by all
+        input columns (without a row key a row is its whole input row, whatever the result shows
+        of it). O(1).
 
         >>> OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update").carrying(["k"]).carried
         ('k',)

@@ -152,7 +152,7 @@ def select(
         if not _append:  # a GROUP BY's changelog (overwindow.spark.grouped) names its own columns
             specs[0][1].check_columns(df.columns)
         carried = _carried(items)
-        if emit == "on_update" and not several and not _append and carried is not None:
+        if not several and not _append and carried is not None:
             # held: what the result carries, and what Spark computes after the windows reads
             read = [c for w in computed for c in w.expr.columns()]
             specs = [(keys, spec.carrying([*carried, *read])) for keys, spec in specs]

@@ -26,6 +26,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from overwindow.logical.bind import source_columns
 from overwindow.streaming.aside import Aside
 
 CHANGE = "_change"  # emit on update: UPSERT or DELETE per output row
@@ -124,3 +125,25 @@ class StateMachine(Protocol):
         """Feed one partition's rows of a micro-batch (None: none) with the current watermark (in the
         ORDER BY key's numbers) to its ``state`` (None: new); the new state and the rows emitted."""
         ...
+
+
+def held_schema(spec, data: pa.Schema, keys: tuple[str, ...]) -> pa.Schema:
+    """The columns of ``data`` (the input rows) a machine holds and emits: all of them, or with
+    ``spec.carried`` those carried, the ``keys`` (partition and row key), what the
+    calls, the results' expressions and the condition read, and the columns a bind adds (Spark
+    computed them for the calls, or names a row's failed expression), in input order. O(columns).
+
+    >>> from overwindow.spec import OverWindow
+    >>> spec = OverWindow("lag(x) OVER (ORDER BY t) AS p", emit="on_update").carrying(["K"])
+    >>> data = pa.schema([("k", pa.int64()), ("t", pa.int64()), ("x", pa.int64()), ("url", pa.string())])
+    >>> held_schema(spec, data, ()).names
+    ['k', 't', 'x']
+    """
+    if spec.carried is None:
+        return data
+    exprs = [e for c in spec.calls for e in c.exprs()] + [e.expr for e in spec.expressions if e.expr]
+    read = [*spec.carried, *keys, *(c for e in exprs for c in e.columns())]
+    read += spec.qualify.columns() if spec.qualify is not None else []
+    wanted = {n.lower() for n in read}
+    added = set(data.names) - set(source_columns(data.names))
+    return pa.schema([f for f in data if f.name.lower() in wanted or f.name in added])

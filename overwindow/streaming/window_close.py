@@ -56,7 +56,7 @@ from overwindow.physical.sorting import Layout
 from overwindow.physical.values import TypeFamily, Values
 from overwindow.spec import OverWindow
 from overwindow.streaming.aside import Aside, Qualify, RowChecks, project_failing
-from overwindow.streaming.contract import END_OF_INPUT, Counters, Step, keys_of
+from overwindow.streaming.contract import END_OF_INPUT, Counters, Step, held_schema, keys_of
 from overwindow.streaming.released import Released
 from overwindow.streaming.sorted_rows import in_order, merged, within
 from overwindow.streaming.state import StateFormatError, WindowCloseMeta, buckets_changed, decode, encode
@@ -79,7 +79,7 @@ class WindowClose:
         if spec.emit != "on_window_close":
             raise WindowSpecError("WindowClose runs specs with emit='on_window_close'")
         self.spec = spec
-        self.schema = schema
+        self.input = schema
         empty = schema.empty_table()
         self.order = resolve_column(empty, spec.order_column)
         kind = Values(empty.column(self.order)).kind
@@ -91,7 +91,12 @@ class WindowClose:
         self.key_type = schema.field(self.order).type
         self.keys = [resolve_column(empty, k) for k in keys]
         self.buckets = spec.key_buckets if self.keys else None
-        identity = spec.row_key or source_columns(schema.names)
+        # the columns held and emitted (``OverWindow.carrying``); the split layout reads its
+        # histories against the columns it wrote them with, so it holds all of them
+        row_key = tuple(resolve_column(empty, c) for c in spec.row_key or ())
+        whole = spec.state_layout == "whole"
+        self.schema = held_schema(spec, schema, (*self.keys, *row_key)) if whole else schema
+        identity = spec.row_key or source_columns(self.schema.names)
         self.sort_keys = [(self.order, "ascending")] + [
             (resolve_column(empty, c), "ascending") for c in identity if c != self.order
         ]
@@ -100,9 +105,11 @@ class WindowClose:
         # there): all but the ORDER BY key, the key columns and what the calls read
         read = {self.order, *self.keys}
         read |= {resolve_column(empty, c) for call in spec.calls for c in call.columns()}
-        self.unread = [c for c in schema.names if c not in read]
-        self.output_schema = project(empty, self.expressions, evaluate_calls(empty, self.expressions)).schema
-        self.qualify = spec.qualify and Qualify(spec.qualify, self.output_schema.empty_table(), schema.names)
+        self.unread = [c for c in self.schema.names if c not in read]
+        held = self.schema.empty_table()
+        self.output_schema = project(held, self.expressions, evaluate_calls(held, self.expressions)).schema
+        results = self.output_schema.empty_table()
+        self.qualify = spec.qualify and Qualify(spec.qualify, results, self.schema.names)
         self.counts = any(c.info.counts is not None for c in spec.calls)  # row_number, rank, ...
         self.checks = RowChecks(spec.calls, schema.names)
         self.ttl = spec.state_ttl
@@ -144,7 +151,7 @@ class WindowClose:
             zeros = pa.array(np.zeros(stored.num_rows, np.int64))
             counted = self.parts_schema.names[:-1]  # the keys and counters; ``newest`` below
             parts = pa.table({c: stored.column(c) if c in names else zeros for c in counted})
-            rows = self._with_keys(rows, parts)
+            rows = self.held(self._with_keys(rows, parts))
             if "newest" in names:
                 newest = stored.column("newest")
             elif self.ttl is not None:  # format 3, or formats 5-6 written without stateTtl
@@ -157,6 +164,7 @@ class WindowClose:
                 "this state was written for one key per state (formats 1-2); a state of many keys "
                 "cannot continue it: start the query from a new checkpoint"
             )
+        rows = self.held(rows)
         if not meta.one_partition.get("pending_sorted", False):  # pending rows as they arrived
             rows = self._insert(rows, self._keys(rows), np.zeros(rows.num_rows, dtype=np.int64))[0]
         one = {c: meta.one_partition.get(c, 0) for c in _COUNTERS[1:]}
@@ -300,6 +308,7 @@ class WindowClose:
         forgotten = self._forgotten(newest, upto)
         if rows is not None and rows.num_rows:
             rows, aside = self.checks.split(self.conform(rows))
+            rows = self.held(rows)
             held, renumber, new_part = self._partitions(held, forgotten, rows)
             count = {c: _spread(v, renumber, np.zeros(held.num_rows, np.int64)) for c, v in count.items()}
             newest = _spread(newest, renumber, self._no_key(held.num_rows))
@@ -350,9 +359,14 @@ class WindowClose:
 
     def conform(self, rows: pa.Table) -> pa.Table:
         """``rows`` with the input schema's columns, in its order and types."""
-        if rows.schema.names != self.schema.names:
-            rows = rows.select(self.schema.names)
-        return rows if rows.schema.equals(self.schema) else rows.cast(self.schema)
+        if rows.schema.names != self.input.names:
+            rows = rows.select(self.input.names)
+        return rows if rows.schema.equals(self.input) else rows.cast(self.input)
+
+    def held(self, rows: pa.Table) -> pa.Table:
+        """``rows`` (the input's columns, or a state's written holding more) with the columns held
+        alone. O(columns)."""
+        return rows if rows.schema.names == self.schema.names else rows.select(self.schema.names)
 
     def _forgotten(self, newest: np.ndarray, now) -> np.ndarray:
         """Per partition, whether ``stateTtl`` forgets it in this step: the watermark ``now`` is
