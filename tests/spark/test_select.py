@@ -224,6 +224,46 @@ def test_sql_over_a_streaming_view_with_where_equals_spark_sql(spark, tmp_path):
     _assert_as_spark(out, rows, batch, kept)
 
 
+def test_a_query_holds_only_the_input_columns_its_result_keeps(spark, tmp_path):
+    """The stateful operator takes every input column and hands back only those the result keeps
+    and its windows read (``rid`` and ``n`` stay out of the state); the values are Spark's batch
+    SQL, and the ``_row_id`` of each row is the one a query keeping every column gives it (a row
+    without a row key is its whole input row)."""
+    import re
+
+    src, _ = _source(tmp_path)
+    stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(src)
+    stream.createOrReplaceTempView("ow_carried_stream")
+    spark.read.schema(SCHEMA).parquet(src).createOrReplaceTempView("ow_carried_batch")
+    query = "SELECT k, ts, x - lag(x) OVER (PARTITION BY k ORDER BY ts) AS d FROM {}"
+    out = overwindow.sql(spark, query.format("ow_carried_stream"), emit="on_update")
+    plan = out._jdf.queryExecution().analyzed().toString()
+    (line,) = [x for x in plan.splitlines() if "FlatMapGroupsInPandasWithState" in x]
+    handed_back = set(re.findall(r"(\w+)#\d+", line.split("], [")[1]))
+    assert {"k", "ts", "x"} <= handed_back and not {"rid", "n"} & handed_back
+    kept = _applied_by_id(_collect(out, str(tmp_path / "chk"), "update"))
+    want = compat.to_arrow(spark.sql(query.format("ow_carried_batch"))).to_pylist()
+    assert set(kept) == {(r["k"], r["ts"]) for r in want} and len(kept) == len(want)
+    for r in want:
+        assert _same(kept[(r["k"], r["ts"])]["d"], r["d"]), r
+    every = "SELECT *, x - lag(x) OVER (PARTITION BY k ORDER BY ts) AS d FROM ow_carried_stream"
+    whole = _applied_by_id(
+        _collect(overwindow.sql(spark, every, emit="on_update"), str(tmp_path / "chk2"), "update")
+    )
+    assert {k: r["_row_id"] for k, r in kept.items()} == {k: r["_row_id"] for k, r in whole.items()}
+
+
+def _applied_by_id(changes) -> dict:
+    """The table a changelog keyed by ``_row_id`` leaves, by (k, ts) (one row each here)."""
+    table = {}
+    for r in changes:
+        if r["_change"] == "delete":
+            table.pop(r["_row_id"], None)
+        else:
+            table[r["_row_id"]] = r
+    return {(r["k"], r["ts"]): r for r in table.values()}
+
+
 @pytest.fixture
 def events(spark, tmp_path):
     (tmp_path / "none").mkdir()
