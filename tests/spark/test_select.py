@@ -85,14 +85,14 @@ def _collect(out, chk, mode) -> list[dict]:
     return pa.concat_tables(got).to_pylist() if got else []
 
 
-def _applied(changes) -> dict:
-    """The table a changelog keyed by ``rid`` leaves: rid -> its last upserted row."""
+def _applied(changes, key: str = "rid") -> dict:
+    """The table a changelog keyed by ``key`` leaves: key -> its last upserted row."""
     table = {}
     for r in changes:
         if r["_change"] == "delete":
-            table.pop(r["rid"], None)
+            table.pop(r[key], None)
         else:
-            table[r["rid"]] = r
+            table[r[key]] = r
     return table
 
 
@@ -255,13 +255,7 @@ def test_a_query_holds_only_the_input_columns_its_result_keeps(spark, tmp_path):
 
 def _applied_by_id(changes) -> dict:
     """The table a changelog keyed by ``_row_id`` leaves, by (k, ts) (one row each here)."""
-    table = {}
-    for r in changes:
-        if r["_change"] == "delete":
-            table.pop(r["_row_id"], None)
-        else:
-            table[r["_row_id"]] = r
-    return {(r["k"], r["ts"]): r for r in table.values()}
+    return {(r["k"], r["ts"]): r for r in _applied(changes, "_row_id").values()}
 
 
 @pytest.fixture
