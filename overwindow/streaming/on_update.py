@@ -77,7 +77,7 @@ from overwindow.streaming.merge import Merged, RowOrder, merge_changes
 from overwindow.streaming.partitions import EvictedCounts, touched
 from overwindow.streaming.reach import FrameReach, ReachFinder
 from overwindow.streaming.recompute import FAILED, changed, held_before, recompute
-from overwindow.streaming.state import OnUpdateMeta, buckets_changed, decode, encode
+from overwindow.streaming.state import OnUpdateMeta, buckets_changed, decode, encode, held_columns
 from overwindow.streaming.topn import TopN
 
 STATE_KIND = "on_update"
@@ -192,8 +192,7 @@ class OnUpdate:
         counts = EvictedCounts(tables["parts"], self.keys) if "parts" in tables else None
         held = tables["rows"].combine_chunks()
         names = held.column_names
-        # by name: a state written before the spec held fewer columns (``carrying``) has more
-        rows = held.select(self.schema.names)
+        rows = held_columns(held, self.schema.names)
         if IDENTITY in names:
             rows = rows.append_column(IDENTITY, held.column(IDENTITY))
         else:  # format 3 leaves out what the row key hashes to (``encode``)

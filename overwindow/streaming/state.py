@@ -167,6 +167,24 @@ def buckets_changed(written: int | None, written_keys, running: int | None, keys
     )
 
 
+def held_columns(rows: pa.Table, names: list[str]) -> pa.Table:
+    """A state's held ``rows`` with the columns ``names`` (the ones the query holds), by name: a
+    state written holding more columns (before ``OverWindow.carrying``, or for a query carrying
+    more) gives those alone; one lacking a column is refused. O(columns).
+
+    >>> held_columns(pa.table({"t": [1], "x": [2], "url": ["a"]}), ["t", "x"]).column_names
+    ['t', 'x']
+    """
+    missing = [n for n in names if n not in rows.column_names]
+    if missing:
+        raise StateFormatError(
+            f"this state holds no column {', '.join(map(repr, missing))}, which the query now keeps "
+            "or reads (a column added to its SELECT or its source): start the query from a new "
+            "checkpoint"
+        )
+    return rows if rows.column_names == list(names) else rows.select(list(names))
+
+
 @dataclass
 class ChunkIndexMeta(OnUpdateMeta):
     """The chunked layout's index: the partition's counters and the next free chunk id; with its

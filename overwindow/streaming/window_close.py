@@ -59,7 +59,14 @@ from overwindow.streaming.aside import Aside, Qualify, RowChecks, project_failin
 from overwindow.streaming.contract import END_OF_INPUT, Counters, Step, held_schema, keys_of
 from overwindow.streaming.released import Released
 from overwindow.streaming.sorted_rows import in_order, merged, within
-from overwindow.streaming.state import StateFormatError, WindowCloseMeta, buckets_changed, decode, encode
+from overwindow.streaming.state import (
+    StateFormatError,
+    WindowCloseMeta,
+    buckets_changed,
+    decode,
+    encode,
+    held_columns,
+)
 from overwindow.streaming.stretch import evaluate_stretch, peer_groups
 
 STATE_KIND = "window_close"
@@ -366,7 +373,7 @@ class WindowClose:
     def held(self, rows: pa.Table) -> pa.Table:
         """``rows`` (the input's columns, or a state's written holding more) with the columns held
         alone. O(columns)."""
-        return rows if rows.schema.names == self.schema.names else rows.select(self.schema.names)
+        return held_columns(rows, self.schema.names)
 
     def _forgotten(self, newest: np.ndarray, now) -> np.ndarray:
         """Per partition, whether ``stateTtl`` forgets it in this step: the watermark ``now`` is

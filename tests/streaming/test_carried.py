@@ -15,6 +15,7 @@ import overwindow
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import CHANGE, END_OF_INPUT, ROW_ID
 from overwindow.streaming.machines import machine_for
+from overwindow.streaming.state import StateFormatError
 
 SCHEMA = pa.schema([("k", pa.int64()), ("t", pa.int64()), ("x", pa.float64()), ("u", pa.string())])
 CALLS = (
@@ -125,6 +126,15 @@ def _same_rows(emitted: pa.Table, batches, keys):
     assert sorted(_key(r, names) for r in emitted.to_pylist()) == sorted(
         _key(r, names) for r in batch.to_pylist()
     )
+
+
+@pytest.mark.parametrize("emit", ["on_update", "on_window_close"])
+def test_a_state_lacking_a_column_the_query_now_keeps_is_refused_naming_it(emit):
+    spec = _spec((), emit)
+    batches = _batches(3, 2, 10, ())
+    _, written = _run(spec.carrying(["k"]), batches[:1], ())
+    with pytest.raises(StateFormatError, match="no column 'u'.*new checkpoint"):
+        _run(spec.carrying(["k", "u"]), batches[1:], (), state=written, start=1)
 
 
 def test_a_row_key_and_what_is_computed_after_the_windows_stay_held():
