@@ -1,8 +1,9 @@
 """``GroupedData.overWindow(spec)``: a thin adapter from Spark's ``applyInPandasWithState`` to the
 pure state machines in overwindow.streaming.
 
-Output: the input columns plus one column per window expression. Emit on window close runs in
-``append`` mode with ``GroupStateTimeout.EventTimeTimeout``, so keys without new rows still emit
+Output: the input columns (those the spec carries, ``OverWindow.carrying``) plus one column per
+window expression. Emit on window close runs in ``append`` mode with
+``GroupStateTimeout.EventTimeTimeout``, so keys without new rows still emit
 when the watermark passes their pending rows. With ``keyBuckets=B`` it groups by
 ``pmod(xxhash64(keys), B)`` instead of by the key: one call, one state and one timeout per bucket
 serve all its keys (the machine tells them apart by the key columns), so a micro-batch costs B
