@@ -57,7 +57,10 @@ def options(jvm_options: str, build: bool) -> str:
     """The options that give a JVM started with ``jvm_options`` the archive, first built where it is
     missing and ``build`` is true; "" without one (the JVMs then run as before). O(jars) once
     built."""
-    archive = CACHE / f"spark-{_key(jvm_options)}.jsa"
+    try:
+        archive = CACHE / f"spark-{_key(jvm_options)}.jsa"
+    except ImportError:  # no PySpark here (a batch-only install): no JVM to give it to
+        return ""
     if not archive.exists() and not (build and _build(archive, jvm_options)):
         return ""
     return f"-XX:SharedArchiveFile={archive} {SILENT}"
@@ -83,7 +86,10 @@ def _key(jvm_options: str) -> str:
 def _build(archive: Path, jvm_options: str) -> bool:
     """Runs the small job with ``-XX:ArchiveClassesAtExit``; whether the archive is there after.
     Written beside its place, then moved there: another run never maps a part-written one."""
-    archive.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:  # no cache folder to keep it in
+        return False
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         (folder / "events").mkdir()
