@@ -51,7 +51,7 @@ SUBPROCESS_JVM = JVM_OPTIONS
 if not os.environ.get("OVERWINDOW_TESTS_WITHOUT_SPARK"):
     from jvm_archive import options
 
-    SUBPROCESS_JVM = f"{JVM_OPTIONS} {options(JVM_OPTIONS, build=False)}".rstrip()
+    SUBPROCESS_JVM = f"{JVM_OPTIONS} {options(JVM_OPTIONS)}".rstrip()
 os.environ.setdefault("SPARK_SUBMIT_OPTS", SUBPROCESS_JVM)
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 

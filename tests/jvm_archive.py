@@ -22,7 +22,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 
 CACHE = Path.home() / ".cache" / "overwindow-tests"
@@ -53,17 +52,23 @@ checkpoint = "chk-{emit}"
 """
 
 
-def options(jvm_options: str, build: bool) -> str:
-    """The options that give a JVM started with ``jvm_options`` the archive, first built where it is
-    missing and ``build`` is true; "" without one (the JVMs then run as before). O(jars) once
-    built."""
+def options(jvm_options: str) -> str:
+    """The options that give a JVM started with ``jvm_options`` the archive where it is built; ""
+    without one (the JVMs then run as before). O(jars)."""
+    found = archive(jvm_options, build=False)
+    return f"-XX:SharedArchiveFile={found} {SILENT}" if found else ""
+
+
+def archive(jvm_options: str, build: bool) -> Path | None:
+    """The archive for JVMs started with ``jvm_options``, first built where it is missing and
+    ``build`` is true; None without one. O(jars) once built."""
     try:
-        archive = CACHE / f"spark-{_key(jvm_options)}.jsa"
+        path = CACHE / f"spark-{_key(jvm_options)}.jsa"
     except ImportError:  # no PySpark here (a batch-only install): no JVM to give it to
-        return ""
-    if not archive.exists() and not (build and _build(archive, jvm_options)):
-        return ""
-    return f"-XX:SharedArchiveFile={archive} {SILENT}"
+        return None
+    if not path.exists() and not (build and _build(path, jvm_options)):
+        return None
+    return path
 
 
 def _key(jvm_options: str) -> str:
@@ -71,12 +76,10 @@ def _key(jvm_options: str) -> str:
     options."""
     import pyspark
 
-    java = (
-        shutil.which("java", path=os.path.join(os.environ["JAVA_HOME"], "bin"))
-        if "JAVA_HOME" in os.environ
-        else None
+    home = os.environ.get("JAVA_HOME")  # the java Spark's launcher runs
+    java = os.path.realpath(
+        (home and shutil.which("java", path=os.path.join(home, "bin"))) or shutil.which("java") or "java"
     )
-    java = os.path.realpath(java or shutil.which("java") or "java")
     jars = Path(pyspark.__file__).parent / "jars"
     stamp = [java, os.path.getmtime(java) if os.path.exists(java) else 0, pyspark.__version__, str(jars)]
     stamp += sorted((p.name, p.stat().st_size) for p in jars.glob("*.jar"))
@@ -98,7 +101,7 @@ def _build(archive: Path, jvm_options: str) -> bool:
         views = []
         for emit in ("on_update", "on_window_close"):
             views.append(folder / f"{emit}.toml")
-            views[-1].write_text(textwrap.dedent(_VIEW.format(emit=emit)))
+            views[-1].write_text(_VIEW.format(emit=emit))
         part = folder / "archive.jsa"
         env = dict(os.environ, SPARK_SUBMIT_OPTS=f"{jvm_options} -XX:ArchiveClassesAtExit={part} {SILENT}")
         run = subprocess.run(
@@ -121,6 +124,5 @@ if __name__ == "__main__":
     from conftest import JVM_OPTIONS
 
     start = time.monotonic()
-    given = options(JVM_OPTIONS, build=True)
-    took = f"{time.monotonic() - start:.0f} s"
-    print(f"tests/jvm_archive.py: {given.split()[0].split('=')[1] if given else 'no archive'} ({took})")
+    built = archive(JVM_OPTIONS, build=True)
+    print(f"tests/jvm_archive.py: {built or 'no archive'} ({time.monotonic() - start:.0f} s)")
