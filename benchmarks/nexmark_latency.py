@@ -344,17 +344,23 @@ def floor_latency(spark, query, floor: str, work: Path, rate: float, seconds: fl
     shuffle, no state); ``"hosting"``, its bids grouped by ``KEY_BUCKETS`` buckets of
     ``query.keys`` through an ``applyInPandasWithState`` function that passes them on and keeps a
     count (the hosting every Python operator pays: shuffle, Arrow both ways, the state store);
-    ``"own"``, Spark's own streaming SQL for the query's rows (``query.spark``; no Python)."""
+    ``"map"``, the same shuffle into a stateless ``mapInArrow`` (``map_through``); ``"own"``,
+    Spark's own streaming SQL for the query's rows (``query.spark``; no Python)."""
 
     def build(events):
         if floor == "scan":
             return events
         if floor == "own":
             return spark.sql(query.spark)
+        if floor == "map":
+            return map_through(events, query.keys)
         return pass_through(events, query.keys, not query.key_buckets)
 
     timing = (rate, seconds, seed, warmup_s, tail_s, trigger)
-    return spark_latency(spark, f"{query.name}-{floor}", build, floor == "scan", work, *timing)
+    return spark_latency(spark, f"{query.name}-{floor}", build, floor in APPENDED, work, *timing)
+
+
+APPENDED = ("scan", "map")  # floors whose every bid has a row of its own (Spark's append mode)
 
 
 def overwindow_sql(spark, query, emit: str):
@@ -388,6 +394,21 @@ def pass_through(events, keys: tuple, chosen: bool):
     return grouped.applyInPandasWithState(
         call, events.schema, "held long", "update", GroupStateTimeout.NoTimeout
     )
+
+
+def map_through(events, keys: tuple):
+    """``events`` shuffled by ``KEY_BUCKETS`` buckets of ``keys`` (as overwindow groups them) into a
+    ``mapInArrow`` function passing each Arrow batch on as it came: the cheapest Python operator a
+    stream can run after the shuffle (no pandas, no state store; what a hosting that kept its state
+    itself would pay at least)."""
+    from nexmark_queries import KEY_BUCKETS
+
+    from overwindow.spark.grouping import bucket_of
+
+    def call(batches):
+        yield from batches
+
+    return events.repartition(bucket_of(keys, KEY_BUCKETS)).mapInArrow(call, events.schema)
 
 
 def spark_latency(spark, name: str, build, append: bool, work: Path, rate: float, seconds: float,
