@@ -264,10 +264,10 @@ def render(args, records: list[dict]) -> tuple[str, list[str]]:
     body = [
         *head,
         f"- Each query's record was measured with overwindow's revision: {measured_at}.",
-        "- One command per query (each holds the machine's Spark lock a few minutes); each appends a record"
-        " per query to `benchmarks/results/nexmark.jsonl` and this section is written from the newest record"
-        " of each query. The load average (1 minute) is given beside each figure: on a shared machine single"
-        " figures move with it.",
+        "- A command runs one query or several (holding the machine's Spark lock a few minutes a query) and"
+        " appends a record per query to `benchmarks/results/nexmark.jsonl`; this section is written from the"
+        " newest record of each query. The load average (1 minute) is given beside each figure: on a shared"
+        " machine single figures move with it.",
         f"- Throughput input: {first['events']:,} Nexmark events from seed {first['seed']}"
         " (`benchmarks/nexmark_events.py`), their bids in JSON lines files; event times 100 us apart"
         f" (Nexmark's 10,000 events/s), watermark {WATERMARK_S} s.",
