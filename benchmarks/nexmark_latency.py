@@ -54,6 +54,7 @@ SPARK_KEY = ("auction", "bidder", "price", "dateTime")  # a Spark row's KEY, whe
 CHUNK_S = 0.25
 SPARK_TRIGGER = "1 second"
 FLINK_MONITOR = "200 ms"
+APPENDED = ("scan", "map")  # Spark alone's floors whose every bid has a row of its own (append mode)
 
 
 @dataclass(frozen=True)
@@ -353,14 +354,11 @@ def floor_latency(spark, query, floor: str, work: Path, rate: float, seconds: fl
         if floor == "own":
             return spark.sql(query.spark)
         if floor == "map":
-            return map_through(events, query.keys)
+            return map_through(events, query.keys, not query.key_buckets)
         return pass_through(events, query.keys, not query.key_buckets)
 
     timing = (rate, seconds, seed, warmup_s, tail_s, trigger)
     return spark_latency(spark, f"{query.name}-{floor}", build, floor in APPENDED, work, *timing)
-
-
-APPENDED = ("scan", "map")  # floors whose every bid has a row of its own (Spark's append mode)
 
 
 def overwindow_sql(spark, query, emit: str):
@@ -396,19 +394,22 @@ def pass_through(events, keys: tuple, chosen: bool):
     )
 
 
-def map_through(events, keys: tuple):
-    """``events`` shuffled by ``KEY_BUCKETS`` buckets of ``keys`` (as overwindow groups them) into a
-    ``mapInArrow`` function passing each Arrow batch on as it came: the cheapest Python operator a
-    stream can run after the shuffle (no pandas, no state store; what a hosting that kept its state
-    itself would pay at least)."""
+def map_through(events, keys: tuple, chosen: bool):
+    """``events`` shuffled as ``pass_through`` groups them (the same bucket columns, so each bucket
+    lands on the same partition) into a ``mapInArrow`` function passing each Arrow batch on as it
+    came: the cheapest Python operator a stream can run after that shuffle (no pandas, no state
+    store; what a hosting that kept its state itself would pay at least). O(1): builds the plan."""
     from nexmark_queries import KEY_BUCKETS
 
-    from overwindow.spark.grouping import bucket_of
+    from overwindow.spark.grouping import bucket_grouping, bucket_of
+
+    grouped = bucket_grouping(events, bucket_of(keys, KEY_BUCKETS), KEY_BUCKETS, chosen)._df
+    columns = [c for c in grouped.columns if c not in events.columns]  # the grouping's own
 
     def call(batches):
         yield from batches
 
-    return events.repartition(bucket_of(keys, KEY_BUCKETS)).mapInArrow(call, events.schema)
+    return grouped.repartition(*columns).drop(*columns).mapInArrow(call, events.schema)
 
 
 def spark_latency(spark, name: str, build, append: bool, work: Path, rate: float, seconds: float,

@@ -1,17 +1,18 @@
 """Prototype (issue 44): overwindow's machines on a hosting that keeps its own state, measured.
 
-    python benchmarks/own_state.py --queries q19 range q18 q6   # throughput, both hostings, 3 runs
-    python benchmarks/own_state.py --check                      # same changelog as overwindow's, small input
+    python benchmarks/own_state.py                # throughput of the four queries, both hostings in turns
+    python benchmarks/own_state.py --check        # the same changelog as overwindow's, a small input
 
 Not product code. Every Python operator on a Spark stream pays what ``applyInPandasWithState``
 costs (pandas both ways, the state padded to the data's rows, the JVM state store): Nexmark's
-"hosting" floor, 0.5x-0.9x PyFlink's whole query on this machine. Spark's cheapest Python step
-after a shuffle is a stateless ``mapInArrow`` (the "Arrow map" floor, about twice as fast). This
+"hosting" floor, 0.5x-1.2x PyFlink's whole query on this machine. Spark's cheapest Python step
+after a shuffle is a stateless ``mapInArrow`` (the "Arrow map" floor, 1.5x-2.3x as fast). This
 script measures what overwindow would run at on it, the machine's state kept by the operator itself:
 
 - ``overwindow.sql`` plans the query as usual, but where the adapter would call
   ``GroupedData.applyInPandasWithState`` (``over_window``), the grouped rows are instead shuffled by
-  the same key bucket column (``repartition``) into ``mapInArrow``;
+  the grouping's own columns (``repartition``: each bucket on the partition Spark's grouping would
+  give it) into ``mapInArrow``;
 - the companion columns the pandas boundary needs (a nullable BIGINT's exact value, NaN apart from
   NULL) are left aside: Arrow carries the values exactly;
 - a task reads its partition's bucket states of the micro-batch before from one Arrow IPC file
@@ -19,13 +20,14 @@ script measures what overwindow would run at on it, the machine's state kept by 
   local property ``streaming.sql.batchId``), steps the machine on each bucket's Arrow rows (no
   pandas), yields the output and writes its states for this micro-batch (a temporary file renamed:
   a retried task writes the same file again from the same input);
-- the watermark is Spark's rule rebuilt: the largest event time of every partition's file of the
-  micro-batch before, less the delay.
+- the watermark is Spark's rule rebuilt: the largest event time (in milliseconds) of every
+  partition's file of the micro-batch before, less the delay.
 
-Emit on update only (its operator has no timeouts: a bucket is called when rows arrive), local files
-for the state (a real hosting would write to the checkpoint's file system), no late-row counts or
-rows set aside. What it leaves out favours it, so its figure is an upper bound for the design.
-O(rows) a micro-batch beside the machine's own step.
+Emit on update only (its operator has no timeouts: a bucket is called when rows arrive; emit on
+window close needs micro-batches without new rows, which Spark runs only for a stateful operator),
+local files for the state (a real hosting would write to the checkpoint's file system and clean old
+versions), no late-row counts or rows set aside. A micro-batch costs O(rows log rows) (the sort by
+bucket) plus reading and writing the partition's whole state, beside the machine's own step.
 """
 
 from __future__ import annotations
@@ -59,11 +61,13 @@ def own_state_operator(grouped, run, out_struct, state_dir: Path):
     bucket column and ``mapInArrow``, each partition's bucket states in ``state_dir``."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from overwindow.spark.grouping import _BUCKET
+    from overwindow.spark.grouping import _BUCKET, _FEW
 
     schema, folder = run.schema, str(state_dir)
-    out_schema = to_arrow_schema(out_struct, timezone="UTC")  # the session's zone (check_session_time_zone)
-    delay_us = WATERMARK_S * 1_000_000
+    # UTC: overwindow refuses a stream with a TIMESTAMP in any other session zone (check_session_time_zone)
+    out_schema = to_arrow_schema(out_struct, timezone="UTC")
+    delay_ms = WATERMARK_S * 1000
+    columns = [c for c in (_BUCKET, _FEW) if c in grouped._df.columns]  # the grouping's, as Spark's shuffle
 
     def operator(batches):
         import numpy as np
@@ -80,11 +84,14 @@ def own_state_operator(grouped, run, out_struct, state_dir: Path):
             held = ipc.open_file(before).read_all()
             states = dict(zip(held["bucket"].to_pylist(), held["state"].to_pylist()))
             seen = int(held.schema.metadata[b"seen"])
+        elif batch > 0:  # every micro-batch runs a task per partition, each writing its file
+            raise RuntimeError(f"no state of partition {part} for micro-batch {batch - 1}")
         tops = [
             int(ipc.open_file(f).schema.metadata[b"seen"]) for f in Path(folder).glob(f"*-{batch - 1}.arrow")
         ]
         if run.watermarked and max(tops, default=0) > 0:
-            watermark = max(tops) - delay_us
+            # Spark's: milliseconds of the largest event time, less the delay; the machine's key units
+            watermark = (max(tops) // 1000 - delay_ms) * 1000
         batches = [b for b in batches if b.num_rows]
         if batches:
             table = pa.Table.from_batches(batches)
@@ -113,7 +120,7 @@ def own_state_operator(grouped, run, out_struct, state_dir: Path):
             w.write_table(table)
         os.replace(written, Path(folder, f"{part}-{batch}.arrow"))
 
-    return grouped._df.repartition(_BUCKET).mapInArrow(operator, out_struct)
+    return grouped._df.repartition(*columns).mapInArrow(operator, out_struct)
 
 
 @contextlib.contextmanager
@@ -124,8 +131,8 @@ def hosted_on_own_state(state_dir: Path):
     original = GroupedData.applyInPandasWithState
 
     def instead(self, run, out_struct, state_struct, mode, timeout):
-        if mode != "update":
-            raise ValueError("the prototype hosts emit on update only")
+        if mode != "update":  # window close, or on update in append mode after another operator
+            raise ValueError("the prototype hosts emit on update in update mode only")
         return own_state_operator(self, run, out_struct, state_dir)
 
     GroupedData.applyInPandasWithState = instead
@@ -145,10 +152,11 @@ def query_on(spark, query, hosting: str, folder: Path, work: Path):
 
 
 def check(spark, work: Path) -> int:
-    """Each query's changelog on both hostings over a small input (2 files), as sorted rows: equal."""
+    """Each query's changelog on both hostings over a small input (4 files, a micro-batch each: three
+    hand-overs of the state), as sorted rows: equal. Returns the exit status."""
     ne = nm.ne
     folder = work / "small"
-    ne.write_json_files(ne.bids(ne.events(20_000, 7)), folder, 2)
+    ne.write_json_files(ne.bids(ne.events(40_000, 7)), folder, 4)
     failed = 0
     for query in QUERIES:
         rows = {}
@@ -171,25 +179,26 @@ def check(spark, work: Path) -> int:
     return 1 if failed else 0
 
 
-def bench(spark, work: Path, queries: list[str], runs: int) -> list[dict]:
-    """Throughput on both hostings, ``runs`` runs each after an untimed one, as ``nexmark.py``."""
+def bench(spark, work: Path, queries: list[str], warm: int, runs: int) -> list[dict]:
+    """Throughput on both hostings (``nexmark.stream_rate``, the input of ``nexmark.py``): ``warm``
+    untimed runs of each, then ``runs`` timed runs of each, the hostings in turns."""
     counts = nm.write_inputs(work, 1_000_000, 10, 20240601)
     records = []
     for query in (q for q in QUERIES if q.name in queries):
-        rates = {}
-        for hosting in HOSTINGS:
-            rates[hosting] = []
-            for n in range(runs + 1):
+        rates, loads = {h: [] for h in HOSTINGS}, []
+        for n in range(warm + runs):
+            for hosting in HOSTINGS:
                 out, mode = query_on(spark, query, hosting, work / "bids", work)
                 r = nm.stream_rate(out, mode, work / f"chk-{query.name}-{hosting}{n}", hosting)
-                if n:
+                if n >= warm:
                     rates[hosting].append(r["rate"])
-            print(
-                f"{query.name} on update, {hosting}: {', '.join(f'{x:,.0f}' for x in rates[hosting])} "
-                f"bids/s/core, {r['output_rows']:,} rows out, load {os.getloadavg()[0]:.2f}",
-                flush=True,
-            )
-        records.append({"query": query.name, "rates": rates, "bids": counts["bids"], "git": revision()})
+                    loads.append(os.getloadavg()[0])
+        for hosting in HOSTINGS:
+            said = ", ".join(f"{x:,.0f}" for x in rates[hosting])
+            print(f"{query.name} on update, {hosting}: {said} bids/s/core", flush=True)
+        records.append(
+            {"query": query.name, "rates": rates, "loads": loads, "bids": counts["bids"], "git": revision()}
+        )
     return records
 
 
@@ -198,6 +207,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--queries", nargs="*", default=[q.name for q in QUERIES], choices=[q.name for q in QUERIES]
     )
+    p.add_argument("--warm", type=int, default=2, help="untimed runs of each hosting first")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--check", action="store_true", help="the changelogs of both hostings, compared")
     args = p.parse_args(argv)
@@ -208,10 +218,11 @@ def main(argv=None) -> int:
     try:
         if args.check:
             return check(spark, work)
-        records = bench(spark, work, args.queries, args.runs)
+        records = bench(spark, work, args.queries, args.warm, args.runs)
+        command = "python benchmarks/own_state.py" + "".join(f" {a}" for a in (argv or sys.argv[1:]))
         with open(RESULTS, "a") as f:
             for r in records:
-                f.write(json.dumps({**r, "wall_s": time.perf_counter() - started}) + "\n")
+                f.write(json.dumps({**r, "command": command, "wall_s": time.perf_counter() - started}) + "\n")
         return 0
     finally:
         spark.stop()
