@@ -100,17 +100,8 @@ def run_spark_alone(spark, query, floor: str, folder: Path, chk: Path) -> dict:
     operator on Spark pays); ``"map"``, the same shuffle into a stateless ``mapInArrow``
     (``nexmark_latency.map_through``); ``"own"``, Spark's own streaming SQL for the query's rows
     (``query.spark``, update mode)."""
-    events = bids_view(spark, folder)
-    if floor == "scan":
-        return stream_rate(events, "append", chk, "Spark")
-    if floor == "map":
-        return stream_rate(nl.map_through(events, query.keys, not query.key_buckets), "append", chk, "Spark")
-    out = (
-        spark.sql(query.spark)
-        if floor == "own"
-        else nl.pass_through(events, query.keys, not query.key_buckets)
-    )
-    return stream_rate(out, "update", chk, "Spark")
+    out = nl.floor_query(spark, query, floor, bids_view(spark, folder))
+    return stream_rate(out, "append" if floor in nl.APPENDED else "update", chk, "Spark")
 
 
 def bids_view(spark, folder: Path):

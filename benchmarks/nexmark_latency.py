@@ -349,16 +349,22 @@ def floor_latency(spark, query, floor: str, work: Path, rate: float, seconds: fl
     Spark's own streaming SQL for the query's rows (``query.spark``; no Python)."""
 
     def build(events):
-        if floor == "scan":
-            return events
-        if floor == "own":
-            return spark.sql(query.spark)
-        if floor == "map":
-            return map_through(events, query.keys, not query.key_buckets)
-        return pass_through(events, query.keys, not query.key_buckets)
+        return floor_query(spark, query, floor, events)
 
     timing = (rate, seconds, seed, warmup_s, tail_s, trigger)
     return spark_latency(spark, f"{query.name}-{floor}", build, floor in APPENDED, work, *timing)
+
+
+def floor_query(spark, query, floor: str, events):
+    """Spark alone's ``floor`` over ``events`` (``floor_latency`` says each); the stream's output
+    mode is ``append`` for the floors of ``APPENDED``, else ``update``. O(1): builds the plan."""
+    if floor == "scan":
+        return events
+    if floor == "own":
+        return spark.sql(query.spark)
+    if floor == "map":
+        return map_through(events, query.keys, not query.key_buckets)
+    return pass_through(events, query.keys, not query.key_buckets)
 
 
 def overwindow_sql(spark, query, emit: str):
