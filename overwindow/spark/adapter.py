@@ -66,6 +66,7 @@ from overwindow.spark.grouping import (
 from overwindow.spark.on_import import after_import
 from overwindow.spark.processor import chunked_processor
 from overwindow.spark.transport import from_spark, to_spark
+from overwindow.spark.workers import freeze_imports
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import CHANGE, END_OF_INPUT, ROW_ID, check_row_bound
 from overwindow.streaming.machines import machine_for
@@ -346,6 +347,7 @@ class Runner:
             d["frame_rows"],
         )
         self.spec.register_user_aggregates()
+        freeze_imports()  # unpickled in a worker: its imports are done
 
     def __call__(self, key, pdfs: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         wm_ms = state.getCurrentWatermarkMs() if self.watermarked else None
