@@ -410,12 +410,20 @@ def map_through(events, keys: tuple, chosen: bool):
     from overwindow.spark.grouping import bucket_grouping, bucket_of
 
     grouped = bucket_grouping(events, bucket_of(keys, KEY_BUCKETS), KEY_BUCKETS, chosen)._df
-    columns = [c for c in grouped.columns if c not in events.columns]  # the grouping's own
+    columns = grouping_columns(grouped)
 
     def call(batches):
         yield from batches
 
     return grouped.repartition(*columns).drop(*columns).mapInArrow(call, events.schema)
+
+
+def grouping_columns(df) -> list:
+    """The bucket columns overwindow's grouping adds to ``df`` (``grouping.bucket_grouping``): a
+    shuffle by them puts each bucket on the partition Spark's grouping would give it. O(columns)."""
+    from overwindow.spark.grouping import _BUCKET, _FEW
+
+    return [c for c in (_BUCKET, _FEW) if c in df.columns]
 
 
 def spark_latency(spark, name: str, build, append: bool, work: Path, rate: float, seconds: float,

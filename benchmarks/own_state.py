@@ -61,13 +61,13 @@ def own_state_operator(grouped, run, out_struct, state_dir: Path):
     bucket column and ``mapInArrow``, each partition's bucket states in ``state_dir``."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from overwindow.spark.grouping import _BUCKET, _FEW
+    from overwindow.spark.grouping import _BUCKET
 
     schema, folder = run.schema, str(state_dir)
     # UTC: overwindow refuses a stream with a TIMESTAMP in any other session zone (check_session_time_zone)
     out_schema = to_arrow_schema(out_struct, timezone="UTC")
     delay_ms = WATERMARK_S * 1000
-    columns = [c for c in (_BUCKET, _FEW) if c in grouped._df.columns]  # the grouping's, as Spark's shuffle
+    columns = nl.grouping_columns(grouped._df)  # as Spark's shuffle for the grouping
 
     def operator(batches):
         import numpy as np
