@@ -20,7 +20,7 @@ from dataclasses import replace
 from sqlglot import exp
 
 from overwindow.errors import WindowSpecError
-from overwindow.evaluate import as_window_expression
+from overwindow.evaluator import as_window_expression
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.expr import Expr
 from overwindow.logical.frame import Interval

@@ -41,7 +41,7 @@ ERRORS |= {"InputEndedError", "RowBoundError", "WorkerPythonError", "DivisionByZ
 # Python's own classes count where overwindow raises them at the user's edge
 PLAIN = {"ValueError", "RuntimeError", "TypeError"}
 EDGE = ("overwindow/pipeline/", "overwindow/spark/", "overwindow/spec.py", "overwindow/udaf.py")
-EDGE += ("overwindow/evaluate.py", "overwindow/__main__.py")
+EDGE += ("overwindow/evaluator.py", "overwindow/__main__.py")
 # functions whose returned strings are problems a check reports
 MESSAGE_FUNCTIONS = {"_kafka_servers_problem", "_creatable", "_same_table", "kind_error", "_column_problem"}
 MESSAGE_FUNCTIONS |= {"filter_problem", "_refused", "_table", "_ambiguous", "unbounded_reach", "never_closes"}

@@ -144,7 +144,7 @@ class Refusals:
 def _runs(call: str) -> dict[str, str]:
     """Per mode (batch and MODES): "yes", or "no: " and the refusal a user gets (for the alias v)."""
     from overwindow.errors import WindowSpecError
-    from overwindow.evaluate import evaluate
+    from overwindow.evaluator import evaluate
     from overwindow.spec import OverWindow
 
     out = {}

@@ -63,7 +63,6 @@ from overwindow.spark.grouping import (
     shuffle_partitions,
     with_key_columns,
 )
-from overwindow.spark.on_import import after_import
 from overwindow.spark.processor import chunked_processor
 from overwindow.spark.transport import from_spark, to_spark
 from overwindow.spark.workers import freeze_imports
@@ -470,28 +469,7 @@ def visible(schema: pa.Schema) -> pa.Schema:
     return pa.schema([schema.field(n) for n in source_columns(schema.names)])
 
 
-def register() -> None:
-    """Add ``GroupedData.overWindow`` and ``DataFrame.overWindow`` for classic Spark, and for Spark
-    Connect once its DataFrame module is imported (``on_import.after_import``): importing Connect
-    here would import grpc and protobuf into every Python worker of every query."""
-    from pyspark.sql import DataFrame
-    from pyspark.sql.group import GroupedData
-
-    _add_methods(GroupedData, DataFrame)
-    after_import("pyspark.sql.connect.dataframe", _register_connect)
-
-
-def _register_connect(module) -> None:
-    """``register`` for Spark Connect, given its imported ``pyspark.sql.connect.dataframe``."""
-    _add_methods(module.GroupedData, module.DataFrame)
-
-
-def _add_methods(grouped_cls, df_cls) -> None:
-    grouped_cls.overWindow = over_window
-    df_cls.overWindow = _whole_stream
-
-
-def _whole_stream(df, spec: OverWindow, keep=None, append: bool = False):
+def whole_stream(df, spec: OverWindow, keep=None, append: bool = False):
     """``df.overWindow(spec)`` without groupBy: the whole stream is one partition (``keep``,
     ``append``: as ``over_window``'s)."""
     from pyspark.sql import functions as F

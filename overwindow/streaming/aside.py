@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from overwindow.errors import WindowRuntimeError, WindowSpecError
-from overwindow.evaluate import project, values_of
+from overwindow.evaluator import project, values_of
 from overwindow.logical.bind import ERROR, failure
 from overwindow.logical.call import WindowCall, WindowExpression, quote
 from overwindow.logical.expr import Expr
@@ -195,7 +195,7 @@ class RowChecks:
 def project_failing(
     rows: pa.Table, expressions: list[WindowExpression], results: dict[str, pa.Array]
 ) -> tuple[pa.Table, pa.Array | None]:
-    """(``overwindow.evaluate.project`` of ``rows`` with their window ``results``, and None; or,
+    """(``overwindow.evaluator.project`` of ``rows`` with their window ``results``, and None; or,
     when an expression over the results fails on some rows (``x / lag(x) OVER w`` where the
     previous x is 0), the projection with NULL in those rows' expression columns, and per row the
     reason (NULL where the row is fine)). O(rows x expressions); the search of ``failing_rows``

@@ -72,7 +72,7 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from overwindow.evaluate import values_of
+from overwindow.evaluator import values_of
 from overwindow.physical.key_shift import key_numbers
 from overwindow.physical.values import Values
 from overwindow.streaming.arrays import member

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 
-from overwindow.evaluate import values_of
+from overwindow.evaluator import values_of
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.physical.key_shift import key_numbers, shift_key

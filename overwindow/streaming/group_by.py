@@ -58,7 +58,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
-from overwindow.evaluate import evaluate_calls
+from overwindow.evaluator import evaluate_calls
 from overwindow.logical.call import WindowExpression
 from overwindow.logical.expr import Expr
 from overwindow.streaming import state as S

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
-from overwindow.evaluate import values_of
+from overwindow.evaluator import values_of
 from overwindow.logical.frame import FrameUnit
 from overwindow.physical.range_offsets import range_frame_in_key_type
 from overwindow.physical.sessions import check_session_gap

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from overwindow.evaluate import values_of
+from overwindow.evaluator import values_of
 from overwindow.logical.call import SortKey
 from overwindow.physical.sorting import sort_codes
 from overwindow.physical.values import Values

@@ -50,7 +50,7 @@ import numpy as np
 import pyarrow as pa
 
 from overwindow.errors import WindowSpecError
-from overwindow.evaluate import evaluate_calls, project
+from overwindow.evaluator import evaluate_calls, project
 from overwindow.logical.bind import source_columns
 from overwindow.logical.functions import Reach, user_aggregate_class
 from overwindow.physical.columns import resolve_column

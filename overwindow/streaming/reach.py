@@ -25,7 +25,7 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from overwindow.evaluate import values_of
+from overwindow.evaluator import values_of
 from overwindow.logical.call import SortKey, WindowCall
 from overwindow.logical.frame import Bound, BoundKind, Frame, FrameUnit
 from overwindow.physical.bounds import frame_bounds

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from overwindow.evaluate import values_of
+from overwindow.evaluator import values_of
 from overwindow.logical.call import WindowCall
 from overwindow.logical.frame import BoundKind, FrameUnit
 from overwindow.physical.key_shift import shift_key

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from overwindow.errors import WindowSpecError
-from overwindow.evaluate import evaluate_calls, project
+from overwindow.evaluator import evaluate_calls, project
 from overwindow.logical.bind import source_columns
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.expr import Expr

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from overwindow.evaluate import evaluate_calls
+from overwindow.evaluator import evaluate_calls
 from overwindow.logical.call import WindowExpression
 from overwindow.logical.functions import Counts
 from overwindow.physical.sorting import Layout

@@ -16,8 +16,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql.group import GroupedData
 from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
 from pyspark.sql.connect.group import GroupedData as ConnectGroupedData
-from overwindow.spark.adapter import _whole_stream, over_window
-assert DataFrame.overWindow is ConnectDataFrame.overWindow is _whole_stream
+from overwindow.spark.methods import over_window, whole_stream
+assert DataFrame.overWindow is ConnectDataFrame.overWindow is whole_stream
 assert GroupedData.overWindow is ConnectGroupedData.overWindow is over_window
 print("ok")
 """

@@ -73,7 +73,7 @@ def test_machines_over_plain_columns_run_without_the_interpreter():
             outputs[emit, layout] = pa.concat_tables(got)
         print({LOADED})
 
-        from overwindow.evaluate import evaluate
+        from overwindow.evaluator import evaluate
         rows = pa.concat_tables(batches)
         want = [evaluate(rows.filter(pc.equal(rows["k"], k)), *calls).to_pylist() for k in (1, 2)]
         got = outputs["on_window_close", "whole"].select(list(want[0][0])).to_pylist()
@@ -116,7 +116,7 @@ def test_a_bound_spec_runs_without_the_interpreter_as_spark_hosts_it():
         got = pa.concat_tables([driver.feed(pre, watermark=0), driver.feed(None, watermark=100)])
         print({LOADED}, [name for name, _ in post])
 
-        from overwindow.evaluate import evaluate
+        from overwindow.evaluator import evaluate
         from overwindow.physical.expressions import evaluate_expr
         for name, e in post:  # what Spark computes after the windows
             got = got.append_column(name, evaluate_expr(e, got))
