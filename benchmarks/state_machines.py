@@ -111,6 +111,8 @@ def machines_at(rev: str):
             capture_output=True,
             text=True,
         ).stdout
+        # the batch evaluator's module was overwindow/evaluate.py before it was overwindow/evaluator.py
+        src = src.replace("from overwindow.evaluate import", "from overwindow.evaluator import")
         (root / name / file).write_text(src.replace("overwindow.streaming", name))
     sys.path.insert(0, str(root))
     return importlib.import_module(f"{name}.driver")

@@ -13,10 +13,8 @@ CPU here where the whole package takes 1.2 s. ``import overwindow`` still adds `
 PySpark's DataFrames where PySpark is installed (``overwindow.spark.methods``).
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING
+import importlib as _importlib
+import typing as _typing
 
 # public name -> (its module, its name there): what ``__getattr__`` imports
 _NAMES = {
@@ -42,13 +40,36 @@ _NAMES = {
     "ship": ("overwindow.spark.executors", "ship"),
     "sql": ("overwindow.spark.select", "sql"),
 }
-__all__ = sorted(_NAMES)
+__all__ = [
+    "Aggregate",
+    "Bound",
+    "Exclude",
+    "Expr",
+    "Frame",
+    "FrameUnit",
+    "Interval",
+    "OverWindow",
+    "SortKey",
+    "WindowCall",
+    "WindowExpression",
+    "WindowRuntimeError",
+    "WindowSpecError",
+    "evaluate",
+    "net_changes",
+    "parse_window",
+    "register_aggregate",
+    "select",
+    "sessionWindow",
+    "ship",
+    "sql",
+]
 
-# the same names for type checkers and editors (tests/test_init.py: the same), never imported here
-if TYPE_CHECKING:
-    from overwindow.errors import WindowRuntimeError, WindowSpecError  # noqa: F401
-    from overwindow.evaluator import evaluate  # noqa: F401
-    from overwindow.logical import (  # noqa: F401
+# the same names for type checkers and editors, never imported here (tests/test_init.py: the three
+# lists agree)
+if _typing.TYPE_CHECKING:
+    from overwindow.errors import WindowRuntimeError, WindowSpecError
+    from overwindow.evaluator import evaluate
+    from overwindow.logical import (
         Bound,
         Exclude,
         Expr,
@@ -60,12 +81,12 @@ if TYPE_CHECKING:
         WindowExpression,
         parse_window,
     )
-    from overwindow.spark.column_sql import session_window as sessionWindow  # noqa: F401
-    from overwindow.spark.executors import ship  # noqa: F401
-    from overwindow.spark.select import select, sql  # noqa: F401
-    from overwindow.spec import OverWindow  # noqa: F401
-    from overwindow.streaming.changelog import net_changes  # noqa: F401
-    from overwindow.udaf import Aggregate, register_aggregate  # noqa: F401
+    from overwindow.spark.column_sql import session_window as sessionWindow
+    from overwindow.spark.executors import ship
+    from overwindow.spark.select import select, sql
+    from overwindow.spec import OverWindow
+    from overwindow.streaming.changelog import net_changes
+    from overwindow.udaf import Aggregate, register_aggregate
 
 
 def __getattr__(name: str):
@@ -74,7 +95,7 @@ def __getattr__(name: str):
     if name not in _NAMES:
         raise AttributeError(f"module 'overwindow' has no attribute {name!r}")
     module, attribute = _NAMES[name]
-    value = getattr(importlib.import_module(module), attribute)
+    value = getattr(_importlib.import_module(module), attribute)
     globals()[name] = value
     return value
 

@@ -2,12 +2,13 @@
 ``DataFrame.overWindow``, on classic Spark at once and on Spark Connect once Connect is imported.
 
 They stand for the adapter (overwindow.spark.adapter) and import it on their first call, not when
-they are added: the adapter brings pandas, the batch evaluator and the state machines (about 1 s of
+they are added: the adapter brings pandas, the batch evaluator and the state machines (0.8 s of
 CPU here), which a process that imports one of overwindow's modules alone does not need (the Kafka
-source's, in each of PySpark's data-source processes: three a Kafka query start, 0.4 s each to
-import it against 1.2 s with the adapter).
+source's, in PySpark's three data-source processes of a Kafka query: 0.4 s each to import it
+against 1.2 s with the adapter).
 
 >>> from pyspark.sql.group import GroupedData
+>>> del GroupedData.overWindow
 >>> register()
 >>> GroupedData.overWindow is over_window
 True

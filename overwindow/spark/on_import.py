@@ -1,8 +1,8 @@
 """Run a function once a module is imported, without importing it: how ``import overwindow`` adds
 ``overWindow`` to Spark Connect's DataFrames without importing Spark Connect.
 
-Spark Connect's modules import grpc and protobuf (a third of what importing overwindow costs, and
-every Python worker of a query imports overwindow); a classic session never needs them. So
+Spark Connect's modules import grpc and protobuf, which a classic session never needs (and every
+Python worker of a query imports overwindow). So
 :func:`after_import` patches Connect's classes right away when Connect is imported already, and
 otherwise at the moment something (``SparkSession.builder.remote(...)``, a user's own import)
 imports it, through a finder on ``sys.meta_path`` that wraps that one module's loader.

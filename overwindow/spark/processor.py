@@ -16,7 +16,7 @@ from overwindow.streaming.contract import check_row_bound
 def chunked_processor(runner):
     """A StatefulProcessor running the chunked layout's machine: emit on update per key or (with the
     runner's ``keys``) per bucket of keys; emit on window close per bucket, with its timer (defined
-    here so that importing overwindow does not import pyspark)."""
+    here so that importing this module does not import PySpark's streaming classes)."""
     from pyspark.sql.streaming import StatefulProcessor
     from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
