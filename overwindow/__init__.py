@@ -7,7 +7,7 @@ Structured Streaming.
 [1.0, 1.5, 3.0]
 
 The names below load on first use (PEP 562's module ``__getattr__``): a process that imports one of
-overwindow's modules alone does not import the rest. PySpark starts several such processes for
+overwindow's modules alone does not import the rest. PySpark starts three such processes for
 each Kafka query (the Kafka source's, ``overwindow.pipeline.kafka``), each importing it in 0.4 s of
 CPU here where the whole package takes 1.2 s. ``import overwindow`` still adds ``overWindow`` to
 PySpark's DataFrames where PySpark is installed (``overwindow.spark.methods``).
