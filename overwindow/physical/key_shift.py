@@ -31,15 +31,23 @@ def saturating_add(
     when none: every entry lies in [lowest, highest], which decides it in O(1)). O(n).
 
     A clamped entry is not the exact sum, so a caller comparing it must treat the mask itself as
-    "beyond every int64" (a sum clamped to int64 max is not <= int64 max)."""
+    "beyond every int64" (a sum clamped to int64 max is not <= int64 max).
+
+    >>> total, beyond = saturating_add(np.array([-(2**63), 5]), 2**63 + 1, -(2**63), 5)
+    >>> total.tolist(), beyond.tolist()
+    ([1, 9223372036854775807], [False, True])
+    """
     delta = int(delta)
     if _I64.min <= lowest + delta and highest + delta <= _I64.max:
         return a + delta, None
+    # the sum modulo 2**64, read back as int64: exact wherever it fits, even for a delta past
+    # int64 (-2**63 plus 2**63 + 1 is 1)
+    wrapped = (a.astype(np.uint64) + np.uint64(delta % 2**64)).view(np.int64)
     if delta > 0:
         beyond = a > _I64.max - delta
-        return np.where(beyond, _I64.max, a + min(delta, _I64.max)), beyond
+        return np.where(beyond, _I64.max, wrapped), beyond
     beyond = a < _I64.min - delta
-    return np.where(beyond, _I64.min, a + max(delta, _I64.min)), beyond
+    return np.where(beyond, _I64.min, wrapped), beyond
 
 
 def as_ticks(key: Values, unit: str = "us") -> np.ndarray:

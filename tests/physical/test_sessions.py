@@ -13,7 +13,7 @@ from decimal import Decimal as D
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import overwindow
@@ -128,6 +128,9 @@ _SETTINGS = settings(
     gap=st.sampled_from([1, 2, 3, D("2.5"), D("0.5"), 2**63]),
     descending=st.booleans(),
 )
+# found by a longer random run: int64's ends 2**63 apart under a gap of 2**63 are one session
+# (the key plus a gap past int64 was clamped to int64's end first, splitting them)
+@example(rows=_rows([0, -(2**63)], [None, None], [None, None]), gap=2**63, descending=False)
 def test_integer_keys(rows, gap, descending):
     """An integer key against a gap the keys' differences compare with exactly (2.5 lets a
     difference of 2 join, not 3; int64's ends are a gap past int64 apart)."""
