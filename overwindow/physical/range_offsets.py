@@ -108,12 +108,24 @@ def _offset_as_interval(offset, key_type: pa.DataType):
     it: a day-time interval as it is, an integer or DECIMAL a count of the key's last field (days
     over an INTERVAL DAY key, seconds over an INTERVAL DAY TO SECOND one, the fraction kept to the
     microsecond, rounded half up), with the key's fields; a number past Spark's largest interval is
-    refused (CAST_OVERFLOW). Other offsets as they are (refused by ``check_range_key``). O(1).
+    refused (CAST_OVERFLOW), a string (``'2' FOLLOWING``) cast as Spark casts a string to the
+    key's interval type (``'2'`` over INTERVAL DAY, ``'1 12:00:00'`` over INTERVAL DAY TO SECOND;
+    refused where that cast fails). Other offsets as they are (refused by ``check_range_key``). O(1).
 
     >>> _offset_as_interval(decimal.Decimal("1.5"), pa.duration("s"))
     Interval(months=0, days=0, micros=129600000000, fields='DAY')
+    >>> _offset_as_interval(" -2 ", pa.duration("s"))
+    Interval(months=0, days=0, micros=-172800000000, fields='DAY')
     """
     fields = carrier_fields(key_type)
+    if isinstance(offset, str):
+        try:
+            value = casts.cast(pa.array([offset]), key_type)[0].as_py()
+        except casts.CastError as e:
+            raise WindowSpecError(
+                f"the frame bound '{offset}' FOLLOWING over {sql_type(key_type)}: {e}"
+            ) from None
+        return Interval(0, 0, value // dt.timedelta(microseconds=1), fields)
     if isinstance(offset, Interval) and not offset.year_month:
         return Interval(0, offset.days, offset.micros, fields)
     if isinstance(offset, (int, decimal.Decimal)) and not isinstance(offset, bool):
@@ -272,6 +284,10 @@ def check_range_key(offset, key_type: pa.DataType) -> None:
         )
     if family is TypeFamily.INTERVAL:
         number = isinstance(offset, (int, decimal.Decimal)) and not isinstance(offset, bool)
+        # a string FOLLOWING is cast to the key's type (offset_in_key_type, which refuses what
+        # does not cast); '1' PRECEDING was read as a DOUBLE (logical/parse.py), refused here
+        if isinstance(offset, str):
+            return
         if not number and (not isinstance(offset, Interval) or offset.year_month):
             raise WindowSpecError(
                 f"RANGE over an {what} ORDER BY column needs a day-time INTERVAL or an integer or "
