@@ -403,10 +403,11 @@ def pass_through(events, keys: tuple, chosen: bool):
 def pass_through_arrow(events, keys: tuple, chosen: bool):
     """``pass_through`` with its rows handed back to Spark as Arrow: each group's rows as Arrow IPC
     streams of at most 5,000 rows, one binary value a stream, through ``applyInPandasWithState``,
-    then a ``mapInArrow`` turning each stream back into its rows. It skips PySpark's pandas-to-Arrow
-    output of ``applyInPandasWithState`` and its padding of each output batch's states to the
-    batch's rows (one output row a stream, not a row a row): what a hosting that handed its rows
-    back this way would pay at least. O(1): builds the plan."""
+    then a ``mapInArrow`` turning each stream back into its rows. It replaces PySpark's
+    pandas-to-Arrow output of ``applyInPandasWithState`` and its padding of each output batch's
+    states to the batch's rows (one output row a stream, not a row a row) with its own conversion
+    of the rows to Arrow, which a hosting whose rows are Arrow already would not pay. O(1): builds
+    the plan."""
     import pandas as pd
     import pyarrow as pa
     from nexmark_queries import KEY_BUCKETS

@@ -138,9 +138,9 @@ def render(records: list[dict], head: list[str]) -> str:
         " of `k` overwindow chooses here, keeping a count per bucket (hosting: the shuffle, Arrow to"
         " Python and back, the state store). Its x PyFlink is the most any such operator could reach."
         " Hosting, Arrow back (where measured): the same, its rows handed back to Spark as Arrow IPC"
-        " streams (a binary value each) that a `mapInArrow` turns back into rows, without PySpark's"
-        " pandas-to-Arrow output and its padding of the states: what a hosting that did so would"
-        " reach.",
+        " streams (a binary value each) that a `mapInArrow` turns back into rows, PySpark's"
+        " pandas-to-Arrow output and its padding of the states replaced by the operator's own"
+        " conversion to Arrow (which a hosting whose rows are Arrow already would not pay).",
         "",
         "| point | keys | rows | engine | emit | s | rows/s | x PyFlink | load | output rows |",
         "|---|---:|---:|---|---|---:|---:|---:|---:|---:|",

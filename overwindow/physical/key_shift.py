@@ -36,17 +36,22 @@ def saturating_add(
     >>> total, beyond = saturating_add(np.array([-(2**63), 5]), 2**63 + 1, -(2**63), 5)
     >>> total.tolist(), beyond.tolist()
     ([1, 9223372036854775807], [False, True])
+    >>> saturating_add(np.array([2**63 - 1]), -(2**64), 2**63 - 1, 2**63 - 1)[1].tolist()
+    [True]
     """
     delta = int(delta)
-    if _I64.min <= lowest + delta and highest + delta <= _I64.max:
+    if abs(delta) >= 2**64:  # past every int64 from any int64
+        return np.full(len(a), _I64.max if delta > 0 else _I64.min), np.ones(len(a), dtype=bool)
+    fits = _I64.min <= delta <= _I64.max  # numpy adds no wider Python int to int64 exactly
+    if fits and _I64.min <= lowest + delta and highest + delta <= _I64.max:
         return a + delta, None
     # the sum modulo 2**64, read back as int64: exact wherever it fits, even for a delta past
-    # int64 (-2**63 plus 2**63 + 1 is 1)
+    # int64 (-2**63 plus 2**63 + 1 is 1); the thresholds below fit int64 for |delta| < 2**64
     wrapped = (a.astype(np.uint64) + np.uint64(delta % 2**64)).view(np.int64)
     if delta > 0:
-        beyond = a > _I64.max - delta
+        beyond = a > np.int64(_I64.max - delta)
         return np.where(beyond, _I64.max, wrapped), beyond
-    beyond = a < _I64.min - delta
+    beyond = a < np.int64(_I64.min - delta)
     return np.where(beyond, _I64.min, wrapped), beyond
 
 

@@ -131,6 +131,7 @@ _SETTINGS = settings(
 # found by a longer random run: int64's ends 2**63 apart under a gap of 2**63 are one session
 # (the key plus a gap past int64 was clamped to int64's end first, splitting them)
 @example(rows=_rows([0, -(2**63)], [None, None], [None, None]), gap=2**63, descending=False)
+@example(rows=_rows([-5, -3], [None, None], [None, None]), gap=2**63, descending=False)  # no overflow
 def test_integer_keys(rows, gap, descending):
     """An integer key against a gap the keys' differences compare with exactly (2.5 lets a
     difference of 2 join, not 3; int64's ends are a gap past int64 apart)."""
