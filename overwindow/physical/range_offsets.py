@@ -71,10 +71,10 @@ def offset_in_key_type(offset, key_type: pa.DataType):
     Decimal('1.56')
     """
     family = kind_of(key_type)
-    if family is TypeFamily.INTERVAL:
-        return _offset_as_interval(offset, key_type)
     if isinstance(offset, str):
         return _string_in_key_type(offset, key_type)
+    if family is TypeFamily.INTERVAL:
+        return _offset_as_interval(offset, key_type)
     if isinstance(offset, dt.datetime) and family.is_numeric:
         seconds = pa.int64() if family is TypeFamily.INT else pa.float64()
         offset = casts.cast(pa.array([offset], pa.timestamp("us")), seconds)[0].as_py()
@@ -108,24 +108,13 @@ def _offset_as_interval(offset, key_type: pa.DataType):
     it: a day-time interval as it is, an integer or DECIMAL a count of the key's last field (days
     over an INTERVAL DAY key, seconds over an INTERVAL DAY TO SECOND one, the fraction kept to the
     microsecond, rounded half up), with the key's fields; a number past Spark's largest interval is
-    refused (CAST_OVERFLOW), a string (``'2' FOLLOWING``) cast as Spark casts a string to the
-    key's interval type (``'2'`` over INTERVAL DAY, ``'1 12:00:00'`` over INTERVAL DAY TO SECOND;
-    refused where that cast fails). Other offsets as they are (refused by ``check_range_key``). O(1).
+    refused (CAST_OVERFLOW). Other offsets as they are (refused by ``check_range_key``; a string is
+    ``_string_in_key_type``'s). O(1).
 
     >>> _offset_as_interval(decimal.Decimal("1.5"), pa.duration("s"))
     Interval(months=0, days=0, micros=129600000000, fields='DAY')
-    >>> _offset_as_interval(" -2 ", pa.duration("s"))
-    Interval(months=0, days=0, micros=-172800000000, fields='DAY')
     """
     fields = carrier_fields(key_type)
-    if isinstance(offset, str):
-        try:
-            value = casts.cast(pa.array([offset]), key_type)[0].as_py()
-        except casts.CastError as e:
-            raise WindowSpecError(
-                f"the frame bound '{offset}' FOLLOWING over {sql_type(key_type)}: {e}"
-            ) from None
-        return Interval(0, 0, value // dt.timedelta(microseconds=1), fields)
     if isinstance(offset, Interval) and not offset.year_month:
         return Interval(0, offset.days, offset.micros, fields)
     if isinstance(offset, (int, decimal.Decimal)) and not isinstance(offset, bool):
@@ -142,19 +131,29 @@ def _offset_as_interval(offset, key_type: pa.DataType):
 
 
 def _string_in_key_type(text: str, key_type: pa.DataType):
-    """A string offset (``'2' FOLLOWING``) cast straight to a numeric ORDER BY column's type, as
-    Spark casts it (measured in Spark 4): over an integer key only integer text (``'1.5'`` and
-    ``'2e0'`` fail, CAST_INVALID_INPUT), over a DECIMAL key decimal text rounded half up (``'1e0'``
-    is 1.00, ``'NaN'`` fails), over a DOUBLE key any DOUBLE text. Over other keys the string as it
-    is, for ``check_range_key`` to refuse. O(1).
+    """A string offset (``'2' FOLLOWING``) cast straight to a numeric or day-time interval ORDER BY
+    column's type, as Spark casts it (measured in Spark 4): over an integer key only integer text
+    (``'1.5'`` and ``'2e0'`` fail, CAST_INVALID_INPUT), over a DECIMAL key decimal text rounded
+    half up (``'1e0'`` is 1.00, ``'NaN'`` fails), over a DOUBLE key any DOUBLE text, over an
+    interval key the interval's own text (``'2'`` over INTERVAL DAY, ``'1 12:00:00'`` over INTERVAL
+    DAY TO SECOND; ``'1.5'`` fails, INVALID_INTERVAL_FORMAT). Over other keys the string as it is,
+    for ``check_range_key`` to refuse. O(1).
 
     >>> _string_in_key_type(" +2 ", pa.int64()), _string_in_key_type("1.555", pa.decimal128(12, 2))
     (2, Decimal('1.56'))
+    >>> _string_in_key_type(" -2 ", pa.duration("s"))
+    Interval(months=0, days=0, micros=-172800000000, fields='DAY')
     """
     family = kind_of(key_type)
     where = f"'{text}' FOLLOWING over {sql_type(key_type)}"
     if family is TypeFamily.FLOAT:
         return string_offset(text, where)
+    if family is TypeFamily.INTERVAL:
+        try:
+            value = casts.cast(pa.array([text]), key_type)[0].as_py()
+        except casts.CastError as e:
+            raise WindowSpecError(f"the frame bound {where}: {e}") from None
+        return Interval(0, 0, value // dt.timedelta(microseconds=1), carrier_fields(key_type))
     if family not in (TypeFamily.INT, TypeFamily.DECIMAL):
         return text
     try:
