@@ -32,7 +32,7 @@ from overwindow.logical.bind import source_columns
 from overwindow.logical.call import WindowCall, WindowExpression
 from overwindow.logical.expr import Expr
 from overwindow.physical.columns import resolve_column
-from overwindow.physical.key_shift import key_numbers
+from overwindow.physical.key_shift import key_numbers, saturating_add
 from overwindow.physical.sessions import gap_number
 from overwindow.physical.values import Values
 from overwindow.spec import OverWindow
@@ -129,15 +129,14 @@ class SessionWindowClose:
             meta.released_upto = watermark
         meta.late_rows += late
         results = evaluate_calls(table, [*self.expressions, self.end_expression])
-        # each row's session's end: its last row plus the gap; a NaN or infinite key's never comes
-        ends = key_numbers(Values(results.pop(_END))) + self.gap_number
-        if ends.dtype.kind == "f":
-            ends = np.where(np.isnan(ends), END_OF_INPUT, ends)
+        ends, never = self._session_ends(results.pop(_END))
         upto = meta.released_upto
         if upto == END_OF_INPUT:
             closed = np.ones(table.num_rows, dtype=bool)
+        elif upto is None:
+            closed = np.zeros(table.num_rows, dtype=bool)
         else:
-            closed = ends <= upto if upto is not None else np.zeros(table.num_rows, dtype=bool)
+            closed = ends <= upto if never is None else (ends <= upto) & ~never
         mask = pa.array(closed)
         out = project(
             table.filter(mask), self.spec.expressions, {k: v.filter(mask) for k, v in results.items()}
@@ -146,7 +145,8 @@ class SessionWindowClose:
             passes, unsure = self.qualify.holds(out)
             out, aside = out.filter(pa.array(passes)), Aside.join(aside, unsure)
         kept = table.filter(pa.array(~closed))
-        wakeup = ends[~closed].min().item() if kept.num_rows else None
+        waiting = ~closed if never is None else ~closed & ~never
+        wakeup = ends[waiting].min().item() if waiting.any() else (END_OF_INPUT if kept.num_rows else None)
         return Step(
             encode({"rows": kept}, STATE_KIND, meta),
             out.select(self.output_schema.names),
@@ -158,6 +158,19 @@ class SessionWindowClose:
             aside,
             late_keys,
         )
+
+    def _session_ends(self, last: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
+        """Each row's session's end, its last row's key plus the gap, in ``key_numbers``, and the
+        mask of the integer or time keys' ends past every int64 (None: none), which never come
+        before the end of input (kept exact, not wrapped or rounded through DOUBLE); a NaN key's end
+        is the end of input. O(n).
+        """
+        numbers = key_numbers(Values(last))
+        if numbers.dtype.kind == "f":
+            ends = numbers + self.gap_number
+            return np.where(np.isnan(ends), END_OF_INPUT, ends), None
+        lowest, highest = (int(numbers.min()), int(numbers.max())) if len(numbers) else (0, 0)
+        return saturating_add(numbers, self.gap_number, lowest, highest)
 
     def _conform(self, rows: pa.Table) -> pa.Table:
         if rows.schema.names != self.schema.names:

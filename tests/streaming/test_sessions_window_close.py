@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from values_support import same
@@ -128,3 +129,40 @@ def test_sessions_close_at_their_last_row_plus_the_gap_and_late_rows_are_counted
     assert feed([(7, 9, 1.0), (8, 22, 2.0)], 10) == {}
     assert driver.late_rows == 1
     assert feed([], END_OF_INPUT) == {6: (2, 20, 22), 8: (2, 20, 22)}
+
+
+@pytest.mark.parametrize(
+    "gap, times, mark",
+    [
+        # sessions ending past int64 max: wrapped, their ends were negative and closed at once
+        ("100", (2**63 - 10, 2**63 - 5), 0),
+        ("9223372036854775807", (-5, 3), 2**62),
+        # a gap past int64 itself: numpy refused the sum (OverflowError) or rounded it
+        ("9223372036854775808", (-(2**63), -1), 2**63 - 2),
+        ("18446744073709551616", (-(2**63), 2**63 - 1), 2**63 - 1),
+    ],
+)
+def test_sessions_ending_past_every_bigint_close_only_at_the_end_of_input(gap, times, mark):
+    """A session whose last key plus the gap lies past every BIGINT stays open under every
+    watermark a BIGINT can hold, and closes at the end of input with the batch evaluator's values;
+    the exact end of a session that fits still closes it (``-1 + 2**63`` is BIGINT max)."""
+    spec = OverWindow(*calls(gap), rowKey="id")
+    driver = Driver(spec, SCHEMA, ["k"])
+    rows = [{"k": 1, "id": i, "t": t, "x": float(i)} for i, t in enumerate(times)]
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    assert driver.feed(table, mark).num_rows == 0
+    assert driver.state_rows() == len(rows)
+    out = {r["id"]: r for r in driver.feed(table.slice(0, 0), END_OF_INPUT).to_pylist()}
+    batch = overwindow.evaluate(table, *spec.partitioned(("k",))).to_pylist()
+    assert set(out) == {r["id"] for r in batch}
+    for r in batch:
+        assert all(same(out[r["id"]][n], r[n]) for n in ("n", "s", "began", "ended", "second", "off"))
+    assert driver.state_rows() == 0 and not driver.states
+
+
+def test_a_session_ending_at_bigint_max_closes_at_that_watermark():
+    spec = OverWindow(*calls("9223372036854775808"), rowKey="id")
+    driver = Driver(spec, SCHEMA, ["k"])
+    table = pa.Table.from_pylist([{"k": 1, "id": 0, "t": -1, "x": 1.0}], schema=SCHEMA)
+    assert driver.feed(table, 2**63 - 2).num_rows == 0
+    assert driver.feed(table.slice(0, 0), 2**63 - 1).to_pylist()[0]["ended"] == -1
