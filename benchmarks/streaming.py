@@ -312,6 +312,8 @@ def replay(
     import pandas as pd
     from pyspark.sql.conversion import ArrowBatchTransformer
 
+    from overwindow.spark.handback import ROWS, decoded
+
     fn = function_for(variant)
     states: dict = {}
     timeouts: dict = {}
@@ -327,9 +329,11 @@ def replay(
         nonlocal out_rows, pending, held
         if pending:
             batch = pa.RecordBatch.from_pandas(pd.concat(pending, ignore_index=True), preserve_index=False)
-            out_rows += batch.num_rows
+            # overwindow's rows come back as Arrow streams, which the mapInArrow after it opens
+            read = list(decoded(iter([batch]))) if batch.schema.names == [ROWS] else [batch]
+            out_rows += sum(b.num_rows for b in read)
             if outputs is not None:
-                outputs.append(batch)
+                outputs.extend(read)
         pending, held = [], 0
 
     def call(key, pdfs):

@@ -48,7 +48,6 @@ from overwindow.spark.boundary import (
     companions_of,
     output_struct,
     to_arrow,
-    to_pandas,
     with_interval_days,
 )
 from overwindow.spark.counts import WINDOWS, MachineCounts, Stage, aside_origin, key_text
@@ -63,6 +62,7 @@ from overwindow.spark.grouping import (
     shuffle_partitions,
     with_key_columns,
 )
+from overwindow.spark.handback import Handback, handback_struct, handed_back
 from overwindow.spark.processor import chunked_processor
 from overwindow.spark.transport import from_spark, to_spark
 from overwindow.spark.workers import freeze_imports
@@ -220,21 +220,20 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
     companions = companions_of(input_schema)
     grouped = with_companions(grouped, companions)
     counts = MachineCounts.of(df.sparkSession, keep)
-    run = Runner(
-        spec, input_schema, watermarked, counts, companions, keys, stage, frame_rows(df.sparkSession)
-    )
+    back = Handback.of(out_struct, frame_rows(df.sparkSession))
+    run = Runner(spec, input_schema, watermarked, counts, companions, keys, stage, back)
     if spec.state_layout == "chunked":
         check_rocksdb(df.sparkSession, "stateLayout='chunked'")
         out = grouped.transformWithStateInPandas(
             chunked_processor(run),
-            out_struct,
+            handback_struct(),
             "Append" if spec.emit == "on_window_close" or append else "Update",
             "EventTime" if watermarked else "None",
         )
     else:
         state_struct = StructType([StructField("state", BinaryType(), False)])
-        out = grouped.applyInPandasWithState(run, out_struct, state_struct, mode, timeout)
-    out = with_interval_days(out, visible(machine.output_schema))
+        out = grouped.applyInPandasWithState(run, handback_struct(), state_struct, mode, timeout)
+    out = with_interval_days(handed_back(out, out_struct), visible(machine.output_schema))
     counts = run.counts
     if post or condition:
         out = with_results(out, post, spec.emit, keep_errors=keep is not None)
@@ -306,12 +305,12 @@ class Runner:
         companions=(),
         keys: tuple[str, ...] = (),
         stage: Stage = WINDOWS,
-        frame_rows: int | None = None,
+        back: Handback | None = None,
     ):
         self.spec, self.schema, self.watermarked = spec, schema, watermarked
         self.counts, self.companions, self.keys = counts, tuple(companions), tuple(keys)
         self.stage = stage  # its words and the names of computed keys (``__ow_ekey0``: "(k % 2)")
-        self.frame_rows = frame_rows  # the rows of a frame handed back (None: one frame a step)
+        self._back = back  # how its rows go back to Spark (None: in the machine's own types)
         self._machine = None
         self._key_cache = None
 
@@ -330,7 +329,7 @@ class Runner:
             "companions": [tuple(c) for c in self.companions],
             "keys": self.keys,
             "stage": self.stage,
-            "frame_rows": self.frame_rows,
+            "back": self._back,
         }
 
     def __setstate__(self, d):
@@ -343,7 +342,7 @@ class Runner:
             companions,
             d["keys"],
             d["stage"],
-            d["frame_rows"],
+            d["back"],
         )
         self.spec.register_user_aggregates()
         freeze_imports()  # unpickled in a worker: its imports are done
@@ -368,9 +367,17 @@ class Runner:
         wake = END_OF_INPUT_MS if wakeup == END_OF_INPUT else self._to_ms(wakeup)
         return max(wake, (wm_ms or 0) + 1)
 
+    @property
+    def back(self) -> Handback:
+        """How the rows go back to Spark: as given, else in the machine's own types, one stream a
+        step."""
+        if self._back is None:
+            self._back = Handback(visible(self.machine.output_schema))
+        return self._back
+
     def emitted(self, step) -> Iterator[pd.DataFrame]:
-        """What Spark takes back of ``step`` (in frames of ``frame_rows``)."""
-        return emitted(step, self.frame_rows)
+        """What Spark takes back of ``step`` (``emitted``)."""
+        return emitted(step, self.back)
 
     def step(self, key, prior, pdfs: Iterator[pd.DataFrame], wm_ms):
         """The machine's step on a key's pandas chunks, with Spark's watermark (UTC ms) in key units."""
@@ -428,28 +435,18 @@ class Runner:
         return -(-int(key_micros) // 1000) if self._temporal_key() else int(key_micros)
 
 
-def emitted(step, rows: int | None = None) -> Iterator[pd.DataFrame]:
+def emitted(step, back: Handback) -> Iterator[pd.DataFrame]:
     """A step's output as Spark takes it (``visible``: without the columns Spark computed ahead of
-    the windows for them), in frames of at most ``rows`` rows (None: one frame): no frame at all
-    when nothing is emitted (both operators skip empty frames, so building one would be wasted).
-    O(rows): each frame a zero-copy slice, then ``to_pandas``."""
+    the windows for them), handed back as ``back`` says (``overwindow.spark.handback``): no frame at
+    all when nothing is emitted. O(rows)."""
     out = step.output
-    if not out.num_rows:
-        return
-    out = out.select(visible(out.schema).names)
-    size = rows or out.num_rows
-    for start in range(0, out.num_rows, size):
-        yield to_pandas(out.slice(start, size))
+    return back.frames(out.select(visible(out.schema).names))
 
 
 def frame_rows(session) -> int | None:
-    """The rows of the frames a Runner hands back to Spark: half of Spark's Arrow records a batch
-    (``spark.sql.execution.arrow.maxRecordsPerBatch``; None where it sets no bound). PySpark's
-    applyInPandasWithState sends a batch once its frames pass that many rows, padding the states
-    of the keys it holds to the batch's rows: a key's whole output in one frame made every batch
-    after the first key's carry a state padded to all of a key's rows (four keys of 124,000 rows
-    each cost 1.19 s there in one frame a key, 0.82 s in frames of 5,000: PySpark's own code,
-    replayed). O(1).
+    """The rows of each Arrow stream a Runner hands back to Spark: half of Spark's Arrow records a
+    batch (``spark.sql.execution.arrow.maxRecordsPerBatch``; None where it sets no bound), so that
+    what ``mapInArrow`` reads back comes in batches of Spark's size. O(1).
 
     >>> class Conf:
     ...     def get(self, key, default=None):

@@ -1,12 +1,12 @@
 """Rows across the pandas boundary of Spark's stateful operators: the pandas chunks a UDF receives as
-Arrow tables, and the Arrow tables it emits as the pandas frames Spark takes back, with NaN and
-NULL kept apart and BIGINT values whole both ways (Spark's pandas conversion makes both NaN, and a
-BIGINT column holding a NULL float64: see :class:`Companion`).
+Arrow tables, with NaN and NULL kept apart and BIGINT values whole (Spark's pandas conversion makes
+both NaN, and a BIGINT column holding a NULL float64: see :class:`Companion`), and the Spark types
+of what the operators hand back (as Arrow: ``overwindow.spark.handback``).
 
-The only module that relies on pandas internals (``DataFrame._get_column_array``,
-``DataFrame._from_arrays``): they save more than the conversion itself costs on the few hundred rows
-a key gets per call. Each has a public fallback, taken when the internal is missing or when
-``PANDAS_INTERNALS`` is False (tests force it so and compare).
+The only module that relies on pandas internals (``DataFrame._get_column_array``): it saves more
+than the conversion itself costs on the few hundred rows a key gets per call. It has a public
+fallback, taken when the internal is missing or when ``PANDAS_INTERNALS`` is False (tests force it
+so and compare).
 """
 
 from __future__ import annotations
@@ -213,67 +213,6 @@ def _positions(columns: tuple, names: tuple) -> tuple[int, ...] | None:
     if -1 in found:
         raise KeyError(f"columns {[n for n, i in zip(names, found) if i < 0]} missing from {list(columns)}")
     return tuple(found)
-
-
-def to_pandas(table: pa.Table) -> pd.DataFrame:
-    """The rows to hand back to Spark, column by column as numpy arrays (naive timestamps too:
-    datetime64 of their unit) without copies. O(rows).
-
-    Table.to_pandas, and DataFrame's handling of a dict (a new column Index, each array checked and
-    wrapped), cost more than the conversion for the small tables one key emits per call: pandas'
-    ``DataFrame._from_arrays`` (internal, in pandas 0.23 to 2.x) with the column Index built once
-    takes a third less. DATE and time-zone columns take pandas' own conversion and the dict path;
-    so do float columns holding a NaN and BIGINT ones holding a NULL, as pandas' masked dtypes.
-
-    >>> to_pandas(pa.table({"t": pa.array([0], pa.timestamp("us")), "x": [1.5]})).dtypes.astype(str).tolist()
-    ['datetime64[us]', 'float64']
-    >>> to_pandas(pa.table({"n": [2**53 + 1, None], "x": [float("nan"), None]})).dtypes.astype(str).tolist()
-    ['Int64', 'Float64']
-    """
-    names = tuple(table.column_names)
-    fast = PANDAS_INTERNALS and hasattr(pd.DataFrame, "_from_arrays")
-    masked = [_masked(col) for col in table.columns]
-    if fast and not any(masked) and not any(map(_pandas_typed, table.schema.types)):
-        return pd.DataFrame._from_arrays(
-            [col.to_numpy() for col in table.columns],
-            columns=_column_index(names),
-            index=pd.RangeIndex(table.num_rows),
-            verify_integrity=False,
-        )
-    return pd.DataFrame(
-        {
-            name: col.to_pandas(types_mapper=_MASKED.get)
-            if keep
-            else (col.to_pandas() if _pandas_typed(col.type) else col.to_numpy())
-            for name, col, keep in zip(names, table.columns, masked)
-        },
-        copy=False,
-    )
-
-
-# pandas' masked dtypes keep a NULL apart from the values (a NaN stays a value): Spark reads them
-# through their Arrow conversion (values and mask), not through isnull()
-_MASKED = {pa.float64(): pd.Float64Dtype(), pa.float32(): pd.Float32Dtype(), pa.int64(): pd.Int64Dtype()}
-
-
-def _masked(col: pa.ChunkedArray) -> bool:
-    """Whether ``col`` goes back to Spark as a masked pandas column: a float column holding a NaN (a
-    numpy NaN is NULL to Spark), a BIGINT one holding a NULL (numpy makes it float64, exact only to
-    2**53). O(rows) for float columns."""
-    t = col.type
-    if pa.types.is_int64(t):
-        return col.null_count > 0
-    return pa.types.is_floating(t) and col.null_count < len(col) and bool(pc.any(pc.is_nan(col)).as_py())
-
-
-def _pandas_typed(t: pa.DataType) -> bool:
-    """DATE and time-zone columns: converted by pandas (numpy has no type for them)."""
-    return pa.types.is_date(t) or bool(getattr(t, "tz", None))
-
-
-@functools.lru_cache(maxsize=64)
-def _column_index(names: tuple) -> pd.Index:
-    return pd.Index(names)
 
 
 def arrow_schema(struct) -> pa.Schema:

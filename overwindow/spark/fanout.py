@@ -35,6 +35,7 @@ from overwindow.spark.adapter import (
     check_rocksdb,
     check_watermark,
     emitted,
+    frame_rows,
     is_watermarked,
     visible,
     with_companions,
@@ -48,6 +49,7 @@ from overwindow.spark.boundary import (
 )
 from overwindow.spark.counts import MachineCounts
 from overwindow.spark.grouping import bucket_grouping, bucket_of, shuffle_partitions
+from overwindow.spark.handback import Handback, handback_struct, handed_back
 from overwindow.spec import DEFAULT_KEY_BUCKETS, OverWindow, chosen_key_buckets
 from overwindow.streaming.assemble import ASIDE, PART, Assembler
 from overwindow.streaming.contract import CHANGE
@@ -145,12 +147,12 @@ def over_windows(
     blobs = StructType([StructField(_ROWS, LongType(), False), StructField(_PARTS, BinaryType(), False)])
     timeout = "EventTimeTimeout" if emit == "on_window_close" else "NoTimeout"
     parts = grouped.applyInPandasWithState(_FanOut(runners), blobs, state_struct, "append", timeout)
-    processor = _assemble_processor(_Assembly(assembler, counts))
     plain = StructType([StructField(f.name, f.dataType, f.nullable) for f in input_struct.fields])
-    out = parts.groupBy(_ROWS).transformWithStateInPandas(
-        processor, output_struct(plain, visible(assembler.output_schema)), "Append", "None"
-    )
-    out = with_interval_days(out, visible(assembler.output_schema))
+    output = output_struct(plain, visible(assembler.output_schema))
+    back = Handback.of(output, frame_rows(df.sparkSession))
+    processor = _assemble_processor(_Assembly(assembler, counts, back))
+    out = parts.groupBy(_ROWS).transformWithStateInPandas(processor, handback_struct(), "Append", "None")
+    out = with_interval_days(handed_back(out, output), visible(assembler.output_schema))
     out.overwindow_counts = counts
     return out
 
@@ -238,10 +240,10 @@ class _FanOut:
 
 class _Assembly:
     """The second operator's work for one row bucket and micro-batch: ``assembler`` over the IPC
-    streams of parts (pickled to the workers with it)."""
+    streams of parts (pickled to the workers with it); ``back``: how its rows go back to Spark."""
 
-    def __init__(self, assembler: Assembler, counts):
-        self.assembler, self.counts = assembler, counts
+    def __init__(self, assembler: Assembler, counts, back: Handback):
+        self.assembler, self.counts, self.back = assembler, counts, back
 
     def step(self, prior: bytes | None, pdfs: Iterator[pd.DataFrame], key):
         # the IPC streams by position: the last column (Spark may rename it in the frame)
@@ -270,7 +272,7 @@ def _assemble_processor(assembly: _Assembly):
                 self.rows.clear()
             else:
                 self.rows.update((step.state,))
-            yield from emitted(step)
+            yield from emitted(step, assembly.back)
 
         def close(self):
             pass

@@ -54,7 +54,7 @@ from overwindow.logical.frame import BoundKind
 from overwindow.logical.functions import Kind, lookup
 from overwindow.logical.parse import parse_window
 from overwindow.spark import compat, executors
-from overwindow.spark.adapter import END_OF_INPUT_MS, log, with_companions
+from overwindow.spark.adapter import END_OF_INPUT_MS, frame_rows, log, with_companions
 from overwindow.spark.bind import with_computed
 from overwindow.spark.boundary import (
     arrow_schema,
@@ -62,11 +62,11 @@ from overwindow.spark.boundary import (
     companions_of,
     output_struct,
     to_arrow,
-    to_pandas,
     with_interval_days,
 )
 from overwindow.spark.counts import MachineCounts, StageCounts
 from overwindow.spark.grouping import bucket_grouping, bucket_of, shuffle_partitions
+from overwindow.spark.handback import Handback, handback_struct, handed_back
 from overwindow.spec import chosen_key_buckets, column_names
 from overwindow.streaming.contract import CHANGE, END_OF_INPUT, UPSERT
 from overwindow.streaming.group_by import ASIDE, DELETE, INSERT, OP, UPDATE, GroupBy, having_changes, was
@@ -521,21 +521,27 @@ def group_by(
     companions = companions_of(schema)
     grouped = with_companions(grouped, companions)
     stage = Stage("GROUP BY, group", dict(shown or {}))
-    step = _GroupStep(machine, schema, companions, MachineCounts.of(df.sparkSession, keep), keys, stage)
     output = output_struct(df.schema, machine.output_schema)
+    back = Handback.of(output, frame_rows(df.sparkSession))
+    counts = MachineCounts.of(df.sparkSession, keep)
+    step = _GroupStep(machine, schema, companions, counts, keys, stage, back)
     time_mode = "EventTime" if closes else "None"
-    out = grouped.transformWithStateInPandas(_processor(step, closes), output, "Append", time_mode)
-    out = with_interval_days(out, machine.output_schema)
+    out = grouped.transformWithStateInPandas(_processor(step, closes), handback_struct(), "Append", time_mode)
+    out = with_interval_days(handed_back(out, output), machine.output_schema)
     out.overwindow_counts = step.counts
     return out
 
 
 class _GroupStep:
-    """A bucket's step: its rows (pandas, from Spark) through the machine (pickled with it)."""
+    """A bucket's step: its rows (pandas, from Spark) through the machine (pickled with it); ``back``:
+    how its changes go back to Spark."""
 
-    def __init__(self, machine: GroupBy, schema: pa.Schema, companions, counts, keys=(), stage=None):
+    def __init__(
+        self, machine: GroupBy, schema: pa.Schema, companions, counts, keys=(), stage=None, back=None
+    ):
         self.machine, self.schema, self.companions, self.counts = machine, schema, tuple(companions), counts
         self.keys, self.stage = tuple(keys), stage  # the group keys in its rows, for their origin
+        self.back = back or Handback(machine.output_schema)
 
     def __call__(self, key, prior: bytes | None, pdfs, wm_ms=None):
         """The machine's step; ``wm_ms``: Spark's watermark (UTC ms; closing mode), as microseconds
@@ -592,8 +598,7 @@ def _processor(step: _GroupStep, closes: bool = False):
             if closes:  # the bucket's timer at its least closing time, in UTC ms rounded up
                 wake = None if done.wakeup is None else max(-(-done.wakeup // 1000), (wm_ms or 0) + 1)
                 self.timer.move(wake)
-            if done.output.num_rows:
-                yield to_pandas(done.output)
+            yield from step.back.frames(done.output)
 
         def close(self):
             pass

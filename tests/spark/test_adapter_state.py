@@ -9,9 +9,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from handback_support import frame, handed_back
 
 import overwindow
-from overwindow.spark.adapter import END_OF_INPUT_MS, Runner
+from overwindow.spark.adapter import END_OF_INPUT_MS, Runner, visible
+from overwindow.spark.handback import Handback
 from overwindow.spec import OverWindow
 from overwindow.streaming.contract import RowBoundError
 
@@ -61,8 +63,8 @@ def test_a_watermark_past_end_of_input_emits_the_rows_waiting_for_later_rows():
         out += list(run(("k",), iter(frames), gs))
         state = gs.value
         if watermark_ms == last_ms + 1000:  # released: the last two rows wait for rows after them
-            assert sum(map(len, out)) == 1 and gs.timeout == END_OF_INPUT_MS
-    got = pd.concat(out).reset_index(drop=True)
+            assert handed_back(out).num_rows == 1 and gs.timeout == END_OF_INPUT_MS
+    got = frame(out)
     want = overwindow.evaluate(pa.Table.from_pandas(rows, schema=schema), *spec.expressions)
     pd.testing.assert_frame_equal(got, want.to_pandas(), check_dtype=False)
 
@@ -77,7 +79,7 @@ def test_a_key_left_holding_nothing_has_its_state_removed():
     assert gs.exists and not gs.removed
     out = list(run(("k",), iter([pd.DataFrame({"id": [1, 2], "t": [1, 2], "x": [1.0, 2.0], "op": "d"})]), gs))
     assert gs.removed and not gs.exists
-    assert pd.concat(out)["_change"].tolist() == ["delete", "delete"]
+    assert frame(out)["_change"].tolist() == ["delete", "delete"]
 
 
 def test_a_key_past_the_row_bound_fails_naming_the_bound_and_the_key():
@@ -121,16 +123,18 @@ def test_a_bucket_names_a_computed_keys_late_rows_as_spark_names_the_key(caplog,
     assert f"key {spark_name}=5.0" in message and HIDDEN_KEY not in message, message
 
 
-def test_a_keys_output_goes_back_in_frames_of_at_most_frame_rows():
-    """A key's output is handed back to Spark in frames of at most ``frame_rows`` rows (PySpark pads
-    the states of a batch to its rows), together its rows as the batch evaluator gives them."""
+def test_a_keys_output_goes_back_in_arrow_streams_of_at_most_the_rows_given():
+    """A key's output is handed back to Spark as Arrow streams of at most ``Handback.rows`` rows,
+    which Spark reads back in batches of that size; together its rows as the batch evaluator gives
+    them."""
     spec = OverWindow("sum(x) OVER (ORDER BY t ROWS 2 PRECEDING) AS s", emit="on_update", rowKey="id")
     schema = pa.schema([("id", pa.int64()), ("t", pa.int64()), ("x", pa.float64())])
     x = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
     rows = pd.DataFrame({"id": range(7), "t": [5, 1, 7, 2, 6, 3, 4], "x": x})
-    run = Runner(spec, schema, watermarked=False, frame_rows=3)
+    run = Runner(spec, schema, watermarked=False)
+    run = Runner(spec, schema, watermarked=False, back=Handback(visible(run.machine.output_schema), rows=3))
     frames = list(run(("k",), iter([rows]), _State(0, None)))
-    assert [len(f) for f in frames] == [3, 3, 1]
-    got = pd.concat(frames).sort_values("id").reset_index(drop=True).drop(columns="_change")
+    assert [b.num_rows for b in handed_back(frames).to_batches()] == [3, 3, 1]
+    got = frame(frames).sort_values("id").reset_index(drop=True).drop(columns="_change")
     want = overwindow.evaluate(pa.Table.from_pandas(rows, schema=schema), *spec.expressions).to_pandas()
     pd.testing.assert_frame_equal(got, want.sort_values("id").reset_index(drop=True), check_dtype=False)

@@ -1,4 +1,4 @@
-"""The conversions between the pandas frames Spark's workers build and Arrow (overwindow.spark.boundary),
+"""The conversion of the pandas frames Spark's workers build into Arrow (overwindow.spark.boundary),
 without Spark. Oracle: pyarrow's own pandas conversion (``pa.Table.from_pandas``) of the same frames,
 on the path through pandas internals and on the public fallback alike."""
 
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from overwindow.spark import boundary
-from overwindow.spark.boundary import to_arrow, to_pandas
+from overwindow.spark.boundary import to_arrow
 
 SCHEMA = pa.schema(
     [
@@ -80,37 +80,6 @@ def test_to_arrow_names_a_missing_column(internals):
     frame = pd.concat([pd.Series([1], name="k", dtype="int32")], axis=1)
     with pytest.raises(KeyError, match="ts"):
         to_arrow(frame, SCHEMA)
-
-
-@settings(
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 30), zoned=st.booleans())
-def test_to_pandas_gives_the_frame_arrow_gives(internals, seed, n, zoned):
-    """Rows handed back to Spark: the frame pyarrow's own to_pandas builds (values, dtypes, NULLs),
-    on the fast path (numbers, strings, naive timestamps) and the other (DATE, time-zone columns)."""
-    rng = np.random.default_rng(seed)
-    columns = {
-        "k": pa.array(rng.integers(-5, 5, n), pa.int32()),
-        "ts": pa.array(rng.integers(0, 10**15, n), pa.timestamp("us"), mask=rng.random(n) < 0.2),
-        "s": pa.array([f"v{i}" for i in rng.integers(0, 9, n)], mask=rng.random(n) < 0.2),
-        "x": pa.array(rng.normal(size=n), mask=rng.random(n) < 0.2),
-        "r": pa.array(rng.integers(0, 9, n), pa.int64()),
-    }
-    if zoned:
-        columns["d"] = pa.array(rng.integers(0, 20000, n).astype(np.int32), pa.date32())
-        columns["z"] = pa.array(rng.integers(0, 10**15, n), pa.timestamp("us", tz="UTC"))
-    table = pa.table(columns)
-    got = to_pandas(table)
-    want = table.to_pandas()
-    assert list(got.columns) == list(want.columns)
-    for name in want.columns:
-        assert got[name].dtype == want[name].dtype, name
-        assert got[name].isna().tolist() == want[name].isna().tolist(), name
-        assert got[name].dropna().tolist() == want[name].dropna().tolist(), name
 
 
 @pytest.mark.parametrize(

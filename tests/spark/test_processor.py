@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from handback_support import handed_back
 
 import overwindow
 from overwindow.spark.adapter import Runner
@@ -111,7 +112,7 @@ def _step(runner, stores, rows, group_of):
         processor = chunked_processor(runner)
         processor.init(_Handle(stores.setdefault(group, {})))
         outputs += list(processor.handleInputRows((group,), iter([part.reset_index(drop=True)]), _Timers()))
-    return pd.concat(outputs) if outputs else None
+    return handed_back(outputs)
 
 
 @pytest.mark.parametrize("buckets", [None, 2])
@@ -135,11 +136,7 @@ def test_the_chunked_processor_keeps_the_view_the_batch_after_every_micro_batch(
     for rows, live in _batches(seed):
         changelog = _step(runner, stores, rows, group_of)
         # keyed as a sink keys the view: by (partition key, row key)
-        for r in (
-            []
-            if changelog is None
-            else changelog.astype(object).where(changelog.notna(), None).to_dict("records")
-        ):
+        for r in [] if changelog is None else changelog.to_pylist():
             if r["_change"] == "delete":
                 view.pop((r["k"], r["id"]), None)
             else:
