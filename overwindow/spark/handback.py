@@ -28,9 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ROWS = "__overwindow_arrow"  # the operators' one output column: an Arrow IPC stream, or NULL
 ROWS_A_ROW = 64  # rows of a stream per row of its frame (see the module's docstring)
@@ -57,6 +60,8 @@ class Handback:
         """``table``'s rows in ``schema``'s types as one frame of IPC streams (none for no rows).
         O(rows): a cast (none where the types are Spark's already) and one copy into the streams.
         """
+        import pandas as pd  # here: the mapInArrow's workers, which only read, never import it
+
         if not table.num_rows:
             return
         table = table.cast(self.schema)  # a naive timestamp becomes a UTC instant: its value as it is
