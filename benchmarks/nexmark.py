@@ -339,6 +339,9 @@ def main(argv=None) -> int:
     p.add_argument("--tail", type=float, default=8.0, help="latency: seconds left out at the end")
     p.add_argument("--trigger", default=nl.SPARK_TRIGGER, help="latency: overwindow's processing-time")
     p.add_argument(
+        "--rate", type=float, help="latency: bids a second (default: half the slower engine's throughput)"
+    )
+    p.add_argument(
         "--floors",
         nargs="*",
         default=list(FLOORS),
@@ -413,7 +416,7 @@ def run_query(args, spark, query, work: Path, counts: dict) -> dict:
             flink["load"] = os.getloadavg()[0]
             print(f"pyflink {query.name}: {flink['rate']:,.0f} bids/s/core, {flink['seconds']:.1f} s")
     rates = [r["rate"] for r in ow.values()] + ([flink["rate"]] if flink else [])
-    fixed = 0.5 * min(rates) * CORES
+    fixed = args.rate or 0.5 * min(rates) * CORES
     flink_lat, floors = None, {}
     if args.latency_seconds > 0:
         timing = (args.latency_seconds, args.seed, args.warmup, args.tail)
