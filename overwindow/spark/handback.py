@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from overwindow.spark.workers import freeze_imports
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -78,6 +80,9 @@ class Handback:
 def decoded(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function after an operator: each IPC stream of its ``ROWS`` column opened
     into its record batches, NULLs skipped. O(rows), no copy of the values."""
+    # its worker's imports out of the collection PySpark runs after every task (40,000 objects,
+    # about 30 ms a collection here), as the operators' workers do (``workers.freeze_imports``)
+    freeze_imports()
     for batch in batches:
         for stream in batch.column(0):
             if stream.is_valid:
