@@ -15,6 +15,7 @@ import pytest
 import overwindow
 from overwindow.errors import WindowSpecError
 from overwindow.spark import compat
+from overwindow.spark.handback import ROWS
 
 SCHEMA = "k STRING, ts TIMESTAMP, rid BIGINT, n BIGINT, x DOUBLE"
 ARROW = pa.schema(
@@ -225,10 +226,10 @@ def test_sql_over_a_streaming_view_with_where_equals_spark_sql(spark, tmp_path):
 
 
 def test_a_query_holds_only_the_input_columns_its_result_keeps(spark, tmp_path):
-    """The stateful operator takes every input column and hands back only those the result keeps
-    and its windows read (``rid`` and ``n`` stay out of the state); the values are Spark's batch
-    SQL, and the ``_row_id`` of each row is the one a query keeping every column gives it (a row
-    without a row key is its whole input row)."""
+    """The stateful operator takes every input column and hands back (as Arrow, ``handback``) only
+    those the result keeps and its windows read (``rid`` and ``n`` stay out of the state); the values
+    are Spark's batch SQL, and the ``_row_id`` of each row is the one a query keeping every column
+    gives it (a row without a row key is its whole input row)."""
     import re
 
     src, _ = _source(tmp_path)
@@ -238,8 +239,11 @@ def test_a_query_holds_only_the_input_columns_its_result_keeps(spark, tmp_path):
     query = "SELECT k, ts, x - lag(x) OVER (PARTITION BY k ORDER BY ts) AS d FROM {}"
     out = overwindow.sql(spark, query.format("ow_carried_stream"), emit="on_update")
     plan = out._jdf.queryExecution().analyzed().toString()
-    (line,) = [x for x in plan.splitlines() if "FlatMapGroupsInPandasWithState" in x]
-    handed_back = set(re.findall(r"(\w+)#\d+", line.split("], [")[1]))
+    # its rows come back as Arrow streams, one binary column, which the mapInArrow after it opens
+    (operator,) = [x for x in plan.splitlines() if "FlatMapGroupsInPandasWithState" in x]
+    assert set(re.findall(r"(\w+)#\d+", operator.split("], [")[1])) == {ROWS}
+    (line,) = [x for x in plan.splitlines() if "MapInArrow" in x]
+    handed_back = set(re.findall(r"(\w+)#\d+", line.split(", [")[1]))
     assert {"k", "ts", "x"} <= handed_back and not {"rid", "n"} & handed_back
     kept = _applied_by_id(_collect(out, str(tmp_path / "chk"), "update"))
     want = compat.to_arrow(spark.sql(query.format("ow_carried_batch"))).to_pylist()
