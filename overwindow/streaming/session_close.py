@@ -136,7 +136,7 @@ class SessionWindowClose:
         elif upto is None:
             closed = np.zeros(table.num_rows, dtype=bool)
         else:
-            closed = ends <= upto if never is None else (ends <= upto) & ~never
+            closed = (ends <= upto) & ~never
         mask = pa.array(closed)
         out = project(
             table.filter(mask), self.spec.expressions, {k: v.filter(mask) for k, v in results.items()}
@@ -145,7 +145,7 @@ class SessionWindowClose:
             passes, unsure = self.qualify.holds(out)
             out, aside = out.filter(pa.array(passes)), Aside.join(aside, unsure)
         kept = table.filter(pa.array(~closed))
-        waiting = ~closed if never is None else ~closed & ~never
+        waiting = ~closed & ~never
         wakeup = ends[waiting].min().item() if waiting.any() else (END_OF_INPUT if kept.num_rows else None)
         return Step(
             encode({"rows": kept}, STATE_KIND, meta),
@@ -159,18 +159,19 @@ class SessionWindowClose:
             late_keys,
         )
 
-    def _session_ends(self, last: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
+    def _session_ends(self, last: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         """Each row's session's end, its last row's key plus the gap, in ``key_numbers``, and the
-        mask of the integer or time keys' ends past every int64 (None: none), which never come
-        before the end of input (kept exact, not wrapped or rounded through DOUBLE); a NaN key's end
-        is the end of input. O(n).
+        mask of the integer or time keys' ends past every int64, which never come before the end of
+        input (kept exact, not wrapped or rounded through DOUBLE); a NaN key's end is the end of
+        input. O(n).
         """
         numbers = key_numbers(Values(last))
         if numbers.dtype.kind == "f":
             ends = numbers + self.gap_number
-            return np.where(np.isnan(ends), END_OF_INPUT, ends), None
+            return np.where(np.isnan(ends), END_OF_INPUT, ends), np.zeros(len(ends), dtype=bool)
         lowest, highest = (int(numbers.min()), int(numbers.max())) if len(numbers) else (0, 0)
-        return saturating_add(numbers, self.gap_number, lowest, highest)
+        ends, beyond = saturating_add(numbers, self.gap_number, lowest, highest)
+        return ends, np.zeros(len(ends), dtype=bool) if beyond is None else beyond
 
     def _conform(self, rows: pa.Table) -> pa.Table:
         if rows.schema.names != self.schema.names:
