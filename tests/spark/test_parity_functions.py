@@ -301,8 +301,18 @@ def disagreements(
     Spark's, or that one side refuses, in words. With ``spark_may_refuse`` the calls Spark refuses
     are left out (overwindow may compute more of SQL there)."""
     spark.createDataFrame(table).createOrReplaceTempView(view)
-    values, types, errors = run_spark_view(spark, view, calls)
-    ours, our_types, our_errors = run_overwindow(table, calls)
+    return differences(
+        calls, run_spark_view(spark, view, calls), run_overwindow(table, calls), equal, spark_may_refuse
+    )
+
+
+def differences(
+    calls: list[Call], spark_run, our_run, equal=same, spark_may_refuse: bool = False
+) -> list[str]:
+    """``disagreements`` between the two runs of ``calls`` as given: Spark's (``run_spark_view``) and
+    overwindow's (``run_overwindow``)."""
+    values, types, errors = spark_run
+    ours, our_types, our_errors = our_run
     msgs = []
     for c in calls:
         if c.alias in errors and spark_may_refuse:
@@ -426,9 +436,10 @@ def test_string_offsets_following_an_interval_key_are_cast_to_its_type_as_spark_
         for key in ("d - e", "t - u")
     ]
     calls = [Call(f"c{j}", text) for j, text in enumerate(texts)]
-    msgs = disagreements(spark, table, calls, "interval_string_offsets", spark_may_refuse=True)
+    spark.createDataFrame(table).createOrReplaceTempView("interval_string_offsets")
+    theirs, ours = run_spark_view(spark, "interval_string_offsets", calls), run_overwindow(table, calls)
+    msgs = differences(calls, theirs, ours, spark_may_refuse=True)
     assert not msgs, f"{len(msgs)} of {len(calls)} calls differ:\n" + "\n".join(msgs)
-    _, _, refused = run_spark_view(spark, "interval_string_offsets", calls)
-    _, _, ours = run_overwindow(table, calls)
-    assert set(ours) == set(refused)  # each side refuses the same calls, and some cast
+    refused = theirs[2]
+    assert set(ours[2]) == set(refused)  # each side refuses the same calls, and some cast
     assert 0 < len(refused) < len(calls)
