@@ -9,15 +9,22 @@ the Arrow types Spark reads for the output schema; ``handed_back`` puts a ``mapI
 operator that opens each stream into its record batches, which Spark reads as they are. The rows
 are Arrow end to end (NaN apart from NULL, BIGINT whole), and pandas sees one value a stream.
 
-PySpark sends an output batch once its frames pass ``spark.sql.execution.arrow.maxRecordsPerBatch``
-rows. A stream of n rows goes as a frame of ``ceil(n / ROWS_A_ROW)`` rows (the stream, then NULLs,
-which ``decoded`` skips), so an output batch still holds at most ``ROWS_A_ROW`` times that many
-rows, however few streams it counts.
+PySpark sends an output batch once the frames of its calls pass
+``spark.sql.execution.arrow.maxRecordsPerBatch`` rows, however many bytes they hold, checking after
+each frame; Spark's Arrow binary column holds at most 2 GiB a batch (32-bit offsets). So each stream
+goes as a frame of its own, of as many rows as its rows and bytes weigh: the stream, then NULLs
+(which ``decoded`` skips), a frame row per ``ROWS_A_ROW`` rows of the stream and per
+``Handback.row_bytes`` of its bytes, whichever asks more (``Handback.frame_rows``); and a stream
+holds at most ``STREAM_BYTES`` (but a lone row larger than that). An output batch then holds at most
+``ROWS_A_ROW`` times Spark's records a batch and about ``BATCH_BYTES`` of streams, plus the stream
+that passed the count, however many rows a call emits and however wide they are (a frame of a call's
+whole output, or a frame row per 64 rows whatever their width, let one batch pass 2 GiB: 640,000
+rows of 3.4 KB).
 
 >>> import pyarrow as pa
 >>> back = Handback(pa.schema([("x", pa.int64())]), rows=2)
 >>> [frame[ROWS].notna().tolist() for frame in back.frames(pa.table({"x": [1, 2, 3]}))]
-[[True, True]]
+[[True], [True]]
 >>> batches = [pa.record_batch([frame[ROWS].tolist()], names=[ROWS]) for frame in back.frames(
 ...     pa.table({"x": [1, 2, 3]}))]
 >>> [b.column(0).to_pylist() for b in decoded(batches)]
@@ -39,12 +46,16 @@ if TYPE_CHECKING:
 
 ROWS = "__overwindow_arrow"  # the operators' one output column: an Arrow IPC stream, or NULL
 ROWS_A_ROW = 64  # rows of a stream per row of its frame (see the module's docstring)
+BATCH_BYTES = 128 << 20  # about the most bytes of streams an output batch of PySpark's carries
+STREAM_BYTES = 32 << 20  # the most bytes of rows a stream holds, but a lone row larger than that
+RECORDS = 10_000  # Spark's default Arrow records a batch, where ``rows`` sets no bound
 
 
 @dataclass(frozen=True)
 class Handback:
     """How a stateful operator hands its rows back: ``schema``, Spark's Arrow types of its output
-    columns (``of``), and at most ``rows`` rows a stream (None: one stream a call)."""
+    columns (``of``), and at most ``rows`` rows a stream (None: one stream a call, but for
+    ``STREAM_BYTES``); ``rows`` is half of Spark's Arrow records a batch (``adapter.frame_rows``)."""
 
     schema: pa.Schema
     rows: int | None = None
@@ -58,8 +69,28 @@ class Handback:
 
         return cls(compat.to_arrow_schema(struct), rows)
 
+    @property
+    def row_bytes(self) -> int:
+        """The bytes of a stream a row of its frame stands for: ``BATCH_BYTES`` over Spark's records
+        a batch (``2 * rows``), so that a batch of that many frame rows carries about ``BATCH_BYTES``.
+
+        >>> Handback(pa.schema([]), rows=5_000).row_bytes
+        13421
+        """
+        return max(1, BATCH_BYTES // (2 * self.rows if self.rows else RECORDS))
+
+    def frame_rows(self, rows: int, nbytes: int) -> int:
+        """The rows of the frame of a stream of ``rows`` rows and ``nbytes`` bytes: one a
+        ``ROWS_A_ROW`` rows or a ``row_bytes`` bytes, whichever asks more; at least one. O(1).
+
+        >>> back = Handback(pa.schema([]), rows=5_000)
+        >>> back.frame_rows(5_000, 1_000_000), back.frame_rows(5_000, 5_000_000), back.frame_rows(1, 0)
+        (79, 373, 1)
+        """
+        return max(1, -(-rows // ROWS_A_ROW), -(-nbytes // self.row_bytes))
+
     def frames(self, table: pa.Table) -> Iterator[pd.DataFrame]:
-        """``table``'s rows in ``schema``'s types as one frame of IPC streams (none for no rows).
+        """``table``'s rows in ``schema``'s types as IPC streams, a frame each (none for no rows).
         O(rows): a cast (none where the types are Spark's already) and one copy into the streams.
         """
         import pandas as pd  # here: the mapInArrow's workers, which only read, never import it
@@ -67,14 +98,31 @@ class Handback:
         if not table.num_rows:
             return
         table = table.cast(self.schema)  # a naive timestamp becomes a UTC instant: its value as it is
-        streams = []
         for batch in table.to_batches(max_chunksize=self.rows or table.num_rows):
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, self.schema) as writer:
-                writer.write_batch(batch)
-            streams.append(sink.getvalue().to_pybytes())
-            streams.extend([None] * ((batch.num_rows - 1) // ROWS_A_ROW))
-        yield pd.DataFrame({ROWS: streams})
+            for piece in _pieces(batch):
+                sink = pa.BufferOutputStream()
+                with pa.ipc.new_stream(sink, self.schema) as writer:
+                    writer.write_batch(piece)
+                stream = sink.getvalue().to_pybytes()
+                padding = [None] * (self.frame_rows(piece.num_rows, len(stream)) - 1)
+                yield pd.DataFrame({ROWS: [stream, *padding]})
+
+
+def _pieces(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    """``batch`` cut in halves, and those again, until each piece holds at most ``STREAM_BYTES``
+    or a lone row; none of no rows. O(pieces x log rows) sizes of slices, no copy.
+
+    >>> [p.num_rows for p in _pieces(pa.record_batch({"s": ["x" * (STREAM_BYTES // 3)] * 5}))]
+    [2, 1, 2]
+    """
+    if not batch.num_rows:
+        return
+    if batch.num_rows == 1 or batch.nbytes <= STREAM_BYTES:
+        yield batch
+        return
+    half = batch.num_rows // 2
+    yield from _pieces(batch.slice(0, half))
+    yield from _pieces(batch.slice(half))
 
 
 def decoded(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
