@@ -62,7 +62,7 @@ from overwindow.spark.grouping import (
     shuffle_partitions,
     with_key_columns,
 )
-from overwindow.spark.handback import Handback, handback_struct, handed_back
+from overwindow.spark.handback import RECORDS, Handback, handback_struct, handed_back
 from overwindow.spark.processor import chunked_processor
 from overwindow.spark.transport import from_spark, to_spark
 from overwindow.spark.workers import freeze_imports
@@ -220,7 +220,7 @@ def over_window(grouped, spec: OverWindow, keep=None, append: bool = False):
     companions = companions_of(input_schema)
     grouped = with_companions(grouped, companions)
     counts = MachineCounts.of(df.sparkSession, keep)
-    back = Handback.of(out_struct, frame_rows(df.sparkSession))
+    back = Handback.of(out_struct, stream_rows(df.sparkSession))
     run = Runner(spec, input_schema, watermarked, counts, companions, keys, stage, back)
     if spec.state_layout == "chunked":
         check_rocksdb(df.sparkSession, "stateLayout='chunked'")
@@ -443,7 +443,7 @@ def emitted(step, back: Handback) -> Iterator[pd.DataFrame]:
     return back.frames(out.select(visible(out.schema).names))
 
 
-def frame_rows(session) -> int | None:
+def stream_rows(session) -> int | None:
     """The rows of each Arrow stream a Runner hands back to Spark: half of Spark's Arrow records a
     batch (``spark.sql.execution.arrow.maxRecordsPerBatch``; None where it sets no bound), so that
     what ``mapInArrow`` reads back comes in batches of Spark's size. O(1).
@@ -453,10 +453,10 @@ def frame_rows(session) -> int | None:
     ...         return "10000"
     >>> class Session:
     ...     conf = Conf()
-    >>> frame_rows(Session())
+    >>> stream_rows(Session())
     5000
     """
-    records = int(session.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", "10000"))
+    records = int(session.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", str(RECORDS)))
     return max(1, records // 2) if records > 0 else None
 
 

@@ -35,8 +35,8 @@ from overwindow.spark.adapter import (
     check_rocksdb,
     check_watermark,
     emitted,
-    frame_rows,
     is_watermarked,
+    stream_rows,
     visible,
     with_companions,
 )
@@ -149,7 +149,7 @@ def over_windows(
     parts = grouped.applyInPandasWithState(_FanOut(runners), blobs, state_struct, "append", timeout)
     plain = StructType([StructField(f.name, f.dataType, f.nullable) for f in input_struct.fields])
     output = output_struct(plain, visible(assembler.output_schema))
-    back = Handback.of(output, frame_rows(df.sparkSession))
+    back = Handback.of(output, stream_rows(df.sparkSession))
     processor = _assemble_processor(_Assembly(assembler, counts, back))
     out = parts.groupBy(_ROWS).transformWithStateInPandas(processor, handback_struct(), "Append", "None")
     out = with_interval_days(handed_back(out, output), visible(assembler.output_schema))

@@ -54,7 +54,7 @@ from overwindow.logical.frame import BoundKind
 from overwindow.logical.functions import Kind, lookup
 from overwindow.logical.parse import parse_window
 from overwindow.spark import compat, executors
-from overwindow.spark.adapter import END_OF_INPUT_MS, frame_rows, log, with_companions
+from overwindow.spark.adapter import END_OF_INPUT_MS, log, stream_rows, with_companions
 from overwindow.spark.bind import with_computed
 from overwindow.spark.boundary import (
     arrow_schema,
@@ -522,7 +522,7 @@ def group_by(
     grouped = with_companions(grouped, companions)
     stage = Stage("GROUP BY, group", dict(shown or {}))
     output = output_struct(df.schema, machine.output_schema)
-    back = Handback.of(output, frame_rows(df.sparkSession))
+    back = Handback.of(output, stream_rows(df.sparkSession))
     counts = MachineCounts.of(df.sparkSession, keep)
     step = _GroupStep(machine, schema, companions, counts, keys, stage, back)
     time_mode = "EventTime" if closes else "None"

@@ -55,7 +55,7 @@ RECORDS = 10_000  # Spark's default Arrow records a batch, where ``rows`` sets n
 class Handback:
     """How a stateful operator hands its rows back: ``schema``, Spark's Arrow types of its output
     columns (``of``), and at most ``rows`` rows a stream (None: one stream a call, but for
-    ``STREAM_BYTES``); ``rows`` is half of Spark's Arrow records a batch (``adapter.frame_rows``)."""
+    ``STREAM_BYTES``); ``rows`` is half of Spark's Arrow records a batch (``adapter.stream_rows``)."""
 
     schema: pa.Schema
     rows: int | None = None
